@@ -1,0 +1,83 @@
+"""One exception tree for the whole plugin.
+
+Every message names what went wrong (the file, the task, the model, the
+option) and says what to do next; none ever contains an API key.
+
+    HypeEditError
+    ├── ConfigError          a bad option, models.yaml or judge spec (a usage error)
+    ├── InputError           bad benchmark input: fix the file, then rerun
+    │   ├── TaskFileError    a task file that is unreadable, not JSON, or not the schema
+    │   ├── ImageError       a reference image that is missing, truncated or corrupt
+    │   └── LabelsError      a human-labels file that is not the upstream schema
+    ├── CallError            a paid call failed after its retries: outcome "error"
+    │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
+    │   └── JudgeError       the judge failed or its reply could not be parsed
+    ├── Refusal              the model answered without a usable image: outcome "refused"
+    └── BudgetExceeded       the next call could pass --budget: the item is skipped
+
+A ``CallError`` is never the model's verdict: the candidate is left out of the
+metrics, counted under ``errors`` and retried by the next run.  A ``Refusal``
+is: the user paid for an attempt that gave nothing, so it counts as FAIL.
+"""
+
+from __future__ import annotations
+
+
+class HypeEditError(Exception):
+    """Base of every error the plugin raises on purpose."""
+
+
+class ConfigError(HypeEditError):
+    """A bad command-line option, models.yaml entry or judge spec."""
+
+
+class InputError(HypeEditError):
+    """Benchmark input (tasks, images, labels) that cannot be used as it is."""
+
+
+class TaskFileError(InputError):
+    """A task file that cannot be read or does not follow the upstream schema."""
+
+
+class ImageError(InputError):
+    """A reference image that is missing, truncated or cannot be decoded."""
+
+
+class LabelsError(InputError):
+    """A human-labels file that cannot be read or is not schema version 2."""
+
+
+class CallError(HypeEditError):
+    """A model or judge call that failed after its retries."""
+
+    #: Whether trying again later may succeed (network, 429, 5xx).  Auth,
+    #: quota and validation errors are not retryable: rerunning wastes time.
+    retryable: bool = True
+
+    def __init__(self, message: str, *, retryable: bool | None = None, status: int | None = None):
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = retryable
+        self.status = status
+
+
+class ProviderError(CallError):
+    """The image model's API failed."""
+
+
+class JudgeError(CallError):
+    """The judge failed, or gave a reply that cannot be parsed as a verdict."""
+
+
+class Refusal(HypeEditError):
+    """The model answered, but gave no usable image (moderation, no image part, undecodable file)."""
+
+    def __init__(self, reason: str, *, cost: float | None = None, request_id: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.cost = cost
+        self.request_id = request_id
+
+
+class BudgetExceeded(HypeEditError):
+    """The next paid call could take the run past ``--budget``."""

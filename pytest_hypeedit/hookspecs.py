@@ -1,0 +1,33 @@
+"""Hooks a conftest.py or another plugin implements to extend pytest-hypeedit.
+
+Implement them with ``@pytest.hookimpl(optionalhook=True)`` so the conftest
+still loads when the plugin is disabled (``-p no:hypeedit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def pytest_hypeedit_add_models(config: pytest.Config) -> list[dict[str, Any]]:
+    """Return model entries (``name``, ``route``, ``provider_model``, ``price``, ...) to add or override."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_hypeedit_make_provider(config: pytest.Config, spec: Any) -> Any:
+    """Return the provider adapter for a model spec, or None to leave it to the next implementation."""
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None) -> Any:
+    """Return the judge named in ``--judge NAME[:ARGUMENT]``, or None to leave it to the next implementation."""
+
+
+def pytest_hypeedit_record(config: pytest.Config, record: Any) -> None:
+    """Called on the controller with each finished candidate's record (e.g. to stream it elsewhere)."""
+
+
+def pytest_hypeedit_results(config: pytest.Config, results: dict[str, Any]) -> None:
+    """Called on the controller with the results JSON before it is written; may add keys."""

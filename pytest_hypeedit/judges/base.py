@@ -1,0 +1,59 @@
+"""The one small interface every judge implements.
+
+A judge gets a ``JudgeRequest`` (the task, the candidate on disk and the
+reference images) and returns a ``Verdict``, or raises ``JudgeError`` when it
+cannot give one (a failed call, a reply that cannot be parsed).  A JudgeError
+is never a FAIL: the candidate is counted under ``errors`` and re-judged by
+the next run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..tasks import Task
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    task: Task
+    model: str
+    repeat: int  # 1-based
+    candidate: Path
+    references: tuple[Path, ...]
+
+
+@dataclass
+class Verdict:
+    passed: bool
+    reasoning: str
+    judge: str  # the judge's id, e.g. "gemini-3-flash" or "labels[3 raters]"
+    votes: list[dict[str, Any]] = field(default_factory=list)  # one per juror / rater
+    cost: float = 0.0  # USD, when the judge's price is known
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return "PASS" if self.passed else "FAIL"
+
+
+class Judge:
+    """Base class of judges.  Subclasses set ``name`` and implement ``judge``."""
+
+    name: ClassVar[str] = ""
+    #: Environment variables that hold this judge's key; any one of them will do.
+    key_env: ClassVar[tuple[str, ...]] = ()
+    #: Whether the judge looks at the images (a labels judge does not).
+    needs_images: ClassVar[bool] = True
+
+    @property
+    def id(self) -> str:
+        return self.name
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release clients; called once at the end of a worker's session."""

@@ -1,0 +1,141 @@
+"""Human labels in the upstream human-review tool's format (schema version 2).
+
+    {"schema_version": 2,
+     "models": {"M01": "<model name>", ...},
+     "judgements": {"<task_id>": {"M01": {"001.webp": {"verdict": "PASS" | "FAIL", ...}}}}}
+
+One file is one rater.  Candidates are matched by task, model and repeat
+number whatever the file extension.  A panel of several raters is combined by
+majority; a tie counts as FAIL and is reported as a tie.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import LabelsError
+
+SCHEMA_VERSION = 2
+LabelKey = tuple[str, str, int]  # (task_id, model, repeat)
+_REPEAT_FILE = re.compile(r"^(\d{1,4})(\.[A-Za-z]+)?$")
+
+
+@dataclass(frozen=True)
+class RaterLabels:
+    """The verdicts of one rater (one labels file)."""
+
+    rater: str
+    path: Path
+    verdicts: Mapping[LabelKey, bool]  # True = PASS
+    models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PanelVerdict:
+    passed: bool
+    votes: tuple[tuple[str, bool], ...]  # (rater, passed)
+    tie: bool = False
+
+    @property
+    def even(self) -> bool:
+        return len(self.votes) % 2 == 0
+
+
+@dataclass
+class Panel:
+    """Several raters' labels, combined by majority."""
+
+    raters: list[RaterLabels] = field(default_factory=list)
+
+    def verdict(self, task_id: str, model: str, repeat: int) -> PanelVerdict | None:
+        key = (task_id, model, repeat)
+        votes = tuple((r.rater, r.verdicts[key]) for r in self.raters if key in r.verdicts)
+        if not votes:
+            return None
+        passes = sum(1 for _, passed in votes if passed)
+        fails = len(votes) - passes
+        return PanelVerdict(passed=passes > fails, votes=votes, tie=passes == fails)
+
+    def keys(self) -> set[LabelKey]:
+        return {key for rater in self.raters for key in rater.verdicts}
+
+    def counts_per_rater(self) -> dict[str, Counter]:
+        return {r.rater: Counter("PASS" if v else "FAIL" for v in r.verdicts.values()) for r in self.raters}
+
+
+def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterLabels:
+    """Read and validate one rater's file; every error names the file and the entry."""
+    path = Path(path)
+    data = _load_json(path)
+    aliases = _aliases(data, path, None if known_models is None else set(known_models))
+    verdicts: dict[LabelKey, bool] = {}
+    judgements = data.get("judgements", {})
+    if not isinstance(judgements, dict):
+        raise LabelsError(f"{path}: 'judgements' must map task_id -> alias -> file -> verdict")
+    for task_id, by_alias in judgements.items():
+        if not isinstance(by_alias, dict):
+            raise LabelsError(f"{path}: judgements[{task_id!r}] must map model alias -> file -> verdict")
+        for alias, by_file in by_alias.items():
+            where = f"{path}: judgements[{task_id!r}][{alias!r}]"
+            if alias not in aliases:
+                raise LabelsError(f"{where}: alias {alias!r} is not in the file's 'models' map")
+            verdicts.update(_file_verdicts(by_file, task_id, aliases[alias], where))
+    return RaterLabels(rater=path.stem, path=path, verdicts=verdicts, models=tuple(sorted(set(aliases.values()))))
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise LabelsError(f"{path}: cannot read labels file ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LabelsError(f"{path}: not a JSON labels file ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
+        raise LabelsError(
+            f"{path}: expected the human-review tool's labels, schema_version {SCHEMA_VERSION}, found {found!r}"
+        )
+    return data
+
+
+def _aliases(data: dict, path: Path, known: set[str] | None) -> dict[str, str]:
+    models = data.get("models")
+    if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
+        raise LabelsError(f"{path}: 'models' must map alias (e.g. M01) -> model name")
+    for alias, name in models.items():
+        if known is not None and name not in known:
+            raise LabelsError(
+                f"{path}: models[{alias!r}] = {name!r} is not a known model ({', '.join(sorted(known))}); "
+                "fix the name in the file, or add the model with --models-file"
+            )
+    return dict(models)
+
+
+def _file_verdicts(by_file, task_id: str, model: str, where: str) -> dict[LabelKey, bool]:
+    if not isinstance(by_file, dict):
+        raise LabelsError(f"{where}: must map candidate file (e.g. 001.webp) -> {{'verdict': 'PASS'|'FAIL'}}")
+    out: dict[LabelKey, bool] = {}
+    for name, entry in by_file.items():
+        match = _REPEAT_FILE.match(str(name))
+        verdict = entry.get("verdict") if isinstance(entry, dict) else None
+        if not match or int(match.group(1)) < 1:
+            raise LabelsError(f"{where}[{name!r}]: not a candidate file name like 001.webp")
+        if not isinstance(verdict, str) or verdict.upper() not in ("PASS", "FAIL"):
+            raise LabelsError(f"{where}[{name!r}]: verdict must be 'PASS' or 'FAIL', got {verdict!r}")
+        out[(task_id, model, int(match.group(1)))] = verdict.upper() == "PASS"
+    return out
+
+
+def read_panel(paths: Iterable[Path], known_models: Iterable[str] | None = None) -> Panel:
+    known = None if known_models is None else list(known_models)
+    raters = [read_labels(Path(p), known) for p in paths]
+    names = [r.rater for r in raters]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise LabelsError(f"two labels files share the rater name(s) {duplicates} (the file stem); rename one")
+    return Panel(raters)

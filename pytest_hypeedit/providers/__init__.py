@@ -1,0 +1,42 @@
+"""Provider adapters, one module per provider API, chosen by a model's ``route``.
+
+The built-in table below is the ``trylast`` default of the
+``pytest_hypeedit_make_provider`` hook, so a conftest.py can add a route or
+replace one.  Adapters are imported lazily: a run of ``identity`` never
+imports google-genai.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import ConfigError
+from ..registry import ModelSpec
+from .base import Generation, GenerationRequest, Provider, seed_for
+
+__all__ = ["Generation", "GenerationRequest", "Provider", "seed_for", "BUILTIN_ROUTES", "builtin_provider"]
+
+#: route -> "module:Class" of its adapter.
+BUILTIN_ROUTES: dict[str, str] = {
+    "identity": "pytest_hypeedit.providers.identity:IdentityProvider",
+}
+
+
+def builtin_provider(spec: ModelSpec) -> Provider:
+    target = BUILTIN_ROUTES.get(spec.route)
+    if target is None:
+        raise ConfigError(
+            f"model {spec.name}: unknown route {spec.route!r}. Built-in routes: {', '.join(sorted(BUILTIN_ROUTES))}; "
+            "a conftest.py can add one with the pytest_hypeedit_make_provider hook."
+        )
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)(spec)
+
+
+def builtin_key_env(route: str) -> tuple[str, ...]:
+    """The environment variables that can hold a built-in route's key (none for offline routes)."""
+    target = BUILTIN_ROUTES.get(route)
+    if target is None:
+        return ()
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name).key_env

@@ -1,0 +1,71 @@
+"""The one small interface every provider adapter implements.
+
+An adapter knows its provider's wire format and nothing of pytest: it gets a
+``GenerationRequest`` and returns a ``Generation`` (the image bytes and what
+they cost), or raises ``Refusal`` (the model answered without a usable image)
+or ``ProviderError`` (the call failed after its retries).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..registry import ModelSpec
+from ..tasks import Task
+
+
+@dataclass(frozen=True)
+class GenerationRequest:
+    task: Task
+    repeat: int  # 1-based
+    seed: int  # per task x repeat, the same for every model
+    references: tuple[Path, ...]  # the task's reference images as downloaded, in task order
+    spec: ModelSpec
+
+
+@dataclass
+class Generation:
+    image: bytes
+    ext: str  # "png", "webp", "jpg": the format the provider returned
+    cost: float  # USD actually spent on this candidate
+    provider_model: str
+    seed: int | None = None  # the seed the provider used, when it takes one
+    request_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider:
+    """Base class of adapters.  Subclasses set ``route`` and implement ``generate``."""
+
+    route: ClassVar[str] = ""
+    #: Environment variables that hold this route's key; any one of them will do.
+    key_env: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release clients and connections; called once at the end of a worker's session."""
+
+
+def seed_for(task_id: str, repeat: int) -> int:
+    """A stable per-repeat seed: repeat r of a task gets the same seed for every model and run."""
+    digest = hashlib.sha256(f"{task_id}:{repeat}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2_147_483_647
+
+
+def sniff_image_ext(data: bytes) -> str | None:
+    """The file extension for image bytes, from their magic number (None when unknown)."""
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    if data.startswith(b"\xff\xd8\xff"):
+        return "jpg"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "webp"
+    return None

@@ -1,0 +1,105 @@
+"""The record of one candidate: what produced it, what judged it, what it cost.
+
+A record is written beside its candidate (``<NNN>.json``) and rides on the
+pytest report from an xdist worker to the controller, so it holds only JSON
+values.  No I/O here: the store reads and writes records, this module only
+converts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Outcomes of one candidate (design.md, "Outcomes of one candidate").
+PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
+OUTCOMES = (PASS, FAIL, REFUSED, ERROR, SKIPPED)
+
+#: The key under which a record travels in ``report.user_properties``.
+PROPERTY_KEY = "hypeedit_record"
+
+RECORD_SCHEMA = "hypeedit-record/1"
+
+
+@dataclass
+class Record:
+    """Everything known about one candidate (task x model x repeat of a split)."""
+
+    split: str
+    model: str
+    task_id: str
+    repeat: int
+    task_types: list[str] = field(default_factory=list)
+    outcome: str | None = None  # one of OUTCOMES, or None while not yet judged
+    # generation
+    candidate: str | None = None  # file name beside the record, e.g. "001.png"
+    route: str | None = None
+    provider_model: str | None = None
+    seed: int | None = None
+    request_id: str | None = None
+    cost: float = 0.0  # generation spend in USD for this candidate
+    latency_s: float | None = None
+    generated_at: str | None = None
+    refusal: str | None = None  # the provider's reason, when refused
+    # judging
+    verdict: str | None = None  # "PASS" or "FAIL"
+    reasoning: str | None = None
+    judge: str | None = None
+    votes: list[dict[str, Any]] = field(default_factory=list)
+    judge_cost: float = 0.0
+    judged_at: str | None = None
+    # what went wrong, when outcome is "error" or "skipped"
+    error: str | None = None
+    # whether this run reused a candidate / verdict from disk instead of paying
+    reused_candidate: bool = False
+    reused_verdict: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.split, self.model, self.task_id, self.repeat)
+
+    @property
+    def judged(self) -> bool:
+        """Counts in the metrics: a verdict, or a refusal (which counts as FAIL)."""
+        return self.outcome in (PASS, FAIL, REFUSED)
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == PASS
+
+    @property
+    def spent(self) -> float:
+        return (self.cost or 0.0) + (self.judge_cost or 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["schema"] = RECORD_SCHEMA
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Record:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    @classmethod
+    def from_json(cls, text: str) -> Record:
+        return cls.from_dict(json.loads(text))
+
+
+def record_to_property(record: Record) -> tuple[str, str]:
+    """The ``user_properties`` entry that carries a record to the controller.
+
+    JSON-encoded so that a run fails the same way with and without ``-n``:
+    execnet cannot serialise a Path, and the report is copied whole.
+    """
+    return (PROPERTY_KEY, record.to_json())
+
+
+def records_from_properties(user_properties) -> list[Record]:
+    return [Record.from_json(value) for key, value in user_properties if key == PROPERTY_KEY]

@@ -1,0 +1,145 @@
+"""models.yaml -> validated, frozen model specs (route, provider model id, price).
+
+The built-in ``models.yaml`` lists the paper's seven models and ``identity``.
+A user's own files (``--models-file``) and the ``pytest_hypeedit_add_models``
+hook add models, or replace keys of an existing one (e.g. its route) without
+renaming it, so its results keep the paper's name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from .errors import ConfigError
+
+BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+_ENTRY_KEYS = {"route", "provider_model", "price", "options", "limits", "note"}
+
+
+@dataclass(frozen=True)
+class RouteLimits:
+    """Requests per minute and requests in flight for one route, across all workers."""
+
+    rpm: float | None = None
+    inflight: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    route: str
+    provider_model: str
+    price: float  # USD per candidate
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    limits: RouteLimits = RouteLimits()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Registry:
+    models: Mapping[str, ModelSpec]
+    route_limits: Mapping[str, RouteLimits]
+
+    def get(self, name: str) -> ModelSpec:
+        if name not in self.models:
+            known = ", ".join(sorted(self.models))
+            raise ConfigError(
+                f"--model {name}: unknown model. Known models: {known}. "
+                "Add your own with --models-file FILE.yaml or the pytest_hypeedit_add_models hook."
+            )
+        return self.models[name]
+
+    def limits_for(self, spec: ModelSpec) -> RouteLimits:
+        route = self.route_limits.get(spec.route, RouteLimits())
+        return RouteLimits(
+            rpm=spec.limits.rpm if spec.limits.rpm is not None else route.rpm,
+            inflight=spec.limits.inflight if spec.limits.inflight is not None else route.inflight,
+        )
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read models file ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models", {}), dict):
+        raise ConfigError(f"{path}: a models file is a mapping with a 'models:' mapping of name -> entry")
+    return data
+
+
+def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry:
+    """Merge raw model tables in order (later entries replace keys), then validate them all.
+
+    ``sources`` are (where, data) pairs; ``data`` has ``models`` and optionally ``routes``.
+    """
+    raw_models: dict[str, dict] = {}
+    origin: dict[str, str] = {}
+    raw_routes: dict[str, dict] = {}
+    for where, data in sources:
+        for name, entry in (data.get("models") or {}).items():
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{where}: model {name!r} must be a mapping of {sorted(_ENTRY_KEYS)}")
+            raw_models[str(name)] = {**raw_models.get(str(name), {}), **entry}
+            origin[str(name)] = where
+        for route, limits in (data.get("routes") or {}).items():
+            raw_routes[str(route)] = {**raw_routes.get(str(route), {}), **(limits or {})}
+    models = {name: _model_spec(name, entry, origin[name]) for name, entry in raw_models.items()}
+    routes = {route: _limits(limits, f"routes.{route}") for route, limits in raw_routes.items()}
+    return Registry(MappingProxyType(models), MappingProxyType(routes))
+
+
+def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
+    if not _MODEL_NAME.match(name):
+        raise ConfigError(f"{where}: model name {name!r} is not a plain name; it becomes a folder name")
+    unknown = set(entry) - _ENTRY_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: model {name}: unknown keys {sorted(unknown)}; allowed: {sorted(_ENTRY_KEYS)}")
+    route, provider_model, price = entry.get("route"), entry.get("provider_model"), entry.get("price")
+    if not isinstance(route, str) or not route:
+        raise ConfigError(f"{where}: model {name}: 'route' must name a provider route (e.g. gemini, ark, identity)")
+    if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+        raise ConfigError(f"{where}: model {name}: 'price' must be a number >= 0 (USD per candidate), got {price!r}")
+    options = entry.get("options") or {}
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: model {name}: 'options' must be a mapping")
+    return ModelSpec(
+        name=name,
+        route=route,
+        provider_model=str(provider_model or name),
+        price=float(price),
+        options=MappingProxyType(dict(options)),
+        limits=_limits(entry.get("limits") or {}, f"{where}: model {name}: limits"),
+        note=entry.get("note"),
+    )
+
+
+def _limits(data: Any, where: str) -> RouteLimits:
+    if not isinstance(data, dict) or set(data) - {"rpm", "inflight"}:
+        raise ConfigError(f"{where}: limits take 'rpm' (requests per minute) and 'inflight' (requests at once)")
+    rpm, inflight = data.get("rpm"), data.get("inflight")
+    for key, value in (("rpm", rpm), ("inflight", inflight)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
+    return RouteLimits(rpm=None if rpm is None else float(rpm), inflight=None if inflight is None else int(inflight))
+
+
+def load_registry(extra_files: Iterable[Path] = (), extra_entries: Iterable[Mapping[str, Any]] = ()) -> Registry:
+    """The built-in models, then the user's files, then entries from the add-models hook."""
+    sources: list[tuple[str, Mapping[str, Any]]] = [(str(BUILTIN_MODELS), read_yaml(BUILTIN_MODELS))]
+    sources += [(str(path), read_yaml(path)) for path in extra_files]
+    for entry in extra_entries:
+        entry = dict(entry)
+        name = entry.pop("name", None)
+        if not name:
+            raise ConfigError(f"pytest_hypeedit_add_models: every entry needs a 'name', got {entry!r}")
+        sources.append(("pytest_hypeedit_add_models hook", {"models": {name: entry}}))
+    return build_registry(sources)

@@ -1,0 +1,290 @@
+"""Task files -> validated tasks; reference images and their cache.
+
+A split is one task file (the upstream schema, design.md).  It comes from a
+local path, a URL, or a manifest in ``tasks/`` (source URL + sha256 + images
+base).  Everything in a task file is untrusted: a ``task_id`` or an image file
+name becomes a path on disk, so anything that is not a plain name is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .errors import ConfigError, ImageError, TaskFileError
+
+#: A plain file or directory name: no separators, no "..", no leading dot.
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
+IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg")
+SPLITS_DIR = Path(__file__).resolve().parent / "splits"
+DEFAULT_SPLIT = "public"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One validated benchmark task."""
+
+    task_id: str
+    input_images: tuple[str, ...]
+    task_types: tuple[str, ...]
+    instruction: str
+    width: int
+    height: int
+    split: str
+
+    @property
+    def aspect_ratio(self) -> float:
+        return self.width / self.height
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """Where a split's tasks and images come from."""
+
+    name: str
+    location: str  # a path or URL of the task JSON
+    sha256: str | None = None  # checked when given
+    images_base: str | None = None  # overrides the default images base
+    licence: str | None = None
+
+
+@dataclass(frozen=True)
+class Split:
+    source: SplitSource
+    tasks: tuple[Task, ...]
+    path: Path  # the task file on disk (downloaded into the cache when remote)
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+
+def is_url(text: str) -> bool:
+    return text.startswith(("http://", "https://"))
+
+
+def is_plain_name(name: Any) -> bool:
+    return isinstance(name, str) and bool(_PLAIN_NAME.match(name)) and ".." not in name
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def parse_tasks(data: Any, *, source: str, split: str) -> tuple[Task, ...]:
+    """Validate the decoded JSON of a task file; errors name the file and the task."""
+    if not isinstance(data, list):
+        raise TaskFileError(f"{source}: a task file is a JSON list of tasks, got {type(data).__name__}")
+    tasks, seen = [], set()
+    for index, entry in enumerate(data):
+        task = _parse_task(entry, where=f"{source}: task #{index + 1}", split=split)
+        if task.task_id in seen:
+            raise TaskFileError(f"{source}: task {task.task_id!r} appears twice; task ids must be unique")
+        seen.add(task.task_id)
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"{source}: the task list is empty")
+    return tuple(tasks)
+
+
+def _parse_task(entry: Any, *, where: str, split: str) -> Task:
+    if not isinstance(entry, dict):
+        raise TaskFileError(f"{where}: expected an object, got {type(entry).__name__}")
+    task_id = entry.get("task_id")
+    if not is_plain_name(task_id):
+        raise TaskFileError(
+            f"{where}: task_id {task_id!r} is not a plain name (letters, digits, '.', '_', '-'); "
+            "it becomes a folder name, so paths and '..' are refused"
+        )
+    where = f"{where.split(': ')[0]}: task {task_id}"
+    return Task(
+        task_id=task_id,
+        input_images=_parse_images(entry.get("input_images"), where),
+        task_types=_parse_task_types(entry.get("task_type"), where),
+        instruction=_require(entry, "instruction", str, where),
+        width=_positive_int(entry, "width", where),
+        height=_positive_int(entry, "height", where),
+        split=split,
+    )
+
+
+def _require(entry: dict, key: str, kind: type, where: str):
+    value = entry.get(key)
+    if not isinstance(value, kind) or (kind is str and not value.strip()):
+        raise TaskFileError(f"{where}: {key!r} must be a non-empty {kind.__name__}, got {value!r:.80}")
+    return value
+
+
+def _positive_int(entry: dict, key: str, where: str) -> int:
+    value = entry.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise TaskFileError(f"{where}: {key!r} must be a positive integer (pixels), got {value!r:.40}")
+    return value
+
+
+def _parse_images(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise TaskFileError(f"{where}: 'input_images' must be a non-empty list of file names")
+    for name in value:
+        if not is_plain_name(name) or not name.lower().endswith(IMAGE_SUFFIXES):
+            raise TaskFileError(
+                f"{where}: input image {name!r} is not a plain image file name "
+                f"({', '.join(IMAGE_SUFFIXES)}; no paths, no '..')"
+            )
+    return tuple(value)
+
+
+def _parse_task_types(value: Any, where: str) -> tuple[str, ...]:
+    # Upstream uses a string in most tasks and a list in a few: accept both.
+    types = [value] if isinstance(value, str) else value
+    if not isinstance(types, list) or not types:
+        raise TaskFileError(f"{where}: 'task_type' must be a string or a non-empty list of strings")
+    for name in types:
+        if not isinstance(name, str) or not re.match(r"^[A-Za-z][A-Za-z0-9_]{0,39}$", name):
+            raise TaskFileError(
+                f"{where}: task_type {name!r} must be a word (letters, digits, '_'); it becomes a pytest marker"
+            )
+    return tuple(dict.fromkeys(types))
+
+
+# --------------------------------------------------------------------------- split sources
+
+
+def parse_tasks_option(value: str) -> SplitSource:
+    """``--tasks [NAME=]PATH|URL``: the split is named after the file's stem unless NAME= is given."""
+    name, location = None, value
+    match = re.match(r"^([A-Za-z0-9_][A-Za-z0-9_.\-]*)=(.+)$", value)
+    if match and not is_url(value):
+        name, location = match.groups()
+    if location.endswith((".yaml", ".yml")) and not is_url(location):
+        source = load_manifest(Path(location))
+        return SplitSource(name or source.name, source.location, source.sha256, source.images_base, source.licence)
+    stem = Path(location.split("?")[0].rstrip("/")).stem
+    name = name or stem
+    if not _SPLIT_NAME.match(name):
+        raise ConfigError(f"--tasks {value}: split name {name!r} is not a plain name; use --tasks NAME=PATH")
+    return SplitSource(name=name, location=location)
+
+
+def load_manifest(path: Path) -> SplitSource:
+    """A split manifest (``tasks/public.yaml``): name, source URL, sha256, images base, licence."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read split manifest: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("source"), str):
+        raise ConfigError(f"{path}: a split manifest needs at least 'name' and 'source' keys")
+    name = str(data.get("name") or path.stem)
+    location = os.environ.get(f"HYPEEDIT_{name.upper()}_SPLIT_URL") or data["source"]
+    return SplitSource(name, location, data.get("sha256"), data.get("images_base"), data.get("licence"))
+
+
+def default_sources() -> list[SplitSource]:
+    return [load_manifest(SPLITS_DIR / f"{DEFAULT_SPLIT}.yaml")]
+
+
+def load_split(source: SplitSource, cache_dir: Path, *, fetch=None) -> Split:
+    """Read (downloading once into the cache if remote) and validate one split."""
+    path = _task_file_path(source, cache_dir, fetch)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TaskFileError(f"{path}: cannot read task file ({exc.strerror}); check the --tasks path") from None
+    _check_sha256(raw, source, path)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TaskFileError(f"{path}: not a JSON task file ({exc}); expected a JSON list of tasks") from None
+    return Split(source, parse_tasks(data, source=str(path), split=source.name), path)
+
+
+def _task_file_path(source: SplitSource, cache_dir: Path, fetch) -> Path:
+    if not is_url(source.location):
+        return Path(source.location)
+    from .fetch import download_once
+
+    key = source.sha256 or hashlib.sha256(source.location.encode()).hexdigest()
+    dest = cache_dir / "splits" / f"{source.name}-{key[:16]}.json"
+    return download_once(source.location, dest, fetch=fetch, validate=lambda raw: _check_sha256(raw, source, dest))
+
+
+def _check_sha256(raw: bytes, source: SplitSource, path: Path) -> None:
+    if source.sha256 and hashlib.sha256(raw).hexdigest() != source.sha256:
+        raise TaskFileError(
+            f"{path}: sha256 {hashlib.sha256(raw).hexdigest()} does not match the pinned {source.sha256} "
+            f"for split {source.name!r} from {source.location}; the file was not used. "
+            "Delete it from the cache and rerun, or check the mirror."
+        )
+
+
+# --------------------------------------------------------------------------- reference images
+
+
+def reference_image_paths(
+    task: Task, images_base: str, cache_dir: Path, *, fetch=None, verify: bool = True
+) -> list[Path]:
+    """Local paths of a task's reference images, downloading them once into the cache."""
+    paths = []
+    for name in task.input_images:
+        if is_url(images_base):
+            paths.append(_cached_remote_image(task, name, images_base, cache_dir, fetch))
+        else:
+            paths.append(_local_image(task, name, Path(images_base), verify))
+    return paths
+
+
+def _local_image(task: Task, name: str, base: Path, verify: bool) -> Path:
+    path = base / task.task_id / name
+    if not path.is_file():
+        raise ImageError(
+            f"{path}: reference image {name!r} of task {task.task_id} (split {task.split}) is missing; "
+            "check --images-base"
+        )
+    if verify:
+        check_image_file(path, task)
+    return path
+
+
+def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetch) -> Path:
+    from .fetch import download_once
+
+    base_key = hashlib.sha256(base.rstrip("/").encode()).hexdigest()[:12]
+    dest = cache_dir / "images" / base_key / task.task_id / name
+    url = f"{base.rstrip('/')}/{task.task_id}/{name}"
+    return download_once(url, dest, fetch=fetch, validate=lambda raw: check_image_bytes(raw, str(url), task))
+
+
+def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
+    """Decode an image fully: a truncated or corrupt file is an ImageError naming it."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(raw)) as image:
+            image.load()
+    except Exception as exc:  # PIL raises many kinds for corrupt data
+        whose = f" of task {task.task_id} (split {task.split})" if task else ""
+        raise ImageError(f"{where}: reference image{whose} cannot be decoded ({exc}); replace the file") from None
+
+
+_verified: dict[tuple[str, int, int], bool] = {}
+
+
+def check_image_file(path: Path, task: Task | None = None) -> None:
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _verified:  # decode each file once per process, not once per repeat
+        check_image_bytes(path.read_bytes(), str(path), task)
+        _verified[key] = True
+
+
+def all_task_types(splits: Iterable[Split]) -> list[str]:
+    return sorted({t for split in splits for task in split.tasks for t in task.task_types})
