@@ -12,9 +12,12 @@ majority; a tie counts as FAIL and is reported as a tie.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
 
@@ -66,6 +69,31 @@ class Panel:
 
     def counts_per_rater(self) -> dict[str, Counter]:
         return {r.rater: Counter("PASS" if v else "FAIL" for v in r.verdicts.values()) for r in self.raters}
+
+    def rater_counts(self) -> dict[str, dict[str, int]]:
+        """Per rater: how many candidates labelled, passed and failed (JSON-ready)."""
+        counts = self.counts_per_rater()
+        return {name: {"labelled": c["PASS"] + c["FAIL"], "PASS": c["PASS"], "FAIL": c["FAIL"]}
+                for name, c in counts.items()}
+
+    def votes(self) -> dict[LabelKey, tuple[bool, ...]]:
+        """Every labelled candidate with its raters' votes (True = PASS), in rater order."""
+        return {key: tuple(r.verdicts[key] for r in self.raters if key in r.verdicts) for key in self.keys()}
+
+    def even_vote_warnings(self) -> list[str]:
+        """One line per candidate whose vote count is even: a tie is possible there and counts as FAIL.
+
+        An odd panel (3, 5) never ties; an even count usually means a rater has
+        not finished (or the panel is even), which the user should know.
+        """
+        warnings = []
+        for (task_id, model, repeat), votes in sorted(self.votes().items()):
+            if len(votes) % 2 == 0:
+                passes = sum(votes)
+                tie = " (a tie, counted as FAIL)" if passes * 2 == len(votes) else ""
+                warnings.append(f"task {task_id} model {model} repeat {repeat:03d}: {len(votes)} votes, "
+                                f"{passes} PASS{tie}; use an odd panel so the majority is always defined")
+        return warnings
 
 
 def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterLabels:
@@ -139,3 +167,81 @@ def read_panel(paths: Iterable[Path], known_models: Iterable[str] | None = None)
     if duplicates:
         raise LabelsError(f"two labels files share the rater name(s) {duplicates} (the file stem); rename one")
     return Panel(raters)
+
+
+# --------------------------------------------------------------------------- writing (the review app)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_document(models: Mapping[str, str], **meta) -> dict:
+    """An empty labels document: ``models`` maps alias (M01) -> model name; meta keys go on top."""
+    stamp = now_iso()
+    return {"schema_version": SCHEMA_VERSION, **meta, "created_at": stamp, "updated_at": stamp,
+            "models": dict(models), "judgements": {}}
+
+
+def load_document(path: Path) -> dict:
+    """The raw document of an existing labels file, validated like read_labels (errors name the file)."""
+    read_labels(path)
+    return _load_json(Path(path))
+
+
+def set_verdict(doc: dict, task_id: str, alias: str, candidate_file: str, verdict: str | None, **extra) -> None:
+    """Record (or, with verdict None, remove) one verdict, the upstream way: task -> alias -> file."""
+    if alias not in doc.get("models", {}):
+        raise LabelsError(f"alias {alias!r} is not in the labels document's 'models' map")
+    by_alias = doc.setdefault("judgements", {}).setdefault(task_id, {})
+    by_file = by_alias.setdefault(alias, {})
+    if verdict is None:
+        by_file.pop(candidate_file, None)
+        if not by_file:
+            del by_alias[alias]
+        if not by_alias:
+            del doc["judgements"][task_id]
+        return
+    if verdict not in ("PASS", "FAIL"):
+        raise LabelsError(f"verdict must be 'PASS' or 'FAIL', got {verdict!r}")
+    by_file[candidate_file] = {"verdict": verdict, "judged_at": now_iso(), **extra}
+
+
+def get_verdict(doc: dict, task_id: str, alias: str, candidate_file: str) -> dict | None:
+    return doc.get("judgements", {}).get(task_id, {}).get(alias, {}).get(candidate_file)
+
+
+def write_document(path: Path, doc: dict) -> None:
+    """Write atomically and durably: temp file in the same folder, fsync, rename, fsync the folder.
+
+    A crash at any point leaves either the previous file or the new one, never
+    a half-written file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc["updated_at"] = now_iso()
+    text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # some platforms cannot open a folder; the rename is still atomic
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
