@@ -19,6 +19,7 @@ __all__ = ["Generation", "GenerationRequest", "Provider", "seed_for", "BUILTIN_R
 #: route -> "module:Class" of its adapter.
 BUILTIN_ROUTES: dict[str, str] = {
     "identity": "pytest_hypeedit.providers.identity:IdentityProvider",
+    "gemini": "pytest_hypeedit.providers.gemini:GeminiProvider",
 }
 
 

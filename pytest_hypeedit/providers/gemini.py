@@ -1,0 +1,198 @@
+"""``gemini``: Gemini image models through google-genai (gemini-3-pro-image-preview).
+
+Wire format: providers.md section 1.  The request carries the instruction,
+then the reference images inline; ``imageConfig`` asks for the model's 2K size
+(``options.image_size``) at the allowed aspect ratio nearest the task's target
+size.  Gemini refuses with HTTP 200: a ``blockReason``, a refusing
+``finishReason`` or an answer without an image is a ``Refusal``; HTTP errors
+are ``ProviderError``.  The image is the LAST inline image that is not a
+thought: a thinking model may send up to two interim images first.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+from typing import Any
+
+from ..errors import ConfigError, ImageError, ProviderError, Refusal
+from ..secrets import redact
+from .base import Generation, GenerationRequest, Provider, sniff_image_ext
+from .genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
+
+#: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
+#: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
+#: model's ``options.aspect_ratios`` can replace the list.
+ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
+IMAGE_SIZES = ("1K", "2K", "4K")
+MAX_REFERENCES = 14  # providers.md: up to 14 reference images
+#: finishReason values that mean "no image for you" (providers.md section 1).
+REFUSING_FINISH = frozenset({
+    "NO_IMAGE", "SAFETY", "PROHIBITED_CONTENT", "RECITATION", "BLOCKLIST", "SPII", "OTHER",
+    "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER",
+})
+_MIME = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp"}
+_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/jpg": "jpg", "image/webp": "webp"}
+
+
+def nearest_aspect_ratio(width: int, height: int, allowed=ASPECT_RATIOS) -> str:
+    """The allowed ``W:H`` closest to width/height, compared in log space (so 2:1 and 1:2 are equally far from 1:1)."""
+    target = math.log(width / height)
+
+    def distance(ratio: str) -> float:
+        w, h = (float(x) for x in ratio.split(":"))
+        return abs(math.log(w / h) - target)
+
+    return min(allowed, key=distance)
+
+
+class GeminiProvider(Provider):
+    route = "gemini"
+    key_env = GEMINI_KEY_ENV
+
+    def __init__(self, spec, *, policy=None, limiter=None, timeout_s: float | None = None):
+        super().__init__(spec)
+        self.image_size = _image_size(spec)
+        self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or ASPECT_RATIOS)
+        self.timeout_s = float(timeout_s or spec.options.get("timeout_s") or 300.0)
+        self._policy, self._limiter = policy, limiter
+        self._session: GenaiSession | None = None
+        self._lock = threading.Lock()
+        self._parts_cache: dict[str, list] = {}  # task_id -> prepared image parts (once per task, not per repeat)
+
+    @property
+    def session(self) -> GenaiSession:
+        # Built on first use, not in __init__: listing or checking models must not need a key.
+        with self._lock:
+            if self._session is None:
+                self._session = GenaiSession(timeout_s=self.timeout_s, policy=self._policy, limiter=self._limiter)
+            return self._session
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        _, types, _ = import_genai()
+        what = f"{self.spec.name} ({self.spec.provider_model}) on task {request.task.task_id}"
+        contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
+                                                      *self._reference_parts(request)])]
+        response = call(lambda: self.session.client.models.generate_content(
+            model=self.spec.provider_model, contents=contents, config=self._config(request)),
+            what=what, error=ProviderError)
+        image, ext = take_image(response, what)
+        return Generation(image=image, ext=ext, cost=self.spec.price, provider_model=self.spec.provider_model,
+                          seed=request.seed, request_id=getattr(response, "response_id", None),
+                          extra=_extra(response, self._aspect_ratio(request), self.image_size))
+
+    def _config(self, request: GenerationRequest):
+        _, types, _ = import_genai()
+        return types.GenerateContentConfig(
+            # TEXT+IMAGE is what the model answers with anyway; asking for IMAGE only
+            # is the documented way to get an image and is tolerated with text parts too.
+            response_modalities=["IMAGE"],
+            image_config=types.ImageConfig(aspect_ratio=self._aspect_ratio(request), image_size=self.image_size),
+            # generationConfig.seed is sent; whether the image model honours it is UNCONFIRMED.
+            seed=request.seed,
+        )
+
+    def _aspect_ratio(self, request: GenerationRequest) -> str:
+        return nearest_aspect_ratio(request.task.width, request.task.height, self.aspect_ratios)
+
+    def _reference_parts(self, request: GenerationRequest) -> list:
+        task_id = request.task.task_id
+        if task_id not in self._parts_cache:
+            if len(request.references) > MAX_REFERENCES:
+                raise ProviderError(f"task {task_id}: {len(request.references)} reference images; "
+                                    f"{self.spec.provider_model} takes at most {MAX_REFERENCES}", retryable=False)
+            self._parts_cache.clear()  # tasks come one after another: keep only the current one's images
+            self._parts_cache[task_id] = [image_part(path.read_bytes(), str(path)) for path in request.references]
+        return self._parts_cache[task_id]
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+
+def _image_size(spec) -> str:
+    size = str(spec.options.get("image_size", "2K")).upper()
+    if size not in IMAGE_SIZES:
+        raise ConfigError(f"model {spec.name}: options.image_size {size!r} is not one of {', '.join(IMAGE_SIZES)}")
+    return size
+
+
+def image_part(data: bytes, where: str):
+    """An inline image part; formats Gemini does not take (anything but PNG, JPEG, WebP) are sent as PNG."""
+    _, types, _ = import_genai()
+    ext = sniff_image_ext(data)
+    if ext is None:
+        data, ext = _as_png(data, where), "png"
+    return types.Part.from_bytes(data=data, mime_type=_MIME[ext])
+
+
+def _as_png(data: bytes, where: str) -> bytes:
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            buffer = io.BytesIO()
+            image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB").save(buffer, format="PNG")
+    except OSError as exc:
+        raise ImageError(f"{where}: not an image Gemini can take ({exc})") from None
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- the reply
+
+
+def take_image(response: Any, what: str) -> tuple[bytes, str]:
+    """The last non-thought image of the first candidate, as (bytes, ext); else a Refusal saying why."""
+    request_id = getattr(response, "response_id", None)
+    if not response.candidates:
+        feedback = getattr(response, "prompt_feedback", None)
+        reason = enum_name(getattr(feedback, "block_reason", None)) or "no candidates"
+        raise Refusal(f"{what}: prompt blocked ({reason})", cost=0.0, request_id=request_id)
+    candidate = response.candidates[0]
+    finish = enum_name(candidate.finish_reason)
+    if finish in REFUSING_FINISH or (finish or "").startswith("IMAGE_"):
+        raise Refusal(f"{what}: finishReason {finish}", cost=0.0, request_id=request_id)
+    part = last_image_part(candidate)
+    if part is None:
+        raise Refusal(f"{what}: answered without an image: {_text_excerpt(candidate)!r}", cost=0.0, request_id=request_id)
+    return decoded(part.inline_data.data, part.inline_data.mime_type, what, request_id)
+
+
+def last_image_part(candidate: Any):
+    parts = getattr(getattr(candidate, "content", None), "parts", None) or []
+    images = [p for p in parts if p.inline_data is not None and p.inline_data.data and not p.thought]
+    return images[-1] if images else None
+
+
+def _text_excerpt(candidate: Any) -> str:
+    parts = getattr(getattr(candidate, "content", None), "parts", None) or []
+    text = " ".join(p.text for p in parts if p.text and not p.thought).strip()
+    return redact(text[:200]) if text else "(no text either)"
+
+
+def decoded(data: bytes, mime: str | None, what: str, request_id: str | None) -> tuple[bytes, str]:
+    """Check that the image decodes (a truncated file is a refusal, not a candidate) and name its format."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... for bad files
+        raise Refusal(f"{what}: the returned image cannot be decoded ({type(exc).__name__})",
+                      cost=0.0, request_id=request_id) from None
+    # The bytes decide, not the declared mimeType ("always PNG" is UNCONFIRMED).
+    ext = sniff_image_ext(data) or _EXT.get((mime or "").lower())
+    if ext is None:
+        data, ext = _as_png(data, what), "png"
+    return data, ext
+
+
+def _extra(response: Any, aspect_ratio: str, image_size: str) -> dict[str, Any]:
+    usage = getattr(response, "usage_metadata", None)
+    tokens = {name: getattr(usage, name, None) for name in
+              ("prompt_token_count", "candidates_token_count", "thoughts_token_count", "total_token_count")}
+    return {"aspect_ratio": aspect_ratio, "image_size": image_size,
+            "model_version": getattr(response, "model_version", None),
+            "usage": {k: v for k, v in tokens.items() if v is not None}}

@@ -1,0 +1,93 @@
+"""The google-genai client both Gemini users share (the image provider and the judge).
+
+One ``genai.Client`` per provider or judge instance (never per call), built on
+the project's one HTTP policy: the httpx client from ``make_http_client`` goes
+into google-genai through ``HttpOptions(httpx_client=...)``, so retries,
+backoff, Retry-After and the cross-worker rate limits are the same as for every
+other provider, and google-genai's own retries stay off (its default).
+
+Errors from google-genai, httpx or a reply that is not JSON become the caller's
+``CallError`` subclass with a redacted message: google-genai's own ``str(exc)``
+quotes the whole reply body, so it is never used as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, TypeVar
+
+import httpx
+
+from ..errors import CallError, ConfigError
+from ..secrets import KEY_ENV, base_url, key_for, redact
+from .http import RETRY_STATUSES, RetryPolicy, make_http_client
+
+T = TypeVar("T")
+
+ROUTE = "gemini"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+API_VERSION = "v1beta"
+#: GOOGLE_API_KEY wins over GEMINI_API_KEY, as in google-genai itself.
+GEMINI_KEY_ENV: tuple[str, ...] = KEY_ENV[ROUTE]
+
+
+def import_genai():
+    """google-genai, imported lazily (a run without Gemini never pays for the import)."""
+    try:
+        from google import genai
+        from google.genai import errors, types
+    except ImportError:  # pragma: no cover - it is a dependency, but be helpful
+        raise ConfigError("the gemini route and judge need google-genai: pip install 'google-genai>=1.51'") from None
+    return genai, types, errors
+
+
+class GenaiSession:
+    """A google-genai client over the project's HTTP policy; ``close()`` releases both."""
+
+    def __init__(self, *, route: str = ROUTE, timeout_s: float = 120.0, policy: RetryPolicy | None = None,
+                 limiter=None):
+        genai, types, _ = import_genai()
+        key = key_for(ROUTE, GEMINI_KEY_ENV)
+        self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter)
+        options = types.HttpOptions(
+            base_url=base_url("gemini", DEFAULT_BASE_URL) + "/",
+            api_version=API_VERSION,
+            timeout=int(timeout_s * 1000),  # google-genai wants ms and passes it on every request
+            httpx_client=self.http,
+        )
+        # vertexai=False: a stray GOOGLE_GENAI_USE_VERTEXAI must not send our key to Vertex paths.
+        self.client = genai.Client(api_key=key, vertexai=False, http_options=options)
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
+    """``fn()`` with every failure turned into ``error`` (ProviderError or JudgeError), redacted."""
+    _, _, genai_errors = import_genai()
+    try:
+        return fn()
+    except genai_errors.APIError as exc:
+        raise api_error(exc, what=what, error=error) from None
+    except httpx.HTTPError as exc:
+        # The policy already retried it; what is left is an error the next run retries.
+        raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}"), retryable=True) from None
+    except json.JSONDecodeError as exc:
+        raise error(redact(f"{what}: the reply is not valid JSON ({exc.msg} at char {exc.pos})"), retryable=True) from None
+
+
+def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
+    """A google-genai ClientError/ServerError as ``error``: status, Google's status name and message."""
+    code = exc.code if isinstance(exc.code, int) else None
+    message = exc.message if isinstance(exc.message, str) else ""
+    text = f"{what}: HTTP {code} {exc.status or ''}".rstrip() + (f": {message[:500]}" if message else "")
+    # providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not.
+    retryable = code is not None and (code in RETRY_STATUSES or code >= 500)
+    return error(redact(text), retryable=retryable, status=code)
+
+
+def enum_name(value) -> str | None:
+    """The name of a google-genai enum value (tolerates unknown values and plain strings)."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value)).upper()

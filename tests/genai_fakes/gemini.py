@@ -1,0 +1,155 @@
+"""A fake of the Gemini API's ``POST /v1beta/models/{model}:generateContent``.
+
+It checks what the real API checks that matters here (an API key header, a JSON
+body of ``contents[].parts[]`` with text or base64 inline data), accepting both
+camelCase (what google-genai's converters emit) and snake_case (REST samples)
+at every level, and answers camelCase JSON like the real API.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import re
+from typing import Any
+
+from .server import LoopbackServer, Reply, SeenRequest, snake_keys
+
+_PATH = re.compile(r"^/(v1beta|v1alpha|v1)/models/([^/:]+):generateContent$")
+
+
+class FakeGemini(LoopbackServer):
+    """Answers generateContent calls from its script; ``requests[i].parsed`` has
+    ``model``, ``texts``, ``images`` (list of (mime, bytes)) and ``config`` (snake_case)."""
+
+    def __init__(self, expected_key: str | None = None) -> None:
+        super().__init__()
+        self.expected_key = expected_key
+
+    def handle(self, request: SeenRequest) -> Reply:
+        match = _PATH.match(request.path.split("?")[0])
+        if not match:
+            return error_reply(404, f"fake gemini: no route {request.path}", "NOT_FOUND")
+        key = request.headers.get("x-goog-api-key")
+        if not key:
+            return error_reply(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED")
+        if self.expected_key is not None and key != self.expected_key:
+            return error_reply(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
+        problem = _parse_body(request, model=match.group(2))
+        if problem:
+            request.error = problem
+            return error_reply(400, problem, "INVALID_ARGUMENT")
+        return self.next_reply(request)
+
+
+def _parse_body(request: SeenRequest, model: str) -> str | None:
+    """Fill ``request.parsed``; return what is wrong with the body, if anything."""
+    if request.error:
+        return request.error
+    body = snake_keys(request.json)
+    if not isinstance(body, dict) or not isinstance(body.get("contents"), list) or not body["contents"]:
+        return "* GenerateContentRequest.contents: contents is not specified"
+    texts, images = [], []
+    for content in body["contents"]:
+        for part in (content or {}).get("parts") or []:
+            problem = _read_part(part, texts, images)
+            if problem:
+                return problem
+    request.parsed = {"model": model, "texts": texts, "images": images, "config": body.get("generation_config") or {}}
+    return None
+
+
+def _read_part(part: dict, texts: list, images: list) -> str | None:
+    if "text" in part:
+        texts.append(part["text"])
+        return None
+    inline = part.get("inline_data")
+    if not isinstance(inline, dict) or not inline.get("mime_type") or not inline.get("data"):
+        return f"* GenerateContentRequest.contents.parts: unsupported part {sorted(part)}"
+    try:
+        images.append((inline["mime_type"], base64.b64decode(inline["data"], validate=True)))
+    except (binascii.Error, ValueError):
+        return "* GenerateContentRequest.contents.parts.inline_data.data: invalid base64"
+    return None
+
+
+# --------------------------------------------------------------------------- replies
+
+
+def png_bytes(size: tuple[int, int] = (8, 6), color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _usage(prompt: int = 1290, candidates: int = 1120, thoughts: int = 0) -> dict:
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": candidates, "totalTokenCount": prompt + candidates + thoughts}
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
+
+
+def _inline(data: bytes, mime: str, thought: bool = False) -> dict:
+    part: dict[str, Any] = {"inlineData": {"mimeType": mime, "data": base64.b64encode(data).decode()}}
+    if thought:
+        part["thought"] = True
+    return part
+
+
+def candidates_reply(parts: list[dict], finish: str = "STOP", usage: dict | None = None, **extra) -> Reply:
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
+    body = {"candidates": [candidate], "usageMetadata": usage or _usage(), "modelVersion": "fake", "responseId": "fake-resp-1"}
+    return Reply(200, {**body, **extra})
+
+
+def image_reply(data: bytes | None = None, mime: str = "image/png", *, thoughts: list[bytes] = (), text: str | None = None) -> Reply:
+    """A final image, after optional interim ``thought: true`` images and a text part."""
+    parts = [_inline(t, mime, thought=True) for t in thoughts]
+    if text is not None:
+        parts.append({"text": text})
+    parts.append(_inline(data if data is not None else png_bytes(), mime))
+    return candidates_reply(parts)
+
+
+def text_reply(text: str, finish: str = "STOP", usage: dict | None = None) -> Reply:
+    """A text-only answer: a refusal for an image model, the verdict for a judge."""
+    return candidates_reply([{"text": text}], finish=finish, usage=usage or _usage(candidates=60))
+
+
+def verdict_reply(verdict: str = "PASS", reasoning: str = "All required edits are present.", usage: dict | None = None) -> Reply:
+    return text_reply(json.dumps({"verdict": verdict, "reasoning": reasoning}), usage=usage or _usage(2400, 80, 300))
+
+
+def block_reply(reason: str = "SAFETY") -> Reply:
+    """A blocked prompt: no candidates, only ``promptFeedback.blockReason``."""
+    return Reply(200, {"promptFeedback": {"blockReason": reason}, "usageMetadata": _usage(candidates=0)})
+
+
+def finish_reply(reason: str = "IMAGE_SAFETY") -> Reply:
+    """A candidate stopped for a reason other than STOP, with no parts."""
+    candidate = {"content": {"role": "model"}, "finishReason": reason, "index": 0}
+    return Reply(200, {"candidates": [candidate], "usageMetadata": _usage(candidates=0)})
+
+
+def error_reply(code: int, message: str, status: str, retry_after: float | None = None) -> Reply:
+    headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+    return Reply(code, {"error": {"code": code, "message": message, "status": status}}, headers)
+
+
+def malformed_reply() -> Reply:
+    return Reply(200, b'{"candidates": [{"content": {"parts": [{"inlineDa')
+
+
+def slow(reply: Reply, delay: float) -> Reply:
+    reply.delay = delay
+    return reply
+
+
+def echo_key_error(request: SeenRequest) -> Reply:
+    """A 400 whose message quotes the request's key, as some proxies do: the client must redact it."""
+    key = request.headers.get("x-goog-api-key", "")
+    return error_reply(400, f"API key {key} not valid for this project", "INVALID_ARGUMENT")
