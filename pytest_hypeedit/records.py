@@ -50,6 +50,9 @@ class Record:
     votes: list[dict[str, Any]] = field(default_factory=list)
     judge_cost: float = 0.0
     judged_at: str | None = None
+    # every verdict ever paid for on this candidate, by judge id, so switching
+    # judges never throws a paid verdict away
+    judgements: dict[str, dict[str, Any]] = field(default_factory=dict)
     # what went wrong, when outcome is "error" or "skipped"
     error: str | None = None
     # whether this run reused a candidate / verdict from disk instead of paying

@@ -47,6 +47,10 @@ class Judge:
     key_env: ClassVar[tuple[str, ...]] = ()
     #: Whether the judge looks at the images (a labels judge does not).
     needs_images: ClassVar[bool] = True
+    #: Whether a verdict this judge gave in an earlier run may be reused.  A paid
+    #: judge's verdict is (never pay twice); free human labels are read afresh,
+    #: since raters keep adding files.
+    reuse_verdicts: ClassVar[bool] = True
 
     @property
     def id(self) -> str:

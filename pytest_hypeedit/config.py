@@ -1,0 +1,112 @@
+"""Command-line options -> one frozen, validated ``RunConfig``.
+
+Built once per process (the controller and every xdist worker build the same
+one from the same options), so every process agrees on the models, splits,
+repeats and folders.  Errors are ``ConfigError``s naming the option, the bad
+value and what is allowed; the plugin turns them into pytest usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .metrics import MetricSettings, review_cost
+from .registry import ModelSpec, Registry, load_registry
+from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_option
+
+DEFAULT_JUDGE = "gemini-3-flash"
+DEFAULT_IMAGES_BASE = "https://cdn.sourceful.com/research/benchmarks/hype-edit-1/tasks"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    models: tuple[ModelSpec, ...]
+    splits: tuple[Split, ...]
+    repeats: int
+    outputs: Path
+    results: Path
+    judge: str
+    rejudge: bool
+    images_base: str | None  # --images-base; None: each split's own base, else the upstream CDN
+    cache_dir: Path
+    retry_cap: int
+    review_seconds: float
+    review_rate: float
+    budget: float | None
+    registry: Registry
+
+    @property
+    def metric_settings(self) -> MetricSettings:
+        return MetricSettings(retry_cap=self.retry_cap, review_cost=review_cost(self.review_seconds, self.review_rate))
+
+    def images_base_for(self, split: Split) -> str:
+        return self.images_base or split.source.images_base or DEFAULT_IMAGES_BASE
+
+    def settings_json(self) -> dict[str, Any]:
+        return {
+            "repeats": self.repeats,
+            "retry_cap": self.retry_cap,
+            "review_cost": self.metric_settings.review_cost,
+            "review_seconds": self.review_seconds,
+            "review_rate": self.review_rate,
+            "judge": self.judge,
+            "budget": self.budget,
+            "splits": {s.name: {"location": s.source.location, "sha256": s.source.sha256} for s in self.splits},
+        }
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("HYPEEDIT_CACHE_DIR"):
+        return Path(os.environ["HYPEEDIT_CACHE_DIR"])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
+
+
+def build_run_config(option: Any, rootdir: Path, extra_models: list[dict] = ()) -> RunConfig:
+    """Validate the options (``config.option``) and load the registry and the task files."""
+    registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
+    models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))
+    cache_dir = Path(option.hypeedit_cache_dir) if option.hypeedit_cache_dir else default_cache_dir()
+    outputs = Path(option.hypeedit_outputs or rootdir / "hypeedit-outputs")
+    return RunConfig(
+        models=models,
+        splits=load_splits(option.hypeedit_tasks, cache_dir),
+        repeats=_at_least("--repeats", option.hypeedit_repeats, 1),
+        outputs=outputs,
+        results=Path(option.hypeedit_results) if option.hypeedit_results else outputs / "results.json",
+        judge=option.hypeedit_judge or DEFAULT_JUDGE,
+        rejudge=bool(option.hypeedit_rejudge),
+        images_base=option.hypeedit_images_base,
+        cache_dir=cache_dir,
+        retry_cap=_at_least("--retry-cap", option.hypeedit_retry_cap, 1),
+        review_seconds=_non_negative("--review-seconds", option.hypeedit_review_seconds),
+        review_rate=_non_negative("--review-rate", option.hypeedit_review_rate),
+        budget=None if option.hypeedit_budget is None else _non_negative("--budget", option.hypeedit_budget),
+        registry=registry,
+    )
+
+
+def load_splits(values: list[str] | None, cache_dir: Path) -> tuple[Split, ...]:
+    sources: list[SplitSource] = [parse_tasks_option(v) for v in values] if values else default_sources()
+    names = [s.name for s in sources]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"--tasks: two task files make the split {duplicates[0]!r}; name one with --tasks NAME=PATH")
+    return tuple(load_split(source, cache_dir) for source in sources)
+
+
+def _at_least(option: str, value: int, minimum: int) -> int:
+    if value is None or value < minimum:
+        raise ConfigError(f"{option} {value}: must be a whole number >= {minimum}")
+    return value
+
+
+def _non_negative(option: str, value: float) -> float:
+    if value is None or value < 0:
+        raise ConfigError(f"{option} {value}: must be a number >= 0")
+    return float(value)

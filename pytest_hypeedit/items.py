@@ -1,0 +1,102 @@
+"""The pytest items: one per task x model x repeat.
+
+The model call and the judge run in the item's *setup*, so that a failed call
+or an unparseable judge reply is reported by pytest as an ERROR (not the
+model's failure); the *call* phase only asserts the verdict, so a FAIL or a
+refusal is a test failure whose message is the judge's reasoning.
+
+Node ids are stable and readable, ``hypeedit::<split>::<task_id>[<model>-r<NNN>]``,
+so ``-k``, ``--lf`` and ``--deselect`` work; each task type is a marker
+(``-m remove``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .errors import HypeEditError
+from .records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
+from .registry import ModelSpec
+from .tasks import Task
+
+RUNNER_KEY = pytest.StashKey["object"]()
+_NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
+
+
+def item_name(task_id: str, model: str, repeat: int) -> str:
+    return f"{task_id}[{model}-r{repeat:03d}]"
+
+
+def parse_nodeid(nodeid: str) -> tuple[str, str, str, int] | None:
+    """(split, model, task_id, repeat) of one of our node ids, None for any other."""
+    parts = nodeid.split("::")
+    if len(parts) != 3 or parts[0] != "hypeedit":
+        return None
+    match = _NODE_NAME.match(parts[2])
+    if not match:
+        return None
+    return parts[1], match["model"], match["task"], int(match["repeat"])
+
+
+class CandidateFailed(Exception):
+    """The judge failed the candidate, or the model refused: the message is the reasoning."""
+
+
+class CandidateError(Exception):
+    """The call failed (provider or judge): not the model's verdict."""
+
+
+class BenchmarkCollector(pytest.Collector):
+    """``hypeedit`` and ``hypeedit::<split>``: containers that give items readable ids."""
+
+    def collect(self):  # items are made by the plugin, not discovered
+        return []
+
+
+class CandidateItem(pytest.Item):
+    def __init__(self, *, task: Task, spec: ModelSpec, repeat: int, **kwargs):
+        super().__init__(**kwargs)
+        self.task, self.spec, self.repeat = task, spec, repeat
+        self.record: Record | None = None
+        for task_type in task.task_types:
+            self.add_marker(task_type)
+
+    def setup(self) -> None:
+        self.record = self.config.stash[RUNNER_KEY].run(self.task, self.spec, self.repeat)
+        self.user_properties.append(record_to_property(self.record))
+        if self.record.outcome == SKIPPED:
+            pytest.skip(self.record.error or "skipped")
+        if self.record.outcome == ERROR:
+            raise CandidateError(self.record.error)
+
+    def runtest(self) -> None:
+        record = self.record
+        if record.outcome == REFUSED:
+            raise CandidateFailed(f"refused by {self.spec.name}: {record.refusal}")
+        if record.outcome == FAIL:
+            raise CandidateFailed(f"FAIL ({record.judge}): {record.reasoning}")
+
+    def repr_failure(self, excinfo, style=None):
+        # Our own failures are verdicts and call errors, not bugs: one clear line, no traceback.
+        if isinstance(excinfo.value, (CandidateFailed, CandidateError, HypeEditError)):
+            return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}: {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.task.split} {self.task.task_id} {self.spec.name} r{self.repeat:03d}"
+
+
+def make_items(session: pytest.Session, run) -> list[CandidateItem]:
+    """Every task x model x repeat of the run, in a deterministic order (xdist requires it)."""
+    root = BenchmarkCollector.from_parent(session, name="hypeedit", nodeid="hypeedit")
+    items = []
+    for split in run.splits:
+        parent = BenchmarkCollector.from_parent(root, name=split.name, nodeid=f"hypeedit::{split.name}")
+        for task in split.tasks:
+            for spec in run.models:
+                for repeat in range(1, run.repeats + 1):
+                    name = item_name(task.task_id, spec.name, repeat)
+                    items.append(CandidateItem.from_parent(parent, name=name, task=task, spec=spec, repeat=repeat))
+    return items

@@ -1,0 +1,46 @@
+"""``--judge labels:PATH[,PATH...]``: human labels as the judge (the paper's ground truth).
+
+One file per rater in the upstream schema (labels.py); several raters are
+combined by majority, a tie counts as FAIL and is said so in the reasoning.
+A candidate that nobody labelled is an error naming the task, model and
+repeat, never a FAIL: the panel has not judged it yet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from ..errors import JudgeError
+from ..labels import Panel, read_panel
+from .base import Judge, JudgeRequest, Verdict
+
+
+class LabelsJudge(Judge):
+    name = "labels"
+    needs_images = False
+    reuse_verdicts = False
+
+    def __init__(self, paths: Iterable[Path], known_models: Iterable[str] | None = None):
+        self.paths = [Path(p) for p in paths]
+        self.panel: Panel = read_panel(self.paths, known_models)
+
+    @property
+    def id(self) -> str:
+        return f"labels[{len(self.panel.raters)} rater{'s' if len(self.panel.raters) != 1 else ''}]"
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        verdict = self.panel.verdict(request.task.task_id, request.model, request.repeat)
+        if verdict is None:
+            raise JudgeError(
+                f"task {request.task.task_id}, model {request.model}, repeat {request.repeat:03d}: "
+                f"no rater labelled this candidate in {', '.join(str(p) for p in self.paths)}; "
+                "label it (hypeedit-review) or deselect it",
+                retryable=False,
+            )
+        passes = sum(1 for _, passed in verdict.votes if passed)
+        summary = f"human panel: {passes} PASS / {len(verdict.votes) - passes} FAIL"
+        if verdict.tie:
+            summary += " (a tie counts as FAIL)"
+        votes = [{"judge": rater, "verdict": "PASS" if passed else "FAIL"} for rater, passed in verdict.votes]
+        return Verdict(passed=verdict.passed, reasoning=summary, judge=self.id, votes=votes, extra={"tie": verdict.tie})

@@ -1,0 +1,121 @@
+"""Records -> the results JSON (design.md contract) and its Markdown table.
+
+``build_results`` is pure: it takes the run's records and settings and
+returns the dict; ``write_results`` does the I/O.  One row per model x split,
+plus a pooled ``combined`` row per model when the run has several splits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..fetch import atomic_write_bytes
+from ..metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
+from ..records import ERROR, REFUSED, SKIPPED, Record
+
+SCHEMA = "hypeedit-results/1"
+COMBINED = "combined"
+
+#: Columns of the upstream RESULTS.md, in its order: (header, key, format).
+TABLE_COLUMNS = (
+    ("Pass rate", "pass_rate", "pct"),
+    ("Pass@4", "pass_at_4", "pct"),
+    ("Pass@10", "pass_at_10", "pct"),
+    ("Expected attempts", "expected_attempts", "num"),
+    ("Effective cost/success", "effective_cost", "usd"),
+    ("Hype gap", "hype_gap", "pct"),
+)
+
+
+def fmt(value, kind: str) -> str:
+    if value is None:
+        return "n/a"
+    if kind == "pct":
+        return f"{value * 100:.1f}%"
+    if kind == "usd":
+        return f"${value:.2f}"
+    return f"{value:.2f}"
+
+
+def build_results(
+    records: Iterable[Record], *, models: Sequence, split_names: Sequence[str], settings: MetricSettings, settings_json: dict
+) -> dict:
+    """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order."""
+    by_pair: dict[tuple[str, str], list[Record]] = defaultdict(list)
+    for record in records:
+        by_pair[(record.model, record.split)].append(record)
+    rows = []
+    for spec in models:
+        pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings) for split in split_names]
+        rows += [row for row in pair_rows if row["candidates"]]
+        if len(split_names) > 1:
+            pooled = [r for split in split_names for r in by_pair.get((spec.name, split), [])]
+            if pooled:
+                rows.append(_row(spec, COMBINED, pooled, settings, pooled_keys=True))
+    return {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows), "rows": rows}
+
+
+def _row(spec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False) -> dict:
+    tallies = tallies_of(records, pooled_keys)
+    counts = _counts(records)
+    row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price}
+    row.update(compute_metrics(tallies, spec.price, settings))
+    row["by_task_type"] = metrics_by_task_type(tallies, spec.price, settings)
+    row["complete"] = counts["errors"] == 0 and counts["skipped"] == 0
+    return row
+
+
+def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[TaskTally]:
+    """Per-task tallies of judged candidates (a refusal is a judged FAIL); ``split/task`` keys when pooled."""
+    judged = [
+        (f"{r.split}/{r.task_id}" if pooled_keys else r.task_id, r.repeat, r.passed, tuple(r.task_types))
+        for r in records
+        if r.judged
+    ]
+    return tally_tasks(judged)
+
+
+def _counts(records: list[Record]) -> dict:
+    spent = sum(r.spent for r in records)
+    this_run = sum((0 if r.reused_candidate else r.cost) + (0 if r.reused_verdict else r.judge_cost) for r in records)
+    return {
+        "candidates": len(records),
+        "judged": sum(1 for r in records if r.judged),
+        "errors": sum(1 for r in records if r.outcome == ERROR),
+        "refusals": sum(1 for r in records if r.outcome == REFUSED),
+        "skipped": sum(1 for r in records if r.outcome == SKIPPED),
+        "spent": round(spent, 6),
+        "spent_this_run": round(this_run, 6),
+    }
+
+
+def results_markdown(results: dict) -> str:
+    """One RESULTS.md-style table per split (sorted by pass rate), then combined."""
+    splits = list(dict.fromkeys(row["split"] for row in results["rows"]))
+    splits = [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
+    parts = ["# Results", ""]
+    for split in splits:
+        rows = sorted((r for r in results["rows"] if r["split"] == split), key=lambda r: -(r["pass_rate"] or 0))
+        parts += [f"## {split.capitalize()}", "", _markdown_table(rows), ""]
+    return "\n".join(parts)
+
+
+def _markdown_table(rows: list[dict]) -> str:
+    header = "| Model | " + " | ".join(h for h, _, _ in TABLE_COLUMNS) + " |"
+    rule = "| --- " * (len(TABLE_COLUMNS) + 1) + "|"
+    lines = [header, rule]
+    for row in rows:
+        cells = [row["model"]] + [fmt(row.get(key), kind) for _, key, kind in TABLE_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_results(results: dict, path: Path) -> Path:
+    """Write the JSON and, beside it, the Markdown table (same stem, ``.md``)."""
+    atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False) + "\n").encode("utf-8"))
+    markdown = path.with_suffix(".md")
+    atomic_write_bytes(markdown, results_markdown(results).encode("utf-8"))
+    return markdown

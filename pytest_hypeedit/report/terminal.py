@@ -1,0 +1,45 @@
+"""The terminal summary: a RESULTS.md-like table plus what was judged, refused, errored and spent."""
+
+from __future__ import annotations
+
+from .results import COMBINED, TABLE_COLUMNS, fmt
+
+COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
+
+
+def summary_lines(results: dict) -> list[str]:
+    rows = results["rows"]
+    headers = ["Model", "Split"] + [h for h, _, _ in TABLE_COLUMNS] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
+    body = [_cells(row) for row in _ordered(rows)]
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
+    lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
+    lines += [_join(cells, widths) for cells in body]
+    lines.append(_totals(rows, results))
+    return lines
+
+
+def _ordered(rows: list[dict]) -> list[dict]:
+    # per split by pass rate, as upstream; combined rows last
+    return sorted(rows, key=lambda r: (r["split"] == COMBINED, r["split"], -(r["pass_rate"] or 0), r["model"]))
+
+
+def _cells(row: dict) -> list[str]:
+    metrics = [fmt(row.get(key), kind) for _, key, kind in TABLE_COLUMNS]
+    counts = [f"{row[key]}/{row['candidates']}" if key == "judged" else str(row[key]) for _, key in COUNT_COLUMNS]
+    return [row["model"], row["split"], *metrics, *counts, f"${row['spent']:.2f}"]
+
+
+def _join(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+
+def _totals(rows: list[dict], results: dict) -> str:
+    own = [r for r in rows if r["split"] != COMBINED]
+    spent = sum(r["spent"] for r in own)
+    this_run = sum(r["spent_this_run"] for r in own)
+    status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
+    return (
+        f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
+        f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "
+        f"skipped {sum(r['skipped'] for r in own)}; spent ${spent:.2f} (${this_run:.2f} in this run); run {status}"
+    )

@@ -1,0 +1,185 @@
+"""One candidate, from task to verdict: reuse what is on disk, else pay for it once.
+
+    record on disk? candidate on disk? -> reuse them (no call, no key needed)
+    otherwise: budget -> provider call -> candidate + record written at once
+    verdict on disk for this judge?   -> reuse it (unless --rejudge)
+    otherwise: judge -> verdict written into the record at once
+
+Knows nothing of pytest: the item (items.py) calls ``Runner.run`` and turns
+the returned record into a pytest outcome.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from .errors import BudgetExceeded, CallError, HypeEditError, Refusal
+from .judges.base import Judge, JudgeRequest, Verdict
+from .providers.base import Generation, GenerationRequest, Provider, seed_for
+from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
+from .registry import ModelSpec
+from .secrets import redact
+from .store import Store
+from .tasks import Task
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Runner:
+    """What one process (the serial run, or one xdist worker) needs to produce candidates."""
+
+    store: Store
+    make_provider: Callable[[ModelSpec], Provider]
+    make_judge: Callable[[], Judge]
+    references: Callable[[Task], list[Path]]
+    rejudge: bool = False
+    budget: object | None = None  # budget.Budget: reserve(amount, what) -> Reservation
+    _providers: dict[str, Provider] = field(default_factory=dict)
+    _judge: Judge | None = None
+
+    def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
+        record = self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
+            split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
+        )
+        candidate = self.store.find_candidate(task.split, spec.name, task.task_id, repeat)
+        if candidate is None and record.outcome == REFUSED:
+            record.reused_candidate = True  # the model's refusal was paid for: it is its answer
+            return record
+        if candidate is None:
+            candidate = self._generate(task, spec, repeat, record)
+            if candidate is None:
+                return record
+        else:
+            self._adopt_candidate(record, spec, candidate)
+        self._judge_candidate(task, spec, repeat, candidate, record)
+        return record
+
+    # ------------------------------------------------------------------ generation
+
+    @staticmethod
+    def _adopt_candidate(record: Record, spec: ModelSpec, candidate: Path) -> None:
+        record.reused_candidate = True
+        if record.candidate != candidate.name:
+            # An image with no record: a run was killed between the two writes, or the
+            # image came from elsewhere. It was paid for at the model's price.
+            record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
+            record.provider_model, record.judgements = spec.provider_model, {}
+
+    def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
+        reservation = None
+        try:
+            reservation = self._reserve(spec, task, repeat)
+            request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec)
+            started = time.monotonic()
+            generation = self.provider(spec).generate(request)
+        except BudgetExceeded as exc:
+            return self._skip(record, str(exc))
+        except Refusal as exc:
+            self._settle(reservation, exc.cost or 0.0)
+            return self._refused(record, spec, exc)
+        except (CallError, HypeEditError) as exc:
+            self._settle(reservation, 0.0)
+            return self._failed(record, spec, exc)
+        self._settle(reservation, generation.cost)
+        return self._save_generation(record, spec, generation, time.monotonic() - started)
+
+    def _reserve(self, spec: ModelSpec, task: Task, repeat: int):
+        if self.budget is None:
+            return None
+        return self.budget.reserve(spec.price, f"{spec.name} {task.task_id} r{repeat:03d}")
+
+    @staticmethod
+    def _settle(reservation, actual: float) -> None:
+        if reservation is not None:
+            reservation.commit(actual) if actual else reservation.release()
+
+    def _save_generation(self, record: Record, spec: ModelSpec, gen: Generation, latency: float) -> Path:
+        path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image, gen.ext)
+        record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
+        record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
+        record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now(), None, None
+        record.reused_candidate = False
+        record.extra.update(gen.extra)
+        record.verdict = record.reasoning = record.judge = None
+        record.judgements = {}
+        self.store.write_record(record)  # the paid image is safe before the judge is asked
+        return path
+
+    def _refused(self, record: Record, spec: ModelSpec, exc: Refusal) -> None:
+        record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
+        record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now()
+        record.provider_model, record.error = spec.provider_model, None
+        self.store.write_record(record)
+        return None
+
+    def _failed(self, record: Record, spec: ModelSpec, exc: Exception) -> None:
+        record.outcome, record.route, record.error = ERROR, spec.route, redact(f"{spec.name}: {exc}")
+        self.store.write_record(record)  # visible in the outputs; the next run retries it
+        return None
+
+    @staticmethod
+    def _skip(record: Record, reason: str) -> None:
+        record.outcome, record.error = SKIPPED, reason  # not written: nothing was paid
+        return None
+
+    def provider(self, spec: ModelSpec) -> Provider:
+        if spec.name not in self._providers:
+            self._providers[spec.name] = self.make_provider(spec)
+        return self._providers[spec.name]
+
+    # ------------------------------------------------------------------ judging
+
+    @property
+    def judge(self) -> Judge:
+        if self._judge is None:
+            self._judge = self.make_judge()
+        return self._judge
+
+    def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
+        judge = self.judge
+        stored = record.judgements.get(judge.id)
+        if stored and judge.reuse_verdicts and not self.rejudge:
+            self._apply_verdict(record, stored, reused=True)
+            return
+        try:
+            references = tuple(self.references(task)) if judge.needs_images else ()
+            verdict = judge.judge(JudgeRequest(task, spec.name, repeat, candidate, references))
+        except (CallError, HypeEditError) as exc:
+            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}")
+            self.store.write_record(record)
+            return
+        self._apply_verdict(record, self._verdict_entry(verdict), reused=False)
+        self.store.write_record(record)
+
+    @staticmethod
+    def _verdict_entry(verdict: Verdict) -> dict:
+        return {
+            "verdict": verdict.label,
+            "reasoning": redact(verdict.reasoning),
+            "judge": verdict.judge,
+            "votes": verdict.votes,
+            "cost": verdict.cost,
+            "judged_at": now(),
+            "extra": verdict.extra,
+        }
+
+    @staticmethod
+    def _apply_verdict(record: Record, entry: dict, *, reused: bool) -> None:
+        record.judgements[entry["judge"]] = entry
+        record.verdict, record.reasoning, record.judge = entry["verdict"], entry["reasoning"], entry["judge"]
+        record.votes, record.judged_at = entry["votes"], entry["judged_at"]
+        record.judge_cost = entry.get("cost") or 0.0
+        record.outcome, record.error, record.reused_verdict = (PASS if entry["verdict"] == "PASS" else FAIL), None, reused
+
+    def close(self) -> None:
+        for provider in self._providers.values():
+            provider.close()
+        if self._judge is not None:
+            self._judge.close()

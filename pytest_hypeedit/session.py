@@ -1,0 +1,70 @@
+"""The one session object on the controller: records in, metrics and reports out.
+
+Registered only where tests are not run by an xdist worker, so it sees every
+report exactly once (a worker's reports are replayed on the controller).
+Records ride on the reports, so the results are the same with and without -n.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .config import RunConfig
+from .items import parse_nodeid
+from .records import ERROR, Record, records_from_properties
+from .report.results import build_results, write_results
+from .report.terminal import summary_lines
+
+SESSION_KEY = pytest.StashKey["BenchmarkSession"]()
+
+
+class BenchmarkSession:
+    def __init__(self, config: pytest.Config, run: RunConfig):
+        self.config, self.run = config, run
+        self.records: dict[tuple, Record] = {}
+        self.results: dict | None = None
+        self.results_path: Path | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for record in records_from_properties(report.user_properties):
+            self.records[record.key] = record
+        if report.when == "???":  # an xdist worker crashed while running this item
+            self._record_crash(report)
+        elif report.when == "teardown" and (record := self._record_of(report)) is not None:
+            self.config.hook.pytest_hypeedit_record(config=self.config, record=record)
+
+    def _record_of(self, report) -> Record | None:
+        key = parse_nodeid(report.nodeid)
+        return self.records.get(key) if key else None
+
+    def _record_crash(self, report) -> None:
+        key = parse_nodeid(report.nodeid)
+        if key and key not in self.records:
+            split, model, task_id, repeat = key
+            self.records[key] = Record(split, model, task_id, repeat, outcome=ERROR, error="the worker running it crashed")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.records:
+            return
+        run = self.run
+        self.results = build_results(
+            self.records.values(),
+            models=run.models,
+            split_names=[s.name for s in run.splits],
+            settings=run.metric_settings,
+            settings_json=run.settings_json(),
+        )
+        self.config.hook.pytest_hypeedit_results(config=self.config, results=self.results)
+        self.results_path = run.results
+        write_results(self.results, run.results)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.results:
+            return
+        terminalreporter.write_sep("=", "HYPE-EDIT-1 results")
+        for line in summary_lines(self.results):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")

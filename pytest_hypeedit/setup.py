@@ -1,0 +1,119 @@
+"""Putting a run together at configure time: config, markers, runner, up-front checks.
+
+Everything that can be wrong before the first paid call is checked here, on
+the controller, so a bad task file, a missing image, a labels file naming an
+unknown model or a missing API key is one clear usage error, not 500 errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .config import RunConfig, build_run_config
+from .errors import ConfigError
+from .items import RUNNER_KEY
+from .judges.base import Judge
+from .providers.base import Provider
+from .registry import ModelSpec
+from .runner import Runner
+from .store import Store
+from .tasks import Task, all_task_types, reference_image_paths
+
+RUN_KEY = pytest.StashKey[RunConfig]()
+
+
+def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
+    extra = [entry for entries in config.hook.pytest_hypeedit_add_models(config=config) for entry in entries or []]
+    run = build_run_config(config.option, Path(config.rootpath), extra)
+    config.stash[RUN_KEY] = run
+    for task_type in all_task_types(run.splits):
+        config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")
+    runner = build_runner(config, run)
+    config.stash[RUNNER_KEY] = runner
+    if controller:
+        check_reference_images(run)
+        check_keys(run, runner)
+        runner.judge  # builds the judge now: a bad labels file or judge spec is a usage error
+    return run
+
+
+def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
+    images: dict[str, list[Path]] = {}
+
+    def references(task: Task) -> list[Path]:
+        key = f"{task.split}/{task.task_id}"
+        if key not in images:  # once per task and process, not once per repeat
+            split = next(s for s in run.splits if s.name == task.split)
+            images[key] = reference_image_paths(task, run.images_base_for(split), run.cache_dir, verify=False)
+        return images[key]
+
+    return Runner(
+        store=Store(run.outputs),
+        make_provider=lambda spec: make_provider(config, spec),
+        make_judge=lambda: make_judge(config, run),
+        references=references,
+        rejudge=run.rejudge,
+    )
+
+
+def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
+    provider = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
+    if provider is None:
+        raise ConfigError(f"model {spec.name}: no provider for route {spec.route!r}")
+    return provider
+
+
+def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
+    from . import judges
+
+    jurors = []
+    for name, argument in judges.parse_judge_spec(run.judge):
+        juror = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
+        if juror is None:
+            raise ConfigError(f"--judge {run.judge}: unknown judge {name!r}")
+        jurors.append(juror)
+    if len(jurors) == 1:
+        return jurors[0]
+    from .judges.majority import MajorityJudge
+
+    return MajorityJudge(jurors)
+
+
+def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:
+    from . import judges
+
+    run = config.stash[RUN_KEY]
+    options = judges.JudgeOptions(known_models=tuple(run.registry.models))
+    return judges.builtin_judge(name, argument, options)
+
+
+def check_reference_images(run: RunConfig) -> None:
+    """Fetch (once, into the cache) and decode every reference image before anything is paid for."""
+    for split in run.splits:
+        base = run.images_base_for(split)
+        for task in split.tasks:
+            reference_image_paths(task, base, run.cache_dir, verify=True)
+
+
+def check_keys(run: RunConfig, runner: Runner) -> None:
+    """A route that must be called needs its key now, before any call; a run from disk needs none."""
+    from .secrets import key_for
+
+    for spec in run.models:
+        if pending_calls(run, runner.store, spec):
+            provider_class = type(runner.provider(spec))
+            if provider_class.key_env:
+                key_for(spec.route, provider_class.key_env)
+
+
+def pending_calls(run: RunConfig, store: Store, spec: ModelSpec) -> int:
+    count = 0
+    for split in run.splits:
+        for task in split.tasks:
+            for repeat in range(1, run.repeats + 1):
+                if store.find_candidate(split.name, spec.name, task.task_id, repeat) is None:
+                    record = store.read_record(split.name, spec.name, task.task_id, repeat)
+                    count += record is None or record.outcome != "refused"
+    return count

@@ -1,0 +1,63 @@
+"""The output layout on disk (a contract shared with the upstream review tool) and resume.
+
+    <outputs>/<split>/<model>/<task_id>/<NNN>.<ext>   the candidate, as the provider returned it
+    <outputs>/<split>/<model>/<task_id>/<NNN>.json    its record
+
+Every write is atomic (temporary name, then rename), so a run killed at any
+point leaves either the old file or the new one, never half a file that a
+later run would mistake for a paid result.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .fetch import atomic_write_bytes
+from .records import Record
+
+CANDIDATE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg")
+
+
+def repeat_stem(repeat: int) -> str:
+    return f"{repeat:03d}"
+
+
+class Store:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def task_dir(self, split: str, model: str, task_id: str) -> Path:
+        # split, model and task_id were validated as plain names when loaded
+        return self.root / split / model / task_id
+
+    def find_candidate(self, split: str, model: str, task_id: str, repeat: int) -> Path | None:
+        folder = self.task_dir(split, model, task_id)
+        for suffix in CANDIDATE_SUFFIXES:
+            path = folder / f"{repeat_stem(repeat)}{suffix}"
+            if path.is_file() and path.stat().st_size > 0:
+                return path
+        return None
+
+    def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
+        return self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.json"
+
+    def read_record(self, split: str, model: str, task_id: str, repeat: int) -> Record | None:
+        """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""
+        path = self.record_path(split, model, task_id, repeat)
+        try:
+            record = Record.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None
+        return record if record.key == (split, model, task_id, repeat) else None
+
+    def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes, ext: str) -> Path:
+        path = self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.{ext}"
+        atomic_write_bytes(path, data)
+        return path
+
+    def write_record(self, record: Record) -> Path:
+        path = self.record_path(*record.key)
+        text = json.dumps(record.to_dict(), indent=2, sort_keys=True)
+        atomic_write_bytes(path, text.encode("utf-8"))
+        return path
