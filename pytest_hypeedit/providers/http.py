@@ -1,0 +1,264 @@
+"""The one HTTP policy every adapter (and google-genai, through its ``httpx_client``) uses.
+
+``make_http_client`` returns an ``httpx.Client`` whose transport
+- takes a request-per-minute token and an in-flight slot from the route's
+  cross-worker ``RouteLimiter`` for every HTTP request (retries and polls too),
+- reads the whole body inside that slot, so a read timeout is retried too,
+- retries 408, 429 and 5xx replies and connection errors / timeouts with
+  exponential backoff and jitter, honouring ``Retry-After`` (and the
+  ``retry-after-ms``, ``x-should-retry`` and ``X-Fal-Retryable`` headers),
+- never retries other 4xx (moderation, auth, validation) or a 429 that says
+  the quota is used up: waiting does not fix those.
+
+``raise_for_status`` turns a failed reply into a redacted ``ProviderError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import httpx
+
+from ..errors import ProviderError
+from ..secrets import redact
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..limits import RouteLimiter
+
+log = logging.getLogger("pytest_hypeedit.http")
+
+RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
+QUOTA_MARKERS = ("insufficient_quota", "quota_exceeded", "billing_hard_limit", "accountoverdue")
+USER_AGENT = "pytest-hypeedit"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently one HTTP request is retried."""
+
+    max_attempts: int = 5  # first try included
+    base_delay: float = 1.0  # seconds before the 2nd attempt, doubled each time
+    max_delay: float = 60.0
+    #: A Retry-After longer than this is not waited for: the error is returned at once
+    #: (the run records an error and the next run retries the candidate).
+    max_retry_after: float = 120.0
+    jitter: float = 0.5  # share of each backoff that is random, so workers do not retry in step
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1 or self.base_delay < 0 or self.max_delay < 0 or not 0 <= self.jitter <= 1:
+            raise ValueError(f"invalid RetryPolicy {self!r}")
+
+    def backoff(self, attempt: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        if retry_after is not None:
+            # The server said when: wait at least that, plus a little spread.
+            return max(retry_after, 0.0) + rand() * self.jitter * self.base_delay
+        delay = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        return delay * (1 - self.jitter) + delay * self.jitter * rand()
+
+
+DEFAULT_POLICY = RetryPolicy()
+
+
+def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or an HTTP date."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        with contextlib.suppress(ValueError):
+            return float(millis) / 1000
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(float(value), 0.0)
+    with contextlib.suppress(TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+        return max(when - (time.time() if now is None else now), 0.0)
+    return None
+
+
+def _flag(headers: httpx.Headers, name: str) -> bool | None:
+    value = headers.get(name, "").strip().lower()
+    return {"true": True, "1": True, "false": False, "0": False}.get(value)
+
+
+def is_retryable(response: httpx.Response) -> bool:
+    """Whether trying the same request again may succeed (providers.md section 8)."""
+    for header in ("x-should-retry", "x-fal-retryable"):
+        flag = _flag(response.headers, header)
+        if flag is not None:
+            return flag
+    status = response.status_code
+    if status == 429 and _says_quota(response):
+        return False
+    return status in RETRY_STATUSES or status >= 500
+
+
+def _says_quota(response: httpx.Response) -> bool:
+    try:
+        body = response.content[:4000].decode("utf-8", "replace").lower()
+    except httpx.ResponseNotRead:
+        return False
+    return any(marker in body for marker in QUOTA_MARKERS)
+
+
+class PolicyTransport(httpx.BaseTransport):
+    """Wraps a transport with the limiter, the body read and the retries."""
+
+    def __init__(self, inner: httpx.BaseTransport, policy: RetryPolicy, limiter: "RouteLimiter | None" = None,
+                 *, route: str = "", sleep: Callable[[float], None] = time.sleep):
+        self.inner, self.policy, self.limiter, self.route, self.sleep = inner, policy, limiter, route, sleep
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        attempt = 1
+        while True:
+            try:
+                response, twin = self._send_once(request)
+            except httpx.TransportError as exc:
+                if attempt >= self.policy.max_attempts:
+                    raise
+                delay, why = self.policy.backoff(attempt), type(exc).__name__
+            else:
+                retry_after = parse_retry_after(response.headers)
+                if (attempt >= self.policy.max_attempts or not is_retryable(twin)
+                        or (retry_after or 0) > self.policy.max_retry_after):
+                    return response
+                delay, why = self.policy.backoff(attempt, retry_after), f"HTTP {response.status_code}"
+            log.info("%s: %s from %s %s; retry %d in %.2fs", self.route, why, request.method,
+                     redact(_url_without_query(request.url)), attempt, delay)
+            self.sleep(delay)
+            attempt += 1
+
+    def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response]:
+        slot = self.limiter.slot() if self.limiter is not None else contextlib.nullcontext()
+        with slot:
+            response = self.inner.handle_request(request)
+            try:
+                raw = b"".join(response.stream)  # still content-encoded; the client decodes it
+            finally:
+                response.close()
+        # The client gets a fresh, unread response (so httpx's own read/close/elapsed
+        # bookkeeping works); the retry decision reads a decoded twin of it.
+        fresh = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw),
+                               extensions=response.extensions, request=request)
+        return fresh, _decoded_twin(fresh, raw)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _decoded_twin(response: httpx.Response, raw: bytes) -> httpx.Response:
+    twin = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw))
+    with contextlib.suppress(httpx.DecodingError):
+        twin.read()
+    return twin
+
+
+def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float = 120.0,
+                     policy: RetryPolicy | None = None, limiter: "RouteLimiter | None" = None,
+                     transport: httpx.BaseTransport | None = None,
+                     sleep: Callable[[float], None] = time.sleep) -> httpx.Client:
+    """An httpx.Client for ``route`` that applies the one HTTP policy (see the module docstring).
+
+    ``secrets`` are extra values to redact from errors (the route's own key
+    variables are always redacted).  ``transport`` replaces the network (tests).
+    """
+    from ..secrets import register_secret
+
+    for value in secrets:
+        register_secret(value)
+    inner = transport if transport is not None else httpx.HTTPTransport()
+    return httpx.Client(
+        transport=PolicyTransport(inner, policy or DEFAULT_POLICY, limiter, route=route, sleep=sleep),
+        timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0)),
+        follow_redirects=True,
+        headers={"user-agent": USER_AGENT},
+    )
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _url_without_query(url: httpx.URL | str) -> str:
+    # Signed result URLs carry long signatures in the query: noise in a message.
+    return str(httpx.URL(str(url)).copy_with(query=None, fragment=None))
+
+
+def error_details(response: httpx.Response) -> tuple[str | None, str]:
+    """(code, message) from the error envelopes the providers use (providers.md)."""
+    try:
+        body: Any = response.json()
+    except (ValueError, httpx.ResponseNotRead):
+        return None, response.text[:300].strip() if _is_read(response) else ""
+    return _code_and_message(body)
+
+
+def _is_read(response: httpx.Response) -> bool:
+    return hasattr(response, "_content")
+
+
+def _code_and_message(body: Any) -> tuple[str | None, str]:
+    if not isinstance(body, dict):
+        return None, json.dumps(body)[:300]
+    error = body.get("error", body)
+    if isinstance(error, str):
+        return None, error
+    if not isinstance(error, dict):
+        return None, json.dumps(error)[:300]
+    code = error.get("code") or error.get("Code") or error.get("type") or error.get("status")
+    message = error.get("message") or error.get("Message") or error.get("detail") or error.get("msg")
+    if message is None:
+        message = json.dumps(error)[:300]
+    elif not isinstance(message, str):
+        message = json.dumps(message)[:300]
+    return (None if code is None else str(code)), message
+
+
+def request_id_of(response: httpx.Response) -> str | None:
+    for header in ("x-request-id", "request-id", "x-fal-request-id", "x-tt-logid"):
+        if header in response.headers:
+            return response.headers[header]
+    return None
+
+
+def raise_for_status(response: httpx.Response, *, route: str, model: str) -> None:
+    """Nothing for a 2xx reply; else a ProviderError with the status, the provider's code and message, redacted."""
+    if response.is_success:
+        return
+    code, message = error_details(response)
+    where = f"{response.request.method} {_url_without_query(response.request.url)}"
+    text = f"{model} via {route}: HTTP {response.status_code} from {where}"
+    if code:
+        text += f": {code}"
+    if message:
+        text += f": {message[:500]}"
+    request_id = request_id_of(response)
+    if request_id:
+        text += f" (request id {request_id})"
+    raise ProviderError(redact(text), retryable=is_retryable(response), status=response.status_code)
+
+
+def transport_error(exc: httpx.HTTPError, *, route: str, model: str) -> ProviderError:
+    """A ProviderError for a network error or timeout that outlasted the retries."""
+    where = ""
+    with contextlib.suppress(RuntimeError):
+        where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
+    detail = str(exc) or type(exc).__name__
+    return ProviderError(redact(f"{model} via {route}: {type(exc).__name__}{where}: {detail}"), retryable=True)
+
+
+def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, **kwargs: Any) -> httpx.Response:
+    """``client.request`` with network errors turned into ProviderError; the status is NOT checked here,
+    so the adapter can look for a refusal first and then call ``raise_for_status``."""
+    try:
+        return client.request(method, url, **kwargs)
+    except httpx.HTTPError as exc:
+        raise transport_error(exc, route=route, model=model) from None

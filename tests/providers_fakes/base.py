@@ -1,0 +1,233 @@
+"""A small threaded loopback HTTP server with routing, request log and fault injection.
+
+A fake provider subclasses ``FakeServer`` and registers routes with
+``self.route(method, path_regex, handler)``; a handler gets a ``Seen`` request
+and returns a ``Reply``.  Tests queue faults with ``server.inject(...)``:
+the generic ones (an HTTP status with an optional Retry-After, malformed JSON,
+a slow reply, a dropped connection) are applied here before routing; the
+provider-specific ones (refusal, truncated image, expired URL) are taken by
+the fake's own handlers with ``take_fault``.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.parser
+import email.policy
+import io
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+from PIL import Image
+
+GENERIC_FAULTS = {"status", "malformed", "slow", "drop"}
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encoded(self) -> bytes:
+        if isinstance(self.body, (dict, list)):
+            return json.dumps(self.body).encode()
+        if isinstance(self.body, str):
+            return self.body.encode()
+        return bytes(self.body)
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str  # without the query
+    query: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+    at: float
+    match: re.Match | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    def form(self) -> list[tuple[str, str | None, bytes]]:
+        """multipart/form-data parts as (name, filename, content)."""
+        head = f"Content-Type: {self.headers['content-type']}\r\n\r\n".encode()
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + self.body)
+        return [(part.get_param("name", header="content-disposition"), part.get_filename(),
+                 part.get_payload(decode=True)) for part in message.iter_parts()]
+
+
+@dataclass
+class Fault:
+    kind: str  # "status", "malformed", "slow", "drop", or a provider-specific kind
+    path: str = ""  # regex searched in the request path; "" matches every request
+    count: int = 1
+    status: int = 503
+    retry_after: str | None = None
+    body: Any = None
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeServer:
+    """Binds 127.0.0.1 on a free port; use as a context manager or call start()/stop()."""
+
+    def __init__(self, key: str = "fake-key-0123456789"):
+        self.key = key
+        self.requests: list[Seen] = []
+        self.faults: list[Fault] = []
+        self._routes: list[tuple[str, re.Pattern, Callable[[Seen], Reply]]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "FakeServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- configuration
+    def route(self, method: str, path: str, handler: Callable[[Seen], Reply]) -> None:
+        self._routes.append((method, re.compile(path), handler))
+
+    def inject(self, kind: str, **kwargs: Any) -> Fault:
+        fault = Fault(kind, **kwargs)
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def take_fault(self, kind: str, path: str) -> Fault | None:
+        """The first queued fault of ``kind`` matching ``path`` (consumed), else None."""
+        with self._lock:
+            for fault in self.faults:
+                if fault.kind == kind and re.search(fault.path, path) and fault.count > 0:
+                    fault.count -= 1
+                    if fault.count == 0:
+                        self.faults.remove(fault)
+                    return fault
+        return None
+
+    def _take_generic(self, path: str) -> Fault | None:
+        for kind in GENERIC_FAULTS:
+            fault = self.take_fault(kind, path)
+            if fault is not None:
+                return fault
+        return None
+
+    # ---------------------------------------------------------------- serving
+    def dispatch(self, seen: Seen) -> Reply | None:
+        fault = self._take_generic(seen.path)
+        if fault is not None:
+            if fault.kind == "drop":
+                return None
+            if fault.kind == "slow":
+                time.sleep(fault.delay)
+            elif fault.kind == "status":
+                return self.error_reply(fault)
+            elif fault.kind == "malformed":
+                return Reply(200, fault.body or b'{"data": [ {"url": ', {"content-type": "application/json"})
+        return self._route(seen)
+
+    def _route(self, seen: Seen) -> Reply:
+        for method, pattern, handler in self._routes:
+            match = pattern.fullmatch(seen.path)
+            if match and method == seen.method:
+                seen.match = match
+                if not self.authorized(seen):
+                    return self.unauthorized()
+                return handler(seen)
+        return Reply(404, {"error": {"code": "NotFound", "message": f"no route {seen.method} {seen.path}"}})
+
+    def error_reply(self, fault: Fault) -> Reply:
+        headers = dict(fault.headers)
+        if fault.retry_after is not None:
+            headers["Retry-After"] = fault.retry_after
+        body = fault.body if fault.body is not None else {"error": {"code": str(fault.status), "message": "injected"}}
+        return Reply(fault.status, body, headers)
+
+    # Subclasses check their own auth header.
+    def authorized(self, seen: Seen) -> bool:
+        return True
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, {"error": {"code": "AuthenticationError", "message": "bad key"}})
+
+    def record(self, seen: Seen) -> None:
+        with self._lock:
+            self.requests.append(seen)
+
+    def seen(self, path: str = "") -> list[Seen]:
+        with self._lock:
+            return [request for request in self.requests if re.search(path, request.path)]
+
+
+def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:  # keep test output quiet
+            pass
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            path, _, query = self.path.partition("?")
+            seen = Seen(self.command, path, query, {k.lower(): v for k, v in self.headers.items()}, body, time.time())
+            fake.record(seen)
+            reply = fake.dispatch(seen)
+            if reply is None:  # a dropped connection
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            data = reply.encoded()
+            self.send_response(reply.status)
+            headers = {"content-type": "application/json", **reply.headers}
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _serve
+
+    return Handler
+
+
+# --------------------------------------------------------------------------- images
+
+
+def make_image(width: int = 64, height: int = 48, fmt: str = "PNG", color=(200, 30, 30)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format=fmt)
+    return buffer.getvalue()
+
+
+def truncated(data: bytes) -> bytes:
+    """The first third of an image: the magic number is right, the pixels are missing."""
+    return data[: max(len(data) // 3, 16)]
+
+
+def data_url(data: bytes, mime: str = "image/png") -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
