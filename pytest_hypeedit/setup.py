@@ -32,7 +32,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
         config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")
     runner = build_runner(config, run)
     config.stash[RUNNER_KEY] = runner
-    if controller:
+    if controller and not config.option.collectonly:
         check_reference_images(run)
         check_keys(run, runner)
         runner.judge  # builds the judge now: a bad labels file or judge spec is a usage error

@@ -1,0 +1,92 @@
+"""Small benchmark fixtures for the plugin's tests: task files, images, label files, a file server."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from PIL import Image
+
+
+def png_bytes(color=(200, 30, 30), size=(24, 16)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def make_tasks(n: int, prefix: str = "task", types=("remove", "change")) -> list[dict]:
+    return [
+        {
+            "task_id": f"{prefix}-{i:02d}",
+            "input_images": ["001.png"],
+            "task_type": types[i % len(types)] if i % 3 else [types[i % len(types)]],  # string and list forms
+            "instruction": f"Edit {i}. Keep everything else the same.",
+            "width": 640,
+            "height": 480,
+        }
+        for i in range(n)
+    ]
+
+
+def write_split(root: Path, name: str, tasks: list[dict], images: Path) -> Path:
+    """Write <root>/<name>.json and the reference images under <images>/<task_id>/."""
+    for i, task in enumerate(tasks):
+        for file_name in task["input_images"]:
+            path = images / task["task_id"] / file_name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(png_bytes((10 * i % 255, 80, 120)))
+    path = root / f"{name}.json"
+    path.write_text(json.dumps(tasks))
+    return path
+
+
+def write_labels(path: Path, verdicts: dict[tuple[str, str, int], bool]) -> Path:
+    """One rater's file in the upstream schema v2 from {(task_id, model, repeat): passed}."""
+    models = sorted({model for _, model, _ in verdicts})
+    alias = {model: f"M{i + 1:02d}" for i, model in enumerate(models)}
+    judgements: dict = {}
+    for (task_id, model, repeat), passed in verdicts.items():
+        entry = judgements.setdefault(task_id, {}).setdefault(alias[model], {})
+        entry[f"{repeat:03d}.png"] = {"verdict": "PASS" if passed else "FAIL"}
+    document = {"schema_version": 2, "models": {a: m for m, a in alias.items()}, "judgements": judgements}
+    path.write_text(json.dumps(document))
+    return path
+
+
+class FileServer:
+    """A loopback HTTP server for a dict of path -> bytes, counting hits per path."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files, self.hits = dict(files), Counter()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.hits[self.path] += 1
+                body = outer.files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
