@@ -1,0 +1,280 @@
+"""Metric gates: ``--gate "pass_rate>=0.6"`` turns a benchmark run into a CI answer.
+
+Pure: parse the option text, evaluate against the results dict (the results
+JSON contract), say per gate what was measured.  No I/O, no pytest.
+
+Syntax: ``[MODEL[@SPLIT]:]METRIC[.low|.high] OP THRESHOLD`` where OP is one of
+``>= <= > <`` and THRESHOLD is a number (``0.6``), a percentage (``60%``), or
+``baseline``, ``baseline-0.02``, ``baseline+2%`` (needs ``--baseline``).
+``.low`` / ``.high`` gate on the bound of the 95% bootstrap interval.
+
+Without MODEL a gate holds for every model of the run; without SPLIT it is
+checked on the ``combined`` row when the run has one, else on every split.
+A row from an incomplete run (errors, budget skips, missing verdicts) fails
+every gate unless ``allow_incomplete`` is set: an unfinished run must never
+pass CI by accident.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import ConfigError
+
+#: Gate-able metrics and how their values print.
+METRIC_KINDS = {
+    "pass_rate": "percent",
+    "pass_at_4": "percent",
+    "pass_at_10": "percent",
+    "expected_attempts": "attempts",
+    "effective_cost": "dollars",
+    "first_attempt_pass_rate": "percent",
+    "hype_gap": "percent",
+}
+OPERATORS = {
+    ">=": lambda value, threshold: value >= threshold,
+    "<=": lambda value, threshold: value <= threshold,
+    ">": lambda value, threshold: value > threshold,
+    "<": lambda value, threshold: value < threshold,
+}
+BOUNDS = {"low": 0, "high": 1}
+_GATE = re.compile(r"^\s*(?:(?P<scope>[^:<>=]+):)?\s*(?P<metric>[a-z_0-9]+)(?:\.(?P<bound>low|high))?\s*(?P<op>>=|<=|>|<)\s*(?P<threshold>\S.*?)\s*$")
+_THRESHOLD = re.compile(r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+))(?P<percent>%?)$")
+_BASELINE = re.compile(r"^baseline\s*(?:(?P<sign>[-+])\s*(?P<offset>(?:\d+\.?\d*|\.\d+))(?P<percent>%?))?$")
+
+
+@dataclass(frozen=True)
+class Gate:
+    text: str  # as the user wrote it, for messages
+    metric: str
+    op: str
+    threshold: float  # absolute threshold, or the offset from the baseline when relative
+    relative_to_baseline: bool = False
+    bound: str | None = None  # "low"/"high": gate on an interval bound
+    model: str | None = None
+    split: str | None = None
+
+    @property
+    def measured(self) -> str:
+        return f"{self.metric}.{self.bound}" if self.bound else self.metric
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: Gate
+    model: str | None
+    split: str | None
+    value: float | None
+    threshold: float | None
+    passed: bool
+    note: str = ""  # why a gate failed regardless of its value, or the baseline comparison
+
+    @property
+    def margin(self) -> float | None:
+        """How far the value is on the right side of the threshold (negative: the wrong side)."""
+        if not _finite(self.value) or not _finite(self.threshold):
+            return None
+        return self.value - self.threshold if self.gate.op in (">=", ">") else self.threshold - self.value
+
+    def line(self) -> str:
+        kind = METRIC_KINDS[self.gate.metric]
+        where = f"{self.model} ({self.split})" if self.model else "the run"
+        text = (
+            f"{'PASS' if self.passed else 'FAIL'} gate {self.gate.text!r} on {where}: "
+            f"{self.gate.measured} = {format_value(self.value, kind)}, "
+            f"threshold {self.gate.op} {format_value(self.threshold, kind)}, "
+            f"margin {format_margin(self.margin, kind)}"
+        )
+        return f"{text}; {self.note}" if self.note else text
+
+
+def format_value(value: float | None, kind: str) -> str:
+    if not _finite(value):
+        return "n/a" if value is None or math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if kind == "percent":
+        return f"{value * 100:.1f}%"
+    if kind == "dollars":
+        return f"${value:.2f}"
+    return f"{value:.2f}"
+
+
+def format_margin(margin: float | None, kind: str) -> str:
+    if margin is None:
+        return "n/a"
+    if kind == "percent":
+        return f"{margin * 100:+.1f} points"
+    if kind == "dollars":
+        return f"{'+' if margin >= 0 else '-'}${abs(margin):.2f}"
+    return f"{margin:+.2f}"
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_gate(text: str) -> Gate:
+    """Parse one ``--gate`` value; a ConfigError names the option, the value and what is allowed."""
+    match = _GATE.match(text or "")
+    if not match:
+        raise _usage(text, "expected [MODEL[@SPLIT]:]METRIC OP THRESHOLD, e.g. 'pass_rate>=0.6'")
+    metric = match["metric"]
+    if metric not in METRIC_KINDS:
+        raise _usage(text, f"unknown metric {metric!r}")
+    model, split = _parse_scope(match["scope"], text)
+    relative, threshold = _parse_threshold(match["threshold"], text, METRIC_KINDS[metric])
+    return Gate(text.strip(), metric, match["op"], threshold, relative, match["bound"], model, split)
+
+
+def parse_gates(texts: Iterable[str] | None) -> list[Gate]:
+    return [parse_gate(text) for text in texts or ()]
+
+
+def _usage(text: str, problem: str) -> ConfigError:
+    return ConfigError(
+        f"--gate {text!r}: {problem}. Allowed metrics: {', '.join(METRIC_KINDS)} "
+        f"(optionally .low/.high for an interval bound); operators: {' '.join(OPERATORS)}; "
+        "threshold: a number, a percentage (60%), or baseline[+-offset] with --baseline"
+    )
+
+
+def _parse_scope(scope: str | None, text: str) -> tuple[str | None, str | None]:
+    if scope is None:
+        return None, None
+    model, at, split = scope.strip().partition("@")
+    if not model.strip() or (at and not split.strip()):
+        raise _usage(text, f"the scope {scope!r} must be MODEL or MODEL@SPLIT")
+    return model.strip(), (split.strip() or None)
+
+
+def _parse_threshold(raw: str, text: str, kind: str) -> tuple[bool, float]:
+    baseline = _BASELINE.match(raw)
+    if baseline:
+        offset = _number(baseline["offset"] or "0", baseline["percent"], text, kind)
+        return True, -offset if baseline["sign"] == "-" else offset
+    number = _THRESHOLD.match(raw)
+    if not number:
+        raise _usage(text, f"threshold {raw!r} is not a number, a percentage or baseline[+-offset]")
+    return False, _number(number["number"], number["percent"], text, kind)
+
+
+def _number(digits: str, percent: str, text: str, kind: str) -> float:
+    value = float(digits) / (100 if percent else 1)
+    if kind == "percent" and not percent and abs(value) > 1:
+        # 'pass_rate>=60' would never hold: fractions are stored in [0, 1]
+        raise _usage(text, f"{digits} is out of range for a fraction; write {digits}% or {float(digits) / 100:g}")
+    return value
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def evaluate(
+    gates: Sequence[Gate],
+    results: Mapping[str, Any],
+    baseline_rows: Sequence[Mapping[str, Any]] | None = None,
+    allow_incomplete: bool = False,
+    incomplete_reasons: Sequence[str] = (),
+) -> list[GateResult]:
+    """Check every gate on the rows it applies to; one GateResult per (gate, row).
+
+    ``incomplete_reasons`` are run-level problems the rows cannot show (e.g.
+    items that crashed without a record); they fail every gate like row errors.
+    """
+    rows = list(results.get("rows") or [])
+    outcome = []
+    for gate in gates:
+        targets = _target_rows(gate, rows)
+        if not targets:
+            outcome.append(_missing(gate, rows))
+        for row in targets:
+            outcome.append(_check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons))
+    return outcome
+
+
+def all_hold(results: Sequence[GateResult]) -> bool:
+    return all(result.passed for result in results)
+
+
+def _target_rows(gate: Gate, rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    chosen = [r for r in rows if gate.model in (None, r.get("model"))]
+    if gate.split:
+        return [r for r in chosen if r.get("split") == gate.split]
+    combined = [r for r in chosen if r.get("split") == "combined"]
+    return combined or chosen
+
+
+def _missing(gate: Gate, rows: list[Mapping[str, Any]]) -> GateResult:
+    available = sorted({f"{r.get('model')}@{r.get('split')}" for r in rows}) or ["none: no candidate was judged"]
+    note = f"no results row matches (rows in this run: {', '.join(available)})"
+    return GateResult(gate, gate.model, gate.split, None, None, False, note)
+
+
+def _check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons) -> GateResult:
+    value = _value(row, gate.metric, gate.bound)
+    threshold, note = _threshold(gate, row, baseline_rows)
+    holds = _finite(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
+    if value is None:
+        note = _join(note, f"{gate.measured} is not defined for this row")
+    problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(row)
+    if problems:
+        holds = False
+        note = _join(note, f"incomplete run ({'; '.join(problems)}): rerun to finish it, or pass --allow-incomplete")
+    return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(holds), note)
+
+
+def _value(row: Mapping[str, Any], metric: str, bound: str | None) -> float | None:
+    if bound is None:
+        value = row.get(metric)
+    else:
+        interval = (row.get("intervals") or {}).get(metric)
+        value = interval[BOUNDS[bound]] if interval else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _threshold(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
+    if not gate.relative_to_baseline:
+        return gate.threshold, ""
+    old, note = _baseline_value(gate, row, baseline_rows)
+    if old is None:
+        return None, note
+    return old + gate.threshold, note
+
+
+def _baseline_value(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
+    """The baseline's value of the metric: the paired one (same tasks) when the row carries it."""
+    kind = METRIC_KINDS[gate.metric]
+    paired = (row.get("baseline") or {}).get(gate.metric) if gate.bound is None else None
+    if isinstance(paired, Mapping) and _finite(paired.get("baseline")):
+        # Compare like with like: the current value on the shared tasks, not on all tasks.
+        tasks = paired.get("tasks")
+        note = f"baseline {format_value(paired['baseline'], kind)} on {tasks} shared tasks"
+        if _finite(paired.get("current")) and paired["current"] != row.get(gate.metric):
+            note += f" (current on those tasks {format_value(paired['current'], kind)})"
+        return float(paired["baseline"]), note
+    for old in baseline_rows or ():
+        if old.get("model") == row.get("model") and old.get("split") == row.get("split"):
+            value = _value(old, gate.metric, gate.bound)
+            return value, f"baseline {format_value(value, kind)}"
+    return None, f"no baseline row for {row.get('model')} ({row.get('split')}); pass --baseline with a results JSON of that model"
+
+
+def incompleteness(row: Mapping[str, Any]) -> list[str]:
+    """What makes a results row unfinished: errors, skipped items, candidates without a verdict."""
+    problems = []
+    for key, what in (("errors", "errors"), ("skipped", "skipped (budget)"), ("budget_skips", "skipped (budget)")):
+        if _finite(row.get(key)) and row[key] > 0:
+            problems.append(f"{int(row[key])} {what}")
+    judged, candidates = row.get("judged"), row.get("candidates")
+    if _finite(judged) and _finite(candidates) and judged < candidates and not problems:
+        problems.append(f"{int(candidates - judged)} of {int(candidates)} candidates without a verdict")
+    return problems
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}; {second}" if first else second

@@ -1,0 +1,338 @@
+"""A RESULTS.md-style leaderboard from one run, or merged from several runs' results JSON.
+
+    python -m pytest_hypeedit.leaderboard runs/*.json -o RESULTS.md
+    hypeedit-leaderboard runs/*.json --prefer last
+
+One table per split plus ``combined``, sorted by pass rate, with the columns
+of the upstream RESULTS.md.  Typical use: one CI job per model, each writing
+its results JSON, and a final job merging them.  Two runs that both measured
+the same model on the same split are refused unless ``--prefer`` says which
+one wins: silently picking one would publish a number nobody chose.
+
+``results_markdown(results)`` is pure (dict in, str out); the session calls it
+to write the Markdown beside results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError, HypeEditError, InputError
+
+SCHEMA = "hypeedit-results/1"
+COMBINED = "combined"
+#: (results key, upstream column title, kind)
+COLUMNS = (
+    ("pass_rate", "Pass rate", "percent"),
+    ("pass_at_4", "Pass@4", "percent"),
+    ("pass_at_10", "Pass@10", "percent"),
+    ("expected_attempts", "Expected attempts", "attempts"),
+    ("effective_cost", "Effective cost/success", "dollars"),
+    ("hype_gap", "Hype gap", "percent"),
+)
+#: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
+TASK_MEANS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "first_attempt_pass_rate")
+COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "spent")
+SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def results_markdown(results: Mapping[str, Any]) -> str:
+    """The leaderboard of one results dict: a header, then one table per split and combined."""
+    rows = list(results.get("rows") or [])
+    parts = [_header(results.get("settings") or {})]
+    for split in split_order(rows):
+        parts.append(_split_section(split, [r for r in rows if r.get("split") == split], results))
+    if not rows:
+        parts.append("No candidate was judged in this run.\n")
+    return "\n".join(parts)
+
+
+def split_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Splits in first-seen order, ``combined`` last."""
+    splits = list(dict.fromkeys(str(r.get("split")) for r in rows))
+    return [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
+
+
+def _header(settings: Mapping[str, Any]) -> str:
+    cap = settings.get("retry_cap", 4)
+    review = settings.get("review_cost")
+    review_text = f"${review:.4f}" if isinstance(review, (int, float)) else "as set for each run"
+    lines = [
+        "# Results",
+        "",
+        "Metrics:",
+        "- Pass rate (P@1): mean over tasks of the share of PASS candidates.",
+        f"- Pass@{cap} (P@{cap}): mean over tasks of 1 - (1 - p)^{cap}, the chance of a PASS within {cap} attempts.",
+        "- Pass@10 (P@10): tasks with at least one PASS among their candidates.",
+        f"- Expected attempts: expected number of attempts to get a PASS (max {cap}).",
+        "- Effective cost per success: expected attempts * (model cost + review cost per candidate) / P@4.",
+        "- Hype gap: Pass@10 - first-attempt pass rate.",
+        "",
+        "Notes:",
+        f"- Costs are USD; review cost per candidate is {review_text}.",
+        "- Tables are sorted by pass rate (descending).",
+    ]
+    if settings.get("judge"):
+        lines.append(f"- Judge: {_cell(settings['judge'])}.")
+    return "\n".join(lines) + "\n"
+
+
+def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
+    rows = sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), str(r.get("model"))))
+    generated = results.get("generated_at") or results.get("created")
+    title = f"## {split.capitalize()}" + (f" (generated at {str(generated)[:10]})" if generated else "")
+    lines = [title, "", _scope_line(rows, results), "", _table(rows, _metric_cells)]
+    if any(r.get("intervals") for r in rows):
+        lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
+    notes = [_row_note(r) for r in rows if _row_note(r)]
+    if notes:
+        lines += [""] + [f"- {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+def _sort_key(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else -1.0
+
+
+def _scope_line(rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
+    tasks = max((int(r.get("tasks") or 0) for r in rows), default=0)
+    repeats = (results.get("settings") or {}).get("repeats")
+    if not repeats and tasks:
+        repeats = round(max(int(r.get("candidates") or 0) for r in rows) / tasks)
+    total = f"{tasks * repeats:,}" if repeats else "?"
+    return f"{tasks} tasks, {repeats or '?'} images per task, {total} total images."
+
+
+def _table(rows: list[Mapping[str, Any]], cells) -> str:
+    header = "| Model | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
+    rule = "| --- " * (len(COLUMNS) + 1) + "|"
+    body = [f"| {_cell(r.get('model'))} | " + " | ".join(cells(r)) + " |" for r in rows]
+    return "\n".join([header, rule, *body])
+
+
+def _metric_cells(row: Mapping[str, Any]) -> list[str]:
+    return [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
+
+
+def _interval_cells(row: Mapping[str, Any]) -> list[str]:
+    intervals = row.get("intervals") or {}
+    cells = []
+    for key, _, kind in COLUMNS:
+        bounds = intervals.get(key)
+        cells.append(f"{format_metric(bounds[0], kind)} – {format_metric(bounds[1], kind)}" if bounds else "n/a")
+    return cells
+
+
+def _row_note(row: Mapping[str, Any]) -> str:
+    problems = [f"{int(row[k])} {k}" for k in ("errors", "skipped") if isinstance(row.get(k), (int, float)) and row[k] > 0]
+    if not problems:
+        return ""
+    return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
+
+
+def format_metric(value: Any, kind: str) -> str:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "n/a"
+    if kind == "percent":
+        return f"{value * 100:.1f}%"
+    if kind == "dollars":
+        return f"${value:.2f}"
+    return f"{value:.2f}"
+
+
+def _cell(value: Any) -> str:
+    # A model or judge name must not break the table: escape the pipe, drop newlines.
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read results file ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc}); expected a results JSON written by pytest --hypeedit") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("rows"), list):
+        raise InputError(f"{path}: not a results file (expected schema {SCHEMA!r} with a 'rows' list)")
+    return data
+
+
+def merge_results(runs: Sequence[tuple[str, Mapping[str, Any]]], prefer: str | None = None, allow_mixed_settings: bool = False) -> dict[str, Any]:
+    """Merge several runs' results into one results dict.
+
+    ``prefer``: None (a duplicate model x split is an error), "first", "last",
+    or the name of the run whose rows win.  Combined rows are rebuilt from the
+    chosen split rows when they come from more than one run.
+    """
+    if not runs:
+        raise ConfigError("hypeedit-leaderboard: no results files given")
+    settings = _merged_settings(runs, allow_mixed_settings)
+    chosen = _choose_split_rows(runs, prefer)
+    rows = [row for row, _ in chosen.values()]
+    rows += _combined_rows(chosen, runs, settings)
+    merged = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
+    stamps = [str(r["generated_at"]) for _, r in runs if r.get("generated_at")]
+    if stamps:
+        merged["generated_at"] = max(stamps)
+    return merged
+
+
+def _merged_settings(runs, allow_mixed: bool) -> dict[str, Any]:
+    settings = dict(runs[0][1].get("settings") or {})
+    for name, results in runs[1:]:
+        other = results.get("settings") or {}
+        for key in SETTINGS_THAT_CHANGE_NUMBERS:
+            if other.get(key) != settings.get(key) and not allow_mixed:
+                raise ConfigError(
+                    f"{name}: {key} = {other.get(key)!r} but {runs[0][0]} has {settings.get(key)!r}; "
+                    "their effective costs are not comparable. Rerun with the same settings, "
+                    "or pass --allow-mixed-settings"
+                )
+        if other.get("judge") != settings.get("judge"):
+            settings["judge"] = " / ".join(dict.fromkeys(filter(None, [settings.get("judge"), other.get("judge")])))
+    if allow_mixed and any((r.get("settings") or {}).get("review_cost") != settings.get("review_cost") for _, r in runs):
+        settings.pop("review_cost", None)
+    return settings
+
+
+def _choose_split_rows(runs, prefer: str | None) -> dict[tuple[str, str], tuple[dict, str]]:
+    names = [name for name, _ in runs]
+    if prefer not in (None, "first", "last") and prefer not in names:
+        raise ConfigError(f"--prefer {prefer!r}: expected first, last, or one of the files given ({', '.join(names)})")
+    chosen: dict[tuple[str, str], tuple[dict, str]] = {}
+    for name, results in runs:
+        for row in results.get("rows") or []:
+            if row.get("split") == COMBINED:
+                continue
+            key = (str(row.get("model")), str(row.get("split")))
+            if key in chosen and not _replaces(name, chosen[key][1], prefer, key):
+                continue
+            chosen[key] = (dict(row), name)
+    return chosen
+
+
+def _replaces(new: str, old: str, prefer: str | None, key: tuple[str, str]) -> bool:
+    if prefer is None:
+        raise ConfigError(
+            f"{old} and {new} both hold model {key[0]!r} on split {key[1]!r}; say which one wins with "
+            f"--prefer first, --prefer last or --prefer {new}"
+        )
+    if prefer in ("first", "last"):
+        return prefer == "last"
+    return new == prefer
+
+
+def _combined_rows(chosen, runs, settings) -> list[dict[str, Any]]:
+    """A combined row per model with two or more splits: kept from its run if all splits came from it."""
+    by_model: dict[str, list[tuple[dict, str]]] = {}
+    for (model, _split), entry in chosen.items():
+        by_model.setdefault(model, []).append(entry)
+    combined = []
+    for model, entries in by_model.items():
+        sources = {name for _, name in entries}
+        if len(entries) < 2:
+            continue
+        original = _original_combined(model, sources, runs) if len(sources) == 1 else None
+        combined.append(original or pooled_row(model, [row for row, _ in entries], settings.get("review_cost")))
+    return combined
+
+
+def _original_combined(model: str, sources: set[str], runs) -> dict[str, Any] | None:
+    for name, results in runs:
+        if name in sources:
+            for row in results.get("rows") or []:
+                if row.get("split") == COMBINED and row.get("model") == model:
+                    return dict(row)
+    return None
+
+
+def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float | None) -> dict[str, Any]:
+    """The combined row of one model from its split rows.
+
+    Every metric but effective cost and hype gap is a mean over tasks, so the
+    pooled value is the task-weighted mean; effective cost is then recomputed
+    from the pooled E and P@4 (a ratio of means, as in the design).  Intervals
+    cannot be pooled without per-task data and are left out.
+    """
+    tasks = sum(int(r.get("tasks") or 0) for r in rows)
+    pooled: dict[str, Any] = {"model": model, "split": COMBINED}
+    for key in COUNTS:
+        pooled[key] = sum(r.get(key) or 0 for r in rows)
+    for key in TASK_MEANS:
+        values = [(r.get(key), int(r.get("tasks") or 0)) for r in rows]
+        pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(_number(v) for v, _ in values) else None
+    if _number(pooled["pass_at_10"]) and _number(pooled["first_attempt_pass_rate"]):
+        pooled["hype_gap"] = pooled["pass_at_10"] - pooled["first_attempt_pass_rate"]
+    pooled["cost_per_candidate"] = rows[0].get("cost_per_candidate")
+    pooled["effective_cost"] = _effective_cost(pooled, review_cost)
+    return pooled
+
+
+def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float | None:
+    attempts, pass_at_4, price = row.get("expected_attempts"), row.get("pass_at_4"), row.get("cost_per_candidate")
+    if not all(_number(v) for v in (attempts, pass_at_4, price, review_cost)) or pass_at_4 <= 0:
+        return None
+    return attempts * (price + review_cost) / pass_at_4
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hypeedit-leaderboard",
+        description="Write a RESULTS.md-style leaderboard from one or more pytest-hypeedit results JSON files.",
+    )
+    parser.add_argument("results", nargs="+", type=Path, help="results JSON files (e.g. runs/*.json)")
+    parser.add_argument("-o", "--output", type=Path, help="write the Markdown here instead of standard output")
+    parser.add_argument("--json", type=Path, dest="json_out", help="also write the merged results JSON here")
+    parser.add_argument(
+        "--prefer", metavar="first|last|FILE",
+        help="when two files hold the same model and split, which one wins (default: refuse to merge)",
+    )
+    parser.add_argument("--allow-mixed-settings", action="store_true", help="merge runs with different retry caps or review costs")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        runs = [(str(path), load_results(path)) for path in args.results]
+        merged = merge_results(runs, _prefer_name(args.prefer), args.allow_mixed_settings)
+    except HypeEditError as exc:
+        print(f"hypeedit-leaderboard: error: {exc}", file=sys.stderr)
+        return 2
+    markdown = results_markdown(merged)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    if args.output:
+        args.output.write_text(markdown, encoding="utf-8")
+    else:
+        sys.stdout.write(markdown)
+    return 0
+
+
+def _prefer_name(prefer: str | None) -> str | None:
+    # A file given as ./runs/a.json should match runs/a.json on the command line.
+    if prefer in (None, "first", "last"):
+        return prefer
+    return str(Path(prefer))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
