@@ -1,0 +1,148 @@
+"""``hypeedit-review``: label candidates PASS/FAIL in the browser, blind to the model.
+
+    hypeedit-review --outputs OUT --rater ann [--tasks PATH] [--images-base DIR|URL]
+                    [--labels DIR|FILE] [--seed N] [--host 127.0.0.1] [--port 8765]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from ..errors import HypeEditError, ImageError, InputError
+from ..tasks import default_sources, is_plain_name, load_split, parse_tasks_option, reference_image_paths
+
+DEFAULT_PORT = 8765
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="hypeedit-review", description=__doc__.splitlines()[0])
+    parser.add_argument("--outputs", required=True, type=Path, help="the plugin's outputs folder (<outputs>/<split>/<model>/<task>/NNN.ext)")
+    parser.add_argument("--rater", required=True, help="your name: the labels file is <rater>.json")
+    parser.add_argument("--tasks", help="[NAME=]PATH|URL of the task file, or a split manifest (default: the public split)")
+    parser.add_argument("--images-base", help="folder or URL holding <task_id>/<image> (default: the split's own)")
+    parser.add_argument("--labels", type=Path, help="labels folder or .json file (default: <outputs>/../judgements/<split>/<rater>.json)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the aliases and the order (default 0)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"port (default {DEFAULT_PORT}; 0 = any free port). Restart on the same port so the "
+                             "browser can resend verdicts it holds")
+    parser.add_argument("--cache-dir", type=Path, help="where downloaded tasks and images are kept")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+    if not is_plain_name(args.rater):
+        parser.error(f"--rater {args.rater!r}: use a plain name (letters, digits, '.', '_', '-'); it names the labels file")
+    return args
+
+
+def labels_path(args: argparse.Namespace, split: str) -> Path:
+    if args.labels is None:
+        return args.outputs.resolve().parent / "judgements" / split / f"{args.rater}.json"
+    if args.labels.suffix == ".json":
+        return args.labels
+    return args.labels / f"{args.rater}.json"
+
+
+def cache_dir(args: argparse.Namespace) -> Path:
+    if args.cache_dir:
+        return args.cache_dir
+    if os.environ.get("HYPEEDIT_CACHE_DIR"):
+        return Path(os.environ["HYPEEDIT_CACHE_DIR"])
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
+
+
+def load_tasks(args: argparse.Namespace):
+    source = parse_tasks_option(args.tasks) if args.tasks else default_sources()[0]
+    split = load_split(source, cache_dir(args))
+    images_base = args.images_base or source.images_base
+    if images_base is None:
+        raise InputError(f"--tasks {args.tasks}: no images base known for split {split.name!r}; pass --images-base")
+    return split, images_base
+
+
+def reference_paths(tasks, images_base: str, cache: Path, warnings: list[str]) -> dict[str, list[Path]]:
+    """Local reference images per task; a task whose images cannot be had is shown without them."""
+    paths = {}
+    for task in tasks:
+        try:
+            paths[task.task_id] = reference_image_paths(task, images_base, cache)
+        except (ImageError, InputError) as exc:
+            warnings.append(f"task {task.task_id}: reference images unavailable ({exc})")
+    return paths
+
+
+def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
+    """Everything but the socket: catalog, labels store, image table."""
+    from .. import labels
+    from .catalog import build_catalog
+    from .server import ImageTable, ReviewApp
+    from .store import LabelsStore
+
+    doc = labels.load_document(path) if path.exists() else None
+    catalog = build_catalog(args.outputs, split.name, split.tasks, seed=args.seed, rater=args.rater,
+                            existing_aliases=doc["models"] if doc else None)
+    warnings = list(catalog.warnings)
+    shown = {c.task_id for c in catalog.candidates}
+    refs = reference_paths([t for t in split.tasks if t.task_id in shown], images_base, cache_dir(args), warnings)
+    store = LabelsStore.open(path, catalog, doc, dataset=split.name, rater=args.rater,
+                             outputs_dir=str(args.outputs.resolve()), seed=args.seed)
+    return ReviewApp(catalog, store, ImageTable(catalog, refs), args.rater), warnings
+
+
+def lock_labels_file(path: Path):
+    """One server per rater file: a second one would overwrite the first one's verdicts."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(path) + ".lock", timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise InputError(f"{path}: another hypeedit-review is writing this rater's file; stop it first") from None
+    return lock
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .server import make_server
+
+    args = parse_args(argv)
+    try:
+        split, images_base = load_tasks(args)
+        path = labels_path(args, split.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = lock_labels_file(path)  # noqa: F841 (held for the life of the process)
+        app, warnings = build_app(args, split, images_base, path)
+    except HypeEditError as exc:
+        print(f"hypeedit-review: error: {exc}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"hypeedit-review: warning: {warning}", file=sys.stderr)
+    try:
+        server = make_server(app, args.host, args.port, verbose=args.verbose)
+    except OSError as exc:
+        print(f"hypeedit-review: error: cannot listen on {args.host}:{args.port} ({exc.strerror}); "
+              "try another --port, or --port 0 for any free one", file=sys.stderr)
+        return 2
+    return serve(server, app, path)
+
+
+def serve(server, app, path: Path) -> int:
+    host, port = server.server_address[:2]
+    shown_host = f"[{host}]" if ":" in host else host
+    total, done = len(app.catalog.candidates), app.store.labelled_count()
+    print(f"hypeedit-review: {total} candidates, {done} labelled by {app.rater}; verdicts go to {path}", flush=True)
+    print(f"hypeedit-review: open http://{shown_host}:{port}/  (Ctrl+C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print(f"\nhypeedit-review: stopped; {app.store.labelled_count()} of {total} verdicts in {path}", flush=True)
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

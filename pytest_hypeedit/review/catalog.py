@@ -1,0 +1,112 @@
+"""What the review app shows: the candidates of one split, blinded and shuffled.
+
+Model names never leave this module's ``Catalog`` except through the labels
+file's ``models`` map: the browser sees aliases (M01, M02, ...) and opaque
+ids.  Aliases are stable for a given (outputs, seed) and are kept from an
+existing labels file, so a rater's file never changes meaning on a restart.
+The order is shuffled with the seed and the rater's name, so panel members do
+not all see the same sequence (order effects average out over the panel).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from ..tasks import Task, is_plain_name
+
+CANDIDATE_FILE = re.compile(r"^(\d{3,4})\.(webp|png|jpg|jpeg)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    item_id: str
+    model: str  # server side only: never serialised to the browser
+    alias: str
+    task_id: str
+    repeat: int
+    path: Path
+
+    @property
+    def file_name(self) -> str:
+        return self.path.name
+
+
+@dataclass(frozen=True)
+class Catalog:
+    split: str
+    tasks: Mapping[str, Task]
+    candidates: tuple[Candidate, ...]  # in review order
+    aliases: Mapping[str, str]  # alias -> model name
+    warnings: tuple[str, ...] = ()
+
+    def by_id(self) -> dict[str, Candidate]:
+        return {c.item_id: c for c in self.candidates}
+
+
+def opaque_id(*parts: object) -> str:
+    """A short id that names a thing without revealing anything about it."""
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def scan_outputs(split_dir: Path, task_ids: set[str]) -> tuple[dict[str, list[tuple[str, int, Path]]], list[str]]:
+    """model -> [(task_id, repeat, path)] under ``<outputs>/<split>``, and warnings on what was skipped."""
+    found: dict[str, list[tuple[str, int, Path]]] = {}
+    warnings: list[str] = []
+    root = split_dir.resolve()
+    for model_dir in sorted(p for p in split_dir.iterdir() if p.is_dir() and is_plain_name(p.name)):
+        for task_dir in sorted(p for p in model_dir.iterdir() if p.is_dir()):
+            if task_dir.name not in task_ids:
+                warnings.append(f"{task_dir}: not a task of the split; skipped")
+                continue
+            found.setdefault(model_dir.name, []).extend(_task_candidates(task_dir, root, warnings))
+    return found, warnings
+
+
+def _task_candidates(task_dir: Path, root: Path, warnings: list[str]) -> list[tuple[str, int, Path]]:
+    by_repeat: dict[int, Path] = {}
+    for path in sorted(task_dir.iterdir()):
+        match = CANDIDATE_FILE.match(path.name)
+        if not match or not path.is_file() or int(match.group(1)) < 1:
+            continue
+        if not path.resolve().is_relative_to(root):  # a symlink pointing out of the outputs
+            warnings.append(f"{path}: links outside the outputs folder; skipped")
+        elif int(match.group(1)) in by_repeat:
+            warnings.append(f"{path}: a second file for repeat {match.group(1)}; kept {by_repeat[int(match.group(1))].name}")
+        else:
+            by_repeat[int(match.group(1))] = path
+    return [(task_dir.name, repeat, path) for repeat, path in sorted(by_repeat.items())]
+
+
+def assign_aliases(models: Iterable[str], seed: int, existing: Mapping[str, str] | None = None) -> dict[str, str]:
+    """alias -> model: keep the aliases of an existing file, give new models the next free ones in seeded order."""
+    aliases = dict(existing or {})
+    known = set(aliases.values())
+    order = sorted(set(models) - known)
+    random.Random(f"aliases:{seed}").shuffle(order)
+    width = max(2, len(str(len(known) + len(order))))
+    number = 1
+    for model in order:
+        while f"M{number:0{width}d}" in aliases:
+            number += 1
+        aliases[f"M{number:0{width}d}"] = model
+    return aliases
+
+
+def build_catalog(outputs: Path, split: str, tasks: Iterable[Task], *, seed: int, rater: str,
+                  existing_aliases: Mapping[str, str] | None = None) -> Catalog:
+    tasks_by_id = {t.task_id: t for t in tasks}
+    split_dir = outputs / split
+    found, warnings = scan_outputs(split_dir, set(tasks_by_id)) if split_dir.is_dir() else ({}, [])
+    aliases = assign_aliases(found, seed, existing_aliases)
+    alias_of = {model: alias for alias, model in aliases.items()}
+    candidates = [
+        Candidate(opaque_id(split, alias_of[m], t, r), m, alias_of[m], t, r, path)
+        for m, entries in sorted(found.items()) for t, r, path in entries
+    ]
+    random.Random(f"order:{seed}:{rater}").shuffle(candidates)
+    return Catalog(split, tasks_by_id, tuple(candidates), aliases, tuple(warnings))

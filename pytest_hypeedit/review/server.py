@@ -1,0 +1,221 @@
+"""The review app's HTTP server: stdlib ``ThreadingHTTPServer``, a fixed set of routes.
+
+Nothing is ever served from a path taken from the URL.  The routes are an
+exact-match table (three static files, two JSON endpoints) plus
+``/img/<id>``, where ``<id>`` is looked up in a table built at start-up from
+the scanned outputs and the tasks' reference images.  Every image is decoded
+and re-encoded as PNG without metadata, so neither the file format nor any
+embedded metadata (software tags, C2PA manifests) can tell the rater which
+model made it.  Requests whose Host is not the address the server listens on
+are refused (DNS rebinding), and POSTs must be JSON from the same origin.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import socket
+import sys
+import threading
+from collections import OrderedDict
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .catalog import Catalog, opaque_id
+from .store import LabelsStore
+
+STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
+          "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+          "/static/app.css": ("app.css", "text/css; charset=utf-8")}
+IMAGE_ROUTE = re.compile(r"^/img/([0-9a-f]{16})$")
+MAX_BODY = 1 << 20
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class ImageTable:
+    """Opaque image id -> file, with a small cache of re-encoded PNGs."""
+
+    def __init__(self, catalog: Catalog, reference_paths: dict[str, list[Path]], cache_size: int = 48):
+        self.paths: dict[str, Path] = {}
+        self.candidate_image: dict[str, str] = {}
+        self.reference_images: dict[str, list[str]] = {}
+        for candidate in catalog.candidates:
+            self.candidate_image[candidate.item_id] = self._add(candidate.path, "candidate", candidate.item_id)
+        for task_id, paths in reference_paths.items():
+            self.reference_images[task_id] = [self._add(p, "reference", task_id, p.name) for p in paths]
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    def _add(self, path: Path, *parts: str) -> str:
+        image_id = opaque_id(*parts)
+        self.paths[image_id] = path
+        return image_id
+
+    def png(self, image_id: str) -> bytes | None:
+        with self._lock:
+            if image_id in self._cache:
+                self._cache.move_to_end(image_id)
+                return self._cache[image_id]
+        data = _reencode_png(self.paths[image_id])
+        with self._lock:
+            self._cache[image_id] = data
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return data
+
+
+def _reencode_png(path: Path) -> bytes | None:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image.load()
+            mode = "RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB"
+            out = io.BytesIO()
+            image.convert(mode).save(out, format="PNG", compress_level=1)  # no info: metadata dropped
+            return out.getvalue()
+    except Exception:  # an undecodable candidate is shown as unavailable, not a crash
+        return None
+
+
+class ReviewApp:
+    """Everything a request handler needs, shared by all handler threads."""
+
+    def __init__(self, catalog: Catalog, store: LabelsStore, images: ImageTable, rater: str):
+        self.catalog, self.store, self.images, self.rater = catalog, store, images, rater
+        self.static = {route: (resources.files(__package__).joinpath("static", name).read_bytes(), kind)
+                       for route, (name, kind) in STATIC.items()}
+        self.allowed_hosts: set[str] | None = None  # set once the port is known
+
+    def state(self) -> dict:
+        """The whole session for the browser: aliases and opaque ids only, never a model name or a path."""
+        shown = {c.task_id for c in self.catalog.candidates}
+        tasks = {tid: {"instruction": t.instruction, "types": list(t.task_types), "size": [t.width, t.height],
+                       "refs": self.images.reference_images.get(tid, [])}
+                 for tid, t in self.catalog.tasks.items()
+                 if tid in shown}
+        items = [self._item(c) for c in self.catalog.candidates]
+        return {"rater": self.rater, "split": self.catalog.split, "store_key": opaque_id(self.store.path.resolve()),
+                "aliases": sorted(self.catalog.aliases), "task_types": sorted({t for v in tasks.values() for t in v["types"]}),
+                "tasks": tasks, "items": items,
+                "resume": next((i["id"] for i in items if i["verdict"] is None), None)}
+
+    def _item(self, candidate) -> dict:
+        entry = self.store.verdict_of(candidate) or {}
+        return {"id": candidate.item_id, "alias": candidate.alias, "task": candidate.task_id,
+                "repeat": candidate.repeat, "image": self.images.candidate_image[candidate.item_id],
+                "verdict": entry.get("verdict"), "ms": entry.get("ms")}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "hypeedit-review"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    app: ReviewApp  # set on the subclass made by make_server
+    verbose = False
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        if not self._host_ok():
+            return
+        path = urlsplit(self.path).path
+        if path in self.app.static:
+            body, kind = self.app.static[path]
+            return self._send(HTTPStatus.OK, body, kind)
+        if path == "/api/state":
+            return self._json(HTTPStatus.OK, self.app.state())
+        match = IMAGE_ROUTE.match(path)
+        if match and match.group(1) in self.app.images.paths:
+            return self._image(match.group(1))
+        self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        if not self._host_ok() or not self._same_origin():
+            return
+        if urlsplit(self.path).path != "/api/verdicts":
+            return self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
+        payload = self._read_json()
+        if payload is None:
+            return
+        ops = payload.get("ops") if isinstance(payload, dict) else None
+        if not isinstance(ops, list):
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": "expected {\"ops\": [...]}"})
+        result = self.app.store.apply(ops)
+        self._json(HTTPStatus.OK, {"acked": result.acked, "rejected": result.rejected,
+                                   "labelled": self.app.store.labelled_count(),
+                                   "total": len(self.app.catalog.candidates)})
+
+    def _read_json(self):
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit() or int(length) > MAX_BODY:
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "a JSON body under 1 MiB with Content-Length"})
+            return None
+        if self.headers.get_content_type() != "application/json":
+            self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": "Content-Type must be application/json"})
+            return None
+        try:
+            return json.loads(self.rfile.read(int(length)))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            self._json(HTTPStatus.BAD_REQUEST, {"error": "body is not JSON"})
+            return None
+
+    def _image(self, image_id: str) -> None:
+        data = self.app.images.png(image_id)
+        if data is None:
+            return self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": "the image cannot be decoded"})
+        self._send(HTTPStatus.OK, data, "image/png", cache="private, max-age=3600")
+
+    def _host_ok(self) -> bool:
+        allowed = self.app.allowed_hosts
+        if allowed is None or (self.headers.get("Host") or "").lower() in allowed:
+            return True
+        self._json(HTTPStatus.MISDIRECTED_REQUEST, {"error": "unexpected Host header"})
+        return False
+
+    def _same_origin(self) -> bool:
+        origin = self.headers.get("Origin")
+        allowed = self.app.allowed_hosts
+        if origin is None or allowed is None or urlsplit(origin).netloc.lower() in allowed:
+            return True
+        self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request refused"})
+        return False
+
+    def _json(self, status: HTTPStatus, data) -> None:
+        self._send(status, json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json")
+
+    def _send(self, status: HTTPStatus, body: bytes, kind: str, cache: str = "no-store") -> None:
+        self.send_response(status)
+        for name, value in (("Content-Type", kind), ("Content-Length", str(len(body))), ("Cache-Control", cache),
+                            ("Content-Security-Policy", CSP), ("X-Content-Type-Options", "nosniff"),
+                            ("Referrer-Policy", "no-referrer"), ("X-Frame-Options", "DENY")):
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 (the stdlib's signature)
+        if self.verbose:
+            sys.stderr.write(f"[hypeedit-review] {format % args}\n")
+
+
+class ReviewServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True  # a restart right after a kill gets the same port back
+
+
+def make_server(app: ReviewApp, host: str = "127.0.0.1", port: int = 0, verbose: bool = False) -> ReviewServer:
+    handler = type("BoundHandler", (Handler,), {"app": app, "verbose": verbose})
+    server_class = ReviewServer
+    if ":" in host:
+        server_class = type("ReviewServer6", (ReviewServer,), {"address_family": socket.AF_INET6})
+    server = server_class((host, port), handler)
+    bound_port = server.server_address[1]
+    if host in LOOPBACK:  # a loopback server only answers to its own names: no DNS rebinding
+        app.allowed_hosts = {f"{name}:{bound_port}" for name in ("127.0.0.1", "localhost", "[::1]")}
+    return server
