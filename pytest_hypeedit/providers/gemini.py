@@ -124,11 +124,11 @@ def image_part(data: bytes, where: str):
     _, types, _ = import_genai()
     ext = sniff_image_ext(data)
     if ext is None:
-        data, ext = _as_png(data, where), "png"
+        data, ext = as_png(data, where), "png"
     return types.Part.from_bytes(data=data, mime_type=_MIME[ext])
 
 
-def _as_png(data: bytes, where: str) -> bytes:
+def as_png(data: bytes, where: str) -> bytes:
     from PIL import Image
 
     try:
@@ -185,7 +185,7 @@ def decoded(data: bytes, mime: str | None, what: str, request_id: str | None) ->
     # The bytes decide, not the declared mimeType ("always PNG" is UNCONFIRMED).
     ext = sniff_image_ext(data) or _EXT.get((mime or "").lower())
     if ext is None:
-        data, ext = _as_png(data, what), "png"
+        data, ext = as_png(data, what), "png"
     return data, ext
 
 

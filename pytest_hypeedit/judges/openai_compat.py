@@ -1,0 +1,126 @@
+"""``openai:MODEL``: any OpenAI-compatible chat-completions server as the judge
+(OpenAI itself, or a local vLLM / Ollama serving a vision model).
+
+``POST {base}/chat/completions`` with the same prompt and message order as the
+Gemini judge, images as base64 data URLs.  The base URL is ``--judge-base-url``
+(``JudgeOptions.openai_base_url``), else ``HYPEEDIT_OPENAI_BASE_URL``, else
+OpenAI's.  ``OPENAI_API_KEY`` is optional: local servers need none, and without
+a key no Authorization header is sent.  The price of an arbitrary model is not
+known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..errors import ConfigError, JudgeError
+from ..providers.base import sniff_image_ext
+from ..providers.gemini import as_png
+from ..providers.http import error_details, is_retryable, make_http_client
+from ..secrets import base_url, redact
+from .base import Judge, JudgeRequest, Verdict
+from .prompting import PROMPT_SHA256, Answer, UnparseableReply, ask_until_parsed, message_pieces
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEY_VARIABLE = "OPENAI_API_KEY"
+ROUTE = "openai-judge"
+
+
+class OpenAICompatJudge(Judge):
+    name = "openai"
+    key_env = ()  # the key is optional (local servers), so a missing one is not a usage error
+
+    def __init__(self, model: str, options=None):
+        if not model or not model.strip():
+            raise ConfigError("--judge openai:MODEL: name the model the server serves, e.g. openai:gpt-4.1")
+        self.model = model.strip()
+        self.options = options
+        self.base = (getattr(options, "openai_base_url", None) or base_url("openai", DEFAULT_BASE_URL)).rstrip("/")
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return f"openai:{self.model}"
+
+    @property
+    def client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = _make_client(self.options)
+            return self._client
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        body = {"model": self.model, "messages": [{"role": "user", "content": _content(request)}],
+                "response_format": {"type": "json_object"}}
+        temperature = getattr(self.options, "temperature", 0.0)
+        if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
+            body["temperature"] = temperature
+        who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
+        parsed = ask_until_parsed(lambda: self._ask(body, who), who=who)
+        extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt_sha256": PROMPT_SHA256,
+                 "attempts": parsed.attempts, **parsed.answer.extra}
+        return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)
+
+    def _ask(self, body: dict, who: str) -> Answer:
+        try:
+            response = self.client.post(f"{self.base}/chat/completions", json=body)
+        except httpx.HTTPError as exc:  # the policy already retried it
+            raise JudgeError(redact(f"{who}: {type(exc).__name__} on POST {self.base}/chat/completions: {exc}"),
+                             retryable=True) from None
+        if not response.is_success:
+            code, message = error_details(response)
+            text = f"{who}: HTTP {response.status_code}" + (f": {code}" if code else "") + f": {message[:500]}"
+            raise JudgeError(redact(text), retryable=is_retryable(response), status=response.status_code)
+        return Answer(_message_text(response), 0.0, {"usage": _usage(response)})
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _make_client(options) -> httpx.Client:
+    key = os.environ.get(KEY_VARIABLE, "").strip()
+    factory = getattr(options, "limiter_for", None)
+    client = make_http_client(ROUTE, secrets=(key,) if key else (), timeout=getattr(options, "timeout_s", 120.0),
+                              policy=getattr(options, "policy", None), limiter=factory(ROUTE) if factory else None)
+    if key:
+        client.headers["Authorization"] = f"Bearer {key}"
+    return client
+
+
+def _content(request: JudgeRequest) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image_url", "image_url": {"url": data_url(p)}}
+            for p in message_pieces(request)]
+
+
+def data_url(path: Path) -> str:
+    """A base64 data URL; anything but PNG or JPEG is sent as PNG (not every server reads WebP)."""
+    data = Path(path).read_bytes()
+    ext = sniff_image_ext(data)
+    if ext not in ("png", "jpg"):
+        data, ext = as_png(data, str(path)), "png"
+    mime = "image/png" if ext == "png" else "image/jpeg"
+    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+
+
+def _message_text(response: httpx.Response) -> str | None:
+    try:
+        content = response.json()["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise UnparseableReply(f"reply body is not a chat completion: {response.text[:120]!r}") from None
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else None
+
+
+def _usage(response: httpx.Response) -> dict[str, int]:
+    usage = response.json().get("usage") or {}
+    return {k: v for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens") and isinstance(v, int)}
