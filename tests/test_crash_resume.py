@@ -1,0 +1,79 @@
+"""A run killed with SIGKILL halfway, then rerun, ends exactly like an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchdata import make_tasks, write_labels, write_split
+from PIL import Image
+
+SLOW_IDENTITY = """
+import time, pytest
+from pytest_hypeedit.providers.identity import IdentityProvider
+
+class SlowIdentity(IdentityProvider):
+    def generate(self, request):
+        time.sleep(0.05)  # long enough to kill the run halfway
+        return super().generate(request)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    return SlowIdentity(spec) if spec.route == "identity" else None
+"""
+
+
+def prepare(folder: Path) -> list[str]:
+    folder.mkdir(parents=True)
+    (folder / "conftest.py").write_text(SLOW_IDENTITY)
+    tasks = make_tasks(6)
+    write_split(folder, "mini", tasks, folder / "images")
+    write_labels(folder / "r1.json", {(t["task_id"], "identity", r): r % 3 == 0 for t in tasks for r in range(1, 11)})
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model", "identity", "--tasks", "mini.json",
+            "--images-base", "images", "--judge", "labels:r1.json", "--outputs", "out", "--repeats", "10"]
+
+
+def finished(folder: Path) -> dict[Path, tuple[int, int]]:
+    """Candidates with a judged record: path -> (inode, mtime_ns) of candidate and record."""
+    done = {}
+    for record in (folder / "out").rglob("*.json"):
+        if record.name == "results.json":
+            continue
+        data = json.loads(record.read_text())
+        if data.get("verdict"):
+            image = record.with_name(data["candidate"])
+            done[image] = (image.stat().st_ino, image.stat().st_mtime_ns, record.stat().st_mtime_ns)
+    return done
+
+
+def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path):
+    env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(tmp_path / "cache")}
+    whole = tmp_path / "whole"
+    subprocess.run(prepare(whole), cwd=whole, env=env, capture_output=True, timeout=120)
+
+    killed = tmp_path / "killed"
+    command = prepare(killed)
+    process = subprocess.Popen(command, cwd=killed, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(finished(killed)) < 25 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = finished(killed)
+    assert 25 <= len(before) < 60, "the run was not killed halfway"
+    assert not (killed / "out" / "results.json").exists()
+    for image in (killed / "out").rglob("[0-9][0-9][0-9].png"):  # atomic writes: no half file under a real name
+        Image.open(image).load()
+
+    subprocess.run(command, cwd=killed, env=env, capture_output=True, timeout=120)
+    after = finished(killed)
+    assert len(after) == 60
+    assert all(after[path][:2] == before[path][:2] for path in before)  # no finished candidate regenerated
+    expected = json.loads((whole / "out" / "results.json").read_text())
+    assert json.loads((killed / "out" / "results.json").read_text()) == expected
