@@ -64,6 +64,7 @@ def test_state_and_images_never_name_a_model(served):
     port, app, paths = served
     status, headers, body = request(port, "GET", "/api/state")
     assert status == 200 and headers["Cache-Control"] == "no-store"
+    assert "script-src 'self'" in headers["Content-Security-Policy"] and headers["X-Content-Type-Options"] == "nosniff"
     state = json.loads(body)
     assert len(state["items"]) == paths["candidates"] and state["aliases"] == ["M01", "M02"]
     responses = [body, request(port, "GET", "/")[2], request(port, "GET", "/static/app.js")[2]]
