@@ -1,0 +1,189 @@
+"""Reference images prepared to a provider's documented limits, once per task x route.
+
+A provider limits how many images it takes, their pixels, sides, bytes and
+formats (providers.md).  ``prepare_references`` returns the task's images
+within those limits: unchanged when they already fit (no needless
+re-encoding), else resized and/or re-encoded.  Results are cached on disk under
+``<cache>/<route>/<task_id>/``, keyed by the limits, written atomically under a
+file lock, so the ten repeats of a task and every xdist worker share one copy.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Sequence
+
+from PIL import Image, UnidentifiedImageError
+
+from ..errors import ImageError
+from ..limits import exclusive, safe_name
+
+MIME = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp",
+        "tiff": "image/tiff", "gif": "image/gif"}
+EXT = {"png": "png", "jpeg": "jpg", "webp": "webp", "bmp": "bmp", "tiff": "tiff", "gif": "gif"}
+
+
+@dataclass(frozen=True)
+class ImageLimits:
+    max_count: int | None = None
+    max_side: int | None = None  # longest side, pixels
+    min_side: int | None = None  # shortest side, pixels (small images are upscaled)
+    max_pixels: int | None = None  # width x height
+    max_bytes: int | None = None  # per encoded file
+    formats: tuple[str, ...] = ("png", "jpeg", "webp")  # PIL format names, lower case
+    convert_to: str = "png"  # format used when the input's is not accepted or must be re-encoded
+
+    def __post_init__(self) -> None:
+        if self.convert_to not in self.formats:
+            raise ValueError(f"convert_to {self.convert_to!r} must be one of formats {self.formats}")
+
+    def digest(self) -> str:
+        return hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:10]
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    path: Path
+    format: str  # PIL name: png, jpeg, webp
+    width: int
+    height: int
+
+    @property
+    def mime(self) -> str:
+        return MIME[self.format]
+
+    def read(self) -> bytes:
+        return self.path.read_bytes()
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{base64.b64encode(self.read()).decode()}"
+
+    def base64(self) -> str:
+        return base64.b64encode(self.read()).decode()
+
+
+def prepare_references(references: Sequence[Path], limits: ImageLimits, cache_dir: Path, *,
+                       task_id: str, route: str) -> tuple[PreparedImage, ...]:
+    """The task's reference images within ``limits``, prepared once and cached under ``cache_dir``."""
+    if limits.max_count is not None and len(references) > limits.max_count:
+        raise ImageError(
+            f"task {task_id}: {len(references)} reference images, but route {route} takes at most "
+            f"{limits.max_count}; choose another route for this model (--models-file) or skip the task"
+        )
+    folder = Path(cache_dir) / safe_name(route) / task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    return tuple(_prepared(Path(source), index, limits, folder, task_id) for index, source in enumerate(references))
+
+
+def _prepared(source: Path, index: int, limits: ImageLimits, folder: Path, task_id: str) -> PreparedImage:
+    stem = f"{index:02d}-{safe_name(source.stem)}-{limits.digest()}"
+    done = [path for path in folder.glob(f"{stem}.*") if not path.name.endswith(".tmp")]
+    if done:
+        return describe(done[0])
+    with exclusive(folder / ".lock"):
+        done = [path for path in folder.glob(f"{stem}.*") if not path.name.endswith(".tmp")]
+        if done:  # another worker made it while we waited
+            return describe(done[0])
+        data, fmt = fit(_read(source, task_id), limits, where=f"task {task_id}: {source.name}")
+        target = folder / f"{stem}.{EXT[fmt]}"
+        temporary = folder / f"{stem}.{os.getpid()}.tmp"
+        temporary.write_bytes(data)
+        os.replace(temporary, target)
+    return describe(target)
+
+
+def _read(source: Path, task_id: str) -> bytes:
+    try:
+        return source.read_bytes()
+    except OSError as exc:
+        raise ImageError(f"task {task_id}: cannot read reference image {source} ({exc.strerror})") from None
+
+
+def describe(path: Path) -> PreparedImage:
+    with Image.open(path) as image:
+        return PreparedImage(path, image.format.lower(), image.width, image.height)
+
+
+def fit(data: bytes, limits: ImageLimits, *, where: str = "image") -> tuple[bytes, str]:
+    """``data`` within ``limits``: (bytes, PIL format name).  Pure: no file I/O."""
+    image = _decode(data, where)
+    fmt = image.format.lower()
+    scale = target_scale(image.width, image.height, limits)
+    if scale == 1.0 and fmt in limits.formats and _small_enough(len(data), limits):
+        return data, fmt
+    if scale != 1.0:
+        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+        image = image.resize(size, Image.Resampling.LANCZOS)
+    out_fmt = fmt if fmt in limits.formats else limits.convert_to
+    return _encode_within_bytes(image, out_fmt, limits, where)
+
+
+def _decode(data: bytes, where: str) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise ImageError(f"{where}: not a readable image ({exc}); delete it from the cache to download it again") from None
+    return image
+
+
+def target_scale(width: int, height: int, limits: ImageLimits) -> float:
+    """The factor that brings width x height inside the side and pixel limits (1.0 when it fits)."""
+    scale = 1.0
+    if limits.max_side:
+        scale = min(scale, limits.max_side / max(width, height))
+    if limits.max_pixels:
+        scale = min(scale, math.sqrt(limits.max_pixels / (width * height)))
+    if limits.min_side and min(width, height) * scale < limits.min_side:
+        # Upscale a small image, unless that would break the upper limits (they win).
+        scale = max(scale, limits.min_side / min(width, height))
+        if limits.max_side:
+            scale = min(scale, limits.max_side / max(width, height))
+    # Rounding to whole pixels must not push the result past max_pixels.
+    return 1.0 if abs(scale - 1.0) < 1e-9 else scale * 0.999 if scale < 1 else scale
+
+
+def _small_enough(size: int, limits: ImageLimits) -> bool:
+    return limits.max_bytes is None or size <= limits.max_bytes
+
+
+def _encode_within_bytes(image: Image.Image, fmt: str, limits: ImageLimits, where: str) -> tuple[bytes, str]:
+    """Encode; when over max_bytes, lower the quality (lossy formats), then shrink, until it fits."""
+    for _ in range(12):
+        for quality in (95, 88, 80, 70):
+            data = _encode(image, fmt, quality)
+            if _small_enough(len(data), limits) or fmt == "png":
+                break
+        if _small_enough(len(data), limits):
+            return data, fmt
+        if fmt == "png" and "jpeg" in limits.formats:
+            fmt = "jpeg"  # photos compress far better as JPEG than by shrinking a PNG
+            continue
+        image = image.resize((max(1, int(image.width * 0.85)), max(1, int(image.height * 0.85))),
+                             Image.Resampling.LANCZOS)
+    raise ImageError(f"{where}: cannot be brought under {limits.max_bytes} bytes")
+
+
+def _encode(image: Image.Image, fmt: str, quality: int) -> bytes:
+    if fmt == "jpeg" and image.mode not in ("RGB", "L"):
+        image = _flatten(image)
+    elif image.mode not in ("RGB", "RGBA", "L", "LA"):
+        image = image.convert("RGBA" if "transparency" in image.info or "A" in image.mode else "RGB")
+    buffer = io.BytesIO()
+    options = {"optimize": True} if fmt == "png" else {"quality": quality}
+    image.save(buffer, format=fmt.upper(), **options)
+    return buffer.getvalue()
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    """JPEG has no alpha: composite on white rather than on black."""
+    rgba = image.convert("RGBA")
+    background = Image.new("RGB", rgba.size, (255, 255, 255))
+    background.paste(rgba, mask=rgba.getchannel("A"))
+    return background
