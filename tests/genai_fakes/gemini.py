@@ -69,10 +69,16 @@ def _read_part(part: dict, texts: list, images: list) -> str | None:
     if not isinstance(inline, dict) or not inline.get("mime_type") or not inline.get("data"):
         return f"* GenerateContentRequest.contents.parts: unsupported part {sorted(part)}"
     try:
-        images.append((inline["mime_type"], base64.b64decode(inline["data"], validate=True)))
+        images.append((inline["mime_type"], decode_base64(inline["data"])))
     except (binascii.Error, ValueError):
         return "* GenerateContentRequest.contents.parts.inline_data.data: invalid base64"
     return None
+
+
+def decode_base64(text: str) -> bytes:
+    """Standard or URL-safe base64 (google-genai sends URL-safe; proto JSON accepts both)."""
+    text = text.replace("-", "+").replace("_", "/")
+    return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
 
 
 # --------------------------------------------------------------------------- replies

@@ -1,0 +1,255 @@
+"""The gemini route: the real google-genai client against the loopback fake (genai_fakes)."""
+
+from __future__ import annotations
+
+import io
+import time
+from types import MappingProxyType
+
+import httpx
+import pytest
+from PIL import Image
+
+from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
+from genai_fakes.gemini import (block_reply, echo_key_error, error_reply, finish_reply, image_reply,
+                                malformed_reply, png_bytes, slow, text_reply)
+from pytest_hypeedit.errors import ConfigError, ProviderError, Refusal
+from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider
+from pytest_hypeedit.providers import gemini as gemini_module
+from pytest_hypeedit.providers.base import GenerationRequest
+from pytest_hypeedit.providers.gemini import GeminiProvider, nearest_aspect_ratio
+from pytest_hypeedit.providers.http import RetryPolicy
+from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.tasks import Task
+
+FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
+SPEC = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image-preview", 0.134,
+                 MappingProxyType({"image_size": "2K"}))
+BLUE, RED, GREEN = (20, 40, 220), (220, 20, 20), (20, 200, 40)
+
+
+def webp_bytes(color=(10, 10, 10)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (10, 10), color).save(buffer, format="WEBP")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def references(tmp_path):
+    (tmp_path / "001.webp").write_bytes(webp_bytes())
+    (tmp_path / "002.png").write_bytes(png_bytes())
+    return (tmp_path / "001.webp", tmp_path / "002.png")
+
+
+def make_request(references, *, task_id="task-1", width=1600, height=900, repeat=1, seed=1234, spec=SPEC):
+    task = Task(task_id, tuple(p.name for p in references), ("edit",), "Make the mug blue.", width, height, "public")
+    return GenerationRequest(task, repeat, seed, tuple(references), spec)
+
+
+@pytest.fixture
+def provider():
+    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5)
+    yield adapter
+    adapter.close()
+
+
+def color_of(data: bytes) -> tuple:
+    return Image.open(io.BytesIO(data)).convert("RGB").getpixel((0, 0))
+
+
+def test_sends_instruction_images_size_ratio_and_seed(fake_gemini, provider, references):
+    fake_gemini.queue(image_reply(png_bytes(color=BLUE)))
+    generation = provider.generate(make_request(references))
+    seen = fake_gemini.requests[0]
+    assert seen.path == "/v1beta/models/gemini-3-pro-image-preview:generateContent"
+    assert seen.headers["x-goog-api-key"] == FAKE_GEMINI_KEY
+    assert seen.parsed["texts"] == ["Make the mug blue."]
+    assert [mime for mime, _ in seen.parsed["images"]] == ["image/webp", "image/png"]
+    assert seen.parsed["images"][0][1] == references[0].read_bytes()
+    config = seen.parsed["config"]
+    assert config["image_config"] == {"aspect_ratio": "16:9", "image_size": "2K"}
+    assert config["response_modalities"] == ["IMAGE"]
+    assert config["seed"] == 1234
+    assert (generation.ext, generation.seed, generation.cost) == ("png", 1234, 0.134)
+    assert generation.provider_model == "gemini-3-pro-image-preview"
+    assert generation.request_id == "fake-resp-1"
+    assert color_of(generation.image) == BLUE
+    assert generation.extra["usage"]["candidates_token_count"] == 1120
+
+
+def test_takes_the_last_image_that_is_not_a_thought(fake_gemini, provider, references):
+    thoughts = [png_bytes(color=RED), png_bytes(color=GREEN)]
+    fake_gemini.queue(image_reply(png_bytes(color=BLUE), thoughts=thoughts, text="Here is your edit."))
+    assert color_of(provider.generate(make_request(references)).image) == BLUE
+
+
+def test_jpeg_bytes_are_named_by_their_content(fake_gemini, provider, references):
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), BLUE).save(buffer, format="JPEG")
+    fake_gemini.queue(image_reply(buffer.getvalue(), mime="image/png"))  # a mislabelled mimeType
+    assert provider.generate(make_request(references)).ext == "jpg"
+
+
+@pytest.mark.parametrize("reply, words", [
+    (block_reply("SAFETY"), "prompt blocked (SAFETY)"),
+    (block_reply("PROHIBITED_CONTENT"), "PROHIBITED_CONTENT"),
+    (finish_reply("IMAGE_SAFETY"), "finishReason IMAGE_SAFETY"),
+    (finish_reply("IMAGE_OTHER"), "IMAGE_OTHER"),
+    (finish_reply("NO_IMAGE"), "NO_IMAGE"),
+    (finish_reply("RECITATION"), "RECITATION"),
+    (finish_reply("SPII"), "SPII"),
+    (text_reply("I can't help with editing this image."), "without an image: \"I can't help"),
+    (image_reply(png_bytes()[:40]), "cannot be decoded"),
+    (image_reply(b"not an image at all"), "cannot be decoded"),
+])
+def test_refusals(fake_gemini, provider, references, reply, words):
+    fake_gemini.queue(reply)
+    with pytest.raises(Refusal) as caught:
+        provider.generate(make_request(references))
+    assert words in caught.value.reason
+    assert "task-1" in caught.value.reason and caught.value.cost == 0.0
+    assert len(fake_gemini.requests) == 1  # a refusal is an answer: not retried
+
+
+def test_only_thought_images_is_a_refusal(fake_gemini, provider, references):
+    reply = image_reply(png_bytes())
+    reply.body["candidates"][0]["content"]["parts"][0]["thought"] = True
+    fake_gemini.queue(reply)
+    with pytest.raises(Refusal, match="without an image"):
+        provider.generate(make_request(references))
+
+
+def test_429_waits_for_retry_after_then_succeeds(fake_gemini, provider, references):
+    fake_gemini.queue(error_reply(429, "Resource has been exhausted", "RESOURCE_EXHAUSTED", retry_after=0.3),
+                      image_reply())
+    started = time.monotonic()
+    assert provider.generate(make_request(references)).ext == "png"
+    assert time.monotonic() - started >= 0.3
+    assert len(fake_gemini.requests) == 2
+
+
+def test_503_is_retried(fake_gemini, provider, references):
+    fake_gemini.queue(error_reply(503, "The model is overloaded.", "UNAVAILABLE"), image_reply())
+    assert provider.generate(make_request(references)).ext == "png"
+
+
+def test_persistent_500_is_a_retryable_provider_error(fake_gemini, provider, references):
+    fake_gemini.default = error_reply(500, "Internal error encountered.", "INTERNAL")
+    with pytest.raises(ProviderError) as caught:
+        provider.generate(make_request(references))
+    assert caught.value.retryable and caught.value.status == 500
+    assert "HTTP 500 INTERNAL: Internal error encountered." in str(caught.value)
+    assert len(fake_gemini.requests) == FAST.max_attempts
+
+
+def test_400_is_not_retried_and_the_key_is_redacted(fake_gemini, provider, references):
+    fake_gemini.queue(echo_key_error)
+    with pytest.raises(ProviderError) as caught:
+        provider.generate(make_request(references))
+    message = str(caught.value)
+    assert not caught.value.retryable and caught.value.status == 400
+    assert FAKE_GEMINI_KEY not in message and "***" in message
+    assert "gemini-3-pro-preview" in message and "task-1" in message
+    assert len(fake_gemini.requests) == 1
+
+
+def test_malformed_json_is_a_retryable_error(fake_gemini, provider, references):
+    fake_gemini.queue(malformed_reply())
+    with pytest.raises(ProviderError, match="not valid JSON") as caught:
+        provider.generate(make_request(references))
+    assert caught.value.retryable
+
+
+def test_slow_reply_past_the_timeout_is_a_retryable_error(fake_gemini, references):
+    fake_gemini.default = slow(image_reply(), 2.0)
+    adapter = GeminiProvider(SPEC, policy=RetryPolicy(max_attempts=1), timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="Timeout") as caught:
+        adapter.generate(make_request(references))
+    adapter.close()
+    assert caught.value.retryable and time.monotonic() - started < 1.5
+    assert FAKE_GEMINI_KEY not in str(caught.value)
+
+
+def test_google_api_key_wins_over_gemini_api_key(fake_gemini, references, monkeypatch):
+    monkeypatch.setenv("GOOGLE_API_KEY", FAKE_GEMINI_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", "another-key-that-the-fake-rejects")
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(SPEC, policy=FAST)
+    assert adapter.generate(make_request(references)).ext == "png"
+    adapter.close()
+
+
+def test_a_missing_key_names_the_variables_and_calls_nothing(fake_gemini, references, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY")
+    with pytest.raises(ConfigError, match="GOOGLE_API_KEY or GEMINI_API_KEY") as caught:
+        GeminiProvider(SPEC).generate(make_request(references))
+    assert "gemini" in str(caught.value) and fake_gemini.requests == []
+
+
+def test_one_client_per_provider_and_references_prepared_once_per_task(fake_gemini, provider, references,
+                                                                       monkeypatch):
+    prepared = []
+    real = gemini_module.image_part
+    monkeypatch.setattr(gemini_module, "image_part", lambda data, where: prepared.append(where) or real(data, where))
+    fake_gemini.default = image_reply()
+    provider.generate(make_request(references, repeat=1))
+    client = provider.session.client
+    provider.generate(make_request(references, repeat=2))
+    assert provider.session.client is client
+    assert len(prepared) == len(references)  # repeat 2 reused repeat 1's parts
+    provider.generate(make_request(references, task_id="task-2"))
+    assert len(prepared) == 2 * len(references)
+
+
+def test_too_many_references_is_a_permanent_error(fake_gemini, provider, tmp_path):
+    paths = []
+    for n in range(15):
+        paths.append(tmp_path / f"{n:03d}.png")
+        paths[-1].write_bytes(png_bytes())
+    with pytest.raises(ProviderError, match="at most 14") as caught:
+        provider.generate(make_request(paths))
+    assert not caught.value.retryable and fake_gemini.requests == []
+
+
+@pytest.mark.parametrize("size, ratio", [
+    ((1024, 1024), "1:1"), ((1600, 900), "16:9"), ((900, 1600), "9:16"), ((2520, 1080), "21:9"),
+    ((1000, 1250), "4:5"), ((1200, 800), "3:2"), ((1536, 1024), "3:2"), ((1024, 1365), "3:4"),
+])
+def test_nearest_aspect_ratio(size, ratio):
+    assert nearest_aspect_ratio(*size) == ratio
+
+
+def test_options_choose_size_and_ratios(fake_gemini, references):
+    spec = ModelSpec("g", "gemini", "gemini-3-pro-image-preview", 0.24,
+                     MappingProxyType({"image_size": "4k", "aspect_ratios": ["1:1", "16:9"]}))
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(spec, policy=FAST)
+    adapter.generate(make_request(references, width=1000, height=1250, spec=spec))
+    adapter.close()
+    assert fake_gemini.requests[0].parsed["config"]["image_config"] == {"aspect_ratio": "1:1", "image_size": "4K"}
+
+
+def test_a_bad_image_size_is_a_config_error():
+    spec = ModelSpec("g", "gemini", "m", 0.1, MappingProxyType({"image_size": "3K"}))
+    with pytest.raises(ConfigError, match="image_size"):
+        GeminiProvider(spec)
+
+
+def test_registered_as_the_gemini_route():
+    assert BUILTIN_ROUTES["gemini"] == "pytest_hypeedit.providers.gemini:GeminiProvider"
+    assert isinstance(builtin_provider(SPEC), GeminiProvider)
+    assert GeminiProvider.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+
+
+def test_the_fake_takes_both_spellings_and_checks_base64(fake_gemini):
+    url = f"{fake_gemini.url}/v1beta/models/m:generateContent"
+    headers = {"x-goog-api-key": FAKE_GEMINI_KEY}
+    fake_gemini.default = image_reply()
+    snake = {"contents": [{"parts": [{"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}]}],
+             "generation_config": {"image_config": {"aspect_ratio": "1:1"}}}
+    assert httpx.post(url, json=snake, headers=headers).status_code == 200
+    assert fake_gemini.requests[-1].parsed["config"] == {"image_config": {"aspect_ratio": "1:1"}}
+    bad = {"contents": [{"parts": [{"inlineData": {"mimeType": "image/png", "data": "%%%"}}]}]}
+    assert httpx.post(url, json=bad, headers=headers).status_code == 400
+    assert httpx.post(url, json=snake).status_code == 403
