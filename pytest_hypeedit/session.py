@@ -28,16 +28,14 @@ class BenchmarkSession:
         self.results_path: Path | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        for record in records_from_properties(report.user_properties):
-            self.records[record.key] = record
-        if report.when == "???":  # an xdist worker crashed while running this item
+        # The teardown report carries every property the item gathered (pytest-notes §1),
+        # so the record is decoded once per item, not once per phase.
+        if report.when == "teardown":
+            for record in records_from_properties(report.user_properties):
+                self.records[record.key] = record
+                self.config.hook.pytest_hypeedit_record(config=self.config, record=record)
+        elif report.when == "???":  # an xdist worker crashed while running this item
             self._record_crash(report)
-        elif report.when == "teardown" and (record := self._record_of(report)) is not None:
-            self.config.hook.pytest_hypeedit_record(config=self.config, record=record)
-
-    def _record_of(self, report) -> Record | None:
-        key = parse_nodeid(report.nodeid)
-        return self.records.get(key) if key else None
 
     def _record_crash(self, report) -> None:
         key = parse_nodeid(report.nodeid)
