@@ -80,14 +80,18 @@ class Panel:
         """Every labelled candidate with its raters' votes (True = PASS), in rater order."""
         return {key: tuple(r.verdicts[key] for r in self.raters if key in r.verdicts) for key in self.keys()}
 
-    def even_vote_warnings(self) -> list[str]:
+    def even_vote_warnings(self, keys: Iterable[LabelKey] | None = None) -> list[str]:
         """One line per candidate whose vote count is even: a tie is possible there and counts as FAIL.
 
         An odd panel (3, 5) never ties; an even count usually means a rater has
-        not finished (or the panel is even), which the user should know.
+        not finished (or the panel is even), which the user should know.  ``keys``
+        limits the check to those candidates (e.g. the ones of a run).
         """
         warnings = []
+        wanted = None if keys is None else set(keys)
         for (task_id, model, repeat), votes in sorted(self.votes().items()):
+            if wanted is not None and (task_id, model, repeat) not in wanted:
+                continue
             if len(votes) % 2 == 0:
                 passes = sum(votes)
                 tie = " (a tie, counted as FAIL)" if passes * 2 == len(votes) else ""
@@ -159,9 +163,23 @@ def _file_verdicts(by_file, task_id: str, model: str, where: str) -> dict[LabelK
     return out
 
 
+def expand_label_paths(paths: Iterable[Path]) -> list[Path]:
+    """Files as given; a folder stands for every rater file in it (``*.json``, hidden and temp files left out)."""
+    expanded: list[Path] = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            expanded.append(path)
+            continue
+        files = sorted(p for p in path.glob("*.json") if not p.name.startswith("."))
+        if not files:
+            raise LabelsError(f"{path}: a labels folder with no rater file (*.json) in it")
+        expanded.extend(files)
+    return expanded
+
+
 def read_panel(paths: Iterable[Path], known_models: Iterable[str] | None = None) -> Panel:
     known = None if known_models is None else list(known_models)
-    raters = [read_labels(Path(p), known) for p in paths]
+    raters = [read_labels(p, known) for p in expand_label_paths(paths)]
     names = [r.rater for r in raters]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -45,6 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="results JSON (default <outputs>/results.json; a Markdown table is written beside it)")
     add("--judge", dest="hypeedit_judge", metavar="SPEC",
         help="judge: gemini-3-flash (default), openai:MODEL, labels:PATH[,PATH...], or several for a majority")
+    add("--judge-base-url", dest="hypeedit_judge_base_url", metavar="URL",
+        help="chat-completions server of an openai:MODEL judge, e.g. http://localhost:8000/v1 (vLLM, Ollama)")
     add("--rejudge", dest="hypeedit_rejudge", action="store_true",
         help="judge again candidates whose verdict is already on disk")
     add("--models-file", action="append", dest="hypeedit_models_files", default=[], metavar="PATH",
@@ -59,6 +61,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="reviewer cost per hour, for effective cost (default 50)")
     add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
+    from .ci import add_options as add_ci_options  # --gate, --allow-incomplete, --bootstrap, --baseline
+
+    add_ci_options(group)
+    add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
+        help="compare the judge with a human panel (rater files or a folder of them): agreement, "
+             "Cohen's kappa, false-fail/false-pass by task type; into the results JSON under 'agreement'")
 
 
 def benchmark_mode(config: pytest.Config) -> bool:
@@ -83,6 +91,12 @@ def pytest_configure(config: pytest.Config) -> None:
         session = BenchmarkSession(config, run)
         config.stash[SESSION_KEY] = session
         config.pluginmanager.register(session, "hypeedit-session")
+        from .agreement_plugin import register_agreement
+
+        register_agreement(config, run)
+    from .ci import register as register_ci  # gates, statistics, junit properties, HTML gallery
+
+    register_ci(config, run, controller=is_controller(config))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
