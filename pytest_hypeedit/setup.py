@@ -66,27 +66,25 @@ def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
 
 
 def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
+    """The judge of ``--judge``: each juror through the make-judge hook, a majority when several."""
     from . import judges
 
-    jurors = []
-    for name, argument in judges.parse_judge_spec(run.judge):
-        juror = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
-        if juror is None:
-            raise ConfigError(f"--judge {run.judge}: unknown judge {name!r}")
-        jurors.append(juror)
-    if len(jurors) == 1:
-        return jurors[0]
-    from .judges.majority import MajorityJudge
+    def juror(name: str, argument: str | None) -> Judge | None:
+        return config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
 
-    return MajorityJudge(jurors)
+    return judges.make_judge(run.judge, judge_options(config, run), factory=juror)
+
+
+def judge_options(config: pytest.Config, run: RunConfig):
+    from .judges import JudgeOptions
+
+    return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models))
 
 
 def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:
     from . import judges
 
-    run = config.stash[RUN_KEY]
-    options = judges.JudgeOptions(known_models=tuple(run.registry.models))
-    return judges.builtin_judge(name, argument, options)
+    return judges.builtin_judge(name, argument, judge_options(config, config.stash[RUN_KEY]))
 
 
 def check_reference_images(run: RunConfig) -> None:
