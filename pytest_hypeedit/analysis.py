@@ -1,0 +1,120 @@
+"""What the results rows carry beyond the point estimates: intervals, sensitivity, baseline.
+
+Pure: per-row task tallies and settings in, keys added to the rows out.  The
+statistics themselves are in ``stats.py`` and ``metrics.py``; this module
+only decides which tallies go with which row and stores the answers as JSON.
+
+Keys added to each results row (design.md allows new keys):
+
+    intervals     {metric: [low, high]}   95% BCa bootstrap over tasks
+    sensitivity   [{review_seconds, retry_cap, effective_cost, ...}]
+    task_tallies  [{task_id, passes, judged, first_passed, task_types}]
+                  so a later run can compare itself with this one (--baseline)
+    baseline      {metric: {current, baseline, difference, low, high, tasks}}
+                  paired over the tasks both runs judged; baseline_model names the row used
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .metrics import MetricSettings, TaskTally, sensitivity
+from .stats import bootstrap_intervals, paired_comparison
+
+SENSITIVITY_REVIEW_SECONDS = (10.0, 20.0, 60.0, 120.0)
+SENSITIVITY_RETRY_CAPS = (1, 2, 4, 10)
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    metrics: MetricSettings
+    bootstrap: int = 1000  # resamples; 0 disables the intervals
+    seed: int = 0
+    level: float = 0.95
+    review_seconds: float = 20.0
+    review_rate: float = 50.0
+
+
+def enrich_results(
+    results: dict[str, Any],
+    tallies: Mapping[tuple[str, str], Sequence[TaskTally]],
+    settings: AnalysisSettings,
+    baseline: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Add intervals, sensitivity, task tallies and the baseline comparison to every row, in place.
+
+    ``tallies`` maps (model, split) of each row to its per-task tallies.
+    """
+    for row in results.get("rows") or []:
+        row_tallies = list(tallies.get((row["model"], row["split"]), ()))
+        cost = float(row.get("cost_per_candidate") or 0.0)
+        row["task_tallies"] = [tally_to_json(t) for t in row_tallies]
+        if settings.bootstrap:
+            row["intervals"] = intervals_json(row_tallies, cost, settings)
+        row["sensitivity"] = sensitivity_grid(row_tallies, cost, settings)
+        if baseline is not None:
+            row.update(baseline_entry(row, row_tallies, cost, baseline, settings))
+    results.setdefault("settings", {})["statistics"] = _statistics_settings(settings, baseline)
+    return results
+
+
+def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:
+    info: dict[str, Any] = {"bootstrap_resamples": settings.bootstrap, "bootstrap_seed": settings.seed,
+                            "level": settings.level, "interval": "BCa bootstrap over tasks"}
+    if baseline is not None:
+        info["baseline"] = baseline.get("source") or "given"
+    return info
+
+
+def intervals_json(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> dict[str, list[float]]:
+    found = bootstrap_intervals(tallies, cost, settings.metrics, n_resamples=settings.bootstrap,
+                                seed=settings.seed, level=settings.level)
+    return {name: [float(bounds[0]), float(bounds[1])] for name, bounds in found.items() if bounds is not None}
+
+
+def sensitivity_grid(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> list[dict[str, Any]]:
+    """Effective cost across review times x retry caps, always including the run's own setting."""
+    seconds = sorted(set(SENSITIVITY_REVIEW_SECONDS) | {float(settings.review_seconds)})
+    caps = sorted(set(SENSITIVITY_RETRY_CAPS) | {settings.metrics.retry_cap})
+    return sensitivity(tallies, cost, review_seconds=seconds, retry_caps=caps, rate_per_hour=settings.review_rate)
+
+
+def tally_to_json(tally: TaskTally) -> dict[str, Any]:
+    return {"task_id": tally.task_id, "passes": tally.passes, "judged": tally.judged,
+            "first_passed": tally.first_passed, "task_types": list(tally.task_types)}
+
+
+def tally_from_json(data: Mapping[str, Any]) -> TaskTally:
+    return TaskTally(str(data["task_id"]), int(data["passes"]), int(data["judged"]),
+                     data.get("first_passed"), tuple(data.get("task_types") or ()))
+
+
+def baseline_row(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The baseline's row for this row: same model and split, else the only model on that split.
+
+    The second case is "an earlier release of the same model" under another name
+    (seedream-4.0 as the baseline of seedream-4.5).
+    """
+    same_split = [r for r in baseline.get("rows") or [] if r.get("split") == row.get("split")]
+    named = [r for r in same_split if r.get("model") == row.get("model")]
+    if named:
+        return named[0]
+    return same_split[0] if len(same_split) == 1 else None
+
+
+def baseline_entry(row, tallies: Sequence[TaskTally], cost: float, baseline: Mapping[str, Any],
+                   settings: AnalysisSettings) -> dict[str, Any]:
+    old = baseline_row(row, baseline)
+    if old is None:
+        return {"baseline_error": f"the baseline has no row for {row.get('model')} on split {row.get('split')}"}
+    if not old.get("task_tallies"):
+        return {"baseline_error": "the baseline results carry no per-task tallies (written by an older version); rerun it"}
+    old_tallies = [tally_from_json(t) for t in old["task_tallies"]]
+    try:
+        comparison = paired_comparison(tallies, old_tallies, cost, float(old.get("cost_per_candidate") or 0.0),
+                                       settings.metrics, n_resamples=settings.bootstrap or 1000, seed=settings.seed,
+                                       level=settings.level)
+    except ValueError as exc:  # no shared task: say so in the row rather than fail the run
+        return {"baseline_error": str(exc)}
+    return {"baseline": comparison, "baseline_model": old.get("model")}

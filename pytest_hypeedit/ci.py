@@ -1,0 +1,254 @@
+"""pytest glue for what CI reads: gates decide the exit status, statistics go into the results,
+session metrics go into the junit XML, and the HTML gallery is registered.
+
+Gates and statistics are pure (gates.py, analysis.py); this module only wires
+them into the session:
+
+- ``pytest_hypeedit_results`` (before the results JSON is written): intervals,
+  sensitivity, per-task tallies and the baseline comparison are added to rows.
+- ``pytest_sessionfinish`` (controller, after the session object built the
+  results, before junitxml and pytest-html write their files): the gates are
+  evaluated and set ``session.exitstatus``; metrics become junit properties.
+- ``pytest_terminal_summary``: one explicit line per gate, because pytest's
+  last line still says "N failed" when the gates pass (and "N passed" when not).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .analysis import AnalysisSettings, enrich_results
+from .errors import HypeEditError, InputError
+from .gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from .leaderboard import load_results
+
+GATES_KEY = pytest.StashKey[list]()
+JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
+                 "first_attempt_pass_rate", "hype_gap")
+JUNIT_COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "skipped", "spent")
+#: Exit statuses the gates may override; an interruption or an internal error stays what it is.
+GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
+
+
+def add_options(group) -> None:
+    add = group.addoption
+    add("--gate", action="append", dest="hypeedit_gates", default=[], metavar="[MODEL[@SPLIT]:]METRIC OP VALUE",
+        help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
+             "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
+    add("--allow-incomplete", dest="hypeedit_allow_incomplete", action="store_true",
+        help="let gates pass on a run with errors, budget skips or missing verdicts (default: they fail)")
+    add("--bootstrap", dest="hypeedit_bootstrap", type=int, default=1000, metavar="N",
+        help="bootstrap resamples over tasks for the 95%% intervals of every metric (default 1000; 0 disables)")
+    add("--bootstrap-seed", dest="hypeedit_bootstrap_seed", type=int, default=0, metavar="SEED",
+        help="seed of the bootstrap, so intervals are reproducible (default 0)")
+    add("--baseline", dest="hypeedit_baseline", metavar="RESULTS.json",
+        help="results JSON of an earlier release on the same tasks: paired per-task comparison, and gates "
+             "like 'pass_rate>=baseline-0.02'")
+
+
+def register(config: pytest.Config, run, controller: bool) -> None:
+    """Called from plugin.pytest_configure in a benchmark run."""
+    if controller:
+        config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
+    if config.getoption("htmlpath", default=None):
+        from .report.html import GalleryPlugin, gallery_source
+
+        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
+
+
+class CiPlugin:
+    def __init__(self, config: pytest.Config, run):
+        self.config, self.run = config, run
+        option = config.option
+        try:
+            self.gates = parse_gates(option.hypeedit_gates)
+            self.baseline = _load_baseline(option.hypeedit_baseline)
+        except HypeEditError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if any(g.relative_to_baseline for g in self.gates) and self.baseline is None:
+            raise pytest.UsageError("--gate refers to 'baseline' but no --baseline RESULTS.json was given")
+        if option.hypeedit_bootstrap < 0 or option.hypeedit_bootstrap == 1:
+            raise pytest.UsageError(f"--bootstrap {option.hypeedit_bootstrap}: must be 0 (off) or a number of resamples >= 2")
+        self.analysis = AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
+                                         review_seconds=run.review_seconds, review_rate=run.review_rate)
+        self.gate_results: list[GateResult] = []
+        self.incomplete_reasons: list[str] = []
+
+    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+        enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            return
+        results = _session_results(self.config)
+        if self.gates:
+            self.incomplete_reasons = _run_level_problems(session, self.config)
+            self.gate_results = evaluate(self.gates, results or {}, (self.baseline or {}).get("rows"),
+                                         self.config.option.hypeedit_allow_incomplete, self.incomplete_reasons)
+            self.config.stash[GATES_KEY] = [r.line() for r in self.gate_results]
+            if session.exitstatus in GATEABLE:
+                held = all_hold(self.gate_results)
+                session.exitstatus = pytest.ExitCode.OK if held else pytest.ExitCode.TESTS_FAILED
+        add_junit_properties(self.config, results, self.gate_results)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        results = _session_results(self.config)
+        if results and results.get("rows") and self.analysis.bootstrap:
+            terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
+            for line in interval_lines(results):
+                terminalreporter.write_line(line)
+        if results and results.get("rows"):
+            for line in sensitivity_lines(results) + baseline_lines(results):
+                terminalreporter.write_line(line)
+        if not self.gates or self.config.option.collectonly:
+            return
+        terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
+        for result in self.gate_results:
+            terminalreporter.write_line(result.line(), green=result.passed, red=not result.passed)
+        held = all_hold(self.gate_results)
+        verdict = "all gates hold: exit status 0" if held else "metric gate FAILED: exit status 1"
+        terminalreporter.write_line(verdict + " (the gates decide the exit status, not single items)", bold=True,
+                                    green=held, red=not held)
+
+
+def _load_baseline(path: str | None) -> dict[str, Any] | None:
+    if not path:
+        return None
+    try:
+        baseline = load_results(Path(path))
+    except InputError as exc:
+        raise InputError(f"--baseline {exc}") from None
+    baseline["source"] = str(path)
+    return baseline
+
+
+def _session_results(config: pytest.Config) -> dict | None:
+    from .session import SESSION_KEY
+
+    session = config.stash.get(SESSION_KEY, None)
+    return getattr(session, "results", None)
+
+
+def _tallies_by_row(config: pytest.Config, results: dict) -> dict[tuple[str, str], list]:
+    """Per-task tallies of every row, from the session's records (as report/results.py builds them)."""
+    from .report.results import COMBINED, tallies_of
+    from .session import SESSION_KEY
+
+    records = list(config.stash[SESSION_KEY].records.values())
+    tallies = {}
+    for row in results.get("rows") or []:
+        model, split = row["model"], row["split"]
+        mine = [r for r in records if r.model == model and (split == COMBINED or r.split == split)]
+        tallies[(model, split)] = tallies_of(mine, pooled_keys=split == COMBINED)
+    return tallies
+
+
+def _run_level_problems(session: pytest.Session, config: pytest.Config) -> list[str]:
+    """Items that ended without a record (a crashed worker, -x, an internal error) make a run incomplete."""
+    from .session import SESSION_KEY
+
+    recorded = len(getattr(config.stash.get(SESSION_KEY, None), "records", {}) or {})
+    collected = session.testscollected or 0
+    if recorded < collected:
+        return [f"{collected - recorded} of {collected} items ended without a record"]
+    return []
+
+
+# --------------------------------------------------------------------------- junit XML
+
+
+def junit_properties(results: dict | None, gate_results: list[GateResult]) -> list[tuple[str, str]]:
+    """Flat ``hypeedit.<model>.<split>.<metric>`` properties a CI system can read without parsing JSON."""
+    props: list[tuple[str, str]] = []
+    for row in (results or {}).get("rows") or []:
+        prefix = f"hypeedit.{row['model']}.{row['split']}"
+        for key in JUNIT_METRICS + JUNIT_COUNTS:
+            if row.get(key) is not None:
+                props.append((f"{prefix}.{key}", _scalar(row[key])))
+        for key, bounds in (row.get("intervals") or {}).items():
+            if key in JUNIT_METRICS:
+                props += [(f"{prefix}.{key}.low", _scalar(bounds[0])), (f"{prefix}.{key}.high", _scalar(bounds[1]))]
+    if results is not None:
+        props.append(("hypeedit.complete", str(bool(results.get("complete", True))).lower()))
+    if gate_results:
+        props.append(("hypeedit.gates", "passed" if all_hold(gate_results) else "failed"))
+        props += [(f"hypeedit.gate.{i}", r.line()) for i, r in enumerate(gate_results, start=1)]
+    return props
+
+
+def _scalar(value: Any) -> str:
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+def add_junit_properties(config: pytest.Config, results: dict | None, gate_results: list[GateResult]) -> None:
+    """Add testsuite properties through the controller's LogXML (record_testsuite_property cannot reach
+    the controller from an xdist worker); our sessionfinish runs before LogXML writes the file."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for name, value in junit_properties(results, gate_results):
+        xml.add_global_property(name, value)
+
+
+# --------------------------------------------------------------------------- terminal
+
+
+def interval_lines(results: dict) -> list[str]:
+    from .gates import METRIC_KINDS
+
+    lines = []
+    for row in results.get("rows") or []:
+        intervals = row.get("intervals") or {}
+        cells = []
+        for key in ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap"):
+            kind = METRIC_KINDS[key]
+            bounds = intervals.get(key)
+            ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
+            cells.append(f"{key} {format_value(row.get(key), kind)}{ci}")
+        lines.append(f"{row['model']} ({row['split']}): " + "; ".join(cells))
+    return lines
+
+
+def sensitivity_lines(results: dict) -> list[str]:
+    """Effective cost of each combined (or only) row across review times x retry caps."""
+    rows = [r for r in results.get("rows") or [] if r.get("split") == "combined"] or list(results.get("rows") or [])
+    lines = []
+    for row in rows:
+        grid = row.get("sensitivity") or []
+        if not grid:
+            continue
+        caps = sorted({g["retry_cap"] for g in grid})
+        cost = {(g["review_seconds"], g["retry_cap"]): g.get("effective_cost") for g in grid}
+        lines.append(f"effective cost of {row['model']} ({row['split']}) by review time x retry cap: "
+                     + "  ".join(f"cap {c:>2}" for c in caps))
+        for seconds in sorted({g["review_seconds"] for g in grid}):
+            cells = "  ".join(f"{format_value(cost.get((seconds, c)), 'dollars'):>6}" for c in caps)
+            lines.append(f"  {seconds:>5g} s review: {cells}")
+    return lines
+
+
+def baseline_lines(results: dict) -> list[str]:
+    from .gates import METRIC_KINDS
+
+    lines = []
+    for row in results.get("rows") or []:
+        if row.get("baseline_error"):
+            lines.append(f"baseline for {row['model']} ({row['split']}): {row['baseline_error']}")
+        for key, entry in (row.get("baseline") or {}).items():
+            if key not in METRIC_KINDS or entry.get("difference") is None:
+                continue
+            kind = METRIC_KINDS[key]
+            ci = ""
+            if entry.get("low") is not None:
+                ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]"
+            lines.append(f"vs baseline {row.get('baseline_model')}: {row['model']} ({row['split']}) {key} "
+                         f"{format_value(entry['current'], kind)} vs {format_value(entry['baseline'], kind)}, "
+                         f"difference {format_value(entry['difference'], kind)}{ci} on {entry['tasks']} tasks")
+    return lines
