@@ -205,7 +205,9 @@ def metric_table(columns: TaskColumns, index: np.ndarray, cost_per_candidate: fl
     jackknife subset, or simply all tasks).  Undefined values are NaN, an
     infinite effective cost (no success at all) is +inf.
     """
-    mean = lambda column: column[index].mean(axis=1)  # noqa: E731 - one mean per row
+    def mean(column: np.ndarray) -> np.ndarray:  # one mean per row of index
+        return column[index].mean(axis=1)
+
     with np.errstate(divide="ignore", invalid="ignore"):
         first_rate = columns.first_pass[index].sum(axis=1) / columns.first_known[index].sum(axis=1)
         attempts, success = mean(columns.attempts_at_cap), mean(columns.success_at_cap)

@@ -140,7 +140,7 @@ def bootstrap_intervals(tallies: Sequence[TaskTally], cost_per_candidate: float,
 
 
 def _check_bootstrap(n_resamples: int, level: float) -> None:
-    if not isinstance(n_resamples, int) or n_resamples < 2:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 2:
         raise ValueError(f"n_resamples must be a whole number >= 2, got {n_resamples!r}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1 (0.95 for 95%), got {level!r}")
