@@ -44,10 +44,6 @@ class CandidateFailed(Exception):
     """The judge failed the candidate, or the model refused: the message is the reasoning."""
 
 
-class CandidateError(Exception):
-    """The call failed (provider or judge): not the model's verdict."""
-
-
 class BenchmarkCollector(pytest.Collector):
     """``hypeedit`` and ``hypeedit::<split>``: containers that give items readable ids."""
 
@@ -69,7 +65,8 @@ class CandidateItem(pytest.Item):
         if self.record.outcome == SKIPPED:
             pytest.skip(self.record.error or "skipped")
         if self.record.outcome == ERROR:
-            raise CandidateError(self.record.error)
+            # pytrace=False: a failed call is one line naming task, model and repeat, not a traceback
+            pytest.fail(f"{self._label}: {self.record.error}", pytrace=False)
 
     def runtest(self) -> None:
         record = self.record
@@ -78,10 +75,14 @@ class CandidateItem(pytest.Item):
         if record.outcome == FAIL:
             raise CandidateFailed(f"FAIL ({record.judge}): {record.reasoning}")
 
+    @property
+    def _label(self) -> str:
+        return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}"
+
     def repr_failure(self, excinfo, style=None):
-        # Our own failures are verdicts and call errors, not bugs: one clear line, no traceback.
-        if isinstance(excinfo.value, (CandidateFailed, CandidateError, HypeEditError)):
-            return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}: {excinfo.value}"
+        # A verdict is not a bug: the failure is one line with the judge's reasoning, no traceback.
+        if isinstance(excinfo.value, (CandidateFailed, HypeEditError)):
+            return f"{self._label}: {excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
@@ -90,6 +91,15 @@ class CandidateItem(pytest.Item):
 
 def make_items(session: pytest.Session, run) -> list[CandidateItem]:
     """Every task x model x repeat of the run, in a deterministic order (xdist requires it)."""
+    items = _build_items(session, run)
+    # Tell the terminal (and --lf) about them, as a collector's report would.
+    session.config.hook.pytest_collectreport(
+        report=pytest.CollectReport("hypeedit", "passed", None, items)
+    )
+    return items
+
+
+def _build_items(session: pytest.Session, run) -> list[CandidateItem]:
     root = BenchmarkCollector.from_parent(session, name="hypeedit", nodeid="hypeedit")
     items = []
     for split in run.splits:
