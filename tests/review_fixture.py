@@ -18,6 +18,7 @@ def _png(path: Path, colour: tuple[int, int, int], size=(48, 32), **save) -> Non
 
 def build(root: Path, repeats: int = 3) -> dict:
     """tasks.json, images/<task>/001.png, outputs/fixture/<model>/<task>/NNN.png: 4 tasks x 2 models x repeats."""
+    root.mkdir(parents=True, exist_ok=True)
     tasks = [{"task_id": f"task-{i}", "input_images": ["001.png"] + (["002.png"] if i == 0 else []),
               "task_type": TASK_TYPES[i], "instruction": f"Change thing number {i}", "width": 48, "height": 32}
              for i in range(len(TASK_TYPES))]

@@ -116,3 +116,18 @@ def test_aliases_are_stable_and_kept_from_an_existing_file():
     assert sorted(first) == ["M01", "M02", "M03"]
     kept = assign_aliases(["a-model", "d-model"], seed=3, existing={"M02": "a-model"})
     assert kept["M02"] == "a-model" and kept["M01"] == "d-model"
+
+
+def test_one_server_per_rater_file_and_a_clear_error_without_candidates(tmp_path, capsys):
+    from pytest_hypeedit.errors import InputError
+
+    path = tmp_path / "ann.json"
+    held = cli.lock_labels_file(path)
+    with pytest.raises(InputError, match="another hypeedit-review is writing"):
+        cli.lock_labels_file(path)
+    held.release()
+    paths = fixture.build(tmp_path / "b")
+    args = fixture.server_args(paths)
+    args[args.index("--outputs") + 1] = str(tmp_path / "empty")
+    assert cli.main(args) == 2
+    assert "no candidates under" in capsys.readouterr().err

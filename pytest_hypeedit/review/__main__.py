@@ -1,4 +1,4 @@
-"""``hypeedit-review``: label candidates PASS/FAIL in the browser, blind to the model.
+"""hypeedit-review: label candidates PASS/FAIL in the browser, blind to the model.
 
     hypeedit-review --outputs OUT --rater ann [--tasks PATH] [--images-base DIR|URL]
                     [--labels DIR|FILE] [--seed N] [--host 127.0.0.1] [--port 8765]
@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for warning in warnings:
         print(f"hypeedit-review: warning: {warning}", file=sys.stderr)
+    if not app.catalog.candidates:
+        print(f"hypeedit-review: error: no candidates under {args.outputs / split.name} "
+              f"(<outputs>/<split>/<model>/<task_id>/NNN.png|webp|jpg); check --outputs and --tasks", file=sys.stderr)
+        return 2
     try:
         server = make_server(app, args.host, args.port, verbose=args.verbose)
     except OSError as exc:
