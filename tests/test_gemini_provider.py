@@ -10,10 +10,11 @@ import httpx
 import pytest
 from PIL import Image
 
+from genai_fakes import Reply
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import (block_reply, echo_key_error, error_reply, finish_reply, image_reply,
                                 malformed_reply, png_bytes, slow, text_reply)
-from pytest_hypeedit.errors import ConfigError, ProviderError, Refusal
+from pytest_hypeedit.errors import ConfigError, ImageError, ProviderError, Refusal
 from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider
 from pytest_hypeedit.providers import gemini as gemini_module
 from pytest_hypeedit.providers.base import GenerationRequest
@@ -160,6 +161,18 @@ def test_malformed_json_is_a_retryable_error(fake_gemini, provider, references):
     assert caught.value.retryable
 
 
+@pytest.mark.parametrize("body, words", [
+    ({}, "no candidates and no blockReason"),
+    ({"candidates": [{"content": {"parts": [{"inlineData": {"mimeType": "image/png", "data": "!!"}}]}}]},
+     "documented shape"),
+])
+def test_a_broken_reply_is_a_retryable_error_not_a_refusal(fake_gemini, provider, references, body, words):
+    fake_gemini.queue(Reply(200, body))
+    with pytest.raises(ProviderError, match=words) as caught:
+        provider.generate(make_request(references))
+    assert caught.value.retryable
+
+
 def test_slow_reply_past_the_timeout_is_a_retryable_error(fake_gemini, references):
     fake_gemini.default = slow(image_reply(), 2.0)
     adapter = GeminiProvider(SPEC, policy=RetryPolicy(max_attempts=1), timeout_s=0.3)
@@ -190,8 +203,13 @@ def test_a_missing_key_names_the_variables_and_calls_nothing(fake_gemini, refere
 def test_one_client_per_provider_and_references_prepared_once_per_task(fake_gemini, provider, references,
                                                                        monkeypatch):
     prepared = []
-    real = gemini_module.image_part
-    monkeypatch.setattr(gemini_module, "image_part", lambda data, where: prepared.append(where) or real(data, where))
+    real = gemini_module.prepare_references
+
+    def counting(references, *args, **kwargs):
+        prepared.extend(references)
+        return real(references, *args, **kwargs)
+
+    monkeypatch.setattr(gemini_module, "prepare_references", counting)
     fake_gemini.default = image_reply()
     provider.generate(make_request(references, repeat=1))
     client = provider.session.client
@@ -202,14 +220,14 @@ def test_one_client_per_provider_and_references_prepared_once_per_task(fake_gemi
     assert len(prepared) == 2 * len(references)
 
 
-def test_too_many_references_is_a_permanent_error(fake_gemini, provider, tmp_path):
+def test_too_many_references_is_an_input_error(fake_gemini, provider, tmp_path):
     paths = []
     for n in range(15):
         paths.append(tmp_path / f"{n:03d}.png")
         paths[-1].write_bytes(png_bytes())
-    with pytest.raises(ProviderError, match="at most 14") as caught:
+    with pytest.raises(ImageError, match="at most 14"):
         provider.generate(make_request(paths))
-    assert not caught.value.retryable and fake_gemini.requests == []
+    assert fake_gemini.requests == []
 
 
 @pytest.mark.parametrize("size, ratio", [

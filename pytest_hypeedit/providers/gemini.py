@@ -18,15 +18,19 @@ from typing import Any
 
 from ..errors import ConfigError, ImageError, ProviderError, Refusal
 from ..secrets import redact
+from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
+from .images import ImageLimits, prepare_references
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
 #: model's ``options.aspect_ratios`` can replace the list.
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
 IMAGE_SIZES = ("1K", "2K", "4K")
-MAX_REFERENCES = 14  # providers.md: up to 14 reference images
+#: providers.md: up to 14 reference images, PNG/JPEG/WebP, inline payload <= 100 MB (20 MB before Jan 2026).
+#: The 5 MB per image is ours (UNCONFIRMED as a Gemini limit): 14 such images stay under 100 MB in base64.
+IMAGE_LIMITS = ImageLimits(max_count=14, max_bytes=5_000_000, formats=("png", "jpeg", "webp"), convert_to="png")
 #: finishReason values that mean "no image for you" (providers.md section 1).
 REFUSING_FINISH = frozenset({
     "NO_IMAGE", "SAFETY", "PROHIBITED_CONTENT", "RECITATION", "BLOCKLIST", "SPII", "OTHER",
@@ -51,8 +55,12 @@ class GeminiProvider(Provider):
     route = "gemini"
     key_env = GEMINI_KEY_ENV
 
-    def __init__(self, spec, *, policy=None, limiter=None, timeout_s: float | None = None):
+    def __init__(self, spec, *, runtime: "runtime_module.Runtime | None" = None, policy=None, limiter=None,
+                 timeout_s: float | None = None):
         super().__init__(spec)
+        # The run-wide retry policy, limits and image cache (set by the pytest glue); policy and
+        # limiter given here win (tests).
+        self.runtime = runtime or runtime_module.current()
         self.image_size = _image_size(spec)
         self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or ASPECT_RATIOS)
         self.timeout_s = float(timeout_s or spec.options.get("timeout_s") or 300.0)
@@ -66,7 +74,8 @@ class GeminiProvider(Provider):
         # Built on first use, not in __init__: listing or checking models must not need a key.
         with self._lock:
             if self._session is None:
-                self._session = GenaiSession(timeout_s=self.timeout_s, policy=self._policy, limiter=self._limiter)
+                self._session = GenaiSession(timeout_s=self.timeout_s, policy=self._policy or self.runtime.policy,
+                                             limiter=self._limiter or self.runtime.limiter_for(self.spec))
             return self._session
 
     def generate(self, request: GenerationRequest) -> Generation:
@@ -97,13 +106,16 @@ class GeminiProvider(Provider):
         return nearest_aspect_ratio(request.task.width, request.task.height, self.aspect_ratios)
 
     def _reference_parts(self, request: GenerationRequest) -> list:
+        """The task's images as parts: prepared to Gemini's limits once per task x route (on disk, shared by
+        workers), and kept in memory for the task's next repeats."""
+        _, types, _ = import_genai()
         task_id = request.task.task_id
         if task_id not in self._parts_cache:
-            if len(request.references) > MAX_REFERENCES:
-                raise ProviderError(f"task {task_id}: {len(request.references)} reference images; "
-                                    f"{self.spec.provider_model} takes at most {MAX_REFERENCES}", retryable=False)
+            prepared = prepare_references(request.references, IMAGE_LIMITS, self.runtime.images_dir(),
+                                          task_id=task_id, route=self.route)
             self._parts_cache.clear()  # tasks come one after another: keep only the current one's images
-            self._parts_cache[task_id] = [image_part(path.read_bytes(), str(path)) for path in request.references]
+            self._parts_cache[task_id] = [types.Part.from_bytes(data=image.read(), mime_type=image.mime)
+                                          for image in prepared]
         return self._parts_cache[task_id]
 
     def close(self) -> None:
@@ -120,7 +132,7 @@ def _image_size(spec) -> str:
 
 
 def image_part(data: bytes, where: str):
-    """An inline image part; formats Gemini does not take (anything but PNG, JPEG, WebP) are sent as PNG."""
+    """An inline image part (the judge's images); formats Gemini does not take are sent as PNG."""
     _, types, _ = import_genai()
     ext = sniff_image_ext(data)
     if ext is None:
@@ -146,9 +158,12 @@ def as_png(data: bytes, where: str) -> bytes:
 def take_image(response: Any, what: str) -> tuple[bytes, str]:
     """The last non-thought image of the first candidate, as (bytes, ext); else a Refusal saying why."""
     request_id = getattr(response, "response_id", None)
+    # Refusals cost 0: the image price is billed for an image returned; the input tokens of a
+    # refused call (about $0.002) are not counted (whether Google bills them: UNCONFIRMED).
     if not response.candidates:
-        feedback = getattr(response, "prompt_feedback", None)
-        reason = enum_name(getattr(feedback, "block_reason", None)) or "no candidates"
+        reason = enum_name(getattr(getattr(response, "prompt_feedback", None), "block_reason", None))
+        if reason is None:  # neither an answer nor a refusal: a broken reply, worth another try
+            raise ProviderError(f"{what}: the reply has no candidates and no blockReason", retryable=True)
         raise Refusal(f"{what}: prompt blocked ({reason})", cost=0.0, request_id=request_id)
     candidate = response.candidates[0]
     finish = enum_name(candidate.finish_reason)

@@ -17,6 +17,7 @@ import json
 from typing import Callable, TypeVar
 
 import httpx
+import pydantic
 
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
@@ -74,6 +75,9 @@ def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
         raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}"), retryable=True) from None
     except json.JSONDecodeError as exc:
         raise error(redact(f"{what}: the reply is not valid JSON ({exc.msg} at char {exc.pos})"), retryable=True) from None
+    except pydantic.ValidationError as exc:  # JSON, but not the documented shape (e.g. bad base64 image data)
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+        raise error(redact(f"{what}: the reply does not have the documented shape ({problems})"), retryable=True) from None
 
 
 def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
