@@ -20,6 +20,7 @@ __all__ = ["Generation", "GenerationRequest", "Provider", "seed_for", "BUILTIN_R
 BUILTIN_ROUTES: dict[str, str] = {
     "identity": "pytest_hypeedit.providers.identity:IdentityProvider",
     "gemini": "pytest_hypeedit.providers.gemini:GeminiProvider",
+    "ark": "pytest_hypeedit.providers.ark:ArkProvider",
 }
 
 

@@ -1,0 +1,207 @@
+"""What every httpx adapter shares: its client, key, base URL, references, downloads and checks.
+
+A subclass sets ``route``, ``key_env``, ``provider`` (the <PROVIDER> of
+``HYPEEDIT_<PROVIDER>_BASE_URL``), ``default_base`` and ``image_limits``, and
+implements ``generate``.  Everything that talks HTTP goes through one client
+built by ``make_http_client`` (retries, limits, timeouts), downloads of result
+URLs included.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import math
+import threading
+import time
+from typing import Any, ClassVar, Sequence
+
+import httpx
+from PIL import Image
+
+from ..errors import ProviderError, Refusal
+from ..registry import ModelSpec
+from ..secrets import base_url, key_for, redact
+from . import runtime as runtime_module
+from .base import Generation, GenerationRequest, Provider, sniff_image_ext
+from .http import raise_for_status, request_id_of, send
+from .images import ImageLimits, PreparedImage, prepare_references
+
+#: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
+EXPIRED = frozenset({403, 404, 410})
+
+
+class HttpProvider(Provider):
+    provider: ClassVar[str] = ""
+    default_base: ClassVar[str] = ""
+    image_limits: ClassVar[ImageLimits] = ImageLimits()
+    timeout: ClassVar[float] = 180.0  # seconds per HTTP read; image models are slow
+
+    def __init__(self, spec: ModelSpec, *, runtime: "runtime_module.Runtime | None" = None):
+        super().__init__(spec)
+        self.runtime = runtime or runtime_module.current()
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def key(self) -> str:
+        return key_for(self.route, self.key_env)
+
+    @property
+    def base(self) -> str:
+        return base_url(self.provider or self.route, self.default_base)
+
+    @property
+    def client(self) -> httpx.Client:
+        # Built on first use: listing models or reusing results from disk needs no key.
+        with self._lock:
+            if self._client is None:
+                timeout = float(self.spec.options.get("timeout_s", self.timeout))
+                self._client = self.make_client(timeout)
+            return self._client
+
+    def make_client(self, timeout: float) -> httpx.Client:
+        from .http import make_http_client
+
+        return make_http_client(self.route, secrets=(self.key,), timeout=timeout, policy=self.runtime.policy,
+                                limiter=self.runtime.limiter_for(self.spec))
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def what(self, request: GenerationRequest) -> str:
+        return f"{self.spec.name} ({self.spec.provider_model}) on task {request.task.task_id} r{request.repeat:03d}"
+
+    # ------------------------------------------------------------------ inputs
+    def references(self, request: GenerationRequest) -> tuple[PreparedImage, ...]:
+        """The task's images within this route's limits, prepared once per task x route (on disk)."""
+        return prepare_references(request.references, self.image_limits, self.runtime.images_dir(),
+                                  task_id=request.task.task_id, route=self.route)
+
+    # ------------------------------------------------------------------ HTTP
+    def call(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        return send(self.client, method, url, route=self.route, model=self.spec.name, **kwargs)
+
+    def check(self, response: httpx.Response) -> None:
+        raise_for_status(response, route=self.route, model=self.spec.name)
+
+    def json_of(self, response: httpx.Response, what: str) -> Any:
+        """The decoded JSON of a successful reply; malformed JSON is a (retryable) ProviderError."""
+        try:
+            return response.json()
+        except ValueError:
+            excerpt = redact(response.text[:120])
+            raise ProviderError(f"{what}: HTTP {response.status_code} reply is not JSON: {excerpt!r}",
+                                retryable=True, status=response.status_code) from None
+
+    def download(self, url: str, what: str, *, headers: dict[str, str] | None = None) -> bytes:
+        """Fetch a returned image URL at once (signed URLs expire) with the same client and policy."""
+        if url.startswith("data:"):
+            return decode_data_url(url, what)
+        response = self.call("GET", url, headers=headers or {})
+        if response.status_code in EXPIRED:
+            raise ProviderError(redact(f"{what}: the result URL answered HTTP {response.status_code} "
+                                       "(expired or gone); the image was generated but cannot be fetched"),
+                                retryable=True, status=response.status_code)
+        self.check(response)
+        return response.content
+
+    # ------------------------------------------------------------------ outputs
+    def generation(self, request: GenerationRequest, data: bytes, *, cost: float | None = None,
+                   request_id: str | None = None, seed: int | None = None, **extra: Any) -> Generation:
+        """A checked Generation: the bytes must decode (a truncated or foreign file is a Refusal)."""
+        cost = self.spec.price if cost is None else cost
+        ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost)
+        extra = {k: v for k, v in extra.items() if v is not None}
+        return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
+                          seed=seed, request_id=request_id, extra=extra)
+
+    def refusal(self, request: GenerationRequest, reason: str, *, request_id: str | None = None,
+                cost: float = 0.0) -> Refusal:
+        return Refusal(redact(f"{self.what(request)}: {reason}"), cost=cost, request_id=request_id)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def decoded_ext(data: bytes, what: str, *, request_id: str | None = None, cost: float | None = None) -> str:
+    """The extension of image bytes that fully decode; else a Refusal (design.md: an undecodable file
+    from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers accept only those."""
+    ext = sniff_image_ext(data)
+    if ext is None:
+        raise Refusal(f"{what}: the returned file is not a PNG, JPEG or WebP image ({len(data)} bytes)",
+                      cost=cost, request_id=request_id)
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
+        raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
+                      f"{str(exc)[:80]})", cost=cost, request_id=request_id) from None
+    return ext
+
+
+def decode_base64(text: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=False)
+    except (binascii.Error, ValueError, TypeError):
+        raise Refusal(f"{what}: the returned base64 image is not valid base64") from None
+
+
+def decode_data_url(url: str, what: str) -> bytes:
+    header, _, payload = url.partition(",")
+    if ";base64" not in header:
+        raise Refusal(f"{what}: the returned data URL is not base64 ({header[:40]!r})")
+    return decode_base64(payload, what)
+
+
+def size_at_pixels(width: int, height: int, pixels: float, *, multiple: int = 16,
+                   min_side: int = 64, max_side: int | None = None) -> tuple[int, int]:
+    """A width x height near ``pixels`` in area with the task's aspect ratio, sides multiples of ``multiple``."""
+    ratio = width / height
+    w, h = math.sqrt(pixels * ratio), math.sqrt(pixels / ratio)
+    if max_side and max(w, h) > max_side:
+        scale = max_side / max(w, h)
+        w, h = w * scale, h * scale
+
+    def snap(x: float) -> int:
+        value = max(min_side, multiple * round(x / multiple))
+        return min(value, max_side - max_side % multiple) if max_side else value
+
+    return snap(w), snap(h)
+
+
+def nearest_size(width: int, height: int, choices: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The allowed (w, h) whose aspect ratio is nearest width/height, in log space."""
+    target = math.log(width / height)
+    return min(choices, key=lambda wh: abs(math.log(wh[0] / wh[1]) - target))
+
+
+def nearest_ratio(width: int, height: int, ratios: Sequence[str]) -> str:
+    """The allowed ``W:H`` nearest width/height, in log space (2:1 and 1:2 are as far from 1:1)."""
+    target = math.log(width / height)
+
+    def distance(ratio: str) -> float:
+        w, h = (float(x) for x in ratio.split(":"))
+        return abs(math.log(w / h) - target)
+
+    return min(ratios, key=distance)
+
+
+def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
+    """Waits between polls of an async job: quick at first, then backing off to ``cap``."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * factor, cap)
+
+
+def elapsed_since(start: float) -> float:
+    return round(time.monotonic() - start, 3)
+
+
+__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "nearest_size",
+           "nearest_ratio", "poll_delays", "request_id_of", "EXPIRED"]

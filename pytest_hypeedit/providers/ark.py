@@ -1,0 +1,89 @@
+"""``ark``: Seedream 4.5 / 4.0 on BytePlus ModelArk (``POST {base}/images/generations``).
+
+Wire format: providers.md section 2.  Synchronous.  References go as data
+URLs; the size is ``WxH`` at the task's aspect ratio within the model's 2K
+pixel budget (2048 x 2048); watermark off; the returned URL is fetched at once.
+Moderation comes as HTTP 400 with a ``*SensitiveContentDetected*`` code, or as
+an error on the image item: both are refusals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .adapter import HttpProvider, decode_base64, size_at_pixels
+from .base import Generation, GenerationRequest
+from .http import error_details, request_id_of
+from .images import ImageLimits
+
+DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of both models
+
+
+def is_moderation(code: str | None, message: str = "") -> bool:
+    # Documented input codes are *SensitiveContentDetected*; the output-image code is
+    # UNCONFIRMED, so any code or message mentioning "Sensitive" counts.
+    return "sensitive" in f"{code or ''} {message}".lower()
+
+
+class ArkProvider(HttpProvider):
+    route = "ark"
+    key_env = ("ARK_API_KEY",)
+    provider = "ark"
+    default_base = "https://ark.ap-southeast.bytepluses.com/api/v3"
+    # The stricter of the two models' documented limits (4.0: JPEG/PNG, <= 10 MB,
+    # <= 6000 px, <= 10 images; 4.5 per-file limits are UNCONFIRMED).  Sides are
+    # capped at 4096 to keep the JSON body reasonable.
+    image_limits = ImageLimits(max_count=10, max_side=4096, min_side=14, max_bytes=10 * 1024 * 1024,
+                               formats=("jpeg", "png"), convert_to="jpeg")
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        what = self.what(request)
+        response = self.call("POST", f"{self.base}/images/generations", json=self.body(request),
+                             headers={"Authorization": f"Bearer {self.key}"})
+        request_id = request_id_of(response)
+        if response.status_code == 400:
+            code, message = error_details(response)
+            if is_moderation(code, message):
+                raise self.refusal(request, f"moderation: {code}: {message[:200]}", request_id=request_id)
+        self.check(response)
+        reply = self.json_of(response, what)
+        data = self.image_bytes(request, reply, request_id)
+        return self.generation(request, data, request_id=request_id, seed=request.seed,
+                               size=self.size(request), usage=reply.get("usage"), model_version=reply.get("model"))
+
+    def size(self, request: GenerationRequest) -> str:
+        pixels = float(self.spec.options.get("pixels", DEFAULT_PIXELS))
+        width, height = size_at_pixels(request.task.width, request.task.height, pixels)
+        return f"{width}x{height}"
+
+    def body(self, request: GenerationRequest) -> dict[str, Any]:
+        images = [image.data_url() for image in self.references(request)]
+        body = {
+            "model": self.spec.provider_model,
+            "prompt": request.task.instruction,
+            "image": images[0] if len(images) == 1 else images,
+            "size": self.size(request),
+            "response_format": "url",
+            "watermark": False,  # the default appears to be true (UNCONFIRMED): always send false
+            "sequential_image_generation": "disabled",
+        }
+        if self.spec.options.get("send_seed", True):
+            body["seed"] = request.seed  # honoured by "some models" only; effect on 4.x UNCONFIRMED
+        return body
+
+    def image_bytes(self, request: GenerationRequest, reply: Any, request_id: str | None) -> bytes:
+        items = reply.get("data") if isinstance(reply, dict) else None
+        if not items:
+            raise self.refusal(request, "the reply holds no image", request_id=request_id)
+        item = items[0]
+        if item.get("error"):
+            error = item["error"]
+            code, message = str(error.get("code")), str(error.get("message", ""))
+            if is_moderation(code, message):
+                raise self.refusal(request, f"moderation: {code}: {message[:200]}", request_id=request_id)
+            raise self.refusal(request, f"no image: {code}: {message[:200]}", request_id=request_id)
+        if item.get("b64_json"):
+            return decode_base64(item["b64_json"], self.what(request))
+        if not item.get("url"):
+            raise self.refusal(request, "the image item has neither url nor b64_json", request_id=request_id)
+        return self.download(item["url"], self.what(request))

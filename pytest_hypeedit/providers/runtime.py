@@ -1,0 +1,60 @@
+"""What the HTTP adapters need from the run, set once per process by the pytest glue.
+
+Adapters are built as ``Class(spec)`` (the ``pytest_hypeedit_make_provider``
+hook), so the run-wide pieces come from here: the per-run state directory
+shared by all xdist workers (rate-limiter files), the cache of prepared
+reference images, the route limits (models.yaml, overridable) and the retry
+policy.  Without ``configure`` (a library user, a unit test) there are no
+limits and images are prepared in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..limits import RouteLimiter, limiter_for
+from ..registry import ModelSpec, RouteLimits
+from .http import RetryPolicy
+
+
+def _default_limits(spec: ModelSpec) -> RouteLimits:
+    return spec.limits
+
+
+@dataclass
+class Runtime:
+    state_dir: Path | None = None  # per run, shared by every worker of the run
+    cache_dir: Path | None = None  # prepared reference images: <cache_dir>/<route>/<task_id>/
+    limits: Callable[[ModelSpec], RouteLimits] = _default_limits
+    policy: RetryPolicy | None = None
+    _limiters: dict[tuple, RouteLimiter | None] = field(default_factory=dict)
+
+    def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:
+        """The route's limiter (None without a state dir or without limits); one per route and process."""
+        if self.state_dir is None:
+            return None
+        limits = self.limits(spec)
+        key = (spec.route, limits.rpm, limits.inflight)
+        if key not in self._limiters:
+            self._limiters[key] = limiter_for(self.state_dir / "limits", spec.route, limits.rpm, limits.inflight)
+        return self._limiters[key]
+
+    def images_dir(self) -> Path:
+        if self.cache_dir is None:
+            self.cache_dir = Path(tempfile.mkdtemp(prefix="hypeedit-refs-"))
+        return self.cache_dir
+
+
+_current = Runtime()
+
+
+def configure(runtime: Runtime) -> None:
+    global _current
+    _current = runtime
+
+
+def current() -> Runtime:
+    return _current

@@ -1,0 +1,64 @@
+"""Fake BytePlus ModelArk ``images/generations`` (providers.md section 2)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+from PIL import Image
+
+from .base import FakeServer, Reply, Seen
+from .files import FileStore
+
+PREFIX = "/api/v3"
+
+
+class FakeArk(FakeServer):
+    env = "HYPEEDIT_ARK_BASE_URL"
+    key_env = "ARK_API_KEY"
+
+    def __init__(self, key: str = "ark-fake-key-0123456789"):
+        super().__init__(key)
+        self.files = FileStore(self)
+        self.route("POST", f"{PREFIX}/images/generations", self.generate)
+
+    @property
+    def base(self) -> str:
+        return self.url + PREFIX
+
+    def authorized(self, seen: Seen) -> bool:
+        return seen.path.startswith("/files") or seen.headers.get("authorization") == f"Bearer {self.key}"
+
+    def generate(self, seen: Seen) -> Reply:
+        body = seen.json()
+        problem = _validate(body)
+        if problem:
+            return Reply(400, {"error": {"code": "InvalidParameter", "message": problem, "param": "", "type": "BadRequest"}})
+        if self.take_fault("refusal", seen.path):
+            return Reply(400, {"error": {"code": "InputImageSensitiveContentDetected",
+                                         "message": "The request failed because the input image may contain sensitive information.",
+                                         "param": "image", "type": "BadRequest"}}, {"x-request-id": "ark-req-refused"})
+        width, height = (int(x) for x in body["size"].split("x"))
+        data = self.files.new_image(width // 32, height // 32)
+        item = {"url": self.files.put(data), "size": body["size"]}
+        if body.get("response_format") == "b64_json":
+            item = {"b64_json": base64.b64encode(data).decode(), "size": body["size"]}
+        return Reply(200, {"model": body["model"], "created": 1, "data": [item],
+                           "usage": {"generated_images": 1, "output_tokens": 16384, "total_tokens": 16384}},
+                     {"x-request-id": f"ark-req-{len(self.requests)}"})
+
+
+def _validate(body: dict) -> str | None:
+    if not body.get("model") or not body.get("prompt"):
+        return "model and prompt are required"
+    images = body.get("image")
+    images = [images] if isinstance(images, str) else images or []
+    for url in images:
+        match = re.match(r"data:image/(png|jpeg|webp|bmp|tiff|gif);base64,(.*)$", url, re.S)
+        if not match:
+            return "image must be a URL or data:image/<fmt>;base64"
+        Image.open(io.BytesIO(base64.b64decode(match[2]))).load()
+    if not re.fullmatch(r"\d+x\d+|[124]K", str(body.get("size", "2K"))):
+        return f"bad size {body.get('size')}"
+    return None

@@ -1,0 +1,184 @@
+"""The behaviour every httpx adapter owes, run against its loopback fake.
+
+A ``tests/test_adapters_<provider>.py`` subclasses ``AdapterContract`` and
+names its fake, adapter and model; the tests below then drive the real
+adapter (real httpx client, real retry policy with tiny backoffs) through
+``HYPEEDIT_<PROVIDER>_BASE_URL`` with a fake key, and check that the key never
+appears in any error.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import pytest
+from PIL import Image
+
+from pytest_hypeedit.errors import ConfigError, ProviderError, Refusal
+from pytest_hypeedit.providers.base import GenerationRequest, seed_for
+from pytest_hypeedit.providers.http import RetryPolicy
+from pytest_hypeedit.providers.runtime import Runtime
+from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.tasks import Task
+
+FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
+
+
+def reference_files(folder: Path, count: int = 1, size=(640, 480)) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index in range(count):
+        path = folder / f"{index + 1:03d}.webp"
+        Image.new("RGB", size, (40 * index, 90, 160)).save(path, format="WEBP")
+        paths.append(path)
+    return paths
+
+
+def make_request(folder: Path, spec: ModelSpec, *, width: int = 4800, height: int = 3584, images: int = 1,
+                 repeat: int = 1, task_id: str = "task-0001") -> GenerationRequest:
+    task = Task(task_id=task_id, input_images=tuple(f"{i + 1:03d}.webp" for i in range(images)),
+                task_types=("object_edit",), instruction="Make the mug blue; change nothing else.",
+                width=width, height=height, split="public")
+    refs = reference_files(folder / "refs" / task_id, images)
+    return GenerationRequest(task, repeat, seed_for(task_id, repeat), tuple(refs), spec)
+
+
+def decodes(data: bytes) -> bool:
+    Image.open(io.BytesIO(data)).load()
+    return True
+
+
+class AdapterContract:
+    fake_class: ClassVar[type]
+    provider_class: ClassVar[type]
+    model: ClassVar[str]
+    provider_model: ClassVar[str]
+    price: ClassVar[float]
+    options: ClassVar[dict[str, Any]] = {}
+    main_path: ClassVar[str]  # regex of the submit endpoint's path (where status faults are injected)
+    returns_urls: ClassVar[bool] = True  # the provider answers with URLs to download
+
+    # ------------------------------------------------------------------ fixtures
+    @pytest.fixture
+    def fake(self, monkeypatch):
+        with self.fake_class() as fake:
+            monkeypatch.setenv(fake.env, fake.base)
+            monkeypatch.setenv(fake.key_env, fake.key)
+            yield fake
+
+    def spec(self, **options: Any) -> ModelSpec:
+        merged = {"timeout_s": 5.0, **self.options, **options}
+        return ModelSpec(name=self.model, route=self.provider_class.route, provider_model=self.provider_model,
+                         price=self.price, options=MappingProxyType(merged))
+
+    @pytest.fixture
+    def make_provider(self, tmp_path):
+        made = []
+
+        def make(**options):
+            provider = self.provider_class(self.spec(**options),
+                                           runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
+            made.append(provider)
+            return provider
+        yield make
+        for provider in made:
+            provider.close()
+
+    @pytest.fixture
+    def provider(self, make_provider, fake):
+        return make_provider()
+
+    def run(self, provider, tmp_path, **kwargs):
+        return provider.generate(make_request(tmp_path, provider.spec, **kwargs))
+
+    def assert_no_key(self, fake, text: str) -> None:
+        assert fake.key not in text
+
+    # ------------------------------------------------------------------ the contract
+    def test_success_returns_a_decodable_image_with_its_metadata(self, fake, provider, tmp_path):
+        generation = self.run(provider, tmp_path)
+        assert generation.ext in ("png", "jpg", "webp") and decodes(generation.image)
+        assert generation.provider_model == self.provider_model
+        assert generation.cost > 0
+        assert generation.request_id
+        self.check_success_request(fake, generation)
+
+    def check_success_request(self, fake, generation) -> None:
+        """Provider-specific checks of what was sent; subclasses extend."""
+
+    def test_refusal_is_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("refusal")
+        with pytest.raises(Refusal) as info:
+            self.run(provider, tmp_path)
+        self.assert_no_key(fake, str(info.value))
+
+    def test_429_with_retry_after_is_retried(self, fake, provider, tmp_path):
+        fake.inject("status", status=429, retry_after="0.05", path=self.main_path)
+        generation = self.run(provider, tmp_path)
+        assert decodes(generation.image)
+        assert len(fake.seen(self.main_path)) == 2
+
+    def test_500_then_503_are_retried(self, fake, provider, tmp_path):
+        fake.inject("status", status=500, path=self.main_path)
+        fake.inject("status", status=503, path=self.main_path)
+        assert decodes(self.run(provider, tmp_path).image)
+        assert len(fake.seen(self.main_path)) == 3
+
+    def test_persistent_503_is_a_retryable_provider_error(self, fake, provider, tmp_path):
+        fake.inject("status", status=503, count=99, path=self.main_path)
+        with pytest.raises(ProviderError) as info:
+            self.run(provider, tmp_path)
+        assert info.value.retryable and info.value.status == 503
+        assert len(fake.seen(self.main_path)) == FAST.max_attempts
+        self.assert_no_key(fake, str(info.value))
+
+    def test_malformed_json_is_a_provider_error(self, fake, provider, tmp_path):
+        fake.inject("malformed", path=self.main_path)
+        with pytest.raises(ProviderError, match="not JSON") as info:
+            self.run(provider, tmp_path)
+        self.assert_no_key(fake, str(info.value))
+
+    def test_truncated_image_is_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("truncated")
+        with pytest.raises(Refusal, match="cannot be decoded"):
+            self.run(provider, tmp_path)
+
+    def test_expired_result_url_is_a_provider_error(self, fake, provider, tmp_path):
+        if not self.returns_urls:
+            pytest.skip("this provider answers with inline images: no URL can expire")
+        fake.inject("expired")
+        with pytest.raises(ProviderError, match="expired") as info:
+            self.run(provider, tmp_path)
+        self.assert_no_key(fake, str(info.value))
+
+    def test_slow_reply_past_the_timeout_is_a_provider_error(self, fake, make_provider, tmp_path):
+        provider = make_provider(timeout_s=0.15)
+        fake.inject("slow", delay=0.4, count=99, path=self.main_path)
+        with pytest.raises(ProviderError, match="Timeout") as info:
+            self.run(provider, tmp_path)
+        assert info.value.retryable
+        self.assert_no_key(fake, str(info.value))
+
+    def test_bad_key_is_a_permanent_redacted_error(self, fake, provider, tmp_path, monkeypatch):
+        wrong = "wrong-key-ABCDEFGHIJKLMNOP"
+        monkeypatch.setenv(fake.key_env, wrong)
+        with pytest.raises(ProviderError) as info:
+            self.run(provider, tmp_path)
+        assert not info.value.retryable and info.value.status == 401
+        assert wrong not in str(info.value)
+
+    def test_missing_key_names_the_variable(self, fake, provider, tmp_path, monkeypatch):
+        monkeypatch.delenv(fake.key_env)
+        with pytest.raises(ConfigError, match=fake.key_env):
+            self.run(provider, tmp_path)
+
+    def test_references_are_prepared_once_per_task(self, fake, provider, tmp_path):
+        self.run(provider, tmp_path, repeat=1)
+        cache = tmp_path / "cache" / provider.route / "task-0001"
+        before = {p.name: p.stat().st_mtime_ns for p in cache.iterdir() if not p.name.startswith(".")}
+        self.run(provider, tmp_path, repeat=2)
+        after = {p.name: p.stat().st_mtime_ns for p in cache.iterdir() if not p.name.startswith(".")}
+        assert before and before == after

@@ -1,0 +1,43 @@
+"""Result files served by a fake: signed-looking URLs that can expire or come back truncated."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+from .base import FakeServer, Reply, Seen, make_image, truncated
+
+_ids = itertools.count(1)
+
+
+class FileStore:
+    """Mounts ``GET /files/<id>.<ext>`` on a fake; ``put`` returns the URL of a new result image."""
+
+    def __init__(self, server: FakeServer, prefix: str = "/files"):
+        self.server, self.prefix = server, prefix
+        self.files: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        server.route("GET", rf"{prefix}/(?P<name>[^/]+)", self.serve)
+
+    def new_image(self, width: int, height: int, fmt: str = "PNG") -> bytes:
+        """A result image for the next request: truncated when a 'truncated' fault is queued."""
+        data = make_image(width, height, fmt)
+        if self.server.take_fault("truncated", "") is not None:
+            data = truncated(data)
+        return data
+
+    def put(self, data: bytes, ext: str = "png") -> str:
+        name = f"{next(_ids)}.{ext}"
+        with self._lock:
+            self.files[name] = data
+        return f"{self.server.url}{self.prefix}/{name}?X-Tos-Expires=86400&X-Tos-Signature=abc"
+
+    def serve(self, seen: Seen) -> Reply:
+        if self.server.take_fault("expired", "") is not None:
+            return Reply(403, "<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>",
+                         {"content-type": "application/xml"})
+        data = self.files.get(seen.match["name"])
+        if data is None:
+            return Reply(404, "not found", {"content-type": "text/plain"})
+        ext = seen.match["name"].rsplit(".", 1)[-1]
+        return Reply(200, data, {"content-type": {"jpg": "image/jpeg"}.get(ext, f"image/{ext}")})
