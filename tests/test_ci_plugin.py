@@ -1,0 +1,99 @@
+"""Gates decide the exit status, with and without -n; statistics land in the results; junit properties."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+from hype_ci_fixtures import args, results, setup_bench
+
+# identity with labels (t + r) % 3 == 0 on 4 tasks x 3 repeats: 4 of 12 pass, every task once
+PASS_RATE = 4 / 12
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    setup_bench(pytester, monkeypatch, tmp_path)
+    return pytester
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_gates_decide_the_exit_status(bench, xdist):
+    held = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "identity:pass_at_10>=100%", *xdist))
+    held.assert_outcomes(passed=4, failed=8)
+    assert held.ret == 0  # single items failed, but every gate holds
+    held.stdout.fnmatch_lines([
+        "PASS gate 'pass_rate>=0.3' on identity (mini): pass_rate = 33.3%, threshold >= 30.0%, margin +3.3 points",
+        "all gates hold: exit status 0*",
+    ])
+    failed = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "effective_cost<=0.5", *xdist))
+    assert failed.ret == 1
+    failed.stdout.fnmatch_lines([
+        "FAIL gate 'effective_cost<=0.5' on identity (mini): effective_cost = $0.83, threshold <= $0.50, margin -$0.33",
+        "metric gate FAILED: exit status 1*",
+    ])
+
+
+def test_without_gates_the_exit_status_is_pytests(bench):
+    assert bench.runpytest(*args()).ret == 1
+
+
+def test_an_incomplete_run_fails_every_gate_unless_allowed(bench, monkeypatch):
+    monkeypatch.setenv("FLAKY", "1")
+    result = bench.runpytest(*args("--gate", "pass_rate>=0.1", model="flaky"))
+    result.assert_outcomes(passed=4, failed=7, errors=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["FAIL gate 'pass_rate>=0.1' on flaky (mini): *incomplete run (1 errors)*--allow-incomplete"])
+    allowed = bench.runpytest(*args("--gate", "pass_rate>=0.1", "--allow-incomplete", model="flaky"))
+    assert allowed.ret == 0
+
+
+def test_a_bad_gate_is_a_usage_error_naming_the_option(bench):
+    result = bench.runpytest(*args("--gate", "accuracy>=0.5"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gate 'accuracy>=0.5': unknown metric 'accuracy'. Allowed metrics: pass_rate*"])
+    no_baseline = bench.runpytest(*args("--gate", "pass_rate>=baseline"))
+    no_baseline.stderr.fnmatch_lines(["*--gate refers to 'baseline' but no --baseline*"])
+
+
+def test_results_carry_intervals_sensitivity_and_task_tallies(bench):
+    bench.runpytest(*args("--bootstrap", "200", "--bootstrap-seed", "7"))
+    [row] = results(bench)["rows"]
+    assert row["pass_rate"] == pytest.approx(PASS_RATE)
+    low, high = row["intervals"]["pass_rate"]
+    assert low <= row["pass_rate"] <= high
+    assert set(row["intervals"]) >= {"pass_rate", "pass_at_4", "effective_cost", "hype_gap"}
+    assert {(g["review_seconds"], g["retry_cap"]) for g in row["sensitivity"]} >= {(20.0, 4), (60.0, 10)}
+    assert sorted(t["task_id"] for t in row["task_tallies"]) == ["task-00", "task-01", "task-02", "task-03"]
+    assert results(bench)["settings"]["statistics"]["bootstrap_seed"] == 7
+    bench.runpytest(*args("--bootstrap", "0"))
+    assert "intervals" not in results(bench)["rows"][0]
+
+
+def test_baseline_comparison_and_a_gate_relative_to_it(bench):
+    bench.runpytest(*args("--results", "old.json"))
+    same = bench.runpytest(*args("--baseline", "old.json", "--gate", "pass_rate>=baseline-0.02"))
+    assert same.ret == 0
+    entry = results(bench)["rows"][0]["baseline"]["pass_rate"]
+    assert entry["difference"] == 0 and entry["tasks"] == 4
+    same.stdout.fnmatch_lines(["PASS gate 'pass_rate>=baseline-0.02'*baseline 33.3% on 4 shared tasks*"])
+    # the new release passes nothing: its pass rate falls 33 points below the baseline
+    (bench.path / "r1.json").unlink()
+    from benchdata import write_labels
+
+    write_labels(bench.path / "r1.json", {(f"task-{t:02d}", "identity", r): False for t in range(4) for r in (1, 2, 3)})
+    worse = bench.runpytest(*args("--baseline", "old.json", "--gate", "pass_rate>=baseline-0.02"))
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(["FAIL gate 'pass_rate>=baseline-0.02' on identity (mini): pass_rate = 0.0%, threshold >= 31.3%*"])
+
+
+def test_session_metrics_are_junit_properties_under_xdist(bench):
+    result = bench.runpytest(*args("-n", "2", "--junitxml", "junit.xml", "--gate", "pass_rate>=0.3"))
+    assert result.ret == 0
+    suite = ET.parse(bench.path / "junit.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert float(props["hypeedit.identity.mini.pass_rate"]) == pytest.approx(PASS_RATE)
+    assert props["hypeedit.identity.mini.candidates"] == "12"
+    assert float(props["hypeedit.identity.mini.pass_rate.low"]) <= PASS_RATE
+    assert props["hypeedit.gates"] == "passed"
+    assert props["hypeedit.gate.1"].startswith("PASS gate 'pass_rate>=0.3'")
