@@ -329,3 +329,24 @@ def test_majority_of_real_judges_over_the_fakes(fake_gemini, fake_chat, request_
     assert not verdict.passed and verdict.extra["tie"]
     assert [v["verdict"] for v in verdict.votes] == ["PASS", "FAIL"]
     assert verdict.cost == pytest.approx(2400 * 0.5e-6 + 380 * 3e-6)
+
+
+def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, request_, tmp_path, monkeypatch):
+    from pytest_hypeedit.providers import runtime as runtime_module
+    from pytest_hypeedit.registry import RouteLimits
+
+    seen_routes = []
+
+    def limits(spec):
+        seen_routes.append(spec.route)
+        return RouteLimits(rpm=6000, inflight=2)
+
+    run = runtime_module.Runtime(state_dir=tmp_path, limits=limits, policy=FAST)
+    monkeypatch.setattr(runtime_module, "_current", run)
+    fake_gemini.queue(verdict_reply())
+    judge = GeminiJudge(JudgeOptions())
+    assert judge.judge(request_).passed
+    transport = judge.session.http._transport
+    assert transport.policy is FAST and transport.limiter is not None
+    judge.close()
+    assert seen_routes == ["gemini-judge"]

@@ -62,10 +62,10 @@ class JudgeOptions:
     timeout_s: float = 120.0
     #: Sampling temperature of ``openai:MODEL``; None sends none (models that take only their default).
     temperature: float | None = 0.0
-    #: The HTTP retry policy (providers.http.RetryPolicy); None: the project's default.
+    #: The HTTP retry policy (providers.http.RetryPolicy); None: the run's (providers.runtime).
     policy: Any = None
-    #: route -> RouteLimiter (or None), so judges share the cross-worker limits; routes used:
-    #: "gemini-judge", "openai-judge".
+    #: route -> RouteLimiter or None; None: the run's limiter for the judge's route, whose limits come
+    #: from models.yaml ``routes:`` ("gemini-judge", "openai-judge"), shared by all workers.
     limiter_for: Callable[[str], Any] | None = None
 
     def __post_init__(self) -> None:

@@ -17,9 +17,11 @@ from ..errors import JudgeError
 from ..providers.gemini import image_part
 from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import PROMPT_SHA256, VERDICT_SCHEMA, Answer, UnparseableReply, ask_until_parsed, message_pieces
+from .prompting import (PROMPT_SHA256, VERDICT_SCHEMA, Answer, UnparseableReply, ask_until_parsed, http_plumbing,
+                        message_pieces)
 
 FLASH_MODEL = "gemini-3-flash-preview"
+ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model
 #: USD per token (input, output incl. thinking) by model; a model not listed is recorded at 0 (price unknown).
 PRICES = {FLASH_MODEL: (0.50e-6, 3.00e-6)}
 THINKING_LEVEL = "MEDIUM"  # the upstream judge's level
@@ -43,9 +45,9 @@ class GeminiJudge(Judge):
     def session(self) -> GenaiSession:
         with self._lock:  # one client per judge, built on first use (listing judges needs no key)
             if self._session is None:
-                self._session = GenaiSession(route="gemini-judge", timeout_s=getattr(self.options, "timeout_s", 120.0),
-                                             policy=getattr(self.options, "policy", None),
-                                             limiter=_limiter(self.options, "gemini-judge"))
+                policy, limiter = http_plumbing(self.options, ROUTE, self.model)
+                self._session = GenaiSession(route=ROUTE, timeout_s=getattr(self.options, "timeout_s", 120.0),
+                                             policy=policy, limiter=limiter)
             return self._session
 
     def judge(self, request: JudgeRequest) -> Verdict:
@@ -88,11 +90,6 @@ class GeminiJudge(Judge):
         if self._session is not None:
             self._session.close()
             self._session = None
-
-
-def _limiter(options, route: str):
-    factory = getattr(options, "limiter_for", None)
-    return factory(route) if factory is not None else None
 
 
 def _reply_text(response: Any, who: str) -> str | None:

@@ -25,7 +25,7 @@ from ..providers.gemini import as_png
 from ..providers.http import error_details, is_retryable, make_http_client
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import PROMPT_SHA256, Answer, UnparseableReply, ask_until_parsed, message_pieces
+from .prompting import PROMPT_SHA256, Answer, UnparseableReply, ask_until_parsed, http_plumbing, message_pieces
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -53,7 +53,7 @@ class OpenAICompatJudge(Judge):
     def client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = _make_client(self.options)
+                self._client = _make_client(self.options, self.model)
             return self._client
 
     def judge(self, request: JudgeRequest) -> Verdict:
@@ -86,11 +86,11 @@ class OpenAICompatJudge(Judge):
             self._client = None
 
 
-def _make_client(options) -> httpx.Client:
+def _make_client(options, model: str) -> httpx.Client:
     key = os.environ.get(KEY_VARIABLE, "").strip()
-    factory = getattr(options, "limiter_for", None)
+    policy, limiter = http_plumbing(options, ROUTE, model)
     client = make_http_client(ROUTE, secrets=(key,) if key else (), timeout=getattr(options, "timeout_s", 120.0),
-                              policy=getattr(options, "policy", None), limiter=factory(ROUTE) if factory else None)
+                              policy=policy, limiter=limiter)
     if key:
         client.headers["Authorization"] = f"Bearer {key}"
     return client

@@ -110,3 +110,20 @@ def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
             continue
         return Parsed(passed, reasoning, cost, attempt, answer)
     raise JudgeError(redact(f"{who}: the reply could not be read as a verdict, twice ({problem})"), retryable=True)
+
+
+def http_plumbing(options: Any, route: str, model: str) -> tuple[Any, Any]:
+    """(retry policy, limiter) of a judge: JudgeOptions' when given, else the run's (providers.runtime).
+
+    A judge route has its own limits (``routes: {gemini-judge: {rpm, inflight}}`` in models.yaml):
+    Gemini's quotas are per model, so the judge does not share the image model's.
+    """
+    from ..providers import runtime as runtime_module
+    from ..registry import ModelSpec
+
+    run = runtime_module.current()
+    policy = getattr(options, "policy", None) or run.policy
+    factory = getattr(options, "limiter_for", None)
+    if factory is not None:
+        return policy, factory(route)
+    return policy, run.limiter_for(ModelSpec(name=f"judge-{route}", route=route, provider_model=model, price=0.0))
