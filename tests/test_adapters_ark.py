@@ -3,10 +3,10 @@ import pytest
 from pytest_hypeedit.errors import Refusal
 from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
-from providers_fakes.contract import AdapterContract, make_request
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
 
 
-class TestArk(AdapterContract):
+class TestArk(AdapterContract, ExpiringUrlContract):
     fake_class = FakeArk
     provider_class = ArkProvider
     model = "seedream-4.5"

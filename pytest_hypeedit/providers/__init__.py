@@ -21,6 +21,8 @@ BUILTIN_ROUTES: dict[str, str] = {
     "identity": "pytest_hypeedit.providers.identity:IdentityProvider",
     "gemini": "pytest_hypeedit.providers.gemini:GeminiProvider",
     "ark": "pytest_hypeedit.providers.ark:ArkProvider",
+    "openai": "pytest_hypeedit.providers.openai:OpenAIProvider",
+    "bfl": "pytest_hypeedit.providers.bfl:BflProvider",
 }
 
 

@@ -59,7 +59,6 @@ class AdapterContract:
     price: ClassVar[float]
     options: ClassVar[dict[str, Any]] = {}
     main_path: ClassVar[str]  # regex of the submit endpoint's path (where status faults are injected)
-    returns_urls: ClassVar[bool] = True  # the provider answers with URLs to download
 
     # ------------------------------------------------------------------ fixtures
     @pytest.fixture
@@ -146,14 +145,6 @@ class AdapterContract:
         with pytest.raises(Refusal, match="cannot be decoded"):
             self.run(provider, tmp_path)
 
-    def test_expired_result_url_is_a_provider_error(self, fake, provider, tmp_path):
-        if not self.returns_urls:
-            pytest.skip("this provider answers with inline images: no URL can expire")
-        fake.inject("expired")
-        with pytest.raises(ProviderError, match="expired") as info:
-            self.run(provider, tmp_path)
-        self.assert_no_key(fake, str(info.value))
-
     def test_slow_reply_past_the_timeout_is_a_provider_error(self, fake, make_provider, tmp_path):
         provider = make_provider(timeout_s=0.15)
         fake.inject("slow", delay=0.4, count=99, path=self.main_path)
@@ -182,3 +173,14 @@ class AdapterContract:
         self.run(provider, tmp_path, repeat=2)
         after = {p.name: p.stat().st_mtime_ns for p in cache.iterdir() if not p.name.startswith(".")}
         assert before and before == after
+
+
+class ExpiringUrlContract:
+    """For providers that answer with a signed URL to download (mixed into AdapterContract)."""
+
+    def test_expired_result_url_is_a_provider_error(self, fake, provider, tmp_path):
+        fake.inject("expired")
+        with pytest.raises(ProviderError, match="expired") as info:
+            self.run(provider, tmp_path)
+        assert info.value.status == 403
+        self.assert_no_key(fake, str(info.value))

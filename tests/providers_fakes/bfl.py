@@ -1,0 +1,84 @@
+"""Fake BFL API: submit ``/v1/<model>``, poll ``/v1/get_result?id=`` (providers.md section 4)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import threading
+import urllib.parse
+
+from PIL import Image
+
+from .base import FakeServer, Reply, Seen
+from .files import FileStore
+
+_ids = itertools.count(1)
+
+
+class FakeBfl(FakeServer):
+    env = "HYPEEDIT_BFL_BASE_URL"
+    key_env = "BFL_API_KEY"
+
+    def __init__(self, key: str = "bfl-fake-key-0123456789", pending_polls: int = 2, credits: float = 10.0):
+        super().__init__(key)
+        self.pending_polls, self.credits = pending_polls, credits
+        self.files = FileStore(self, "/delivery")
+        self.tasks: dict[str, dict] = {}
+        self._task_lock = threading.Lock()
+        self.route("POST", r"/v1/(?P<model>flux-[a-z0-9.\-]+)", self.submit)
+        self.route("GET", "/v1/get_result", self.result)
+
+    @property
+    def base(self) -> str:
+        return self.url
+
+    def authorized(self, seen: Seen) -> bool:
+        return seen.path.startswith("/delivery") or seen.headers.get("x-key") == self.key
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, {"detail": "Not authenticated - Invalid Authentication"})
+
+    def submit(self, seen: Seen) -> Reply:
+        body = seen.json()
+        problem = _validate(body)
+        if problem:
+            return Reply(422, {"detail": [{"loc": ["body"], "msg": problem, "type": "value_error"}]})
+        task_id = f"bfl-task-{next(_ids)}"
+        outcome = "moderated" if self.take_fault("refusal", seen.path) else "ready"
+        data = self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG")
+        with self._task_lock:
+            self.tasks[task_id] = {"polls": 0, "outcome": outcome, "data": data, "seed": body.get("seed")}
+        return Reply(200, {"id": task_id, "polling_url": f"{self.url}/v1/get_result?id={task_id}",
+                           "cost": self.credits, "input_mp": 1.0, "output_mp": 1.0})
+
+    def result(self, seen: Seen) -> Reply:
+        task_id = urllib.parse.parse_qs(seen.query).get("id", [""])[0]
+        with self._task_lock:
+            task = self.tasks.get(task_id)
+            if task is None:
+                return Reply(200, {"id": task_id, "status": "Task not found", "result": None})
+            task["polls"] += 1
+            polls = task["polls"]
+        if polls <= self.pending_polls:
+            return Reply(200, {"id": task_id, "status": "Pending", "result": None, "progress": 0.5})
+        if task["outcome"] == "moderated":
+            return Reply(200, {"id": task_id, "status": "Content Moderated", "result": None,
+                               "details": {"Moderation Reasons": ["Derivative Works Filter"]}})
+        url = self.files.put(task["data"], "jpg")
+        return Reply(200, {"id": task_id, "status": "Ready",
+                           "result": {"sample": url, "prompt": "...", "seed": task["seed"]}})
+
+
+def _validate(body: dict) -> str | None:
+    if not body.get("prompt"):
+        return "prompt is required"
+    width, height = body.get("width", 1024), body.get("height", 1024)
+    if width % 16 or height % 16 or width < 64 or height < 64 or width * height > 4_194_304:
+        return f"width/height must be multiples of 16, >= 64, <= 4 MP, got {width}x{height}"
+    keys = [k for k in body if k.startswith("input_image")]
+    if not keys or len(keys) > 8:
+        return "1-8 input images"
+    for key in keys:
+        Image.open(io.BytesIO(base64.b64decode(body[key]))).load()
+    return None
