@@ -78,11 +78,15 @@ class GeminiJudge(Judge):
     def _config(self):
         _, types, _ = import_genai()
         return types.GenerateContentConfig(
+            # 0 as upstream, for verdicts that agree with the published figures; Google advises 1.0
+            # for Gemini 3 (second-hand, UNCONFIRMED), which would make verdicts vary between runs.
             temperature=0,
             max_output_tokens=8192,  # thinking counts against it: room enough that the JSON is never cut
             response_mime_type="application/json",
+            # responseJsonSchema: structured output of Gemini 2.5+; for gemini-3-flash-preview UNCONFIRMED.
             response_json_schema=VERDICT_SCHEMA,
             thinking_config=types.ThinkingConfig(thinking_level=THINKING_LEVEL),
+            # Request-wide, as v1beta takes it; the per-part level (and ULTRA_HIGH) needs v1alpha.
             media_resolution=types.MediaResolution.MEDIA_RESOLUTION_HIGH,
         )
 
