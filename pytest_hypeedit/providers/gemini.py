@@ -94,9 +94,9 @@ class GeminiProvider(Provider):
     def _config(self, request: GenerationRequest):
         _, types, _ = import_genai()
         return types.GenerateContentConfig(
-            # TEXT+IMAGE is what the model answers with anyway; asking for IMAGE only
-            # is the documented way to get an image and is tolerated with text parts too.
-            response_modalities=["IMAGE"],
+            # IMAGE only by default; options.response_modalities: [TEXT, IMAGE] works too, since
+            # text parts in the answer are tolerated (the image is still the last non-thought one).
+            response_modalities=list(self.spec.options.get("response_modalities") or ["IMAGE"]),
             image_config=types.ImageConfig(aspect_ratio=self._aspect_ratio(request), image_size=self.image_size),
             # generationConfig.seed is sent; whether the image model honours it is UNCONFIRMED.
             seed=request.seed,
@@ -110,13 +110,15 @@ class GeminiProvider(Provider):
         workers), and kept in memory for the task's next repeats."""
         _, types, _ = import_genai()
         task_id = request.task.task_id
-        if task_id not in self._parts_cache:
+        parts = self._parts_cache.get(task_id)
+        if parts is None:
             prepared = prepare_references(request.references, IMAGE_LIMITS, self.runtime.images_dir(),
                                           task_id=task_id, route=self.route)
-            self._parts_cache.clear()  # tasks come one after another: keep only the current one's images
-            self._parts_cache[task_id] = [types.Part.from_bytes(data=image.read(), mime_type=image.mime)
-                                          for image in prepared]
-        return self._parts_cache[task_id]
+            parts = [types.Part.from_bytes(data=image.read(), mime_type=image.mime) for image in prepared]
+            # Tasks come one after another: keep only the current one (replaced whole, so a
+            # concurrent call never sees a half-built cache).
+            self._parts_cache = {task_id: parts}
+        return parts
 
     def close(self) -> None:
         if self._session is not None:
