@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import pytest
 from hype_ci_fixtures import SCRIPT_INSTRUCTION, args, setup_bench
@@ -35,10 +37,11 @@ def test_gallery_writes_thumbnails_full_size_and_collages_beside_the_report(benc
     assets = bench.path / "rep" / "hypeedit-assets"
     thumbs = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.thumb.jpg"))
     assert thumbs == [f"mini/identity/task-{t:02d}/{r:03d}.thumb.jpg" for t in range(4) for r in (1, 3)]
-    assert (assets / "mini/identity/task-00/001.png").read_bytes() == (bench.path / "out/mini/identity/task-00/001.png").read_bytes()
+    assert not list(assets.rglob("*.png"))  # full size is a link to the outputs, not a copy
     assert sorted(p.name for p in (assets / "collages/mini").iterdir()) == [f"task-{t:02d}.webp" for t in range(4)]
     text = (bench.path / "rep" / "report.html").read_text()
     assert "hypeedit-assets/mini/identity/task-00/001.thumb.jpg" in text  # linked, not embedded
+    assert "../out/mini/identity/task-00/001.png" in text  # the full-size original, relative to the report
     assert "data:image" not in text
     assert SCRIPT_INSTRUCTION not in text and 'onerror="alert(2)"' not in text
 
@@ -106,7 +109,10 @@ def check_first_failure(page) -> None:
     page.wait_for_function("els => els.every(i => i.complete && i.naturalWidth > 0)", arg=images.element_handles())
     ref_box, cand_box = images.nth(0).bounding_box(), images.nth(1).bounding_box()
     assert ref_box["height"] > 50 and abs(ref_box["y"] - cand_box["y"]) < 5  # side by side, visible
-    assert entry.locator("a[href$='.png']").count() == 2  # full size one click away
+    links = entry.locator("a[href$='.png']")
+    assert links.count() == 2  # full size one click away
+    full = links.nth(1).evaluate("a => a.href")  # resolved by the browser against the report's URL
+    assert Path(url2pathname(urlparse(full).path)).is_file()
 
 
 def check_collage(page) -> None:

@@ -3,9 +3,9 @@
 - Every failed, refused or errored candidate gets an extra in its row: the
   instruction, reference(s), the candidate, the judge's reasoning and votes,
   route, seed, cost and latency.  Images are files under
-  ``<report dir>/hypeedit-assets/`` (small JPEG thumbnails inline, the full
-  size one click away, hard-linked when the file system allows), so 500
-  candidates do not make a several-hundred-MB HTML file.
+  ``<report dir>/hypeedit-assets/`` (small JPEG thumbnails inline, linking to
+  the full-size original in the outputs by a relative path), so 500
+  candidates make neither a several-hundred-MB HTML file nor a copy of the outputs.
 - The summary on top: metrics per model and split with 95% intervals, per
   task type, sensitivity and baseline tables, gate lines, bar charts (SVG) and
   one collage per task with a failure.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import io
 import os
-import shutil
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -85,13 +84,13 @@ class Assets:
             return "data:image/jpeg;base64," + base64.b64encode(data).decode("ascii")
         return self._write(f"{name}.thumb.jpg", data)
 
-    def full_size(self, source: Path, name: str) -> str | None:
-        """Relative URL of the full-size image (same extension), or None when self-contained."""
-        if self.self_contained:
-            return None
-        dest = self.root / f"{name}{source.suffix.lower()}"
-        publish_file(source, dest)
-        return self.url(dest)
+    def full_size(self, source: Path) -> str | None:
+        """Relative URL of the full-size original, or None when self-contained.
+
+        A link, not a copy: 500 full-size candidates would make the report
+        folder hundreds of MB, and the originals already sit in the outputs.
+        """
+        return None if self.self_contained else self.url(source)
 
     def collage(self, dest_name: str) -> Path:
         return self.root / "collages" / dest_name
@@ -118,19 +117,6 @@ def thumbnail_bytes(source: Path, size: int) -> bytes:
         out = io.BytesIO()
         image.save(out, format="JPEG", quality=78, optimize=True)
         return out.getvalue()
-
-
-def publish_file(source: Path, dest: Path) -> None:
-    """Put ``source`` at ``dest``: a hard link when possible (no extra disk), else a copy."""
-    if dest.is_file() and dest.stat().st_size == source.stat().st_size:
-        return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-    try:
-        os.link(source, partial)
-    except OSError:  # another file system, or links not allowed
-        shutil.copyfile(source, partial)
-    os.replace(partial, dest)
 
 
 def atomic_write(dest: Path, data: bytes) -> None:
@@ -179,7 +165,7 @@ def _candidate_figure(record: Record, source: GallerySource, assets: Assets) -> 
 def _figure(path: Path, name: str, caption: str, css_class: str, assets: Assets) -> str:
     try:
         thumb = assets.thumbnail(path, name)
-        full = assets.full_size(path, name)
+        full = assets.full_size(path)
     except (OSError, ValueError) as exc:  # an unreadable image must not cost the whole report
         return f'<figure class="{escape(css_class)}"><span class="noimage">unreadable</span><figcaption>{_text(caption)}: {_text(exc)}</figcaption></figure>'
     image = f'<img src="{escape(thumb)}" alt="{escape(caption)}" loading="lazy">'
