@@ -70,7 +70,7 @@ def _header(settings: Mapping[str, Any]) -> str:
         "",
         "Metrics:",
         "- Pass rate (P@1): mean over tasks of the share of PASS candidates.",
-        f"- Pass@{cap} (P@{cap}): mean over tasks of 1 - (1 - p)^{cap}, the chance of a PASS within {cap} attempts.",
+        "- Pass@4 (P@4): mean over tasks of 1 - (1 - p)^4, the chance of a PASS within 4 attempts.",
         "- Pass@10 (P@10): tasks with at least one PASS among their candidates.",
         f"- Expected attempts: expected number of attempts to get a PASS (max {cap}).",
         "- Effective cost per success: expected attempts * (model cost + review cost per candidate) / P@4.",
