@@ -13,31 +13,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..fetch import atomic_write_bytes
+from ..leaderboard import COMBINED, SCHEMA, results_markdown
 from ..metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..records import ERROR, REFUSED, SKIPPED, Record
-
-SCHEMA = "hypeedit-results/1"
-COMBINED = "combined"
-
-#: Columns of the upstream RESULTS.md, in its order: (header, key, format).
-TABLE_COLUMNS = (
-    ("Pass rate", "pass_rate", "pct"),
-    ("Pass@4", "pass_at_4", "pct"),
-    ("Pass@10", "pass_at_10", "pct"),
-    ("Expected attempts", "expected_attempts", "num"),
-    ("Effective cost/success", "effective_cost", "usd"),
-    ("Hype gap", "hype_gap", "pct"),
-)
-
-
-def fmt(value, kind: str) -> str:
-    if value is None:
-        return "n/a"
-    if kind == "pct":
-        return f"{value * 100:.1f}%"
-    if kind == "usd":
-        return f"${value:.2f}"
-    return f"{value:.2f}"
 
 
 def build_results(
@@ -92,29 +70,8 @@ def _counts(records: list[Record]) -> dict:
     }
 
 
-def results_markdown(results: dict) -> str:
-    """One RESULTS.md-style table per split (sorted by pass rate), then combined."""
-    splits = list(dict.fromkeys(row["split"] for row in results["rows"]))
-    splits = [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
-    parts = ["# Results", ""]
-    for split in splits:
-        rows = sorted((r for r in results["rows"] if r["split"] == split), key=lambda r: -(r["pass_rate"] or 0))
-        parts += [f"## {split.capitalize()}", "", _markdown_table(rows), ""]
-    return "\n".join(parts)
-
-
-def _markdown_table(rows: list[dict]) -> str:
-    header = "| Model | " + " | ".join(h for h, _, _ in TABLE_COLUMNS) + " |"
-    rule = "| --- " * (len(TABLE_COLUMNS) + 1) + "|"
-    lines = [header, rule]
-    for row in rows:
-        cells = [row["model"]] + [fmt(row.get(key), kind) for _, key, kind in TABLE_COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
 def write_results(results: dict, path: Path) -> Path:
-    """Write the JSON and, beside it, the Markdown table (same stem, ``.md``)."""
+    """Write the JSON and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
     atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False) + "\n").encode("utf-8"))
     markdown = path.with_suffix(".md")
     atomic_write_bytes(markdown, results_markdown(results).encode("utf-8"))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from .results import COMBINED, TABLE_COLUMNS, fmt
+from ..leaderboard import COLUMNS, COMBINED, format_metric
 
 COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
 
 
 def summary_lines(results: dict) -> list[str]:
     rows = results["rows"]
-    headers = ["Model", "Split"] + [h for h, _, _ in TABLE_COLUMNS] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
+    headers = ["Model", "Split"] + [title for _, title, _ in COLUMNS] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
     body = [_cells(row) for row in _ordered(rows)]
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
     lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
@@ -24,7 +24,7 @@ def _ordered(rows: list[dict]) -> list[dict]:
 
 
 def _cells(row: dict) -> list[str]:
-    metrics = [fmt(row.get(key), kind) for _, key, kind in TABLE_COLUMNS]
+    metrics = [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
     counts = [f"{row[key]}/{row['candidates']}" if key == "judged" else str(row[key]) for _, key in COUNT_COLUMNS]
     return [row["model"], row["split"], *metrics, *counts, f"${row['spent']:.2f}"]
 
