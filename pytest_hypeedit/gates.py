@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import ConfigError
+from .leaderboard import format_metric
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {
@@ -92,13 +93,10 @@ class GateResult:
 
 
 def format_value(value: float | None, kind: str) -> str:
-    if not _finite(value):
-        return "n/a" if value is None or math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"
+    """As in the leaderboard, but an infinite value (no success at all) says so."""
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return format_metric(value, kind)
 
 
 def format_margin(margin: float | None, kind: str) -> str:
