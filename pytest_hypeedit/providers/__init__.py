@@ -23,6 +23,7 @@ BUILTIN_ROUTES: dict[str, str] = {
     "ark": "pytest_hypeedit.providers.ark:ArkProvider",
     "openai": "pytest_hypeedit.providers.openai:OpenAIProvider",
     "bfl": "pytest_hypeedit.providers.bfl:BflProvider",
+    "fal": "pytest_hypeedit.providers.fal:FalProvider",
 }
 
 

@@ -1,0 +1,93 @@
+"""Fake fal queue API (providers.md section 7): submit, status_url, response_url."""
+
+from __future__ import annotations
+
+import base64
+import io
+import itertools
+import re
+import threading
+
+from PIL import Image
+
+from .base import FakeServer, Reply, Seen
+from .files import FileStore
+
+_ids = itertools.count(1)
+
+
+class FakeFal(FakeServer):
+    env = "HYPEEDIT_FAL_BASE_URL"
+    key_env = "FAL_KEY"
+
+    def __init__(self, key: str = "fal-fake-key:0123456789abcdef", queued_polls: int = 1):
+        super().__init__(key)
+        self.queued_polls = queued_polls
+        self.nsfw = False  # answer with has_nsfw_concepts [true] (the safety checker's flag)
+        self.files = FileStore(self, "/files")
+        self.jobs: dict[str, dict] = {}
+        self._jobs_lock = threading.Lock()
+        # Requests URLs keep the first two segments of the endpoint id only.
+        self.route("GET", r"/(?P<owner>[^/]+)/(?P<app>[^/]+)/requests/(?P<id>[^/]+)/status", self.status)
+        self.route("GET", r"/(?P<owner>[^/]+)/(?P<app>[^/]+)/requests/(?P<id>[^/]+)", self.response)
+        self.route("POST", r"/(?P<endpoint>[^/]+/[^/]+(/[^/]+)*)", self.submit)
+
+    @property
+    def base(self) -> str:
+        return self.url
+
+    def authorized(self, seen: Seen) -> bool:
+        return seen.path.startswith("/files") or seen.headers.get("authorization") == f"Key {self.key}"
+
+    def unauthorized(self) -> Reply:
+        return Reply(401, {"detail": "Invalid API key"})
+
+    def submit(self, seen: Seen) -> Reply:
+        body = seen.json()
+        problem = _validate(body)
+        if problem:
+            return Reply(422, {"detail": [{"loc": ["body"], "msg": problem, "type": "value_error"}]})
+        job_id = f"fal-{next(_ids):06d}"
+        owner, app = seen.match["endpoint"].split("/")[:2]
+        size = body.get("image_size")
+        if not isinstance(size, dict):  # a preset such as "auto_2K"
+            size = {"width": 1024, "height": 1024}
+        job = {"polls": 0, "refuse": bool(self.take_fault("refusal", "")), "seed": body.get("seed"),
+               "data": self.files.new_image(size["width"] // 16, size["height"] // 16)}
+        with self._jobs_lock:
+            self.jobs[job_id] = job
+        root = f"{self.url}/{owner}/{app}/requests/{job_id}"
+        return Reply(200, {"request_id": job_id, "status_url": f"{root}/status", "response_url": root,
+                           "cancel_url": f"{root}/cancel", "queue_position": 0})
+
+    def status(self, seen: Seen) -> Reply:
+        job = self.jobs.get(seen.match["id"])
+        if job is None:
+            return Reply(404, {"detail": "Request not found"})
+        job["polls"] += 1
+        if job["polls"] <= self.queued_polls:
+            return Reply(202, {"status": "IN_QUEUE", "queue_position": 0})
+        return Reply(200, {"status": "COMPLETED", "logs": None})
+
+    def response(self, seen: Seen) -> Reply:
+        job = self.jobs.get(seen.match["id"])
+        if job is None:
+            return Reply(404, {"detail": "Request not found"})
+        if job["refuse"]:
+            return Reply(422, {"detail": [{"loc": ["body", "prompt"], "msg": "The content could not be processed "
+                                           "because it contained material flagged by a content checker.",
+                                           "type": "content_policy_violation"}]}, {"X-Fal-Retryable": "false"})
+        url = self.files.put(job["data"])
+        return Reply(200, {"images": [{"url": url, "width": 64, "height": 48, "content_type": "image/png"}],
+                           "seed": job["seed"], "has_nsfw_concepts": [self.nsfw]})
+
+
+def _validate(body: dict) -> str | None:
+    if not body.get("prompt") or not body.get("image_urls"):
+        return "prompt and image_urls are required"
+    for url in body["image_urls"]:
+        match = re.match(r"data:image/\w+;base64,(.*)$", url, re.S)
+        if not match:
+            return "image_urls must be URLs or data URIs"
+        Image.open(io.BytesIO(base64.b64decode(match[1]))).load()
+    return None

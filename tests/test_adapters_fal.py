@@ -1,0 +1,51 @@
+import pytest
+
+from pytest_hypeedit.errors import Refusal
+from pytest_hypeedit.providers.fal import FalProvider
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.fal import FakeFal
+
+
+class TestFal(AdapterContract, ExpiringUrlContract):
+    fake_class = FakeFal
+    provider_class = FalProvider
+    model = "qwen-image-edit-2511"
+    provider_model = "fal-ai/qwen-image-edit-2511"
+    price = 0.03
+    options = {"poll_s": 0.01, "poll_max_s": 0.02}
+    main_path = "qwen-image-edit-2511$"
+
+    def check_success_request(self, fake, generation):
+        submit = fake.seen(self.main_path)[0]
+        body = submit.json()
+        assert submit.headers["authorization"] == f"Key {fake.key}"
+        assert body["seed"] == generation.seed and len(body["image_urls"]) == 1
+        size = body["image_size"]
+        assert 0.9e6 <= size["width"] * size["height"] <= 1.1e6
+        assert len(fake.seen("/requests/.*/status")) == 2
+        assert generation.request_id.startswith("fal-") and generation.cost == 0.03
+
+    def test_returned_urls_are_followed_for_a_deeper_endpoint_id(self, fake, make_provider, tmp_path):
+        provider = make_provider()
+        object.__setattr__(provider.spec, "provider_model", "fal-ai/bytedance/seedream/v4.5/edit")
+        provider.generate(make_request(tmp_path, provider.spec))
+        assert fake.seen("/fal-ai/bytedance/requests/")  # the id's first two segments only
+
+    def test_arguments_option_adds_input_fields(self, fake, make_provider, tmp_path):
+        provider = make_provider(arguments={"image_size": "auto_2K", "enable_safety_checker": False})
+        provider.generate(make_request(tmp_path, provider.spec))
+        body = fake.seen(self.main_path)[0].json()
+        assert body["image_size"] == "auto_2K" and body["enable_safety_checker"] is False
+
+    def test_nsfw_flag_is_a_refusal(self, fake, provider, tmp_path):
+        fake.nsfw = True
+        with pytest.raises(Refusal, match="has_nsfw_concepts"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_a_request_that_stays_queued_times_out(self, fake, make_provider, tmp_path):
+        from pytest_hypeedit.errors import ProviderError
+        fake.queued_polls = 10_000
+        provider = make_provider(max_wait_s=0.1)
+        with pytest.raises(ProviderError, match="still IN_QUEUE") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable
