@@ -24,6 +24,7 @@ BUILTIN_ROUTES: dict[str, str] = {
     "openai": "pytest_hypeedit.providers.openai:OpenAIProvider",
     "bfl": "pytest_hypeedit.providers.bfl:BflProvider",
     "fal": "pytest_hypeedit.providers.fal:FalProvider",
+    "runware": "pytest_hypeedit.providers.runware:RunwareProvider",
 }
 
 
