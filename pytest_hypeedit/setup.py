@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from .budget import Budget
 from .config import RunConfig, build_run_config
 from .errors import ConfigError
 from .items import RUNNER_KEY
@@ -49,13 +50,27 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
             images[key] = reference_image_paths(task, run.images_base_for(split), run.cache_dir, verify=False)
         return images[key]
 
+    state_dir = run_state_dir(config, run)
     return Runner(
         store=Store(run.outputs),
         make_provider=lambda spec: make_provider(config, spec),
         make_judge=lambda: make_judge(config, run),
         references=references,
         rejudge=run.rejudge,
+        budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
     )
+
+
+def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
+    """The per-run directory every xdist worker shares (budget ledger, rate-limiter files), named by
+    the run id the controller hands to its workers; also tells the HTTP adapters where it is."""
+    from .plugin import run_id
+    from .providers import runtime
+
+    state_dir = run.cache_dir / "runs" / run_id(config)
+    runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
+                                      limits=run.registry.limits_for))
+    return state_dir
 
 
 def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:

@@ -1,0 +1,60 @@
+"""The HTTP adapters inside a real run: --budget across xdist workers, resume, and no key in any output."""
+
+from __future__ import annotations
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+
+from providers_fakes.ark import FakeArk
+
+TASKS, REPEATS = 4, 3
+
+
+@pytest.fixture
+def ark_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
+    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
+    verdicts = {(f"task-{t:02d}", "seedream-4.5", r): t % 2 == 0 for t in range(TASKS) for r in range(1, REPEATS + 1)}
+    write_labels(pytester.path / "r1.json", verdicts)
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeArk() as fake:
+        monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", fake.base)
+        monkeypatch.setenv("ARK_API_KEY", fake.key)
+        yield pytester, fake
+
+
+def args(*extra: str) -> list[str]:
+    return ["--tasks", "mini.json", "--images-base", "images", "--repeats", str(REPEATS), "--outputs", "out",
+            "--model", "seedream-4.5", "--judge", "labels:r1.json", *extra]
+
+
+def generation_calls(fake) -> list:
+    return fake.seen("/images/generations")
+
+
+def all_output_text(root) -> str:
+    return "\n".join(path.read_bytes().decode("utf-8", "replace") for path in root.rglob("*") if path.is_file())
+
+
+def test_budget_caps_paid_calls_across_workers_and_a_rerun_completes(ark_run):
+    pytester, fake = ark_run
+    # 0.2 USD at 0.04 per candidate: exactly 5 of the 12 candidates may be bought.
+    first = pytester.runpytest(*args("--budget", "0.2", "-n", "2"))
+    assert len(generation_calls(fake)) == 5
+    assert "budget" in first.stdout.str().lower()
+    second = pytester.runpytest(*args("--budget", "10"))
+    assert len(generation_calls(fake)) == TASKS * REPEATS  # the 5 paid ones were not bought again
+    second.assert_outcomes(passed=6, failed=6)
+    text = first.stdout.str() + second.stdout.str() + all_output_text(pytester.path / "out")
+    assert fake.key not in text
+
+
+def test_refusals_and_faults_end_judged_or_refused_with_no_key_anywhere(ark_run):
+    pytester, fake = ark_run
+    fake.inject("refusal")
+    fake.inject("status", status=429, retry_after="0.1", path="/images/generations")
+    fake.inject("status", status=503, path="/images/generations")
+    result = pytester.runpytest(*args("--junitxml", "junit.xml"))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == TASKS * REPEATS
+    assert "error" not in outcomes and "errors" not in outcomes
+    assert fake.key not in result.stdout.str() + all_output_text(pytester.path)
