@@ -25,6 +25,9 @@ BUILTIN_ROUTES: dict[str, str] = {
     "bfl": "pytest_hypeedit.providers.bfl:BflProvider",
     "fal": "pytest_hypeedit.providers.fal:FalProvider",
     "runware": "pytest_hypeedit.providers.runware:RunwareProvider",
+    "replicate": "pytest_hypeedit.providers.replicate:ReplicateProvider",
+    "dashscope": "pytest_hypeedit.providers.dashscope:DashScopeProvider",
+    "openrouter": "pytest_hypeedit.providers.openrouter:OpenRouterProvider",
 }
 
 
