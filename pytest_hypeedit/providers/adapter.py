@@ -14,7 +14,6 @@ import binascii
 import io
 import math
 import threading
-import time
 from typing import Any, ClassVar, Sequence
 
 import httpx
@@ -120,6 +119,11 @@ class HttpProvider(Provider):
         return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
                           seed=seed, request_id=request_id, extra=extra)
 
+    @staticmethod
+    def error(message: str, *, retryable: bool = True, status: int | None = None) -> ProviderError:
+        """A ProviderError whose message is redacted (it may quote the provider's reply)."""
+        return ProviderError(redact(message), retryable=retryable, status=status)
+
     def refusal(self, request: GenerationRequest, reason: str, *, request_id: str | None = None,
                 cost: float = 0.0) -> Refusal:
         return Refusal(redact(f"{self.what(request)}: {reason}"), cost=cost, request_id=request_id)
@@ -197,10 +201,6 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
     while True:
         yield delay
         delay = min(delay * factor, cap)
-
-
-def elapsed_since(start: float) -> float:
-    return round(time.monotonic() - start, 3)
 
 
 __all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "nearest_size",

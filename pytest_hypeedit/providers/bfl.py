@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import ProviderError
 from .adapter import HttpProvider, poll_delays, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
@@ -70,7 +69,7 @@ class BflProvider(HttpProvider):
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict) or not reply.get("polling_url"):
-            raise ProviderError(f"{what}: the submit reply has no polling_url (request id {request_id_of(response)})")
+            raise self.error(f"{what}: the submit reply has no polling_url (request id {request_id_of(response)})")
         return reply
 
     def wait_for_result(self, request: GenerationRequest, submitted: dict, what: str, cost: float | None) -> dict:
@@ -88,7 +87,7 @@ class BflProvider(HttpProvider):
                 return result
             self.settle_failure(request, reply, status, task_id, cost)
             if time.monotonic() > deadline:
-                raise ProviderError(f"{what}: still {reply.get('status')!r} after {self.spec.options.get('max_wait_s', 600)} s "
+                raise self.error(f"{what}: still {reply.get('status')!r} after {self.spec.options.get('max_wait_s', 600)} s "
                                     f"(task {task_id})", retryable=True)
             time.sleep(next(delays))
 
@@ -102,9 +101,9 @@ class BflProvider(HttpProvider):
         if status == "content moderated":
             raise self.refusal(request, f"Content Moderated: {details}", request_id=task_id, cost=cost or 0.0)
         if status == "error":
-            raise ProviderError(f"{self.what(request)}: BFL task {task_id} failed: {details}", retryable=True)
+            raise self.error(f"{self.what(request)}: BFL task {task_id} failed: {details}", retryable=True)
         if status == "task not found":
-            raise ProviderError(f"{self.what(request)}: BFL task {task_id} not found", retryable=False)
+            raise self.error(f"{self.what(request)}: BFL task {task_id} not found", retryable=False)
         if status not in ("pending", "processing", "queued", "in progress"):
             # Unknown statuses are waited on, not failed: the list is the documented one only.
             return
@@ -114,5 +113,5 @@ class BflProvider(HttpProvider):
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict):
-            raise ProviderError(f"{what}: poll reply is not an object", retryable=True)
+            raise self.error(f"{what}: poll reply is not an object", retryable=True)
         return reply

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import ProviderError
 from .adapter import HttpProvider, poll_delays, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
@@ -73,7 +72,7 @@ class FalProvider(HttpProvider):
         self.check(response)
         queued = self.json_of(response, what)
         if not isinstance(queued, dict) or not queued.get("response_url"):
-            raise ProviderError(f"{what}: the queue reply has no response_url (request id {request_id_of(response)})")
+            raise self.error(f"{what}: the queue reply has no response_url (request id {request_id_of(response)})")
         return queued
 
     def wait_until_completed(self, request: GenerationRequest, queued: dict, what: str) -> None:
@@ -89,7 +88,7 @@ class FalProvider(HttpProvider):
             if status == "COMPLETED":
                 return
             if time.monotonic() > deadline:
-                raise ProviderError(f"{what}: fal request {queued.get('request_id')} still {status} after {max_wait:g} s",
+                raise self.error(f"{what}: fal request {queued.get('request_id')} still {status} after {max_wait:g} s",
                                     retryable=True)
             time.sleep(next(delays))
 
@@ -99,7 +98,7 @@ class FalProvider(HttpProvider):
         self.check(response)
         result = self.json_of(response, what)
         if not isinstance(result, dict):
-            raise ProviderError(f"{what}: the result of fal request {request_id} is not an object", retryable=True)
+            raise self.error(f"{what}: the result of fal request {request_id} is not an object", retryable=True)
         return result
 
     def refuse_if_policy(self, request: GenerationRequest, response, request_id: str | None = None) -> None:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import httpx
 
 from ..errors import ProviderError
-from ..secrets import redact
+from ..secrets import redact, register_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..limits import RouteLimiter
@@ -171,8 +171,6 @@ def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float 
     ``secrets`` are extra values to redact from errors (the route's own key
     variables are always redacted).  ``transport`` replaces the network (tests).
     """
-    from ..secrets import register_secret
-
     for value in secrets:
         register_secret(value)
     inner = transport if transport is not None else httpx.HTTPTransport()

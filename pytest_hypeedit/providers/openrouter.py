@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ProviderError
 from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
@@ -44,7 +43,7 @@ class OpenRouterProvider(HttpProvider):
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict):
-            raise ProviderError(f"{what}: the reply is not an object", retryable=True)
+            raise self.error(f"{what}: the reply is not an object", retryable=True)
         request_id = reply.get("id")
         url = self.image_url(request, reply, request_id, what)
         usage = reply.get("usage") or {}
@@ -70,7 +69,7 @@ class OpenRouterProvider(HttpProvider):
     def image_url(self, request: GenerationRequest, reply: dict, request_id: str | None, what: str) -> str:
         if reply.get("error"):
             code, message = error_details_of(reply)
-            raise ProviderError(f"{what}: error after the generation started: {code}: {message[:300]}",
+            raise self.error(f"{what}: error after the generation started: {code}: {message[:300]}",
                                 retryable=True)
         choices = reply.get("choices") or [{}]
         choice = choices[0] if isinstance(choices[0], dict) else {}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import ProviderError
 from .adapter import HttpProvider, nearest_ratio, poll_delays
 from .base import Generation, GenerationRequest
 from .images import ImageLimits
@@ -74,11 +73,11 @@ class ReplicateProvider(HttpProvider):
         delays = poll_delays(float(self.spec.options.get("poll_s", 1.0)), cap=float(self.spec.options.get("poll_max_s", 5)))
         while prediction.get("status") not in TERMINAL:
             if time.monotonic() > deadline:
-                raise ProviderError(f"{what}: prediction {prediction.get('id')} still {prediction.get('status')}",
+                raise self.error(f"{what}: prediction {prediction.get('id')} still {prediction.get('status')}",
                                     retryable=True)
             url = (prediction.get("urls") or {}).get("get")
             if not url:
-                raise ProviderError(f"{what}: prediction {prediction.get('id')} has no urls.get to poll")
+                raise self.error(f"{what}: prediction {prediction.get('id')} has no urls.get to poll")
             time.sleep(next(delays))
             response = self.call("GET", str(url), headers=self.headers)
             self.check(response)
@@ -88,7 +87,7 @@ class ReplicateProvider(HttpProvider):
         error = str(prediction.get("error") or prediction["status"])
         if any(marker in error.lower() for marker in REFUSAL_MARKERS):
             raise self.refusal(request, f"prediction failed: {error[:300]}", request_id=str(prediction.get("id")))
-        raise ProviderError(f"{what}: prediction {prediction.get('id')} {prediction['status']}: {error[:300]}",
+        raise self.error(f"{what}: prediction {prediction.get('id')} {prediction['status']}: {error[:300]}",
                             retryable=True)
 
     def output_url(self, request: GenerationRequest, prediction: dict) -> str:
