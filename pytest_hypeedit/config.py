@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import ConfigError
 from .metrics import MetricSettings, review_cost
-from .registry import ModelSpec, Registry, load_registry
+from .registry import ModelSpec, Registry, RouteLimits, load_registry, parse_rate_limit
 from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_option
 
 DEFAULT_JUDGE = "gemini-3-flash"
@@ -38,6 +38,11 @@ class RunConfig:
     review_rate: float
     budget: float | None
     registry: Registry
+    rate_limits: Mapping[str, RouteLimits]  # --rate-limit overrides, by route
+
+    def limits_for(self, spec: ModelSpec) -> RouteLimits:
+        """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes."""
+        return self.rate_limits.get(spec.route) or self.registry.limits_for(spec)
 
     @property
     def metric_settings(self) -> MetricSettings:
@@ -88,6 +93,7 @@ def build_run_config(option: Any, rootdir: Path, extra_models: list[dict] = ()) 
         review_rate=_non_negative("--review-rate", option.hypeedit_review_rate),
         budget=None if option.hypeedit_budget is None else _non_negative("--budget", option.hypeedit_budget),
         registry=registry,
+        rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
     )
 
 

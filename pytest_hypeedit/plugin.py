@@ -59,6 +59,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="human review time per candidate, for effective cost (default 20)")
     add("--review-rate", dest="hypeedit_review_rate", type=float, default=50.0, metavar="USD",
         help="reviewer cost per hour, for effective cost (default 50)")
+    add("--rate-limit", action="append", dest="hypeedit_rate_limits", default=[], metavar="ROUTE=RPM[/INFLIGHT]",
+        help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
     add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
     from .ci import add_options as add_ci_options  # --gate, --allow-incomplete, --bootstrap, --baseline

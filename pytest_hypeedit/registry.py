@@ -64,6 +64,16 @@ class Registry:
         )
 
 
+def parse_rate_limit(text: str) -> tuple[str, RouteLimits]:
+    """``--rate-limit ROUTE=RPM[/INFLIGHT]``, e.g. ``ark=120/8``, ``fal=/2`` (in flight only)."""
+    match = re.match(r"^([A-Za-z0-9_.\-]+)=(\d+(?:\.\d+)?)?(?:/(\d+))?$", text.strip())
+    if not match or not (match.group(2) or match.group(3)):
+        raise ConfigError(f"--rate-limit {text}: expected ROUTE=RPM[/INFLIGHT], e.g. ark=120/8 or fal=/2")
+    route, rpm, inflight = match.groups()
+    return route, _limits({k: v for k, v in (("rpm", rpm and float(rpm)), ("inflight", inflight and int(inflight))) if v},
+                          f"--rate-limit {text}")
+
+
 def read_yaml(path: Path) -> dict:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}

@@ -69,7 +69,7 @@ def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
 
     state_dir = run.cache_dir / "runs" / run_id(config)
     runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
-                                      limits=run.registry.limits_for))
+                                      limits=run.limits_for))
     return state_dir
 
 

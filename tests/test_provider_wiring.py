@@ -58,3 +58,20 @@ def test_refusals_and_faults_end_judged_or_refused_with_no_key_anywhere(ark_run)
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == TASKS * REPEATS
     assert "error" not in outcomes and "errors" not in outcomes
     assert fake.key not in result.stdout.str() + all_output_text(pytester.path)
+
+
+def test_rate_limit_option_holds_in_flight_calls_across_workers(ark_run):
+    pytester, fake = ark_run
+    fake.inject("slow", path="/images/generations", delay=0.25, count=TASKS * REPEATS)
+    result = pytester.runpytest(*args("-n", "2", "--rate-limit", "ark=/1"))
+    result.assert_outcomes(passed=6, failed=6)
+    arrivals = sorted(seen.at for seen in generation_calls(fake))
+    # one request in flight across both workers: each starts after the previous 0.25 s reply
+    assert min(b - a for a, b in zip(arrivals, arrivals[1:])) >= 0.24
+
+
+def test_rate_limit_option_is_validated(ark_run):
+    pytester, _ = ark_run
+    result = pytester.runpytest(*args("--rate-limit", "ark=fast"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rate-limit ark=fast: expected ROUTE=RPM[[]/INFLIGHT], e.g. ark=120/8*"])
