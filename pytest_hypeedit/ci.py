@@ -34,32 +34,6 @@ JUNIT_COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "skipped"
 GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
 
 
-def add_options(group) -> None:
-    add = group.addoption
-    add("--gate", action="append", dest="hypeedit_gates", default=[], metavar="[MODEL[@SPLIT]:]METRIC OP VALUE",
-        help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
-             "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
-    add("--allow-incomplete", dest="hypeedit_allow_incomplete", action="store_true",
-        help="let gates pass on a run with errors, budget skips or missing verdicts (default: they fail)")
-    add("--bootstrap", dest="hypeedit_bootstrap", type=int, default=1000, metavar="N",
-        help="bootstrap resamples over tasks for the 95%% intervals of every metric (default 1000; 0 disables)")
-    add("--bootstrap-seed", dest="hypeedit_bootstrap_seed", type=int, default=0, metavar="SEED",
-        help="seed of the bootstrap, so intervals are reproducible (default 0)")
-    add("--baseline", dest="hypeedit_baseline", metavar="RESULTS.json",
-        help="results JSON of an earlier release on the same tasks: paired per-task comparison, and gates "
-             "like 'pass_rate>=baseline-0.02'")
-
-
-def register(config: pytest.Config, run, controller: bool) -> None:
-    """Called from plugin.pytest_configure in a benchmark run."""
-    if controller:
-        config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
-    if config.getoption("htmlpath", default=None):
-        from .report.html import GalleryPlugin, gallery_source
-
-        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
-
-
 class CiPlugin:
     def __init__(self, config: pytest.Config, run):
         self.config, self.run = config, run
@@ -128,7 +102,7 @@ def _load_baseline(path: str | None) -> dict[str, Any] | None:
 
 
 def _session_results(config: pytest.Config) -> dict | None:
-    from .session import SESSION_KEY
+    from .stash import SESSION_KEY
 
     session = config.stash.get(SESSION_KEY, None)
     return getattr(session, "results", None)
@@ -137,7 +111,7 @@ def _session_results(config: pytest.Config) -> dict | None:
 def _tallies_by_row(config: pytest.Config, results: dict) -> dict[tuple[str, str], list]:
     """Per-task tallies of every row, from the session's records (as report/results.py builds them)."""
     from .report.results import COMBINED, tallies_of
-    from .session import SESSION_KEY
+    from .stash import SESSION_KEY
 
     records = list(config.stash[SESSION_KEY].records.values())
     tallies = {}
@@ -150,7 +124,7 @@ def _tallies_by_row(config: pytest.Config, results: dict) -> dict[tuple[str, str
 
 def _run_level_problems(session: pytest.Session, config: pytest.Config) -> list[str]:
     """Items that ended without a record (a crashed worker, -x, an internal error) make a run incomplete."""
-    from .session import SESSION_KEY
+    from .stash import SESSION_KEY
 
     recorded = len(getattr(config.stash.get(SESSION_KEY, None), "records", {}) or {})
     collected = session.testscollected or 0

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ConfigError
-from .metrics import MetricSettings, review_cost
 from .registry import ModelSpec, Registry, RouteLimits, load_registry, parse_rate_limit
 from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_option
 
@@ -45,7 +44,9 @@ class RunConfig:
         return self.rate_limits.get(spec.route) or self.registry.limits_for(spec)
 
     @property
-    def metric_settings(self) -> MetricSettings:
+    def metric_settings(self):
+        from .metrics import MetricSettings, review_cost  # numpy: only where metrics are computed
+
         return MetricSettings(retry_cap=self.retry_cap, review_cost=review_cost(self.review_seconds, self.review_rate))
 
     def images_base_for(self, split: Split) -> str:

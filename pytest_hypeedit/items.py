@@ -20,8 +20,8 @@ from .errors import HypeEditError
 from .records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
 from .registry import ModelSpec
 from .tasks import Task
+from .stash import RUNNER_KEY
 
-RUNNER_KEY = pytest.StashKey["object"]()
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
 

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from .errors import HypeEditError
-from .session import SESSION_KEY, BenchmarkSession
-from .setup import RUN_KEY
+from .stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
+
+# Only pytest is imported at module level: this module loads in every pytest
+# process, benchmark or not, and each of -n 16 workers pays for what it imports.
 RUN_ID_KEY = "hypeedit_run_id"
 
 
@@ -29,46 +31,9 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("hypeedit", "HYPE-EDIT-1 image-editing benchmark")
-    add = group.addoption
-    add("--model", action="append", dest="hypeedit_models", default=[], metavar="NAME",
-        help="run the benchmark on this model (repeatable); see models.yaml")
-    add("--tasks", action="append", dest="hypeedit_tasks", default=[], metavar="[NAME=]PATH|URL",
-        help="task file of a split (repeatable; default: the public split, downloaded at its pinned commit)")
-    add("--images-base", dest="hypeedit_images_base", metavar="DIR|URL",
-        help="where reference images live: <base>/<task_id>/<file> (default: the split's own, else upstream CDN)")
-    add("--repeats", dest="hypeedit_repeats", type=int, default=10, metavar="N",
-        help="candidates per task and model (default 10)")
-    add("--outputs", dest="hypeedit_outputs", metavar="DIR",
-        help="where candidates and records go (default ./hypeedit-outputs)")
-    add("--results", dest="hypeedit_results", metavar="PATH",
-        help="results JSON (default <outputs>/results.json; a Markdown table is written beside it)")
-    add("--judge", dest="hypeedit_judge", metavar="SPEC",
-        help="judge: gemini-3-flash (default), openai:MODEL, labels:PATH[,PATH...], or several for a majority")
-    add("--judge-base-url", dest="hypeedit_judge_base_url", metavar="URL",
-        help="chat-completions server of an openai:MODEL judge, e.g. http://localhost:8000/v1 (vLLM, Ollama)")
-    add("--rejudge", dest="hypeedit_rejudge", action="store_true",
-        help="judge again candidates whose verdict is already on disk")
-    add("--models-file", action="append", dest="hypeedit_models_files", default=[], metavar="PATH",
-        help="YAML file of extra models or overrides, same shape as models.yaml (repeatable)")
-    add("--cache-dir", dest="hypeedit_cache_dir", metavar="DIR",
-        help="cache of task files and reference images (default: the user cache dir, or $HYPEEDIT_CACHE_DIR)")
-    add("--retry-cap", dest="hypeedit_retry_cap", type=int, default=4, metavar="A",
-        help="attempts a user makes at most, for expected attempts and effective cost (default 4)")
-    add("--review-seconds", dest="hypeedit_review_seconds", type=float, default=20.0, metavar="S",
-        help="human review time per candidate, for effective cost (default 20)")
-    add("--review-rate", dest="hypeedit_review_rate", type=float, default=50.0, metavar="USD",
-        help="reviewer cost per hour, for effective cost (default 50)")
-    add("--rate-limit", action="append", dest="hypeedit_rate_limits", default=[], metavar="ROUTE=RPM[/INFLIGHT]",
-        help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
-    add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
-        help="hard cap on money spent by this run across all workers")
-    from .ci import add_options as add_ci_options  # --gate, --allow-incomplete, --bootstrap, --baseline
+    from .options import add_options
 
-    add_ci_options(group)
-    add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
-        help="compare the judge with a human panel (rater files or a folder of them): agreement, "
-             "Cohen's kappa, false-fail/false-pass by task type; into the results JSON under 'agreement'")
+    add_options(parser)
 
 
 def benchmark_mode(config: pytest.Config) -> bool:
@@ -90,15 +55,24 @@ def pytest_configure(config: pytest.Config) -> None:
     except HypeEditError as exc:
         raise pytest.UsageError(str(exc)) from None
     if is_controller(config):
-        session = BenchmarkSession(config, run)
-        config.stash[SESSION_KEY] = session
-        config.pluginmanager.register(session, "hypeedit-session")
-        from .agreement_plugin import register_agreement
+        register_controller_plugins(config, run)
+    if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
+        from .report.html import GalleryPlugin, gallery_source
 
-        register_agreement(config, run)
-    from .ci import register as register_ci  # gates, statistics, junit properties, HTML gallery
+        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
 
-    register_ci(config, run, controller=is_controller(config))
+
+def register_controller_plugins(config: pytest.Config, run) -> None:
+    """The session object (records -> results), CI gates and statistics, the judge-panel agreement."""
+    from .agreement_plugin import register_agreement
+    from .ci import CiPlugin
+    from .session import BenchmarkSession
+
+    session = BenchmarkSession(config, run)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "hypeedit-session")
+    config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
+    register_agreement(config, run)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -130,8 +104,6 @@ def run_id(config: pytest.Config) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    from .items import RUNNER_KEY
-
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is not None:
         runner.close()

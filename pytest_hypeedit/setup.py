@@ -14,15 +14,13 @@ import pytest
 from .budget import Budget
 from .config import RunConfig, build_run_config
 from .errors import ConfigError
-from .items import RUNNER_KEY
 from .judges.base import Judge
 from .providers.base import Provider
 from .registry import ModelSpec
 from .runner import Runner
+from .stash import RUN_KEY, RUNNER_KEY
 from .store import Store
 from .tasks import Task, all_task_types, reference_image_paths
-
-RUN_KEY = pytest.StashKey[RunConfig]()
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:

@@ -436,9 +436,7 @@ class GalleryPlugin:
 
 def gallery_source(config: pytest.Config) -> GallerySource:
     """The gallery's view of a benchmark run: the run config, the runner's references, the session."""
-    from ..items import RUNNER_KEY
-    from ..session import SESSION_KEY
-    from ..setup import RUN_KEY
+    from ..stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}
