@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable, Mapping
 
+from ..leaderboard import format_metric as format_value  # one number format for tables and charts
+
 #: (results key, panel title, kind): kind decides the axis and the number format.
 CHART_METRICS: tuple[tuple[str, str, str], ...] = (
     ("pass_rate", "Pass rate (P@1)", "percent"),
@@ -35,17 +37,6 @@ class Bar:
     value: float | None
     interval: tuple[float, float] | None
     colour: str
-
-
-def format_value(value: float | None, kind: str) -> str:
-    """How a table or chart prints a metric: percent with one decimal, attempts two, dollars two."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"
 
 
 def metric_charts_svg(rows: Iterable[Mapping[str, Any]], *, title: str = "") -> str:
