@@ -7,6 +7,7 @@ unknown model or a missing API key is one clear usage error, not 500 errors.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     if controller and not config.option.collectonly:
         check_reference_images(run)
         check_keys(run, runner)
-        runner.judge  # builds the judge now: a bad labels file or judge spec is a usage error
+        check_judge_keys(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
     return run
 
 
@@ -119,12 +120,43 @@ def check_keys(run: RunConfig, runner: Runner) -> None:
                 key_for(spec.route, provider_class.key_env)
 
 
-def pending_calls(run: RunConfig, store: Store, spec: ModelSpec) -> int:
-    count = 0
+def check_judge_keys(run: RunConfig, runner: Runner) -> None:
+    """The judge's key too is needed only when some candidate still has to be judged."""
+    judge = runner.judge
+    keyed = [juror for juror in getattr(judge, "jurors", [judge]) if juror.key_env]
+    missing = [juror for juror in keyed if not any(os.environ.get(name, "").strip() for name in juror.key_env)]
+    if missing and pending_verdicts(run, runner.store, judge):
+        juror = missing[0]
+        raise ConfigError(
+            f"judge {juror.id} needs an API key: set {' or '.join(juror.key_env)} in the environment "
+            "(or choose another --judge, e.g. labels:RATER.json)"
+        )
+
+
+def candidate_keys(run: RunConfig, spec: ModelSpec):
     for split in run.splits:
         for task in split.tasks:
             for repeat in range(1, run.repeats + 1):
-                if store.find_candidate(split.name, spec.name, task.task_id, repeat) is None:
-                    record = store.read_record(split.name, spec.name, task.task_id, repeat)
-                    count += record is None or record.outcome != "refused"
+                yield split.name, spec.name, task.task_id, repeat
+
+
+def pending_calls(run: RunConfig, store: Store, spec: ModelSpec) -> int:
+    count = 0
+    for key in candidate_keys(run, spec):
+        if store.find_candidate(*key) is None:
+            record = store.read_record(*key)
+            count += record is None or record.outcome != "refused"
     return count
+
+
+def pending_verdicts(run: RunConfig, store: Store, judge: Judge) -> bool:
+    for spec in run.models:
+        for key in candidate_keys(run, spec):
+            record = store.read_record(*key)
+            if record is None or (record.outcome != "refused" and not _reusable_verdict(record, judge, run)):
+                return True
+    return False
+
+
+def _reusable_verdict(record, judge: Judge, run: RunConfig) -> bool:
+    return judge.id in record.judgements and judge.reuse_verdicts and not run.rejudge

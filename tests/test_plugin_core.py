@@ -252,3 +252,12 @@ def test_plain_test_runs_collect_no_benchmark_items(bench):
     result = bench.runpytest()
     result.assert_outcomes(passed=1)
     assert "hypeedit::" not in result.stdout.str() and "HYPE-EDIT-1 results" not in result.stdout.str()
+
+
+def test_default_judge_without_its_key_is_a_usage_error_before_any_call(bench, tmp_path, monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    result = bench.runpytest(*base_args("--model", "paid"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*judge gemini-3-flash needs an API key: set GOOGLE_API_KEY or GEMINI_API_KEY*"])
+    assert calls(tmp_path) == [] and not (bench.path / "out").exists()
