@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BudgetExceeded
+from .files import atomic_write_bytes
 from .limits import exclusive
 
 MICRO = 1_000_000
@@ -112,9 +113,7 @@ class Budget:
                 del state["reservations"][token]
 
     def _write(self, state: dict[str, Any]) -> None:
-        temporary = self._file.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(temporary, self._file)
+        atomic_write_bytes(self._file, json.dumps(state).encode("utf-8"))
 
     def _refusal(self, what: str, amount: float, state: dict[str, Any]) -> str:
         spent = state["spent"] / MICRO

@@ -8,8 +8,6 @@ leaves a half file that a later run would trust.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -17,21 +15,9 @@ import httpx
 from filelock import FileLock
 
 from .errors import InputError
+from .files import atomic_write_bytes
 
 DOWNLOAD_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
-
-
-def atomic_write_bytes(dest: Path, data: bytes) -> None:
-    """Write to a temporary file in the same folder, then rename over dest."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def http_get(url: str) -> bytes:

@@ -12,9 +12,7 @@ majority; a tie counts as FAIL and is reported as a tie.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from .errors import LabelsError
+from .files import atomic_write_bytes
 
 SCHEMA_VERSION = 2
 LabelKey = tuple[str, str, int]  # (task_id, model, repeat)
@@ -235,31 +234,6 @@ def write_document(path: Path, doc: dict) -> None:
     A crash at any point leaves either the previous file or the new one, never
     a half-written file.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc["updated_at"] = now_iso()
     text = json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # some platforms cannot open a folder; the rename is still atomic
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    atomic_write_bytes(Path(path), text.encode("utf-8"), durable=True)

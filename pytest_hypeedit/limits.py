@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+from .files import atomic_write_bytes
+
 try:  # POSIX: blocking kernel locks, no polling, freed when a process dies.
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -147,9 +149,7 @@ class RouteLimiter:
         return sorted(float(t) for t in starts) if isinstance(starts, list) else []
 
     def _write_starts(self, starts: list[float]) -> None:
-        temporary = self._rpm_file.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(starts[-self.capacity:]))
-        os.replace(temporary, self._rpm_file)
+        atomic_write_bytes(self._rpm_file, json.dumps(starts[-self.capacity:]).encode("utf-8"))
 
 
 def limiter_for(state_dir: Path, route: str, rpm: float | None, inflight: int | None) -> RouteLimiter | None:

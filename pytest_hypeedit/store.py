@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .fetch import atomic_write_bytes
+from .files import atomic_write_bytes
 from .records import Record
 
 CANDIDATE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg")

@@ -14,7 +14,6 @@ import base64
 import hashlib
 import io
 import math
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +21,7 @@ from typing import Sequence
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError
+from ..files import atomic_write_bytes
 from ..limits import exclusive, safe_name
 
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp",
@@ -83,18 +83,17 @@ def prepare_references(references: Sequence[Path], limits: ImageLimits, cache_di
 
 def _prepared(source: Path, index: int, limits: ImageLimits, folder: Path, task_id: str) -> PreparedImage:
     stem = f"{index:02d}-{safe_name(source.stem)}-{limits.digest()}"
-    done = [path for path in folder.glob(f"{stem}.*") if not path.name.endswith(".tmp")]
+    # Temporary files of atomic_write_bytes start with a dot, so "{stem}.*" sees only finished ones.
+    done = list(folder.glob(f"{stem}.*"))
     if done:
         return describe(done[0])
     with exclusive(folder / ".lock"):
-        done = [path for path in folder.glob(f"{stem}.*") if not path.name.endswith(".tmp")]
+        done = list(folder.glob(f"{stem}.*"))
         if done:  # another worker made it while we waited
             return describe(done[0])
         data, fmt = fit(_read(source, task_id), limits, where=f"task {task_id}: {source.name}")
         target = folder / f"{stem}.{EXT[fmt]}"
-        temporary = folder / f"{stem}.{os.getpid()}.tmp"
-        temporary.write_bytes(data)
-        os.replace(temporary, target)
+        atomic_write_bytes(target, data)
     return describe(target)
 
 

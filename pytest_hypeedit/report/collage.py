@@ -8,14 +8,15 @@ file; imports no pytest.
 
 from __future__ import annotations
 
-import os
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
-from ..records import ERROR, FAIL, PASS, REFUSED, Record
+from ..files import atomic_write_bytes
+from ..records import FAIL, PASS, REFUSED, Record
 
 #: Tile border and label colours by status.
 STATUS_COLOURS = {"PASS": (0, 140, 70), "FAIL": (200, 30, 30), "REFUSED": (150, 60, 150), "ERROR": (110, 110, 110)}
@@ -139,11 +140,9 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _save(canvas: Image.Image, dest: Path) -> Path:
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-    canvas.save(partial, format=_format(dest), quality=80)
-    os.replace(partial, dest)
+    dest, encoded = Path(dest), io.BytesIO()
+    canvas.save(encoded, format=_format(dest), quality=80)
+    atomic_write_bytes(dest, encoded.getvalue())
     return dest
 
 

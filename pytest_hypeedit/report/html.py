@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pytest
 
+from ..files import atomic_write_bytes
 from ..records import ERROR, FAIL, REFUSED, Record, records_from_properties
 from .charts import CHART_METRICS, format_value, metric_charts_svg
 from .collage import make_collage, tiles_by_model
@@ -104,7 +105,7 @@ class Assets:
     def _write(self, name: str, data: bytes) -> str:
         dest = self.root / name
         if not (dest.is_file() and dest.stat().st_size == len(data)):
-            atomic_write(dest, data)
+            atomic_write_bytes(dest, data)
         return self.url(dest)
 
 
@@ -117,13 +118,6 @@ def thumbnail_bytes(source: Path, size: int) -> bytes:
         out = io.BytesIO()
         image.save(out, format="JPEG", quality=78, optimize=True)
         return out.getvalue()
-
-
-def atomic_write(dest: Path, data: bytes) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_name(f".{dest.name}.{os.getpid()}.part")
-    partial.write_bytes(data)
-    os.replace(partial, dest)
 
 
 # --------------------------------------------------------------------------- one failure

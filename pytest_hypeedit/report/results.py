@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..fetch import atomic_write_bytes
+from ..files import atomic_write_bytes
 from ..leaderboard import COMBINED, SCHEMA, results_markdown
 from ..metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..records import ERROR, REFUSED, SKIPPED, Record
