@@ -15,7 +15,6 @@ them into the session:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 

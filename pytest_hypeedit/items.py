@@ -19,8 +19,8 @@ import pytest
 from .errors import HypeEditError
 from .records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
 from .registry import ModelSpec
-from .tasks import Task
 from .stash import RUNNER_KEY
+from .tasks import Task
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -86,7 +86,7 @@ class CandidateItem(pytest.Item):
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):
-        return self.path, None, f"{self.task.split} {self.task.task_id} {self.spec.name} r{self.repeat:03d}"
+        return self.path, None, f"{self.task.split} {self._label}"
 
 
 def make_items(session: pytest.Session, run) -> list[CandidateItem]:

@@ -31,6 +31,11 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def refused(record: Record | None) -> bool:
+    """The model's answer was a refusal: a settled (and paid-for) outcome, not retried."""
+    return record is not None and record.outcome == REFUSED
+
+
 @dataclass
 class Runner:
     """What one process (the serial run, or one xdist worker) needs to produce candidates."""
@@ -49,7 +54,7 @@ class Runner:
             split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
         )
         candidate = self.store.find_candidate(task.split, spec.name, task.task_id, repeat)
-        if candidate is None and record.outcome == REFUSED:
+        if candidate is None and refused(record):
             record.reused_candidate = True  # the model's refusal was paid for: it is its answer
             return record
         if candidate is None:
@@ -142,10 +147,23 @@ class Runner:
             self._judge = self.make_judge()
         return self._judge
 
+    def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
+        """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
+        if self.store.find_candidate(split, model, task_id, repeat) is not None:
+            return False
+        return not refused(self.store.read_record(split, model, task_id, repeat))
+
+    def reusable_verdict(self, record: Record) -> dict | None:
+        """The verdict of this judge already paid for on this candidate, unless --rejudge."""
+        judge = self.judge
+        if judge.reuse_verdicts and not self.rejudge:
+            return record.judgements.get(judge.id)
+        return None
+
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
         judge = self.judge
-        stored = record.judgements.get(judge.id)
-        if stored and judge.reuse_verdicts and not self.rejudge:
+        stored = self.reusable_verdict(record)
+        if stored:
             self._apply_verdict(record, stored, reused=True)
             return
         try:

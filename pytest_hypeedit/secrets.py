@@ -41,10 +41,9 @@ _registered: set[str] = set()
 def key_for(route: str, variables: Iterable[str] | None = None) -> str:
     """The API key of ``route``; a ConfigError naming the variable(s) and the route when none is set."""
     names = tuple(variables) if variables is not None else KEY_ENV.get(route, ())
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
+    value = find_key(names)
+    if value is not None:
+        return value
     if not names:
         raise ConfigError(f"route {route}: no environment variable is known for its API key")
     wanted = " or ".join(names)
@@ -52,6 +51,15 @@ def key_for(route: str, variables: Iterable[str] | None = None) -> str:
         f"route {route} needs an API key: set {wanted} in the environment "
         "(or choose a model on another route with --model)"
     )
+
+
+def find_key(variables: Iterable[str]) -> str | None:
+    """The first of these environment variables that holds a key, or None."""
+    for name in variables:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
 
 
 def base_url(provider: str, default: str) -> str:

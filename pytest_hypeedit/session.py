@@ -16,7 +16,6 @@ from .items import parse_nodeid
 from .records import ERROR, Record, records_from_properties
 from .report.results import build_results, write_results
 from .report.terminal import summary_lines
-from .stash import SESSION_KEY  # noqa: F401  (kept importable from here)
 
 
 class BenchmarkSession:

@@ -7,7 +7,6 @@ unknown model or a missing API key is one clear usage error, not 500 errors.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from .errors import ConfigError
 from .judges.base import Judge
 from .providers.base import Provider
 from .registry import ModelSpec
-from .runner import Runner
+from .runner import Runner, refused
 from .stash import RUN_KEY, RUNNER_KEY
 from .store import Store
 from .tasks import Task, all_task_types, reference_image_paths
@@ -49,7 +48,7 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
             images[key] = reference_image_paths(task, run.images_base_for(split), run.cache_dir, verify=False)
         return images[key]
 
-    state_dir = run_state_dir(config, run)
+    state_dir = configure_runtime(config, run)
     return Runner(
         store=Store(run.outputs),
         make_provider=lambda spec: make_provider(config, spec),
@@ -60,9 +59,9 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
     )
 
 
-def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
-    """The per-run directory every xdist worker shares (budget ledger, rate-limiter files), named by
-    the run id the controller hands to its workers; also tells the HTTP adapters where it is."""
+def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
+    """Tell the HTTP adapters the run's limits and folders; return the per-run directory every xdist
+    worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
     from .plugin import run_id
     from .providers import runtime
 
@@ -114,7 +113,7 @@ def check_keys(run: RunConfig, runner: Runner) -> None:
     from .secrets import key_for
 
     for spec in run.models:
-        if pending_calls(run, runner.store, spec):
+        if any(runner.needs_call(*key) for key in candidate_keys(run, spec)):
             provider_class = type(runner.provider(spec))
             if provider_class.key_env:
                 key_for(spec.route, provider_class.key_env)
@@ -122,10 +121,12 @@ def check_keys(run: RunConfig, runner: Runner) -> None:
 
 def check_judge_keys(run: RunConfig, runner: Runner) -> None:
     """The judge's key too is needed only when some candidate still has to be judged."""
+    from .secrets import find_key
+
     judge = runner.judge
     keyed = [juror for juror in getattr(judge, "jurors", [judge]) if juror.key_env]
-    missing = [juror for juror in keyed if not any(os.environ.get(name, "").strip() for name in juror.key_env)]
-    if missing and pending_verdicts(run, runner.store, judge):
+    missing = [juror for juror in keyed if find_key(juror.key_env) is None]
+    if missing and pending_verdicts(run, runner):
         juror = missing[0]
         raise ConfigError(
             f"judge {juror.id} needs an API key: set {' or '.join(juror.key_env)} in the environment "
@@ -140,23 +141,11 @@ def candidate_keys(run: RunConfig, spec: ModelSpec):
                 yield split.name, spec.name, task.task_id, repeat
 
 
-def pending_calls(run: RunConfig, store: Store, spec: ModelSpec) -> int:
-    count = 0
-    for key in candidate_keys(run, spec):
-        if store.find_candidate(*key) is None:
-            record = store.read_record(*key)
-            count += record is None or record.outcome != "refused"
-    return count
-
-
-def pending_verdicts(run: RunConfig, store: Store, judge: Judge) -> bool:
+def pending_verdicts(run: RunConfig, runner: Runner) -> bool:
+    """Whether some candidate of the run still has to be judged (the judge's key is needed)."""
     for spec in run.models:
         for key in candidate_keys(run, spec):
-            record = store.read_record(*key)
-            if record is None or (record.outcome != "refused" and not _reusable_verdict(record, judge, run)):
+            record = runner.store.read_record(*key)
+            if record is None or not (refused(record) or runner.reusable_verdict(record)):
                 return True
     return False
-
-
-def _reusable_verdict(record, judge: Judge, run: RunConfig) -> bool:
-    return judge.id in record.judgements and judge.reuse_verdicts and not run.rejudge

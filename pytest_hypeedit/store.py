@@ -15,8 +15,7 @@ from pathlib import Path
 
 from .files import atomic_write_bytes
 from .records import Record
-
-CANDIDATE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg")
+from .tasks import IMAGE_SUFFIXES
 
 
 def repeat_stem(repeat: int) -> str:
@@ -33,7 +32,7 @@ class Store:
 
     def find_candidate(self, split: str, model: str, task_id: str, repeat: int) -> Path | None:
         folder = self.task_dir(split, model, task_id)
-        for suffix in CANDIDATE_SUFFIXES:
+        for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return
             path = folder / f"{repeat_stem(repeat)}{suffix}"
             if path.is_file() and path.stat().st_size > 0:
                 return path

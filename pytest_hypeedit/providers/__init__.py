@@ -40,12 +40,3 @@ def builtin_provider(spec: ModelSpec) -> Provider:
         )
     module_name, class_name = target.split(":")
     return getattr(importlib.import_module(module_name), class_name)(spec)
-
-
-def builtin_key_env(route: str) -> tuple[str, ...]:
-    """The environment variables that can hold a built-in route's key (none for offline routes)."""
-    target = BUILTIN_ROUTES.get(route)
-    if target is None:
-        return ()
-    module_name, class_name = target.split(":")
-    return getattr(importlib.import_module(module_name), class_name).key_env
