@@ -15,12 +15,12 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping
 
 from .errors import LabelsError
 from .files import atomic_write_bytes
+from .records import now_iso
 
 SCHEMA_VERSION = 2
 LabelKey = tuple[str, str, int]  # (task_id, model, repeat)
@@ -187,10 +187,6 @@ def read_panel(paths: Iterable[Path], known_models: Iterable[str] | None = None)
 
 
 # --------------------------------------------------------------------------- writing (the review app)
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def new_document(models: Mapping[str, str], **meta) -> dict:

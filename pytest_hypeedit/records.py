@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 #: Outcomes of one candidate (design.md, "Outcomes of one candidate").
@@ -21,6 +22,11 @@ OUTCOMES = (PASS, FAIL, REFUSED, ERROR, SKIPPED)
 PROPERTY_KEY = "hypeedit_record"
 
 RECORD_SCHEMA = "hypeedit-record/1"
+
+
+def now_iso() -> str:
+    """The timestamp format of records and labels files: UTC, to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 @dataclass

@@ -13,22 +13,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from .errors import BudgetExceeded, CallError, HypeEditError, Refusal
 from .judges.base import Judge, JudgeRequest, Verdict
 from .providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
+from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
 from .registry import ModelSpec
 from .secrets import redact
 from .store import Store
 from .tasks import Task
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def refused(record: Record | None) -> bool:
@@ -109,7 +104,7 @@ class Runner:
         path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image, gen.ext)
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
         record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
-        record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now(), None, None
+        record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
         record.extra.update(gen.extra)
         record.verdict = record.reasoning = record.judge = None
@@ -119,7 +114,7 @@ class Runner:
 
     def _refused(self, record: Record, spec: ModelSpec, exc: Refusal) -> None:
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
-        record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now()
+        record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now_iso()
         record.provider_model, record.error = spec.provider_model, None
         self.store.write_record(record)
         return None
@@ -184,7 +179,7 @@ class Runner:
             "judge": verdict.judge,
             "votes": verdict.votes,
             "cost": verdict.cost,
-            "judged_at": now(),
+            "judged_at": now_iso(),
             "extra": verdict.extra,
         }
 
