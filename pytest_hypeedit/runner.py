@@ -120,7 +120,8 @@ class Runner:
         return None
 
     def _failed(self, record: Record, spec: ModelSpec, exc: Exception) -> None:
-        record.outcome, record.route, record.error = ERROR, spec.route, redact(f"{spec.name}: {exc}")
+        # the error names model and route already; the item adds task and repeat
+        record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc))
         self.store.write_record(record)  # visible in the outputs; the next run retries it
         return None
 

@@ -206,3 +206,18 @@ def test_limiter_slot_is_taken_for_every_attempt(server, delays):
     with client_for(delays, limiter=limiter) as client:
         client.get(f"{server.url}/v1/thing")
     assert limiter.entered == 2
+
+
+@pytest.mark.parametrize(
+    "status, body, expected",
+    [
+        (401, {"error": {"code": "AuthenticationError", "message": "bad key"}}, "check ARK_API_KEY"),
+        (402, {"error": {"message": "no credits"}}, "credit or quota is used up"),
+        (429, {"error": {"code": "insufficient_quota", "message": "quota"}}, "credit or quota is used up"),
+        (503, {"error": {"message": "unavailable"}}, "rerun later, only what is missing is done"),
+    ],
+)
+def test_a_failed_call_says_what_to_do_next(status, body, expected):
+    response = httpx.Response(status, json=body, request=httpx.Request("POST", "http://h/images/generations"))
+    with pytest.raises(ProviderError, match=expected):
+        raise_for_status(response, route="ark", model="seedream-4.5")

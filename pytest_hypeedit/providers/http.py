@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import httpx
 
 from ..errors import ProviderError
-from ..secrets import redact, register_secret
+from ..secrets import KEY_ENV, redact, register_secret
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..limits import RouteLimiter
@@ -241,7 +241,21 @@ def raise_for_status(response: httpx.Response, *, route: str, model: str) -> Non
     request_id = request_id_of(response)
     if request_id:
         text += f" (request id {request_id})"
-    raise ProviderError(redact(text), retryable=is_retryable(response), status=response.status_code)
+    retryable = is_retryable(response)
+    text += next_step(response.status_code, route, retryable)
+    raise ProviderError(redact(text), retryable=retryable, status=response.status_code)
+
+
+def next_step(status: int, route: str, retryable: bool) -> str:
+    """What the user can do about a failed call, said once here for every route."""
+    if status in (401, 403):
+        names = " or ".join(KEY_ENV.get(route, ())) or "the route's API key"
+        return f"; check {names} and that the key may use this model"
+    if status == 402 or (status == 429 and not retryable):
+        return "; the account's credit or quota is used up: top it up, then rerun"
+    if retryable:
+        return "; the provider is busy or failing: rerun later, only what is missing is done"
+    return ""
 
 
 def transport_error(exc: httpx.HTTPError, *, route: str, model: str) -> ProviderError:
