@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from .agreement_report import AgreementCheck, terminal_lines
+from .report.agreement import AgreementCheck, terminal_lines
 from .errors import HypeEditError
 
 PLUGIN_NAME = "hypeedit-agreement"

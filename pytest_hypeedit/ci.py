@@ -1,7 +1,7 @@
 """pytest glue for what CI reads: gates decide the exit status, statistics go into the results,
 session metrics go into the junit XML, and the HTML gallery is registered.
 
-Gates and statistics are pure (gates.py, analysis.py); this module only wires
+Gates and statistics are pure (analysis/gates.py, analysis/enrich.py); this module only wires
 them into the session:
 
 - ``pytest_hypeedit_results`` (before the results JSON is written): intervals,
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from .analysis import AnalysisSettings, enrich_results
+from .analysis.enrich import AnalysisSettings, enrich_results
 from .errors import HypeEditError, InputError
-from .gates import GateResult, all_hold, evaluate, format_value, parse_gates
-from .leaderboard import load_results
+from .analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from .report.leaderboard import load_results
 
 GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -174,7 +174,7 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
 
 
 def interval_lines(results: dict) -> list[str]:
-    from .gates import METRIC_KINDS
+    from .analysis.gates import METRIC_KINDS
 
     lines = []
     for row in results.get("rows") or []:
@@ -208,7 +208,7 @@ def sensitivity_lines(results: dict) -> list[str]:
 
 
 def baseline_lines(results: dict) -> list[str]:
-    from .gates import METRIC_KINDS
+    from .analysis.gates import METRIC_KINDS
 
     lines = []
     for row in results.get("rows") or []:

@@ -45,7 +45,7 @@ class RunConfig:
 
     @property
     def metric_settings(self):
-        from .metrics import MetricSettings, review_cost  # numpy: only where metrics are computed
+        from .analysis.metrics import MetricSettings, review_cost  # numpy: only where metrics are computed
 
         return MetricSettings(retry_cap=self.retry_cap, review_cost=review_cost(self.review_seconds, self.review_rate))
 

@@ -17,7 +17,7 @@ import re
 import pytest
 
 from .errors import HypeEditError
-from .records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
+from .engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
 from .registry import ModelSpec
 from .stash import RUNNER_KEY
 from .tasks import Task

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping
 
 from .errors import LabelsError
 from .files import atomic_write_bytes
-from .records import now_iso
+from .engine.records import now_iso
 
 SCHEMA_VERSION = 2
 LabelKey = tuple[str, str, int]  # (task_id, model, repeat)

@@ -1,8 +1,9 @@
 """pytest entry point: options, hook registration, and the one session object.
 
 Thin on purpose (like pytest-xdist's plugin.py): the work lives in
-config.py (options -> RunConfig), items.py (the items), runner.py (one
-candidate), session.py (aggregation on the controller) and report/.
+config.py (options -> RunConfig), startup.py (the run put together), items.py
+(the items), engine/ (each candidate from task to verdict), session.py
+(aggregation on the controller), analysis/ (the numbers) and report/.
 
 The plugin is inert unless ``--model`` is given; then the run is a
 benchmark run and collects only benchmark items (``pytest tests`` never
@@ -11,17 +12,15 @@ collects any).
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 
 from .errors import HypeEditError
-from .stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
+from .stash import RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
 
 # Only pytest is imported at module level: this module loads in every pytest
 # process, benchmark or not, and each of -n 16 workers pays for what it imports.
-RUN_ID_KEY = "hypeedit_run_id"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -48,7 +47,7 @@ def is_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not benchmark_mode(config):
         return
-    from .setup import configure_run
+    from .startup import configure_run
 
     try:
         run = configure_run(config, controller=is_controller(config))
@@ -95,14 +94,6 @@ def pytest_configure_node(node) -> None:
         node.workerinput[RUN_ID_KEY] = run_id(node.config)
 
 
-def run_id(config: pytest.Config) -> str:
-    if hasattr(config, "workerinput"):
-        return config.workerinput.get(RUN_ID_KEY) or "worker"
-    if not hasattr(config, "_hypeedit_run_id"):
-        config._hypeedit_run_id = uuid.uuid4().hex[:12]
-    return config._hypeedit_run_id
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is not None:
@@ -118,6 +109,6 @@ def pytest_hypeedit_make_provider(config: pytest.Config, spec):
 
 @pytest.hookimpl(trylast=True)
 def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None):
-    from .setup import builtin_judge_for
+    from .startup import builtin_judge_for
 
     return builtin_judge_for(config, name, argument)

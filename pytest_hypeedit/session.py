@@ -13,7 +13,7 @@ import pytest
 
 from .config import RunConfig
 from .items import parse_nodeid
-from .records import ERROR, Record, records_from_properties
+from .engine.records import ERROR, Record, records_from_properties
 from .report.results import build_results, write_results
 from .report.terminal import summary_lines
 

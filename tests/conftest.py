@@ -9,4 +9,4 @@ snapshot.
 
 import numpy  # noqa: F401
 
-import pytest_hypeedit.metrics  # noqa: F401
+import pytest_hypeedit.analysis.metrics  # noqa: F401

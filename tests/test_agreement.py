@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pytest_hypeedit import agreement as ag
+from pytest_hypeedit.analysis import agreement as ag
 from pytest_hypeedit.labels import Panel, RaterLabels
 
 # A 2x2 table of n = 50 candidates:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pytest_hypeedit.budget import Budget
+from pytest_hypeedit.engine.budget import Budget
 from pytest_hypeedit.errors import BudgetExceeded
 
 fork = multiprocessing.get_context("fork")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PIL import Image
 
-from pytest_hypeedit.records import Record
+from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.report.collage import GAP, HEADER, STATUS_COLOURS, Tile, make_collage, tiles_by_model
 
 

@@ -10,7 +10,7 @@ from urllib.request import url2pathname
 import pytest
 from hype_ci_fixtures import SCRIPT_INSTRUCTION, args, setup_bench
 
-from pytest_hypeedit.records import Record
+from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.report import html as gallery
 from pytest_hypeedit.report.html import Assets, GallerySource, failure_html, summary_html
 

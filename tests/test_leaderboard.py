@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_hypeedit.errors import ConfigError, InputError
-from pytest_hypeedit.leaderboard import load_results, main, merge_results, pooled_row, results_markdown
+from pytest_hypeedit.report.leaderboard import load_results, main, merge_results, pooled_row, results_markdown
 
 REVIEW = 50 * 20 / 3600
 PRICE = {"riverflow-2-b1": 0.15, "gemini-3-pro-preview": 0.134, "seedream-4.5": 0.04}
@@ -129,7 +129,7 @@ def test_cli_writes_markdown_and_refuses_a_conflict(tmp_path, capsys):
 def test_python_dash_m_entry_point(tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(results(make_row("riverflow-2-b1", "public"))))
-    done = subprocess.run([sys.executable, "-m", "pytest_hypeedit.leaderboard", str(path)], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "pytest_hypeedit.report.leaderboard", str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "| riverflow-2-b1 | 84.8% | 92.6% | 96.0% | 1.35 | $0.62 | 6.0% |" in done.stdout
 

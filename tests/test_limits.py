@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pytest_hypeedit.limits import RouteLimiter, limiter_for
+from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
 from providers_fakes import FakeServer, Reply
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_hypeedit.metrics import (
+from pytest_hypeedit.analysis.metrics import (
     DEFAULT_RETRY_CAP,
     MetricSettings,
     TaskTally,

@@ -7,7 +7,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from pytest_hypeedit.metrics import (
+from pytest_hypeedit.analysis.metrics import (
     MetricSettings,
     TaskTally,
     compute_metrics,
@@ -15,7 +15,7 @@ from pytest_hypeedit.metrics import (
     review_cost,
     success_probability,
 )
-from pytest_hypeedit.stats import (
+from pytest_hypeedit.analysis.stats import (
     bca_interval,
     bootstrap_intervals,
     leave_one_out_index,

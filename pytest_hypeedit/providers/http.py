@@ -30,7 +30,7 @@ from ..errors import ProviderError
 from ..secrets import KEY_ENV, redact, register_secret
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..limits import RouteLimiter
+    from ..engine.limits import RouteLimiter
 
 log = logging.getLogger("pytest_hypeedit.http")
 

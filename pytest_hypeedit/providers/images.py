@@ -22,7 +22,7 @@ from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError
 from ..files import atomic_write_bytes
-from ..limits import exclusive, safe_name
+from ..engine.limits import exclusive, safe_name
 
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp",
         "tiff": "image/tiff", "gif": "image/gif"}

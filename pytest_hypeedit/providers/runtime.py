@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..limits import RouteLimiter, limiter_for
+from ..engine.limits import RouteLimiter, limiter_for
 from ..registry import ModelSpec, RouteLimits
 from .http import RetryPolicy
 

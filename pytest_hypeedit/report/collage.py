@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Sequence
 from PIL import Image, ImageDraw, ImageFont, ImageOps
 
 from ..files import atomic_write_bytes
-from ..records import FAIL, PASS, REFUSED, Record
+from ..engine.records import FAIL, PASS, REFUSED, Record
 
 #: Tile border and label colours by status.
 STATUS_COLOURS = {"PASS": (0, 140, 70), "FAIL": (200, 30, 30), "REFUSED": (150, 60, 150), "ERROR": (110, 110, 110)}

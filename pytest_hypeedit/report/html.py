@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Mapping
 import pytest
 
 from ..files import atomic_write_bytes
-from ..records import ERROR, FAIL, REFUSED, Record, records_from_properties
+from ..engine.records import ERROR, FAIL, REFUSED, Record, records_from_properties
 from .charts import CHART_METRICS, format_value, metric_charts_svg
 from .collage import make_collage, tiles_by_model
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..files import atomic_write_bytes
-from ..leaderboard import COMBINED, SCHEMA, results_markdown
-from ..metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
-from ..records import ERROR, REFUSED, SKIPPED, Record
+from .leaderboard import COMBINED, SCHEMA, results_markdown
+from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
+from ..engine.records import ERROR, REFUSED, SKIPPED, Record
 
 
 def build_results(

@@ -1,6 +1,6 @@
 """A RESULTS.md-style leaderboard from one run, or merged from several runs' results JSON.
 
-    python -m pytest_hypeedit.leaderboard runs/*.json -o RESULTS.md
+    python -m pytest_hypeedit.report.leaderboard runs/*.json -o RESULTS.md
     hypeedit-leaderboard runs/*.json --prefer last
 
 One table per split plus ``combined``, sorted by pass rate, with the columns
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .errors import ConfigError, HypeEditError, InputError
+from ..errors import ConfigError, HypeEditError, InputError
 
 SCHEMA = "hypeedit-results/1"
 COMBINED = "combined"

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import ConfigError
-from .leaderboard import format_metric
+from ..errors import ConfigError
+from ..report.leaderboard import format_metric
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .files import atomic_write_bytes
+from ..files import atomic_write_bytes
 from .records import Record
-from .tasks import IMAGE_SUFFIXES
+from ..tasks import IMAGE_SUFFIXES
 
 
 def repeat_stem(repeat: int) -> str:

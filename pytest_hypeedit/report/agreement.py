@@ -1,6 +1,6 @@
 """``--agreement labels:PATH[,PATH...]``: the judge's verdicts against a human panel's.
 
-The glue between the run and the pure statistics in agreement.py: it reads
+The glue between the run and the pure statistics in analysis/agreement.py: it reads
 the panel's files once at configure time (a bad file is a usage error before
 anything is paid for) and, at the end of the run, pairs each candidate the
 judge gave PASS or FAIL with the panel's majority on it.  The result goes
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from . import agreement
-from .errors import ConfigError
-from .labels import Panel, read_panel
-from .records import FAIL, PASS, Record
+from ..analysis import agreement
+from ..errors import ConfigError
+from ..labels import Panel, read_panel
+from ..engine.records import FAIL, PASS, Record
 
 PREFIX = "labels:"
 MAX_WARNINGS = 20

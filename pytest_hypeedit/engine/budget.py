@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BudgetExceeded
-from .files import atomic_write_bytes
+from ..errors import BudgetExceeded
+from ..files import atomic_write_bytes
 from .limits import exclusive
 
 MICRO = 1_000_000

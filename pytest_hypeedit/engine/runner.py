@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .errors import BudgetExceeded, CallError, HypeEditError, Refusal
-from .judges.base import Judge, JudgeRequest, Verdict
-from .providers.base import Generation, GenerationRequest, Provider, seed_for
+from ..errors import BudgetExceeded, CallError, HypeEditError, Refusal
+from ..judges.base import Judge, JudgeRequest, Verdict
+from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
-from .registry import ModelSpec
-from .secrets import redact
+from ..registry import ModelSpec
+from ..secrets import redact
 from .store import Store
-from .tasks import Task
+from ..tasks import Task
 
 
 def refused(record: Record | None) -> bool:

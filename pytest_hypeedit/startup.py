@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from .budget import Budget
+from .engine.budget import Budget
 from .config import RunConfig, build_run_config
 from .errors import ConfigError
 from .judges.base import Judge
 from .providers.base import Provider
 from .registry import ModelSpec
-from .runner import Runner, refused
-from .stash import RUN_KEY, RUNNER_KEY
-from .store import Store
+from .engine.runner import Runner, refused
+from .stash import RUN_KEY, RUNNER_KEY, run_id
+from .engine.store import Store
 from .tasks import Task, all_task_types, reference_image_paths
 
 
@@ -62,7 +62,6 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
     """Tell the HTTP adapters the run's limits and folders; return the per-run directory every xdist
     worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
-    from .plugin import run_id
     from .providers import runtime
 
     state_dir = run.cache_dir / "runs" / run_id(config)

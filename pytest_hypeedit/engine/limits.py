@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .files import atomic_write_bytes
+from ..files import atomic_write_bytes
 
 try:  # POSIX: blocking kernel locks, no polling, freed when a process dies.
     import fcntl

@@ -1,0 +1,10 @@
+"""The run engine: each candidate from task to verdict, and many of them at once.
+
+    runner.py   one candidate: reuse what is on disk, else pay for it once (provider call, judge)
+    store.py    the output layout on disk, atomic writes, resume
+    records.py  the record of one candidate (what produced, judged and cost it); no I/O
+    budget.py   --budget: a spending cap shared by every process of the run
+    limits.py   per-route requests per minute and calls in flight, across processes
+
+Knows nothing of pytest: items.py and startup.py wire it into a session.
+"""
