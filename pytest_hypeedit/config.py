@@ -18,6 +18,11 @@ from .registry import ModelSpec, Registry, RouteLimits, load_registry, parse_rat
 from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_option
 
 DEFAULT_JUDGE = "gemini-3-flash"
+#: Candidates in progress at once.  32 keeps one or two models' routes at their default limits (8 in flight
+#: on most routes) plus the judge busy, with memory to spare on a small CI runner; a run of the seven
+#: models, whose routes allow about 60 calls in flight together, wants --concurrency 64.
+DEFAULT_CONCURRENCY = 32
+AUTO = "auto"
 DEFAULT_IMAGES_BASE = "https://cdn.sourceful.com/research/benchmarks/hype-edit-1/tasks"
 
 
@@ -38,6 +43,8 @@ class RunConfig:
     budget: float | None
     registry: Registry
     rate_limits: Mapping[str, RouteLimits]  # --rate-limit overrides, by route
+    concurrency: int = DEFAULT_CONCURRENCY  # candidates in progress at once across the run
+    adaptive: bool = False  # --concurrency auto: each route's level follows the provider (AIMD)
 
     def limits_for(self, spec: ModelSpec) -> RouteLimits:
         """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes."""
@@ -95,7 +102,25 @@ def build_run_config(option: Any, rootdir: Path, extra_models: list[dict] = ()) 
         budget=None if option.hypeedit_budget is None else _non_negative("--budget", option.hypeedit_budget),
         registry=registry,
         rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
+        **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
     )
+
+
+def parse_concurrency(value: Any) -> dict[str, Any]:
+    """``--concurrency N|auto`` -> the RunConfig fields ``concurrency`` and ``adaptive``."""
+    if value is None or value == "":
+        return {"concurrency": DEFAULT_CONCURRENCY, "adaptive": False}
+    text = str(value).strip().lower()
+    if text == AUTO:
+        # The routes' own limits are the ceilings; this only bounds memory and threads.
+        return {"concurrency": 256, "adaptive": True}
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ConfigError(f"--concurrency {value}: give a whole number >= 1 (e.g. 32), or auto")
+    return {"concurrency": number, "adaptive": False}
 
 
 def load_splits(values: list[str] | None, cache_dir: Path) -> tuple[Split, ...]:

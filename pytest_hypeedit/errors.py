@@ -11,6 +11,7 @@ option) and says what to do next; none ever contains an API key.
     │   └── LabelsError      a human-labels file that is not the upstream schema
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
+    │   │   └── JobExpired   a journaled job's result is gone at the provider: submit again
     │   └── JudgeError       the judge failed or its reply could not be parsed
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
@@ -63,6 +64,10 @@ class CallError(HypeEditError):
 
 class ProviderError(CallError):
     """The image model's API failed."""
+
+
+class JobExpired(ProviderError):
+    """A submitted job (engine/journal.py) whose result the provider no longer keeps: the runner submits again."""
 
 
 class JudgeError(CallError):

@@ -43,6 +43,10 @@ def add_options(parser) -> None:
         help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
     add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
+    add("--concurrency", dest="hypeedit_concurrency", default=None, metavar="N|auto",
+        help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
+             "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "
+             "flight grow while the provider keeps up and are cut back on 429")
     add_ci_options(group)
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "

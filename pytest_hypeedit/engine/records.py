@@ -49,6 +49,10 @@ class Record:
     latency_s: float | None = None
     generated_at: str | None = None
     refusal: str | None = None  # the provider's reason, when refused
+    # a job submitted to an async route (id, polling URL, cost...), journaled before its first poll
+    # so that no later attempt submits it again (engine/journal.py)
+    job: dict[str, Any] | None = None
+    resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
     # judging
     verdict: str | None = None  # "PASS" or "FAIL"
     reasoning: str | None = None

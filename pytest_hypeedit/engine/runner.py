@@ -1,6 +1,7 @@
 """One candidate, from task to verdict: reuse what is on disk, else pay for it once.
 
     record on disk? candidate on disk? -> reuse them (no call, no key needed)
+    a journaled job in the record?     -> resume it (no new submission, no new budget)
     otherwise: budget -> provider call -> candidate + record written at once
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
     otherwise: judge -> verdict written into the record at once
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import BudgetExceeded, CallError, HypeEditError, Refusal
+from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, Refusal
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
@@ -24,6 +25,7 @@ from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
 from ..tasks import Task
+from .journal import Journal
 
 
 def refused(record: Record | None) -> bool:
@@ -73,10 +75,28 @@ class Runner:
             record.provider_model, record.judgements = spec.provider_model, {}
 
     def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
+        """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
+        for attempt in (1, 2):
+            try:
+                return self._generate_once(task, spec, repeat, record)
+            except JobExpired as exc:
+                expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
+                record.resubmitted += 1
+                record.job = None
+                if attempt == 2:
+                    return self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
+                record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
+                self.store.write_record(record)
+        return None
+
+    def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
+        journal = self._journal(record, spec)
         reservation = None
         try:
-            reservation = self._reserve(spec, task, repeat)
-            request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec)
+            if not journal.resumed:  # a resumed job was paid for when it was submitted
+                reservation = self._reserve(spec, task, repeat)
+            request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
+                                        spec, journal=journal)
             started = time.monotonic()
             generation = self.provider(spec).generate(request)
         except BudgetExceeded as exc:
@@ -84,11 +104,39 @@ class Runner:
         except Refusal as exc:
             self._settle(reservation, exc.cost or 0.0)
             return self._refused(record, spec, exc)
+        except JobExpired:
+            self._settle(reservation, self._job_cost(record, spec))
+            raise
         except (CallError, HypeEditError) as exc:
-            self._settle(reservation, 0.0)
+            # A job that was submitted is paid for even when its polls failed: it stays in the record
+            # (journaled) and the next attempt resumes it.
+            self._settle(reservation, self._job_cost(record, spec))
+            if record.job and not journal.resumed:
+                record.cost = self._job_cost(record, spec)
             return self._failed(record, spec, exc)
         self._settle(reservation, generation.cost)
+        if journal.resumed and record.job:
+            record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         return self._save_generation(record, spec, generation, time.monotonic() - started)
+
+    def _journal(self, record: Record, spec: ModelSpec) -> Journal:
+        """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
+        def save(job: dict | None) -> None:
+            record.job = job
+            if job is not None:
+                record.route, record.provider_model = spec.route, spec.provider_model
+            self.store.write_record(record)
+
+        return Journal(record.job, save, route=spec.route)
+
+    @staticmethod
+    def _job_cost(record: Record, spec: ModelSpec) -> float:
+        """What a submitted job cost: the provider's figure journaled at submission, else the model's price;
+        0 when no job was submitted."""
+        if not record.job:
+            return 0.0
+        cost = record.job.get("cost")
+        return float(cost) if isinstance(cost, (int, float)) else spec.price
 
     def _reserve(self, spec: ModelSpec, task: Task, repeat: int):
         if self.budget is None:
@@ -107,6 +155,8 @@ class Runner:
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
         record.extra.update(gen.extra)
+        if record.job:
+            record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
         record.judgements = {}
         self.store.write_record(record)  # the paid image is safe before the judge is asked
@@ -150,10 +200,12 @@ class Runner:
         return not refused(self.store.read_record(split, model, task_id, repeat))
 
     def reusable_verdict(self, record: Record) -> dict | None:
-        """The verdict of this judge already paid for on this candidate, unless --rejudge."""
+        """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""
         judge = self.judge
         if judge.reuse_verdicts and not self.rejudge:
-            return record.judgements.get(judge.id)
+            entry = record.judgements.get(judge.id)
+            if entry and judge.stale_reason(entry) is None:
+                return entry
         return None
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
@@ -162,6 +214,8 @@ class Runner:
         if stored:
             self._apply_verdict(record, stored, reused=True)
             return
+        stale = record.judgements.get(judge.id)
+        reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
             verdict = judge.judge(JudgeRequest(task, spec.name, repeat, candidate, references))
@@ -169,7 +223,10 @@ class Runner:
             record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}")
             self.store.write_record(record)
             return
-        self._apply_verdict(record, self._verdict_entry(verdict), reused=False)
+        entry = self._verdict_entry(verdict)
+        if reason:
+            entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
+        self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
 
     @staticmethod

@@ -59,5 +59,11 @@ class Judge:
     def judge(self, request: JudgeRequest) -> Verdict:
         raise NotImplementedError
 
+    def stale_reason(self, entry: dict[str, Any]) -> str | None:
+        """Why a verdict this judge gave earlier (a record's ``judgements[id]`` entry) must not be reused,
+        e.g. "given under another prompt"; None when it may stand.  Never reused silently: the runner
+        records the reason and the session reports how many were judged again."""
+        return None
+
     def close(self) -> None:
         """Release clients; called once at the end of a worker's session."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..engine.journal import Journal
 from ..registry import ModelSpec
 from ..tasks import Task
 
@@ -24,6 +25,9 @@ class GenerationRequest:
     seed: int  # per task x repeat, the same for every model
     references: tuple[Path, ...]  # the task's reference images as downloaded, in task order
     spec: ModelSpec
+    #: Where a route that answers with a job (submit, then poll) records it before the first poll, and
+    #: finds the job of an earlier attempt to resume instead of submitting again (engine/journal.py).
+    journal: Journal = field(default_factory=Journal, compare=False)
 
 
 @dataclass

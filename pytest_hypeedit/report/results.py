@@ -58,16 +58,23 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 def _counts(records: list[Record]) -> dict:
     spent = sum(r.spent for r in records)
-    this_run = sum((0 if r.reused_candidate else r.cost) + (0 if r.reused_verdict else r.judge_cost) for r in records)
+    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else r.cost) + (0 if r.reused_verdict else r.judge_cost)
+                   for r in records)
     return {
         "candidates": len(records),
         "judged": sum(1 for r in records if r.judged),
         "errors": sum(1 for r in records if r.outcome == ERROR),
         "refusals": sum(1 for r in records if r.outcome == REFUSED),
         "skipped": sum(1 for r in records if r.outcome == SKIPPED),
+        "resubmitted": sum(r.resubmitted for r in records),
         "spent": round(spent, 6),
         "spent_this_run": round(this_run, 6),
     }
+
+
+def _paid_earlier(record: Record) -> bool:
+    """A journaled job this run resumed: it was paid for when an earlier run submitted it."""
+    return bool(record.job and record.job.get("resumed"))
 
 
 def write_results(results: dict, path: Path) -> Path:

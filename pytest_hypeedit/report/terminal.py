@@ -38,8 +38,11 @@ def _totals(rows: list[dict], results: dict) -> str:
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
     status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
+    resubmitted = sum(r.get("resubmitted", 0) for r in own)
+    again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
     return (
         f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
         f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "
-        f"skipped {sum(r['skipped'] for r in own)}; spent ${spent:.2f} (${this_run:.2f} in this run); run {status}"
+        f"skipped {sum(r['skipped'] for r in own)}{again}; spent ${spent:.2f} (${this_run:.2f} in this run); "
+        f"run {status}"
     )
