@@ -1,10 +1,16 @@
-"""Per-route limits on requests per minute and requests in flight, across processes.
+"""Per-route limits on requests per minute and calls in flight, across processes.
 
 Every xdist worker builds its own ``RouteLimiter`` on the same state directory;
 they agree through files in it:
 
-- in flight: ``<route>.slot<i>.lock`` for i < inflight.  A request holds an
-  exclusive OS lock on one of them, so a worker that dies frees its slot.
+- in flight: ``<route>.slot<i>.lock`` for i < inflight (a ``SlotSet``).  A call
+  holds an exclusive OS lock on one of them, so a worker that dies frees its
+  slot.  A *call* is one candidate's generation (submit, polls and download
+  together: a provider counts a submitted job as active until it is done) or
+  one verdict: the pool takes the slot before it starts the call
+  (``try_call_slot``), and the HTTP requests inside the call do not take
+  another.  A request made outside any call (a library user calling an
+  adapter directly) takes a slot for itself.
 - per minute: ``<route>.rpm.json`` holds the start times of the last N
   requests (a sliding-window log, not a token bucket: a bucket lets 2N through
   in one window after an idle spell).  A request may start when fewer than N
@@ -23,6 +29,7 @@ import math
 import os
 import random
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Iterator
@@ -76,8 +83,51 @@ def safe_name(route: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", route) or "_"
 
 
+Release = Callable[[], None]
+
+
+class SlotSet:
+    """``size`` interchangeable slots shared by every process of a run: one lock file per slot.
+
+    ``try_take`` never blocks (the pool's dispatcher must not wait on one route
+    while another could go); ``take`` waits, polling briefly, for callers that
+    have nothing else to do.
+    """
+
+    def __init__(self, folder: Path, name: str, size: int, *, sleep: Callable[[float], None] = time.sleep):
+        if size < 1:
+            raise ValueError(f"{name}: a slot set needs at least one slot, got {size}")
+        self.size, self.sleep = size, sleep
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._files = [folder / f"{safe_name(name)}.slot{i}.lock" for i in range(size)]
+
+    def try_take(self) -> Release | None:
+        # A random starting slot spreads processes over the files instead of all fighting for slot 0.
+        start = random.randrange(self.size)
+        for index in range(self.size):
+            release = try_exclusive(self._files[(start + index) % self.size])
+            if release is not None:
+                return release
+        return None
+
+    def take(self) -> Release:
+        pause = MIN_POLL
+        while True:
+            release = self.try_take()
+            if release is not None:
+                return release
+            self.sleep(pause * (0.5 + random.random()))
+            pause = min(pause * 1.5, MAX_POLL)
+
+
 class RouteLimiter:
-    """Blocks each request until its route has a free in-flight slot and a request-per-minute token."""
+    """A route's calls in flight (``SlotSet``) and requests per minute (a sliding-window log), across processes.
+
+    ``listener``, when set, is told the status of every HTTP reply on the route
+    (``None`` for a network error): the adaptive concurrency of ``--concurrency
+    auto`` follows it.
+    """
 
     def __init__(self, state_dir: Path, route: str, rpm: float | None, inflight: int | None, *,
                  period: float = 60.0, margin: float | None = None,
@@ -96,11 +146,36 @@ class RouteLimiter:
         name = safe_name(route)
         self._rpm_file = self.state_dir / f"{name}.rpm.json"
         self._rpm_lock = self.state_dir / f"{name}.rpm.lock"
-        self._slot_files = [self.state_dir / f"{name}.slot{i}.lock" for i in range(inflight or 0)]
+        self._slots = SlotSet(self.state_dir, name, inflight, sleep=sleep) if inflight else None
+        self._in_call = threading.local()
+        self.listener: Callable[[int | None], None] | None = None
+
+    # ------------------------------------------------------------------ calls (the pool's unit)
+    def try_call_slot(self) -> Release | None:
+        """An in-flight slot for one call if one is free now, else None (never blocks)."""
+        if self._slots is None:
+            return _nothing
+        return self._slots.try_take()
 
     @contextlib.contextmanager
+    def call(self, release: Release | None = None) -> Iterator[None]:
+        """Run one call in this thread: its HTTP requests take no in-flight slot of their own.
+        ``release`` is a slot taken by ``try_call_slot``; without it the call waits for a slot here."""
+        if release is None:
+            release = self._slots.take() if self._slots is not None else _nothing
+        self._in_call.active = True
+        try:
+            yield
+        finally:
+            self._in_call.active = False
+            release()
+
+    # ------------------------------------------------------------------ requests (the transport's unit)
+    @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
-        release = self._take_inflight_slot() if self.inflight else None
+        """One HTTP request: a request-per-minute token, and an in-flight slot unless it is part of a call."""
+        in_call = getattr(self._in_call, "active", False)
+        release = self._slots.take() if self._slots is not None and not in_call else None
         try:
             if self.rpm:
                 self._take_rpm_token()
@@ -109,20 +184,23 @@ class RouteLimiter:
             if release is not None:
                 release()
 
-    # ------------------------------------------------------------------ in flight
-    def _take_inflight_slot(self) -> Callable[[], None]:
-        pause = MIN_POLL
-        while True:
-            # A random starting slot spreads workers over the files instead of all fighting for slot 0.
-            start = random.randrange(len(self._slot_files))
-            for index in range(len(self._slot_files)):
-                release = try_exclusive(self._slot_files[(start + index) % len(self._slot_files)])
-                if release is not None:
-                    return release
-            self.sleep(pause * (0.5 + random.random()))
-            pause = min(pause * 1.5, MAX_POLL)
+    def observe(self, status: int | None) -> None:
+        """The status of a reply on this route (None: a network error), for the adaptive level."""
+        if self.listener is not None:
+            self.listener(status)
 
     # ------------------------------------------------------------------ per minute
+    def rpm_wait(self) -> float:
+        """Seconds until a request-per-minute token is free (0 when one is free now); takes none."""
+        if not self.rpm:
+            return 0.0
+        with exclusive(self._rpm_lock):
+            now = self.clock()
+            starts = [t for t in self._read_starts() if t > now - self.window]
+        if len(starts) < self.capacity:
+            return 0.0
+        return max(0.0, starts[len(starts) - self.capacity] + self.window - now)
+
     def _take_rpm_token(self) -> None:
         while True:
             wait = self._try_rpm_token()
@@ -150,6 +228,10 @@ class RouteLimiter:
 
     def _write_starts(self, starts: list[float]) -> None:
         atomic_write_bytes(self._rpm_file, json.dumps(starts[-self.capacity:]).encode("utf-8"))
+
+
+def _nothing() -> None:
+    """The release of a slot that was never needed (a route without an in-flight limit)."""
 
 
 def limiter_for(state_dir: Path, route: str, rpm: float | None, inflight: int | None) -> RouteLimiter | None:

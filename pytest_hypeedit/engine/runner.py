@@ -6,8 +6,17 @@
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
     otherwise: judge -> verdict written into the record at once
 
-Knows nothing of pytest: the item (items.py) calls ``Runner.run`` and turns
-the returned record into a pytest outcome.
+The work is split in steps so that a pool (engine/pool.py) can keep many
+candidates in flight and give each paid step its route's slot:
+
+    plan(task, spec, repeat)   read the disk: what still has to be paid for (no call)
+    generate_step(plan)        buy the candidate (or resume its job), under the candidate's claim
+    judge_step(plan)           ask the judge, under the candidate's claim
+    finish(plan)               everything else: reuse from disk, a refusal, a free judge (labels)
+
+A claim is a cross-process lock per candidate: two processes never buy the
+same candidate, and the one that waited finds it on disk.  ``run`` does the
+steps in order, for callers without a pool.  Knows nothing of pytest.
 """
 
 from __future__ import annotations
@@ -34,6 +43,23 @@ def refused(record: Record | None) -> bool:
 
 
 @dataclass
+class Plan:
+    """One candidate between steps: its record, its image on disk, and what it still needs."""
+
+    task: Task
+    spec: ModelSpec
+    repeat: int
+    record: Record
+    candidate: Path | None
+    needs_generation: bool = False  # a provider call (or a journaled job to resume)
+    needs_verdict: bool = False  # a paid judge call
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return self.record.key
+
+
+@dataclass
 class Runner:
     """What one process (the serial run, or one xdist worker) needs to produce candidates."""
 
@@ -47,21 +73,72 @@ class Runner:
     _judge: Judge | None = None
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
-        record = self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
+        """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
+        plan = self.plan(task, spec, repeat)
+        if plan.needs_generation:
+            self.generate_step(plan)
+        if plan.needs_verdict:
+            return self.judge_step(plan)
+        return self.finish(plan)
+
+    # ------------------------------------------------------------------ steps
+
+    def plan(self, task: Task, spec: ModelSpec, repeat: int) -> "Plan":
+        """What this candidate still needs, read from the disk (no call, no claim)."""
+        record = self._read_or_new(task, spec, repeat)
+        plan = Plan(task, spec, repeat, record, self.store.find_candidate(*record.key))
+        self._settle_plan(plan)
+        return plan
+
+    def generate_step(self, plan: "Plan") -> "Plan":
+        """Buy the candidate (or resume its journaled job), unless another process did meanwhile."""
+        with self.store.claim(*plan.record.key):
+            plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
+            plan.candidate = self.store.find_candidate(*plan.record.key)
+            self._settle_plan(plan)
+            if plan.needs_generation:
+                plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
+                plan.needs_generation = False
+                plan.needs_verdict = plan.candidate is not None
+        return plan
+
+    def judge_step(self, plan: "Plan") -> Record:
+        """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
+        with self.store.claim(*plan.record.key):
+            on_disk = self.store.read_record(*plan.record.key)
+            if on_disk is not None and on_disk.candidate == plan.record.candidate and self.reusable_verdict(on_disk):
+                plan.record.judgements = on_disk.judgements
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+        plan.needs_verdict = False
+        return plan.record
+
+    def finish(self, plan: "Plan") -> Record:
+        """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
+        if plan.candidate is not None:
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+        return plan.record
+
+    def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
+        return self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
             split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
         )
-        candidate = self.store.find_candidate(task.split, spec.name, task.task_id, repeat)
-        if candidate is None and refused(record):
-            record.reused_candidate = True  # the model's refusal was paid for: it is its answer
-            return record
-        if candidate is None:
-            candidate = self._generate(task, spec, repeat, record)
-            if candidate is None:
-                return record
-        else:
-            self._adopt_candidate(record, spec, candidate)
-        self._judge_candidate(task, spec, repeat, candidate, record)
-        return record
+
+    def _settle_plan(self, plan: "Plan") -> None:
+        """Decide the plan's needs from its record and candidate (and adopt a candidate found on disk)."""
+        record = plan.record
+        if plan.candidate is None:
+            plan.needs_generation = not refused(record)
+            plan.needs_verdict = False
+            if not plan.needs_generation:
+                record.reused_candidate = True  # the model's refusal was paid for: it is its answer
+            return
+        self._adopt_candidate(record, plan.spec, plan.candidate)
+        plan.needs_generation = False
+        plan.needs_verdict = self.paid_verdict_needed(record)
+
+    def paid_verdict_needed(self, record: Record) -> bool:
+        """Whether the judge must be called, and paid, for this candidate (a free judge never is)."""
+        return bool(self.judge.routes) and self.reusable_verdict(record) is None
 
     # ------------------------------------------------------------------ generation
 

@@ -6,25 +6,51 @@
 Every write is atomic (temporary name, then rename), so a run killed at any
 point leaves either the old file or the new one, never half a file that a
 later run would mistake for a paid result.
+
+A *claim* (``Store.claim``) is an exclusive lock on one candidate, across
+processes, held while it is bought or judged: two processes working on the
+same outputs never pay for the same candidate, and the one that waited reads
+the result from disk.  Its lock files live outside the outputs (the layout is
+shared with other tools), in ``claims_dir``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from ..files import atomic_write_bytes
-from .records import Record
 from ..tasks import IMAGE_SUFFIXES
+from .limits import exclusive
+from .records import Record
 
 
 def repeat_stem(repeat: int) -> str:
     return f"{repeat:03d}"
 
 
+def default_claims_dir(root: Path) -> Path:
+    """Claims of an outputs folder, the same for every process on this machine that writes into it."""
+    digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / "hypeedit-claims" / digest
+
+
 class Store:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, claims_dir: Path | None = None):
         self.root = Path(root)
+        self.claims_dir = Path(claims_dir) if claims_dir else default_claims_dir(self.root)
+
+    @contextlib.contextmanager
+    def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
+        """Hold this candidate against every other process and thread while it is bought or judged."""
+        path = self.claims_dir / split / model / task_id / f"{repeat_stem(repeat)}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with exclusive(path):
+            yield
 
     def task_dir(self, split: str, model: str, task_id: str) -> Path:
         # split, model and task_id were validated as plain names when loaded

@@ -47,6 +47,9 @@ class Judge:
     key_env: ClassVar[tuple[str, ...]] = ()
     #: Whether the judge looks at the images (a labels judge does not).
     needs_images: ClassVar[bool] = True
+    #: The HTTP routes a verdict calls (each has its own limits); none for a free, instant judge
+    #: (human labels), which the pool then runs without a slot.
+    routes: tuple[str, ...] = ("judge",)
     #: Whether a verdict this judge gave in an earlier run may be reused.  A paid
     #: judge's verdict is (never pay twice); free human labels are read afresh,
     #: since raters keep adding files.

@@ -30,6 +30,7 @@ THINKING_LEVEL = "MEDIUM"  # the upstream judge's level
 class GeminiJudge(Judge):
     name = "gemini-3-flash"
     key_env = GEMINI_KEY_ENV
+    routes = (ROUTE,)
 
     def __init__(self, options=None, *, model: str | None = None):
         self.model = model or getattr(options, "gemini_model", None) or FLASH_MODEL

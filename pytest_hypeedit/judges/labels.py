@@ -20,6 +20,7 @@ class LabelsJudge(Judge):
     name = "labels"
     needs_images = False
     reuse_verdicts = False
+    routes = ()  # read from files: free and instant
 
     def __init__(self, paths: Iterable[Path], known_models: Iterable[str] | None = None):
         self.paths = [Path(p) for p in paths]

@@ -29,6 +29,7 @@ class MajorityJudge(Judge):
         self.key_env = tuple(dict.fromkeys(v for juror in jurors for v in juror.key_env))
         self.needs_images = any(juror.needs_images for juror in jurors)
         self.reuse_verdicts = all(juror.reuse_verdicts for juror in jurors)
+        self.routes = tuple(dict.fromkeys(route for juror in jurors for route in juror.routes))
         self._pool = ThreadPoolExecutor(max_workers=len(jurors), thread_name_prefix="juror")
 
     @property

@@ -35,6 +35,7 @@ ROUTE = "openai-judge"
 class OpenAICompatJudge(Judge):
     name = "openai"
     key_env = ()  # the key is optional (local servers), so a missing one is not a usage error
+    routes = (ROUTE,)
 
     def __init__(self, model: str, options=None):
         if not model or not model.strip():

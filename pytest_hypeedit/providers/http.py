@@ -1,9 +1,12 @@
 """The one HTTP policy every adapter (and google-genai, through its ``httpx_client``) uses.
 
 ``make_http_client`` returns an ``httpx.Client`` whose transport
-- takes a request-per-minute token and an in-flight slot from the route's
-  cross-worker ``RouteLimiter`` for every HTTP request (retries and polls too),
+- takes a request-per-minute token from the route's cross-worker
+  ``RouteLimiter`` for every HTTP request (retries and polls too), and an
+  in-flight slot unless the request is part of a call that holds one already
+  (engine/limits.py: the pool takes one slot per call),
 - reads the whole body inside that slot, so a read timeout is retried too,
+- tells the limiter every reply's status, for the adaptive concurrency,
 - retries 408, 429 and 5xx replies and connection errors / timeouts with
   exponential backoff and jitter, honouring ``Retry-After`` (and the
   ``retry-after-ms``, ``x-should-retry`` and ``X-Fal-Retryable`` headers),
@@ -123,12 +126,14 @@ class PolicyTransport(httpx.BaseTransport):
             try:
                 response, twin = self._send_once(request)
             except httpx.TransportError as exc:
+                self._observe(None)
                 if attempt >= self.policy.max_attempts:
                     raise
                 delay, why = self.policy.backoff(attempt), type(exc).__name__
             else:
+                self._observe(response.status_code)
                 retry_after = parse_retry_after(response.headers)
-                if (attempt >= self.policy.max_attempts or not is_retryable(twin)
+                if (attempt >= self.policy.max_attempts or twin is None or not is_retryable(twin)
                         or (retry_after or 0) > self.policy.max_retry_after):
                     return response
                 delay, why = self.policy.backoff(attempt, retry_after), f"HTTP {response.status_code}"
@@ -137,7 +142,12 @@ class PolicyTransport(httpx.BaseTransport):
             self.sleep(delay)
             attempt += 1
 
-    def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response]:
+    def _observe(self, status: int | None) -> None:
+        observe = getattr(self.limiter, "observe", None)  # any object with slot() can limit (tests)
+        if observe is not None:
+            observe(status)
+
+    def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
         slot = self.limiter.slot() if self.limiter is not None else contextlib.nullcontext()
         with slot:
             response = self.inner.handle_request(request)
@@ -146,13 +156,18 @@ class PolicyTransport(httpx.BaseTransport):
             finally:
                 response.close()
         # The client gets a fresh, unread response (so httpx's own read/close/elapsed
-        # bookkeeping works); the retry decision reads a decoded twin of it.
+        # bookkeeping works); the retry decision reads a decoded twin of it.  A success is
+        # never retried, so its body (often a large image) is not decoded a second time.
         fresh = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw),
                                extensions=response.extensions, request=request)
-        return fresh, _decoded_twin(fresh, raw)
+        return fresh, (None if fresh.is_success and not _has_retry_flag(fresh) else _decoded_twin(fresh, raw))
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _has_retry_flag(response: httpx.Response) -> bool:
+    return any(name in response.headers for name in ("x-should-retry", "x-fal-retryable"))
 
 
 def _decoded_twin(response: httpx.Response, raw: bytes) -> httpx.Response:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..engine.limits import RouteLimiter, limiter_for
+from ..engine.limits import RouteLimiter
 from ..registry import ModelSpec, RouteLimits
 from .http import RetryPolicy
 
@@ -33,14 +33,22 @@ class Runtime:
     _limiters: dict[tuple, RouteLimiter | None] = field(default_factory=dict)
 
     def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:
-        """The route's limiter (None without a state dir or without limits); one per route and process."""
+        """The route's limiter (None without a state dir); one per route and process.  A route without
+        limits gets one too: it holds nothing, but passes the replies' statuses to the adaptive level."""
         if self.state_dir is None:
             return None
         limits = self.limits(spec)
         key = (spec.route, limits.rpm, limits.inflight)
         if key not in self._limiters:
-            self._limiters[key] = limiter_for(self.state_dir / "limits", spec.route, limits.rpm, limits.inflight)
+            self._limiters[key] = RouteLimiter(self.state_dir / "limits", spec.route, limits.rpm, limits.inflight)
         return self._limiters[key]
+
+    def limiter_for_route(self, route: str) -> RouteLimiter | None:
+        """The limiter already made for ``route`` in this process (by an adapter or a judge), if any."""
+        for (name, _, _), limiter in self._limiters.items():
+            if name == route:
+                return limiter
+        return None
 
     def images_dir(self) -> Path:
         if self.cache_dir is None:
