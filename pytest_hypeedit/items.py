@@ -1,6 +1,7 @@
 """The pytest items: one per task x model x repeat.
 
-The model call and the judge run in the item's *setup*, so that a failed call
+The model call and the judge run in the item's *setup* (in fact in the pool,
+engine/pool.py, which works ahead: the setup waits for this candidate), so that a failed call
 or an unparseable judge reply is reported by pytest as an ERROR (not the
 model's failure); the *call* phase only asserts the verdict, so a FAIL or a
 refusal is a test failure whose message is the judge's reasoning.
@@ -19,7 +20,7 @@ import pytest
 from .errors import HypeEditError
 from .engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
 from .registry import ModelSpec
-from .stash import RUNNER_KEY
+from .pool_plugin import record_for
 from .tasks import Task
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
@@ -60,7 +61,8 @@ class CandidateItem(pytest.Item):
             self.add_marker(task_type)
 
     def setup(self) -> None:
-        self.record = self.config.stash[RUNNER_KEY].run(self.task, self.spec, self.repeat)
+        # The pool has most likely bought and judged it already, while earlier items ran.
+        self.record = record_for(self)
         self.user_properties.append(record_to_property(self.record))
         if self.record.outcome == SKIPPED:
             pytest.skip(self.record.error or "skipped")

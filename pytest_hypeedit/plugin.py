@@ -55,6 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     if is_controller(config):
         register_controller_plugins(config, run)
+    register_pool_plugins(config)
     if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
         from .report.html import GalleryPlugin, gallery_source
 
@@ -72,6 +73,32 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
     config.pluginmanager.register(session, "hypeedit-session")
     config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
     register_agreement(config, run)
+
+
+def register_pool_plugins(config: pytest.Config) -> None:
+    """The pool in every process that runs items; on the controller, the live line and (under -n) the
+    stop signal for the workers."""
+    from . import pool_plugin
+
+    distributing = config.pluginmanager.has_plugin("dsession")  # pytest-xdist's controller of -n N
+    if not distributing:
+        config.pluginmanager.register(pool_plugin.PoolPlugin(config), "hypeedit-pool")
+    if is_controller(config):
+        if distributing:
+            config.pluginmanager.register(pool_plugin.StopSignal(config), "hypeedit-stop")
+        if pool_plugin.live_line_wanted(config):
+            pool_plugin.prepare_terminal(config)
+            config.pluginmanager.register(pool_plugin.LiveLine(config), "hypeedit-live-line")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
+    if benchmark_mode(config) and config.getvalue("dist") == "load":
+        from .pool_plugin import deal_all_scheduler
+
+        return deal_all_scheduler(config, log)
+    return None
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

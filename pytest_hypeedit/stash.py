@@ -27,3 +27,6 @@ def run_id(config: pytest.Config) -> str:
     if not hasattr(config, "_hypeedit_run_id"):
         config._hypeedit_run_id = uuid.uuid4().hex[:12]
     return config._hypeedit_run_id
+
+#: The CandidatePool of a process that runs items (engine/pool.py), once its run loop started.
+POOL_KEY = pytest.StashKey["object"]()

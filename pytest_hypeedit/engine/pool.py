@@ -1,0 +1,480 @@
+"""Many candidates in flight from one process: a pool that works ahead of pytest.
+
+pytest runs items one at a time.  Each item waits in its setup for its own
+candidate (``CandidatePool.result``) while the pool's threads already work on
+the candidates pytest will ask for next, in that order.  So one process keeps
+as many calls in flight as the providers allow, and pytest still sees one item
+per candidate, in order, with the same outcomes.
+
+    plan (the items this process will run, in order)
+      -> triage: read the disk (Runner.plan): nothing to pay -> done inline
+      -> ready to generate, one queue per route      -> generate step -> ready to judge
+      -> ready to judge (before any new generation)  -> judge step    -> done
+
+A step starts only when its route's gate admits it (calls in flight, requests
+per minute, the adaptive level: engine/routes.py) *and* a candidate slot is
+free (``concurrency`` across the whole run: a cross-process ``SlotSet``).  The
+route is asked first, so a route at its limit never holds a slot another route
+could use.  Judging comes before new generation, so started candidates finish
+first and results reach pytest in order.
+
+Stopping (``-x``, ``--maxfail``, Ctrl-C): no new step starts; steps already
+running finish and are written to disk by the runner; a candidate whose paid
+step never started is ``NotStarted``.  Threads are daemons, so a process that
+must leave does not wait for a 60 s call: ``shutdown(grace)`` waits that long
+at most.  Knows nothing of pytest (pool_plugin.py is the glue).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from ..errors import HypeEditError
+from ..registry import ModelSpec
+from ..tasks import Task
+from .limits import Release, SlotSet
+from .records import ERROR, REFUSED, SKIPPED, Record
+from .routes import GateState, RouteGate
+from .runner import Plan, Runner
+
+# Job states.
+NEW, TRIAGING, MAIN, READY, RUNNING, INLINE, DONE, STOPPED = (
+    "new", "triaging", "main", "ready", "running", "inline", "done", "stopped")
+GENERATE, JUDGE = "generate", "judge"
+
+#: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
+TICK = 0.05
+REPORT_EVERY = 0.5
+#: The longest the dispatcher sleeps with nothing to start (it is woken by every event of its own process).
+IDLE = 0.2
+#: How long the dispatcher waits before trying again when a route or slot it needs is held.
+RETRY = 0.02
+
+Key = tuple[str, str, str, int]
+Entry = tuple[Task, ModelSpec, int]
+#: A slot a step holds: the gate it came from (None for a candidate slot) and how to give it back.
+Taken = list[tuple["RouteGate | None", Release]]
+
+
+class NotStarted(HypeEditError):
+    """The run is stopping (-x, --maxfail, Ctrl-C) and this candidate's paid step never started."""
+
+
+@dataclass(eq=False)
+class Job:
+    task: Task
+    spec: ModelSpec
+    repeat: int
+    index: int  # position in the plan: the order pytest asks
+    state: str = NEW
+    step: str | None = None
+    plan: Plan | None = None
+    record: Record | None = None
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def key(self) -> Key:
+        return (self.task.split, self.spec.name, self.task.task_id, self.repeat)
+
+    @property
+    def label(self) -> str:
+        return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}"
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """What the live line shows of one process's pool."""
+
+    planned: int
+    done: int
+    running: int
+    errors: int
+    refused: int
+    skipped: int
+    spent: float
+    routes: tuple[GateState, ...]
+
+
+class CandidatePool:
+    def __init__(self, runner: Runner, *, concurrency: int, gate_for: Callable[[ModelSpec], RouteGate],
+                 judge_gates: Callable[[], list[RouteGate]], slots: SlotSet | None = None,
+                 source: Callable[[], Iterable[Entry]] | None = None,
+                 should_stop: Callable[[], str | None] | None = None,
+                 on_report: Callable[[PoolState], None] | None = None):
+        self.runner, self.concurrency = runner, concurrency
+        self._gate_for, self._judge_gates = gate_for, judge_gates
+        self._slots, self._source, self._should_stop, self._on_report = slots, source, should_stop, on_report
+        self._jobs: dict[Key, Job] = {}
+        self._order: list[Job] = []
+        self._triage_at = 0
+        self._generate: dict[str, deque[Job]] = {}  # route -> jobs ready to generate, in plan order
+        self._judge: deque[Job] = deque()
+        self._running = 0
+        self._stop_reason: str | None = None
+        self._closed = False
+        self._cond = threading.Condition()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._dispatcher: threading.Thread | None = None
+        self._totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
+        self._gates: dict[int, RouteGate] = {}
+
+    # ------------------------------------------------------------------ the main thread's side
+    def start(self) -> "CandidatePool":
+        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="hypeedit-dispatcher", daemon=True)
+        self._dispatcher.start()
+        return self
+
+    def add(self, entries: Iterable[Entry]) -> None:
+        """Plan candidates (in the order pytest will ask for them); known ones are ignored."""
+        with self._cond:
+            added = sum(self._add(*entry) is not None for entry in entries)
+            if added:
+                self._cond.notify_all()
+
+    def result(self, task: Task, spec: ModelSpec, repeat: int,
+               on_wait: Callable[[], None] | None = None) -> Record:
+        """The candidate's record once it is done (blocks); pytest's item calls this in its setup."""
+        job = self._claim_for_main(task, spec, repeat)
+        if job.state == MAIN:
+            record = self._triage_here(job)
+            if record is not None:
+                return record
+        while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
+            if on_wait is not None:
+                on_wait()
+        return self._outcome(job)
+
+    def stop(self, reason: str) -> None:
+        """No new step starts from now on (running steps finish)."""
+        with self._cond:
+            if self._stop_reason is None:
+                self._stop_reason = reason
+            self._cond.notify_all()
+
+    @property
+    def stopping(self) -> str | None:
+        return self._stop_reason
+
+    def shutdown(self, grace: float) -> int:
+        """Stop, wait up to ``grace`` seconds for running steps, and end the threads; returns how many
+        steps were still running (their calls are abandoned: a journaled job is resumed by the next run)."""
+        self.stop(self._stop_reason or "the session ended")
+        deadline = time.monotonic() + grace
+        with self._cond:
+            while self._running and time.monotonic() < deadline:
+                self._cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            left = self._running
+            self._closed = True
+            self._cond.notify_all()
+        for _ in self._threads:
+            self._tasks.put(None)
+        return left
+
+    def state(self) -> PoolState:
+        with self._cond:
+            totals = dict(self._totals)
+            planned, running = len(self._order), self._running
+        gates = tuple(gate.state() for gate in self._known_gates())
+        return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
+                         totals["spent"], gates)
+
+    # ------------------------------------------------------------------ jobs
+    def _add(self, task: Task, spec: ModelSpec, repeat: int) -> Job | None:
+        key = (task.split, spec.name, task.task_id, repeat)
+        if key in self._jobs:
+            return None
+        job = Job(task, spec, repeat, len(self._order))
+        self._jobs[key] = job
+        self._order.append(job)
+        return job
+
+    def _claim_for_main(self, task: Task, spec: ModelSpec, repeat: int) -> Job:
+        with self._cond:
+            job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
+            if job.state == NEW:
+                job.state = MAIN  # not triaged yet: the main thread reads the disk itself
+            return job
+
+    def _triage_here(self, job: Job) -> Record | None:
+        """The main thread's own triage of a job the pool has not reached: finish it at once when nothing
+        is to be paid, else hand it to the pool ahead of everything else."""
+        plan = self.runner.plan(job.task, job.spec, job.repeat)
+        if not (plan.needs_generation or plan.needs_verdict):
+            return self._finish_inline(job, plan)
+        with self._cond:
+            if self._stop_reason is not None:
+                job.state = STOPPED
+                job.done.set()
+            else:
+                self._make_ready(job, plan, urgent=True)
+                self._cond.notify_all()
+        return None
+
+    def _outcome(self, job: Job) -> Record:
+        if job.state == INLINE:
+            return self._finish_inline(job, job.plan)
+        if job.state == STOPPED:
+            raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
+        if job.error is not None:
+            raise job.error
+        record, job.plan = job.record, None
+        return record
+
+    def _finish_inline(self, job: Job, plan: Plan) -> Record:
+        record = self.runner.finish(plan)
+        with self._cond:
+            job.state, job.plan = DONE, None
+            self._count(record)
+        return record
+
+    def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None:
+        job.plan, job.state = plan, READY
+        if plan.needs_generation:
+            job.step = GENERATE
+            queue_ = self._generate.setdefault(job.spec.route, deque())
+        else:
+            job.step = JUDGE
+            queue_ = self._judge
+        queue_.appendleft(job) if urgent else queue_.append(job)
+
+    def _count(self, record: Record) -> None:
+        totals = self._totals
+        totals["done"] += 1
+        totals["errors"] += record.outcome == ERROR
+        totals["refused"] += record.outcome == REFUSED
+        totals["skipped"] += record.outcome == SKIPPED
+        totals["spent"] += (0 if record.reused_candidate else record.cost or 0) + (
+            0 if record.reused_verdict else record.judge_cost or 0)
+
+    # ------------------------------------------------------------------ the dispatcher
+    def _dispatch_loop(self) -> None:
+        try:
+            self._dispatch()
+        except BaseException as exc:  # a bug in the pool itself: fail every waiting item rather than hang
+            self._fail_all(exc)
+            raise
+
+    def _dispatch(self) -> None:
+        next_source = next_report = 0.0
+        while True:
+            now = time.monotonic()
+            if now >= next_source:
+                next_source = now + TICK
+                self._poll_outside()
+            if now >= next_report and self._on_report is not None:
+                next_report = now + REPORT_EVERY
+                self._on_report(self.state())
+            with self._cond:
+                if self._closed:
+                    return
+                stopping = self._stop_reason is not None
+            more = False
+            if stopping:
+                self._drop_unstarted()
+            else:
+                more = self._triage_some()
+            started, wait = (0, IDLE) if stopping else self._start_ready()
+            with self._cond:
+                if not (started or more or self._closed):
+                    self._cond.wait(wait)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        with self._cond:
+            self._closed = True
+            for job in self._order:
+                if not job.done.is_set():
+                    job.error, job.state = exc, DONE
+                    job.done.set()
+
+    def _poll_outside(self) -> None:
+        if self._source is not None:
+            self.add(self._source())
+        if self._should_stop is not None and self._stop_reason is None:
+            reason = self._should_stop()
+            if reason:
+                self.stop(reason)
+
+    def _triage_some(self, budget: int = 64) -> bool:
+        """Read the disk for the next planned jobs, until enough paid work is queued to fill the slots;
+        True when more jobs wait to be read."""
+        for _ in range(budget):
+            with self._cond:
+                if self._queued_generations() >= 2 * self.concurrency:
+                    return False
+                job = self._next_new()
+                if job is None:
+                    return False
+                job.state = TRIAGING
+            try:
+                plan = self.runner.plan(job.task, job.spec, job.repeat)
+            except Exception as exc:  # e.g. the judge cannot be built here: the item shows it
+                with self._cond:
+                    job.error, job.state = exc, DONE
+                    job.done.set()
+                continue
+            with self._cond:
+                if plan.needs_generation or plan.needs_verdict:
+                    self._make_ready(job, plan)
+                else:
+                    job.plan, job.state = plan, INLINE
+                    job.done.set()
+                self._cond.notify_all()
+        return True
+
+    def _next_new(self) -> Job | None:
+        while self._triage_at < len(self._order):
+            job = self._order[self._triage_at]
+            self._triage_at += 1
+            if job.state == NEW:
+                return job
+        return None
+
+    def _queued_generations(self) -> int:
+        return sum(len(q) for q in self._generate.values())
+
+    def _drop_unstarted(self) -> None:
+        with self._cond:
+            for queue_ in [self._judge, *self._generate.values()]:
+                while queue_:
+                    job = queue_.popleft()
+                    job.state = STOPPED
+                    job.done.set()
+
+    def _start_ready(self) -> tuple[int, float]:
+        """Start every ready step that its route and a candidate slot admit; (started, seconds to wait)."""
+        started, now, wait = 0, time.monotonic(), IDLE
+        for queue_, gates in self._queues_in_order():
+            while True:
+                with self._cond:
+                    if not queue_ or self._running >= self.concurrency:
+                        break
+                taken = self._admit(gates)
+                if taken is None:
+                    hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
+                    wait = min(wait, min(hints) if hints else RETRY)
+                    break
+                with self._cond:
+                    if not queue_:  # a stop emptied it meanwhile
+                        self._release(taken)
+                        break
+                    job = queue_.popleft()
+                    job.state = RUNNING
+                    self._running += 1
+                self._submit(job, taken)
+                started += 1
+            with self._cond:
+                if self._running >= self.concurrency:
+                    return started, wait
+        return started, wait
+
+    def _queues_in_order(self) -> list[tuple[deque, list[RouteGate]]]:
+        """Judging first; then each route's generations, the route whose next item comes first first."""
+        with self._cond:
+            routes = sorted((q[0].index, route, q) for route, q in self._generate.items() if q)
+            queues = [(self._judge, self._judge_gate_list())] if self._judge else []
+            queues += [(q, [self._gate(q[0].spec)]) for _, _, q in routes]
+        return queues
+
+    def _admit(self, gates: list[RouteGate]) -> Taken | None:
+        """The route slots first, then a candidate slot; all or nothing."""
+        taken: Taken = []
+        for gate in gates:
+            release = gate.try_enter()
+            if release is None:
+                self._release(taken)
+                return None
+            taken.append((gate, release))
+        if self._slots is not None:
+            release = self._slots.try_take()
+            if release is None:
+                self._release(taken)
+                return None
+            taken.append((None, release))
+        return taken
+
+    @staticmethod
+    def _release(taken: Taken) -> None:
+        for _, release in reversed(taken):
+            release()
+
+    # ------------------------------------------------------------------ gates
+    def _gate(self, spec: ModelSpec) -> RouteGate:
+        gate = self._gate_for(spec)
+        self._gates[id(gate)] = gate
+        return gate
+
+    def _judge_gate_list(self) -> list[RouteGate]:
+        gates = self._judge_gates()
+        for gate in gates:
+            self._gates[id(gate)] = gate
+        return gates
+
+    def _known_gates(self) -> list[RouteGate]:
+        return list(self._gates.values())
+
+    # ------------------------------------------------------------------ the workers
+    def _submit(self, job: Job, taken: Taken) -> None:
+        with self._cond:
+            while len(self._threads) < self._running:  # one thread per running step, made as needed
+                thread = threading.Thread(target=self._work, name=f"hypeedit-call-{len(self._threads)}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+        self._tasks.put((job, taken))
+
+    def _work(self) -> None:
+        while True:
+            task = self._tasks.get()
+            if task is None:
+                return
+            job, taken = task
+            try:
+                with self._holding(taken):
+                    self._run_step(job)
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _holding(taken: Taken):
+        """Run a step inside its routes' calls (its requests take no second in-flight slot); give every
+        slot back at the end, whatever happens."""
+        with contextlib.ExitStack() as stack:
+            for gate, release in taken:
+                limiter = gate.limiter if gate is not None else None
+                if limiter is not None:
+                    stack.enter_context(limiter.call(release))
+                else:
+                    stack.callback(release)
+            yield
+
+    def _run_step(self, job: Job) -> None:
+        try:
+            if job.step == GENERATE:
+                plan = self.runner.generate_step(job.plan)
+                if plan.needs_verdict and self.runner.judge.routes:
+                    with self._cond:
+                        self._make_ready(job, plan)
+                        self._cond.notify_all()
+                    return
+                record = self.runner.judge_step(plan) if plan.needs_verdict else self.runner.finish(plan)
+            else:
+                record = self.runner.judge_step(job.plan)
+        except Exception as exc:  # a bug, not a call failure (the runner records those): show it on the item
+            with self._cond:
+                job.error, job.state = exc, DONE
+                job.done.set()
+            return
+        with self._cond:
+            job.record, job.state = record, DONE
+            self._count(record)
+            job.done.set()

@@ -1,0 +1,395 @@
+"""pytest glue of the pool (engine/pool.py): many candidates in flight from each process.
+
+- ``PoolPlugin`` (every process that runs items: the serial session, or each
+  xdist worker) starts the pool when the run loop starts, hands it the items
+  this process will run, in order, stops it on ``-x``/``--maxfail``/Ctrl-C or
+  a stop signal from the controller, and waits briefly for running calls at the
+  end so what they bought is saved.
+- ``StopSignal`` (the xdist controller) turns ``--maxfail`` and Ctrl-C into a
+  stop file every worker's pool watches: workers were dealt their items up
+  front, so without it they would go on paying for them.
+- ``DealAllScheduling`` (the xdist controller, ``--dist load``, the default of
+  ``-n``): every item is dealt at once, round robin, so each worker's pool can
+  work ahead on its whole share.  xdist's own load scheduling hands a worker a
+  few items at a time, which would starve the pool at the end of the run.
+
+The one rule that holds it together: each process's pool gets a share of
+``--concurrency`` through cross-process candidate slots, and each route's limits
+through cross-process route slots, so the totals hold with and without ``-n``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+from .engine.limits import SlotSet
+from .engine.pool import CandidatePool, NotStarted, PoolState
+from .engine.routes import RouteGate
+from .files import atomic_write_bytes
+from .report.progress import Progress, duration
+from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
+
+#: Seconds a process waits, once stopped, for calls in flight to finish and be saved.
+GRACE_SECONDS = 10.0
+#: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
+REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
+STOP_FILE = "stop"
+STATUS_DIR = "status"
+
+
+def state_dir(config: pytest.Config) -> Path:
+    from .providers import runtime
+
+    folder = runtime.current().state_dir
+    if folder is None:  # pragma: no cover - startup always configures it
+        raise RuntimeError("the run's state folder is not configured")
+    return folder
+
+
+def write_stop(config: pytest.Config, reason: str) -> None:
+    """Tell every process of the run to start no new call."""
+    path = state_dir(config) / STOP_FILE
+    if not path.exists():
+        atomic_write_bytes(path, reason.encode("utf-8"))
+
+
+def read_stop(folder: Path) -> str | None:
+    try:
+        return (folder / STOP_FILE).read_text(encoding="utf-8") or "stopped"
+    except OSError:
+        return None
+
+
+# --------------------------------------------------------------------------- every process that runs items
+
+
+class PoolPlugin:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.pool: CandidatePool | None = None
+        self.gates: dict[tuple, RouteGate] = {}
+        self.folder = state_dir(config)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        self.pool = self._make_pool(session)
+        self.config.stash[POOL_KEY] = self.pool
+        self.pool.start()
+        try:
+            yield
+        finally:
+            self._report(self.pool.state())  # the final figures, for the live line's last word
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        if self.pool is not None:
+            self.pool.stop("interrupted (Ctrl-C)")
+        write_stop(self.config, "interrupted (Ctrl-C)")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.pool is None:
+            return
+        running = self.pool.state().running
+        if running:
+            self._say(f"hypeedit: stopping: waiting up to {GRACE_SECONDS:g} s for {running} call(s) in flight to "
+                      "finish and be saved (Ctrl-C again to leave them; a submitted job is resumed by the next run)")
+        try:
+            left = self.pool.shutdown(GRACE_SECONDS if running else 0.0)
+        except KeyboardInterrupt:
+            left = self.pool.state().running
+        if left:
+            self._say(f"hypeedit: left {left} call(s) in flight; rerun to redo what they did not save")
+        self._report(self.pool.state())
+
+    def _say(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.config.get_verbosity() >= 0:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+
+    # ------------------------------------------------------------------ building the pool
+    def _make_pool(self, session: pytest.Session) -> CandidatePool:
+        run, runner = self.config.stash[RUN_KEY], self.config.stash[RUNNER_KEY]
+        slots = SlotSet(self.folder / "pool", "candidates", run.concurrency)
+        return CandidatePool(
+            runner, concurrency=run.concurrency, slots=slots, gate_for=self._model_gate,
+            judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
+            source=self._source(session), should_stop=lambda: self._should_stop(session),
+            on_report=self._report,
+        )
+
+    def _model_gate(self, spec) -> RouteGate:
+        from .providers import runtime
+
+        return self._gate_of(spec.route, runtime.current().limiter_for(spec))
+
+    def _route_gate(self, route: str) -> RouteGate:
+        from .providers import runtime
+        from .registry import ModelSpec
+
+        # The judges build their limiter the same way (judges/prompting.py http_plumbing): one per route.
+        spec = ModelSpec(name=f"judge-{route}", route=route, provider_model=route, price=0.0)
+        return self._gate_of(route, runtime.current().limiter_for(spec))
+
+    def _gate_of(self, route: str, limiter) -> RouteGate:
+        key = (route, id(limiter))
+        if key not in self.gates:
+            run = self.config.stash[RUN_KEY]
+            self.gates[key] = RouteGate(route, limiter, ceiling=run.concurrency, adaptive=run.adaptive)
+        return self.gates[key]
+
+    def _source(self, session: pytest.Session):
+        from .items import CandidateItem
+
+        def entries(items: Iterable) -> list:
+            return [(item.task, item.spec, item.repeat) for item in items if isinstance(item, CandidateItem)]
+
+        if not hasattr(self.config, "workerinput"):
+            planned = entries(session.items)  # the serial session runs every selected item, in this order
+            return lambda: planned
+        dealt = worker_queue(self.config)
+        if dealt is None:
+            return None  # unknown xdist internals: the pool works on each item as pytest reaches it
+        return lambda: entries(session.items[i] for i in dealt())
+
+    def _should_stop(self, session: pytest.Session) -> str | None:
+        reason = read_stop(self.folder)
+        if reason and hasattr(self.config, "workerinput"):
+            session.shouldstop = reason  # the worker leaves its loop after the current item
+        if reason:
+            return reason
+        if session.shouldfail or session.shouldstop:  # -x / --maxfail in this process
+            return str(session.shouldfail or session.shouldstop)
+        return None
+
+    def _report(self, state: PoolState) -> None:
+        write_status(self.folder, state)
+
+
+def worker_queue(config: pytest.Config):
+    """A function that lists the indices of the items this xdist worker was dealt and has not started,
+    read from xdist's own queue (``WorkerInteractor.torun``); None when that is not there."""
+    interactor = next((p for p in config.pluginmanager.get_plugins()
+                       if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
+    if interactor is None:
+        return None
+
+    def dealt() -> list[int]:
+        try:
+            with interactor.torun.lock() as queued:
+                waiting = [i for i in queued if isinstance(i, int)]
+        except Exception:  # pragma: no cover - xdist changed: the pool then works item by item
+            return []
+        upcoming = getattr(interactor, "nextitem_index", None)
+        return ([upcoming] if isinstance(upcoming, int) else []) + waiting
+
+    return dealt
+
+
+def write_status(folder: Path, state: PoolState) -> None:
+    """This process's pool state, for the controller's live line."""
+    document = {
+        "at": time.time(), "planned": state.planned, "done": state.done, "running": state.running,
+        "errors": state.errors, "refused": state.refused, "skipped": state.skipped, "spent": state.spent,
+        "routes": [{"route": g.route, "in_flight": g.in_flight, "level": g.level, "ceiling": g.ceiling,
+                    "adaptive": g.adaptive, "throttled": g.throttled} for g in state.routes],
+    }
+    atomic_write_bytes(folder / STATUS_DIR / f"{os.getpid()}.json", json.dumps(document).encode("utf-8"))
+
+
+def read_statuses(folder: Path) -> list[dict]:
+    statuses = []
+    for path in sorted((folder / STATUS_DIR).glob("*.json")):
+        try:
+            statuses.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue  # being replaced right now: the next tick reads it
+    return statuses
+
+
+# --------------------------------------------------------------------------- the xdist controller
+
+
+class StopSignal:
+    """``--maxfail``/``-x`` and Ctrl-C on the controller become a stop file the workers' pools watch."""
+
+    def __init__(self, config: pytest.Config):
+        self.config, self.failures = config, 0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        maxfail = self.config.option.maxfail
+        if report.failed:
+            self.failures += 1
+            if maxfail and self.failures >= maxfail:
+                write_stop(self.config, f"stopping after {self.failures} failures (--maxfail {maxfail})")
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        write_stop(self.config, "interrupted (Ctrl-C)")
+
+
+def deal_all_scheduler(config: pytest.Config, log):
+    """The scheduler of a benchmark run under ``-n``: every item dealt at once (see the module docstring)."""
+    from xdist.scheduler import LoadScheduling
+
+    class DealAllScheduling(LoadScheduling):
+        def schedule(self) -> None:
+            assert self.collection_is_completed
+            if self.collection is not None:  # a worker was replaced: xdist's own rules deal its items
+                for node in self.nodes:
+                    self.check_schedule(node)
+                return
+            if not self._check_nodes_have_same_collection():
+                self.log("**Different tests collected, aborting run**")
+                return
+            self.collection = next(iter(self.node2collection.values()))
+            nodes = sorted(self.nodes, key=lambda node: _natural(node.gateway.id))
+            shares: dict = {node: [] for node in nodes}
+            for index in range(len(self.collection)):
+                shares[nodes[index % len(nodes)]].append(index)  # round robin: every worker gets every route
+            self.pending[:] = []
+            for node, indices in shares.items():
+                if indices:
+                    self.node2pending[node].extend(indices)
+                    node.send_runtest_some(indices)
+            for node in self.nodes:
+                node.shutdown()
+
+    return DealAllScheduling(config, log)
+
+
+def _natural(name: str) -> tuple:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (name.rstrip("0123456789"), int(digits) if digits else -1, name)
+
+
+# --------------------------------------------------------------------------- the live line (controller)
+
+
+class LiveLine:
+    """One line of progress while calls are in flight: rewritten in place on a terminal, a plain line every
+    30 s otherwise (a CI log), none under ``-q``.  It replaces pytest's dot per item, which says nothing
+    of a benchmark's calls; pytest's own counts and summary are unchanged.
+
+    It writes to its own copy of the terminal's file descriptor: pytest captures fd 1 while an item runs,
+    and the line is drawn from a thread while the main thread waits in an item.
+    """
+
+    def __init__(self, config: pytest.Config):
+        self.config, self.folder = config, state_dir(config)
+        self.progress = Progress(started=time.monotonic())
+        self.session: pytest.Session | None = None
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last = ""
+        self.tty, self.out, self._own = _own_terminal()
+
+    # tryfirst and registered after the pool's: the outermost wrapper, so the last line sees the final figures
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        self.session, self.progress.started = session, time.monotonic()
+        self._thread = threading.Thread(target=self._draw_loop, name="hypeedit-live-line", daemon=True)
+        self._thread.start()
+        try:
+            yield
+        finally:
+            self._done.set()
+            self._thread.join(2)
+            self._draw(final=True)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_report_teststatus(self, report, config):
+        if not report.nodeid.startswith("hypeedit::"):
+            return None
+        # The category (the counts) and the word (the summaries) stay; the letter goes: the live line is
+        # the progress.
+        if report.when == "call":
+            return report.outcome, "", report.outcome.upper()
+        if report.failed:
+            return "error", "", "ERROR"
+        if report.skipped:
+            return "skipped", "", "SKIPPED"
+        return "", "", ""
+
+    def _draw_loop(self) -> None:
+        every = REDRAW_EVERY if self.tty else PLAIN_EVERY
+        while not self._done.wait(every):
+            self._draw()
+
+    def _draw(self, final: bool = False) -> None:
+        statuses = read_statuses(self.folder)
+        session = self.session
+        if session is not None:  # the xdist controller has no items of its own, only their count
+            self.progress.total = len(session.items) or getattr(session, "testscollected", 0)
+        now = time.monotonic()
+        line = self.progress.line(statuses, now, width=_width() if self.tty else 0)
+        if final:
+            line += f" | in {duration(now - self.progress.started)}"
+        try:
+            if self.tty:
+                self.out.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
+            elif final or line != self._last:
+                self.out.write(line + "\n")
+            self.out.flush()
+        except (OSError, ValueError):  # the terminal went away
+            return
+        self._last = line
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._own:
+            try:
+                self.out.close()
+            except OSError:  # pragma: no cover
+                pass
+
+
+def _own_terminal():
+    """(is a terminal, a stream of our own on it, whether we opened it): a copy of stdout's descriptor,
+    or stdout itself when it has none (pytester, an IDE), then with plain lines."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False, sys.stdout, False
+    return os.isatty(fd), os.fdopen(os.dup(fd), "w", encoding="utf-8", errors="replace", buffering=1), True
+
+
+def _width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except OSError:
+        return 120
+
+
+def live_line_wanted(config: pytest.Config) -> bool:
+    """At the default verbosity only: -q asks for silence, -v prints a line per item already."""
+    return config.get_verbosity() == 0 and not config.option.collectonly
+
+
+def prepare_terminal(config: pytest.Config) -> None:
+    """No per-item progress of pytest's own beside the live line (its percentages and file names)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.showfspath = False
+        if hasattr(reporter, "_show_progress_info"):
+            reporter._show_progress_info = False
+
+
+# --------------------------------------------------------------------------- the item's side
+
+
+def record_for(item) -> object:
+    """The item's record from this process's pool (or straight from the runner without one)."""
+    pool = item.config.stash.get(POOL_KEY, None)
+    if pool is None:
+        return item.config.stash[RUNNER_KEY].run(item.task, item.spec, item.repeat)
+    try:
+        return pool.result(item.task, item.spec, item.repeat)
+    except NotStarted as exc:
+        pytest.skip(str(exc))
