@@ -441,6 +441,8 @@ class CandidatePool:
             finally:
                 with self._cond:
                     self._running -= 1
+                    if job.state == DONE:  # only now: the slots are back when pytest sees the result
+                        job.done.set()
                     self._cond.notify_all()
 
     @staticmethod
@@ -472,9 +474,7 @@ class CandidatePool:
         except Exception as exc:  # a bug, not a call failure (the runner records those): show it on the item
             with self._cond:
                 job.error, job.state = exc, DONE
-                job.done.set()
             return
         with self._cond:
             job.record, job.state = record, DONE
             self._count(record)
-            job.done.set()

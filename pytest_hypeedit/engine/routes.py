@@ -11,8 +11,10 @@ The level is the route's configured calls in flight (``models.yaml`` routes,
 that ceiling: additive increase while the provider keeps up, multiplicative
 decrease when it answers 429, as inspect_ai's adaptive connections and TCP do.
 It starts with a slow start (one more per success) until the first 429, then
-grows by one per level's worth of successes; a 429 halves it, at most once per
-``cut_interval`` seconds, so one burst of 429s is one cut, not ten.
+grows by one per level's worth of successes; a 429 halves it.  The replies to
+requests that were already in flight when it was cut say nothing new, so the
+next ``in flight`` replies after a cut cannot cut again: one burst of 429s is
+one cut, as TCP cuts once per window.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from .limits import Release, RouteLimiter
 #: The adaptive level's starting point: a few calls, so a provider with a low quota is not flooded.
 START_LEVEL = 4
 DECREASE = 0.5
-CUT_INTERVAL = 2.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class RouteGate:
         self.throttled = 0
         self.blocked_until = 0.0  # the requests-per-minute window is full until then
         self._slow_start = True
-        self._last_cut = float("-inf")
+        self._stale_replies = 0  # replies still due from requests sent before the last cut
+        self._successes = 0  # since the level last grew (congestion avoidance)
         self._lock = threading.Lock()
         if limiter is not None and adaptive:
             limiter.listener = self.observe
@@ -95,22 +97,24 @@ class RouteGate:
         if not self.adaptive:
             return
         with self._lock:
+            stale = self._stale_replies > 0
+            self._stale_replies = max(0, self._stale_replies - 1)
             if status == 429:
                 self.throttled += 1
-                self._cut()
+                if not stale:
+                    self._cut()
             elif status is not None and 200 <= status < 300:
                 self._grow()
 
     def _cut(self) -> None:
-        now = self.clock()
-        if now - self._last_cut < CUT_INTERVAL:
-            return
-        self._last_cut, self._slow_start = now, False
-        self.level = max(1.0, self.level * DECREASE)
+        self._slow_start, self._successes = False, 0
+        self.level = max(1.0, float(int(self.level * DECREASE)))
+        self._stale_replies = max(0, self.in_flight - 1)  # the others in flight, sent at the old level
 
     def _grow(self) -> None:
-        step = 1.0 if self._slow_start else 1.0 / max(self.level, 1.0)
-        self.level = min(float(self.ceiling), self.level + step)
+        self._successes += 1
+        if self._slow_start or self._successes >= int(self.level):
+            self.level, self._successes = min(float(self.ceiling), self.level + 1), 0
 
     def state(self) -> GateState:
         with self._lock:

@@ -1,0 +1,287 @@
+"""The pool: many candidates in flight from one process, limits that hold, and stops that stop.
+
+A loopback server stands in for the providers and the judge; it counts the
+requests it is serving at once, per path, so the tests see what a provider
+would see: how many calls are in flight, across every process of the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+from providers_fakes import FakeServer, Reply
+
+CONFTEST = """
+import os, httpx, pytest
+from pytest_hypeedit.errors import Refusal
+from pytest_hypeedit.judges.base import Judge, Verdict
+from pytest_hypeedit.providers import runtime
+from pytest_hypeedit.providers.base import Generation, Provider
+from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+
+class SlowProvider(Provider):
+    '''Asks the loopback server (which takes its time), then returns the first reference image.'''
+    key_env = ()
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
+                                       limiter=runtime.current().limiter_for(spec))
+
+    def generate(self, request):
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
+        self.client.get(os.environ["SLOW_URL"] + "/" + request.spec.route).raise_for_status()
+        if os.environ.get("REFUSE_ALL"):
+            raise Refusal("refused, to fail the item")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
+                          provider_model=request.spec.provider_model)
+
+class SlowJudge(Judge):
+    name = "slowjudge"
+    routes = ("judge-route",)
+
+    def judge(self, request):
+        httpx.get(os.environ["SLOW_URL"] + "/judge-route", timeout=30).raise_for_status()
+        return Verdict(passed=request.repeat % 2 == 0, reasoning="slow verdict", judge="slowjudge", cost=0.001)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "slow-a", "route": "route-a", "price": 0.01},
+            {"name": "slow-b", "route": "route-b", "price": 0.01}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    if spec.route.startswith("route-"):
+        return SlowProvider(spec)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_judge(config, name, argument):
+    if name == "slowjudge":
+        return SlowJudge()
+"""
+
+
+class SlowServer(FakeServer):
+    """Answers every GET after ``delay`` seconds; counts requests in flight per path (peak and total)."""
+
+    def __init__(self, delay: float = 0.3):
+        super().__init__()
+        self.delay = delay
+        self.active: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.total_peak = 0
+        self.throttle_above: dict[str, int] = {}  # path -> answer 429 past this many in flight
+        self.throttled = 0
+        self._count_lock = threading.Lock()
+        self.route("GET", r"/[a-z-]+", self.slow)
+
+    def slow(self, seen) -> Reply:
+        path = seen.path
+        with self._count_lock:
+            self.active[path] = self.active.get(path, 0) + 1
+            over = self.active[path] > self.throttle_above.get(path, 10 ** 6)
+            if over:
+                self.throttled += 1
+            self.peak[path] = max(self.peak.get(path, 0), self.active[path])
+            self.total_peak = max(self.total_peak, sum(self.active.values()))
+        try:
+            if over:
+                return Reply(429, {"error": {"code": "rate_limited", "message": "slow down"}})
+            time.sleep(self.delay)
+            return Reply(200, {"ok": True})
+        finally:
+            with self._count_lock:
+                self.active[path] -= 1
+
+
+@pytest.fixture
+def server():
+    with SlowServer() as slow:
+        yield slow
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, monkeypatch, tmp_path, server):
+    pytester.makeconftest(CONFTEST)
+    write_split(pytester.path, "mini", make_tasks(6), pytester.path / "images")
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("SLOW_URL", server.url)
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    return pytester
+
+
+def labels(path: Path, models=("slow-a", "slow-b"), tasks: int = 6, repeats: int = 4) -> str:
+    write_labels(path, {(f"task-{t:02d}", m, r): r % 2 == 0 for t in range(tasks) for m in models
+                        for r in range(1, repeats + 1)})
+    return f"labels:{path.name}"
+
+
+def args(*extra: str, repeats: int = 4) -> list[str]:
+    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", str(repeats),
+            "--outputs", "out", *extra]
+
+
+def calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+# --------------------------------------------------------------------------- in flight
+
+
+def test_calls_in_flight_reach_the_concurrency_and_never_pass_it(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "8"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert server.peak["/route-a"] == 8  # one at a time without the pool; never more than asked
+    assert len(calls(tmp_path)) == 24
+
+
+def test_the_total_holds_across_xdist_workers(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "6", "-n", "2"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert server.peak["/route-a"] == 6  # 3 per worker would also give 6: see the next test
+    assert len(calls(tmp_path)) == 24
+
+
+def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, server, tmp_path):
+    # Worker gw0 is dealt every even item, gw1 every odd one; a -k selection that leaves gw1 almost nothing
+    # shows that slots are one pool for the run, not a fixed share per worker.
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "6", "-n", "2", "-k", "r001 or r003"))
+    result.assert_outcomes(passed=0, failed=12)
+    assert server.peak["/route-a"] == 6
+
+
+def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "4", "--rate-limit", "route-a=/1"))
+    result.assert_outcomes(passed=24, failed=24)
+    assert server.peak["/route-a"] == 1
+    # route-a's waiting candidates hold no slot: route-b gets the other three
+    assert server.peak["/route-b"] == 3
+    assert server.total_peak == 4
+
+
+def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert server.total_peak == 5
+    assert server.peak["/judge-route"] >= 2  # verdicts overlap generations, not one after another
+    assert len(calls(tmp_path)) == 24
+
+
+def test_only_selected_items_are_bought(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "-k", "r002"))
+    result.assert_outcomes(passed=6)
+    assert sorted(calls(tmp_path)) == sorted(f"task-{t:02d} slow-a 2" for t in range(6))
+
+
+def test_the_record_rides_on_the_report_and_ids_are_unchanged(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "-v",
+                                   "--repeats", "1"))
+    result.stdout.fnmatch_lines(["hypeedit::mini::task-00[[]slow-a-r001] FAILED*"])
+    rows = json.loads((bench.path / "out" / "results.json").read_text())["rows"]
+    assert rows[0]["candidates"] == 6 and rows[0]["judged"] == 6
+
+
+# --------------------------------------------------------------------------- stopping
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_maxfail_stops_new_calls(bench, server, tmp_path, monkeypatch, workers):
+    monkeypatch.setenv("REFUSE_ALL", "1")
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4",
+                                   "--repeats", "10", "-x", *workers))
+    # pytest-xdist ends a -x run as "Interrupted: stopping after 1 failures" (exit 2); serial pytest exits 1
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if workers else pytest.ExitCode.TESTS_FAILED)
+    bought = len(calls(tmp_path))
+    # 60 candidates; the first failure comes after one call's time, when 4 are in flight
+    assert bought <= 12, bought
+    assert result.parseoutcomes()["failed"] >= 1
+
+
+def test_ctrl_c_stops_new_calls_saves_what_was_bought_and_the_rerun_buys_the_rest(bench, server, tmp_path):
+    server.delay = 0.6
+    command = [sys.executable, "-m", "pytest", *args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                                      "--concurrency", "3", "--repeats", "4")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.path), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(command, cwd=bench.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while len(calls(tmp_path)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    interrupted = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    took = time.monotonic() - interrupted
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert took < 8, f"the run took {took:.1f} s to end after Ctrl-C"
+    first = calls(tmp_path)
+    assert len(first) < 24  # it stopped
+    saved = sorted(bench.path.glob("out/mini/slow-a/*/*.png"))
+    assert len(saved) == len(first)  # every call that started was waited for and saved
+    rerun = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json")))
+    rerun.assert_outcomes(passed=12, failed=12)
+    bought = calls(tmp_path)
+    assert len(bought) == 24 and len(set(bought)) == 24  # nothing bought twice
+
+
+# --------------------------------------------------------------------------- adaptive
+
+
+def status_of(bench) -> list[dict]:
+    found = []
+    for path in (Path(os.environ["HYPEEDIT_CACHE_DIR"]) / "runs").glob("*/status/*.json"):
+        found.append(json.loads(path.read_text()))
+    return found
+
+
+def test_auto_concurrency_backs_off_when_the_provider_throttles(bench, server, tmp_path):
+    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "auto", "--rate-limit", "route-a=/8"))
+    result.assert_outcomes(passed=12, failed=12)
+    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
+    assert gates and gates[0]["adaptive"] and gates[0]["ceiling"] == 8
+    assert gates[0]["throttled"] > 0
+    assert gates[0]["level"] <= 4  # halved from where it was when the 429s came
+    result.stdout.fnmatch_lines(["*route-a */* (max 8, 429 x*"])
+
+
+def test_fixed_concurrency_ignores_429s(bench, server, tmp_path):
+    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "8", "--rate-limit", "route-a=/8"))
+    result.assert_outcomes(passed=12, failed=12)
+    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
+    assert gates and gates[0]["level"] == 8 and not gates[0]["adaptive"]
+
+
+# --------------------------------------------------------------------------- the live line
+
+
+def test_the_live_line_replaces_the_dots_and_is_silent_under_q(bench, server, tmp_path):
+    judge = labels(bench.path / "r.json")
+    shown = bench.runpytest(*args("--model", "slow-a", "--judge", judge, "--repeats", "2"))
+    shown.stdout.fnmatch_lines(["hypeedit 12/12 done | in flight route-a 0/32 | $0.12 spent | in *"])
+    assert "....." not in shown.stdout.str()
+    shown.stdout.fnmatch_lines(["*6 failed, 6 passed*"])
+    quiet = bench.runpytest(*args("--model", "slow-a", "--judge", judge, "--repeats", "2", "-q"))
+    assert "hypeedit 12/12" not in quiet.stdout.str()
+
+
+def test_bad_concurrency_is_a_usage_error(bench):
+    result = bench.runpytest(*args("--model", "slow-a", "--concurrency", "0"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--concurrency 0: give a whole number >= 1 (e.g. 32), or auto*"])
