@@ -80,7 +80,9 @@ def register_pool_plugins(config: pytest.Config) -> None:
     stop signal for the workers."""
     from . import pool_plugin
 
-    distributing = config.pluginmanager.has_plugin("dsession")  # pytest-xdist's controller of -n N
+    # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
+    # once -n is given, and the option is absent with -p no:xdist)
+    distributing = is_controller(config) and config.getoption("dist", default="no") != "no"
     if not distributing:
         config.pluginmanager.register(pool_plugin.PoolPlugin(config), "hypeedit-pool")
     if is_controller(config):

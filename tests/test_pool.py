@@ -41,7 +41,7 @@ class SlowProvider(Provider):
         with open(os.environ["CALL_LOG"], "a") as log:
             log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
         self.client.get(os.environ["SLOW_URL"] + "/" + request.spec.route).raise_for_status()
-        if os.environ.get("REFUSE_ALL"):
+        if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
             raise Refusal("refused, to fail the item")
         return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
                           provider_model=request.spec.provider_model)
@@ -77,6 +77,8 @@ class SlowServer(FakeServer):
     def __init__(self, delay: float = 0.3):
         super().__init__()
         self.delay = delay
+        self.delays: dict[str, float] = {}  # per path, instead of ``delay``
+        self.arrivals: dict[str, list[float]] = {}
         self.active: dict[str, int] = {}
         self.peak: dict[str, int] = {}
         self.total_peak = 0
@@ -88,6 +90,7 @@ class SlowServer(FakeServer):
     def slow(self, seen) -> Reply:
         path = seen.path
         with self._count_lock:
+            self.arrivals.setdefault(path, []).append(time.monotonic())
             self.active[path] = self.active.get(path, 0) + 1
             over = self.active[path] > self.throttle_above.get(path, 10 ** 6)
             if over:
@@ -97,7 +100,7 @@ class SlowServer(FakeServer):
         try:
             if over:
                 return Reply(429, {"error": {"code": "rate_limited", "message": "slow down"}})
-            time.sleep(self.delay)
+            time.sleep(self.delays.get(path, self.delay))
             return Reply(200, {"ok": True})
         finally:
             with self._count_lock:
@@ -155,29 +158,35 @@ def test_the_total_holds_across_xdist_workers(bench, server, tmp_path):
 
 
 def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, server, tmp_path):
-    # Worker gw0 is dealt every even item, gw1 every odd one; a -k selection that leaves gw1 almost nothing
-    # shows that slots are one pool for the run, not a fixed share per worker.
-    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
-                                   "--concurrency", "6", "-n", "2", "-k", "r001 or r003"))
+    # One repeat of two models: items alternate slow-a, slow-b, so the round-robin deal gives worker gw0
+    # every slow-a (slow) and gw1 every slow-b (fast). Once gw1 is done, gw0 may use every slot: the slots
+    # are one pool for the run, not a fixed share per worker.
+    server.delays = {"/route-a": 1.0, "/route-b": 0.02}
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "6", "-n", "2", "--repeats", "1"))
     result.assert_outcomes(passed=0, failed=12)
     assert server.peak["/route-a"] == 6
 
 
 def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
+    server.delays = {"/route-a": 1.0, "/route-b": 0.05}
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
-                                   "--concurrency", "4", "--rate-limit", "route-a=/1"))
-    result.assert_outcomes(passed=24, failed=24)
-    assert server.peak["/route-a"] == 1
-    # route-a's waiting candidates hold no slot: route-b gets the other three
-    assert server.peak["/route-b"] == 3
-    assert server.total_peak == 4
+                                   "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "2"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert server.peak["/route-a"] == 2
+    # route-a's waiting candidates hold no slot: route-b uses the other two and is done long before
+    # route-a's second wave (a candidate waiting for route-a while holding a slot would starve it)
+    assert server.peak["/route-b"] == 2
+    second_wave = sorted(server.arrivals["/route-a"])[2]
+    assert max(server.arrivals["/route-b"]) < second_wave
 
 
 def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
     result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
     result.assert_outcomes(passed=12, failed=12)
     assert server.total_peak == 5
-    assert server.peak["/judge-route"] >= 2  # verdicts overlap generations, not one after another
+    # a generated candidate is judged before new ones are generated: verdicts start while generations go on
+    assert min(server.arrivals["/judge-route"]) < max(server.arrivals["/route-a"])
     assert len(calls(tmp_path)) == 24
 
 
@@ -200,7 +209,7 @@ def test_the_record_rides_on_the_report_and_ids_are_unchanged(bench, server, tmp
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_maxfail_stops_new_calls(bench, server, tmp_path, monkeypatch, workers):
-    monkeypatch.setenv("REFUSE_ALL", "1")
+    monkeypatch.setenv("REFUSE_ROUTE", "all")
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4",
                                    "--repeats", "10", "-x", *workers))
     # pytest-xdist ends a -x run as "Interrupted: stopping after 1 failures" (exit 2); serial pytest exits 1
@@ -211,15 +220,32 @@ def test_maxfail_stops_new_calls(bench, server, tmp_path, monkeypatch, workers):
     assert result.parseoutcomes()["failed"] >= 1
 
 
+def test_a_failure_on_one_worker_stops_the_calls_of_the_others(bench, server, tmp_path, monkeypatch):
+    # One repeat of two models on 20 tasks: items alternate slow-a, slow-b, so gw0 is dealt every slow-a
+    # (refused at once) and gw1 every slow-b (slow, never failing). Only the controller's stop signal can
+    # stop gw1, which holds its 20 items from the start.
+    write_split(bench.path, "wide", make_tasks(20), bench.path / "images")
+    monkeypatch.setenv("REFUSE_ROUTE", "route-a")
+    server.delays = {"/route-a": 0.05, "/route-b": 0.5}
+    write_labels(bench.path / "r.json", {(f"task-{t:02d}", m, 1): m == "slow-b" for t in range(20)
+                                         for m in ("slow-a", "slow-b")})  # gw1's items all pass
+    result = bench.runpytest("-p", "no:cacheprovider", "--tasks", "wide.json", "--images-base", "images",
+                             "--repeats", "1", "--outputs", "out", "--model", "slow-a", "--model", "slow-b",
+                             "--judge", "labels:r.json", "--concurrency", "4", "-x", "-n", "2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    slow_b = [line for line in calls(tmp_path) if "slow-b" in line]
+    assert len(slow_b) <= 8, len(slow_b)
+
+
 def test_ctrl_c_stops_new_calls_saves_what_was_bought_and_the_rerun_buys_the_rest(bench, server, tmp_path):
-    server.delay = 0.6
+    server.delay = 2.0
     command = [sys.executable, "-m", "pytest", *args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                                       "--concurrency", "3", "--repeats", "4")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.path), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen(command, cwd=bench.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
     deadline = time.monotonic() + 60
-    while len(calls(tmp_path)) < 5 and time.monotonic() < deadline:
+    while len(calls(tmp_path)) < 4 and time.monotonic() < deadline:  # the second wave is in flight
         time.sleep(0.05)
     interrupted = time.monotonic()
     proc.send_signal(signal.SIGINT)
