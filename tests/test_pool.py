@@ -169,10 +169,10 @@ def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, 
 
 
 def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
-    server.delays = {"/route-a": 1.0, "/route-b": 0.05}
+    server.delays = {"/route-a": 2.0, "/route-b": 0.05}
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
-                                   "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "2"))
-    result.assert_outcomes(passed=12, failed=12)
+                                   "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "1"))
+    result.assert_outcomes(passed=0, failed=12)
     assert server.peak["/route-a"] == 2
     # route-a's waiting candidates hold no slot: route-b uses the other two and is done long before
     # route-a's second wave (a candidate waiting for route-a while holding a slot would starve it)
