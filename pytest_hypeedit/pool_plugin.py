@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from .engine.limits import SlotSet
 from .engine.pool import CandidatePool, NotStarted, PoolState
 from .engine.routes import RouteGate
 from .files import atomic_write_bytes
-from .report.progress import Progress, duration
+from .report.progress import LineWriter, Progress, duration
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
 
 #: Seconds a process waits, once stopped, for calls in flight to finish and be saved.
@@ -276,20 +275,15 @@ def _natural(name: str) -> tuple:
 class LiveLine:
     """One line of progress while calls are in flight: rewritten in place on a terminal, a plain line every
     30 s otherwise (a CI log), none under ``-q``.  It replaces pytest's dot per item, which says nothing
-    of a benchmark's calls; pytest's own counts and summary are unchanged.
-
-    It writes to its own copy of the terminal's file descriptor: pytest captures fd 1 while an item runs,
-    and the line is drawn from a thread while the main thread waits in an item.
-    """
+    of a benchmark's calls; pytest's own counts and summary are unchanged."""
 
     def __init__(self, config: pytest.Config):
         self.config, self.folder = config, state_dir(config)
         self.progress = Progress(started=time.monotonic())
         self.session: pytest.Session | None = None
+        self.writer = LineWriter()
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last = ""
-        self.tty, self.out, self._own = _own_terminal()
 
     # tryfirst and registered after the pool's: the outermost wrapper, so the last line sees the final figures
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -318,53 +312,23 @@ class LiveLine:
             return "skipped", "", "SKIPPED"
         return "", "", ""
 
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.writer.close()
+
     def _draw_loop(self) -> None:
-        every = REDRAW_EVERY if self.tty else PLAIN_EVERY
+        every = REDRAW_EVERY if self.writer.tty else PLAIN_EVERY
         while not self._done.wait(every):
             self._draw()
 
     def _draw(self, final: bool = False) -> None:
-        statuses = read_statuses(self.folder)
         session = self.session
         if session is not None:  # the xdist controller has no items of its own, only their count
             self.progress.total = len(session.items) or getattr(session, "testscollected", 0)
         now = time.monotonic()
-        line = self.progress.line(statuses, now, width=_width() if self.tty else 0)
+        line = self.progress.line(read_statuses(self.folder), now)
         if final:
             line += f" | in {duration(now - self.progress.started)}"
-        try:
-            if self.tty:
-                self.out.write("\r" + line + "\x1b[K" + ("\n" if final else ""))
-            elif final or line != self._last:
-                self.out.write(line + "\n")
-            self.out.flush()
-        except (OSError, ValueError):  # the terminal went away
-            return
-        self._last = line
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self._own:
-            try:
-                self.out.close()
-            except OSError:  # pragma: no cover
-                pass
-
-
-def _own_terminal():
-    """(is a terminal, a stream of our own on it, whether we opened it): a copy of stdout's descriptor,
-    or stdout itself when it has none (pytester, an IDE), then with plain lines."""
-    try:
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False, sys.stdout, False
-    return os.isatty(fd), os.fdopen(os.dup(fd), "w", encoding="utf-8", errors="replace", buffering=1), True
-
-
-def _width() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except OSError:
-        return 120
+        self.writer.draw(line, final=final)
 
 
 def live_line_wanted(config: pytest.Config) -> bool:

@@ -20,7 +20,7 @@ from .registry import ModelSpec
 from .engine.runner import Runner, refused
 from .stash import RUN_KEY, RUNNER_KEY, run_id
 from .engine.store import Store
-from .tasks import Task, all_task_types, reference_image_paths
+from .tasks import CheckedImages, Task, all_task_types, reference_image_paths
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -32,7 +32,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     runner = build_runner(config, run)
     config.stash[RUNNER_KEY] = runner
     if controller and not config.option.collectonly:
-        check_reference_images(run)
+        check_reference_images(run, progress=startup_progress(config))
         check_keys(run, runner)
         check_judge_keys(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
     return run
@@ -99,12 +99,53 @@ def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) ->
     return judges.builtin_judge(name, argument, judge_options(config, config.stash[RUN_KEY]))
 
 
-def check_reference_images(run: RunConfig) -> None:
-    """Fetch (once, into the cache) and decode every reference image before anything is paid for."""
-    for split in run.splits:
-        base = run.images_base_for(split)
-        for task in split.tasks:
-            reference_image_paths(task, base, run.cache_dir, verify=True)
+def check_reference_images(run: RunConfig, progress=None) -> None:
+    """Fetch (once, into the cache) and decode every reference image before anything is paid for.
+
+    Tasks are fetched eight at a time; an image decoded by an earlier run (same size and time) is not
+    decoded again.  ``progress(done, total)`` is told as tasks are ready."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    checked = CheckedImages(run.cache_dir / "checked-images.json")
+    jobs = [(task, run.images_base_for(split)) for split in run.splits for task in split.tasks]
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="hypeedit-fetch") as fetcher:
+        futures = [fetcher.submit(reference_image_paths, task, base, run.cache_dir, verify=True, checked=checked)
+                   for task, base in jobs]
+        pending, done = set(futures), 0
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+            done += len(finished)
+            failed = next((f for f in futures if f.done() and f.exception() is not None), None)
+            if failed is not None:
+                fetcher.shutdown(cancel_futures=True)
+                checked.save()
+                failed.result()  # the ImageError naming the file and the task
+            if progress is not None:
+                progress(done, len(futures))
+    checked.save()
+
+
+def startup_progress(config: pytest.Config):
+    """A line saying how far the reference images are, when fetching them takes a moment (none under -q)."""
+    import time
+
+    from .report.progress import LineWriter
+
+    if config.get_verbosity() < 0:
+        return None
+    started, shown = time.monotonic(), {}
+
+    def show(done: int, total: int) -> None:
+        elapsed = time.monotonic() - started
+        if elapsed < 0.5 and not shown:
+            return  # a quick start (everything cached) says nothing
+        writer = shown.setdefault("writer", LineWriter())
+        final = done >= total
+        writer.draw(f"hypeedit: reference images of {done}/{total} tasks ready ({elapsed:.1f} s)", final=final)
+        if final:
+            writer.close()
+
+    return show
 
 
 def check_keys(run: RunConfig, runner: Runner) -> None:

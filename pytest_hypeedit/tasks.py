@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -228,28 +229,69 @@ def _check_sha256(raw: bytes, source: SplitSource, path: Path) -> None:
 
 
 def reference_image_paths(
-    task: Task, images_base: str, cache_dir: Path, *, fetch=None, verify: bool = True
+    task: Task, images_base: str, cache_dir: Path, *, fetch=None, verify: bool = True,
+    checked: "CheckedImages | None" = None,
 ) -> list[Path]:
-    """Local paths of a task's reference images, downloading them once into the cache."""
+    """Local paths of a task's reference images, downloading them once into the cache.
+
+    A downloaded image was decoded before it was kept; a local one is decoded when ``verify``, unless
+    ``checked`` remembers it from an earlier run (same path, size and modification time)."""
     paths = []
     for name in task.input_images:
         if is_url(images_base):
             paths.append(_cached_remote_image(task, name, images_base, cache_dir, fetch))
         else:
-            paths.append(_local_image(task, name, Path(images_base), verify))
+            paths.append(_local_image(task, name, Path(images_base), verify, checked))
     return paths
 
 
-def _local_image(task: Task, name: str, base: Path, verify: bool) -> Path:
+def _local_image(task: Task, name: str, base: Path, verify: bool, checked: "CheckedImages | None") -> Path:
     path = base / task.task_id / name
     if not path.is_file():
         raise ImageError(
             f"{path}: reference image {name!r} of task {task.task_id} (split {task.split}) is missing; "
             "check --images-base"
         )
-    if verify:
+    if verify and not (checked and checked.known(path)):
         check_image_file(path, task)
+        if checked is not None:
+            checked.add(path)
     return path
+
+
+class CheckedImages:
+    """Reference images decoded once already, remembered in the cache by path, size and modification
+    time, so a rerun does not decode every image again (seconds for the public split's 4K images).
+    A file that changed (size or time) is decoded again."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}  # none yet, or unreadable: every image is decoded once more
+        self._seen: dict[str, list[int]] = data if isinstance(data, dict) else {}
+        self._changed = False
+
+    @staticmethod
+    def _stamp(path: Path) -> list[int]:
+        stat = path.stat()
+        return [stat.st_size, stat.st_mtime_ns]
+
+    def known(self, path: Path) -> bool:
+        return self._seen.get(str(Path(path).resolve())) == self._stamp(path)
+
+    def add(self, path: Path) -> None:
+        with self._lock:
+            self._seen[str(Path(path).resolve())] = self._stamp(path)
+            self._changed = True
+
+    def save(self) -> None:
+        if self._changed:
+            from .files import atomic_write_bytes
+
+            atomic_write_bytes(self.path, json.dumps(self._seen).encode("utf-8"))
 
 
 def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetch) -> Path:

@@ -1,11 +1,16 @@
 """The live line of a run: done/total, calls in flight per route, errors, money spent so far, an ETA.
 
-Pure: the pools' states (one per process, as ``pool_plugin.write_status``
-writes them) in, one line of text out.
+``Progress`` is pure: the pools' states (one per process, as
+``pool_plugin.write_status`` writes them) in, one line of text out.
+``LineWriter`` puts a line on the terminal: rewritten in place on a terminal,
+plain lines at a slower pace otherwise (a CI log).
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from dataclasses import dataclass
 
 
@@ -16,7 +21,7 @@ class Progress:
     started: float
     total: int = 0
 
-    def line(self, statuses: list[dict], now: float, *, width: int = 0) -> str:
+    def line(self, statuses: list[dict], now: float) -> str:
         done = sum(s.get("done", 0) for s in statuses)
         parts = [f"hypeedit {done}/{self.total or '?'} done"]
         routes = route_cells(statuses)
@@ -31,8 +36,7 @@ class Progress:
         eta = self.eta(done, now)
         if eta:
             parts.append(f"ETA {eta}")
-        text = " | ".join(parts)
-        return text if not width or len(text) < width else text[: max(width - 4, 10)] + "..."
+        return " | ".join(parts)
 
     def eta(self, done: int, now: float) -> str | None:
         elapsed = now - self.started
@@ -68,3 +72,53 @@ def duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class LineWriter:
+    """One line of progress on the terminal, drawn from any thread.
+
+    It writes to its own copy of stdout's file descriptor: pytest captures fd 1 while an item runs, and
+    the line is drawn while the main thread waits in an item.  Without a descriptor (pytester, an IDE)
+    it writes plain lines to stdout.
+    """
+
+    def __init__(self) -> None:
+        self.tty, self.out, self._own = _own_terminal()
+        self._last = ""
+        self._lock = threading.Lock()
+
+    def draw(self, line: str, *, final: bool = False) -> None:
+        """On a terminal: rewrite the line (and end it when final); otherwise a plain line when it changed."""
+        with self._lock:
+            try:
+                if self.tty:
+                    self.out.write("\r" + line[: max(_width() - 1, 20)] + "\x1b[K" + ("\n" if final else ""))
+                elif final or line != self._last:
+                    self.out.write(line + "\n")
+                self.out.flush()
+            except (OSError, ValueError):  # the terminal went away
+                return
+            self._last = line
+
+    def close(self) -> None:
+        if self._own:
+            try:
+                self.out.close()
+            except OSError:  # pragma: no cover
+                pass
+
+
+def _own_terminal():
+    """(is a terminal, a stream of our own on it, whether we opened it)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False, sys.stdout, False
+    return os.isatty(fd), os.fdopen(os.dup(fd), "w", encoding="utf-8", errors="replace", buffering=1), True
+
+
+def _width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 120
