@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_hypeedit.errors import Refusal
+from pytest_hypeedit.errors import ProviderError, Refusal
 from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
 from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
@@ -40,3 +40,38 @@ class TestArk(AdapterContract, ExpiringUrlContract):
         provider = make_provider(send_seed=False)
         provider.generate(make_request(tmp_path, provider.spec))
         assert "seed" not in fake.seen(self.main_path)[0].json()
+
+    # An HTTP 200 whose top-level ``error`` is set (the SDK's ImagesResponse.error) is that error.
+
+    def test_top_level_moderation_error_in_a_200_is_a_refusal_with_its_code(self, fake, provider, tmp_path):
+        fake.inject("reply_error")
+        with pytest.raises(Refusal, match="moderation: OutputImageSensitiveContentDetected") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.request_id.startswith("ark-req-")
+
+    def test_top_level_error_in_a_200_is_a_provider_error_with_its_code(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "InvalidParameter", "message": "The parameter size is invalid"})
+        with pytest.raises(ProviderError, match="InvalidParameter: The parameter size is invalid") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not info.value.retryable
+        assert fake.key not in str(info.value)
+
+    def test_top_level_rate_limit_error_in_a_200_is_retryable(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "RateLimitExceeded.EndpointRPMExceeded", "message": "slow down"})
+        with pytest.raises(ProviderError, match="RateLimitExceeded.EndpointRPMExceeded") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable
+
+    def test_item_level_error_that_is_not_moderation_is_a_provider_error(self, fake, provider, tmp_path):
+        from providers_fakes.base import Reply
+        fake._routes.insert(0, ("POST", __import__("re").compile(r"/api/v3/images/generations"),
+                                lambda seen: Reply(200, {"data": [{"error": {"code": "InternalServiceError",
+                                                                             "message": "try later"}}]})))
+        with pytest.raises(ProviderError, match="InternalServiceError: try later") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable
+
+    def test_a_message_saying_sensitive_does_not_make_another_code_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "InvalidParameter", "message": "the model name is case-sensitive"})
+        with pytest.raises(ProviderError, match="case-sensitive"):
+            provider.generate(make_request(tmp_path, provider.spec))

@@ -4,7 +4,11 @@ Wire format: providers.md section 2.  Synchronous.  References go as data
 URLs; the size is ``WxH`` at the task's aspect ratio within the model's 2K
 pixel budget (2048 x 2048); watermark off; the returned URL is fetched at once.
 Moderation comes as HTTP 400 with a ``*SensitiveContentDetected*`` code, or as
-an error on the image item: both are refusals.
+an error in an HTTP 200 reply: both are refusals.  The SDK's ``ImagesResponse``
+(byteplus-sdk/byteplus-python-sdk-v2, byteplussdkarkruntime/types/images/images.py)
+has a top-level ``error: {code, message}`` beside ``data``, and an image item can
+carry its own: a 200 reply with either is that error, with its code kept (a
+moderation code is a refusal, any other a ProviderError), not "no image".
 """
 
 from __future__ import annotations
@@ -19,10 +23,22 @@ from .images import ImageLimits
 DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of both models
 
 
+#: Parts of the moderation codes: BytePlus's common error codes (docs.byteplus.com/en/docs/ModelArk/1299023:
+#: SensitiveContentDetected[.SevereViolation|.Violence], InputTextSensitiveContentDetected,
+#: InputImageSensitiveContentDetected), the output-image code seen second-hand
+#: (OutputImageSensitiveContentDetected, UNCONFIRMED) and Volcengine Ark's content-security codes
+#: (Input/OutputImageRiskDetection, second-hand mirror of its API PDF p.457-458, UNCONFIRMED).
+MODERATION_CODES = ("sensitivecontentdetected", "riskdetection")
+#: Code prefixes that waiting can fix: 429 RateLimitExceeded.EndpointRPMExceeded / ...TPMExceeded (1299023);
+#: the 5xx names (InternalServiceError, ServerOverloaded) are UNCONFIRMED.
+RETRYABLE_CODES = ("ratelimitexceeded", "internalserviceerror", "serveroverloaded")
+
+
 def is_moderation(code: str | None, message: str = "") -> bool:
-    # Documented input codes are *SensitiveContentDetected*; the output-image code is
-    # UNCONFIRMED, so any code or message mentioning "Sensitive" counts.
-    return "sensitive" in f"{code or ''} {message}".lower()
+    """A moderation code; only without a code does the message decide (it must say "sensitive")."""
+    if code:
+        return any(part in code.lower() for part in MODERATION_CODES)
+    return "sensitive" in message.lower()
 
 
 class ArkProvider(HttpProvider):
@@ -72,18 +88,33 @@ class ArkProvider(HttpProvider):
         return body
 
     def image_bytes(self, request: GenerationRequest, reply: Any, request_id: str | None) -> bytes:
+        if isinstance(reply, dict) and reply.get("error"):
+            self.raise_reply_error(request, reply["error"], request_id, where="in an HTTP 200 reply")
         items = reply.get("data") if isinstance(reply, dict) else None
-        if not items:
+        if not items or not isinstance(items[0], dict):
             raise self.refusal(request, "the reply holds no image", request_id=request_id)
         item = items[0]
-        if item.get("error"):
-            error = item["error"]
-            code, message = str(error.get("code")), str(error.get("message", ""))
-            if is_moderation(code, message):
-                raise self.refusal(request, f"moderation: {code}: {message[:200]}", request_id=request_id)
-            raise self.refusal(request, f"no image: {code}: {message[:200]}", request_id=request_id)
+        if item.get("error"):  # one image of a batch failed: data[i].error{code, message}
+            self.raise_reply_error(request, item["error"], request_id, where="on the image")
         if item.get("b64_json"):
             return decode_base64(item["b64_json"], self.what(request))
         if not item.get("url"):
             raise self.refusal(request, "the image item has neither url nor b64_json", request_id=request_id)
         return self.download(item["url"], self.what(request))
+
+    def raise_reply_error(self, request: GenerationRequest, error: Any, request_id: str | None, *, where: str):
+        """The ``Error{code, message}`` of a 200 reply: a refusal when it is moderation, else a ProviderError."""
+        code, message = error_fields(error)
+        if is_moderation(code, message):
+            raise self.refusal(request, f"moderation: {code}: {message[:200]}", request_id=request_id)
+        retryable = code is None or any(part in code.lower() for part in RETRYABLE_CODES)
+        raise self.error(f"{self.what(request)}: ModelArk answered with an error {where}: {code}: {message[:300]}"
+                         + (f" (request id {request_id})" if request_id else ""), retryable=retryable)
+
+
+def error_fields(error: Any) -> tuple[str | None, str]:
+    """(code, message) of an ``Error`` object; a bare string is a message without a code."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        return (str(code) if code not in (None, "") else None), str(error.get("message") or "")
+    return None, str(error)

@@ -39,6 +39,16 @@ class FakeArk(FakeServer):
             return Reply(400, {"error": {"code": "InputImageSensitiveContentDetected",
                                          "message": "The request failed because the input image may contain sensitive information.",
                                          "param": "image", "type": "BadRequest"}}, {"x-request-id": "ark-req-refused"})
+        failure = self.take_fault("reply_error", seen.path)
+        if failure:
+            # The SDK's ImagesResponse has a top-level ``error: Error{code, message}`` beside ``data``
+            # (byteplussdkarkruntime/types/images/images.py): an HTTP 200 that generated nothing.
+            return Reply(200, {"model": body["model"], "created": 1, "data": [],
+                               "error": failure.body or {"code": "OutputImageSensitiveContentDetected",
+                                                         "message": "The request failed because the output "
+                                                                    "image may contain sensitive information."},
+                               "usage": {"generated_images": 0, "output_tokens": 0, "total_tokens": 0}},
+                         {"x-request-id": f"ark-req-{len(self.requests)}"})
         width, height = (int(x) for x in body["size"].split("x"))
         data = self.files.new_image(width // 32, height // 32)
         item = {"url": self.files.put(data), "size": body["size"]}
