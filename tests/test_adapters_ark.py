@@ -1,9 +1,14 @@
+import base64
+import io
+
 import pytest
+from PIL import Image
 
 from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request, reference_files
 
 
 class TestArk(AdapterContract, ExpiringUrlContract):
@@ -75,3 +80,24 @@ class TestArk(AdapterContract, ExpiringUrlContract):
         fake.inject("reply_error", body={"code": "InvalidParameter", "message": "the model name is case-sensitive"})
         with pytest.raises(ProviderError, match="case-sensitive"):
             provider.generate(make_request(tmp_path, provider.spec))
+
+    # Inputs must have a width/height in [1/3, 3] (the fake refuses others with 400 InvalidParameter, as the
+    # 4.0 spec says the service does): a reference outside is padded into range and the record says so.
+
+    @pytest.mark.parametrize("size", [(1500, 400), (300, 1200)])
+    def test_a_reference_outside_the_aspect_ratio_range_is_padded_and_recorded(self, fake, provider, tmp_path, size):
+        request = make_request(tmp_path, provider.spec)
+        wide = reference_files(tmp_path / "odd", 1, size=size)
+        request = GenerationRequest(request.task, 1, request.seed, tuple(wide), provider.spec)
+        generation = provider.generate(request)
+        sent = fake.seen(self.main_path)[0].json()["image"]
+        with Image.open(io.BytesIO(base64.b64decode(sent.split(",", 1)[1]))) as image:
+            width, height = image.size
+        assert max(width, height) == max(size) and 1 / 3 <= width / height <= 3
+        assert generation.extra["padded_references"] == [
+            {"reference": "001.webp", "size": f"{size[0]}x{size[1]}", "sent": f"{width}x{height}",
+             "max_aspect_ratio": 3.0}]
+
+    def test_a_reference_within_the_range_is_not_recorded_as_padded(self, fake, provider, tmp_path):
+        generation = provider.generate(make_request(tmp_path, provider.spec))
+        assert "padded_references" not in generation.extra

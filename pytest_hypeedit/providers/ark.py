@@ -9,6 +9,10 @@ an error in an HTTP 200 reply: both are refusals.  The SDK's ``ImagesResponse``
 has a top-level ``error: {code, message}`` beside ``data``, and an image item can
 carry its own: a 200 reply with either is that error, with its code kept (a
 moderation code is a refusal, any other a ProviderError), not "no image".
+
+References must have an aspect ratio between 1/3 and 3 (old 4.0 spec,
+second-hand, providers.md section 2): one outside that is padded into range
+before anything is paid for, and the record says so (``extra.padded_references``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 from .adapter import HttpProvider, decode_base64, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
-from .images import ImageLimits
+from .images import ImageLimits, padding_notes
 
 DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of both models
 
@@ -49,8 +53,10 @@ class ArkProvider(HttpProvider):
     # The stricter of the two models' documented limits (4.0: JPEG/PNG, <= 10 MB,
     # <= 6000 px, <= 10 images; 4.5 per-file limits are UNCONFIRMED).  Sides are
     # capped at 4096 to keep the JSON body reasonable.
+    # An input's width/height must be in [1/3, 3] (the 4.0 spec as copied by novita, providers.md [B6];
+    # second-hand, UNCONFIRMED for 4.5): a reference outside is padded into range, not refused.
     image_limits = ImageLimits(max_count=10, max_side=4096, min_side=14, max_bytes=10 * 1024 * 1024,
-                               formats=("jpeg", "png"), convert_to="jpeg")
+                               formats=("jpeg", "png"), convert_to="jpeg", max_aspect_ratio=3.0)
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
@@ -65,7 +71,9 @@ class ArkProvider(HttpProvider):
         reply = self.json_of(response, what)
         data = self.image_bytes(request, reply, request_id)
         return self.generation(request, data, request_id=request_id, seed=request.seed,
-                               size=self.size(request), usage=reply.get("usage"), model_version=reply.get("model"))
+                               size=self.size(request), usage=reply.get("usage"), model_version=reply.get("model"),
+                               padded_references=padding_notes(request.references, self.references(request),
+                                                               self.image_limits) or None)
 
     def size(self, request: GenerationRequest) -> str:
         pixels = float(self.spec.options.get("pixels", DEFAULT_PIXELS))

@@ -68,7 +68,11 @@ def _validate(body: dict) -> str | None:
         match = re.match(r"data:image/(png|jpeg|webp|bmp|tiff|gif);base64,(.*)$", url, re.S)
         if not match:
             return "image must be a URL or data:image/<fmt>;base64"
-        Image.open(io.BytesIO(base64.b64decode(match[2]))).load()
+        image = Image.open(io.BytesIO(base64.b64decode(match[2])))
+        image.load()
+        # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, providers.md [B6])
+        if not 1 / 3 <= image.width / image.height <= 3:
+            return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
     if not re.fullmatch(r"\d+x\d+|[124]K", str(body.get("size", "2K"))):
         return f"bad size {body.get('size')}"
     return None
