@@ -101,3 +101,15 @@ class TestArk(AdapterContract, ExpiringUrlContract):
     def test_a_reference_within_the_range_is_not_recorded_as_padded(self, fake, provider, tmp_path):
         generation = provider.generate(make_request(tmp_path, provider.spec))
         assert "padded_references" not in generation.extra
+
+    def test_an_empty_error_object_on_a_successful_reply_is_no_error(self, fake, provider, tmp_path):
+        from providers_fakes.base import Reply
+        real = fake.generate
+
+        def with_empty_error(seen):
+            reply = real(seen)
+            reply.body["error"] = {"code": "", "message": ""}
+            reply.body["data"][0]["error"] = None
+            return reply
+        fake._routes.insert(0, ("POST", __import__("re").compile(r"/api/v3/images/generations"), with_empty_error))
+        assert provider.generate(make_request(tmp_path, provider.spec)).image

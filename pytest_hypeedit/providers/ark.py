@@ -96,13 +96,13 @@ class ArkProvider(HttpProvider):
         return body
 
     def image_bytes(self, request: GenerationRequest, reply: Any, request_id: str | None) -> bytes:
-        if isinstance(reply, dict) and reply.get("error"):
+        if isinstance(reply, dict) and is_set(reply.get("error")):
             self.raise_reply_error(request, reply["error"], request_id, where="in an HTTP 200 reply")
         items = reply.get("data") if isinstance(reply, dict) else None
         if not items or not isinstance(items[0], dict):
             raise self.refusal(request, "the reply holds no image", request_id=request_id)
         item = items[0]
-        if item.get("error"):  # one image of a batch failed: data[i].error{code, message}
+        if is_set(item.get("error")):  # one image of a batch failed: data[i].error{code, message}
             self.raise_reply_error(request, item["error"], request_id, where="on the image")
         if item.get("b64_json"):
             return decode_base64(item["b64_json"], self.what(request))
@@ -118,6 +118,14 @@ class ArkProvider(HttpProvider):
         retryable = code is None or any(part in code.lower() for part in RETRYABLE_CODES)
         raise self.error(f"{self.what(request)}: ModelArk answered with an error {where}: {code}: {message[:300]}"
                          + (f" (request id {request_id})" if request_id else ""), retryable=retryable)
+
+
+def is_set(error: Any) -> bool:
+    """Whether an ``Error`` field says something: a serialiser may send ``{"code": "", "message": ""}``
+    (or null) on success, which is no error."""
+    if isinstance(error, dict):
+        return any(error.get(key) not in (None, "") for key in ("code", "message"))
+    return bool(error)
 
 
 def error_fields(error: Any) -> tuple[str | None, str]:
