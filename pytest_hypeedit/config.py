@@ -80,12 +80,16 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
 
 
-def build_run_config(option: Any, rootdir: Path, extra_models: list[dict] = ()) -> RunConfig:
-    """Validate the options (``config.option``) and load the registry and the task files."""
+def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict] = ()) -> RunConfig:
+    """Validate the options (``config.option``) and load the registry and the task files.
+
+    ``invocation_dir`` is where pytest was started (``config.invocation_params.dir``), never the
+    rootdir: pytest moves the rootdir when an option's value looks like a path (rootdir_guard.py).
+    """
     registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
     models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))
     cache_dir = Path(option.hypeedit_cache_dir) if option.hypeedit_cache_dir else default_cache_dir()
-    outputs = Path(option.hypeedit_outputs or rootdir / "hypeedit-outputs")
+    outputs = Path(option.hypeedit_outputs or invocation_dir / "hypeedit-outputs")
     return RunConfig(
         models=models,
         splits=load_splits(option.hypeedit_tasks, cache_dir),

@@ -35,6 +35,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Before any conftest or the cache plugin uses the rootdir: stop if one of our values moved it."""
+    from .rootdir_guard import check_rootdir
+
+    try:
+        check_rootdir(early_config, args)
+    except HypeEditError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def benchmark_mode(config: pytest.Config) -> bool:
     return bool(config.getoption("hypeedit_models", default=None))
 

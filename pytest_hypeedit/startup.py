@@ -25,7 +25,7 @@ from .tasks import CheckedImages, Task, all_task_types, reference_image_paths
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     extra = [entry for entries in config.hook.pytest_hypeedit_add_models(config=config) for entry in entries or []]
-    run = build_run_config(config.option, Path(config.rootpath), extra)
+    run = build_run_config(config.option, Path(config.invocation_params.dir), extra)
     config.stash[RUN_KEY] = run
     for task_type in all_task_types(run.splits):
         config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")

@@ -1,9 +1,14 @@
-import pytest
+import base64
+import io
 
-from pytest_hypeedit.errors import Refusal
+import pytest
+from PIL import Image
+
+from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request, reference_files
 
 
 class TestArk(AdapterContract, ExpiringUrlContract):
@@ -40,3 +45,71 @@ class TestArk(AdapterContract, ExpiringUrlContract):
         provider = make_provider(send_seed=False)
         provider.generate(make_request(tmp_path, provider.spec))
         assert "seed" not in fake.seen(self.main_path)[0].json()
+
+    # An HTTP 200 whose top-level ``error`` is set (the SDK's ImagesResponse.error) is that error.
+
+    def test_top_level_moderation_error_in_a_200_is_a_refusal_with_its_code(self, fake, provider, tmp_path):
+        fake.inject("reply_error")
+        with pytest.raises(Refusal, match="moderation: OutputImageSensitiveContentDetected") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.request_id.startswith("ark-req-")
+
+    def test_top_level_error_in_a_200_is_a_provider_error_with_its_code(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "InvalidParameter", "message": "The parameter size is invalid"})
+        with pytest.raises(ProviderError, match="InvalidParameter: The parameter size is invalid") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not info.value.retryable
+        assert fake.key not in str(info.value)
+
+    def test_top_level_rate_limit_error_in_a_200_is_retryable(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "RateLimitExceeded.EndpointRPMExceeded", "message": "slow down"})
+        with pytest.raises(ProviderError, match="RateLimitExceeded.EndpointRPMExceeded") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable
+
+    def test_item_level_error_that_is_not_moderation_is_a_provider_error(self, fake, provider, tmp_path):
+        from providers_fakes.base import Reply
+        fake._routes.insert(0, ("POST", __import__("re").compile(r"/api/v3/images/generations"),
+                                lambda seen: Reply(200, {"data": [{"error": {"code": "InternalServiceError",
+                                                                             "message": "try later"}}]})))
+        with pytest.raises(ProviderError, match="InternalServiceError: try later") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable
+
+    def test_a_message_saying_sensitive_does_not_make_another_code_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("reply_error", body={"code": "InvalidParameter", "message": "the model name is case-sensitive"})
+        with pytest.raises(ProviderError, match="case-sensitive"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    # Inputs must have a width/height in [1/3, 3] (the fake refuses others with 400 InvalidParameter, as the
+    # 4.0 spec says the service does): a reference outside is padded into range and the record says so.
+
+    @pytest.mark.parametrize("size", [(1500, 400), (300, 1200)])
+    def test_a_reference_outside_the_aspect_ratio_range_is_padded_and_recorded(self, fake, provider, tmp_path, size):
+        request = make_request(tmp_path, provider.spec)
+        wide = reference_files(tmp_path / "odd", 1, size=size)
+        request = GenerationRequest(request.task, 1, request.seed, tuple(wide), provider.spec)
+        generation = provider.generate(request)
+        sent = fake.seen(self.main_path)[0].json()["image"]
+        with Image.open(io.BytesIO(base64.b64decode(sent.split(",", 1)[1]))) as image:
+            width, height = image.size
+        assert max(width, height) == max(size) and 1 / 3 <= width / height <= 3
+        assert generation.extra["padded_references"] == [
+            {"reference": "001.webp", "size": f"{size[0]}x{size[1]}", "sent": f"{width}x{height}",
+             "max_aspect_ratio": 3.0}]
+
+    def test_a_reference_within_the_range_is_not_recorded_as_padded(self, fake, provider, tmp_path):
+        generation = provider.generate(make_request(tmp_path, provider.spec))
+        assert "padded_references" not in generation.extra
+
+    def test_an_empty_error_object_on_a_successful_reply_is_no_error(self, fake, provider, tmp_path):
+        from providers_fakes.base import Reply
+        real = fake.generate
+
+        def with_empty_error(seen):
+            reply = real(seen)
+            reply.body["error"] = {"code": "", "message": ""}
+            reply.body["data"][0]["error"] = None
+            return reply
+        fake._routes.insert(0, ("POST", __import__("re").compile(r"/api/v3/images/generations"), with_empty_error))
+        assert provider.generate(make_request(tmp_path, provider.spec)).image

@@ -44,3 +44,58 @@ class TestOpenRouter(AdapterContract):
         self._answer(fake, {"id": "gen-y", "error": {"code": 502, "message": "upstream died"}, "choices": []})
         with pytest.raises(ProviderError, match="upstream died"):
             provider.generate(make_request(tmp_path, provider.spec))
+
+    # ------------------------------------------------------------------ documented error shapes
+    # OpenRouter's errors page (api_reference/errors-and-debugging.mdx) and response schema
+    # (api_reference/overview.mdx): 403 is moderation, a guardrail or a permission; errors after
+    # generation started come in an HTTP 200, at the top level or on the choice.
+
+    def test_moderation_403_is_a_refusal_with_its_reasons(self, fake, provider, tmp_path):
+        fake.inject("refusal")
+        with pytest.raises(Refusal, match=r"moderation: 403: Your input was flagged \(reasons: violence\)"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_guardrail_403_is_an_error_that_points_at_the_guardrail_settings(self, fake, provider, tmp_path):
+        fake.inject("guardrail")
+        with pytest.raises(ProviderError, match="Request blocked.*guardrail settings") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not isinstance(info.value, Refusal) and info.value.status == 403 and not info.value.retryable
+        assert fake.key not in str(info.value)
+
+    def test_permission_403_is_an_error_that_points_at_the_key(self, fake, provider, tmp_path):
+        fake.inject("forbidden")
+        with pytest.raises(ProviderError, match="may not use this model.*OPENROUTER_API_KEY's permissions") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.status == 403 and not info.value.retryable
+        assert "guardrail settings" not in str(info.value)
+
+    def test_null_native_finish_reason_with_an_image_is_a_success(self, fake, provider, tmp_path):
+        fake.inject("null_native")
+        generation = provider.generate(make_request(tmp_path, provider.spec))
+        assert generation.ext == "png" and generation.image.startswith(b"\x89PNG")
+
+    def test_null_native_finish_reason_without_an_image_is_a_refusal(self, fake, provider, tmp_path):
+        self._answer(fake, {"id": "gen-n", "choices": [{"finish_reason": None, "native_finish_reason": None,
+                                                         "message": {"role": "assistant", "content": None}}]})
+        with pytest.raises(Refusal, match="without an image"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_choice_error_is_a_retryable_provider_error_not_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("choice_error")
+        with pytest.raises(ProviderError, match="on the choice.*502 provider_unavailable: Provider returned error") \
+                as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert info.value.retryable and info.value.status == 502
+
+    def test_choice_error_that_waiting_cannot_fix_is_not_retryable(self, fake, provider, tmp_path):
+        fake.inject("choice_error", body={"code": 400, "message": "image too large",
+                                          "metadata": {"error_type": "image_too_large"}})
+        with pytest.raises(ProviderError, match="image_too_large") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not info.value.retryable
+
+    def test_content_policy_error_on_the_choice_is_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("choice_error", body={"code": 400, "message": "Output flagged by the provider's filter",
+                                          "metadata": {"error_type": "content_policy_violation"}})
+        with pytest.raises(Refusal, match="content_policy_violation"):
+            provider.generate(make_request(tmp_path, provider.spec))

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from pytest_hypeedit.errors import ImageError
-from pytest_hypeedit.providers.images import ImageLimits, fit, prepare_references, target_scale
+from pytest_hypeedit.providers.images import ImageLimits, fit, padded_size, prepare_references, target_scale
 
 
 def image_bytes(width, height, fmt="WEBP", mode="RGB", noisy=False):
@@ -114,3 +114,54 @@ def test_workers_share_one_prepared_copy(tmp_path):
     assert len(paths) == 1
     assert [p.name for p in (tmp_path / "cache" / "r" / "t").iterdir() if not p.name.startswith(".")] == \
         [next(iter(paths)).rsplit("/", 1)[1]]
+
+
+# ---------------------------------------------------------------- aspect ratio (ImageLimits.max_aspect_ratio)
+
+def test_padded_size_grows_only_the_short_side_into_the_ratio():
+    assert padded_size(1500, 400, 3.0) == (1500, 500)
+    assert padded_size(400, 1500, 3.0) == (500, 1500)
+    assert padded_size(1200, 400, 3.0) == (1200, 400)  # exactly 3: in range
+    assert padded_size(1500, 400, None) == (1500, 400)
+
+
+def test_a_reference_outside_the_ratio_is_padded_centred_on_white_not_cropped():
+    limits = ImageLimits(formats=("png",), max_aspect_ratio=3.0)
+    data, fmt = fit(image_bytes(1500, 400, fmt="PNG"), limits)
+    image = opened(data).convert("RGB")
+    assert fmt == "png" and image.size == (1500, 500)
+    assert image.getpixel((750, 0)) == (255, 255, 255) and image.getpixel((750, 499)) == (255, 255, 255)
+    assert image.getpixel((0, 50)) == (10, 120, 200) and image.getpixel((1499, 449)) == (10, 120, 200)
+
+
+def test_padding_keeps_alpha_transparent():
+    data, _ = fit(image_bytes(100, 400, fmt="PNG", mode="RGBA"), ImageLimits(formats=("png",), max_aspect_ratio=3.0))
+    image = opened(data)
+    assert image.mode == "RGBA" and image.size == (134, 400) and image.getpixel((0, 200))[3] == 0
+
+
+def test_a_reference_in_range_is_passed_through_unchanged_with_a_ratio_limit():
+    data = image_bytes(900, 300)
+    assert fit(data, ImageLimits(formats=("webp",), convert_to="webp", max_aspect_ratio=3.0)) == (data, "webp")
+
+
+@pytest.mark.parametrize("size", [(2000, 250), (250, 2000), (1201, 400), (1030, 15), (12, 5000)])
+def test_the_sent_image_is_within_the_ratio_and_every_other_limit(size):
+    limits = ImageLimits(max_side=1024, min_side=14, max_pixels=300_000, formats=("jpeg", "png"),
+                         convert_to="jpeg", max_aspect_ratio=3.0)
+    data, _ = fit(image_bytes(*size, fmt="PNG"), limits)
+    width, height = opened(data).size
+    assert max(width, height) <= 3.0 * min(width, height)
+    assert max(width, height) <= 1024 and min(width, height) >= 14 and width * height <= 300_000
+
+
+def test_shrinking_to_fit_the_bytes_stays_within_the_ratio():
+    limits = ImageLimits(max_bytes=20_000, formats=("jpeg",), convert_to="jpeg", max_aspect_ratio=3.0)
+    data, _ = fit(image_bytes(603, 201, fmt="PNG", noisy=True), limits)  # 0.85 x: 512 x 170
+    width, height = opened(data).size
+    assert len(data) <= 20_000 and max(width, height) <= 3.0 * min(width, height)
+
+
+def test_max_aspect_ratio_below_one_is_rejected():
+    with pytest.raises(ValueError, match="max_aspect_ratio"):
+        ImageLimits(max_aspect_ratio=0.5)

@@ -38,10 +38,15 @@ class ImageLimits:
     max_bytes: int | None = None  # per encoded file
     formats: tuple[str, ...] = ("png", "jpeg", "webp")  # PIL format names, lower case
     convert_to: str = "png"  # format used when the input's is not accepted or must be re-encoded
+    #: Longest side over shortest side at most this (e.g. 3.0: ratios 1/3 to 3); a reference outside is
+    #: padded into range (``pad_to_aspect_ratio``), never cropped.
+    max_aspect_ratio: float | None = None
 
     def __post_init__(self) -> None:
         if self.convert_to not in self.formats:
             raise ValueError(f"convert_to {self.convert_to!r} must be one of formats {self.formats}")
+        if self.max_aspect_ratio is not None and self.max_aspect_ratio < 1:
+            raise ValueError(f"max_aspect_ratio {self.max_aspect_ratio} must be >= 1 (longest over shortest side)")
 
     def digest(self) -> str:
         return hashlib.sha256(repr(sorted(asdict(self).items())).encode()).hexdigest()[:10]
@@ -97,6 +102,21 @@ def _prepared(source: Path, index: int, limits: ImageLimits, folder: Path, task_
     return describe(target)
 
 
+def padding_notes(sources: Sequence[Path], prepared: Sequence[PreparedImage], limits: ImageLimits) -> list[dict]:
+    """For the candidate's record: which references ``fit`` padded into ``limits.max_aspect_ratio``."""
+    notes = []
+    for source, image in zip(sources, prepared):
+        try:
+            with Image.open(source) as original:  # reads the header only
+                size = original.size
+        except OSError:
+            continue
+        if padded_size(*size, limits.max_aspect_ratio) != size:
+            notes.append({"reference": Path(source).name, "size": f"{size[0]}x{size[1]}",
+                          "sent": f"{image.width}x{image.height}", "max_aspect_ratio": limits.max_aspect_ratio})
+    return notes
+
+
 def _read(source: Path, task_id: str) -> bytes:
     try:
         return source.read_bytes()
@@ -113,12 +133,15 @@ def fit(data: bytes, limits: ImageLimits, *, where: str = "image") -> tuple[byte
     """``data`` within ``limits``: (bytes, PIL format name).  Pure: no file I/O."""
     image = _decode(data, where)
     fmt = image.format.lower()
-    scale = target_scale(image.width, image.height, limits)
-    if scale == 1.0 and fmt in limits.formats and _small_enough(len(data), limits):
+    # The limits apply to the image as sent, padding included.
+    padded = padded_size(image.width, image.height, limits.max_aspect_ratio)
+    scale = target_scale(*padded, limits)
+    if scale == 1.0 and padded == image.size and fmt in limits.formats and _small_enough(len(data), limits):
         return data, fmt
     if scale != 1.0:
         size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
         image = image.resize(size, Image.Resampling.LANCZOS)
+    image = pad_to_aspect_ratio(image, limits.max_aspect_ratio)  # after resizing: exact on the final pixels
     out_fmt = fmt if fmt in limits.formats else limits.convert_to
     return _encode_within_bytes(image, out_fmt, limits, where)
 
@@ -148,6 +171,29 @@ def target_scale(width: int, height: int, limits: ImageLimits) -> float:
     return 1.0 if abs(scale - 1.0) < 1e-9 else scale * 0.999 if scale < 1 else scale
 
 
+def padded_size(width: int, height: int, max_ratio: float | None) -> tuple[int, int]:
+    """(width, height) with the short side grown until long/short <= ``max_ratio``; unchanged when it fits."""
+    if max_ratio is None or max(width, height) <= max_ratio * min(width, height):
+        return width, height
+    if width > height:
+        return width, math.ceil(width / max_ratio)
+    return math.ceil(height / max_ratio), height
+
+
+def pad_to_aspect_ratio(image: Image.Image, max_ratio: float | None) -> Image.Image:
+    """``image`` centred on a canvas grown along its short side into ``max_ratio``: nothing of the picture
+    is cropped or scaled.  The margin is transparent where the image has alpha, else white (as JPEG
+    flattening does)."""
+    size = padded_size(image.width, image.height, max_ratio)
+    if size == image.size:
+        return image
+    has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+    mode = "RGBA" if has_alpha else "RGB"
+    canvas = Image.new(mode, size, (255, 255, 255, 0) if has_alpha else (255, 255, 255))
+    canvas.paste(image.convert(mode), ((size[0] - image.width) // 2, (size[1] - image.height) // 2))
+    return canvas
+
+
 def _small_enough(size: int, limits: ImageLimits) -> bool:
     return limits.max_bytes is None or size <= limits.max_bytes
 
@@ -166,6 +212,7 @@ def _encode_within_bytes(image: Image.Image, fmt: str, limits: ImageLimits, wher
             continue
         image = image.resize((max(1, int(image.width * 0.85)), max(1, int(image.height * 0.85))),
                              Image.Resampling.LANCZOS)
+        image = pad_to_aspect_ratio(image, limits.max_aspect_ratio)  # rounding down must not leave the range
     raise ImageError(f"{where}: cannot be brought under {limits.max_bytes} bytes")
 
 

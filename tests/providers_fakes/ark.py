@@ -39,6 +39,16 @@ class FakeArk(FakeServer):
             return Reply(400, {"error": {"code": "InputImageSensitiveContentDetected",
                                          "message": "The request failed because the input image may contain sensitive information.",
                                          "param": "image", "type": "BadRequest"}}, {"x-request-id": "ark-req-refused"})
+        failure = self.take_fault("reply_error", seen.path)
+        if failure:
+            # The SDK's ImagesResponse has a top-level ``error: Error{code, message}`` beside ``data``
+            # (byteplussdkarkruntime/types/images/images.py): an HTTP 200 that generated nothing.
+            return Reply(200, {"model": body["model"], "created": 1, "data": [],
+                               "error": failure.body or {"code": "OutputImageSensitiveContentDetected",
+                                                         "message": "The request failed because the output "
+                                                                    "image may contain sensitive information."},
+                               "usage": {"generated_images": 0, "output_tokens": 0, "total_tokens": 0}},
+                         {"x-request-id": f"ark-req-{len(self.requests)}"})
         width, height = (int(x) for x in body["size"].split("x"))
         data = self.files.new_image(width // 32, height // 32)
         item = {"url": self.files.put(data), "size": body["size"]}
@@ -58,7 +68,11 @@ def _validate(body: dict) -> str | None:
         match = re.match(r"data:image/(png|jpeg|webp|bmp|tiff|gif);base64,(.*)$", url, re.S)
         if not match:
             return "image must be a URL or data:image/<fmt>;base64"
-        Image.open(io.BytesIO(base64.b64decode(match[2]))).load()
+        image = Image.open(io.BytesIO(base64.b64decode(match[2])))
+        image.load()
+        # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, providers.md [B6])
+        if not 1 / 3 <= image.width / image.height <= 3:
+            return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
     if not re.fullmatch(r"\d+x\d+|[124]K", str(body.get("size", "2K"))):
         return f"bad size {body.get('size')}"
     return None

@@ -10,6 +10,22 @@ from PIL import Image
 from .base import FakeServer, Reply, Seen, data_url, make_image, truncated
 
 
+#: The three kinds of HTTP 403 OpenRouter documents (api_reference/errors-and-debugging.mdx): a moderation
+#: flag (ModerationErrorMetadata: reasons, flagged_input, provider_name, model_slug), a guardrail block
+#: ("Request blocked: ..." with metadata.patterns) and a key without the permission (no moderation metadata).
+FORBIDDEN = {
+    "refusal": Reply(403, {"error": {"code": 403, "message": "Your input was flagged",
+                                     "metadata": {"reasons": ["violence"], "flagged_input": "...",
+                                                  "provider_name": "Google", "model_slug": "google/x"}}}),
+    "guardrail": Reply(403, {"error": {"code": 403, "message": "Request blocked: prompt injection patterns detected",
+                                       "metadata": {"patterns": ["ignore all previous instructions"]}}}),
+    "forbidden": Reply(403, {"error": {"code": 403, "message": "Forbidden: this key may not use this model"}}),
+}
+#: A provider error that interrupted generation (typed error code in metadata.error_type).
+PROVIDER_ERROR = {"code": 502, "message": "Provider returned error",
+                  "metadata": {"error_type": "provider_unavailable", "provider_code": "upstream_error"}}
+
+
 class FakeOpenRouter(FakeServer):
     env = "HYPEEDIT_OPENROUTER_BASE_URL"
     key_env = "OPENROUTER_API_KEY"
@@ -34,20 +50,35 @@ class FakeOpenRouter(FakeServer):
         problem = _validate(body)
         if problem:
             return Reply(400, {"error": {"code": 400, "message": problem}})
-        if self.take_fault("refusal", seen.path):
-            return Reply(403, {"error": {"code": 403, "message": "Your input was flagged",
-                                         "metadata": {"reasons": ["violence"], "flagged_input": "..."}}})
+        for kind, reply in FORBIDDEN.items():
+            if self.take_fault(kind, seen.path):
+                return reply
+        generation_id = f"gen-{len(self.requests)}"
+        failure = self.take_fault("choice_error", seen.path)
+        if failure:
+            # An error after generation started: HTTP 200, the choice carries an ErrorResponse and
+            # finish_reason "error"; native_finish_reason is null (``string | null`` in the schema).
+            return Reply(200, {"id": generation_id, "provider": "Google", "model": body["model"],
+                               "choices": [{"finish_reason": "error", "native_finish_reason": None,
+                                            "message": {"role": "assistant", "content": ""},
+                                            "error": failure.body or PROVIDER_ERROR}],
+                               "usage": self.usage()})
         data = make_image(64, 48)
         if self.take_fault("truncated", ""):
             data = truncated(data)
+        native = None if self.take_fault("null_native", seen.path) else "STOP"
+        return Reply(200, {"id": generation_id, "provider": "Google", "model": body["model"],
+                           "choices": [{"finish_reason": "stop" if native else None, "native_finish_reason": native,
+                                        "message": {"role": "assistant", "content": "",
+                                                    "images": [{"type": "image_url",
+                                                                "image_url": {"url": data_url(data)}}]}}],
+                           "usage": self.usage()})
+
+    def usage(self) -> dict:
         usage = {"prompt_tokens": 1300, "completion_tokens": 1290, "total_tokens": 2590}
         if self.cost:
             usage["cost"] = self.cost
-        return Reply(200, {"id": f"gen-{len(self.requests)}", "provider": "Google", "model": body["model"],
-                           "choices": [{"finish_reason": "stop", "native_finish_reason": "STOP", "message": {
-                               "role": "assistant", "content": "",
-                               "images": [{"type": "image_url", "image_url": {"url": data_url(data)}}]}}],
-                           "usage": usage})
+        return usage
 
 
 def _validate(body: dict) -> str | None:
