@@ -38,7 +38,7 @@ def import_genai():
         from google import genai
         from google.genai import errors, types
     except ImportError:  # pragma: no cover - it is a dependency, but be helpful
-        raise ConfigError("the gemini route and judge need google-genai: pip install 'google-genai>=1.51'") from None
+        raise ConfigError("the gemini route and judge need google-genai: pip install 'google-genai>=1.56'") from None
     return genai, types, errors
 
 
