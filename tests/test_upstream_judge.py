@@ -279,3 +279,25 @@ def test_stale_verdicts_are_judged_again_and_reported_and_current_ones_reused(be
     third.assert_outcomes(failed=2)
     assert len(fake_gemini.requests) == 4 and "judged again" not in third.stdout.str()
     assert json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["rejudged_stale"] == 0
+
+
+def test_the_fake_takes_what_google_genai_sends_and_refuses_what_the_api_refuses(fake_gemini):
+    import httpx
+
+    from genai_fakes.fixtures import FAKE_GEMINI_KEY
+
+    url, headers = f"{fake_gemini.url}/v1beta/models/m:generateContent", {"x-goog-api-key": FAKE_GEMINI_KEY}
+    fake_gemini.default = verdict_reply()
+
+    def post(part: dict, config: dict | None = None) -> int:
+        body = {"contents": [{"parts": [{"text": "p"}, part]}], "generationConfig": config or {}}
+        return httpx.post(url, json=body, headers=headers).status_code
+
+    inline = {"inlineData": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}
+    assert post({**inline, "mediaResolution": {"level": "MEDIA_RESOLUTION_HIGH"}}) == 200
+    assert post({**inline, "media_resolution": {"level": "MEDIA_RESOLUTION_HIGH"}}) == 200
+    assert [seen.parsed["media_resolutions"] for seen in fake_gemini.requests] == [["MEDIA_RESOLUTION_HIGH"]] * 2
+    assert post({**inline, "mediaResolution": {"level": "HIGHEST"}}) == 400
+    assert post({**inline, "mediaResolutionLevel": "MEDIA_RESOLUTION_HIGH"}) == 400  # an unknown Part field
+    assert post(inline, {"thinkingConfig": {"include_thoughts": True, "thinkingLevel": "MEDIUM"}}) == 200
+    assert post(inline, {"thinkingConfig": {"thinkingLevel": "medium-ish"}}) == 400
