@@ -20,7 +20,7 @@ from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.majority import MajorityJudge
 from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
-from pytest_hypeedit.judges.prompting import RUBRIC, RUBRIC_SHA256, UnparseableReply, parse_verdict
+from pytest_hypeedit.judges.prompting import RUBRIC, UnparseableReply, parse_verdict
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
 from upstream_stub import sha256, upstream_stub  # noqa: F401 - fixture
