@@ -50,9 +50,11 @@ def main() -> None:
         chat.default = slow_verdict(args.latency)
         env = {**os.environ, "HYPEEDIT_ARK_BASE_URL": ark.base, "ARK_API_KEY": ark.key,
                "HYPEEDIT_CACHE_DIR": str(folder / "cache"), "OPENAI_API_KEY": "bench-judge-key-0123456789"}
+        # openai-rubric: the prompt does not matter to a throughput figure, and the upstream judge's
+        # script (the openai:MODEL prompt) is not downloadable offline.
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                    "--model", "seedream-4.5", "--tasks", "bench.json", "--images-base", "images",
-                   "--repeats", str(args.repeats), "--outputs", "out", "--judge", "openai:bench-judge",
+                   "--repeats", str(args.repeats), "--outputs", "out", "--judge", "openai-rubric:bench-judge",
                    "--judge-base-url", chat.base_url, "--rate-limit", f"ark=100000/{args.workers}",
                    "-n", str(args.workers)]
         started, wall_clock_start = time.perf_counter(), time.time()

@@ -8,7 +8,8 @@ option) and says what to do next; none ever contains an API key.
     ├── InputError           bad benchmark input: fix the file, then rerun
     │   ├── TaskFileError    a task file that is unreadable, not JSON, or not the schema
     │   ├── ImageError       a reference image that is missing, truncated or corrupt
-    │   └── LabelsError      a human-labels file that is not the upstream schema
+    │   ├── LabelsError      a human-labels file that is not the upstream schema
+    │   └── JudgeScriptError the upstream judge script is not the pinned file, or holds no prompt
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
     │   │   └── JobExpired   a journaled job's result is gone at the provider: submit again
@@ -46,6 +47,10 @@ class ImageError(InputError):
 
 class LabelsError(InputError):
     """A human-labels file that cannot be read or is not schema version 2."""
+
+
+class JudgeScriptError(InputError):
+    """The upstream judge script (judges/upstream.py) does not match its pin, or its prompt cannot be found."""
 
 
 class CallError(HypeEditError):

@@ -34,7 +34,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     if controller and not config.option.collectonly:
         check_reference_images(run, progress=startup_progress(config))
         check_keys(run, runner)
-        check_judge_keys(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
+        check_judge(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
     return run
 
 
@@ -90,7 +90,8 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
 def judge_options(config: pytest.Config, run: RunConfig):
     from .judges import JudgeOptions
 
-    return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models))
+    return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models),
+                        cache_dir=run.cache_dir)
 
 
 def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:
@@ -159,14 +160,21 @@ def check_keys(run: RunConfig, runner: Runner) -> None:
                 key_for(spec.route, provider_class.key_env)
 
 
-def check_judge_keys(run: RunConfig, runner: Runner) -> None:
-    """The judge's key too is needed only when some candidate still has to be judged."""
+def check_judge(run: RunConfig, runner: Runner) -> None:
+    """The judge's key and what it reads (the upstream judge script, downloaded and checked) are needed
+    only when some candidate still has to be judged: a replay from disk needs neither."""
+    judge = runner.judge
+    if pending_verdicts(run, runner):
+        check_judge_keys(judge)
+        judge.prepare()  # a judge script that is not the pinned one is refused here, before any call
+
+
+def check_judge_keys(judge: Judge) -> None:
     from .secrets import find_key
 
-    judge = runner.judge
     keyed = [juror for juror in getattr(judge, "jurors", [judge]) if juror.key_env]
     missing = [juror for juror in keyed if find_key(juror.key_env) is None]
-    if missing and pending_verdicts(run, runner):
+    if missing:
         juror = missing[0]
         raise ConfigError(
             f"judge {juror.id} needs an API key: set {' or '.join(juror.key_env)} in the environment "

@@ -20,9 +20,10 @@ from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.majority import MajorityJudge
 from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
-from pytest_hypeedit.judges.prompting import PROMPT, PROMPT_SHA256, UnparseableReply, parse_verdict
+from pytest_hypeedit.judges.prompting import RUBRIC, UnparseableReply, parse_verdict
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
+from upstream_stub import sha256, upstream_stub  # noqa: F401 - fixture
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
 OPTIONS = JudgeOptions(policy=FAST, timeout_s=5)
@@ -72,6 +73,7 @@ def test_parse_judge_spec_errors(text, words):
 @pytest.mark.parametrize("name, argument, words", [
     ("nope", None, "unknown judge 'nope'"), ("gemini-3-flash", "x", "takes no argument"),
     ("openai", None, "openai:gpt-4.1"), ("labels", None, "labels:rater1.json"),
+    ("gemini-3-flash-rubric", "x", "takes no argument"), ("openai-rubric", None, "openai-rubric:gpt-4.1"),
 ])
 def test_builtin_judge_errors(name, argument, words):
     with pytest.raises(ConfigError, match=words):
@@ -85,6 +87,9 @@ def test_builtin_judges_and_make_judge(tmp_path):
         (tmp_path / f"{rater}.json").write_text(json.dumps(labels))
     options = JudgeOptions(known_models=("seedream-4.5",))
     assert isinstance(builtin_judge("gemini-3-flash", None, options), GeminiJudge)
+    assert builtin_judge("gemini-3-flash", None, options).id == "gemini-3-flash"
+    assert builtin_judge("gemini-3-flash-rubric", None, options).id == "gemini-3-flash-rubric"
+    assert builtin_judge("openai-rubric", "qwen2.5-vl", options).id == "openai-rubric:qwen2.5-vl"
     assert builtin_judge("gemini", "gemini-3-pro-preview", options).id == "gemini:gemini-3-pro-preview"
     assert builtin_judge("openai", "qwen2.5-vl", options).id == "openai:qwen2.5-vl"
     labels = builtin_judge("labels", f"{tmp_path}/ann.json,{tmp_path}/bob.json", options)
@@ -122,48 +127,66 @@ def test_parse_verdict(text, passed):
 
 @pytest.mark.parametrize("text", [
     "PASS", '{"verdict": "MAYBE", "reasoning": "r"}', '{"verdict": "PASS"}', '{"verdict": "PASS", "reasoning": " "}',
-    "", None, '["PASS"]', '{"verdict": "PASS", "reasoning": "cut off',
+    "", None, '["PASS"]',
+    # cut short before the verdict, or before any reasoning: upstream would call these FAIL, a guess
+    '{"reasoning": "The mug is blue", "verdict": "PA', '{"verdict": "PASS", "reasoning": "', '{"verdict": "PASS", "reas',
 ])
 def test_unparseable_verdicts(text):
     with pytest.raises(UnparseableReply):
         parse_verdict(text)
 
 
+@pytest.mark.parametrize("text, passed, reasoning", [
+    ('{"verdict": "FAIL", "reasoning": "The logo is missing and', False, "The logo is missing and"),
+    ('{"verdict":"pass","reasoning":"Every edit is there.\\nNothing else', True, "Every edit is there.\nNothing else"),
+    ('{"verdict": "FAIL", "reasoning": "It says \\"SALE', False, "It says"),
+])
+def test_a_reply_cut_short_after_its_verdict_is_read_as_upstream_reads_it(text, passed, reasoning):
+    reading = parse_verdict(text)
+    assert (reading.passed, reading.reasoning, reading.recovered) == (passed, reasoning, True)
+    assert parse_verdict('{"verdict": "FAIL", "reasoning": "whole"}').recovered is False
+
+
 def test_prompt_states_the_rubric():
     for words in ("every required change", "nothing else changed", "FAIL", '"verdict"', "Be conservative"):
-        assert words in PROMPT
+        assert words in RUBRIC
 
 
 # --------------------------------------------------------------------------- gemini-3-flash
 
 
 @pytest.fixture
-def gemini_judge():
+def gemini_judge(upstream_stub):
     judge = GeminiJudge(OPTIONS)
     yield judge
     judge.close()
 
 
-def test_gemini_judge_request_and_verdict(fake_gemini, gemini_judge, request_):
-    fake_gemini.queue(verdict_reply("PASS", "The mug is blue and nothing else changed."))
+def test_gemini_judge_request_and_verdict(fake_gemini, gemini_judge, request_, upstream_stub):
+    fake_gemini.queue(verdict_reply("PASS", "The mug is blue and nothing else changed.",
+                                    thoughts="Comparing the mug in both images."))
     verdict = gemini_judge.judge(request_)
     assert verdict.passed and verdict.reasoning == "The mug is blue and nothing else changed."
     assert verdict.judge == "gemini-3-flash"
     assert verdict.cost == pytest.approx(2400 * 0.50e-6 + (80 + 300) * 3e-6)
-    assert verdict.extra["judge_model"] == "gemini-3-flash-preview"
-    assert verdict.extra["prompt_sha256"] == PROMPT_SHA256 and verdict.extra["attempts"] == 1
+    assert verdict.extra["judge_model"] == "gemini-3-flash-preview" and verdict.extra["prompt"] == "upstream"
+    assert verdict.extra["prompt_sha256"] == sha256(upstream_stub.prompt) and verdict.extra["attempts"] == 1
+    # the thoughts are kept for audit, never as the reasoning
+    assert verdict.extra["thoughts"] == "Comparing the mug in both images." and verdict.extra["finish_reason"] == "STOP"
     seen = fake_gemini.requests[0]
     assert seen.path == "/v1beta/models/gemini-3-flash-preview:generateContent"
     texts = seen.parsed["texts"]
-    assert texts[0] == texts[-1] == PROMPT
-    assert texts[1:5] == ["Reference image 1:", "Reference image 2:", "Instruction:\nMake the mug blue.", "Candidate:"]
+    assert texts[0] == texts[-1] == upstream_stub.prompt  # the upstream prompt, first and last
+    assert texts[1:5] == ["Reference image 1:", "Reference image 2:", "Instruction:\nMake the mug blue.",
+                          "Candidate output image:"]
     assert [mime for mime, _ in seen.parsed["images"]] == ["image/webp", "image/png", "image/png"]
     assert seen.parsed["images"][-1][1] == request_.candidate.read_bytes()
-    config = seen.parsed["config"]
-    assert config["temperature"] == 0 and config["response_mime_type"] == "application/json"
-    assert config["response_json_schema"]["properties"]["verdict"]["enum"] == ["PASS", "FAIL"]
-    assert config["thinking_config"]["thinking_level"] == "MEDIUM"
-    assert config["media_resolution"] == "MEDIA_RESOLUTION_HIGH"
+    assert seen.parsed["media_resolutions"] == ["MEDIA_RESOLUTION_HIGH"] * 3  # per part, as upstream sends it
+    assert seen.parsed["config"] == {  # upstream's settings, and nothing else (no schema, no global resolution)
+        "temperature": 0, "max_output_tokens": 4096, "response_modalities": ["TEXT"],
+        "response_mime_type": "application/json",
+        "thinking_config": {"include_thoughts": True, "thinking_level": "MEDIUM"},
+    }
 
 
 def test_gemini_judge_fail_verdict(fake_gemini, gemini_judge, request_):
@@ -213,23 +236,24 @@ def test_a_blocked_judge_prompt_is_an_error(fake_gemini, gemini_judge, request_)
 # --------------------------------------------------------------------------- openai:MODEL
 
 
-def test_openai_judge_request_and_verdict(fake_chat, request_):
+def test_openai_judge_request_and_verdict(fake_chat, request_, upstream_stub):
     fake_chat.queue(chat_verdict("FAIL", "The handle changed colour too."))
     judge = OpenAICompatJudge("qwen2.5-vl", OPTIONS)
     verdict = judge.judge(request_)
     judge.close()
     assert not verdict.passed and verdict.reasoning == "The handle changed colour too."
-    assert verdict.judge == "openai:qwen2.5-vl" and verdict.extra["prompt_sha256"] == PROMPT_SHA256
+    assert verdict.judge == "openai:qwen2.5-vl" and verdict.extra["prompt_sha256"] == sha256(upstream_stub.prompt)
     assert verdict.extra["usage"] == {"prompt_tokens": 1500, "completion_tokens": 70}
     seen = fake_chat.requests[0]
     assert seen.headers["authorization"] == f"Bearer {FAKE_OPENAI_KEY}"
     assert seen.json["temperature"] == 0 and seen.json["response_format"] == {"type": "json_object"}
     assert seen.parsed["model"] == "qwen2.5-vl"
-    assert seen.parsed["texts"][0] == seen.parsed["texts"][-1] == PROMPT
+    assert seen.parsed["texts"][0] == seen.parsed["texts"][-1] == upstream_stub.prompt
+    assert seen.parsed["texts"][-2] == "Candidate output image:"
     assert [mime for mime, _ in seen.parsed["images"]] == ["image/png"] * 3  # WebP sent as PNG
 
 
-def test_openai_judge_without_a_key_sends_no_authorization(tmp_path, request_, monkeypatch):
+def test_openai_judge_without_a_key_sends_no_authorization(tmp_path, request_, monkeypatch, upstream_stub):
     from genai_fakes import FakeChat
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -241,7 +265,7 @@ def test_openai_judge_without_a_key_sends_no_authorization(tmp_path, request_, m
     assert "authorization" not in server.requests[0].headers
 
 
-def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, monkeypatch):
+def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, monkeypatch, upstream_stub):
     monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
     fake_chat.queue(chat_verdict())
     judge = OpenAICompatJudge("m", JudgeOptions(openai_base_url=fake_chat.base_url, policy=FAST))
@@ -249,7 +273,7 @@ def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, mo
     judge.close()
 
 
-def test_openai_judge_retries_once_then_errors(fake_chat, request_):
+def test_openai_judge_retries_once_then_errors(fake_chat, request_, upstream_stub):
     fake_chat.queue(chat_malformed(), chat_reply("PASS!"))
     judge = OpenAICompatJudge("m", OPTIONS)
     with pytest.raises(JudgeError, match="twice"):
@@ -258,7 +282,7 @@ def test_openai_judge_retries_once_then_errors(fake_chat, request_):
     assert len(fake_chat.requests) == 2
 
 
-def test_openai_judge_http_errors(fake_chat, request_):
+def test_openai_judge_http_errors(fake_chat, request_, upstream_stub):
     judge = OpenAICompatJudge("m", OPTIONS)
     fake_chat.queue(chat_error(429, "Rate limit", "rate_limit_exceeded", retry_after=0.05), chat_verdict())
     assert judge.judge(request_).passed
@@ -320,7 +344,7 @@ def test_majority_needs_distinct_jurors():
         MajorityJudge([Stub("a", True)])
 
 
-def test_majority_of_real_judges_over_the_fakes(fake_gemini, fake_chat, request_):
+def test_majority_of_real_judges_over_the_fakes(fake_gemini, fake_chat, request_, upstream_stub):
     fake_gemini.queue(verdict_reply("PASS", "fine"))
     fake_chat.queue(chat_verdict("FAIL", "The background changed."))
     panel = make_judge("gemini-3-flash,openai:qwen", OPTIONS)
@@ -331,7 +355,8 @@ def test_majority_of_real_judges_over_the_fakes(fake_gemini, fake_chat, request_
     assert verdict.cost == pytest.approx(2400 * 0.5e-6 + 380 * 3e-6)
 
 
-def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, request_, tmp_path, monkeypatch):
+def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, request_, tmp_path, monkeypatch,
+                                                                upstream_stub):
     from pytest_hypeedit.providers import runtime as runtime_module
     from pytest_hypeedit.registry import RouteLimits
 

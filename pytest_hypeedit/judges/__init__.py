@@ -1,5 +1,8 @@
-"""Judges behind one interface: Gemini 3 Flash (the default), any OpenAI-compatible
-vision model, human labels, and a majority of several.
+"""Judges behind one interface: Gemini 3 Flash (the default: the upstream judge), any
+OpenAI-compatible vision model, human labels, and a majority of several.
+
+``gemini-3-flash`` and ``openai:MODEL`` ask with the upstream judge's prompt (judges/upstream.py);
+``gemini-3-flash-rubric`` and ``openai-rubric:MODEL`` with the project's own rubric (prompt.txt).
 
 ``--judge`` grammar (``parse_judge_spec``)::
 
@@ -7,7 +10,7 @@ vision model, human labels, and a majority of several.
     JUROR  := NAME [":" ARGUMENT]
     labels := "labels:" PATH ("," PATH)*    one file per rater
 
-Examples: ``gemini-3-flash``; ``openai:qwen2.5-vl``; ``openai:Qwen/Qwen2.5-VL-72B``;
+Examples: ``gemini-3-flash``; ``gemini-3-flash-rubric``; ``openai:qwen2.5-vl``; ``openai:Qwen/Qwen2.5-VL-72B``;
 ``labels:a.json,b.json,c.json``; ``gemini-3-flash,openai:gpt-4.1,openai:qwen2.5-vl``;
 ``labels:a.json,b.json,gemini-3-flash``.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import ConfigError
@@ -42,8 +46,10 @@ DEFAULT_JUDGE = "gemini-3-flash"
 #: judge name -> "module:Class".
 BUILTIN_JUDGES: dict[str, str] = {
     "gemini-3-flash": "pytest_hypeedit.judges.gemini:GeminiJudge",
+    "gemini-3-flash-rubric": "pytest_hypeedit.judges.gemini:GeminiJudge",  # the same judge, our rubric's prompt
     "gemini": "pytest_hypeedit.judges.gemini:GeminiJudge",  # gemini:MODEL, any Gemini model as the judge
     "openai": "pytest_hypeedit.judges.openai_compat:OpenAICompatJudge",
+    "openai-rubric": "pytest_hypeedit.judges.openai_compat:OpenAICompatJudge",
     "labels": "pytest_hypeedit.judges.labels:LabelsJudge",
 }
 
@@ -67,6 +73,8 @@ class JudgeOptions:
     #: route -> RouteLimiter or None; None: the run's limiter for the judge's route, whose limits come
     #: from models.yaml ``routes:`` ("gemini-judge", "openai-judge"), shared by all workers.
     limiter_for: Callable[[str], Any] | None = None
+    #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
+    cache_dir: Path | None = None
 
     def __post_init__(self) -> None:
         url = self.openai_base_url
@@ -116,8 +124,9 @@ def builtin_judge(name: str, argument: str | None, options: JudgeOptions) -> Jud
     """The built-in judge ``name`` (see BUILTIN_JUDGES); a ConfigError naming what is allowed otherwise."""
     build = _BUILDERS.get(name)
     if build is None:
-        raise ConfigError(f"--judge: unknown judge {name!r}. Built-in judges: gemini-3-flash (default), gemini:MODEL, "
-                          "openai:MODEL, labels:PATH[,PATH...]; a conftest.py can add one with the "
+        raise ConfigError(f"--judge: unknown judge {name!r}. Built-in judges: gemini-3-flash (default), "
+                          "gemini-3-flash-rubric, gemini:MODEL, openai:MODEL, openai-rubric:MODEL, "
+                          "labels:PATH[,PATH...]; a conftest.py can add one with the "
                           "pytest_hypeedit_make_judge hook. (A label folder is written ./NAME.)")
     return build(argument, options)
 
@@ -162,12 +171,22 @@ def _gemini_flash(argument: str | None, options: JudgeOptions) -> Judge:
     return _load("gemini-3-flash")(options)
 
 
+def _gemini_flash_rubric(argument: str | None, options: JudgeOptions) -> Judge:
+    _no_argument("gemini-3-flash-rubric", argument)
+    return _load("gemini-3-flash-rubric")(options, prompt="rubric")
+
+
 def _gemini_model(argument: str | None, options: JudgeOptions) -> Judge:
     return _load("gemini")(options, model=_needs_argument("gemini", argument, "gemini:gemini-3-flash-preview"))
 
 
 def _openai(argument: str | None, options: JudgeOptions) -> Judge:
     return _load("openai")(_needs_argument("openai", argument, "openai:gpt-4.1"), options)
+
+
+def _openai_rubric(argument: str | None, options: JudgeOptions) -> Judge:
+    model = _needs_argument("openai-rubric", argument, "openai-rubric:gpt-4.1")
+    return _load("openai-rubric")(model, options, prompt="rubric")
 
 
 def _labels(argument: str | None, options: JudgeOptions) -> Judge:
@@ -177,7 +196,9 @@ def _labels(argument: str | None, options: JudgeOptions) -> Judge:
 
 _BUILDERS: dict[str, Callable[[str | None, JudgeOptions], Judge]] = {
     "gemini-3-flash": _gemini_flash,
+    "gemini-3-flash-rubric": _gemini_flash_rubric,
     "gemini": _gemini_model,
     "openai": _openai,
+    "openai-rubric": _openai_rubric,
     "labels": _labels,
 }

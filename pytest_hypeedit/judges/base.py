@@ -62,6 +62,11 @@ class Judge:
     def judge(self, request: JudgeRequest) -> Verdict:
         raise NotImplementedError
 
+    def prepare(self) -> None:
+        """Fetch and check what the judge needs before its first call (the upstream prompt), raising a
+        HypeEditError that names the file and what to do.  Called on the controller at start-up, only
+        when some candidate still needs a verdict: a replay from disk needs nothing."""
+
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         """Why a verdict this judge gave earlier (a record's ``judgements[id]`` entry) must not be reused,
         e.g. "given under another prompt"; None when it may stand.  Never reused silently: the runner

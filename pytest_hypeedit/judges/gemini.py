@@ -1,10 +1,18 @@
-"""``gemini-3-flash``: the default judge, Gemini 3 Flash through google-genai.
+"""``gemini-3-flash``: the upstream judge, Gemini 3 Flash through google-genai.
 
-Settings follow the upstream judge where they change verdicts: temperature 0,
-thinking level MEDIUM, JSON output.  Input images are read at high media
-resolution (fine detail such as text and logos decides many tasks).  The
-reply is a JSON verdict constrained by a schema; its cost is computed from
-the token usage at the published price ($0.50 in, $3 out per million tokens).
+It reproduces ``src/judge_gemini_3_flash.py`` of the upstream benchmark (see
+upstream.py): its prompt, read out of that file; its message layout (the
+prompt first and last, the same labels, prompting.message_pieces); and its
+settings (``_config``).  Images go as inline parts, each at high media
+resolution as upstream sends them.  The model's thoughts are kept in the
+verdict's ``extra`` for audit, never shown as the reasoning.
+
+``gemini-3-flash-rubric`` is the same judge asking with the project's own
+rubric (prompt.txt): only the prompt differs, so comparing the two measures
+the prompt.  Each verdict records the sha256 of its prompt, and a verdict
+given under another prompt is judged again (``stale_reason``), never reused
+silently.  The cost is computed from the token usage at the published price
+($0.50 in, $3 out per million tokens; thinking is billed as output).
 """
 
 from __future__ import annotations
@@ -16,15 +24,25 @@ from typing import Any
 from ..errors import JudgeError
 from ..providers.gemini import image_part
 from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
+from ..secrets import redact
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import (PROMPT_SHA256, VERDICT_SCHEMA, Answer, UnparseableReply, ask_until_parsed, http_plumbing,
-                        message_pieces)
+from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed,
+                        http_plumbing, make_prompt, message_pieces, stale_reason)
 
 FLASH_MODEL = "gemini-3-flash-preview"
 ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model
 #: USD per token (input, output incl. thinking) by model; a model not listed is recorded at 0 (price unknown).
 PRICES = {FLASH_MODEL: (0.50e-6, 3.00e-6)}
-THINKING_LEVEL = "MEDIUM"  # the upstream judge's level
+
+# The upstream judge's settings (Gemini3FlashJudge.judge and ._image_part at the pinned commit).
+TEMPERATURE = 0  # Google advises 1.0 for Gemini 3 (second-hand, UNCONFIRMED); upstream judged at 0
+MAX_OUTPUT_TOKENS = 4096  # thinking counts against it: a reply may be cut (prompting._recover_truncated)
+THINKING_LEVEL = "MEDIUM"  # types.ThinkingLevel.MEDIUM, in google-genai >= 1.56
+# Per part, spelled as upstream passes it to Part.from_bytes.  google-genai turns it into
+# PartMediaResolution(level=MEDIA_RESOLUTION_HIGH) (types.Part._t_part_media_resolution; the enum is
+# case-insensitive) and _Part_to_mldev sends it as the part's "mediaResolution": {"level": ...} on v1beta
+# (google-genai 1.51 to 3.x; ai.google.dev/gemini-api/docs/media-resolution: per part, Gemini 3).
+MEDIA_RESOLUTION = {"level": "media_resolution_high"}
 
 
 class GeminiJudge(Judge):
@@ -32,15 +50,19 @@ class GeminiJudge(Judge):
     key_env = GEMINI_KEY_ENV
     routes = (ROUTE,)
 
-    def __init__(self, options=None, *, model: str | None = None):
+    def __init__(self, options=None, *, model: str | None = None, prompt: str = UPSTREAM):
         self.model = model or getattr(options, "gemini_model", None) or FLASH_MODEL
         self.options = options
+        self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
         self._session: GenaiSession | None = None
         self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
-        return self.name if self.model == FLASH_MODEL else f"gemini:{self.model}"
+        rubric = self.prompt.kind == RUBRIC_KIND
+        if self.model == FLASH_MODEL:
+            return f"{self.name}-rubric" if rubric else self.name
+        return f"gemini-rubric:{self.model}" if rubric else f"gemini:{self.model}"
 
     @property
     def session(self) -> GenaiSession:
@@ -51,18 +73,25 @@ class GeminiJudge(Judge):
                                              policy=policy, limiter=limiter)
             return self._session
 
+    def prepare(self) -> None:
+        self.prompt.text()
+
+    def stale_reason(self, entry: dict[str, Any]) -> str | None:
+        return stale_reason(entry, self.prompt)
+
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
         who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
         parsed = ask_until_parsed(lambda: self._ask(contents, who), who=who)
-        extra = {"judge_model": self.model, "prompt_sha256": PROMPT_SHA256, "attempts": parsed.attempts,
-                 **parsed.answer.extra}
+        extra = {"judge_model": self.model, "prompt": self.prompt.kind, "prompt_sha256": self.prompt.sha256,
+                 **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=parsed.cost, extra=extra)
 
     def _contents(self, request: JudgeRequest) -> list:
         _, types, _ = import_genai()
-        parts = [types.Part.from_text(text=p) if isinstance(p, str) else image_part(p.read_bytes(), str(p))
-                 for p in message_pieces(request)]
+        parts = [types.Part.from_text(text=p) if isinstance(p, str)
+                 else image_part(p.read_bytes(), str(p), media_resolution=MEDIA_RESOLUTION)
+                 for p in message_pieces(request, self.prompt.text())]
         return [types.Content(role="user", parts=parts)]
 
     def _ask(self, contents: list, who: str) -> Answer:
@@ -74,21 +103,22 @@ class GeminiJudge(Judge):
                 raise UnparseableReply(f"reply body is not JSON ({exc.msg})") from None
 
         response = call(generate, what=who, error=JudgeError)
-        return Answer(_reply_text(response, who), _cost(self.model, response), {"usage": _usage(response)})
+        text, thoughts = _reply_texts(response, who)
+        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response)}
+        if thoughts:
+            kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
+        return Answer(text, _cost(self.model, response), kept)
 
-    def _config(self):
+    @staticmethod
+    def _config():
         _, types, _ = import_genai()
         return types.GenerateContentConfig(
-            # 0 as upstream, for verdicts that agree with the published figures; Google advises 1.0
-            # for Gemini 3 (second-hand, UNCONFIRMED), which would make verdicts vary between runs.
-            temperature=0,
-            max_output_tokens=8192,  # thinking counts against it: room enough that the JSON is never cut
-            response_mime_type="application/json",
-            # responseJsonSchema: structured output of Gemini 2.5+; for gemini-3-flash-preview UNCONFIRMED.
-            response_json_schema=VERDICT_SCHEMA,
-            thinking_config=types.ThinkingConfig(thinking_level=THINKING_LEVEL),
-            # Request-wide, as v1beta takes it; the per-part level (and ULTRA_HIGH) needs v1alpha.
-            media_resolution=types.MediaResolution.MEDIA_RESOLUTION_HIGH,
+            temperature=TEMPERATURE,
+            max_output_tokens=MAX_OUTPUT_TOKENS,
+            response_modalities=["TEXT"],
+            response_mime_type="application/json",  # JSON out, but no response schema: upstream sets none
+            thinking_config=types.ThinkingConfig(include_thoughts=True,
+                                                 thinking_level=types.ThinkingLevel[THINKING_LEVEL]),
         )
 
     def close(self) -> None:
@@ -97,14 +127,20 @@ class GeminiJudge(Judge):
             self._session = None
 
 
-def _reply_text(response: Any, who: str) -> str | None:
-    """The final (non-thought) text; a blocked prompt is a JudgeError (the judge refused, not the model)."""
+def _reply_texts(response: Any, who: str) -> tuple[str | None, str]:
+    """(the final non-thought text, the thought summaries) of the first candidate; a blocked prompt is a
+    JudgeError (the judge refused, not the model).  Thought parts are text parts with ``thought: true``."""
     if not response.candidates:
         reason = enum_name(getattr(getattr(response, "prompt_feedback", None), "block_reason", None))
         raise JudgeError(f"{who}: the judge's prompt was blocked ({reason or 'no candidates'})", retryable=False)
     parts = getattr(response.candidates[0].content, "parts", None) or []
     text = "".join(p.text for p in parts if p.text and not p.thought)
-    return text or None
+    thoughts = "\n".join(p.text for p in parts if p.text and p.thought).strip()
+    return text or None, thoughts
+
+
+def _finish_reason(response: Any) -> str | None:
+    return enum_name(getattr(response.candidates[0], "finish_reason", None))
 
 
 def _usage(response: Any) -> dict[str, int]:

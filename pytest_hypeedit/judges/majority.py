@@ -8,7 +8,7 @@ latency of its slowest juror, not the sum.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..errors import ConfigError, HypeEditError, JudgeError
 from ..secrets import redact
@@ -35,6 +35,20 @@ class MajorityJudge(Judge):
     @property
     def id(self) -> str:
         return ",".join(juror.id for juror in self.jurors)
+
+    def prepare(self) -> None:
+        for juror in self.jurors:
+            juror.prepare()
+
+    def stale_reason(self, entry: dict[str, Any]) -> str | None:
+        """Stale when some juror's own verdict in it is (each juror's ``extra`` is kept under its id)."""
+        extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
+        kept = extra.get("jurors") if isinstance(extra.get("jurors"), dict) else {}
+        for juror in self.jurors:
+            reason = juror.stale_reason({"extra": kept.get(juror.id) or {}})
+            if reason:
+                return f"juror {juror.id}: {reason}"
+        return None
 
     def judge(self, request: JudgeRequest) -> Verdict:
         futures = [self._pool.submit(juror.judge, request) for juror in self.jurors]

@@ -1,8 +1,12 @@
 """``openai:MODEL``: any OpenAI-compatible chat-completions server as the judge
 (OpenAI itself, or a local vLLM / Ollama serving a vision model).
 
-``POST {base}/chat/completions`` with the same prompt and message order as the
-Gemini judge, images as base64 data URLs.  The base URL is ``--judge-base-url``
+``POST {base}/chat/completions`` with the same prompt and message layout as the
+Gemini judge, images as base64 data URLs.  The prompt is the upstream judge's
+(``openai:MODEL``), so a panel such as ``gemini-3-flash,openai:gpt-4.1`` asks
+every juror the same question and agreement figures compare judges, not
+prompts; ``openai-rubric:MODEL`` asks with the project's rubric instead (it
+needs no download of the upstream script).  The base URL is ``--judge-base-url``
 (``JudgeOptions.openai_base_url``), else ``HYPEEDIT_OPENAI_BASE_URL``, else
 OpenAI's.  ``OPENAI_API_KEY`` is optional: local servers need none, and without
 a key no Authorization header is sent.  The price of an arbitrary model is not
@@ -25,7 +29,8 @@ from ..providers.gemini import as_png
 from ..providers.http import error_details, is_retryable, make_http_client
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import PROMPT_SHA256, Answer, UnparseableReply, ask_until_parsed, http_plumbing, message_pieces
+from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed, http_plumbing,
+                        make_prompt, message_pieces, stale_reason)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -37,18 +42,19 @@ class OpenAICompatJudge(Judge):
     key_env = ()  # the key is optional (local servers), so a missing one is not a usage error
     routes = (ROUTE,)
 
-    def __init__(self, model: str, options=None):
+    def __init__(self, model: str, options=None, *, prompt: str = UPSTREAM):
         if not model or not model.strip():
             raise ConfigError("--judge openai:MODEL: name the model the server serves, e.g. openai:gpt-4.1")
         self.model = model.strip()
         self.options = options
+        self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
         self.base = (getattr(options, "openai_base_url", None) or base_url("openai", DEFAULT_BASE_URL)).rstrip("/")
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
     @property
     def id(self) -> str:
-        return f"openai:{self.model}"
+        return f"openai-rubric:{self.model}" if self.prompt.kind == RUBRIC_KIND else f"openai:{self.model}"
 
     @property
     def client(self) -> httpx.Client:
@@ -57,16 +63,23 @@ class OpenAICompatJudge(Judge):
                 self._client = _make_client(self.options, self.model)
             return self._client
 
+    def prepare(self) -> None:
+        self.prompt.text()
+
+    def stale_reason(self, entry: dict[str, Any]) -> str | None:
+        return stale_reason(entry, self.prompt)
+
     def judge(self, request: JudgeRequest) -> Verdict:
-        body = {"model": self.model, "messages": [{"role": "user", "content": _content(request)}],
+        content = _content(request, self.prompt.text())
+        body = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "response_format": {"type": "json_object"}}
         temperature = getattr(self.options, "temperature", 0.0)
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
         who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
         parsed = ask_until_parsed(lambda: self._ask(body, who), who=who)
-        extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt_sha256": PROMPT_SHA256,
-                 "attempts": parsed.attempts, **parsed.answer.extra}
+        extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
+                 "prompt_sha256": self.prompt.sha256, **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)
 
     def _ask(self, body: dict, who: str) -> Answer:
@@ -97,9 +110,9 @@ def _make_client(options, model: str) -> httpx.Client:
     return client
 
 
-def _content(request: JudgeRequest) -> list[dict[str, Any]]:
+def _content(request: JudgeRequest, prompt: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image_url", "image_url": {"url": data_url(p)}}
-            for p in message_pieces(request)]
+            for p in message_pieces(request, prompt)]
 
 
 def data_url(path: Path) -> str:

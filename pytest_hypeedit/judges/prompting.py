@@ -1,9 +1,16 @@
 """What the vision judges share: the prompt, the order of the message, the verdict parser
 and the rule "a reply that cannot be parsed is asked again once, then is an error".
 
-The message follows the upstream judge's layout: the rubric, each reference
-image with its number, the instruction, the candidate, then the rubric again
-(the repeat keeps the output rules fresh after several large images).
+Two prompts (``JudgePrompt``), each named in every verdict by its sha256:
+
+- ``upstream`` (the default): the upstream judge's own prompt, read out of its
+  script (``upstream.py``); what the published figures were judged with;
+- ``rubric``: the project's own rubric (``prompt.txt``), kept as a named variant.
+
+The message follows the upstream judge's layout, whichever the prompt: the
+prompt, each reference image after "Reference image {i}:", the instruction
+after "Instruction:", the candidate after "Candidate output image:", then the
+prompt again (the repeat keeps the output rules fresh after several large images).
 """
 
 from __future__ import annotations
@@ -11,35 +18,117 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Callable, ClassVar, NamedTuple, Union
 
-from ..errors import JudgeError
+from ..errors import HypeEditError, JudgeError
 from ..secrets import redact
+from . import upstream
 from .base import JudgeRequest
 
-PROMPT = resources.files(__package__).joinpath("prompt.txt").read_text(encoding="utf-8")
-#: Recorded with every verdict: a verdict judged under another prompt can be told apart (drift warnings).
-PROMPT_SHA256 = hashlib.sha256(PROMPT.encode("utf-8")).hexdigest()
+#: The project's own rubric: the ``*-rubric`` judges ask with it.
+RUBRIC = resources.files(__package__).joinpath("prompt.txt").read_text(encoding="utf-8")
+RUBRIC_SHA256 = hashlib.sha256(RUBRIC.encode("utf-8")).hexdigest()
 
-#: The JSON schema of a verdict, for servers that constrain output to a schema.
-VERDICT_SCHEMA = {
-    "type": "object",
-    "properties": {"verdict": {"type": "string", "enum": ["PASS", "FAIL"]}, "reasoning": {"type": "string"}},
-    "required": ["verdict", "reasoning"],
-}
+UPSTREAM, RUBRIC_KIND = "upstream", "rubric"
+
+
+class JudgePrompt:
+    """The text a vision judge asks with.  ``sha256`` names it in every verdict (``extra.prompt_sha256``)
+    and decides whether a stored verdict is current, without reading the text."""
+
+    kind: ClassVar[str] = ""
+
+    @property
+    def sha256(self) -> str:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+
+class RubricPrompt(JudgePrompt):
+    kind = RUBRIC_KIND
+
+    @property
+    def sha256(self) -> str:
+        return RUBRIC_SHA256
+
+    def text(self) -> str:
+        return RUBRIC
+
+
+class UpstreamPrompt(JudgePrompt):
+    """Read out of the upstream judge script on first use (downloaded once into ``cache_dir``)."""
+
+    kind = UPSTREAM
+
+    def __init__(self, cache_dir: Path | None = None):
+        self.cache_dir = cache_dir
+        self._text: str | None = None
+        self._error: HypeEditError | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def sha256(self) -> str:
+        return upstream.PINNED.prompt_sha256  # the pin: a replay decides what is current without a download
+
+    def text(self) -> str:
+        with self._lock:  # one load per judge, however many threads judge at once
+            if self._text is None and self._error is None:
+                try:
+                    self._text = upstream.load_prompt(self.cache_dir or _default_cache_dir())
+                except HypeEditError as exc:
+                    self._error = exc  # a refused file stays refused: no download per candidate
+            if self._error is not None:
+                raise self._error
+            return self._text
+
+
+def _default_cache_dir() -> Path:
+    from ..config import default_cache_dir
+
+    return default_cache_dir()
+
+
+def make_prompt(kind: str, cache_dir: Path | None = None) -> JudgePrompt:
+    if kind == UPSTREAM:
+        return UpstreamPrompt(cache_dir)
+    if kind == RUBRIC_KIND:
+        return RubricPrompt()
+    raise ValueError(f"unknown judge prompt {kind!r}; known: {UPSTREAM}, {RUBRIC_KIND}")
+
+
+def _known_prompt(sha256: str) -> str:
+    names = {upstream.PINNED.prompt_sha256: "the upstream prompt", RUBRIC_SHA256: "the rubric"}
+    return names.get(sha256, "a prompt")
+
+
+def stale_reason(entry: dict, prompt: JudgePrompt) -> str | None:
+    """Why a stored verdict (a ``judgements`` entry) was not given under ``prompt``; None when it was."""
+    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
+    recorded = extra.get("prompt_sha256")
+    if recorded == prompt.sha256:
+        return None
+    now = f"now {_known_prompt(prompt.sha256)} {prompt.sha256[:12]}"
+    if not isinstance(recorded, str) or not recorded:
+        return f"given under an unrecorded prompt ({now})"
+    return f"given under another prompt ({_known_prompt(recorded)} {recorded[:12]}, {now})"
+
 
 #: One piece of the judge's message: text, or an image file.
 Piece = Union[str, Path]
 
 
-def message_pieces(request: JudgeRequest) -> list[Piece]:
-    pieces: list[Piece] = [PROMPT]
+def message_pieces(request: JudgeRequest, prompt: str) -> list[Piece]:
+    """The upstream judge's layout: the prompt first and last, the same labels."""
+    pieces: list[Piece] = [prompt]
     for number, reference in enumerate(request.references, start=1):
         pieces += [f"Reference image {number}:", reference]
-    pieces += [f"Instruction:\n{request.task.instruction}", "Candidate:", request.candidate, PROMPT]
+    pieces += [f"Instruction:\n{request.task.instruction}", "Candidate output image:", request.candidate, prompt]
     return pieces
 
 
@@ -47,20 +136,50 @@ class UnparseableReply(ValueError):
     """The judge answered, but not with a verdict we can read."""
 
 
-def parse_verdict(text: str | None) -> tuple[bool, str]:
-    """(passed, reasoning) from a reply holding ``{"verdict": "PASS"|"FAIL", "reasoning": "..."}``.
+class Reading(NamedTuple):
+    passed: bool
+    reasoning: str
+    recovered: bool  # read out of a reply cut short (upstream's tolerance), not out of whole JSON
 
-    Tolerates a Markdown code fence or words around the object; never guesses a
-    verdict from free text (a guessed FAIL would be a wrong verdict, not an error).
+
+def parse_verdict(text: str | None) -> Reading:
+    """The verdict in a reply holding ``{"verdict": "PASS"|"FAIL", "reasoning": "..."}``.
+
+    Tolerates a Markdown code fence or words around the object, and, as the upstream
+    parser does, a reply cut short after an explicit verdict and some reasoning.  Never
+    guesses a verdict: upstream turns an unreadable reply into FAIL, here it is an
+    UnparseableReply (asked again, then an error), since a guessed FAIL is a wrong verdict.
     """
-    data = _json_object(text or "")
+    text = text or ""
+    try:
+        data = _json_object(text)
+    except UnparseableReply:
+        recovered = _recover_truncated(text)
+        if recovered is None:
+            raise
+        return recovered
     verdict = str(data.get("verdict", "")).strip().upper()
     reasoning = data.get("reasoning")
     if verdict not in ("PASS", "FAIL"):
         raise UnparseableReply(f"verdict is {data.get('verdict')!r}, not PASS or FAIL")
     if not isinstance(reasoning, str) or not reasoning.strip():
         raise UnparseableReply("no reasoning given")
-    return verdict == "PASS", reasoning.strip()
+    return Reading(verdict == "PASS", reasoning.strip(), False)
+
+
+def _recover_truncated(text: str) -> Reading | None:
+    """Upstream's last resort (``_parse_verdict``): the first ``"verdict": "PASS|FAIL"`` and the reasoning
+    up to its first quote, e.g. from ``{"verdict":"FAIL","reasoning":"The logo is`` when the output-token
+    limit cut the reply.  Unlike upstream, no verdict in the text is not a FAIL but None."""
+    verdict = re.search(r'"verdict"\s*:\s*"(PASS|FAIL)"', text, re.IGNORECASE)
+    reasoning = re.search(r'"reasoning"\s*:\s*"(.*)', text, re.DOTALL)
+    if not verdict or not reasoning:
+        return None
+    cut = reasoning.group(1).split('"', 1)[0]
+    cut = cut.replace("\\n", "\n").replace('\\"', '"').rstrip("\\").strip()  # a cut escape leaves a backslash
+    if not cut:
+        return None
+    return Reading(verdict.group(1).upper() == "PASS", cut, True)
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -92,6 +211,15 @@ class Parsed:
     cost: float  # all attempts together
     attempts: int
     answer: Answer
+    recovered: bool = False
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """What every verdict records of how it was read, plus what the judge kept of its reply."""
+        extra: dict[str, Any] = {"attempts": self.attempts, **self.answer.extra}
+        if self.recovered:
+            extra["recovered_from_truncated_reply"] = True
+        return extra
 
 
 def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
@@ -104,11 +232,11 @@ def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
         try:
             answer = ask()
             cost += answer.cost
-            passed, reasoning = parse_verdict(answer.text)
+            reading = parse_verdict(answer.text)
         except UnparseableReply as exc:
             problem = str(exc)
             continue
-        return Parsed(passed, reasoning, cost, attempt, answer)
+        return Parsed(reading.passed, reading.reasoning, cost, attempt, answer, reading.recovered)
     raise JudgeError(redact(f"{who}: the reply could not be read as a verdict, twice ({problem})"), retryable=True)
 
 

@@ -133,13 +133,14 @@ def _image_size(spec) -> str:
     return size
 
 
-def image_part(data: bytes, where: str):
-    """An inline image part (the judge's images); formats Gemini does not take are sent as PNG."""
+def image_part(data: bytes, where: str, media_resolution: dict | None = None):
+    """An inline image part (the judge's images); formats Gemini does not take are sent as PNG.
+    ``media_resolution`` is the part's own level, e.g. ``{"level": "media_resolution_high"}``."""
     _, types, _ = import_genai()
     ext = sniff_image_ext(data)
     if ext is None:
         data, ext = as_png(data, where), "png"
-    return types.Part.from_bytes(data=data, mime_type=_MIME[ext])
+    return types.Part.from_bytes(data=data, mime_type=_MIME[ext], media_resolution=media_resolution)
 
 
 def as_png(data: bytes, where: str) -> bytes:

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
-from ..engine.records import ERROR, REFUSED, SKIPPED, Record
+from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
 
 
 def build_results(
@@ -67,9 +67,23 @@ def _counts(records: list[Record]) -> dict:
         "refusals": sum(1 for r in records if r.outcome == REFUSED),
         "skipped": sum(1 for r in records if r.outcome == SKIPPED),
         "resubmitted": sum(r.resubmitted for r in records),
+        **_rejudged_stale(records),
         "spent": round(spent, 6),
         "spent_this_run": round(this_run, 6),
     }
+
+
+def _rejudged_stale(records: list[Record]) -> dict:
+    """Verdicts this run gave in place of stored ones the judge declared stale (Judge.stale_reason), by reason:
+    they were paid for again, so the user is told, never silently."""
+    reasons: dict[str, int] = {}
+    for record in records:
+        if record.outcome in (PASS, FAIL) and not record.reused_verdict:
+            replaced = (record.judgements.get(record.judge or "") or {}).get("replaced")
+            if isinstance(replaced, dict):
+                reason = str(replaced.get("reason") or "stale")
+                reasons[reason] = reasons.get(reason, 0) + 1
+    return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
 
 
 def _paid_earlier(record: Record) -> bool:

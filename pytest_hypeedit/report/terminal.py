@@ -15,7 +15,18 @@ def summary_lines(results: dict) -> list[str]:
     lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
     lines += [_join(cells, widths) for cells in body]
     lines.append(_totals(rows, results))
+    lines += rejudged_lines(rows)
     return lines
+
+
+def rejudged_lines(rows: list[dict]) -> list[str]:
+    """One line per reason why stored verdicts were judged again, e.g. given under another prompt."""
+    reasons: dict[str, int] = {}
+    for row in rows:
+        if row["split"] != COMBINED:
+            for reason, count in (row.get("rejudged_stale_reasons") or {}).items():
+                reasons[reason] = reasons.get(reason, 0) + count
+    return [f"{count} verdict{'s' if count != 1 else ''} judged again: {reason}" for reason, count in reasons.items()]
 
 
 def _ordered(rows: list[dict]) -> list[dict]:

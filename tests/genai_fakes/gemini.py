@@ -1,9 +1,12 @@
 """A fake of the Gemini API's ``POST /v1beta/models/{model}:generateContent``.
 
 It checks what the real API checks that matters here (an API key header, a JSON
-body of ``contents[].parts[]`` with text or base64 inline data), accepting both
-camelCase (what google-genai's converters emit) and snake_case (REST samples)
-at every level, and answers camelCase JSON like the real API.
+body of ``contents[].parts[]`` with text or base64 inline data, no unknown part
+field, valid enum names for a part's media resolution and the thinking level),
+accepting both camelCase (what google-genai's converters emit) and snake_case
+(REST samples, and what google-genai sends for objects it passes through, e.g.
+``inlineData.mime_type``, ``thinkingConfig.include_thoughts``) at every level,
+and answers camelCase JSON like the real API.
 """
 
 from __future__ import annotations
@@ -18,6 +21,19 @@ from typing import Any
 from .server import LoopbackServer, Reply, SeenRequest, snake_keys
 
 _PATH = re.compile(r"^/(v1beta|v1alpha|v1)/models/([^/:]+):generateContent$")
+
+#: The fields of a ``Part`` (google-genai 3.4 types.Part and _Part_to_mldev, which sends these on v1beta):
+#: a field outside them is rejected, as the API rejects an unknown name ("Invalid JSON payload received").
+PART_FIELDS = {"text", "inline_data", "file_data", "function_call", "function_response", "executable_code",
+               "code_execution_result", "thought", "thought_signature", "video_metadata", "media_resolution",
+               "part_metadata", "tool_call", "tool_response"}
+#: ``Part.mediaResolution.level`` (google-genai PartMediaResolutionLevel), per part on Gemini 3
+#: (ai.google.dev/gemini-api/docs/media-resolution, v1beta).  Enum names as proto JSON spells them;
+#: google-genai always sends them upper-case (whether the API also takes lower case: UNCONFIRMED).
+PART_MEDIA_LEVELS = {"MEDIA_RESOLUTION_UNSPECIFIED", "MEDIA_RESOLUTION_LOW", "MEDIA_RESOLUTION_MEDIUM",
+                     "MEDIA_RESOLUTION_HIGH", "MEDIA_RESOLUTION_ULTRA_HIGH"}
+#: ``generationConfig.thinkingConfig.thinkingLevel`` (google-genai ThinkingLevel).
+THINKING_LEVELS = {"THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH"}
 
 
 class FakeGemini(LoopbackServer):
@@ -51,27 +67,58 @@ def _parse_body(request: SeenRequest, model: str) -> str | None:
     body = snake_keys(request.json)
     if not isinstance(body, dict) or not isinstance(body.get("contents"), list) or not body["contents"]:
         return "* GenerateContentRequest.contents: contents is not specified"
-    texts, images = [], []
+    parsed: dict[str, Any] = {"model": model, "texts": [], "images": [], "media_resolutions": []}
     for content in body["contents"]:
         for part in (content or {}).get("parts") or []:
-            problem = _read_part(part, texts, images)
+            problem = _read_part(part, parsed)
             if problem:
                 return problem
-    request.parsed = {"model": model, "texts": texts, "images": images, "config": body.get("generation_config") or {}}
+    parsed["config"] = body.get("generation_config") or {}
+    problem = _check_config(parsed["config"])
+    if problem:
+        return problem
+    request.parsed = parsed
     return None
 
 
-def _read_part(part: dict, texts: list, images: list) -> str | None:
+def _read_part(part: dict, parsed: dict) -> str | None:
+    unknown = sorted(set(part) - PART_FIELDS) if isinstance(part, dict) else ["(not an object)"]
+    if unknown:
+        return f"Invalid JSON payload received. Unknown name {unknown[0]!r} at 'contents.parts'"
     if "text" in part:
-        texts.append(part["text"])
+        parsed["texts"].append(part["text"])
         return None
     inline = part.get("inline_data")
     if not isinstance(inline, dict) or not inline.get("mime_type") or not inline.get("data"):
         return f"* GenerateContentRequest.contents.parts: unsupported part {sorted(part)}"
+    level, problem = _media_level(part.get("media_resolution"))
+    if problem:
+        return problem
     try:
-        images.append((inline["mime_type"], decode_base64(inline["data"])))
+        parsed["images"].append((inline["mime_type"], decode_base64(inline["data"])))
     except (binascii.Error, ValueError):
         return "* GenerateContentRequest.contents.parts.inline_data.data: invalid base64"
+    parsed["media_resolutions"].append(level)
+    return None
+
+
+def _media_level(value: Any) -> tuple[str | None, str | None]:
+    """(the part's media resolution level or None, what is wrong with it)."""
+    if value is None:
+        return None, None
+    level = value.get("level") if isinstance(value, dict) else None
+    if level not in PART_MEDIA_LEVELS:
+        return None, f"Invalid value at 'contents.parts.media_resolution.level', {level!r}"
+    return level, None
+
+
+def _check_config(config: dict) -> str | None:
+    thinking = config.get("thinking_config") or {}
+    level = thinking.get("thinking_level")
+    if level is not None and level not in THINKING_LEVELS:
+        return f"Invalid value at 'generation_config.thinking_config.thinking_level', {level!r}"
+    if not isinstance(thinking.get("include_thoughts", False), bool):
+        return "Invalid value at 'generation_config.thinking_config.include_thoughts'"
     return None
 
 
@@ -126,8 +173,13 @@ def text_reply(text: str, finish: str = "STOP", usage: dict | None = None) -> Re
     return candidates_reply([{"text": text}], finish=finish, usage=usage or _usage(candidates=60))
 
 
-def verdict_reply(verdict: str = "PASS", reasoning: str = "All required edits are present.", usage: dict | None = None) -> Reply:
-    return text_reply(json.dumps({"verdict": verdict, "reasoning": reasoning}), usage=usage or _usage(2400, 80, 300))
+def verdict_reply(verdict: str = "PASS", reasoning: str = "All required edits are present.", usage: dict | None = None,
+                  thoughts: str | None = None) -> Reply:
+    """A judge's verdict, after a thought summary part (``thought: true``) when ``thoughts`` is given,
+    as the API answers with ``thinkingConfig.includeThoughts``."""
+    parts = [{"text": thoughts, "thought": True}] if thoughts is not None else []
+    parts.append({"text": json.dumps({"verdict": verdict, "reasoning": reasoning})})
+    return candidates_reply(parts, usage=usage or _usage(2400, 80, 300))
 
 
 def block_reply(reason: str = "SAFETY") -> Reply:
