@@ -79,6 +79,9 @@ class PoolPlugin:
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
+        if not runs_items(session):  # --collect-only, or collection errors: nothing may be bought
+            yield
+            return
         self.pool = self._make_pool(session)
         self.config.stash[POOL_KEY] = self.pool
         self.pool.start()
@@ -171,6 +174,14 @@ class PoolPlugin:
 
     def _report(self, state: PoolState) -> None:
         write_status(self.folder, state)
+
+
+def runs_items(session: pytest.Session) -> bool:
+    """Whether pytest's run loop will run the items (the same tests as _pytest/main.py's pytest_runtestloop)."""
+    option = session.config.option
+    if option.collectonly:
+        return False
+    return not (session.testsfailed and not option.continue_on_collection_errors)
 
 
 def worker_queue(config: pytest.Config):
