@@ -115,6 +115,20 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
         assert not record["job"].get("resumed")  # the second job was paid for in this run
 
 
+def test_a_job_journaled_on_another_route_is_left_behind(pytester, fakes):
+    bfl, fal = fakes
+    args = prepare(pytester.path, tasks=1, repeats=2, max_wait=0.3) + ["--model", "flux-2-max"]
+    bfl.inject("malformed", path="get_result", count=10_000)
+    pytester.runpytest(*args).assert_outcomes(errors=2)
+    (pytester.path / "moved.yaml").write_text(
+        "models:\n  flux-2-max: {route: fal, provider_model: fal-ai/qwen-image-edit-2511,"
+        " options: {poll_s: 0.01, max_wait_s: 5}}\n")
+    moved = pytester.runpytest(*args, "--models-file", "moved.yaml")
+    moved.assert_outcomes(passed=1, failed=1)  # fal's adapter never polls a BFL task
+    assert sum(fal.ledger.submitted.values()) == 2
+    assert all(r["job"]["route"] == "fal" for r in records(pytester.path))
+
+
 # --------------------------------------------------------------------------- killed runs (subprocess)
 
 
