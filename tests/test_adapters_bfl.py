@@ -74,6 +74,11 @@ class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):
         with pytest.raises(JobExpired, match="Task not found"):
             provider.generate(make_request(tmp_path, provider.spec))
 
+    def test_a_404_on_the_polling_url_is_task_not_found(self, fake, provider, tmp_path):
+        fake.inject("status", status=404, path=self.poll_path, body={"detail": "Not Found"})
+        with pytest.raises(JobExpired, match="Task not found"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
     def test_an_undocumented_status_is_not_waited_on(self, fake, make_provider, tmp_path):
         provider = make_provider(max_wait_s=20)
         fake.inject("failed", body="Exploded")
