@@ -132,6 +132,8 @@ class BflProvider(HttpProvider):
 
     def poll(self, url: str, what: str) -> dict:
         response = self.call("GET", url, headers={"x-key": self.key})
+        if response.status_code == 404:  # as "Task not found" (UNCONFIRMED whether BFL answers so): never a
+            return {"status": "Task not found"}  # job left journaled that no rerun can ever read
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict) or not isinstance(reply.get("status"), str):

@@ -41,7 +41,7 @@ from typing import Any
 
 from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
-from .http import is_retryable, request_id_of
+from .http import is_retryable
 from .images import ImageLimits
 from .jobs import JobPoller
 
@@ -80,11 +80,11 @@ class RunwareProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        if not self.asynchronous:
+        job = request.journal.job  # resumed whatever options.delivery says now: it was paid for
+        if job is None and not self.asynchronous:
             task = self.task(request)
             item = self.result_item(request, self.send_task(request, task, what), task["taskUUID"])
             return self.finish(request, task, item, what, JobPoller(self, request, task["taskUUID"], what))
-        job = request.journal.job
         task = self.task(request, task_uuid=job["id"] if job else None)
         poller = JobPoller(self, request, task["taskUUID"], what, default_wait=900, default_poll=1.0,
                            default_cap=10.0)
@@ -114,7 +114,7 @@ class RunwareProvider(HttpProvider):
             "numberResults": 1,
             "outputType": "URL",
             "outputFormat": str(self.spec.options.get("output_format", "PNG")).upper(),
-            "deliveryMethod": "async" if self.asynchronous else "sync",
+            "deliveryMethod": "async" if self.asynchronous or task_uuid else "sync",
             "includeCost": True,
         }
         if task_uuid is None:  # a resumed job is never sent again: its references are not needed
