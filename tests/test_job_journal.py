@@ -167,10 +167,10 @@ def kill_when(process: subprocess.Popen, ready, timeout: float = 60) -> None:
 def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twice(tmp_path, fakes):
     bfl, _ = fakes
     folder = tmp_path / "run"
-    args = prepare(folder, tasks=2, repeats=2, max_wait=60) + ["--model", "flux-2-max", "-n", "2"]
+    args = prepare(folder, tasks=2, repeats=2, max_wait=60) + ["--model", "flux-2-max"]
     env = {**os.environ}
     bfl.pending_polls = 10 ** 6  # every job stays Pending: the run is killed while polling
-    process = launch(folder, args, env)
+    process = launch(folder, args + ["-n", "2"], env)  # two workers: two jobs in flight
     kill_when(process, lambda: len(polling_now(folder)) >= 2)
     journaled = polling_now(folder)
     assert len(journaled) >= 2 and sum(bfl.ledger.submitted.values()) == len(journaled)
