@@ -39,6 +39,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from ..errors import ProviderError
 from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
 from .http import is_retryable
@@ -86,6 +87,8 @@ class RunwareProvider(HttpProvider):
             item = self.result_item(request, self.send_task(request, task, what), task["taskUUID"])
             return self.finish(request, task, item, what, JobPoller(self, request, task["taskUUID"], what))
         task = self.task(request, task_uuid=job["id"] if job else None)
+        if job:  # the size it was sent with, whatever the options say now
+            task["width"], task["height"] = job.get("width", task["width"]), job.get("height", task["height"])
         poller = JobPoller(self, request, task["taskUUID"], what, default_wait=900, default_poll=1.0,
                            default_cap=10.0)
         item = None if job else self.submit_async(request, task, what)
@@ -130,8 +133,8 @@ class RunwareProvider(HttpProvider):
                                   height=task["height"], delivery="async")
         try:
             reply = self.send_task(request, task, what)
-        except Exception as exc:
-            if getattr(exc, "retryable", True) is False:
+        except ProviderError as exc:
+            if not exc.retryable:
                 request.journal.forget()  # refused outright (validation, auth): no task was accepted
             raise
         items = self.items_of(reply, task["taskUUID"])
