@@ -12,7 +12,8 @@ option) and says what to do next; none ever contains an API key.
     │   └── JudgeScriptError the upstream judge script is not the pinned file, or holds no prompt
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
-    │   │   └── JobExpired   a journaled job's result is gone at the provider: submit again
+    │   │   ├── JobExpired   a journaled job's result is gone at the provider: submit again
+    │   │   └── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
     │   └── JudgeError       the judge failed or its reply could not be parsed
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
@@ -73,6 +74,10 @@ class ProviderError(CallError):
 
 class JobExpired(ProviderError):
     """A submitted job (engine/journal.py) whose result the provider no longer keeps: the runner submits again."""
+
+
+class JobFailed(ProviderError):
+    """A submitted job that the provider says failed: it is forgotten, so the next run submits a new one."""
 
 
 class JudgeError(CallError):

@@ -1,12 +1,12 @@
 import pytest
 
-from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.errors import JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.bfl import BflProvider
 from providers_fakes.bfl import FakeBfl
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
 
 
-class TestBfl(AdapterContract, ExpiringUrlContract):
+class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):
     fake_class = FakeBfl
     provider_class = BflProvider
     model = "flux-2-max"
@@ -14,6 +14,7 @@ class TestBfl(AdapterContract, ExpiringUrlContract):
     price = 0.10
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "/v1/flux-2-max"
+    poll_path = "get_result"
 
     def check_success_request(self, fake, generation):
         body = fake.seen(self.main_path)[0].json()
@@ -31,16 +32,58 @@ class TestBfl(AdapterContract, ExpiringUrlContract):
         fake.credits = 13.0
         assert provider.generate(make_request(tmp_path, provider.spec)).cost == pytest.approx(0.13)
 
+    def test_a_resumed_task_costs_what_its_submission_reported(self, fake, make_provider, tmp_path):
+        fake.credits = 13.0
+        fake.inject("malformed", path=self.poll_path, count=10_000)
+        short = make_provider(max_wait_s=0.2)
+        first, _ = self.journaled_request(tmp_path, short.spec)
+        with pytest.raises(ProviderError, match="stays journaled"):
+            short.generate(first)
+        fake.faults.clear()
+        fake.credits = 99.0  # a second submission would report this
+        provider = make_provider()
+        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=first.journal.job)
+        generation = provider.generate(resumed)
+        assert generation.cost == pytest.approx(0.13) and generation.extra["resumed_job"] is True
+        assert len(fake.seen(self.main_path)) == 1
+
     def test_several_references(self, fake, provider, tmp_path):
         provider.generate(make_request(tmp_path, provider.spec, images=2))
         body = fake.seen(self.main_path)[0].json()
         assert "input_image" in body and "input_image_2" in body
 
-    def test_content_moderated_keeps_the_billed_cost(self, fake, provider, tmp_path):
-        fake.inject("refusal")
-        with pytest.raises(Refusal, match="Content Moderated") as info:
+    @pytest.mark.parametrize("status", ["Content Moderated", "Request Moderated"])
+    def test_moderation_is_a_refusal_and_not_charged(self, fake, provider, tmp_path, status):
+        # help.bfl.ai "Why did my request fail?": both moderation statuses are "Not charged".
+        fake.inject("refusal", body=status)
+        with pytest.raises(Refusal, match=status) as info:
             provider.generate(make_request(tmp_path, provider.spec))
-        assert info.value.cost == pytest.approx(0.10)
+        assert info.value.cost == 0.0
+
+    @pytest.mark.parametrize("status", ["Failed", "Error"])
+    def test_failed_and_error_are_final(self, fake, make_provider, tmp_path, status):
+        provider = make_provider(max_wait_s=20)
+        fake.inject("failed", body=status)
+        with pytest.raises(JobFailed, match=f"BFL status '{status}'") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert "bfl job bfl-task-" in str(info.value)
+        assert len(fake.seen(self.poll_path)) == fake.pending_polls + 1  # no poll after the final status
+
+    def test_task_not_found_means_the_result_expired(self, fake, provider, tmp_path):
+        fake.inject("lost", path=self.poll_path)
+        with pytest.raises(JobExpired, match="Task not found"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_a_404_on_the_polling_url_is_task_not_found(self, fake, provider, tmp_path):
+        fake.inject("status", status=404, path=self.poll_path, body={"detail": "Not Found"})
+        with pytest.raises(JobExpired, match="Task not found"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_an_undocumented_status_is_not_waited_on(self, fake, make_provider, tmp_path):
+        provider = make_provider(max_wait_s=20)
+        fake.inject("failed", body="Exploded")
+        with pytest.raises(JobFailed, match="only 'Pending' is waited on"):
+            provider.generate(make_request(tmp_path, provider.spec))
 
     def test_a_poll_429_is_retried(self, fake, provider, tmp_path):
         fake.inject("status", status=429, retry_after="0.02", path="/v1/get_result")

@@ -1,12 +1,12 @@
 import pytest
 
-from pytest_hypeedit.errors import Refusal
+from pytest_hypeedit.errors import JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.fal import FalProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
 from providers_fakes.fal import FakeFal
 
 
-class TestFal(AdapterContract, ExpiringUrlContract):
+class TestFal(AdapterContract, ExpiringUrlContract, JobContract):
     fake_class = FakeFal
     provider_class = FalProvider
     model = "qwen-image-edit-2511"
@@ -14,6 +14,7 @@ class TestFal(AdapterContract, ExpiringUrlContract):
     price = 0.03
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "qwen-image-edit-2511$"
+    poll_path = "/status$"
 
     def check_success_request(self, fake, generation):
         submit = fake.seen(self.main_path)[0]
@@ -31,6 +32,13 @@ class TestFal(AdapterContract, ExpiringUrlContract):
         provider.generate(make_request(tmp_path, provider.spec))
         assert fake.seen("/fal-ai/bytedance/requests/")  # the id's first two segments only
 
+    def test_the_journal_keeps_the_urls_to_resume(self, fake, provider, tmp_path):
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        provider.generate(request)
+        job = saved[0]
+        assert job["polling_url"].endswith(f"/requests/{job['id']}/status")
+        assert job["response_url"].endswith(f"/requests/{job['id']}")
+
     def test_arguments_option_adds_input_fields(self, fake, make_provider, tmp_path):
         provider = make_provider(arguments={"image_size": "auto_2K", "enable_safety_checker": False})
         provider.generate(make_request(tmp_path, provider.spec))
@@ -42,8 +50,24 @@ class TestFal(AdapterContract, ExpiringUrlContract):
         with pytest.raises(Refusal, match="has_nsfw_concepts"):
             provider.generate(make_request(tmp_path, provider.spec))
 
+    def test_a_completed_status_with_an_error_ends_the_request(self, fake, make_provider, tmp_path):
+        provider = make_provider(max_wait_s=20)
+        fake.inject("failed")
+        with pytest.raises(JobFailed, match="runner_disconnected"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_a_result_fal_no_longer_keeps_has_expired(self, fake, provider, tmp_path):
+        fake.inject("lost", path="requests/[^/]+$")  # gone between the status and the result
+        with pytest.raises(JobExpired, match="response URL answered HTTP 404"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    def test_result_faults_are_waited_out(self, fake, provider, tmp_path):
+        fake.inject("malformed", path="requests/[^/]+$")
+        fake.inject("status", status=503, path="requests/[^/]+$", count=3)
+        provider.generate(make_request(tmp_path, provider.spec))
+        assert sum(fake.ledger.submitted.values()) == 1
+
     def test_a_request_that_stays_queued_times_out(self, fake, make_provider, tmp_path):
-        from pytest_hypeedit.errors import ProviderError
         fake.queued_polls = 10_000
         provider = make_provider(max_wait_s=0.1)
         with pytest.raises(ProviderError, match="still IN_QUEUE") as info:

@@ -1,24 +1,81 @@
 import pytest
 
-from pytest_hypeedit.providers.runware import RunwareProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
-from providers_fakes.runware import FakeRunware
+from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.providers.runware import SIZES, RunwareProvider
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
+from providers_fakes.runware import RIVERFLOW_PRO_SIZES, FakeRunware
 
 
-class TestRunware(AdapterContract, ExpiringUrlContract):
+class TestRunware(AdapterContract, ExpiringUrlContract, JobContract):
     fake_class = FakeRunware
     provider_class = RunwareProvider
     model = "riverflow-2-b1"
     provider_model = "sourceful:riverflow-2.0@pro"
     price = 0.15
-    main_path = "^/v1$"
+    options = {"poll_s": 0.01, "poll_max_s": 0.02}
+    main_path = "imageInference"
+    poll_path = "getResponse"
 
     def check_success_request(self, fake, generation):
-        task = fake.seen(self.main_path)[0].json()[0]
+        task = fake.inference_tasks()[0]
         assert task["model"] == "sourceful:riverflow-2.0@pro" and task["includeCost"] is True
-        assert (task["width"], task["height"]) == (1152, 896)  # nearest to 4800x3584
-        assert task["seed"] == generation.seed
+        assert (task["width"], task["height"]) == (2304, 1728)  # the listed 2K 4:3 pair, nearest to 4800x3584
+        assert task["seed"] == generation.seed and task["deliveryMethod"] == "async"
         assert generation.request_id == task["taskUUID"] and generation.cost == pytest.approx(0.15)
+        polls = [seen.json()[0] for seen in fake.seen(self.poll_path)]
+        assert polls and all(p == {"taskType": "getResponse", "taskUUID": task["taskUUID"]} for p in polls)
+
+    def test_the_task_uuid_is_journaled_before_the_task_is_sent(self, fake, provider, tmp_path):
+        sent_when_saved = []
+        request, saved = self.journaled_request(tmp_path, provider.spec,
+                                                on_save=lambda job: sent_when_saved.append(len(fake.inference_tasks())))
+        generation = provider.generate(request)
+        assert sent_when_saved[0] == 0 and saved[0]["id"] == generation.request_id
+
+    def test_a_task_refused_outright_is_not_left_journaled(self, fake, make_provider, tmp_path):
+        provider = make_provider(sizes=[[1000, 1000]])  # not a listed pair: invalidParameter
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        with pytest.raises(ProviderError, match="invalidParameter") as info:
+            provider.generate(request)
+        assert not info.value.retryable and saved[-1] is None
+
+    def test_a_moderated_task_is_a_refusal(self, fake, provider, tmp_path):
+        fake.inject("refusal")
+        with pytest.raises(Refusal, match="contentModerated"):
+            provider.generate(make_request(tmp_path, provider.spec))
+
+    @pytest.mark.parametrize("width, height, expected", [
+        (4800, 3584, (2304, 1728)), (3584, 4800, (1728, 2304)), (1000, 1000, (2048, 2048)),
+        (1920, 1080, (2560, 1440)), (1080, 1920, (1440, 2560)), (1500, 1000, (2496, 1664)),
+        (1000, 1500, (1664, 2496)), (1250, 1000, (2240, 1792)), (1000, 1250, (1792, 2240)),
+        (2100, 900, (3024, 1296)), (1152, 896, (2240, 1792)),
+    ])
+    def test_every_task_gets_a_listed_2k_size(self, fake, provider, tmp_path, width, height, expected):
+        generation = provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        task = fake.inference_tasks()[0]
+        assert (task["width"], task["height"]) == expected and expected in RIVERFLOW_PRO_SIZES
+        assert generation.extra["width"] == expected[0]
+
+    def test_the_2k_list_is_the_listed_1k_list_doubled(self):
+        assert set(SIZES) <= RIVERFLOW_PRO_SIZES and len(SIZES) == 10
+
+    def test_sync_delivery_on_request(self, fake, make_provider, tmp_path):
+        provider = make_provider(delivery="sync")
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        provider.generate(request)
+        assert fake.inference_tasks()[0]["deliveryMethod"] == "sync" and not fake.seen(self.poll_path)
+
+    def test_a_journaled_task_is_resumed_even_after_switching_to_sync(self, fake, make_provider, tmp_path):
+        fake.inject("malformed", path=self.poll_path, count=10_000)
+        first = make_provider(max_wait_s=0.2)
+        request, saved = self.journaled_request(tmp_path, first.spec)
+        with pytest.raises(ProviderError, match="stays journaled"):
+            first.generate(request)
+        fake.faults.clear()
+        synchronous = make_provider(delivery="sync")
+        resumed, _ = self.journaled_request(tmp_path, synchronous.spec, job=request.journal.job)
+        assert synchronous.generate(resumed).request_id == saved[0]["id"]
+        assert len(fake.inference_tasks()) == 1
 
     def test_reported_cost_wins_over_the_price(self, fake, provider, tmp_path):
         fake.cost = 0.1234
@@ -27,11 +84,11 @@ class TestRunware(AdapterContract, ExpiringUrlContract):
 
     def test_references_are_fitted_to_300_2048_px(self, fake, provider, tmp_path):
         provider.generate(make_request(tmp_path, provider.spec, images=2))
-        refs = fake.seen(self.main_path)[0].json()[0]["inputs"]["referenceImages"]
+        refs = fake.inference_tasks()[0]["inputs"]["referenceImages"]
         assert len(refs) == 2 and all(ref.startswith("data:image/") for ref in refs)
 
     def test_sizes_option_replaces_the_list(self, fake, make_provider, tmp_path):
-        provider = make_provider(sizes=[[2048, 2048], [2048, 1536]])
-        provider.generate(make_request(tmp_path, provider.spec))
-        task = fake.seen(self.main_path)[0].json()[0]
-        assert (task["width"], task["height"]) == (2048, 1536)
+        provider = make_provider(sizes=[[2048, 2048], [2304, 1728]])
+        provider.generate(make_request(tmp_path, provider.spec, width=1000, height=1000))
+        task = fake.inference_tasks()[0]
+        assert (task["width"], task["height"]) == (2048, 2048)

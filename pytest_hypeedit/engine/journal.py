@@ -56,7 +56,8 @@ class Journal:
         return dict(job)
 
     def forget(self) -> None:
-        """The job is gone at the provider (expired): the next attempt submits a new one."""
+        """The job ended without an image (it failed) or is gone at the provider (expired): the next attempt
+        submits a new one."""
         self._job, self.resumed = None, False
         if self._save is not None:
             self._save(None)

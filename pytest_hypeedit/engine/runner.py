@@ -204,7 +204,10 @@ class Runner:
                 record.route, record.provider_model = spec.route, spec.provider_model
             self.store.write_record(record)
 
-        return Journal(record.job, save, route=spec.route)
+        # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
+        # polled by this route's adapter: it is left behind, and this route submits its own.
+        job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
+        return Journal(job, save, route=spec.route)
 
     @staticmethod
     def _job_cost(record: Record, spec: ModelSpec) -> float:

@@ -3,24 +3,43 @@
 Wire format: providers.md section 4.  References go as ``input_image``,
 ``input_image_2`` ... ``input_image_8`` (base64); width and height are the
 task's aspect ratio at ``options.megapixels`` (default 1 MP, the paper's
-$0.10 price point), multiples of 16.  The poll reply's ``status`` decides:
-``Ready`` -> download ``result.sample`` at once (it expires in 10 minutes),
-``Request Moderated`` / ``Content Moderated`` -> refusal.  The submit reply's
-``cost`` (credits, 1 credit = $0.01) is the candidate's cost when present.
+$0.10 price point), multiples of 16.  The submit reply's ``cost`` (credits,
+1 credit = $0.01) is the candidate's cost when present.
+
+The job (id, polling URL, cost) is journaled right after the submit reply and
+before the first poll (providers/jobs.py), so a kill or a failed poll never
+leads to a second submission: the next attempt resumes polling it.
+
+Poll statuses (docs.bfl.ml/api_integration/errors.md, "Response Types", and
+help.bfl.ai "Why did my request fail?"); every status but ``Pending`` is final:
+  Pending            still processing: poll again
+  Ready              download ``result.sample`` at once: a signed URL valid for 10 minutes
+                     (black-forest-labs/skills bfl-api/references/code-examples/python-client.py)
+  Request Moderated  input flagged before processing: a refusal, "Not charged" (help.bfl.ai)
+  Content Moderated  output flagged after processing: a refusal, "Not charged" (help.bfl.ai)
+  Task not found     "does not exist or has expired" (docs.bfl.ml): the result is gone -> JobExpired
+  Error / Failed     processing failed: the job ends as an error naming it (BFL's own polling
+                     examples stop on "Error"; "Failed" is the same end, providers.md section 4)
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from .adapter import HttpProvider, poll_delays, size_at_pixels
+from .adapter import HttpProvider, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
+from .jobs import JobPoller
 
 USD_PER_CREDIT = 0.01
 MAX_INPUTS = 8
+#: Why a result URL that answers 403/404/410 is gone (providers.md section 4, [F2]).
+RESULT_KEPT = "BFL's signed result URLs are valid for 10 minutes"
+PENDING = "pending"
+MODERATED = {"request moderated": "Request Moderated", "content moderated": "Content Moderated"}
+FAILED = ("error", "failed")
+GONE = "task not found"
 
 
 def _status(reply: dict) -> str:
@@ -38,16 +57,15 @@ class BflProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        submitted = self.submit(request, what)
-        credits = submitted.get("cost")
-        cost = None if not isinstance(credits, (int, float)) else round(credits * USD_PER_CREDIT, 6)
-        result = self.wait_for_result(request, submitted, what, cost)
-        data = self.download(str(result["sample"]), what)
-        width, height = self.size(request)
-        return self.generation(request, data, cost=cost, request_id=str(submitted.get("id")),
-                               seed=result.get("seed", request.seed), width=width, height=height,
-                               cost_credits=credits, price=self.spec.price,
-                               input_mp=submitted.get("input_mp"), output_mp=submitted.get("output_mp"))
+        job = request.journal.job or self.submit_job(request, what)
+        poller = JobPoller(self, request, job["id"], what, default_wait=600, default_cap=3)
+        result = self.wait_for_result(request, job, poller)
+        data = poller.download(str(result["sample"]), keeps=RESULT_KEPT)
+        return self.generation(request, data, cost=job.get("cost"), request_id=job["id"],
+                               seed=result.get("seed", request.seed), width=job.get("width"),
+                               height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
+                               input_mp=job.get("input_mp"), output_mp=job.get("output_mp"),
+                               resumed_job=request.journal.resumed or None)
 
     def size(self, request: GenerationRequest) -> tuple[int, int]:
         pixels = float(self.spec.options.get("megapixels", 1.0)) * 1_000_000
@@ -63,6 +81,17 @@ class BflProvider(HttpProvider):
             body["input_image" if index == 0 else f"input_image_{index + 1}"] = image.base64()
         return body
 
+    def submit_job(self, request: GenerationRequest, what: str) -> dict[str, Any]:
+        """Submit, then journal the job before anything else can go wrong (the first poll included)."""
+        submitted = self.submit(request, what)
+        credits = submitted.get("cost")
+        cost = round(credits * USD_PER_CREDIT, 6) if isinstance(credits, (int, float)) else None
+        width, height = self.size(request)
+        return request.journal.submitted(
+            id=str(submitted.get("id") or submitted["polling_url"]), polling_url=str(submitted["polling_url"]),
+            cost=cost, credits=credits, input_mp=submitted.get("input_mp"), output_mp=submitted.get("output_mp"),
+            width=width, height=height)
+
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/v1/{self.spec.provider_model}", json=self.body(request),
                              headers={"x-key": self.key})
@@ -72,46 +101,41 @@ class BflProvider(HttpProvider):
             raise self.error(f"{what}: the submit reply has no polling_url (request id {request_id_of(response)})")
         return reply
 
-    def wait_for_result(self, request: GenerationRequest, submitted: dict, what: str, cost: float | None) -> dict:
-        """Poll the returned URL (always that one: it names the right cluster) until the task settles."""
-        deadline = time.monotonic() + float(self.spec.options.get("max_wait_s", 600))
-        delays = poll_delays(float(self.spec.options.get("poll_s", 0.5)), cap=float(self.spec.options.get("poll_max_s", 3)))
-        task_id = str(submitted.get("id"))
+    def wait_for_result(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
+        """Poll the journaled URL (always the returned one: it names the right cluster) until a final status."""
         while True:
-            reply = self.poll(str(submitted["polling_url"]), what)
+            reply = poller.read(lambda: self.poll(str(job["polling_url"]), poller.what))
             status = _status(reply)
             if status == "ready":
                 result = reply.get("result") or {}
                 if not result.get("sample"):
-                    raise self.refusal(request, "status Ready without result.sample", request_id=task_id, cost=cost or 0.0)
+                    raise self.refusal(request, "status Ready without result.sample", request_id=job["id"],
+                                       cost=job.get("cost") or 0.0)
                 return result
-            self.settle_failure(request, reply, status, task_id, cost)
-            if time.monotonic() > deadline:
-                raise self.error(f"{what}: still {reply.get('status')!r} after {self.spec.options.get('max_wait_s', 600)} s "
-                                    f"(task {task_id})", retryable=True)
-            time.sleep(next(delays))
+            if status != PENDING:
+                raise self.final_status(request, reply, status, poller)
+            poller.wait(f"{reply.get('status')!r}")
 
-    def settle_failure(self, request: GenerationRequest, reply: dict, status: str, task_id: str,
-                       cost: float | None) -> None:
-        """Raise for a final status that is not Ready; return while the task is still pending."""
-        details = str(reply.get("details") or "")[:300]
-        if status == "request moderated":
-            # The input was flagged before any generation: not billed (UNCONFIRMED).
-            raise self.refusal(request, f"Request Moderated: {details}", request_id=task_id)
-        if status == "content moderated":
-            raise self.refusal(request, f"Content Moderated: {details}", request_id=task_id, cost=cost or 0.0)
-        if status == "error":
-            raise self.error(f"{self.what(request)}: BFL task {task_id} failed: {details}", retryable=True)
-        if status == "task not found":
-            raise self.error(f"{self.what(request)}: BFL task {task_id} not found", retryable=False)
-        if status not in ("pending", "processing", "queued", "in progress"):
-            # Unknown statuses are waited on, not failed: the list is the documented one only.
-            return
+    def final_status(self, request: GenerationRequest, reply: dict, status: str, poller: JobPoller) -> Exception:
+        """The exception for a final status other than Ready (the list in the module docstring)."""
+        details = str(reply.get("details") or reply.get("error") or "")[:300]
+        if status in MODERATED:
+            return self.refusal(request, f"{MODERATED[status]}: {details}", request_id=poller.job_id)
+        if status == GONE:
+            return poller.expired("BFL answered 'Task not found' (the task does not exist or has expired; "
+                                  "BFL keeps results 10 minutes)")
+        shown = reply.get("status")
+        why = f"BFL status {shown!r}" + (f": {details}" if details else "")
+        if status in FAILED:
+            return poller.fail(why)
+        return poller.fail(f"{why}, not one BFL documents (only 'Pending' is waited on)")
 
     def poll(self, url: str, what: str) -> dict:
         response = self.call("GET", url, headers={"x-key": self.key})
+        if response.status_code == 404:  # as "Task not found" (UNCONFIRMED whether BFL answers so): never a
+            return {"status": "Task not found"}  # job left journaled that no rerun can ever read
         self.check(response)
         reply = self.json_of(response, what)
-        if not isinstance(reply, dict):
-            raise self.error(f"{what}: poll reply is not an object", retryable=True)
+        if not isinstance(reply, dict) or not isinstance(reply.get("status"), str):
+            raise self.error(f"{what}: the poll reply has no status: {str(reply)[:120]!r}", retryable=True)
         return reply

@@ -8,19 +8,36 @@ they are never rebuilt here).  References go as data URIs in ``image_urls``;
 default, the $0.03 price point); ``options.arguments`` adds or replaces input
 fields for other models on fal.  A ``content_policy_violation`` or an
 ``has_nsfw_concepts`` flag is a refusal.
+
+The request (id, status and response URLs) is journaled right after the queue
+accepts it and before the first status poll (providers/jobs.py), so a kill or
+a failed poll never leads to a second submission.
+
+Statuses and results (fal docs, documentation/model-apis/inference/queue and
+inference-api/queue/result; fal-ai/fal ``fal_client/client.py``):
+  IN_QUEUE, IN_PROGRESS    still running (HTTP 202): poll again
+  COMPLETED                read ``response_url``; the status may carry ``error`` /
+                           ``error_type`` (fal_client ``Completed``): then the request failed
+  response_url             "If the model returned an error, this operation returns the same error";
+                           fal keeps the result 1 hour after completion (6 minutes when 10 KB or
+                           larger), so a 404/410 there, or on the status URL, means it is gone
+                           -> JobExpired; so does a result image URL answering 403/404/410
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from .adapter import HttpProvider, poll_delays, size_at_pixels
+from .adapter import HttpProvider, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits
+from .jobs import JobPoller
 
 REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")
+RUNNING = ("IN_QUEUE", "IN_PROGRESS")
+GONE = (404, 410)  # a request (or its stored result) fal no longer knows
+RESULT_KEPT = "fal keeps a request's result 1 hour after it completes"
 
 
 def _detail_types(reply: Any) -> list[str]:
@@ -45,14 +62,14 @@ class FalProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        queued = self.submit(request, what)
-        request_id = str(queued.get("request_id"))
-        self.wait_until_completed(request, queued, what)
-        result = self.fetch_result(request, queued, request_id, what)
-        image = self.first_image(request, result, request_id)
-        data = self.download(str(image["url"]), what)
-        return self.generation(request, data, request_id=request_id, seed=result.get("seed", request.seed),
-                               image_size=self.body(request, with_images=False).get("image_size"))
+        job = request.journal.job or self.submit_job(request, what)
+        poller = JobPoller(self, request, job["id"], what, default_wait=900, default_cap=3)
+        status = self.wait_until_completed(job, poller)
+        result = self.fetch_result(request, job, status, poller)
+        image = self.first_image(request, result, job["id"])
+        data = poller.download(str(image["url"]), keeps="fal's media URLs expire (data retention docs)")
+        return self.generation(request, data, request_id=job["id"], seed=result.get("seed", request.seed),
+                               image_size=job.get("image_size"), resumed_job=request.journal.resumed or None)
 
     def body(self, request: GenerationRequest, *, with_images: bool = True) -> dict[str, Any]:
         width, height = size_at_pixels(request.task.width, request.task.height,
@@ -65,6 +82,14 @@ class FalProvider(HttpProvider):
         body.update(self.spec.options.get("arguments") or {})
         return body
 
+    def submit_job(self, request: GenerationRequest, what: str) -> dict[str, Any]:
+        """Submit, then journal the request (with the URLs to resume it) before the first poll."""
+        queued = self.submit(request, what)
+        return request.journal.submitted(
+            id=str(queued.get("request_id") or queued["response_url"]), polling_url=queued.get("status_url"),
+            response_url=str(queued["response_url"]), cancel_url=queued.get("cancel_url"),
+            image_size=self.body(request, with_images=False).get("image_size"))
+
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/{self.spec.provider_model.strip('/')}",
                              json=self.body(request), headers=self.headers)
@@ -75,30 +100,53 @@ class FalProvider(HttpProvider):
             raise self.error(f"{what}: the queue reply has no response_url (request id {request_id_of(response)})")
         return queued
 
-    def wait_until_completed(self, request: GenerationRequest, queued: dict, what: str) -> None:
-        if not queued.get("status_url"):
-            return  # nothing to poll: ask for the result directly
-        max_wait = float(self.spec.options.get("max_wait_s", 900))
-        deadline = time.monotonic() + max_wait
-        delays = poll_delays(float(self.spec.options.get("poll_s", 0.5)), cap=float(self.spec.options.get("poll_max_s", 3)))
+    def wait_until_completed(self, job: dict, poller: JobPoller) -> dict:
+        """The final status reply ({} when there is no status URL: the result is asked for directly)."""
+        if not job.get("polling_url"):
+            return {}
         while True:
-            response = self.call("GET", str(queued["status_url"]), headers=self.headers)
-            self.check(response)
-            status = str(self.json_of(response, what).get("status", "")).upper()
-            if status == "COMPLETED":
-                return
-            if time.monotonic() > deadline:
-                raise self.error(f"{what}: fal request {queued.get('request_id')} still {status} after {max_wait:g} s",
-                                    retryable=True)
-            time.sleep(next(delays))
+            reply = poller.read(lambda: self.status_of(job, poller))
+            status = str(reply.get("status", "")).upper()
+            if status not in RUNNING:
+                return reply  # COMPLETED (or a status fal adds later): the response URL has the answer
+            poller.wait(status)
 
-    def fetch_result(self, request: GenerationRequest, queued: dict, request_id: str, what: str) -> dict:
-        response = self.call("GET", str(queued["response_url"]), headers=self.headers)
-        self.refuse_if_policy(request, response, request_id)
+    def status_of(self, job: dict, poller: JobPoller) -> dict:
+        response = self.call("GET", str(job["polling_url"]), headers=self.headers)
+        if response.status_code in GONE:
+            raise poller.expired(f"its status URL answered HTTP {response.status_code} ({RESULT_KEPT})",
+                                 status=response.status_code)
         self.check(response)
-        result = self.json_of(response, what)
+        reply = self.json_of(response, poller.what)
+        if not isinstance(reply, dict) or not isinstance(reply.get("status"), str):
+            raise self.error(f"{poller.what}: the status reply has no status: {str(reply)[:120]!r}")
+        return reply
+
+    def fetch_result(self, request: GenerationRequest, job: dict, status: dict, poller: JobPoller) -> dict:
+        """The result JSON; a request whose status carries an error ends as a failure (or a refusal)."""
+        if status.get("error") or status.get("error_type"):
+            # fal_client's Completed(error, error_type): the request ran and failed.  The response URL
+            # returns "the same error" the model returned; read it once for the refusal check.
+            response = self.call("GET", str(job["response_url"]), headers=self.headers)
+            self.refuse_if_policy(request, response, job["id"])
+            why = f"{status.get('error_type') or 'error'}: {str(status.get('error') or '')[:300]}"
+            raise poller.fail(f"fal says the request completed with {why}")
+        return poller.read(lambda: self.result_of(request, job, poller))
+
+    def result_of(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
+        response = self.call("GET", str(job["response_url"]), headers=self.headers)
+        if response.status_code in GONE:
+            raise poller.expired(f"its response URL answered HTTP {response.status_code} ({RESULT_KEPT})",
+                                 status=response.status_code)
+        self.refuse_if_policy(request, response, job["id"])
+        if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+            # The model's own error for this input, stored as the result: waiting will not change it.
+            _, message = error_details(response)
+            raise poller.fail(f"the result is HTTP {response.status_code}: {message[:300]}", retryable=False)
+        self.check(response)
+        result = self.json_of(response, poller.what)
         if not isinstance(result, dict):
-            raise self.error(f"{what}: the result of fal request {request_id} is not an object", retryable=True)
+            raise self.error(f"{poller.what}: the result of fal request {job['id']} is not an object")
         return result
 
     def refuse_if_policy(self, request: GenerationRequest, response, request_id: str | None = None) -> None:

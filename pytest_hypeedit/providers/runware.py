@@ -4,11 +4,34 @@ Wire format: providers.md section 5.  ``POST {base}`` with a JSON array of one
 ``imageInference`` task; references go in ``inputs.referenceImages`` as data
 URIs (Runware documents uploading first to get a UUID; whether inline data
 URIs are taken for Riverflow is UNCONFIRMED, so ``options.reference_field``
-can move them).  The width x height pair is the supported pair nearest the
-task's aspect ratio (the supported list is UNCONFIRMED; ``options.sizes``
-replaces it).  ``includeCost`` makes Runware report the real cost, which is
+can move them).  ``includeCost`` makes Runware report the real cost, which is
 then the candidate's cost.  Moderation codes are UNCONFIRMED: an error whose
 code or message speaks of NSFW, moderation or safety is a refusal.
+
+Sizes: ``sourceful:riverflow-2.0@pro`` accepts only the width x height pairs
+its model page lists (runware.ai/docs/models/sourceful-riverflow-2-0-pro,
+"Compatibility & Validation"); any other pair is refused.  The 2K pairs cost
+the same as 1K ($0.15; 4K $0.33) and the paper compares 2K-class outputs, so
+the pair is the listed 2K one nearest the task's aspect ratio (``SIZES``;
+``options.sizes`` replaces the list for another model).
+
+Delivery: async by default (``options.delivery: sync`` opts out).  Runware's
+own REST SDK sends ``deliveryMethod: "async"`` by default for every inference
+task and polls ``getResponse`` with the task's UUID (Runware/runware-python
+README "Async delivery", ``client.py`` ``_poll_rest``; runware.ai/docs
+platform/task-polling).  Riverflow 2.0 Pro runs up to three reasoning
+iterations per image, so a sync request holds one connection open for the
+whole generation and a run killed meanwhile has paid for an image it can never
+ask for again.  The taskUUID is ours, so it is journaled *before* the task is
+sent (providers/jobs.py): whatever happens next, the next attempt asks
+``getResponse`` for that UUID instead of submitting a second task.
+
+getResponse items carry ``status`` processing | success | error
+(runware-python ``types/task_map.py`` GetResponseResult); an ``error`` item
+ends the job (a refusal when moderation); a top-level error
+``taskFailedOrNotFound`` (runware-python ``errors.py``: a not-found code) means
+Runware no longer knows the task: JobExpired, and the runner submits anew.
+How long Runware keeps async results is UNCONFIRMED.
 """
 
 from __future__ import annotations
@@ -16,15 +39,22 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from ..errors import ProviderError
 from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
-from .http import request_id_of
+from .http import is_retryable
 from .images import ImageLimits
+from .jobs import JobPoller
 
-#: About 1 MP at common ratios, multiples of 64 (the supported list is UNCONFIRMED).
-SIZES = ((1024, 1024), (1152, 896), (896, 1152), (1216, 832), (832, 1216), (1344, 768), (768, 1344),
-         (1536, 640), (640, 1536))
-REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "contentpolicy")
+#: The 2K pairs of sourceful:riverflow-2.0@pro (1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 5:4, 4:5, 7:3), from
+#: runware.ai/docs/models/sourceful-riverflow-2-0-pro; the 1K pairs are these halved, same price.
+SIZES = ((2048, 2048), (2304, 1728), (1728, 2304), (2560, 1440), (1440, 2560), (2496, 1664), (1664, 2496),
+         (2240, 1792), (1792, 2240), (3024, 1296))
+REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "contentpolicy", "promptblocked",
+                   "imageblocked")
+#: A top-level getResponse error code meaning Runware does not know the task (any more).
+GONE_CODES = ("taskfailedornotfound", "tasknotfound")
+RESULT_KEPT = "Runware no longer serves the result file"
 
 
 def is_refusal(code: str, message: str) -> bool:
@@ -41,32 +71,45 @@ class RunwareProvider(HttpProvider):
     image_limits = ImageLimits(max_count=10, max_side=2048, min_side=300, max_bytes=20 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+    @property
+    def asynchronous(self) -> bool:
+        return str(self.spec.options.get("delivery", "async")).lower() != "sync"
+
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        task = self.task(request)
-        response = self.call("POST", self.base, json=[task], headers={"Authorization": f"Bearer {self.key}"})
-        errors = self.errors_of(response)
-        refused = [e for e in errors if is_refusal(str(e.get("code", "")), str(e.get("message", "")))]
-        if refused:
-            raise self.refusal(request, f"{refused[0].get('code')}: {str(refused[0].get('message', ''))[:300]}",
-                               request_id=task["taskUUID"])
-        self.check(response)
-        reply = self.json_of(response, what)
-        item = self.result_item(request, reply, task["taskUUID"])
-        data = self.download(str(item.get("imageURL") or item.get("imageDataURI")), what)
+        job = request.journal.job  # resumed whatever options.delivery says now: it was paid for
+        if job is None and not self.asynchronous:
+            task = self.task(request)
+            item = self.result_item(request, self.send_task(request, task, what), task["taskUUID"])
+            return self.finish(request, task, item, what, JobPoller(self, request, task["taskUUID"], what))
+        task = self.task(request, task_uuid=job["id"] if job else None)
+        if job:  # the size it was sent with, whatever the options say now
+            task["width"], task["height"] = job.get("width", task["width"]), job.get("height", task["height"])
+        poller = JobPoller(self, request, task["taskUUID"], what, default_wait=900, default_poll=1.0,
+                           default_cap=10.0)
+        item = None if job else self.submit_async(request, task, what)
+        item = item or self.wait_for_item(request, task, poller)
+        return self.finish(request, task, item, what, poller)
+
+    def finish(self, request: GenerationRequest, task: dict, item: dict, what: str, poller: JobPoller) -> Generation:
+        data = poller.download(str(item.get("imageURL") or item.get("imageDataURI")), keeps=RESULT_KEPT)
         cost = item.get("cost") if isinstance(item.get("cost"), (int, float)) else None
         return self.generation(request, data, cost=cost, request_id=task["taskUUID"],
                                seed=item.get("seed", task.get("seed")), image_uuid=item.get("imageUUID"),
                                reported_cost=cost, price=self.spec.price, width=task["width"], height=task["height"],
-                               http_request_id=request_id_of(response))
+                               delivery=task["deliveryMethod"], resumed_job=request.journal.resumed or None)
 
-    def task(self, request: GenerationRequest) -> dict[str, Any]:
+    def task(self, request: GenerationRequest, *, task_uuid: str | None = None) -> dict[str, Any]:
         sizes = [tuple(pair) for pair in self.spec.options.get("sizes") or SIZES]
         width, height = nearest_size(request.task.width, request.task.height, sizes)
         field = str(self.spec.options.get("reference_field", "inputs.referenceImages"))
         task: dict[str, Any] = {
             "taskType": "imageInference",
-            "taskUUID": str(uuid.uuid4()),
+            "taskUUID": task_uuid or str(uuid.uuid4()),
             "model": self.spec.provider_model,
             "positivePrompt": request.task.instruction,
             "width": width,
@@ -74,13 +117,76 @@ class RunwareProvider(HttpProvider):
             "numberResults": 1,
             "outputType": "URL",
             "outputFormat": str(self.spec.options.get("output_format", "PNG")).upper(),
-            "deliveryMethod": "sync",
+            "deliveryMethod": "async" if self.asynchronous or task_uuid else "sync",
             "includeCost": True,
         }
-        _set_path(task, field, [image.data_url() for image in self.references(request)])
+        if task_uuid is None:  # a resumed job is never sent again: its references are not needed
+            _set_path(task, field, [image.data_url() for image in self.references(request)])
         if self.spec.options.get("send_seed", True):
             task["seed"] = request.seed
         return task
+
+    # ------------------------------------------------------------------ async: submit, then getResponse
+    def submit_async(self, request: GenerationRequest, task: dict, what: str) -> dict | None:
+        """Journal the task, then send it; the result item when the reply already holds it."""
+        request.journal.submitted(id=task["taskUUID"], polling_url=self.base, width=task["width"],
+                                  height=task["height"], delivery="async")
+        try:
+            reply = self.send_task(request, task, what)
+        except ProviderError as exc:
+            if not exc.retryable:
+                request.journal.forget()  # refused outright (validation, auth): no task was accepted
+            raise
+        items = self.items_of(reply, task["taskUUID"])
+        return next((item for item in items if item.get("imageURL") or item.get("imageDataURI")), None)
+
+    def wait_for_item(self, request: GenerationRequest, task: dict, poller: JobPoller) -> dict:
+        while True:
+            items = poller.read(lambda: self.get_response(request, task["taskUUID"], poller))
+            for item in items:
+                if item.get("status") == "error":
+                    raise self.item_error(request, item, poller)
+                if item.get("imageURL") or item.get("imageDataURI"):
+                    return item
+            poller.wait(str(items[0].get("status")) if items else "processing")
+
+    def get_response(self, request: GenerationRequest, task_uuid: str, poller: JobPoller) -> list[dict]:
+        response = self.call("POST", self.base, json=[{"taskType": "getResponse", "taskUUID": task_uuid}],
+                             headers=self.headers)
+        for error in self.errors_of(response):
+            code, message = str(error.get("code", "")), str(error.get("message", ""))
+            if code.lower() in GONE_CODES:
+                raise poller.expired(f"getResponse answered {code}: {message[:200]}", status=response.status_code)
+            if is_refusal(code, message):
+                raise self.refusal(request, f"{code}: {message[:300]}", request_id=task_uuid)
+            if not is_retryable(response):
+                raise poller.fail(f"getResponse answered {code}: {message[:300]}", retryable=False)
+        self.check(response)
+        return self.items_of(self.json_of(response, poller.what), task_uuid)
+
+    def item_error(self, request: GenerationRequest, item: dict, poller: JobPoller) -> Exception:
+        error = item.get("error") if isinstance(item.get("error"), dict) else {}
+        code, message = str(error.get("code", "")), str(error.get("message", ""))
+        if is_refusal(code, message):
+            return self.refusal(request, f"{code}: {message[:300]}", request_id=poller.job_id)
+        return poller.fail(f"the task ended with an error: {code}: {message[:300]}")
+
+    @staticmethod
+    def items_of(reply: Any, task_uuid: str) -> list[dict]:
+        items = reply.get("data") if isinstance(reply, dict) else None
+        return [i for i in items or [] if isinstance(i, dict) and i.get("taskUUID", task_uuid) == task_uuid
+                and i.get("taskType", "imageInference") in ("imageInference", "getResponse")]
+
+    # ------------------------------------------------------------------ one request
+    def send_task(self, request: GenerationRequest, task: dict, what: str) -> Any:
+        response = self.call("POST", self.base, json=[task], headers=self.headers)
+        errors = self.errors_of(response)
+        refused = [e for e in errors if is_refusal(str(e.get("code", "")), str(e.get("message", "")))]
+        if refused:
+            raise self.refusal(request, f"{refused[0].get('code')}: {str(refused[0].get('message', ''))[:300]}",
+                               request_id=task["taskUUID"])
+        self.check(response)
+        return self.json_of(response, what)
 
     @staticmethod
     def errors_of(response) -> list[dict]:
@@ -95,9 +201,8 @@ class RunwareProvider(HttpProvider):
         return [e for e in errors or [] if isinstance(e, dict)]
 
     def result_item(self, request: GenerationRequest, reply: Any, task_uuid: str) -> dict:
-        items = reply.get("data") if isinstance(reply, dict) else None
-        items = [i for i in items or [] if isinstance(i, dict) and i.get("taskType", "imageInference") == "imageInference"]
-        if not items or not (items[0].get("imageURL") or items[0].get("imageDataURI")):
+        items = [i for i in self.items_of(reply, task_uuid) if i.get("imageURL") or i.get("imageDataURI")]
+        if not items:
             raise self.refusal(request, "the reply holds no image", request_id=task_uuid)
         return items[0]
 

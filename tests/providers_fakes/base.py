@@ -4,9 +4,11 @@ A fake provider subclasses ``FakeServer`` and registers routes with
 ``self.route(method, path_regex, handler)``; a handler gets a ``Seen`` request
 and returns a ``Reply``.  Tests queue faults with ``server.inject(...)``:
 the generic ones (an HTTP status with an optional Retry-After, malformed JSON,
-a slow reply, a dropped connection) are applied here before routing; the
-provider-specific ones (refusal, truncated image, expired URL) are taken by
-the fake's own handlers with ``take_fault``.
+a slow reply, a dropped connection) are applied here before routing, matched
+on ``fault_path(seen)`` (the request path unless a fake says otherwise); the
+provider-specific ones (refusal, truncated image, expired URL, a failed or
+lost job) are taken by the fake's own handlers with ``take_fault``.
+``server.chaos = Chaos(...)`` (chaos.py) queues faults every N requests.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ class FakeServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+        self.chaos = None  # a chaos.Chaos that queues faults every N requests
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -137,8 +140,13 @@ class FakeServer:
         return None
 
     # ---------------------------------------------------------------- serving
+    def fault_path(self, seen: Seen) -> str:
+        """What generic faults' ``path`` regexes are matched against (a fake with one URL for several
+        operations adds the operation)."""
+        return seen.path
+
     def dispatch(self, seen: Seen) -> Reply | None:
-        fault = self._take_generic(seen.path)
+        fault = self._take_generic(self.fault_path(seen))
         if fault is not None:
             if fault.kind == "drop":
                 return None
@@ -177,10 +185,14 @@ class FakeServer:
     def record(self, seen: Seen) -> None:
         with self._lock:
             self.requests.append(seen)
+        if self.chaos is not None:
+            self.chaos.on_request(self, self.fault_path(seen))
 
     def seen(self, path: str = "") -> list[Seen]:
+        """The requests whose ``fault_path`` (usually the path) matches the regex ``path``."""
         with self._lock:
-            return [request for request in self.requests if re.search(path, request.path)]
+            requests = list(self.requests)
+        return [request for request in requests if re.search(path, self.fault_path(request))]
 
 
 def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:

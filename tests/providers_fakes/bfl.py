@@ -1,4 +1,15 @@
-"""Fake BFL API: submit ``/v1/<model>``, poll ``/v1/get_result?id=`` (providers.md section 4)."""
+"""Fake BFL API: submit ``/v1/<model>``, poll ``/v1/get_result?id=`` (providers.md section 4).
+
+Statuses as docs.bfl.ml/api_integration/errors.md lists them: ``Pending``, ``Ready``, ``Request Moderated``,
+``Content Moderated``, ``Task not found``, ``Error``; plus ``Failed`` (BFL's polling examples stop on it).
+
+Faults (``inject``): the generic ones on the submit path (``/v1/flux``) or the poll path (``get_result``);
+taken at submit, deciding the task's fate: ``refusal`` (Content Moderated, or ``body="Request Moderated"``),
+``failed`` (ends ``Failed``, or ``body="Error"``), ``truncated`` (the result image);
+taken at a poll: ``lost`` (BFL forgets the task: ``Task not found`` from then on);
+taken at the download: ``expired`` (the signed URL answers 403).
+``ledger`` counts submissions per candidate (prompt, seed).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +22,7 @@ import urllib.parse
 from PIL import Image
 
 from .base import FakeServer, Reply, Seen
+from .chaos import JobLedger
 from .files import FileStore
 
 _ids = itertools.count(1)
@@ -24,6 +36,8 @@ class FakeBfl(FakeServer):
         super().__init__(key)
         self.pending_polls, self.credits = pending_polls, credits
         self.files = FileStore(self, "/delivery")
+        self.ledger = JobLedger()
+        self.files.on_expired = self.ledger.expire
         self.tasks: dict[str, dict] = {}
         self._task_lock = threading.Lock()
         self.route("POST", r"/v1/(?P<model>flux-[a-z0-9.\-]+)", self.submit)
@@ -39,16 +53,32 @@ class FakeBfl(FakeServer):
     def unauthorized(self) -> Reply:
         return Reply(401, {"detail": "Not authenticated - Invalid Authentication"})
 
+    def forget_all(self) -> None:
+        """What ten minutes do to BFL's results: every task known so far answers 'Task not found'."""
+        with self._task_lock:
+            for task in self.tasks.values():
+                self.ledger.expire(task["candidate"])
+            self.tasks.clear()
+
     def submit(self, seen: Seen) -> Reply:
         body = seen.json()
         problem = _validate(body)
         if problem:
             return Reply(422, {"detail": [{"loc": ["body"], "msg": problem, "type": "value_error"}]})
         task_id = f"bfl-task-{next(_ids)}"
-        outcome = "moderated" if self.take_fault("refusal", seen.path) else "ready"
-        data = self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG")
+        candidate = (body["prompt"], body.get("seed"))
+        self.ledger.submit(candidate)
+        task = {"polls": 0, "outcome": "Ready", "candidate": candidate, "seed": body.get("seed"),
+                "data": self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG", seen.path)}
+        for kind, default in (("refusal", "Content Moderated"), ("failed", "Failed")):
+            fault = self.take_fault(kind, seen.path)
+            if fault is not None:
+                task["outcome"] = fault.body or default
+                if kind == "failed":
+                    self.ledger.fail(candidate)
+                break
         with self._task_lock:
-            self.tasks[task_id] = {"polls": 0, "outcome": outcome, "data": data, "seed": body.get("seed")}
+            self.tasks[task_id] = task
         return Reply(200, {"id": task_id, "polling_url": f"{self.url}/v1/get_result?id={task_id}",
                            "cost": self.credits, "input_mp": 1.0, "output_mp": 1.0})
 
@@ -56,16 +86,21 @@ class FakeBfl(FakeServer):
         task_id = urllib.parse.parse_qs(seen.query).get("id", [""])[0]
         with self._task_lock:
             task = self.tasks.get(task_id)
+            if task is not None and self.take_fault("lost", seen.path):
+                del self.tasks[task_id]
+                self.ledger.expire(task["candidate"])
+                task = None
             if task is None:
                 return Reply(200, {"id": task_id, "status": "Task not found", "result": None})
             task["polls"] += 1
             polls = task["polls"]
         if polls <= self.pending_polls:
             return Reply(200, {"id": task_id, "status": "Pending", "result": None, "progress": 0.5})
-        if task["outcome"] == "moderated":
-            return Reply(200, {"id": task_id, "status": "Content Moderated", "result": None,
-                               "details": {"Moderation Reasons": ["Derivative Works Filter"]}})
-        url = self.files.put(task["data"], "jpg")
+        if task["outcome"] != "Ready":
+            details = {"Moderation Reasons": ["Derivative Works Filter"]} if "Moderated" in task["outcome"] else \
+                "the generation failed"
+            return Reply(200, {"id": task_id, "status": task["outcome"], "result": None, "details": details})
+        url = self.files.put(task["data"], "jpg", owner=task["candidate"])
         return Reply(200, {"id": task_id, "status": "Ready",
                            "result": {"sample": url, "prompt": "...", "seed": task["seed"]}})
 

@@ -9,7 +9,9 @@ appears in any error.
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import time
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -17,7 +19,8 @@ from typing import Any, ClassVar
 import pytest
 from PIL import Image
 
-from pytest_hypeedit.errors import ConfigError, ProviderError, Refusal
+from pytest_hypeedit.engine.journal import Journal
+from pytest_hypeedit.errors import ConfigError, JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.base import GenerationRequest, seed_for
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.providers.runtime import Runtime
@@ -184,3 +187,78 @@ class ExpiringUrlContract:
             self.run(provider, tmp_path)
         assert info.value.status == 403
         self.assert_no_key(fake, str(info.value))
+
+
+class JobContract:
+    """For the submit-then-poll routes (mixed into AdapterContract): the job is journaled before its first
+    poll, polls are patient, a journaled job is resumed, and a failed or lost job ends at once.
+
+    The fake counts submissions per candidate (``fake.ledger``) and takes the faults ``failed`` (the job ends
+    failed) and ``lost`` (the provider no longer knows the job) on the requests ``poll_path`` matches."""
+
+    poll_path: ClassVar[str]  # regex of the poll requests (as the fake's fault_path sees them)
+
+    def journaled_request(self, tmp_path, spec, job=None, on_save=None):
+        saved: list = []
+
+        def save(entry):
+            saved.append(entry)
+            if on_save is not None:
+                on_save(entry)
+        journal = Journal(job, save, route=self.provider_class.route)
+        return dataclasses.replace(make_request(tmp_path, spec), journal=journal), saved
+
+    def submissions(self, fake) -> int:
+        return sum(fake.ledger.submitted.values())
+
+    def test_the_job_is_journaled_before_its_first_poll(self, fake, provider, tmp_path):
+        polls_when_saved = []
+        request, saved = self.journaled_request(tmp_path, provider.spec,
+                                                on_save=lambda job: polls_when_saved.append(len(fake.seen(self.poll_path))))
+        generation = provider.generate(request)
+        assert saved and saved[0]["id"] == generation.request_id
+        assert polls_when_saved[0] == 0 and len(fake.seen(self.poll_path)) >= 1
+
+    def test_poll_faults_are_waited_out_and_the_job_is_submitted_once(self, fake, provider, tmp_path):
+        fake.inject("malformed", path=self.poll_path, count=2)
+        fake.inject("status", status=500, path=self.poll_path, count=FAST.max_attempts)  # outlasts the HTTP retries
+        fake.inject("status", status=429, retry_after="0.01", path=self.poll_path)
+        fake.inject("drop", path=self.poll_path)
+        generation = self.run(provider, tmp_path)
+        assert decodes(generation.image)
+        assert self.submissions(fake) == 1
+
+    def test_a_job_whose_polls_keep_failing_stays_journaled_and_is_resumed(self, fake, make_provider, tmp_path):
+        provider = make_provider(max_wait_s=0.3)
+        fake.inject("malformed", path=self.poll_path, count=10_000)
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        with pytest.raises(ProviderError, match="stays journaled") as info:
+            provider.generate(request)
+        assert info.value.retryable and request.journal.job == saved[-1]
+        fake.faults.clear()
+        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=request.journal.job)
+        assert resumed.journal.resumed
+        generation = provider.generate(resumed)
+        assert decodes(generation.image) and generation.request_id == saved[-1]["id"]
+        assert self.submissions(fake) == 1
+
+    def test_a_failed_job_ends_at_once_names_the_job_and_is_forgotten(self, fake, make_provider, tmp_path):
+        provider = make_provider(max_wait_s=20)
+        fake.inject("failed")
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        started = time.monotonic()
+        with pytest.raises(JobFailed) as info:
+            provider.generate(request)
+        assert time.monotonic() - started < 5, "a final failure was polled as if pending"
+        assert saved[0]["id"] in str(info.value) and "failed" in str(info.value)
+        assert saved[-1] is None and request.journal.job is None  # the next run submits anew
+        self.assert_no_key(fake, str(info.value))
+
+    def test_a_job_the_provider_no_longer_knows_has_expired(self, fake, make_provider, tmp_path):
+        provider = make_provider(max_wait_s=20)
+        fake.inject("lost", path=self.poll_path)
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        with pytest.raises(JobExpired, match="expired") as info:
+            provider.generate(request)
+        assert saved[0]["id"] in str(info.value)
+        assert request.journal.job is not None  # the runner, not the adapter, forgets it and counts resubmitted

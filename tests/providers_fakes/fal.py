@@ -1,4 +1,14 @@
-"""Fake fal queue API (providers.md section 7): submit, status_url, response_url."""
+"""Fake fal queue API (providers.md section 7): submit, status_url, response_url.
+
+Status replies: ``IN_QUEUE`` / ``IN_PROGRESS`` with HTTP 202, ``COMPLETED`` with 200, which carries ``error`` and
+``error_type`` when the request failed (fal-ai/fal ``fal_client/client.py`` ``Completed``); the response URL then
+returns that error (fal docs, inference-api/queue/result).  An unknown request is a 404.
+
+Faults (``inject``): the generic ones on the submit path (the endpoint id), the status path (``/status$``) or the
+response path (``requests/[^/]+$``); taken at submit: ``refusal`` (content_policy_violation at the response URL),
+``failed`` (completes with an error), ``truncated``; taken at a status poll: ``lost`` (fal no longer knows the
+request: 404); at the download: ``expired`` (403).  ``ledger`` counts submissions per candidate (prompt, seed).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ import threading
 from PIL import Image
 
 from .base import FakeServer, Reply, Seen
+from .chaos import JobLedger
 from .files import FileStore
 
 _ids = itertools.count(1)
@@ -25,6 +36,8 @@ class FakeFal(FakeServer):
         self.queued_polls = queued_polls
         self.nsfw = False  # answer with has_nsfw_concepts [true] (the safety checker's flag)
         self.files = FileStore(self, "/files")
+        self.ledger = JobLedger()
+        self.files.on_expired = self.ledger.expire
         self.jobs: dict[str, dict] = {}
         self._jobs_lock = threading.Lock()
         # Requests URLs keep the first two segments of the endpoint id only.
@@ -52,32 +65,52 @@ class FakeFal(FakeServer):
         size = body.get("image_size")
         if not isinstance(size, dict):  # a preset such as "auto_2K"
             size = {"width": 1024, "height": 1024}
-        job = {"polls": 0, "refuse": bool(self.take_fault("refusal", "")), "seed": body.get("seed"),
-               "data": self.files.new_image(size["width"] // 16, size["height"] // 16)}
+        candidate = (body["prompt"], body.get("seed"))
+        self.ledger.submit(candidate)
+        job = {"polls": 0, "refuse": bool(self.take_fault("refusal", seen.path)),
+               "failed": bool(self.take_fault("failed", seen.path)), "seed": body.get("seed"), "candidate": candidate,
+               "data": self.files.new_image(size["width"] // 16, size["height"] // 16, path=seen.path)}
+        if job["failed"]:
+            self.ledger.fail(candidate)
         with self._jobs_lock:
             self.jobs[job_id] = job
         root = f"{self.url}/{owner}/{app}/requests/{job_id}"
         return Reply(200, {"request_id": job_id, "status_url": f"{root}/status", "response_url": root,
                            "cancel_url": f"{root}/cancel", "queue_position": 0})
 
+    def _job(self, seen: Seen) -> dict | None:
+        with self._jobs_lock:
+            job = self.jobs.get(seen.match["id"])
+            if job is not None and self.take_fault("lost", seen.path):
+                del self.jobs[seen.match["id"]]
+                self.ledger.expire(job["candidate"])
+                job = None
+            return job
+
     def status(self, seen: Seen) -> Reply:
-        job = self.jobs.get(seen.match["id"])
+        job = self._job(seen)
         if job is None:
             return Reply(404, {"detail": "Request not found"})
         job["polls"] += 1
         if job["polls"] <= self.queued_polls:
             return Reply(202, {"status": "IN_QUEUE", "queue_position": 0})
-        return Reply(200, {"status": "COMPLETED", "logs": None})
+        if job["failed"]:
+            return Reply(200, {"status": "COMPLETED", "logs": None, "metrics": {},
+                               "error": "Runner disconnected during processing", "error_type": "runner_disconnected"})
+        return Reply(200, {"status": "COMPLETED", "logs": None, "metrics": {"inference_time": 1.2}})
 
     def response(self, seen: Seen) -> Reply:
-        job = self.jobs.get(seen.match["id"])
+        job = self._job(seen)
         if job is None:
             return Reply(404, {"detail": "Request not found"})
         if job["refuse"]:
             return Reply(422, {"detail": [{"loc": ["body", "prompt"], "msg": "The content could not be processed "
                                            "because it contained material flagged by a content checker.",
                                            "type": "content_policy_violation"}]}, {"X-Fal-Retryable": "false"})
-        url = self.files.put(job["data"])
+        if job["failed"]:
+            return Reply(503, {"detail": "Runner disconnected during processing", "error_type": "runner_disconnected"},
+                         {"X-Fal-Error-Type": "runner_disconnected", "X-Fal-Retryable": "false"})
+        url = self.files.put(job["data"], owner=job["candidate"])
         return Reply(200, {"images": [{"url": url, "width": 64, "height": 48, "content_type": "image/png"}],
                            "seed": job["seed"], "has_nsfw_concepts": [self.nsfw]})
 
