@@ -2,6 +2,7 @@
 
     python -m pytest_hypeedit.report.leaderboard runs/*.json -o RESULTS.md
     hypeedit-leaderboard runs/*.json --prefer last
+    hypeedit-leaderboard reports/*/results.json --with-published -o RESULTS.md --index reports/index.html
 
 One table per split plus ``combined``, sorted by pass rate, with the columns
 of the upstream RESULTS.md.  Typical use: one CI job per model, each writing
@@ -10,7 +11,9 @@ the same model on the same split are refused unless ``--prefer`` says which
 one wins: silently picking one would publish a number nobody chose.
 
 ``results_markdown(results)`` is pure (dict in, str out); the session calls it
-to write the Markdown beside results.json.
+to write the Markdown beside results.json.  ``--with-published`` adds the
+paper's published rows (report/published.py); ``--index`` writes an HTML page
+of the same tables linking each model's report (report/index.py).
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
 
 def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[str, Any],
                    theirs: Sequence[Mapping[str, Any]] = (), published: "Published | None" = None) -> str:
-    rows = _by_pass_rate(rows)
+    rows = by_pass_rate(rows)
     generated = results.get("generated_at") or results.get("created")
     if not rows:  # a split only the paper has
         generated = published.source["generated_at"] if published else None
@@ -130,7 +133,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     scope = [_scope_line(rows, results)] if rows else []
     if theirs:
         scope.append(f"Published: {_scope_line(theirs, {'settings': published.settings})}")
-    lines = [title, "", " ".join(scope), "", _table(_by_pass_rate([*rows, *theirs]), _metric_cells)]
+    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*rows, *theirs]), _metric_cells)]
     if any(r.get("intervals") for r in rows):
         lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
     notes = [_row_note(r) for r in rows if _row_note(r)]
@@ -139,7 +142,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-def _by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), bool(r.get("published")), str(r.get("model"))))
 
 
@@ -360,6 +363,11 @@ def _parser() -> argparse.ArgumentParser:
         help="show the paper's published figures (public, private, combined) beside the runs' rows, marked "
              "(published); with no results file, the published table alone",
     )
+    parser.add_argument(
+        "--index", type=Path, metavar="HTML",
+        help="also write an HTML page of the tables, each model linked to the HTML report(s) in the folder of "
+             "its results file (one CI job per model: one report per folder)",
+    )
     return parser
 
 
@@ -375,14 +383,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HypeEditError as exc:
         print(f"hypeedit-leaderboard: error: {exc}", file=sys.stderr)
         return 2
+    _write_outputs(args, merged, [(path, results) for path, (_, results) in zip(args.results, runs)], published)
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict]], published) -> None:
     markdown = results_markdown(merged, published)
     if args.json_out:
         args.json_out.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    if args.index:
+        from .index import write_index
+
+        write_index(args.index, merged, runs, published)
     if args.output:
         args.output.write_text(markdown, encoding="utf-8")
     else:
         sys.stdout.write(markdown)
-    return 0
 
 
 def _no_run() -> dict[str, Any]:
