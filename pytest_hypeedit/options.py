@@ -135,7 +135,8 @@ class Declared:
 
     def register(self, parser, group) -> None:
         group.addoption(self.flag, **{**self.argparse, "default": self.unset()})
-        parser.addini(self.dest, self.ini_help(), type=self.ini_type, default=None)
+        ini_type = _scalar_ini_type() if self.ini_type == "string" else self.ini_type
+        parser.addini(self.dest, self.ini_help(), type=ini_type, default=None)
 
     def from_ini(self, raw: Any, source: str) -> Any:
         """The ini file's value converted as argparse converts the flag's (its ``type``)."""
@@ -145,6 +146,14 @@ class Declared:
         if self.repeatable:
             return [_convert(self, item, convert, source) for item in raw]
         return _convert(self, raw, convert, source)
+
+
+def _scalar_ini_type() -> Any:
+    """A single value's ini type: a string, or (pytest >= 9.2) also a TOML number, so that in pytest 9's
+    native ``[tool.pytest]`` table ``hypeedit_repeats = 3`` works as in ``[tool.pytest.ini_options]``."""
+    from pytest import version_tuple
+
+    return str | int | float if version_tuple >= (9, 2) else "string"
 
 
 def _convert(option: Declared, raw: Any, convert: Callable[[str], Any], source: str) -> Any:
@@ -207,8 +216,10 @@ def _read_ini(config, option: Declared) -> Any:
     try:
         return config.getini(option.dest)
     except (UsageError, ValueError) as exc:
-        raise ConfigError(f"{ini_source(config, option.dest)}: {exc}; {option.dest} takes the same value as "
-                          f"{option.flag}, written as a string (a list for a repeatable option)") from None
+        source, message = ini_source(config, option.dest), str(exc)
+        where = "" if message.startswith(source) else f"{source}: "  # pytest names the file itself
+        raise ConfigError(f"{where}{message}; {option.dest} takes the same value as {option.flag}"
+                          + (" (a list)" if option.repeatable else "")) from None
 
 
 def ini_source(config, key: str) -> str:

@@ -155,3 +155,21 @@ def test_without_a_model_the_plugin_stays_out_of_the_way(bench):
     plain = bench.runpytest("-o", "hypeedit_models=", "test_unit.py")
     plain.assert_outcomes(passed=1)
     assert not (bench.path / "out").exists()
+
+
+@pytest.mark.skipif(pytest.version_tuple < (9, 2), reason="pytest's native [tool.pytest] table with typed values")
+def test_the_native_toml_table_takes_numbers_as_numbers(bench):
+    bench.makepyprojecttoml("""
+[tool.pytest]
+hypeedit_models = ["identity"]
+hypeedit_tasks = ["mini.json"]
+hypeedit_images_base = "images"
+hypeedit_judge = "labels:r1.json"
+hypeedit_outputs = "out"
+hypeedit_repeats = 2
+hypeedit_review_seconds = 40.5
+hypeedit_bootstrap = 0
+""")
+    bench.runpytest().assert_outcomes(passed=2, failed=4)
+    assert results(bench)["settings"]["repeats"] == 2
+    assert results(bench)["settings"]["review_seconds"] == 40.5
