@@ -173,3 +173,11 @@ hypeedit_bootstrap = 0
     bench.runpytest().assert_outcomes(passed=2, failed=4)
     assert results(bench)["settings"]["repeats"] == 2
     assert results(bench)["settings"]["review_seconds"] == 40.5
+
+
+def test_this_projects_own_ini_file_sets_no_benchmark_option():
+    # `pytest tests` must never turn into a benchmark run: no hypeedit_* key in the project's own ini file.
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    assert not re.findall(r"^\s*hypeedit_\w+\s*=", text, re.M)
