@@ -50,7 +50,7 @@ def runner(tmp_path, fakes):
     env.update(HYPEEDIT_ARK_BASE_URL=fakes["ark"].base, HYPEEDIT_OPENAI_BASE_URL=fakes["openai"].base,
                HYPEEDIT_GEMINI_BASE_URL=fakes["gemini"].url,
                PYTEST_ADDOPTS=f"--tasks examples/tiny-split/tiny.json --images-base examples/tiny-split/images "
-                              f"--repeats {REPEATS} -p no:cacheprovider")
+                              f"--repeats {REPEATS}")
     secrets = {"GEMINI_API_KEY": GEMINI_KEY, "ARK_API_KEY": fakes["ark"].key, "OPENAI_API_KEY": fakes["openai"].key}
     return Runner(WORKFLOW, copy_repo(tmp_path / "repo"), tmp_path / "runner", env, secrets)
 
