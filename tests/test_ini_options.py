@@ -151,9 +151,43 @@ def test_without_a_model_the_plugin_stays_out_of_the_way(bench):
     # The ini file sets up a benchmark, but -o hypeedit_models= (empty) runs the project's own tests.
     ini(bench)
     bench.makepyfile(test_unit="def test_one():\n    assert True\n")
-    assert "hypeedit::" in bench.runpytest("--collect-only", "-q").stdout.str()
     plain = bench.runpytest("-o", "hypeedit_models=", "test_unit.py")
     plain.assert_outcomes(passed=1)
+    assert not (bench.path / "out").exists()
+    assert "hypeedit::" in bench.runpytest("--collect-only", "-q").stdout.str()
+
+
+LOGGING_CONFTEST = """
+import os, pytest
+from pytest_hypeedit.providers.base import Generation, Provider
+
+class LoggingProvider(Provider):
+    route = "logging"
+
+    def generate(self, request):
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{request.task.task_id} {request.repeat}\\n")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.5, provider_model="p")
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "paid", "route": "logging", "provider_model": "p", "price": 0.5}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    return LoggingProvider(spec) if spec.route == "logging" else None
+"""
+
+
+def test_test_discovery_with_a_model_in_the_ini_file_buys_nothing(bench, monkeypatch, tmp_path):
+    # An IDE runs `pytest --collect-only` again and again: with hypeedit_models in the ini file that
+    # must list the benchmark's items and never call a model.
+    bench.makeconftest(LOGGING_CONFTEST)
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
+    bench.makeini(f"[pytest]\n{INI_RUN.replace('identity', 'paid')}hypeedit_repeats = 2\n")
+    listed = bench.runpytest("--collect-only", "-q")
+    assert listed.stdout.str().count("hypeedit::mini::") == TASKS * 2
+    assert not (tmp_path / "calls.log").exists()
     assert not (bench.path / "out").exists()
 
 
