@@ -1,16 +1,34 @@
-"""The command-line options, in one group.
+"""The options, in one group: each is a command-line flag and an ini-file key at once.
 
 Kept apart from the hooks and free of heavy imports: every pytest process
 (each xdist worker too) reads it, benchmark run or not.
+
+One ``add(...)`` line declares an option (the arguments of argparse's
+``add_argument``); it gives the flag and the ini key named after its ``dest``
+(``--repeats`` -> ``hypeedit_repeats``), which ``pytest --help`` lists.  A
+repeatable option takes a list in the ini file (``args``: separated as in a
+shell, or one per line; ``linelist`` for gates, which may hold spaces).
+
+``apply_ini`` runs first thing at configure time (ini.py): every option the
+command line left unset takes the ini file's value, converted by the option's
+own ``type`` (the same conversion argparse applies to the flag), else its
+default.  So the command line wins, as pytest users expect, and every later
+check sees one value wherever it came from.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
-def add_options(parser) -> None:
-    """Every option of the plugin (pytest --help lists them under one group)."""
-    group = parser.getgroup("hypeedit", "HYPE-EDIT-1 image-editing benchmark")
-    add = group.addoption
+from .errors import ConfigError
+
+GROUP = ("hypeedit", "HYPE-EDIT-1 image-editing benchmark")
+
+
+def _declare_all(add: Callable[..., None]) -> None:
+    """Every option of the plugin, one ``add`` call each."""
     add("--model", action="append", dest="hypeedit_models", default=[], metavar="NAME",
         help="run the benchmark on this model (repeatable); see models.yaml")
     add("--tasks", action="append", dest="hypeedit_tasks", default=[], metavar="[NAME=]PATH|URL",
@@ -47,16 +65,16 @@ def add_options(parser) -> None:
         help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
              "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "
              "flight grow while the provider keeps up and are cut back on 429")
-    add_ci_options(group)
+    _declare_ci(add)
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "
              "Cohen's kappa, false-fail/false-pass by task type; into the results JSON under 'agreement'")
 
 
-def add_ci_options(group) -> None:
+def _declare_ci(add: Callable[..., None]) -> None:
     """What CI reads: gates, statistics, a baseline."""
-    add = group.addoption
     add("--gate", action="append", dest="hypeedit_gates", default=[], metavar="[MODEL[@SPLIT]:]METRIC OP VALUE",
+        ini="linelist",  # one gate per line: a gate may be written with spaces ("pass_rate >= 0.6")
         help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
              "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
     add("--allow-incomplete", dest="hypeedit_allow_incomplete", action="store_true",
@@ -68,3 +86,154 @@ def add_ci_options(group) -> None:
     add("--baseline", dest="hypeedit_baseline", metavar="RESULTS.json",
         help="results JSON of an earlier release on the same tasks: paired per-task comparison, and gates "
              "like 'pass_rate>=baseline-0.02'")
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One option: its flag, its ``dest`` (also its ini key) and argparse's keyword arguments."""
+
+    flag: str
+    dest: str
+    argparse: Mapping[str, Any]
+    ini_type: str  # pytest's addini type: string, args, linelist or bool
+
+    @classmethod
+    def of(cls, flag: str, *, ini: str | None = None, **argparse: Any) -> "Declared":
+        action = argparse.get("action")
+        ini_type = ini or {"append": "args", "store_true": "bool"}.get(action, "string")
+        return cls(flag, argparse["dest"], argparse, ini_type)
+
+    @property
+    def repeatable(self) -> bool:
+        return self.argparse.get("action") == "append"
+
+    @property
+    def is_flag(self) -> bool:
+        return self.argparse.get("action") == "store_true"
+
+    def unset(self) -> Any:
+        """What argparse leaves when the flag is not given: the value that lets the ini file fill it."""
+        return [] if self.repeatable else False if self.is_flag else None
+
+    def default(self) -> Any:
+        value = self.argparse.get("default", self.unset())
+        return list(value) if isinstance(value, list) else value
+
+    def given(self, value: Any) -> bool:
+        return not _blank(value)
+
+    def ini_help(self) -> str:
+        metavar = self.argparse.get("metavar")
+        usage = f"{self.flag} {metavar}" if metavar else self.flag
+        if self.repeatable:
+            layout = "one per line" if self.ini_type == "linelist" else "separated by spaces or lines"
+            return f"same as {usage}, a list ({layout}); the command line wins"
+        return f"same as {usage}; the command line wins"
+
+    def register(self, parser, group) -> None:
+        group.addoption(self.flag, **{**self.argparse, "default": self.unset()})
+        ini_type = _scalar_ini_type() if self.ini_type == "string" else self.ini_type
+        parser.addini(self.dest, self.ini_help(), type=ini_type, default=None)
+
+    def from_ini(self, raw: Any, source: str) -> Any:
+        """The ini file's value converted as argparse converts the flag's (its ``type``)."""
+        if self.is_flag:
+            return bool(raw)
+        convert = self.argparse.get("type", str)
+        if self.repeatable:
+            return [_convert(self, item, convert, source) for item in raw]
+        return _convert(self, raw, convert, source)
+
+
+def _scalar_ini_type() -> Any:
+    """A single value's ini type: a string, or (pytest >= 9.2) also a TOML number, so that in pytest 9's
+    native ``[tool.pytest]`` table ``hypeedit_repeats = 3`` works as in ``[tool.pytest.ini_options]``."""
+    from pytest import version_tuple
+
+    return str | int | float if version_tuple >= (9, 2) else "string"
+
+
+def _convert(option: Declared, raw: Any, convert: Callable[[str], Any], source: str) -> Any:
+    text = raw.strip() if isinstance(raw, str) else raw
+    try:
+        return convert(text)
+    except (TypeError, ValueError):
+        kind = getattr(convert, "__name__", "value")
+        raise ConfigError(
+            f"{source}: {option.dest} = {raw!r}: invalid {kind} value for {option.flag} "
+            f"{option.argparse.get('metavar', '')}".rstrip()
+            + f"; fix the ini file, or give {option.flag} on the command line"
+        ) from None
+
+
+def declared_options() -> tuple[Declared, ...]:
+    found: list[Declared] = []
+    _declare_all(lambda flag, **kwargs: found.append(Declared.of(flag, **kwargs)))
+    return tuple(found)
+
+
+def add_options(parser) -> None:
+    """Every option of the plugin (pytest --help lists the flags under one group, and the ini keys)."""
+    group = parser.getgroup(*GROUP)
+    for option in declared_options():
+        option.register(parser, group)
+
+
+# --------------------------------------------------------------------------- the ini file
+
+
+def apply_ini(config) -> dict[str, str]:
+    """Fill each option the command line left unset from the ini file, else its default.
+
+    Returns ``{flag: where its value came from}`` for the values taken from the
+    ini file, so an error about one can say where to fix it.
+    """
+    origins: dict[str, str] = {}
+    for option in declared_options():
+        if option.given(getattr(config.option, option.dest, None)):
+            continue  # the command line wins
+        raw = _read_ini(config, option)
+        if _blank(raw):
+            setattr(config.option, option.dest, option.default())
+            continue
+        source = ini_source(config, option.dest)
+        setattr(config.option, option.dest, option.from_ini(raw, source))
+        origins[option.flag] = source if source.startswith("-o ") else f"{option.dest} in {source}"
+    return origins
+
+
+def _blank(value: Any) -> bool:
+    # Identity, not equality: 0 (--bootstrap 0, --budget 0) is a value, not "unset".
+    return value is None or value is False or (isinstance(value, (str, list)) and not value)
+
+
+def _read_ini(config, option: Declared) -> Any:
+    from pytest import UsageError  # pytest reports a value of the wrong type in the file as a UsageError
+
+    try:
+        return config.getini(option.dest)
+    except (UsageError, ValueError) as exc:
+        source, message = ini_source(config, option.dest), str(exc)
+        where = "" if message.startswith(source) else f"{source}: "  # pytest names the file itself
+        raise ConfigError(f"{where}{message}; {option.dest} takes the same value as {option.flag}"
+                          + (" (a list)" if option.repeatable else "")) from None
+
+
+def ini_source(config, key: str) -> str:
+    """Where an ini key's value came from: ``-o KEY=...`` on the command line, or the ini file."""
+    overrides = getattr(config.option, "override_ini", None) or []
+    if any(str(entry).split("=", 1)[0].strip() == key for entry in overrides):
+        return f"-o {key}=..."
+    return str(config.inipath) if config.inipath else "the ini file"
+
+
+def with_ini_origin(message: str, origins: Mapping[str, str]) -> str:
+    """An error message, plus where each option it names got its value, when that was the ini file."""
+    notes = [f"{flag} came from {origin}" for flag, origin in origins.items()
+             if re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", message)]
+    if not notes:
+        return message
+    return f"{message} ({'; '.join(notes)}; the flag on the command line overrides it)"

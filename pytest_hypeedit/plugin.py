@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from .errors import HypeEditError
-from .stash import RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+from .stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+
+#: Every option can be set in the ini file; that plugin fills them in before any other hook reads them.
+pytest_plugins = ["pytest_hypeedit.ini"]
 
 # Only pytest is imported at module level: this module loads in every pytest
 # process, benchmark or not, and each of -n 16 workers pays for what it imports.
@@ -58,14 +61,16 @@ def is_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not benchmark_mode(config):
         return
+    from .options import with_ini_origin
     from .startup import configure_run
 
     try:
         run = configure_run(config, controller=is_controller(config))
-    except HypeEditError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    if is_controller(config):
-        register_controller_plugins(config, run)
+        if is_controller(config):
+            register_controller_plugins(config, run)
+    except (HypeEditError, pytest.UsageError) as exc:
+        # A bad value from the ini file gets the same message as from the command line, plus where it came from.
+        raise pytest.UsageError(with_ini_origin(str(exc), config.stash.get(INI_ORIGINS_KEY, {}))) from None
     register_pool_plugins(config)
     if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
         from .report.html import GalleryPlugin, gallery_source

@@ -16,6 +16,9 @@ RUNNER_KEY = pytest.StashKey["object"]()
 #: The BenchmarkSession that aggregates records (the controller only).
 SESSION_KEY = pytest.StashKey["object"]()
 
+#: {flag: where its value came from} for the options whose value came from the ini file (ini.py).
+INI_ORIGINS_KEY = pytest.StashKey[dict]()
+
 #: The workerinput key under which the controller hands its run id to every xdist worker.
 RUN_ID_KEY = "hypeedit_run_id"
 

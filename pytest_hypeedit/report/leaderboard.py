@@ -2,6 +2,7 @@
 
     python -m pytest_hypeedit.report.leaderboard runs/*.json -o RESULTS.md
     hypeedit-leaderboard runs/*.json --prefer last
+    hypeedit-leaderboard reports/*/results.json --with-published -o RESULTS.md --index reports/index.html
 
 One table per split plus ``combined``, sorted by pass rate, with the columns
 of the upstream RESULTS.md.  Typical use: one CI job per model, each writing
@@ -10,7 +11,9 @@ the same model on the same split are refused unless ``--prefer`` says which
 one wins: silently picking one would publish a number nobody chose.
 
 ``results_markdown(results)`` is pure (dict in, str out); the session calls it
-to write the Markdown beside results.json.
+to write the Markdown beside results.json.  ``--with-published`` adds the
+paper's published rows (report/published.py); ``--index`` writes an HTML page
+of the same tables linking each model's report (report/index.py).
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, HypeEditError, InputError
+
+if TYPE_CHECKING:
+    from .published import Published
 
 SCHEMA = "hypeedit-results/1"
 COMBINED = "combined"
@@ -44,15 +50,30 @@ SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
 # --------------------------------------------------------------------------- Markdown
 
 
-def results_markdown(results: Mapping[str, Any]) -> str:
-    """The leaderboard of one results dict: a header, then one table per split and combined."""
+def results_markdown(results: Mapping[str, Any], published: "Published | None" = None) -> str:
+    """The leaderboard of one results dict: a header, then one table per split and combined.
+
+    With ``published`` (report/published.py), the paper's rows of each split are
+    shown in the same table, marked "(published)", and its splits the run lacks
+    get a table of their own.
+    """
     rows = list(results.get("rows") or [])
-    parts = [_header(results.get("settings") or {})]
-    for split in split_order(rows):
-        parts.append(_split_section(split, [r for r in rows if r.get("split") == split], results))
-    if not rows:
+    settings = results.get("settings") or (published.settings if published and not rows else {})
+    parts = [_header(settings, published)]
+    for split in section_order(rows, published):
+        theirs = published.rows_of(split) if published else []
+        parts.append(_split_section(split, [r for r in rows if r.get("split") == split], results, theirs, published))
+    if not rows and not published:
         parts.append("No candidate was judged in this run.\n")
     return "\n".join(parts)
+
+
+def section_order(rows: Sequence[Mapping[str, Any]], published: "Published | None") -> list[str]:
+    """The run's splits in first-seen order, then the paper's that the run lacks, ``combined`` last."""
+    ours = split_order(rows)
+    theirs = [s for s in (published.splits if published else []) if s not in ours]
+    names = ours + theirs
+    return [s for s in names if s != COMBINED] + ([COMBINED] if COMBINED in names else [])
 
 
 def split_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -61,7 +82,7 @@ def split_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
 
 
-def _header(settings: Mapping[str, Any]) -> str:
+def _header(settings: Mapping[str, Any], published: "Published | None" = None) -> str:
     cap = settings.get("retry_cap", 4)
     review = settings.get("review_cost")
     review_text = f"${review:.4f}" if isinstance(review, (int, float)) else "as set for each run"
@@ -82,20 +103,47 @@ def _header(settings: Mapping[str, Any]) -> str:
     ]
     if settings.get("judge"):
         lines.append(f"- Judge: {_cell(settings['judge'])}.")
+    if published:
+        lines += _published_notes(settings, published)
     return "\n".join(lines) + "\n"
 
 
-def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
-    rows = sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), str(r.get("model"))))
+def _published_notes(settings: Mapping[str, Any], published: "Published") -> list[str]:
+    theirs = published.settings
+    notes = [
+        f"- Rows marked (published) are the paper's figures as published in {published.citation()}: "
+        f"{theirs['repeats']} images per task, review cost ${theirs['review_cost']:.4f}, its own judge. "
+        "Compare a run with them on the same tasks only (the paper's private split is not public).",
+    ]
+    cap, review = settings.get("retry_cap"), settings.get("review_cost")
+    if cap is not None and cap != theirs["retry_cap"] or review is not None and abs(review - theirs["review_cost"]) > 5e-5:
+        notes.append(f"- This run's retry cap or review cost differs from the paper's ({theirs['retry_cap']}, "
+                     f"${theirs['review_cost']:.4f}): its expected attempts and effective cost are not comparable "
+                     "with the published rows.")
+    return notes
+
+
+def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[str, Any],
+                   theirs: Sequence[Mapping[str, Any]] = (), published: "Published | None" = None) -> str:
+    rows = by_pass_rate(rows)
     generated = results.get("generated_at") or results.get("created")
+    if not rows:  # a split only the paper has
+        generated = published.source["generated_at"] if published else None
     title = f"## {split.capitalize()}" + (f" (generated at {str(generated)[:10]})" if generated else "")
-    lines = [title, "", _scope_line(rows, results), "", _table(rows, _metric_cells)]
+    scope = [_scope_line(rows, results)] if rows else []
+    if theirs:
+        scope.append(f"Published: {_scope_line(theirs, {'settings': published.settings})}")
+    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*rows, *theirs]), _metric_cells)]
     if any(r.get("intervals") for r in rows):
         lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
     notes = [_row_note(r) for r in rows if _row_note(r)]
     if notes:
         lines += [""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
+
+
+def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), bool(r.get("published")), str(r.get("model"))))
 
 
 def _sort_key(value: Any) -> float:
@@ -114,8 +162,12 @@ def _scope_line(rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> st
 def _table(rows: list[Mapping[str, Any]], cells) -> str:
     header = "| Model | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
     rule = "| --- " * (len(COLUMNS) + 1) + "|"
-    body = [f"| {_cell(r.get('model'))} | " + " | ".join(cells(r)) + " |" for r in rows]
+    body = [f"| {_model_cell(r)} | " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join([header, rule, *body])
+
+
+def _model_cell(row: Mapping[str, Any]) -> str:
+    return _cell(row.get("model")) + (" (published)" if row.get("published") else "")
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
@@ -298,7 +350,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="hypeedit-leaderboard",
         description="Write a RESULTS.md-style leaderboard from one or more pytest-hypeedit results JSON files.",
     )
-    parser.add_argument("results", nargs="+", type=Path, help="results JSON files (e.g. runs/*.json)")
+    parser.add_argument("results", nargs="*", type=Path, help="results JSON files (e.g. runs/*.json)")
     parser.add_argument("-o", "--output", type=Path, help="write the Markdown here instead of standard output")
     parser.add_argument("--json", type=Path, dest="json_out", help="also write the merged results JSON here")
     parser.add_argument(
@@ -306,25 +358,57 @@ def _parser() -> argparse.ArgumentParser:
         help="when two files hold the same model and split, which one wins (default: refuse to merge)",
     )
     parser.add_argument("--allow-mixed-settings", action="store_true", help="merge runs with different retry caps or review costs")
+    parser.add_argument(
+        "--with-published", action="store_true",
+        help="show the paper's published figures (public, private, combined) beside the runs' rows, marked "
+             "(published); with no results file, the published table alone",
+    )
+    parser.add_argument(
+        "--index", type=Path, metavar="HTML",
+        help="also write an HTML page of the tables, each model linked to the HTML report(s) in the folder of "
+             "its results file (one CI job per model: one report per folder)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.results and not args.with_published:
+        parser.error("give one or more results JSON files (or --with-published for the paper's table alone)")
     try:
         runs = [(str(path), load_results(path)) for path in args.results]
-        merged = merge_results(runs, _prefer_name(args.prefer), args.allow_mixed_settings)
+        merged = merge_results(runs, _prefer_name(args.prefer), args.allow_mixed_settings) if runs else _no_run()
+        published = _published() if args.with_published else None
     except HypeEditError as exc:
         print(f"hypeedit-leaderboard: error: {exc}", file=sys.stderr)
         return 2
-    markdown = results_markdown(merged)
+    _write_outputs(args, merged, [(path, results) for path, (_, results) in zip(args.results, runs)], published)
+    return 0
+
+
+def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict]], published) -> None:
+    markdown = results_markdown(merged, published)
     if args.json_out:
         args.json_out.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    if args.index:
+        from .index import write_index
+
+        write_index(args.index, merged, runs, published)
     if args.output:
         args.output.write_text(markdown, encoding="utf-8")
     else:
         sys.stdout.write(markdown)
-    return 0
+
+
+def _no_run() -> dict[str, Any]:
+    return {"schema": SCHEMA, "settings": {}, "runs": [], "rows": []}
+
+
+def _published():
+    from .published import load_published
+
+    return load_published()
 
 
 def _prefer_name(prefer: str | None) -> str | None:

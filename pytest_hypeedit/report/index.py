@@ -1,0 +1,98 @@
+"""One HTML page over several runs: the merged leaderboard, each model linked to its own report.
+
+    hypeedit-leaderboard reports/*/results.json -o RESULTS.md --index reports/index.html
+
+Made for CI with one job per model: each job leaves its results JSON and its
+HTML report (pytest-html's ``--html``) in one folder, and the merge job writes
+this page above those folders.  A model's "report" links go to every ``.html``
+file beside a results file that holds the model, relative to the page, so the
+folder can be uploaded, downloaded and opened anywhere.  Every string that
+comes from a results file is escaped.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+from html import escape
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..files import atomic_write_bytes
+from .leaderboard import COLUMNS, by_pass_rate, format_metric, section_order
+
+if TYPE_CHECKING:
+    from .published import Published
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
+table { border-collapse: collapse; margin-bottom: 2rem; }
+th, td { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+tr.published { color: #666; font-style: italic; }
+"""
+
+
+def report_links(runs: Sequence[tuple[Path, Mapping[str, Any]]], index: Path) -> dict[str, list[str]]:
+    """Model -> the relative URLs of the HTML reports beside the results files that hold it."""
+    links: dict[str, list[str]] = {}
+    for results_path, results in runs:
+        pages = [p for p in sorted(Path(results_path).parent.glob("*.html")) if p.resolve() != index.resolve()]
+        urls = [relative_url(page, index.parent) for page in pages]
+        for row in results.get("rows") or []:
+            found = links.setdefault(str(row.get("model")), [])
+            found += [url for url in urls if url not in found]
+    return links
+
+
+def relative_url(page: Path, start: Path) -> str:
+    return urllib.parse.quote(Path(os.path.relpath(page.resolve(), start.resolve())).as_posix())
+
+
+def index_html(merged: Mapping[str, Any], links: Mapping[str, list[str]], published: "Published | None" = None) -> str:
+    rows = list(merged.get("rows") or [])
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             "<title>HYPE-EDIT-1 results</title>", f"<style>{STYLE}</style></head><body>",
+             "<h1>HYPE-EDIT-1 results</h1>", _summary(merged, published)]
+    for split in section_order(rows, published):
+        theirs = published.rows_of(split) if published else []
+        ours = [r for r in rows if r.get("split") == split]
+        parts += [f"<h2>{escape(split.capitalize())}</h2>", _table(by_pass_rate([*ours, *theirs]), links)]
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _summary(merged: Mapping[str, Any], published: "Published | None") -> str:
+    settings = merged.get("settings") or {}
+    lines = [f"Runs merged: {len(merged.get('runs') or [])}."]
+    if settings.get("judge"):
+        lines.append(f"Judge: {escape(str(settings['judge']))}.")
+    if merged.get("generated_at"):
+        lines.append(f"Generated at {escape(str(merged['generated_at']))}.")
+    if published:
+        lines.append(f"Rows marked (published): the paper's figures as published in {escape(published.citation())}.")
+    return "<p>" + " ".join(lines) + " Sorted by pass rate. Each model links to its own report.</p>"
+
+
+def _table(rows: Sequence[Mapping[str, Any]], links: Mapping[str, list[str]]) -> str:
+    head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in COLUMNS)
+    body = [_row(row, links) for row in rows]
+    return f"<table><thead><tr><th>Model</th>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>"
+
+
+def _row(row: Mapping[str, Any], links: Mapping[str, list[str]]) -> str:
+    model = str(row.get("model"))
+    if row.get("published"):
+        name, css = f"{escape(model)} (published)", ' class="published"'
+    else:
+        pages = links.get(model) or []
+        reports = " ".join(f'<a href="{escape(url)}">{"report" if len(pages) == 1 else escape(url)}</a>' for url in pages)
+        name, css = escape(model) + (f" ({reports})" if reports else ""), ""
+    cells = "".join(f"<td>{escape(format_metric(row.get(key), kind))}</td>" for key, _, kind in COLUMNS)
+    return f"<tr{css}><td>{name}</td>{cells}</tr>"
+
+
+def write_index(path: Path, merged: Mapping[str, Any], runs: Sequence[tuple[Path, Mapping[str, Any]]],
+                published: "Published | None" = None) -> None:
+    path = Path(path)
+    atomic_write_bytes(path, index_html(merged, report_links(runs, path), published).encode("utf-8"))
