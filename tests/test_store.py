@@ -47,7 +47,7 @@ def test_a_zero_byte_candidate_is_not_a_result(tmp_path):
 
 
 @pytest.mark.parametrize("wrong", [dict(split="other"), dict(model="flux-2-max"), dict(task_id="another-task"),
-                                   dict(repeat=9)])
+                                   dict(repeat=9)], ids=["split", "model", "task", "repeat"])
 def test_a_record_whose_key_does_not_match_its_path_is_not_used(tmp_path, wrong):
     store = Store(tmp_path)
     path = store.record_path("public", "seedream-4.5", "9c564c44-1226", 10)
