@@ -1,0 +1,88 @@
+"""A task id or an image file name becomes a path on disk: anything but a plain name is refused.
+
+The error names the task file and the task, and says what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benchdata import make_tasks
+
+from pytest_hypeedit.errors import TaskFileError
+from pytest_hypeedit.tasks import SplitSource, is_plain_name, load_split
+
+HOSTILE_IDS = [
+    "../escape",  # ".." at the start
+    "a/../b",  # in the middle
+    "a/..",  # at the end
+    "a..b",  # ".." inside a name
+    "ab..",
+    "..",
+    ".",
+    "a/b",
+    "a\\b",
+    "..\\a",
+    "/etc",  # absolute
+    "C:\\temp",
+    "a\x00b",
+    "",
+    ".hidden",
+    pytest.param("x" * 201, id="201-characters"),
+]
+HOSTILE_IMAGES = [
+    "../001.png",
+    "sub/../001.png",
+    "a..b.png",
+    "..png",
+    "sub/001.png",
+    "sub\\001.png",
+    "..\\001.png",
+    "/etc/001.png",
+    "C:\\001.png",
+    ".png",
+    "001.png\x00.txt",
+]
+
+
+def load(tmp_path, tasks: list[dict]):
+    path = tmp_path / "mini.json"
+    path.write_text(json.dumps(tasks))
+    return path, load_split(SplitSource("mini", str(path)), tmp_path / "cache")
+
+
+@pytest.mark.parametrize("task_id", HOSTILE_IDS)
+def test_a_task_id_that_is_not_a_plain_name_is_refused_naming_file_and_task(tmp_path, task_id):
+    tasks = make_tasks(3)
+    tasks[1]["task_id"] = task_id
+    with pytest.raises(TaskFileError) as info:
+        load(tmp_path, tasks)
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'mini.json'}: task #2: task_id {task_id!r} is not a plain name")
+    assert "paths and '..' are refused" in message
+
+
+@pytest.mark.parametrize("name", HOSTILE_IMAGES)
+def test_an_image_name_that_is_not_a_plain_name_is_refused_naming_file_and_task(tmp_path, name):
+    tasks = make_tasks(3)
+    tasks[2]["input_images"] = ["001.png", name]
+    with pytest.raises(TaskFileError) as info:
+        load(tmp_path, tasks)
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'mini.json'}: task task-02: input image {name!r}")
+    assert "no paths, no '..'" in message
+
+
+@pytest.mark.parametrize("name", ["9c564c44-1226-40b7-808f-a21c809acd44", "task_01", "v1.2-final", "A"])
+def test_plain_names_are_accepted(tmp_path, name):
+    tasks = make_tasks(1)
+    tasks[0]["task_id"] = name
+    tasks[0]["input_images"] = [f"{name}.webp", "002.jpeg"]
+    _, split = load(tmp_path, tasks)
+    assert split.tasks[0].task_id == name and split.tasks[0].input_images == (f"{name}.webp", "002.jpeg")
+
+
+@pytest.mark.parametrize("value", [None, 7, ["a"], {"a": 1}])
+def test_a_task_id_that_is_not_a_string_is_not_a_plain_name(value):
+    assert not is_plain_name(value)
