@@ -72,7 +72,8 @@ def is_url(text: str) -> bool:
 
 
 def is_plain_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(_PLAIN_NAME.match(name)) and ".." not in name
+    # fullmatch: "$" would also match before a trailing newline, and "task\n" is no plain folder name
+    return isinstance(name, str) and bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
 
 
 # --------------------------------------------------------------------------- validation
@@ -147,7 +148,7 @@ def _parse_task_types(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(types, list) or not types:
         raise TaskFileError(f"{where}: 'task_type' must be a string or a non-empty list of strings")
     for name in types:
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z][A-Za-z0-9_]{0,39}$", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,39}", name):
             raise TaskFileError(
                 f"{where}: task_type {name!r} must be a word (letters, digits, '_'); it becomes a pytest marker"
             )

@@ -27,6 +27,7 @@ HOSTILE_IDS = [
     "/etc",  # absolute
     "C:\\temp",
     "a\x00b",
+    "task-01\n",  # "$" in a regex matches before a trailing newline
     "",
     ".hidden",
     pytest.param("x" * 201, id="201-characters"),
@@ -86,3 +87,11 @@ def test_plain_names_are_accepted(tmp_path, name):
 @pytest.mark.parametrize("value", [None, 7, ["a"], {"a": 1}])
 def test_a_task_id_that_is_not_a_string_is_not_a_plain_name(value):
     assert not is_plain_name(value)
+
+
+@pytest.mark.parametrize("task_type", ["remove\n", "re move", "1remove", ""])
+def test_a_task_type_that_is_not_a_word_is_refused(tmp_path, task_type):
+    tasks = make_tasks(2)
+    tasks[1]["task_type"] = [task_type]
+    with pytest.raises(TaskFileError, match=r"task task-01: task_type .* must be a word"):
+        load(tmp_path, tasks)
