@@ -166,12 +166,16 @@ def parse_tasks_option(value: str) -> SplitSource:
         name, location = match.groups()
     if location.endswith((".yaml", ".yml")) and not is_url(location):
         source = load_manifest(Path(location))
-        return SplitSource(name or source.name, source.location, source.sha256, source.images_base, source.licence)
+        name = _checked_split_name(name or source.name, value)  # a manifest's name becomes a folder too
+        return SplitSource(name, source.location, source.sha256, source.images_base, source.licence)
     stem = Path(location.split("?")[0].rstrip("/")).stem
-    name = name or stem
-    if not _SPLIT_NAME.match(name):
+    return SplitSource(name=_checked_split_name(name or stem, value), location=location)
+
+
+def _checked_split_name(name: str, value: str) -> str:
+    if not (_SPLIT_NAME.fullmatch(name) and ".." not in name):
         raise ConfigError(f"--tasks {value}: split name {name!r} is not a plain name; use --tasks NAME=PATH")
-    return SplitSource(name=name, location=location)
+    return name
 
 
 def load_manifest(path: Path) -> SplitSource:

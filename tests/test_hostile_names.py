@@ -10,8 +10,8 @@ import json
 import pytest
 from benchdata import make_tasks
 
-from pytest_hypeedit.errors import TaskFileError
-from pytest_hypeedit.tasks import SplitSource, is_plain_name, load_split
+from pytest_hypeedit.errors import ConfigError, TaskFileError
+from pytest_hypeedit.tasks import SplitSource, is_plain_name, load_split, parse_tasks_option
 
 HOSTILE_IDS = [
     "../escape",  # ".." at the start
@@ -95,3 +95,17 @@ def test_a_task_type_that_is_not_a_word_is_refused(tmp_path, task_type):
     tasks[1]["task_type"] = [task_type]
     with pytest.raises(TaskFileError, match=r"task task-01: task_type .* must be a word"):
         load(tmp_path, tasks)
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "/abs", "a..b", "mini\n"])
+def test_a_split_manifest_whose_name_is_not_a_plain_name_is_refused(tmp_path, name):
+    manifest = tmp_path / "evil.yaml"
+    manifest.write_text(json.dumps({"name": name, "source": str(tmp_path / "mini.json")}))  # JSON is YAML
+    with pytest.raises(ConfigError, match=r"--tasks .*evil.yaml: split name .* is not a plain name"):
+        parse_tasks_option(str(manifest))
+
+
+def test_a_manifest_renamed_with_name_equals_is_accepted(tmp_path):
+    manifest = tmp_path / "evil.yaml"
+    manifest.write_text(json.dumps({"name": "../escape", "source": str(tmp_path / "mini.json")}))
+    assert parse_tasks_option(f"private={manifest}").name == "private"
