@@ -1,6 +1,7 @@
-"""A task id or an image file name becomes a path on disk: anything but a plain name is refused.
+"""A task id, an image file name, a split or a model name becomes a path on disk: anything but a plain
+name is refused.
 
-The error names the task file and the task, and says what is allowed.
+The error names the task file and the task (or the option, or the models file), and says what is allowed.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 from benchdata import make_tasks
 
 from pytest_hypeedit.errors import ConfigError, TaskFileError
+from pytest_hypeedit.registry import build_registry
 from pytest_hypeedit.tasks import SplitSource, is_plain_name, load_split, parse_tasks_option
 
 HOSTILE_IDS = [
@@ -109,3 +111,10 @@ def test_a_manifest_renamed_with_name_equals_is_accepted(tmp_path):
     manifest = tmp_path / "evil.yaml"
     manifest.write_text(json.dumps({"name": "../escape", "source": str(tmp_path / "mini.json")}))
     assert parse_tasks_option(f"private={manifest}").name == "private"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "m1\n", ".hidden", ""])
+def test_a_model_name_that_is_not_a_plain_name_is_refused(name):
+    entry = {"route": "identity", "provider_model": "identity", "price": 0.0}
+    with pytest.raises(ConfigError, match=r"models.yaml: model name .* is not a plain name; it becomes a folder name"):
+        build_registry([("models.yaml", {"models": {name: entry}})])
