@@ -108,7 +108,7 @@ def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry
 
 
 def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
-    if not _MODEL_NAME.match(name):
+    if not _MODEL_NAME.fullmatch(name):  # "$" alone would let a trailing newline into a folder name
         raise ConfigError(f"{where}: model name {name!r} is not a plain name; it becomes a folder name")
     unknown = set(entry) - _ENTRY_KEYS
     if unknown:

@@ -74,6 +74,13 @@ def register_secret(value: str) -> None:
         _registered.add(value)
 
 
+def register_key_variables(variables: Iterable[str]) -> None:
+    """Redact the values of these variables too: the key variables a plugin's provider or judge declares
+    (``key_env``), which KEY_ENV does not know."""
+    for name in variables:
+        register_secret(os.environ.get(name, "").strip())
+
+
 def known_secrets(extra: Iterable[str] = ()) -> list[str]:
     """Every secret value to hide, longest first (so a key that contains another is masked whole)."""
     values = {os.environ.get(name, "") for names in KEY_ENV.values() for name in names}

@@ -17,6 +17,7 @@ from .errors import ConfigError
 from .judges.base import Judge
 from .providers.base import Provider
 from .registry import ModelSpec
+from .secrets import register_key_variables
 from .engine.runner import Runner, refused
 from .stash import RUN_KEY, RUNNER_KEY, run_id
 from .engine.store import Store
@@ -74,6 +75,7 @@ def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
     provider = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
     if provider is None:
         raise ConfigError(f"model {spec.name}: no provider for route {spec.route!r}")
+    register_key_variables(provider.key_env)  # a plugin's route may read its key from a variable of its own
     return provider
 
 
@@ -82,7 +84,10 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     from . import judges
 
     def juror(name: str, argument: str | None) -> Judge | None:
-        return config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
+        judge = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
+        if judge is not None:
+            register_key_variables(judge.key_env)
+        return judge
 
     return judges.make_judge(run.judge, judge_options(config, run), factory=juror)
 

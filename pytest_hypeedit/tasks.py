@@ -73,7 +73,8 @@ def is_url(text: str) -> bool:
 
 
 def is_plain_name(name: Any) -> bool:
-    return isinstance(name, str) and bool(_PLAIN_NAME.match(name)) and ".." not in name
+    # fullmatch: "$" would also match before a trailing newline, and "task\n" is no plain folder name
+    return isinstance(name, str) and bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
 
 
 # --------------------------------------------------------------------------- validation
@@ -148,7 +149,7 @@ def _parse_task_types(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(types, list) or not types:
         raise TaskFileError(f"{where}: 'task_type' must be a string or a non-empty list of strings")
     for name in types:
-        if not isinstance(name, str) or not re.match(r"^[A-Za-z][A-Za-z0-9_]{0,39}$", name):
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]{0,39}", name):
             raise TaskFileError(
                 f"{where}: task_type {name!r} must be a word (letters, digits, '_'); it becomes a pytest marker"
             )
@@ -166,12 +167,16 @@ def parse_tasks_option(value: str) -> SplitSource:
         name, location = match.groups()
     if location.endswith((".yaml", ".yml")) and not is_url(location):
         source = load_manifest(Path(location))
-        return SplitSource(name or source.name, source.location, source.sha256, source.images_base, source.licence)
+        name = _checked_split_name(name or source.name, value)  # a manifest's name becomes a folder too
+        return SplitSource(name, source.location, source.sha256, source.images_base, source.licence)
     stem = Path(location.split("?")[0].rstrip("/")).stem
-    name = name or stem
-    if not _SPLIT_NAME.match(name):
+    return SplitSource(name=_checked_split_name(name or stem, value), location=location)
+
+
+def _checked_split_name(name: str, value: str) -> str:
+    if not (_SPLIT_NAME.fullmatch(name) and ".." not in name):
         raise ConfigError(f"--tasks {value}: split name {name!r} is not a plain name; use --tasks NAME=PATH")
-    return SplitSource(name=name, location=location)
+    return name
 
 
 def load_manifest(path: Path) -> SplitSource:

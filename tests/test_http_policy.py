@@ -108,6 +108,9 @@ def test_slow_reply_once_then_success(server, delays):
     server.inject("slow", delay=0.5)
     with client_for(delays, timeout=0.2) as client:
         assert client.get(f"{server.url}/v1/thing").status_code == 200
+    # the slow reply was given up at the timeout and the request sent again (waiting for it would
+    # also end in 200, after one request)
+    assert len(server.seen()) == 2 and len(delays) == 1
 
 
 def test_dropped_connection_is_retried(server, delays):

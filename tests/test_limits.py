@@ -1,5 +1,6 @@
 """The route limiter holds across processes: tested with real processes against a loopback server."""
 
+import json
 import multiprocessing
 import threading
 import time
@@ -21,6 +22,8 @@ class FakeClock:
     def sleep(self, seconds):
         self.slept.append(seconds)
         self.now += seconds
+        if sum(self.slept) > 3600:  # a limiter that never admits fails the test instead of hanging it
+            raise AssertionError(f"the limiter kept waiting: {len(self.slept)} sleeps, {sum(self.slept):.0f} s")
 
 
 def test_sliding_window_admits_capacity_then_waits_for_the_oldest(tmp_path):
@@ -54,10 +57,19 @@ def test_no_limits_means_no_limiter(tmp_path):
 
 
 def test_corrupt_state_file_starts_afresh(tmp_path):
-    limiter = RouteLimiter(tmp_path, "r/x", rpm=2, inflight=1)
-    (tmp_path / "r_x.rpm.json").write_text("{torn")
-    with limiter.slot():
+    clock = FakeClock()
+    limiter = RouteLimiter(tmp_path, "r/x", rpm=2, inflight=1, period=60, margin=0.0,
+                           clock=lambda: clock.now, sleep=clock.sleep)
+    state = tmp_path / "r_x.rpm.json"  # the route's name made safe for a file name
+    state.write_text("{torn")
+    for _ in range(2):  # a torn file counts as no start: the whole window is free
+        with limiter.slot():
+            clock.now += 1
+    assert clock.slept == []
+    assert json.loads(state.read_text()) == [1000.0, 1001.0]  # rewritten whole
+    with limiter.slot():  # and it is used again: the 3rd start waits for the 1st to leave the window
         pass
+    assert sum(clock.slept) == pytest.approx(58, abs=0.01)
 
 
 # --------------------------------------------------------------------------- across processes

@@ -53,3 +53,24 @@ def test_base_url_override_and_default(monkeypatch):
     assert secrets.base_url("ark", "https://x.example/api/v3/") == "https://x.example/api/v3"
     monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", "http://127.0.0.1:9/")
     assert secrets.base_url("ark", "https://x.example") == "http://127.0.0.1:9"
+
+
+def test_a_key_that_contains_another_is_masked_whole(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-short-12345678")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-short-12345678-and-LONGER-tail")
+    text = "a sk-short-12345678-and-LONGER-tail b sk-short-12345678 c"
+    assert secrets.redact(text) == "a *** b *** c"
+
+
+def test_a_key_that_contains_another_is_masked_whole_when_url_quoted(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk/short+12345678")
+    secrets.register_secret("sk/short+12345678/and/LONGER")
+    assert secrets.redact("?k=sk%2Fshort%2B12345678%2Fand%2FLONGER") == "?k=***"
+
+
+def test_the_values_of_a_plugins_key_variables_are_redacted(monkeypatch):
+    monkeypatch.setattr(secrets, "_registered", set())  # registrations are process-wide
+    monkeypatch.setenv("MY_ROUTE_TOKEN", "tok-plugin-route-7777")
+    assert secrets.redact("tok-plugin-route-7777") == "tok-plugin-route-7777"
+    secrets.register_key_variables(["MY_ROUTE_TOKEN", "UNSET_VARIABLE_XYZ"])
+    assert secrets.redact("key tok-plugin-route-7777") == "key ***"

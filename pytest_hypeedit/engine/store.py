@@ -71,10 +71,11 @@ class Store:
         """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            record = Record.from_dict(json.loads(path.read_text(encoding="utf-8")))
+            data = json.loads(path.read_text(encoding="utf-8"))
+            record = Record.from_dict(data) if isinstance(data, dict) else None  # e.g. a list: not a record
         except (OSError, ValueError, TypeError):
             return None
-        return record if record.key == (split, model, task_id, repeat) else None
+        return record if record is not None and record.key == (split, model, task_id, repeat) else None
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes, ext: str) -> Path:
         path = self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.{ext}"

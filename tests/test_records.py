@@ -1,0 +1,60 @@
+"""A record survives its trip on a pytest report whole, and says what counts in the metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_hypeedit.engine.records import (
+    ERROR, FAIL, OUTCOMES, PASS, PROPERTY_KEY, RECORD_SCHEMA, REFUSED, SKIPPED, Record, record_to_property,
+    records_from_properties,
+)
+
+
+def full_record() -> Record:
+    return Record(split="public", model="seedream-4.5", task_id="t-1", repeat=7, task_types=["remove", "change"],
+                  outcome=FAIL, candidate="007.png", route="ark", provider_model="seedream-4-5-251128", seed=42,
+                  request_id="req-1", cost=0.04, latency_s=1.5, generated_at="2026-01-01T00:00:00+00:00",
+                  job={"id": "j1", "polling_url": None}, resubmitted=1, verdict="FAIL", reasoning="the car is there",
+                  judge="gemini-3-flash", votes=[{"judge": "a", "verdict": "FAIL"}], judge_cost=0.002,
+                  judged_at="2026-01-01T00:00:01+00:00",
+                  judgements={"gemini-3-flash": {"verdict": "FAIL"}}, reused_candidate=True, extra={"size": "2K"})
+
+
+def test_a_record_rides_on_user_properties_as_json_and_comes_back_equal():
+    record = full_record()
+    name, value = record_to_property(record)
+    assert name == PROPERTY_KEY and isinstance(value, str)  # execnet copies only builtins: a JSON string
+    properties = [("other", "x"), (name, value), ("hypeedit_other", "{}")]
+    assert records_from_properties(properties) == [record]
+
+
+def test_the_json_names_its_schema_and_every_field():
+    data = json.loads(full_record().to_json())
+    assert data["schema"] == RECORD_SCHEMA
+    assert (data["split"], data["model"], data["task_id"], data["repeat"]) == ("public", "seedream-4.5", "t-1", 7)
+
+
+def test_unknown_keys_from_a_newer_writer_are_ignored():
+    data = {**full_record().to_dict(), "added_later": {"x": 1}}
+    assert Record.from_dict(data) == full_record()
+
+
+def test_the_key_is_split_model_task_repeat():
+    assert full_record().key == ("public", "seedream-4.5", "t-1", 7)
+
+
+@pytest.mark.parametrize("outcome, judged, passed", [
+    (PASS, True, True), (FAIL, True, False), (REFUSED, True, False), (ERROR, False, False),
+    (SKIPPED, False, False), (None, False, False),
+])
+def test_what_counts_in_the_metrics(outcome, judged, passed):
+    record = Record("s", "m", "t", 1, outcome=outcome)
+    assert (record.judged, record.passed) == (judged, passed)
+    assert outcome is None or outcome in OUTCOMES
+
+
+def test_spent_is_the_candidate_and_its_verdict():
+    assert full_record().spent == pytest.approx(0.042)
+    assert Record("s", "m", "t", 1, cost=None, judge_cost=None).spent == 0

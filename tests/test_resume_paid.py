@@ -1,0 +1,167 @@
+"""Nothing paid is paid for twice, and nothing paid is lost: a paying model and a paying judge over runs.
+
+The model is a conftest provider that logs every call; the judge is the real
+``openai:MODEL`` judge talking to a loopback chat-completions fake
+(``genai_fakes.FakeChat``) that counts its calls.  When the judge is asked, the
+fake looks on disk for the candidate it was shown and for its record.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+from genai_fakes import FakeChat
+from genai_fakes.chat import verdict_reply
+
+TASKS, REPEATS = 3, 2
+ITEMS = TASKS * REPEATS
+
+PAID_CONFTEST = """
+import io, os, pytest
+from PIL import Image
+from pytest_hypeedit.providers.base import Generation, Provider
+
+class PaidProvider(Provider):
+    '''Logs each call; each candidate is a PNG of its own colour, so a judge can tell them apart.'''
+    route = "paid"
+
+    def generate(self, request):
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{request.task.task_id} {request.repeat}\\n")
+        index = int(request.task.task_id.rsplit("-", 1)[1])
+        buffer = io.BytesIO()
+        Image.new("RGB", (20, 12), (40 * index, 60 * request.repeat, 99)).save(buffer, format="PNG")
+        return Generation(image=buffer.getvalue(), ext="png", cost=request.spec.price, provider_model="paid-v1")
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    return PaidProvider(spec) if spec.route == "paid" else None
+"""
+
+
+class DiskWitness:
+    """The judge fake's reply: FAIL for task-01, PASS otherwise; first it notes what is on disk.
+
+    For every call it records whether the candidate image it was sent exists under
+    ``out/`` with its record beside it, naming that image (the paid result is safe
+    before the judge is asked).
+    """
+
+    def __init__(self, outputs: Path):
+        self.outputs = outputs
+        self.saw_record: list[bool] = []
+
+    def __call__(self, request):
+        images = {data for _, data in request.parsed["images"]}
+        self.saw_record.append(any(self._candidate_with_record(path) for path in self._on_disk(images)))
+        failing = any("Edit 1." in text for text in request.parsed["texts"])
+        return verdict_reply("FAIL" if failing else "PASS", "judged by the fake")
+
+    def _on_disk(self, images: set[bytes]) -> list[Path]:
+        return [p for p in self.outputs.rglob("[0-9][0-9][0-9].png") if p.read_bytes() in images]
+
+    @staticmethod
+    def _candidate_with_record(image: Path) -> bool:
+        record = image.with_suffix(".json")
+        return record.is_file() and json.loads(record.read_text()).get("candidate") == image.name
+
+
+@pytest.fixture
+def paid_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
+    pytester.makeconftest(PAID_CONFTEST)
+    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeChat() as judge:
+        judge.default = DiskWitness(pytester.path / "out")
+        yield pytester, judge
+
+
+def model_calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def args(judge: FakeChat, *extra: str) -> list[str]:
+    return ["-p", "no:cacheprovider", "--model", "paid", "--tasks", "mini.json", "--images-base", "images",
+            "--repeats", str(REPEATS), "--outputs", "out", "--judge", "openai:judge-model",
+            "--judge-base-url", judge.base_url, *extra]
+
+
+def results(pytester) -> dict:
+    return json.loads((pytester.path / "out" / "results.json").read_text())
+
+
+def test_a_rerun_pays_neither_model_nor_judge_and_rejudge_pays_only_the_judge(paid_run, tmp_path):
+    pytester, judge = paid_run
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    assert (len(model_calls(tmp_path)), len(judge.requests)) == (ITEMS, ITEMS)
+
+    again = pytester.runpytest(*args(judge))
+    again.assert_outcomes(passed=4, failed=2)  # the verdicts on disk, FAIL for task-01 included
+    assert (len(model_calls(tmp_path)), len(judge.requests)) == (ITEMS, ITEMS)
+    assert results(pytester)["rows"][0]["spent_this_run"] == 0
+
+    rejudged = pytester.runpytest(*args(judge, "--rejudge"))
+    rejudged.assert_outcomes(passed=4, failed=2)
+    assert (len(model_calls(tmp_path)), len(judge.requests)) == (ITEMS, 2 * ITEMS)
+
+
+def test_the_record_is_on_disk_before_the_judge_is_asked(paid_run):
+    pytester, judge = paid_run
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    assert judge.default.saw_record == [True] * ITEMS
+
+
+def test_a_failing_judge_keeps_the_paid_candidates_for_the_next_run(paid_run, tmp_path):
+    pytester, judge = paid_run
+    witness, judge.default = judge.default, verdict_reply("MAYBE", "unparseable")  # asked twice, then an error
+    pytester.runpytest(*args(judge)).assert_outcomes(errors=ITEMS)
+    records = [json.loads(p.read_text()) for p in (pytester.path / "out" / "mini").rglob("*.json")]
+    assert len(records) == ITEMS and all(r["outcome"] == "error" and r["cost"] == 0.04 for r in records)
+    judge.default = witness
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    assert len(model_calls(tmp_path)) == ITEMS  # judged now, bought once
+
+
+def test_a_zero_byte_candidate_is_bought_again(paid_run, tmp_path):
+    pytester, judge = paid_run
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    empty = pytester.path / "out" / "mini" / "paid" / "task-02" / "002.png"
+    empty.write_bytes(b"")  # e.g. a disk that filled up; its record and verdict are still there
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    assert model_calls(tmp_path)[ITEMS:] == ["task-02 2"]
+    assert empty.stat().st_size > 0
+
+
+def test_a_record_under_another_candidates_path_is_not_used(paid_run, tmp_path):
+    pytester, judge = paid_run
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    folder = pytester.path / "out" / "mini" / "paid"
+    # task-01 failed; its record copied over task-00's must not make task-00 a FAIL (nor be rewritten there)
+    (folder / "task-00" / "001.json").write_bytes((folder / "task-01" / "001.json").read_bytes())
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
+    assert len(model_calls(tmp_path)) == ITEMS  # the image on disk is reused, not bought again
+    assert_records_match_their_paths(pytester.path / "out")
+
+
+def assert_records_match_their_paths(outputs: Path) -> None:
+    """Every record lies at <outputs>/<split>/<model>/<task_id>/<NNN>.json of its own key."""
+    found = 0
+    for path in outputs.rglob("*.json"):
+        if re.fullmatch(r"\d{3}\.json", path.name):
+            record = json.loads(path.read_text())
+            split, model, task_id = path.relative_to(outputs).parts[:3]
+            assert (record["split"], record["model"], record["task_id"], f"{record['repeat']:03d}") == \
+                (split, model, task_id, path.stem), path
+            found += 1
+    assert found == ITEMS

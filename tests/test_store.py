@@ -1,0 +1,65 @@
+"""The output layout on disk (a contract shared with the upstream review tool) and what resume may trust."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_hypeedit.engine.records import PASS, Record
+from pytest_hypeedit.engine.store import Store
+
+
+def record(**changes) -> Record:
+    fields = dict(split="public", model="seedream-4.5", task_id="9c564c44-1226", repeat=10, candidate="010.webp",
+                  outcome=PASS, verdict="PASS", cost=0.04)
+    return Record(**{**fields, **changes})
+
+
+def test_a_record_is_filed_under_its_own_key(tmp_path):
+    store = Store(tmp_path)
+    path = store.write_record(record())
+    assert path == tmp_path / "public" / "seedream-4.5" / "9c564c44-1226" / "010.json"
+    assert store.read_record("public", "seedream-4.5", "9c564c44-1226", 10) == record()
+    assert store.read_record("public", "seedream-4.5", "9c564c44-1226", 1) is None
+
+
+def test_a_candidate_is_written_beside_its_record_in_the_format_returned(tmp_path):
+    store = Store(tmp_path)
+    path = store.write_candidate("public", "m", "t", 3, b"RIFF....WEBP", "webp")
+    assert path == tmp_path / "public" / "m" / "t" / "003.webp"
+    assert store.find_candidate("public", "m", "t", 3) == path
+    assert store.find_candidate("public", "m", "t", 4) is None
+
+
+@pytest.mark.parametrize("name", ["001.png", "001.jpg", "001.jpeg", "001.webp"])
+def test_every_readable_format_is_found(tmp_path, name):
+    folder = tmp_path / "s" / "m" / "t"
+    folder.mkdir(parents=True)
+    (folder / name).write_bytes(b"image")
+    assert Store(tmp_path).find_candidate("s", "m", "t", 1) == folder / name
+
+
+def test_a_zero_byte_candidate_is_not_a_result(tmp_path):
+    store = Store(tmp_path)
+    store.write_candidate("s", "m", "t", 1, b"", "png")
+    assert store.find_candidate("s", "m", "t", 1) is None
+
+
+@pytest.mark.parametrize("wrong", [dict(split="other"), dict(model="flux-2-max"), dict(task_id="another-task"),
+                                   dict(repeat=9)], ids=["split", "model", "task", "repeat"])
+def test_a_record_whose_key_does_not_match_its_path_is_not_used(tmp_path, wrong):
+    store = Store(tmp_path)
+    path = store.record_path("public", "seedream-4.5", "9c564c44-1226", 10)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(record(**wrong).to_dict()))
+    assert store.read_record("public", "seedream-4.5", "9c564c44-1226", 10) is None
+
+
+@pytest.mark.parametrize("text", ["", "{torn", "[1, 2]", '{"split": "public"}'])
+def test_an_unreadable_record_is_treated_as_none(tmp_path, text):
+    store = Store(tmp_path)
+    path = store.record_path("s", "m", "t", 1)
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    assert store.read_record("s", "m", "t", 1) is None
