@@ -15,6 +15,7 @@ class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "/v1/flux-2-max"
     poll_path = "get_result"
+    submit_path = "/v1/flux-2-max$"
 
     def check_success_request(self, fake, generation):
         body = fake.seen(self.main_path)[0].json()

@@ -15,6 +15,7 @@ class TestFal(AdapterContract, ExpiringUrlContract, JobContract):
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "qwen-image-edit-2511$"
     poll_path = "/status$"
+    submit_path = "qwen-image-edit-2511$"
 
     def check_success_request(self, fake, generation):
         submit = fake.seen(self.main_path)[0]

@@ -18,6 +18,7 @@ class TestReplicateRiverflow(AdapterContract, ExpiringUrlContract, JobContract):
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "/predictions$"
     poll_path = "/v1/predictions/"
+    submit_path = "/models/.*/predictions$"
 
     def check_success_request(self, fake, generation):
         seen = fake.seen(self.main_path)[0]

@@ -15,6 +15,7 @@ class TestRunware(AdapterContract, ExpiringUrlContract, JobContract):
     options = {"poll_s": 0.01, "poll_max_s": 0.02}
     main_path = "imageInference"
     poll_path = "getResponse"
+    submit_path = "#imageInference$"
 
     def check_success_request(self, fake, generation):
         task = fake.inference_tasks()[0]

@@ -12,6 +12,7 @@ split with 10.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from xml.etree import ElementTree
@@ -23,6 +24,7 @@ from genai_fakes import FakeGemini
 from genai_fakes.gemini import verdict_reply
 from providers_fakes.ark import FakeArk
 from providers_fakes.openai import FakeOpenAI
+from upstream_stub import make_script, sha256
 
 WORKFLOW = REPO / "examples" / "github-actions" / "hypeedit.yml"
 MODELS = ["seedream-4.5", "gpt-image-1.5"]
@@ -47,10 +49,18 @@ def fakes():
 @pytest.fixture
 def runner(tmp_path, fakes):
     env = keyless_env(tmp_path / "home")
+    # The default judge reads its prompt from the upstream script, which is not on this machine: a stub
+    # of the same shape stands in, with the pins pointed at it by a test-only plugin.
+    script, prompt = make_script()
+    (tmp_path / "judge_stub.py").write_bytes(script)
+    tests = Path(__file__).resolve().parent
     env.update(HYPEEDIT_ARK_BASE_URL=fakes["ark"].base, HYPEEDIT_OPENAI_BASE_URL=fakes["openai"].base,
                HYPEEDIT_GEMINI_BASE_URL=fakes["gemini"].url,
-               PYTEST_ADDOPTS=f"--tasks examples/tiny-split/tiny.json --images-base examples/tiny-split/images "
-                              f"--repeats {REPEATS}")
+               HYPEEDIT_JUDGE_SCRIPT_URL=str(tmp_path / "judge_stub.py"),
+               HYPEEDIT_TEST_STUB_PINS=f"{sha256(script)}:{sha256(prompt)}",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tests), env.get("PYTHONPATH")])),
+               PYTEST_ADDOPTS=f"-p stub_pins_plugin --tasks examples/tiny-split/tiny.json "
+                              f"--images-base examples/tiny-split/images --repeats {REPEATS}")
     secrets = {"GEMINI_API_KEY": GEMINI_KEY, "ARK_API_KEY": fakes["ark"].key, "OPENAI_API_KEY": fakes["openai"].key}
     return Runner(WORKFLOW, copy_repo(tmp_path / "repo"), tmp_path / "runner", env, secrets)
 

@@ -224,3 +224,31 @@ def test_a_failed_call_says_what_to_do_next(status, body, expected):
     response = httpx.Response(status, json=body, request=httpx.Request("POST", "http://h/images/generations"))
     with pytest.raises(ProviderError, match=expected):
         raise_for_status(response, route="ark", model="seedream-4.5")
+
+
+# --------------------------------------------------------------------------- job submissions
+
+
+@pytest.mark.parametrize("fault", [{"kind": "slow", "delay": 0.5}, {"kind": "drop"}], ids=["read timeout", "dropped"])
+def test_a_submission_that_may_have_arrived_is_not_sent_again(server, delays, fault):
+    server.inject(fault.pop("kind"), **fault)
+    with client_for(delays, timeout=0.2) as client:
+        with pytest.raises(ProviderError) as info:
+            send(client, "POST", f"{server.url}/v1/thing", route="bfl", model="flux-2-max", json={"a": 1},
+                 submits=True)
+    assert len(server.seen()) == 1  # a second one could have been a second paid job
+    assert "was not sent again" in str(info.value) and info.value.retryable
+
+
+def test_a_submission_that_never_left_or_was_turned_away_is_retried(server, delays):
+    server.inject("status", status=503)  # the provider says it did not take it
+    with client_for(delays) as client:
+        response = send(client, "POST", f"{server.url}/v1/thing", route="bfl", model="flux-2-max", json={"a": 1},
+                        submits=True)
+    assert response.status_code == 200 and len(server.seen()) == 2
+    with client_for(delays, policy=RetryPolicy(max_attempts=2, base_delay=0.0)) as client:
+        with pytest.raises(ProviderError) as info:  # connection refused: nothing was sent, retrying is safe
+            send(client, "POST", "http://127.0.0.1:9/v1/thing", route="bfl", model="flux-2-max", submits=True)
+    assert "ConnectError" in str(info.value) and "not sent again" not in str(info.value)
+    assert delays.count(delays[-1]) >= 1 and len(delays) >= 2
+

@@ -217,13 +217,16 @@ FAL_FAULTS = [
 def test_soak_faults_a_kill_and_reruns_pay_for_no_job_twice(tmp_path, fakes):
     bfl, fal = fakes
     folder = tmp_path / "soak"
-    args = prepare(folder, tasks=2, repeats=4, max_wait=5) + ["--model", MODELS[0], "--model", MODELS[1]]
+    # One candidate at a time (see below), in every run: the faults then come in the order the plan lists them.
+    args = prepare(folder, tasks=2, repeats=4, max_wait=5) + ["--model", MODELS[0], "--model", MODELS[1],
+                                                              "--concurrency", "1"]
     env = {**os.environ}
     bfl.chaos, fal.chaos = Chaos(BFL_FAULTS, every=3), Chaos(FAL_FAULTS, every=3)
+    # One candidate at a time in the run that is killed: killed while a job is polled, its latest request is
+    # then a poll, and the job it polls was journaled before that first poll.  (A kill between a provider's
+    # accepting a job and its reply reaching us loses the id: no client can avoid that, so the test does not
+    # kill there; with several candidates in flight some submit could always be at that point.)
     process = launch(folder, args, env)
-    # Killed while a job is polled: a serial run's latest request is then a poll, and the job it polls was
-    # journaled before that first poll.  (A kill between a provider's accepting a job and its reply reaching
-    # us loses the id: no client can avoid that, so the test does not kill there.)
     kill_when(process, lambda: sum(bfl.ledger.submitted.values()) + sum(fal.ledger.submitted.values()) >= 6
               and latest_request_is_a_poll(bfl, fal))
     outputs = []

@@ -93,7 +93,7 @@ def model_calls(tmp_path: Path) -> list[str]:
 
 def args(judge: FakeChat, *extra: str) -> list[str]:
     return ["-p", "no:cacheprovider", "--model", "paid", "--tasks", "mini.json", "--images-base", "images",
-            "--repeats", str(REPEATS), "--outputs", "out", "--judge", "openai:judge-model",
+            "--repeats", str(REPEATS), "--outputs", "out", "--judge", "openai-rubric:judge-model",
             "--judge-base-url", judge.base_url, *extra]
 
 

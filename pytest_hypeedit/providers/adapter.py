@@ -82,8 +82,10 @@ class HttpProvider(Provider):
                                   task_id=request.task.task_id, route=self.route)
 
     # ------------------------------------------------------------------ HTTP
-    def call(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        return send(self.client, method, url, route=self.route, model=self.spec.name, **kwargs)
+    def call(self, method: str, url: str, *, submits: bool = False, **kwargs: Any) -> httpx.Response:
+        """One HTTP request under the route's policy; ``submits=True`` for the request that submits a paid
+        job to a submit-then-poll route: it is never sent again once it may have reached the provider."""
+        return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits, **kwargs)
 
     def check(self, response: httpx.Response) -> None:
         raise_for_status(response, route=self.route, model=self.spec.name)

@@ -94,7 +94,7 @@ class BflProvider(HttpProvider):
 
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/v1/{self.spec.provider_model}", json=self.body(request),
-                             headers={"x-key": self.key})
+                             headers={"x-key": self.key}, submits=True)
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict) or not reply.get("polling_url"):

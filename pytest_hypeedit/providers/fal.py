@@ -92,7 +92,7 @@ class FalProvider(HttpProvider):
 
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/{self.spec.provider_model.strip('/')}",
-                             json=self.body(request), headers=self.headers)
+                             json=self.body(request), headers=self.headers, submits=True)
         self.refuse_if_policy(request, response)
         self.check(response)
         queued = self.json_of(response, what)

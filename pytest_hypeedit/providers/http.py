@@ -11,7 +11,11 @@
   exponential backoff and jitter, honouring ``Retry-After`` (and the
   ``retry-after-ms``, ``x-should-retry`` and ``X-Fal-Retryable`` headers),
 - never retries other 4xx (moderation, auth, validation) or a 429 that says
-  the quota is used up: waiting does not fix those.
+  the quota is used up: waiting does not fix those,
+- never sends a job submission again once it may have reached the provider
+  (a read timeout, a dropped connection): the provider may have accepted, and
+  billed, the first one.  Only a request that never left (connection refused,
+  connect timeout) or a reply that says it was not taken (429, 5xx) is retried.
 
 ``raise_for_status`` turns a failed reply into a redacted ``ProviderError``.
 """
@@ -38,6 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("pytest_hypeedit.http")
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: The request extension that marks a job submission (``send(..., submits=True)``).
+SUBMITS = "hypeedit_submits_job"
+#: Transport errors raised before the request left: retrying them cannot submit twice.
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
 QUOTA_MARKERS = ("insufficient_quota", "quota_exceeded", "billing_hard_limit", "accountoverdue")
 USER_AGENT = "pytest-hypeedit"
@@ -127,7 +135,8 @@ class PolicyTransport(httpx.BaseTransport):
                 response, twin = self._send_once(request)
             except httpx.TransportError as exc:
                 self._observe(None)
-                if attempt >= self.policy.max_attempts:
+                if attempt >= self.policy.max_attempts or (request.extensions.get(SUBMITS)
+                                                           and not isinstance(exc, NOT_SENT)):
                     raise
                 delay, why = self.policy.backoff(attempt), type(exc).__name__
             else:
@@ -273,19 +282,27 @@ def next_step(status: int, route: str, retryable: bool) -> str:
     return ""
 
 
-def transport_error(exc: httpx.HTTPError, *, route: str, model: str) -> ProviderError:
+def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bool = False) -> ProviderError:
     """A ProviderError for a network error or timeout that outlasted the retries."""
     where = ""
     with contextlib.suppress(RuntimeError):
         where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
     detail = str(exc) or type(exc).__name__
-    return ProviderError(redact(f"{model} via {route}: {type(exc).__name__}{where}: {detail}"), retryable=True)
+    text = f"{model} via {route}: {type(exc).__name__}{where}: {detail}"
+    if submits and not isinstance(exc, NOT_SENT):
+        text += ("; the submission may have reached the provider, so it was not sent again (that could pay "
+                 "twice): rerun to submit it, and look for an orphan job in the provider's dashboard")
+    return ProviderError(redact(text), retryable=True)
 
 
-def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, **kwargs: Any) -> httpx.Response:
+def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, submits: bool = False,
+         **kwargs: Any) -> httpx.Response:
     """``client.request`` with network errors turned into ProviderError; the status is NOT checked here,
-    so the adapter can look for a refusal first and then call ``raise_for_status``."""
+    so the adapter can look for a refusal first and then call ``raise_for_status``.  ``submits`` marks a
+    request that submits a paid job: it is never sent twice (see the module docstring)."""
+    if submits:
+        kwargs["extensions"] = {**kwargs.get("extensions", {}), SUBMITS: True}
     try:
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:
-        raise transport_error(exc, route=route, model=model) from None
+        raise transport_error(exc, route=route, model=model, submits=submits) from None

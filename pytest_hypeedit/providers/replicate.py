@@ -140,7 +140,7 @@ class ReplicateProvider(HttpProvider):
         if wait > 0:
             headers["Prefer"] = f"wait={min(wait, 60)}"
         response = self.call("POST", f"{self.base}/models/{self.spec.provider_model}/predictions",
-                             json={"input": self.input(request)}, headers=headers)
+                             json={"input": self.input(request)}, headers=headers, submits=True)
         self.check(response)
         prediction = self.json_of(response, what)
         if not isinstance(prediction, dict) or not prediction.get("id"):

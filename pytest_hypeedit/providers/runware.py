@@ -179,7 +179,7 @@ class RunwareProvider(HttpProvider):
 
     # ------------------------------------------------------------------ one request
     def send_task(self, request: GenerationRequest, task: dict, what: str) -> Any:
-        response = self.call("POST", self.base, json=[task], headers=self.headers)
+        response = self.call("POST", self.base, json=[task], headers=self.headers, submits=True)
         errors = self.errors_of(response)
         refused = [e for e in errors if is_refusal(str(e.get("code", "")), str(e.get("message", "")))]
         if refused:

@@ -10,6 +10,7 @@ appears in any error.
 from __future__ import annotations
 
 import dataclasses
+import re
 import io
 import time
 from pathlib import Path
@@ -197,6 +198,14 @@ class JobContract:
     failed) and ``lost`` (the provider no longer knows the job) on the requests ``poll_path`` matches."""
 
     poll_path: ClassVar[str]  # regex of the poll requests (as the fake's fault_path sees them)
+    submit_path: ClassVar[str]  # regex of the request that submits the job
+
+    def test_a_submission_whose_reply_is_lost_is_not_sent_again(self, fake, provider, tmp_path):
+        fake.inject("drop", path=self.submit_path)  # the provider may have taken (and billed) it
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        with pytest.raises(ProviderError, match="was not sent again"):
+            provider.generate(request)
+        assert len([s for s in fake.seen() if re.search(self.submit_path, fake.fault_path(s))]) == 1
 
     def journaled_request(self, tmp_path, spec, job=None, on_save=None):
         saved: list = []
