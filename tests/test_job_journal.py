@@ -170,8 +170,10 @@ def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twic
     args = prepare(folder, tasks=2, repeats=2, max_wait=60) + ["--model", "flux-2-max"]
     env = {**os.environ}
     bfl.pending_polls = 10 ** 6  # every job stays Pending: the run is killed while polling
-    process = launch(folder, args + ["-n", "2"], env)  # two workers: two jobs in flight
-    kill_when(process, lambda: len(polling_now(folder)) >= 2)
+    process = launch(folder, args + ["-n", "2"], env)  # two workers, each with its jobs in flight
+    # killed once every job is journaled and polled: no submission is between the provider's answer and
+    # the journal then (that moment no client can protect)
+    kill_when(process, lambda: len(polling_now(folder)) >= 4)
     journaled = polling_now(folder)
     assert len(journaled) >= 2 and sum(bfl.ledger.submitted.values()) == len(journaled)
 
