@@ -375,3 +375,32 @@ def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, req
     assert transport.policy is FAST and transport.limiter is not None
     judge.close()
     assert seen_routes == ["gemini-judge"]
+
+
+def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path, monkeypatch, upstream_stub):
+    """A large reference goes at most 2048 px a side (OpenAI scales to that anyway), and a WebP is made a PNG
+    once, into the cache, not at every verdict; a small PNG or JPEG goes as it is."""
+    from pytest_hypeedit.providers import images as images_module
+    from pytest_hypeedit.providers import runtime
+
+    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
+    fits = []
+    original_fit = images_module.fit
+    monkeypatch.setattr(images_module, "fit", lambda *a, **k: fits.append(1) or original_fit(*a, **k))
+    big = tmp_path / "big.jpg"
+    Image.new("RGB", (4096, 1024), (9, 9, 9)).save(big, format="JPEG")
+    webp = tmp_path / "ref.webp"
+    Image.new("RGB", (64, 48), (1, 2, 3)).save(webp, format="WEBP")
+    (tmp_path / "cand.png").write_bytes(png_bytes())
+    task = Task("task-9", ("big.jpg", "ref.webp"), ("edit",), "Make the mug blue.", 1024, 1024, "public")
+    request = JudgeRequest(task, "seedream-4.5", 1, tmp_path / "cand.png", (big, webp))
+    judge = OpenAICompatJudge("qwen2.5-vl", OPTIONS)
+    for _ in range(2):
+        fake_chat.queue(chat_verdict("PASS", "fine"))
+        judge.judge(request)
+    judge.close()
+    sizes = [Image.open(io.BytesIO(data)).size for _, data in fake_chat.requests[-1].parsed["images"]]
+    assert 2040 <= sizes[0][0] <= 2048 and sizes[1] == (64, 48)
+    assert [mime for mime, _ in fake_chat.requests[-1].parsed["images"]] == ["image/jpeg", "image/png", "image/png"]
+    assert len(fits) == 2  # the big JPEG and the WebP, each once for two verdicts
+    assert fake_chat.requests[-1].parsed["images"][2][1] == (tmp_path / "cand.png").read_bytes()

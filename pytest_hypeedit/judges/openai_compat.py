@@ -15,7 +15,7 @@ known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -23,9 +23,9 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigError, JudgeError
+from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
-from ..providers.gemini import as_png
+from ..providers.body import InlineImage, json_request
 from ..providers.http import error_details, is_retryable, make_http_client
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
@@ -84,7 +84,7 @@ class OpenAICompatJudge(Judge):
 
     def _ask(self, body: dict, who: str) -> Answer:
         try:
-            response = self.client.post(f"{self.base}/chat/completions", json=body)
+            response = self.client.post(f"{self.base}/chat/completions", **json_request(body))
         except httpx.HTTPError as exc:  # the policy already retried it
             raise JudgeError(redact(f"{who}: {type(exc).__name__} on POST {self.base}/chat/completions: {exc}"),
                              retryable=True) from None
@@ -115,14 +115,57 @@ def _content(request: JudgeRequest, prompt: str) -> list[dict[str, Any]]:
             for p in message_pieces(request, prompt)]
 
 
-def data_url(path: Path) -> str:
-    """A base64 data URL; anything but PNG or JPEG is sent as PNG (not every server reads WebP)."""
-    data = Path(path).read_bytes()
-    ext = sniff_image_ext(data)
-    if ext not in ("png", "jpg"):
-        data, ext = as_png(data, str(path)), "png"
-    mime = "image/png" if ext == "png" else "image/jpeg"
-    return f"data:{mime};base64,{base64.b64encode(data).decode()}"
+#: OpenAI's vision models first scale an image to fit within 2048 x 2048 ("high" detail; the image input
+#: guide's cost section, developers.openai.com/docs/guides/images-vision): more pixels are never seen,
+#: and at 64 calls in flight a 4K reference as PNG would cost gigabytes.
+MAX_SIDE = 2048
+_MIME = {"png": "image/png", "jpg": "image/jpeg"}
+
+
+def data_url(path: Path) -> InlineImage:
+    """A data URL of a PNG or JPEG no more than 2048 px a side, streamed from disk when the body is sent.
+    Anything else (WebP, which not every server reads; a larger image) is converted once, into the cache."""
+    path = Path(path)
+    with open(path, "rb") as handle:
+        ext = sniff_image_ext(handle.read(16))
+    if ext in _MIME and max(_image_size(path)) <= MAX_SIDE:
+        return InlineImage(path, f"data:{_MIME[ext]};base64,")
+    converted, mime = _converted(path)
+    return InlineImage(converted, f"data:{mime};base64,")
+
+
+def _image_size(path: Path) -> tuple[int, int]:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:  # reads the header only
+            return image.size
+    except OSError as exc:
+        raise JudgeError(f"{path}: not an image the judge can be shown ({exc})", retryable=False) from None
+
+
+def _converted(path: Path) -> tuple[Path, str]:
+    """``path`` as a PNG (or a JPEG, when it was one) within MAX_SIDE, made once per file version in the
+    prepared-image cache; (file, MIME type)."""
+    from ..files import atomic_write_bytes
+    from ..providers import runtime
+    from ..providers.images import EXT, MIME, ImageLimits, fit
+
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{MAX_SIDE}".encode()).hexdigest()[:24]
+    folder = runtime.current().images_dir() / ROUTE
+    for fmt in ("png", "jpeg"):
+        done = folder / f"{key}.{EXT[fmt]}"
+        if done.is_file():
+            return done, MIME[fmt]
+    limits = ImageLimits(max_side=MAX_SIDE, formats=("png", "jpeg"), convert_to="png")
+    try:
+        data, fmt = fit(path.read_bytes(), limits, where=str(path))
+    except ImageError as exc:
+        raise JudgeError(f"{exc}", retryable=False) from None
+    target = folder / f"{key}.{EXT[fmt]}"
+    atomic_write_bytes(target, data)
+    return target, MIME[fmt]
 
 
 def _message_text(response: httpx.Response) -> str | None:

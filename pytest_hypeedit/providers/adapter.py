@@ -24,6 +24,7 @@ from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
+from .body import json_request
 from .http import raise_for_status, request_id_of, send
 from .images import ImageLimits, PreparedImage, prepare_references
 
@@ -84,7 +85,10 @@ class HttpProvider(Provider):
     # ------------------------------------------------------------------ HTTP
     def call(self, method: str, url: str, *, submits: bool = False, **kwargs: Any) -> httpx.Response:
         """One HTTP request under the route's policy; ``submits=True`` for the request that submits a paid
-        job to a submit-then-poll route: it is never sent again once it may have reached the provider."""
+        job to a submit-then-poll route: it is never sent again once it may have reached the provider.
+        A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
+        if "json" in kwargs:
+            kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
         return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits, **kwargs)
 
     def check(self, response: httpx.Response) -> None:

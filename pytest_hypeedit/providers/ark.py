@@ -81,7 +81,7 @@ class ArkProvider(HttpProvider):
         return f"{width}x{height}"
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
-        images = [image.data_url() for image in self.references(request)]
+        images = [image.inline_data_url() for image in self.references(request)]
         body = {
             "model": self.spec.provider_model,
             "prompt": request.task.instruction,

@@ -78,7 +78,7 @@ class BflProvider(HttpProvider):
         if "safety_tolerance" in self.spec.options:
             body["safety_tolerance"] = int(self.spec.options["safety_tolerance"])
         for index, image in enumerate(self.references(request)):
-            body["input_image" if index == 0 else f"input_image_{index + 1}"] = image.base64()
+            body["input_image" if index == 0 else f"input_image_{index + 1}"] = image.inline_base64()
         return body
 
     def submit_job(self, request: GenerationRequest, what: str) -> dict[str, Any]:

@@ -78,7 +78,7 @@ class FalProvider(HttpProvider):
                                 "image_size": {"width": width, "height": height},
                                 "output_format": str(self.spec.options.get("output_format", "png"))}
         if with_images:
-            body["image_urls"] = [image.data_url() for image in self.references(request)]
+            body["image_urls"] = [image.inline_data_url() for image in self.references(request)]
         body.update(self.spec.options.get("arguments") or {})
         return body
 

@@ -21,6 +21,7 @@ from typing import Sequence
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError
+from .body import InlineImage
 from ..files import atomic_write_bytes
 from ..engine.limits import exclusive, safe_name
 
@@ -71,6 +72,14 @@ class PreparedImage:
 
     def base64(self) -> str:
         return base64.b64encode(self.read()).decode()
+
+    def inline_data_url(self) -> "InlineImage":
+        """The data URL for a JSON body, read from disk while the body is sent (providers/body.py)."""
+        return InlineImage(self.path, f"data:{self.mime};base64,")
+
+    def inline_base64(self) -> "InlineImage":
+        """Plain base64 for a JSON body, read from disk while the body is sent (providers/body.py)."""
+        return InlineImage(self.path)
 
 
 def prepare_references(references: Sequence[Path], limits: ImageLimits, cache_dir: Path, *,

@@ -83,7 +83,7 @@ class OpenRouterProvider(HttpProvider):
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         content: list[dict[str, Any]] = [{"type": "text", "text": request.task.instruction}]
-        content += [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in self.references(request)]
+        content += [{"type": "image_url", "image_url": {"url": image.inline_data_url()}} for image in self.references(request)]
         image_config: dict[str, Any] = {"aspect_ratio": self.aspect_ratio(request)}
         if "image_size" in self.spec.options:
             image_config["image_size"] = self.spec.options["image_size"]

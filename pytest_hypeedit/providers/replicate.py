@@ -39,6 +39,7 @@ from typing import Any
 
 from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
+from .body import InlineImage
 from .images import ImageLimits, PreparedImage
 from .jobs import JobPoller
 
@@ -110,9 +111,9 @@ class ReplicateProvider(HttpProvider):
         body.update(self.spec.options.get("arguments") or {})
         return body
 
-    def image_input(self, image: PreparedImage) -> str:
+    def image_input(self, image: PreparedImage) -> "str | InlineImage":
         """A data URI under 1 MB, else the files-API URL of the uploaded file."""
-        data_url = image.data_url()
+        data_url = image.inline_data_url()
         return data_url if len(data_url) < DATA_URI_LIMIT else self.uploaded_url(image)
 
     def uploaded_url(self, image: PreparedImage) -> str:

@@ -121,7 +121,7 @@ class RunwareProvider(HttpProvider):
             "includeCost": True,
         }
         if task_uuid is None:  # a resumed job is never sent again: its references are not needed
-            _set_path(task, field, [image.data_url() for image in self.references(request)])
+            _set_path(task, field, [image.inline_data_url() for image in self.references(request)])
         if self.spec.options.get("send_seed", True):
             task["seed"] = request.seed
         return task
