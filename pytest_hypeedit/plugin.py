@@ -49,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from .startup import configure_run
 
+    prefer_one_line_failures(config)
     try:
         run = configure_run(config, controller=is_controller(config))
     except HypeEditError as exc:
@@ -59,6 +60,18 @@ def pytest_configure(config: pytest.Config) -> None:
         from .report.html import GalleryPlugin, gallery_source
 
         config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
+
+
+def prefer_one_line_failures(config: pytest.Config) -> None:
+    """``--tb=line`` unless the user chose a style: a benchmark's FAILs are verdicts, not bugs.
+
+    Each failure's message is already the judge's one-line reasoning, and pytest's
+    long styles scan every report once per failure for teardown sections
+    (quadratic: ~33 s of a 7,000-candidate replay). ``auto`` is pytest's default,
+    so it counts as not chosen.
+    """
+    if config.option.tbstyle == "auto":
+        config.option.tbstyle = "line"
 
 
 def register_controller_plugins(config: pytest.Config, run) -> None:
