@@ -57,9 +57,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_controller(config):
         register_controller_plugins(config, run)
     if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
-        from .report.html import GalleryPlugin, gallery_source
+        from .report.html import register_gallery
 
-        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
+        register_gallery(config, controller=is_controller(config))
 
 
 def prefer_one_line_failures(config: pytest.Config) -> None:
