@@ -1,6 +1,6 @@
 """Benchmark of the HTML report and of a leaderboard-size replay.
 
-    python bench/bench_report.py [--case 500|7000|all] [--workdir DIR] [--workers 2] [--keep]
+    python bench/bench_report.py [--case 500|7000|all] [--workdir DIR] [--workers 2] [--keep] [--html-views PX]
 
 Two cases, no network (images are generated, the judges read labels files):
 
@@ -10,9 +10,9 @@ Two cases, no network (images are generated, the judges read labels files):
 - **7000** candidates, the paper's full table: 7 models x 2 splits x 50 tasks x
   10 repeats, every candidate already on disk as a 1024 px JPEG with its record,
   judged by two labels files.  Timed twice with the plain command (no ``-n``):
-  once without and once with ``--html``.  Prints the replay's wall time, the
-  time ``--html`` adds, the report folder's size and the seconds until the page
-  is usable in Chromium.
+  once without and twice with ``--html`` (the second reuses the images).  Prints
+  the replay's wall time, the time ``--html`` adds, the report folder's size and
+  what makes it up, and the seconds until the page is usable in Chromium.
 
 Building the 7000-candidate fixture writes ~2.7 GB; it is kept in the work
 folder (``fixture.ok`` marks it complete), so ``--workdir DIR`` reuses it on a
@@ -22,7 +22,9 @@ cache keyed by content can share work between them) and is decoded in full,
 without minutes spent encoding 7,000 distinct pictures.
 
 "Usable" means: the page's load event fired, the metric charts are drawn and
-the first failure's images are shown.  Chromium is /usr/bin/chromium (Debian's
+the first failure is scrolled into view with its images decoded.  Wall times
+are printed beside CPU times: on a shared machine the CPU time is the steadier
+figure.  Chromium is /usr/bin/chromium (Debian's
 package), driven by the playwright package (the dev extra).
 """
 
@@ -34,6 +36,7 @@ import io
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -119,14 +122,22 @@ def run_benchmark(workdir: Path, workers: int) -> tuple[int, float]:
 
 
 def timed(command: list[str], workdir: Path) -> tuple[int, float]:
-    started = time.monotonic()
+    """Run a pytest command; print its last lines, wall time and CPU time (which other load on the
+    machine does not inflate); return its exit status and wall time."""
+    started, cpu = time.monotonic(), _children_cpu()
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True,
                           env={**os.environ, "HYPEEDIT_CACHE_DIR": str(workdir / "cache")})
-    elapsed = time.monotonic() - started
-    print("\n".join(done.stdout.splitlines()[-6:]))
+    elapsed, cpu = time.monotonic() - started, _children_cpu() - cpu
+    print("\n".join(done.stdout.splitlines()[-4:]))
     if done.returncode not in (0, 1):
         print(done.stderr[-3000:] or done.stdout[-3000:])
+    print(f"  -> {elapsed:.1f} s wall, {cpu:.1f} s CPU (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     return done.returncode, elapsed
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # --------------------------------------------------------------------------- the 7000-candidate case
@@ -216,20 +227,34 @@ def large_command(*extra: str) -> list[str]:
             "--outputs", "out", "--judge", "labels:rater1.json,rater2.json", *extra]
 
 
-def bench_large(workdir: Path) -> None:
+def bench_large(workdir: Path, views: int | None) -> None:
     built = make_large_benchmark(workdir)
     print(f"7000-candidate fixture: {'built in %.1f s' % built if built else 'reused'} ({workdir})")
     shutil.rmtree(workdir / "report", ignore_errors=True)
+    html = ["--html", "report/report.html", *(["--html-views", str(views)] if views is not None else [])]
     _, plain = timed(large_command(), workdir)
-    _, with_html = timed(large_command("--html", "report/report.html"), workdir)
-    total, count = report_size(workdir / "report")
+    _, with_html = timed(large_command(*html), workdir)
+    _, rerun = timed(large_command(*html), workdir)
     print(f"7000 replay (plain command): {plain:.1f} s")
-    print(f"7000 --html adds: {with_html - plain:.1f} s (run with --html {with_html:.1f} s)")
-    print(f"7000 report folder: {total / 1e6:.1f} MB in {count} files "
-          f"(report.html alone {(workdir / 'report/report.html').stat().st_size / 1e6:.1f} MB)")
+    print(f"7000 --html adds: {with_html - plain:.1f} s (run with --html {with_html:.1f} s; "
+          f"a rerun, its images reused, {rerun:.1f} s)")
+    print_folder(workdir / "report", "7000")
     seconds = chromium_load_seconds(workdir / "report" / "report.html")
     if seconds is not None:
         print(f"7000 chromium usable after: {seconds:.2f} s")
+
+
+def print_folder(report_dir: Path, case: str) -> None:
+    """The report folder's size, and what makes it up."""
+    total, count = report_size(report_dir)
+    parts: dict[str, int] = {}
+    for path in report_dir.rglob("*"):
+        if path.is_file():
+            kind = ("full-size views" if ".full." in path.name else "thumbnails" if ".thumb." in path.name
+                    else "collages" if "collages" in path.parts else "HTML and the rest")
+            parts[kind] = parts.get(kind, 0) + path.stat().st_size
+    detail = ", ".join(f"{kind} {size / 1e6:.1f}" for kind, size in sorted(parts.items()))
+    print(f"{case} report folder: {total / 1e6:.1f} MB in {count} files ({detail})")
 
 
 # --------------------------------------------------------------------------- measuring
@@ -252,25 +277,35 @@ def chromium_load_seconds(report: Path) -> float | None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1300, "height": 900})
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
         started = time.monotonic()
         page.goto(report.as_uri(), wait_until="load")
         page.wait_for_selector("svg.hypeedit-chart")
-        page.wait_for_selector(".hypeedit-gallery img")
+        first_failure_shown(page)
         elapsed = time.monotonic() - started
+        busy = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}.get("ThreadTime")
         rows = page.locator("tbody.results-table-row").count()
         images = page.locator("img").count()
         browser.close()
-    print(f"chromium: {rows} result rows, {images} images in the page")
+    busy_text = f", the page's main thread busy {busy:.2f} s" if busy is not None else ""
+    print(f"chromium: {rows} result rows rendered, {images} images in the page{busy_text}")
     return elapsed
+
+
+def first_failure_shown(page) -> None:
+    """The first gallery entry scrolled into view with its images decoded: the reader sees a failure."""
+    entry = page.locator(".hypeedit-gallery").first
+    entry.scroll_into_view_if_needed()
+    page.wait_for_function("e => [...e.querySelectorAll('img')].every(i => i.complete && i.naturalWidth > 0)",
+                           arg=entry.element_handle())
 
 
 def bench_small(workdir: Path, workers: int, size: tuple[int, int]) -> None:
     make_benchmark(workdir, size)
     code, elapsed = run_benchmark(workdir, workers)
-    total, count = report_size(workdir / "report")
     print(f"500 run: exit status {code}, {elapsed:.1f} s with -n {workers}")
-    print(f"500 report folder: {total / 1e6:.2f} MB in {count} files "
-          f"(report.html alone {(workdir / 'report/report.html').stat().st_size / 1e6:.2f} MB)")
+    print_folder(workdir / "report", "500")
     seconds = chromium_load_seconds(workdir / "report" / "report.html")
     if seconds is not None:
         print(f"500 chromium usable after: {seconds:.2f} s")
@@ -284,6 +319,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="-n for the 500-candidate case")
     parser.add_argument("--size", default="512x384", help="image size WxH of the 500-candidate case (default 512x384)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--html-views", type=int, help="passed on to the 7000-candidate runs (default: the plugin's)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hypeedit-bench-report-"))
     size = tuple(int(v) for v in args.size.split("x"))
@@ -291,7 +327,7 @@ def main(argv=None) -> int:
         if args.case in ("500", "all"):
             bench_small(workdir / "small", args.workers, size)
         if args.case in ("7000", "all"):
-            bench_large(workdir / "large")
+            bench_large(workdir / "large", args.html_views)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
