@@ -102,10 +102,11 @@ def test_the_cache_file_never_deletes_outside_the_assets_folder(tmp_path):
     root.mkdir()
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me")
-    (root / "cache.json").write_text('{"recipe": "1", "files": {"../precious.txt": {"key": "x"}, "%s": {"key": "y"}}}'
-                                     % outside)
+    (root / "folder").mkdir()
+    (root / "cache.json").write_text('{"recipe": "1", "files": {"../precious.txt": {"key": "x"}, "%s": {"key": "y"}, '
+                                     '"folder": {"key": "z"}}}' % outside)
     AssetCache(root).save_and_prune(root)
-    assert outside.read_text() == "keep me"
+    assert outside.read_text() == "keep me" and (root / "folder").is_dir()
 
 
 def png(colour=(200, 30, 30), size=(24, 16)) -> bytes:

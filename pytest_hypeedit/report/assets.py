@@ -141,6 +141,8 @@ class AssetCache:
     def __init__(self, root: Path):
         self.path = root / CACHE_FILE
         self.previous = self._read()
+        # a view's suffix follows its format, so it is looked up by name without the suffix
+        self.by_stem = {name.rsplit(".", 1)[0]: name for name in self.previous}
         self.current: dict[str, dict] = {}
 
     def _read(self) -> dict[str, dict]:
@@ -162,10 +164,9 @@ class AssetCache:
 
     def find(self, stem: str, key: str) -> str | None:
         """The name of a cached file ``stem.*`` built from ``key`` (a view's suffix follows its format)."""
-        for name, entry in self.previous.items():
-            if name.rsplit(".", 1)[0] == stem and isinstance(entry, dict) and entry.get("key") == key:
-                return name
-        return None
+        name = self.by_stem.get(stem)
+        entry = self.previous.get(name) if name else None
+        return name if isinstance(entry, dict) and entry.get("key") == key else None
 
     def keep(self, built: Built) -> None:
         if built.key and not built.error:
@@ -175,7 +176,10 @@ class AssetCache:
         """Write the cache and delete the files an earlier run made that this run did not need."""
         for name in set(self.previous) - set(self.current):
             if _plain_relative(name):
-                (root / name).unlink(missing_ok=True)
+                try:
+                    (root / name).unlink(missing_ok=True)
+                except OSError:  # a folder under that name, or no permission: leave it
+                    pass
         document = {"recipe": RECIPE_VERSION, "files": dict(sorted(self.current.items()))}
         atomic_write_bytes(self.path, json.dumps(document, separators=(",", ":")).encode("utf-8"))
 
