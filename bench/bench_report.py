@@ -1,18 +1,42 @@
-"""Benchmark of the HTML report: a 500-candidate run (50 tasks x 10 repeats, identity + a labels judge).
+"""Benchmark of the HTML report and of a leaderboard-size replay.
 
-    python bench/bench_report.py [--workdir DIR] [--workers 2] [--size 512x384] [--keep]
+    python bench/bench_report.py [--case 500|7000|all] [--workdir DIR] [--workers 2] [--keep] [--html-views PX]
 
-Prints the size of the report with its files (report.html + assets/ +
-hypeedit-assets/), the run's wall time, and how long headless Chromium takes to
-load the report (when /usr/bin/chromium and the playwright package are there).
-No network: images are generated, the judge reads a labels file.
+Two cases, no network (images are generated, the judges read labels files):
+
+- **500** candidates: 50 tasks x 10 repeats of ``identity`` judged by one labels
+  file, ``--html`` under ``-n 2``: the report folder's size, the run's wall time
+  and the seconds until the page is usable in headless Chromium.
+- **7000** candidates, the paper's full table: 7 models x 2 splits x 50 tasks x
+  10 repeats, every candidate already on disk as a 1024 px JPEG with its record,
+  judged by two labels files.  Timed twice with the plain command (no ``-n``):
+  once without and twice with ``--html`` (the second reuses the images).  Prints
+  the replay's wall time, the time ``--html`` adds, the report folder's size and
+  what makes it up, and the seconds until the page is usable in Chromium.
+
+Building the 7000-candidate fixture writes ~2.7 GB; it is kept in the work
+folder (``fixture.ok`` marks it complete), so ``--workdir DIR`` reuses it on a
+later call.  Its candidates are a few photo-like base images, each file made
+unique by a JPEG comment segment: every candidate has its own bytes (so no
+cache keyed by content can share work between them) and is decoded in full,
+without minutes spent encoding 7,000 distinct pictures.
+
+"Usable" means: the page's load event fired, the metric charts are drawn and
+the first failure is scrolled into view with its images decoded.  Wall times
+are printed beside CPU times: on a shared machine the CPU time is the steadier
+figure.  Chromium is /usr/bin/chromium (Debian's
+package), driven by the playwright package (the dev extra).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import io
 import json
+import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -25,9 +49,20 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 
+#: The seven models of the paper's table (models.yaml); with every candidate on disk no key is needed.
+PAPER_MODELS = ("gemini-3-pro-preview", "seedream-4.5", "seedream-4.0", "gpt-image-1.5", "flux-2-max",
+                "riverflow-2-b1", "qwen-image-edit-2511")
+LARGE_SPLITS = ("public", "private")
+LARGE_SIZE = (1024, 768)
+BASE_IMAGES = 16  # distinct pictures behind the 7,000 unique candidate files
+FIXTURE_VERSION = "1"
 
-def make_image(path: Path, seed: int, size: tuple[int, int]) -> None:
-    """A WebP with shapes and noise, so it compresses like a photo-ish image rather than a flat fill."""
+
+# --------------------------------------------------------------------------- images
+
+
+def picture(seed: int, size: tuple[int, int]):
+    """Shapes on noise, so it compresses like a photo-ish image rather than a flat fill."""
     from PIL import Image, ImageDraw
 
     rng = random.Random(seed)
@@ -37,8 +72,29 @@ def make_image(path: Path, seed: int, size: tuple[int, int]) -> None:
         x, y = rng.randrange(size[0]), rng.randrange(size[1])
         colour = tuple(rng.randrange(256) for _ in range(3))
         draw.ellipse((x, y, x + rng.randrange(20, 160), y + rng.randrange(20, 160)), fill=colour)
+    return image
+
+
+def make_image(path: Path, seed: int, size: tuple[int, int]) -> None:
+    """A WebP picture (the 500-candidate case's references)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path, format="WEBP", quality=80)
+    picture(seed, size).save(path, format="WEBP", quality=80)
+
+
+def jpeg_bytes(seed: int, size: tuple[int, int]) -> bytes:
+    out = io.BytesIO()
+    picture(seed, size).save(out, format="JPEG", quality=85)
+    return out.getvalue()
+
+
+def with_comment(jpeg: bytes, text: str) -> bytes:
+    """The same picture with a JPEG COM segment after SOI: other bytes, the same pixels to decode."""
+    payload = text.encode("ascii")
+    segment = b"\xff\xfe" + (len(payload) + 2).to_bytes(2, "big") + payload
+    return jpeg[:2] + segment + jpeg[2:]
+
+
+# --------------------------------------------------------------------------- the 500-candidate case
 
 
 def make_benchmark(workdir: Path, size: tuple[int, int]) -> None:
@@ -62,18 +118,146 @@ def run_benchmark(workdir: Path, workers: int) -> tuple[int, float]:
                "--tasks", "bench.json", "--images-base", "images", "--repeats", str(REPEATS), "--outputs", "out",
                "--judge", "labels:labels.json", "--html", "report/report.html", "-n", str(workers),
                "--gate", "pass_rate>=0.3"]
-    started = time.monotonic()
+    return timed(command, workdir)
+
+
+def timed(command: list[str], workdir: Path) -> tuple[int, float]:
+    """Run a pytest command; print its last lines, wall time and CPU time (which other load on the
+    machine does not inflate); return its exit status and wall time."""
+    started, cpu = time.monotonic(), _children_cpu()
     done = subprocess.run(command, cwd=workdir, capture_output=True, text=True,
-                          env={**_env(), "HYPEEDIT_CACHE_DIR": str(workdir / "cache")})
-    elapsed = time.monotonic() - started
-    print("\n".join(done.stdout.splitlines()[-8:]))
+                          env={**os.environ, "HYPEEDIT_CACHE_DIR": str(workdir / "cache")})
+    elapsed, cpu = time.monotonic() - started, _children_cpu() - cpu
+    print("\n".join(done.stdout.splitlines()[-4:]))
+    if done.returncode not in (0, 1):
+        print(done.stderr[-3000:] or done.stdout[-3000:])
+    print(f"  -> {elapsed:.1f} s wall, {cpu:.1f} s CPU (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
     return done.returncode, elapsed
 
 
-def _env() -> dict[str, str]:
-    import os
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
-    return dict(os.environ)
+
+# --------------------------------------------------------------------------- the 7000-candidate case
+
+
+def large_tasks(split: str) -> list[dict]:
+    prefix = split[:4]
+    return [{"task_id": f"{prefix}-{t:03d}", "input_images": ["001.jpg"], "task_type": ["remove", "recolor", "add"][t % 3],
+             "instruction": f"{split} edit {t}: replace the label text with <i>NEW</i>, keep the bottle.",
+             "width": LARGE_SIZE[0], "height": LARGE_SIZE[1]} for t in range(TASKS)]
+
+
+def make_large_benchmark(workdir: Path) -> float:
+    """The 7000-candidate fixture (reused when ``fixture.ok`` says it is complete); returns seconds spent."""
+    stamp = workdir / "fixture.ok"
+    if stamp.is_file() and stamp.read_text() == FIXTURE_VERSION:
+        return 0.0
+    started = time.monotonic()
+    shutil.rmtree(workdir / "out", ignore_errors=True)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "conftest.py").write_text("")
+    bases = [jpeg_bytes(seed, LARGE_SIZE) for seed in range(BASE_IMAGES)]
+    rng = random.Random(7)
+    votes: dict[tuple[str, str, int], tuple[bool, bool]] = {}
+    for split in LARGE_SPLITS:
+        tasks = large_tasks(split)
+        (workdir / f"{split}.json").write_text(json.dumps(tasks))
+        for index, task in enumerate(tasks):
+            write_bytes(workdir / "images" / task["task_id"] / "001.jpg", with_comment(bases[index % BASE_IMAGES], task["task_id"]))
+            for number, model in enumerate(PAPER_MODELS):
+                skill = 0.15 + 0.1 * number  # models differ, as in the paper's table
+                for repeat in range(1, REPEATS + 1):
+                    write_candidate(workdir / "out", split, model, task, repeat, bases, rng)
+                    votes[(task["task_id"], model, repeat)] = rater_votes(rng, skill)
+    write_large_labels(workdir, votes)
+    stamp.write_text(FIXTURE_VERSION)
+    return time.monotonic() - started
+
+
+def rater_votes(rng: random.Random, skill: float) -> tuple[bool, bool]:
+    """Two raters who agree 85% of the time."""
+    first = rng.random() < skill
+    return first, first if rng.random() < 0.85 else not first
+
+
+def write_candidate(out: Path, split: str, model: str, task: dict, repeat: int, bases: list[bytes], rng) -> None:
+    """A candidate a paid run left behind: the image and its record."""
+    from pytest_hypeedit.engine.records import Record
+
+    spec = model_spec(model)
+    folder = out / split / model / task["task_id"]
+    name = f"{repeat:03d}.jpg"
+    write_bytes(folder / name, with_comment(bases[rng.randrange(len(bases))], f"{split}/{model}/{task['task_id']}/{name}"))
+    record = Record(split, model, task["task_id"], repeat, task_types=[task["task_type"]], candidate=name,
+                    route=spec.route, provider_model=spec.provider_model, seed=1000 + repeat, cost=spec.price,
+                    latency_s=round(rng.uniform(8, 40), 3), generated_at="2026-11-23T10:00:00+00:00")
+    write_bytes(folder / f"{repeat:03d}.json", json.dumps(record.to_dict(), indent=2, sort_keys=True).encode())
+
+
+@functools.lru_cache(maxsize=None)
+def model_spec(name: str):
+    from pytest_hypeedit.registry import load_registry
+
+    return load_registry().get(name)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def write_large_labels(workdir: Path, votes: dict[tuple[str, str, int], tuple[bool, bool]]) -> None:
+    aliases = {model: f"M{i + 1:02d}" for i, model in enumerate(PAPER_MODELS)}
+    for rater in (0, 1):
+        judgements: dict = {}
+        for (task_id, model, repeat), pair in votes.items():
+            verdict = "PASS" if pair[rater] else "FAIL"
+            judgements.setdefault(task_id, {}).setdefault(aliases[model], {})[f"{repeat:03d}.jpg"] = {"verdict": verdict}
+        document = {"schema_version": 2, "models": {a: m for m, a in aliases.items()}, "judgements": judgements}
+        (workdir / f"rater{rater + 1}.json").write_text(json.dumps(document))
+
+
+def large_command(*extra: str) -> list[str]:
+    models = [arg for model in PAPER_MODELS for arg in ("--model", model)]
+    tasks = [arg for split in LARGE_SPLITS for arg in ("--tasks", f"{split}.json")]
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *models, *tasks, "--images-base", "images",
+            "--outputs", "out", "--judge", "labels:rater1.json,rater2.json", *extra]
+
+
+def bench_large(workdir: Path, views: int | None) -> None:
+    built = make_large_benchmark(workdir)
+    print(f"7000-candidate fixture: {'built in %.1f s' % built if built else 'reused'} ({workdir})")
+    shutil.rmtree(workdir / "report", ignore_errors=True)
+    html = ["--html", "report/report.html", *(["--html-views", str(views)] if views is not None else [])]
+    _, plain = timed(large_command(), workdir)
+    _, with_html = timed(large_command(*html), workdir)
+    _, rerun = timed(large_command(*html), workdir)
+    print(f"7000 replay (plain command): {plain:.1f} s")
+    print(f"7000 --html adds: {with_html - plain:.1f} s (run with --html {with_html:.1f} s; "
+          f"a rerun, its images reused, {rerun:.1f} s)")
+    print_folder(workdir / "report", "7000")
+    seconds = chromium_load_seconds(workdir / "report" / "report.html")
+    if seconds is not None:
+        print(f"7000 chromium usable after: {seconds:.2f} s")
+
+
+def print_folder(report_dir: Path, case: str) -> None:
+    """The report folder's size, and what makes it up."""
+    total, count = report_size(report_dir)
+    parts: dict[str, int] = {}
+    for path in report_dir.rglob("*"):
+        if path.is_file():
+            kind = ("full-size views" if ".full." in path.name else "thumbnails" if ".thumb." in path.name
+                    else "collages" if "collages" in path.parts else "HTML and the rest")
+            parts[kind] = parts.get(kind, 0) + path.stat().st_size
+    detail = ", ".join(f"{kind} {size / 1e6:.1f}" for kind, size in sorted(parts.items()))
+    print(f"{case} report folder: {total / 1e6:.1f} MB in {count} files ({detail})")
+
+
+# --------------------------------------------------------------------------- measuring
 
 
 def report_size(report_dir: Path) -> tuple[int, int]:
@@ -93,36 +277,57 @@ def chromium_load_seconds(report: Path) -> float | None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1300, "height": 900})
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Performance.enable")
         started = time.monotonic()
         page.goto(report.as_uri(), wait_until="load")
         page.wait_for_selector("svg.hypeedit-chart")
-        page.wait_for_selector(".hypeedit-gallery img")
+        first_failure_shown(page)
         elapsed = time.monotonic() - started
+        busy = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}.get("ThreadTime")
         rows = page.locator("tbody.results-table-row").count()
+        images = page.locator("img").count()
         browser.close()
-    print(f"chromium: {rows} result rows rendered")
+    busy_text = f", the page's main thread busy {busy:.2f} s" if busy is not None else ""
+    print(f"chromium: {rows} result rows rendered, {images} images in the page{busy_text}")
     return elapsed
+
+
+def first_failure_shown(page) -> None:
+    """The first gallery entry scrolled into view with its images decoded: the reader sees a failure."""
+    entry = page.locator(".hypeedit-gallery").first
+    entry.scroll_into_view_if_needed()
+    page.wait_for_function("e => [...e.querySelectorAll('img')].every(i => i.complete && i.naturalWidth > 0)",
+                           arg=entry.element_handle())
+
+
+def bench_small(workdir: Path, workers: int, size: tuple[int, int]) -> None:
+    make_benchmark(workdir, size)
+    code, elapsed = run_benchmark(workdir, workers)
+    print(f"500 run: exit status {code}, {elapsed:.1f} s with -n {workers}")
+    print_folder(workdir / "report", "500")
+    seconds = chromium_load_seconds(workdir / "report" / "report.html")
+    if seconds is not None:
+        print(f"500 chromium usable after: {seconds:.2f} s")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", type=Path, help="where to build and run (default: a temporary folder)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--size", default="512x384", help="image size WxH (default 512x384)")
+    parser.add_argument("--case", choices=("500", "7000", "all"), default="all")
+    parser.add_argument("--workdir", type=Path, help="where to build and run (default: a temporary folder); "
+                        "the 7000-candidate fixture in it is reused")
+    parser.add_argument("--workers", type=int, default=2, help="-n for the 500-candidate case")
+    parser.add_argument("--size", default="512x384", help="image size WxH of the 500-candidate case (default 512x384)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument("--html-views", type=int, help="passed on to the 7000-candidate runs (default: the plugin's)")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hypeedit-bench-report-"))
     size = tuple(int(v) for v in args.size.split("x"))
     try:
-        make_benchmark(workdir, size)
-        code, elapsed = run_benchmark(workdir, args.workers)
-        total, count = report_size(workdir / "report")
-        print(f"run: exit status {code}, {elapsed:.1f} s for {TASKS * REPEATS} candidates with -n {args.workers}")
-        print(f"report + files: {total / 1e6:.2f} MB in {count} files "
-              f"(report.html alone {(workdir / 'report/report.html').stat().st_size / 1e6:.2f} MB)")
-        seconds = chromium_load_seconds(workdir / "report" / "report.html")
-        if seconds is not None:
-            print(f"chromium load: {seconds:.2f} s")
+        if args.case in ("500", "all"):
+            bench_small(workdir / "small", args.workers, size)
+        if args.case in ("7000", "all"):
+            bench_large(workdir / "large", args.html_views)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -23,6 +23,9 @@ STATUS_COLOURS = {"PASS": (0, 140, 70), "FAIL": (200, 30, 30), "REFUSED": (150, 
 BACKGROUND, TEXT = (255, 255, 255), (20, 20, 20)
 GRID_COLUMNS = 5  # 10 repeats -> two rows of five, as in the paper's figure
 BORDER, GAP, HEADER = 5, 8, 22
+#: Tile size of the report's collages: five tiles and the reference column make 640 px, the
+#: width the page shows them at, so no pixel is stored that the page scales away.
+REPORT_TILE_SIZE = 96
 
 
 @dataclass(frozen=True)
@@ -114,11 +117,18 @@ def _fitted(path: Path | None, size: int) -> Image.Image:
     """The image scaled to fit a size x size square, letterboxed; a grey square if unreadable."""
     try:
         with Image.open(path) as source:
+            source.draft("RGB", _fitted_size(source.size, size))  # JPEG: decode at 1/2..1/8 scale
             source = ImageOps.exif_transpose(source).convert("RGB")
             return ImageOps.pad(source, (size, size), color=(235, 235, 235))
     except (OSError, ValueError, TypeError):
         # A missing or corrupt file must not cost the whole report: show the gap instead.
         return Image.new("RGB", (size, size), (200, 200, 200))
+
+
+def _fitted_size(size: tuple[int, int], box: int) -> tuple[int, int]:
+    """The size an image of ``size`` takes when scaled to fit a box x box square."""
+    scale = box / max(size)
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
 def _placeholder(size: int, status: str, font) -> Image.Image:
@@ -141,7 +151,8 @@ def _clip(text: str, limit: int) -> str:
 
 def _save(canvas: Image.Image, dest: Path) -> Path:
     dest, encoded = Path(dest), io.BytesIO()
-    canvas.save(encoded, format=_format(dest), quality=80)
+    # method 2: less than half the time of WebP's default (4) for files ~3% larger (measured on a 640 px collage)
+    canvas.save(encoded, format=_format(dest), quality=80, method=2)
     atomic_write_bytes(dest, encoded.getvalue())
     return dest
 

@@ -1,27 +1,32 @@
-"""The HTML failure gallery and summary, on top of pytest-html (``--html report.html``).
+"""The HTML report on top of pytest-html (``--html report.html``): summary, failure gallery, collages.
 
-- Every failed, refused or errored candidate gets an extra in its row: the
-  instruction, reference(s), the candidate, the judge's reasoning and votes,
-  route, seed, cost and latency.  Images are files under
-  ``<report dir>/hypeedit-assets/`` (small JPEG thumbnails inline, linking to
-  the full-size original in the outputs by a relative path), so 500
-  candidates make neither a several-hundred-MB HTML file nor a copy of the outputs.
 - The summary on top: metrics per model and split with 95% intervals, per
-  task type, sensitivity and baseline tables, gate lines, bar charts (SVG) and
-  one collage per task with a failure.
-- ``--self-contained-html`` still works: thumbnails and collages are inlined
-  as data URIs (no full-size links), and the run warns when the file grows large.
+  task type, sensitivity and baseline tables, gate lines and bar charts (SVG).
+- The failure gallery (``gallery.py``): every failed, refused or errored
+  candidate with its instruction, reference(s) and candidate side by side, the
+  judge's reasoning and votes, route, seed, cost and latency; then one collage
+  per task with a failure.  Static HTML in the summary, not pytest-html rows:
+  pytest-html builds each row in the browser, too slow for thousands.
+- pytest-html's own table opens showing errors and skips only (its documented
+  ``?visible=`` filter, set by a line of script when the URL has none): passed
+  and failed candidates are one tick away, and each failed row links to its
+  gallery entry.
+- Images (``assets.py``) are files under ``<report dir>/hypeedit-assets/``:
+  thumbnails, a full-size view of every failure and the collages, built on a
+  thread pool while the run goes on and reused across reruns by content hash.
+  The report's folder is complete on its own: upload it as the CI artifact.
+- ``--self-contained-html`` still works: thumbnails and collages are inlined as
+  data URIs (no full-size views), and the run warns when the file grows large.
 
-Every string from a task, a provider or a judge goes through ``html.escape``:
-pytest-html inserts extras with ``insertAdjacentHTML``, so an unescaped
-reasoning could run script in the reader's browser.
+Every string from a task, a provider or a judge goes through ``html.escape``.
 """
 
 from __future__ import annotations
 
-import base64
-import io
+import functools
+import json
 import os
+import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -29,36 +34,33 @@ from typing import Any, Callable, Iterable, Mapping
 
 import pytest
 
-from ..files import atomic_write_bytes
-from ..engine.records import ERROR, FAIL, REFUSED, Record, records_from_properties
+from ..engine.records import Record
+from .assets import ASSETS_DIR, AssetBuilder, clear_folder
 from .charts import CHART_METRICS, format_value, metric_charts_svg
-from .collage import make_collage, tiles_by_model
+from .gallery import GALLERY_OUTCOMES, STYLE as GALLERY_STYLE, EntryImages, Urls, collage_section, entry_html, entry_id, gallery_html
 
-ASSETS_DIR = "hypeedit-assets"
-THUMB_SIZE = 224
-GALLERY_OUTCOMES = (FAIL, REFUSED, ERROR)
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
-_ATTACHED = pytest.StashKey[bool]()
 
 STYLE = """<style>
 .hypeedit-summary table{border-collapse:collapse;margin:4px 0 12px}
 .hypeedit-summary th,.hypeedit-summary td{border:1px solid #ccc;padding:2px 6px;text-align:right}
 .hypeedit-summary th:first-child,.hypeedit-summary td:first-child{text-align:left}
 .hypeedit-summary .ci{color:#666;font-size:85%}
-.hypeedit-collages figure{display:inline-block;margin:4px;vertical-align:top}
-.hypeedit-collages img{max-width:480px;border:1px solid #ccc}
-.hypeedit-gallery figure{display:inline-block;margin:4px;vertical-align:top;text-align:center;font-size:85%}
-.hypeedit-gallery img{height:160px;width:auto;max-width:240px;object-fit:contain;border:4px solid #bbb;background:#eee}
-.hypeedit-gallery figure.fail img{border-color:#c81e1e}.hypeedit-gallery figure.refused img{border-color:#963c96}
-.hypeedit-gallery .noimage{display:inline-block;width:160px;height:100px;line-height:100px;background:#eee;border:4px solid #6e6e6e}
-.hypeedit-gallery table td,.hypeedit-gallery table th{text-align:left;padding:1px 8px 1px 0}
-.hypeedit-gallery .reasoning{white-space:pre-wrap;max-width:900px}
-</style>"""
+</style>""" + GALLERY_STYLE
+
+#: pytest-html's table lists these outcomes when the page opens (its ``?visible=`` parameter);
+#: passed and failed candidates are in the gallery, and one tick away in the table.
+TABLE_VISIBLE = "error,skipped,xfailed,xpassed,rerun"
+TABLE_FILTER_SCRIPT = (
+    "<script>(function(){var u=new URL(window.location.href);"
+    "if(!u.searchParams.has('visible')){u.searchParams.set('visible','" + TABLE_VISIBLE + "');"
+    "window.history.replaceState(null,'',u.href);}})();</script>"
+)
 
 
 @dataclass(frozen=True)
 class GallerySource:
-    """Where the gallery finds what it shows; built from the run (``source_from_run``) or by a test."""
+    """Where the gallery finds what it shows; built from the run (``gallery_source``) or by a test."""
 
     references: Callable[[Record], list[Path]]
     candidate: Callable[[Record], Path | None]
@@ -68,163 +70,27 @@ class GallerySource:
     gate_lines: Callable[[], list[str]] = lambda: []
 
 
-# --------------------------------------------------------------------------- assets
-
-
-class Assets:
-    """Writes thumbnails and full-size copies under ``<report dir>/hypeedit-assets``; returns URLs."""
-
-    def __init__(self, report_dir: Path, self_contained: bool):
-        self.report_dir, self.self_contained = report_dir, self_contained
-        self.root = report_dir / ASSETS_DIR
-
-    def thumbnail(self, source: Path, name: str) -> str:
-        """URL of a JPEG thumbnail (a relative path, or a data URI when self-contained)."""
-        data = thumbnail_bytes(source, THUMB_SIZE)
-        if self.self_contained:
-            return "data:image/jpeg;base64," + base64.b64encode(data).decode("ascii")
-        return self._write(f"{name}.thumb.jpg", data)
-
-    def full_size(self, source: Path) -> str | None:
-        """Relative URL of the full-size original, or None when self-contained.
-
-        A link, not a copy: 500 full-size candidates would make the report
-        folder hundreds of MB, and the originals already sit in the outputs.
-        """
-        return None if self.self_contained else self.url(source)
-
-    def collage(self, dest_name: str) -> Path:
-        return self.root / "collages" / dest_name
-
-    def url(self, path: Path) -> str:
-        return Path(os.path.relpath(path, self.report_dir)).as_posix()
-
-    def inline(self, path: Path, mime: str) -> str:
-        return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-
-    def _write(self, name: str, data: bytes) -> str:
-        dest = self.root / name
-        if not (dest.is_file() and dest.stat().st_size == len(data)):
-            atomic_write_bytes(dest, data)
-        return self.url(dest)
-
-
-def thumbnail_bytes(source: Path, size: int) -> bytes:
-    from PIL import Image, ImageOps
-
-    with Image.open(source) as image:
-        image = ImageOps.exif_transpose(image).convert("RGB")
-        image.thumbnail((size, size))
-        out = io.BytesIO()
-        image.save(out, format="JPEG", quality=78, optimize=True)
-        return out.getvalue()
-
-
-# --------------------------------------------------------------------------- one failure
-
-
-def failure_html(record: Record, source: GallerySource, assets: Assets) -> str:
-    """The gallery entry of one candidate: every value escaped, images as thumbnails with links."""
-    parts = [
-        f'<div class="hypeedit-gallery" data-outcome="{escape(record.outcome or "")}">',
-        f"<p><b>Instruction:</b> {_text(source.instruction(record))}</p>",
-        '<div class="images">',
-        *_reference_figures(record, source, assets),
-        _candidate_figure(record, source, assets),
-        "</div>",
-        _facts_table(record),
-        _reasoning(record),
-        "</div>",
-    ]
-    return "".join(parts)
-
-
-def _reference_figures(record: Record, source: GallerySource, assets: Assets) -> list[str]:
-    figures = []
-    for index, path in enumerate(_safe(lambda: source.references(record), []), start=1):
-        name = f"{record.split}/references/{record.task_id}/{path.stem}"
-        figures.append(_figure(path, name, f"reference {index}: {path.name}", "reference", assets))
-    return figures
-
-
-def _candidate_figure(record: Record, source: GallerySource, assets: Assets) -> str:
-    path = _safe(lambda: source.candidate(record), None)
-    label = f"candidate r{record.repeat:03d}: {(record.outcome or '').upper()}"
-    if path is None or not path.is_file():
-        return f'<figure class="{escape(record.outcome or "")}"><span class="noimage">no image</span><figcaption>{_text(label)}</figcaption></figure>'
-    name = f"{record.split}/{record.model}/{record.task_id}/{record.repeat:03d}"
-    return _figure(path, name, label, record.outcome or "", assets)
-
-
-def _figure(path: Path, name: str, caption: str, css_class: str, assets: Assets) -> str:
+def _safe(make: Callable[[], Any], default: Any) -> Any:
     try:
-        thumb = assets.thumbnail(path, name)
-        full = assets.full_size(path)
-    except (OSError, ValueError) as exc:  # an unreadable image must not cost the whole report
-        return f'<figure class="{escape(css_class)}"><span class="noimage">unreadable</span><figcaption>{_text(caption)}: {_text(exc)}</figcaption></figure>'
-    image = f'<img src="{escape(thumb)}" alt="{escape(caption)}" loading="lazy">'
-    if full:
-        image = f'<a href="{escape(full)}" target="_blank">{image}</a>'
-    return f'<figure class="{escape(css_class)}">{image}<figcaption>{_text(caption)}</figcaption></figure>'
-
-
-def _facts_table(record: Record) -> str:
-    facts = [
-        ("outcome", (record.outcome or "").upper()), ("model", record.model), ("split", record.split),
-        ("task", record.task_id), ("repeat", f"{record.repeat:03d}"), ("route", record.route),
-        ("provider model", record.provider_model), ("seed", record.seed),
-        ("cost", None if record.cost is None else f"${record.cost:.4f}"),
-        ("judge cost", f"${record.judge_cost:.4f}" if record.judge_cost else None),
-        ("latency", None if record.latency_s is None else f"{record.latency_s:.2f} s"),
-        ("request id", record.request_id), ("judge", record.judge),
-    ]
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{_text(v)}</td></tr>" for k, v in facts if v not in (None, ""))
-    return f"<table>{rows}</table>"
-
-
-def _reasoning(record: Record) -> str:
-    parts = []
-    if record.refusal:
-        parts.append(f'<p><b>Refusal:</b> <span class="reasoning">{_text(record.refusal)}</span></p>')
-    if record.error:
-        parts.append(f'<p><b>Error:</b> <span class="reasoning">{_text(record.error)}</span></p>')
-    if record.reasoning:
-        parts.append(f'<p><b>Judge reasoning:</b></p><div class="reasoning">{_text(record.reasoning)}</div>')
-    if record.votes:
-        parts.append("<p><b>Votes:</b></p><ul>" + "".join(_vote(v) for v in record.votes) + "</ul>")
-    return "".join(parts)
-
-
-def _vote(vote: Any) -> str:
-    if not isinstance(vote, Mapping):
-        return f"<li>{_text(vote)}</li>"
-    head = f"<b>{_text(vote.get('judge', '?'))}</b>: {_text(vote.get('verdict', '?'))}"
-    rest = "".join(
-        f'<div class="reasoning">{_text(k)}: {_text(v)}</div>' for k, v in vote.items() if k not in ("judge", "verdict")
-    )
-    return f"<li>{head}{rest}</li>"
+        return make()
+    except Exception:  # a missing reference must not cost the whole report; the entry shows the gap
+        return default
 
 
 def _text(value: Any) -> str:
     return escape("" if value is None else str(value))
 
 
-def _safe(make: Callable[[], Any], default: Any) -> Any:
-    try:
-        return make()
-    except Exception:  # a missing reference must not cost the whole report; the row shows the gap
-        return default
-
-
 # --------------------------------------------------------------------------- summary
 
 
-def summary_html(results: Mapping[str, Any] | None, collages: list[tuple[str, str, str]], gate_lines: list[str]) -> str:
-    """The block on top of the report: gates, charts, metric tables, task types, collages."""
+def summary_html(results: Mapping[str, Any] | None, gate_lines: list[str], below: str = "") -> str:
+    """The block on top of the report: gates, charts, metric tables, task types; then ``below``
+    (the gallery and the collages) and the line that sets pytest-html's table filter."""
     if not results or not results.get("rows"):
-        return STYLE + '<div class="hypeedit-summary"><p>HYPE-EDIT-1: no candidate was judged.</p></div>'
+        return STYLE + f'<div class="hypeedit-summary"><p>HYPE-EDIT-1: no candidate was judged.</p>{below}</div>'
     rows = list(results["rows"])
-    parts = [STYLE, '<div class="hypeedit-summary">', "<h2>HYPE-EDIT-1 results</h2>"]
+    parts = [STYLE, TABLE_FILTER_SCRIPT, '<div class="hypeedit-summary">', "<h2>HYPE-EDIT-1 results</h2>"]
     if gate_lines:
         parts.append("<h3>Gates</h3><ul>" + "".join(f"<li>{_text(line)}</li>" for line in gate_lines) + "</ul>")
     for split in _split_order(rows):
@@ -235,7 +101,8 @@ def summary_html(results: Mapping[str, Any] | None, collages: list[tuple[str, st
         parts.append(task_type_table(split_rows))
         parts.append(sensitivity_table(split_rows))
         parts.append(baseline_table(split_rows))
-    parts.append(collage_section(collages))
+    parts.append(_table_note(rows))
+    parts.append(below)
     parts.append("</div>")
     return "".join(parts)
 
@@ -326,23 +193,10 @@ def _diff(value: Any, kind: str) -> str:
     return f"{'+' if value >= 0 else '-'}${abs(value):.2f}" if kind == "dollars" else f"{value:+.2f}"
 
 
-def collage_section(collages: list[tuple[str, str, str]]) -> str:
-    """``collages``: (caption, image URL, link URL or "") per task with a failure."""
-    if not collages:
-        return ""
-    figures = "".join(
-        f'<figure>{_linked(_lazy_img(url, caption), link)}<figcaption>{_text(caption)}</figcaption></figure>'
-        for caption, url, link in collages
-    )
-    return f'<h3>Collages: tasks with at least one failure ({len(collages)})</h3><div class="hypeedit-collages">{figures}</div>'
-
-
-def _lazy_img(url: str, alt: str) -> str:
-    return f'<img src="{escape(url)}" alt="{escape(alt)}" loading="lazy">'
-
-
-def _linked(inner: str, link: str) -> str:
-    return f'<a href="{escape(link)}" target="_blank">{inner}</a>' if link else inner
+def _table_note(rows: list[Mapping[str, Any]]) -> str:
+    return ('<p class="ci">The results table at the bottom lists errored and skipped candidates; tick '
+            "<i>Failed</i> or <i>Passed</i> above it to list those too (slow for thousands of rows). "
+            "The failed ones are in the gallery below.</p>")
 
 
 # --------------------------------------------------------------------------- the pytest plugin
@@ -356,40 +210,125 @@ def report_dir(config: pytest.Config) -> Path | None:
     return (Path.cwd() / Path(os.path.expandvars(path)).expanduser()).parent
 
 
-class GalleryPlugin:
-    """Registered on the controller and on every xdist worker when ``--html`` is given."""
+def register_gallery(config: pytest.Config, controller: bool) -> None:
+    """``--html``: every process links failed rows to the gallery; the controller builds the gallery."""
+    config.pluginmanager.register(GalleryLinks(), "hypeedit-html-links")
+    if controller:
+        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
 
-    def __init__(self, config: pytest.Config, source: GallerySource):
-        self.config, self.source = config, source
-        self.self_contained = bool(config.getoption("self_contained_html", default=False))
-        self.assets = Assets(report_dir(config), self.self_contained)
-        self.collages: list[tuple[str, str, str]] = []
+
+class GalleryLinks:
+    """A failed benchmark item's row in pytest-html gets a link to its entry in the gallery."""
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
         outcome = yield
         report = outcome.get_result()
-        if not report.failed or item.stash.get(_ATTACHED, False):
-            return
-        record = next((r for r in records_from_properties(report.user_properties) if r.outcome in GALLERY_OUTCOMES), None)
-        if record is None:
-            return
-        item.stash[_ATTACHED] = True
-        extra = {"name": "HYPE-EDIT candidate", "format_type": "html", "content": failure_html(record, self.source, self.assets),
-                 "mime_type": None, "extension": None}
-        report.extras = list(getattr(report, "extras", [])) + [extra]
+        if report.failed and report.when in ("setup", "call"):
+            from ..items import parse_nodeid
+
+            key = parse_nodeid(report.nodeid)
+            if key:
+                anchor = entry_id(Record(*key))
+                link = f'<a class="hypeedit-link" href="#{escape(anchor)}">show in the failure gallery</a>'
+                extra = {"name": "HYPE-EDIT gallery", "format_type": "html", "content": link,
+                         "mime_type": None, "extension": None}
+                report.extras = list(getattr(report, "extras", [])) + [extra]
+
+
+class GalleryPlugin:
+    """The controller's part of ``--html``: images on a pool while the run goes on, then the summary."""
+
+    def __init__(self, config: pytest.Config, source: GallerySource):
+        self.config, self.source = config, source
+        self.self_contained = bool(config.getoption("self_contained_html", default=False))
+        view_side = _view_side(config)
+        root = Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained else report_dir(config) / ASSETS_DIR
+        self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
+                                    use_cache=not self.self_contained)
+        self.urls = Urls(root, inline=self.self_contained)
+        self.pairs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
+        self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
+        self.below = ""
+        self.tally: tuple[int, int] | None = None  # images written, reused
+
+    def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
+        if record.outcome in GALLERY_OUTCOMES:  # start on its images now, while the run goes on
+            self._submit_images(record)
+
+    def _submit_images(self, record: Record) -> None:
+        task = (record.split, record.task_id)
+        if task not in self.references:
+            self.references[task] = [
+                (path.name, self.builder.image_pair(path, f"{record.split}/references/{record.task_id}/{path.name}"))
+                for path in _safe(lambda: self.source.references(record), [])
+            ]
+        candidate = _safe(lambda: self.source.candidate(record), None)
+        if record.key not in self.pairs and candidate is not None and candidate.is_file():
+            stem = f"{record.split}/{record.model}/{record.task_id}/{record.repeat:03d}"
+            self.pairs[record.key] = self.builder.image_pair(candidate, stem)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not hasattr(self.config, "workerinput"):
-            self.collages = self._make_collages()
+        records = sorted(self.source.records(), key=lambda r: r.key)
+        failures = [r for r in records if r.outcome in GALLERY_OUTCOMES]
+        for record in failures:
+            self._submit_images(record)  # no-op for those submitted as they arrived
+        for pair in self.pairs.values():
+            pair.result()  # thumbnails first: the collages draw failures from them
+        collages = self._submit_collages(records)
+        self.tally = self.builder.finish()
+        entries = {r.key: entry_html(r, _safe(lambda: self.source.instruction(r), ""), self._images(r), self.urls)
+                   for r in failures}
+        self.below = gallery_html(records, entries) + collage_section(
+            [(caption, future.result()) for caption, future in collages], self.urls)
+        if self.self_contained:
+            clear_folder(self.builder.root)  # its images are inlined now
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.builder.cancel()  # after an internal error there was no session finish: leave at once
+
+    def _images(self, record: Record) -> EntryImages:
+        references = [(name, future.result()) for name, future in self.references.get((record.split, record.task_id), [])]
+        candidate = self.pairs.get(record.key)
+        return EntryImages(references, candidate.result() if candidate else None)
+
+    def _submit_collages(self, records: list[Record]) -> list[tuple[str, Any]]:
+        by_task: dict[tuple[str, str], list[Record]] = {}
+        for record in records:
+            by_task.setdefault((record.split, record.task_id), []).append(record)
+        return [self._submit_collage(split, task_id, group) for (split, task_id), group in by_task.items()
+                if any(r.outcome in GALLERY_OUTCOMES for r in group)]
+
+    def _submit_collage(self, split: str, task_id: str, records: list[Record]) -> tuple[str, Any]:
+        from .collage import REPORT_TILE_SIZE, tiles_by_model
+
+        instruction = _safe(lambda: self.source.instruction(records[0]), "")
+        references = _safe(lambda: self.source.references(records[0]), [])
+        originals = tiles_by_model(records, lambda r: _safe(lambda: self.source.candidate(r), None))
+        recipe = json.dumps([instruction, REPORT_TILE_SIZE, [(m, [(t.status, t.caption) for t in ts]) for m, ts in originals]])
+        inputs = [*references, *(tile.image for _, model_tiles in originals for tile in model_tiles)]
+        # a failure's tile is drawn from its thumbnail: a few times cheaper than decoding the original again
+        draw = functools.partial(_draw_collage, references, tiles_by_model(records, self._tile_image), instruction)
+        future = self.builder.collage(f"collages/{split}/{task_id}.webp", draw, inputs, recipe)
+        return f"{split} / {task_id}: {instruction}", future
+
+    def _tile_image(self, record: Record) -> Path | None:
+        pair = self.pairs.get(record.key)
+        if pair is not None and pair.done() and not pair.result().thumb.error:
+            return self.builder.root / pair.result().thumb.name
+        return _safe(lambda: self.source.candidate(record), None)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
-        prefix.append(summary_html(self.source.results(), self.collages, self.source.gate_lines()))
+        prefix.append(summary_html(self.source.results(), self.source.gate_lines(), self.below))
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
         path = self.config.getoption("htmlpath", default=None)
+        if self.tally is not None and not self.self_contained:
+            written, reused = self.tally
+            terminalreporter.write_line(f"HTML report images in {self.builder.root}: {written} written, "
+                                        f"{reused} reused from an earlier run")
         if not self.self_contained or not path or not Path(path).is_file():
             return
         size = Path(path).stat().st_size
@@ -400,36 +339,30 @@ class GalleryPlugin:
                 yellow=True, bold=True,
             )
 
-    def _make_collages(self) -> list[tuple[str, str, str]]:
-        by_task: dict[tuple[str, str], list[Record]] = {}
-        for record in self.source.records():
-            by_task.setdefault((record.split, record.task_id), []).append(record)
-        made = []
-        for (split, task_id), records in sorted(by_task.items()):
-            if any(r.outcome in GALLERY_OUTCOMES for r in records):
-                made.append(self._collage(split, task_id, records))
-        return [entry for entry in made if entry]
 
-    def _collage(self, split: str, task_id: str, records: list[Record]) -> tuple[str, str, str] | None:
-        first = records[0]
-        instruction = _safe(lambda: self.source.instruction(first), "")
-        dest = self.assets.collage(f"{split}/{task_id}.webp")
-        try:
-            make_collage(_safe(lambda: self.source.references(first), []), tiles_by_model(records, self._candidate), dest, title=instruction)
-        except OSError:
-            return None
-        caption = f"{split} / {task_id}: {instruction}"
-        if self.self_contained:
-            return caption, self.assets.inline(dest, "image/webp"), ""
-        url = self.assets.url(dest)
-        return caption, url, url
+def _draw_collage(references, tiles, title: str, dest: Path) -> tuple[int, int]:
+    from PIL import Image
 
-    def _candidate(self, record: Record) -> Path | None:
-        return _safe(lambda: self.source.candidate(record), None)
+    from .collage import REPORT_TILE_SIZE, make_collage
+
+    make_collage(references, tiles, dest, tile_size=REPORT_TILE_SIZE, title=title)
+    with Image.open(dest) as drawn:
+        return drawn.size
+
+
+def _view_side(config: pytest.Config) -> int:
+    from .assets import THUMB_SIZE
+
+    side = config.getoption("hypeedit_html_views", default=1024)
+    if side != 0 and side < THUMB_SIZE:
+        raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
+                                f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
+    return side
 
 
 def gallery_source(config: pytest.Config) -> GallerySource:
     """The gallery's view of a benchmark run: the run config, the runner's references, the session."""
+    from ..ci import GATES_KEY
     from ..stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
@@ -447,8 +380,6 @@ def gallery_source(config: pytest.Config) -> GallerySource:
 
     def session_attr(name: str, default):
         return getattr(config.stash.get(SESSION_KEY, None), name, default)
-
-    from ..ci import GATES_KEY
 
     return GallerySource(
         references=references,

@@ -1,0 +1,323 @@
+"""The HTML report's image files: thumbnails, full-size views and collages, built in parallel and
+cached across reruns by content hash.  Imports no pytest.
+
+Everything the page shows lives under ``<report dir>/hypeedit-assets/``, so the report's
+folder (the HTML file, pytest-html's ``assets/`` and this folder) is a CI artifact on its own:
+
+    <split>/<model>/<task_id>/<NNN>.thumb.jpg    a failed candidate's thumbnail (the gallery)
+    <split>/<model>/<task_id>/<NNN>.full.<ext>   its full-size view (the thumbnail's link)
+    <split>/references/<task_id>/<name>.thumb.jpg, .full.<ext>   the same for a reference image
+    collages/<split>/<task_id>.webp              one collage per task with a failure
+    cache.json                                    what each file was built from (the cache)
+
+**The full-size view rule**: a candidate that is already a JPEG or WebP of at most
+``view_side`` pixels on its long side is copied byte for byte (it *is* the original);
+anything else (PNG, larger images) is scaled down to fit ``view_side`` (never up) and
+re-encoded as JPEG quality 85.  ``view_side`` is 1024 by default (``--html-views``).
+
+**The cache**: each file's key is a hash of its recipe and of the bytes of every image it is
+made from.  A rerun whose key matches the one in ``cache.json`` (and whose file is still
+there) writes nothing.  Files the previous run made and this one does not need (a
+candidate that passes now) are deleted, so the folder holds what the page shows.
+
+The work runs on a thread pool: Pillow releases the GIL while it decodes, resizes and
+encodes, so threads use every core without the start-up and pickling of processes, and
+jobs are submitted as records arrive, overlapping the run itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ..files import atomic_write_bytes
+
+ASSETS_DIR = "hypeedit-assets"
+CACHE_FILE = "cache.json"
+THUMB_SIZE = 224  # the gallery shows thumbnails 160 px high
+THUMB_QUALITY = 75
+VIEW_SIDE = 1024  # default long side of a full-size view (--html-views)
+VIEW_QUALITY = 85
+#: Formats a browser shows that are already compact: copied as they are when small enough.
+COPYABLE_FORMATS = {"JPEG": "jpg", "WEBP": "webp"}
+#: Bumped whenever a recipe below changes, so a rerun rebuilds instead of reusing stale files.
+RECIPE_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class Built:
+    """What one asset became: its path under the assets folder, pixel size, or why it failed."""
+
+    name: str
+    size: tuple[int, int] | None = None
+    error: str | None = None
+    key: str | None = None
+    written: bool = False
+
+
+@dataclass(frozen=True)
+class ImagePair:
+    """A thumbnail and a full-size view of one source image."""
+
+    thumb: Built
+    view: Built | None  # None when views are off (``--html-views 0``)
+
+
+# --------------------------------------------------------------------------- recipes (pure image work)
+
+
+def content_key(*parts: str) -> str:
+    """The cache key of a file: the recipe version and its parts (settings, the inputs' content hashes)."""
+    return hashlib.sha256("\0".join((RECIPE_VERSION, *parts)).encode()).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def thumbnail_bytes(data: bytes, size: int = THUMB_SIZE) -> tuple[bytes, tuple[int, int]]:
+    """A JPEG thumbnail fitting size x size, decoded at reduced scale where the format allows."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        image.draft("RGB", _fitted(image.size, size))  # JPEG: decode at 1/2..1/8 scale, a few times faster
+        rgb = _upright_rgb(image)
+    rgb.thumbnail((size, size))
+    return _jpeg(rgb, THUMB_QUALITY), rgb.size
+
+
+def view_bytes(data: bytes, side: int) -> tuple[bytes, str, tuple[int, int]]:
+    """The full-size view: the original when it is a small JPEG/WebP, else a JPEG fitting side x side."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        fmt, size = image.format, image.size
+        if fmt in COPYABLE_FORMATS and max(size) <= side and not _rotated(image):
+            return data, COPYABLE_FORMATS[fmt], size
+        rgb = _upright_rgb(image)
+    rgb.thumbnail((side, side))
+    return _jpeg(rgb, VIEW_QUALITY), "jpg", rgb.size
+
+
+def _fitted(size: tuple[int, int], box: int) -> tuple[int, int]:
+    """The size an image of ``size`` takes when scaled to fit a box x box square."""
+    scale = box / max(size)
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
+
+
+def _upright_rgb(image):
+    from PIL import ImageOps
+
+    return ImageOps.exif_transpose(image).convert("RGB")
+
+
+def _rotated(image) -> bool:
+    """An EXIF orientation other than 1: copied as is, some viewers would show it on its side."""
+    try:
+        return image.getexif().get(0x0112, 1) not in (0, 1)
+    except Exception:  # an unreadable EXIF block: re-encode rather than guess
+        return True
+
+
+def _jpeg(image, quality: int) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="JPEG", quality=quality, optimize=True)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+class AssetCache:
+    """``cache.json``: for each file, the key it was built from and its pixel size."""
+
+    def __init__(self, root: Path):
+        self.path = root / CACHE_FILE
+        self.previous = self._read()
+        # a view's suffix follows its format, so it is looked up by name without the suffix
+        self.by_stem = {name.rsplit(".", 1)[0]: name for name in self.previous}
+        self.current: dict[str, dict] = {}
+
+    def _read(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}  # no cache yet, or a damaged one: everything is rebuilt
+        if not isinstance(data, dict) or data.get("recipe") != RECIPE_VERSION:
+            return {}
+        files = data.get("files")
+        return files if isinstance(files, dict) else {}
+
+    def hit(self, root: Path, name: str, key: str) -> Built | None:
+        entry = self.previous.get(name)
+        if isinstance(entry, dict) and entry.get("key") == key and (root / name).is_file():
+            size = entry.get("size")
+            return Built(name, tuple(size) if size else None, key=key)
+        return None
+
+    def find(self, stem: str, key: str) -> str | None:
+        """The name of a cached file ``stem.*`` built from ``key`` (a view's suffix follows its format)."""
+        name = self.by_stem.get(stem)
+        entry = self.previous.get(name) if name else None
+        return name if isinstance(entry, dict) and entry.get("key") == key else None
+
+    def keep(self, built: Built) -> None:
+        if built.key and not built.error:
+            self.current[built.name] = {"key": built.key, "size": list(built.size) if built.size else None}
+
+    def save_and_prune(self, root: Path) -> None:
+        """Write the cache and delete the files an earlier run made that this run did not need."""
+        for name in set(self.previous) - set(self.current):
+            if _plain_relative(name):
+                try:
+                    (root / name).unlink(missing_ok=True)
+                except OSError:  # a folder under that name, or no permission: leave it
+                    pass
+        document = {"recipe": RECIPE_VERSION, "files": dict(sorted(self.current.items()))}
+        atomic_write_bytes(self.path, json.dumps(document, separators=(",", ":")).encode("utf-8"))
+
+
+def _plain_relative(name: str) -> bool:
+    """Only names this module makes are deleted: relative, no '..' (cache.json is untrusted input)."""
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
+
+
+# --------------------------------------------------------------------------- the builder
+
+
+@dataclass
+class AssetBuilder:
+    """Builds the report's images on a thread pool, reusing what the cache says is current."""
+
+    root: Path
+    view_side: int = VIEW_SIDE
+    use_cache: bool = True
+    workers: int = field(default_factory=lambda: os.cpu_count() or 2)
+
+    def __post_init__(self) -> None:
+        self.cache = AssetCache(self.root) if self.use_cache else None
+        self._pool: ThreadPoolExecutor | None = None
+        self._futures: dict[str, Future] = {}
+
+    # ---- submitting
+
+    def image_pair(self, source: Path, stem: str) -> Future:
+        """Thumbnail and full-size view of ``source`` as ``<stem>.thumb.jpg`` and ``<stem>.full.<ext>``."""
+        return self._submit(f"pair:{stem}", self._build_pair, Path(source), stem)
+
+    def collage(self, name: str, draw: Callable[[Path], tuple[int, int]], inputs: Sequence[Path | None], recipe: str) -> Future:
+        """A collage ``name`` drawn by ``draw(dest)`` (which returns its pixel size) from ``inputs``,
+        rebuilt only when they or the recipe change."""
+        return self._submit(f"collage:{name}", self._build_collage, name, draw, tuple(inputs), recipe)
+
+    def _submit(self, job_id: str, function, *args) -> Future:
+        if job_id not in self._futures:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="hypeedit-assets")
+            self._futures[job_id] = self._pool.submit(function, *args)
+        return self._futures[job_id]
+
+    def finish(self) -> tuple[int, int]:
+        """Wait for every job, write the cache, prune what is no longer shown.
+
+        Returns how many files were written and how many were reused from an earlier run."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        built = [b for future in self._futures.values() for b in _built_of(future.result())]
+        if self.cache is not None:
+            for entry in built:
+                self.cache.keep(entry)
+            self.cache.save_and_prune(self.root)
+        written = sum(entry.written for entry in built)
+        return written, sum(1 for entry in built if not entry.error) - written
+
+    def cancel(self) -> None:
+        """Drop the jobs not started (a run that ends without its session finish): exit does not wait for them."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    # ---- jobs (run on the pool)
+
+    def _build_pair(self, source: Path, stem: str) -> ImagePair:
+        try:
+            data = source.read_bytes()
+        except OSError as exc:
+            error = f"cannot read {source.name}: {exc.strerror or exc}"
+            return ImagePair(Built(f"{stem}.thumb.jpg", error=error), None)
+        source_hash = digest(data)
+        thumb = self._cached_or_built(f"{stem}.thumb.jpg", content_key("thumb", str(THUMB_SIZE), source_hash),
+                                      lambda: thumbnail_bytes(data))
+        view = self._view(stem, data, source_hash) if self.view_side else None
+        return ImagePair(thumb, view)
+
+    def _view(self, stem: str, data: bytes, source_hash: str) -> Built:
+        key = content_key("view", str(self.view_side), source_hash)
+        name = self.cache.find(stem + ".full", key) if self.cache else None
+        cached = self.cache.hit(self.root, name, key) if name else None
+        if cached:
+            return cached
+        try:
+            encoded, ext, size = view_bytes(data, self.view_side)
+        except Exception as exc:  # PIL raises many kinds for a corrupt file
+            return Built(f"{stem}.full.jpg", error=_image_error(exc))
+        return self._write(f"{stem}.full.{ext}", encoded, size, key)
+
+    def _build_collage(self, name: str, draw: Callable[[Path], tuple[int, int]], inputs: tuple, recipe: str) -> Built:
+        key = content_key("collage", recipe, *(_file_digest(p) for p in inputs))
+        cached = self.cache.hit(self.root, name, key) if self.cache else None
+        if cached:
+            return cached
+        try:
+            size = draw(self.root / name)
+        except Exception as exc:  # a collage that cannot be drawn must not cost the whole report
+            return Built(name, error=f"collage not drawn ({type(exc).__name__}: {exc})")
+        return Built(name, size, key=key, written=True)
+
+    def _cached_or_built(self, name: str, key: str, make: Callable[[], tuple[bytes, tuple[int, int]]]) -> Built:
+        cached = self.cache.hit(self.root, name, key) if self.cache else None
+        if cached:
+            return cached
+        try:
+            encoded, size = make()
+        except Exception as exc:  # a corrupt image must not cost the whole report: the page shows the gap
+            return Built(name, error=_image_error(exc))
+        return self._write(name, encoded, size, key)
+
+    def _write(self, name: str, data: bytes, size: tuple[int, int], key: str) -> Built:
+        atomic_write_bytes(self.root / name, data)
+        return Built(name, size, key=key, written=True)
+
+
+def _built_of(result) -> list[Built]:
+    if isinstance(result, ImagePair):
+        return [result.thumb] + ([result.view] if result.view else [])
+    return [result] if isinstance(result, Built) else []
+
+
+def _file_digest(path: Path | None) -> str:
+    """A collage input's content hash ('' when it has no image: a refusal or an error tile)."""
+    if path is None:
+        return ""
+    try:
+        return digest(Path(path).read_bytes())
+    except OSError:
+        return "missing"
+
+
+def _image_error(exc: Exception) -> str:
+    return f"unreadable image ({type(exc).__name__}: {exc})"
+
+
+def clear_folder(root: Path) -> None:
+    """Remove a scratch assets folder (the self-contained report inlines its images)."""
+    shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,142 @@
+"""The HTML report's folder as a CI artifact: self-sufficient, lazy, cached across reruns."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+from html import unescape
+from pathlib import Path
+
+import pytest
+from hype_ci_fixtures import args, setup_bench
+from PIL import Image
+
+from pytest_hypeedit.report.assets import AssetBuilder, AssetCache, view_bytes
+
+# htmljudge fails odd repeats: repeats 1 and 3 of 4 tasks -> 8 failures (hype_ci_fixtures)
+FAILURES = 8
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    setup_bench(pytester, monkeypatch, tmp_path)
+    return pytester
+
+
+def html_run(bench, *extra):
+    return bench.runpytest(*args("--html", "rep/report.html", *extra, judge="htmljudge"))
+
+
+def page_links(report: Path) -> list[str]:
+    """Every src and href of the page: its markup and pytest-html's JSON blob of rows."""
+    text = unescape(unescape(report.read_text()))  # the blob is escaped once more inside its attribute
+    return re.findall(r'(?:src|href)=\\?"([^"\\]*)\\?"', text)
+
+
+def local(link: str) -> bool:
+    return not re.match(r"^(https?:|data:|#|$)", link)
+
+
+def test_report_folder_copied_alone_shows_every_image_and_a_full_size_view_of_every_failure(bench, tmp_path):
+    html_run(bench).assert_outcomes(passed=4, failed=FAILURES)
+    artifact = tmp_path / "artifact"
+    shutil.copytree(bench.path / "rep", artifact)  # what CI uploads: the report's folder, nothing else
+    shutil.rmtree(bench.path / "out")
+    links = [link for link in page_links(artifact / "report.html") if local(link)]
+    for link in links:
+        target = (artifact / link).resolve()
+        assert target.is_relative_to(artifact.resolve()) and target.is_file(), link
+    views = [link for link in links if ".full." in link]
+    candidate_views = {link for link in views if "/identity/" in link}
+    assert len(candidate_views) == FAILURES  # every failure, one click from its thumbnail
+    with Image.open(artifact / sorted(candidate_views)[0]) as view:
+        assert view.size == (24, 16)  # full size: the candidate's own pixels (benchdata's PNGs)
+
+
+def test_images_load_lazily_with_their_size_given(bench):
+    html_run(bench, "--model", "flaky").assert_outcomes(passed=8, failed=2 * FAILURES)
+    text = (bench.path / "rep" / "report.html").read_text()
+    summary = text[text.index('class="hypeedit-summary"'):text.index('id="data-container"')]
+    images = re.findall(r"<img [^>]*>", summary)
+    assert len(images) == 2 * 2 * FAILURES + 4  # reference + candidate per failure of each model, a collage per task
+    for tag in images:
+        assert 'loading="lazy"' in tag and re.search(r'width="\d+" height="\d+"', tag), tag
+    # two groups (flaky, identity): only the first is open, so only its entries are laid out at load
+    assert summary.count("<details open>") == 1 and summary.count("<details>") == 1
+
+
+def asset_files(report_dir: Path) -> dict[str, tuple[int, int]]:
+    root = report_dir / "hypeedit-assets"
+    return {p.relative_to(root).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file() and p.name != "cache.json"}
+
+
+def test_a_rerun_writes_no_image_and_a_changed_candidate_is_redrawn(bench):
+    html_run(bench).assert_outcomes(passed=4, failed=FAILURES)
+    first = asset_files(bench.path / "rep")
+    assert len(first) == 2 * FAILURES + 2 * 4 + 4  # thumb + view per failure and per reference, 4 collages
+    rerun = html_run(bench)
+    rerun.stdout.fnmatch_lines([f"HTML report images in *: 0 written, {len(first)} reused from an earlier run"])
+    assert asset_files(bench.path / "rep") == first  # not one file rewritten
+    candidate = bench.path / "out" / "mini" / "identity" / "task-02" / "003.png"
+    candidate.write_bytes(png(colour=(0, 200, 0)))  # another image under the same name
+    html_run(bench).stdout.fnmatch_lines(["HTML report images in *: 3 written, * reused from an earlier run"])
+    changed = {name for name, stat in asset_files(bench.path / "rep").items() if first.get(name) != stat}
+    assert changed == {"mini/identity/task-02/003.thumb.jpg", "mini/identity/task-02/003.full.jpg",
+                       "collages/mini/task-02.webp"}
+
+
+def test_files_a_rerun_no_longer_shows_are_removed(bench, monkeypatch):
+    html_run(bench).assert_outcomes(passed=4, failed=FAILURES)
+    assets = bench.path / "rep" / "hypeedit-assets"
+    assert (assets / "mini/identity/task-01/001.thumb.jpg").is_file()
+    # only task-00 and task-01 this time: the other tasks' files are not on the page any more
+    html_run(bench, "-k", "task-00 or task-01").assert_outcomes(passed=2, failed=4)
+    assert (assets / "mini/identity/task-01/001.thumb.jpg").is_file()
+    assert not list(assets.glob("mini/identity/task-02/*")) and not (assets / "collages/mini/task-03.webp").exists()
+
+
+def test_the_cache_file_never_deletes_outside_the_assets_folder(tmp_path):
+    root = tmp_path / "hypeedit-assets"
+    root.mkdir()
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    (root / "folder").mkdir()
+    (root / "cache.json").write_text('{"recipe": "1", "files": {"../precious.txt": {"key": "x"}, "%s": {"key": "y"}, '
+                                     '"folder": {"key": "z"}}}' % outside)
+    AssetCache(root).save_and_prune(root)
+    assert outside.read_text() == "keep me" and (root / "folder").is_dir()
+
+
+def png(colour=(200, 30, 30), size=(24, 16)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+def encoded(fmt: str, size: tuple[int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (10, 120, 200)).save(out, format=fmt)
+    return out.getvalue()
+
+
+def test_full_size_view_rule():
+    jpeg = encoded("JPEG", (800, 600))
+    assert view_bytes(jpeg, 1024) == (jpeg, "jpg", (800, 600))  # small JPEG: the original itself
+    webp = encoded("WEBP", (300, 200))
+    assert view_bytes(webp, 1024)[:2] == (webp, "webp")
+    data, ext, size = view_bytes(encoded("PNG", (640, 480)), 1024)
+    assert (ext, size) == ("jpg", (640, 480)) and data[:2] == b"\xff\xd8"  # PNG: re-encoded, same pixels
+    data, ext, size = view_bytes(encoded("JPEG", (2048, 1536)), 1024)
+    assert (ext, size) == ("jpg", (1024, 768))  # larger than the cap: scaled to fit it
+
+
+def test_an_unreadable_candidate_gets_a_placeholder_not_a_crash(tmp_path):
+    broken = tmp_path / "001.png"
+    broken.write_bytes(b"\x89PNG\r\n\x1a\n not really")
+    builder = AssetBuilder(tmp_path / "assets")
+    pair = builder.image_pair(broken, "mini/m/t/001").result()
+    builder.finish()
+    assert pair.thumb.error and "unreadable image" in pair.thumb.error
+    assert not list((tmp_path / "assets").glob("mini/**/*.jpg"))

@@ -1,0 +1,21 @@
+"""A benchmark run prints each failure on one line: its FAILs are verdicts, not bugs."""
+
+from __future__ import annotations
+
+import pytest
+from hype_ci_fixtures import args, setup_bench
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    setup_bench(pytester, monkeypatch, tmp_path)
+    return pytester
+
+
+def test_failures_print_one_line_each_unless_a_traceback_style_is_chosen(bench):
+    plain = bench.runpytest(*args(repeats=2, judge="htmljudge"))
+    plain.assert_outcomes(passed=4, failed=4)
+    plain.stdout.fnmatch_lines(["*= FAILURES =*", "task-00 identity r001: FAIL (htmljudge): *"])
+    plain.stdout.no_fnmatch_line("*_ mini task-00 identity r001 _*")  # no per-failure section header
+    long = bench.runpytest(*args("--tb=long", repeats=2, judge="htmljudge"))
+    long.stdout.fnmatch_lines(["*_ mini task-00 identity r001 _*", "task-00 identity r001: FAIL (htmljudge): *"])
