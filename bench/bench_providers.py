@@ -1,75 +1,286 @@
-"""Throughput of a paid run: N candidates against a loopback image provider (the fake ModelArk)
-and a loopback judge (a fake chat-completions server), each answering after LATENCY seconds,
-with -n WORKERS. The ideal wall time is N x 2 x LATENCY / WORKERS; the ratio shows what the
-plugin, the HTTP policy, the cross-worker limiter and pytest-xdist add.
+"""A paid run at scale against loopback providers and a loopback judge: wall time against the ideal, and the
+peak memory of the whole pytest process tree.
 
-    python bench/bench_providers.py [--tasks 50] [--repeats 10] [--latency 2] [--workers 16]
+    python bench/bench_providers.py                 # every case below
+    python bench/bench_providers.py --case small    # one case: small | real | routes
+    python bench/bench_providers.py --latency 2 --concurrency 64 --tasks 50 --repeats 10
 
-Aim (issue 3): 500 candidates, 2 s each, -n 16: ratio under 1.10.
+Cases (issue 8):
+- small:  500 candidates (50 tasks x 10), the fake ModelArk and a fake chat-completions judge answering after
+          2 s each, --concurrency 64, in one process and with -n 2.  Ideal: 500 x 4 s / 64 = 31.25 s.
+          Aim: wall <= 1.10 x ideal; peak RSS of the process tree <= 1 GB.
+- real:   the same with reference images at the tasks' real size (WebP, 4096 x 4096 and 5504 x 3072) and
+          2K outputs (PNG, about 6 MB).  Aim: peak RSS <= 1.5 GB.
+- routes: three models on three routes (ModelArk, OpenAI images, DashScope), DashScope limited to 2 calls in
+          flight.  Aim: wall within 10% of that route's own ideal (its candidates x latency / 2, plus one
+          judge latency for its last candidate).
+
+The fakes run in this process (their CPU is not the plugin's, their memory is not counted); the pytest run is a
+subprocess whose tree (controller and xdist workers) is sampled from /proc every 0.1 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import os
+import random
+import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 from benchdata import make_tasks, write_split  # noqa: E402
 from genai_fakes.chat import FakeChat, verdict_reply  # noqa: E402
+from providers_fakes import ark as ark_module  # noqa: E402
 from providers_fakes.ark import FakeArk  # noqa: E402
+from providers_fakes.dashscope import FakeDashScope  # noqa: E402
+from providers_fakes.openai import FakeOpenAI  # noqa: E402
+
+JUDGE_KEY = "bench-judge-key-0123456789"
 
 
-def slow_verdict(latency: float):
+# --------------------------------------------------------------------------- measuring
+
+
+class TreeMemory:
+    """Peak resident memory of a process and all its descendants, sampled from /proc."""
+
+    def __init__(self, pid: int, every: float = 0.1):
+        self.pid, self.every, self.peak = pid, every, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> "TreeMemory":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._done.wait(self.every):
+            self.peak = max(self.peak, sum(_rss(pid) for pid in _tree(self.pid)))
+
+
+def _tree(pid: int) -> list[int]:
+    pids, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        pids.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                stack += [int(child) for child in (task / "children").read_text().split()]
+            except OSError:
+                continue
+    return pids
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class Figures:
+    wall: float
+    ideal: float
+    peak_rss: int
+    summary: str
+    calls: int
+    judged: int
+    first_call: float = float("nan")  # seconds from the start to the first provider call
+    after_last: float = float("nan")  # seconds from the last judge call's answer to the end of the run
+    cpu: float = float("nan")  # CPU seconds of the process tree
+
+    def line(self, name: str) -> str:
+        return (f"{name}: wall {self.wall:.1f} s, ideal {self.ideal:.1f} s, ratio {self.wall / self.ideal:.3f}; "
+                f"peak RSS of the process tree {self.peak_rss / 2 ** 20:.0f} MB; "
+                f"{self.calls} provider calls, {self.judged} judge calls; first call after {self.first_call:.1f} s, "
+                f"{self.after_last:.1f} s from the last verdict to the end; CPU {self.cpu:.1f} s; {self.summary}")
+
+
+def run_pytest(folder: Path, env: dict, args: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args]
+    run_pytest.started_at = time.time()
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with TreeMemory(process.pid) as memory:
+        out, err = process.communicate()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run_pytest.cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    done = subprocess.CompletedProcess(command, process.returncode, out, err)
+    if done.returncode not in (0, 1):
+        sys.exit(f"the benchmark run failed with exit status {done.returncode}:\n{out[-3000:]}\n{err[-2000:]}")
+    return wall, memory.peak, done
+
+
+def last_line(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else done.stderr[-300:]
+
+
+# --------------------------------------------------------------------------- fakes for a bench
+
+
+def lean(fake):
+    """Keep each request's arrival but not its body (a real-size run would hold gigabytes of them here)."""
+    if not hasattr(fake, "dispatch"):  # the chat fake: slow_judge drops what it read
+        return fake
+    original = fake.dispatch
+
+    def dispatch(seen):
+        try:
+            return original(seen)
+        finally:
+            seen.body = b""
+
+    fake.dispatch = dispatch
+    return fake
+
+
+def slow_judge(chat: FakeChat, latency: float) -> None:
+    chat.arrivals = []
+
     def reply(request):
+        chat.arrivals.append(time.time())
         answer = verdict_reply("PASS" if len(request.raw) % 2 else "FAIL", "bench verdict")
         answer.delay = latency
+        request.raw, request.json, request.parsed = b"", None, {}
         return answer
 
-    return reply
+    chat.default = reply
+
+
+def photo_like(width: int, height: int, fmt: str, seed: int) -> bytes:
+    """An image that compresses like a photograph (smooth areas, some texture), not like a flat colour."""
+    from PIL import Image, ImageFilter
+
+    rng = random.Random(seed)
+    small = Image.frombytes("RGB", (width // 16, height // 16),
+                            bytes(rng.randrange(256) for _ in range(width // 16 * height // 16 * 3)))
+    image = small.resize((width, height), Image.Resampling.BICUBIC).filter(ImageFilter.GaussianBlur(2))
+    noise = Image.effect_noise((width, height), 24).convert("RGB")
+    image = Image.blend(image, noise, 0.08)
+    buffer = io.BytesIO()
+    image.save(buffer, format=fmt, **({"quality": 90} if fmt in ("WEBP", "JPEG") else {"compress_level": 1}))
+    return buffer.getvalue()
+
+
+def real_size_split(folder: Path, tasks: int) -> None:
+    """Tasks at the public split's sizes, each with a WebP reference of that size."""
+    sizes = [(4096, 4096), (5504, 3072), (3584, 4800), (2048, 2048)]
+    made = {size: photo_like(*size, "WEBP", seed=i) for i, size in enumerate(sizes)}
+    entries = []
+    for index, task in enumerate(make_tasks(tasks)):
+        width, height = sizes[index % len(sizes)]
+        task.update(width=width, height=height, input_images=["001.webp"])
+        target = folder / "images" / task["task_id"] / "001.webp"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(made[(width, height)])
+        entries.append(task)
+    (folder / "bench.json").write_text(__import__("json").dumps(entries))
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def base_env(folder: Path, **extra: str) -> dict:
+    return {**os.environ, "HYPEEDIT_CACHE_DIR": str(folder / "cache"), "OPENAI_API_KEY": JUDGE_KEY, **extra}
+
+
+def common_args(args, judge: FakeChat) -> list[str]:
+    return ["--tasks", "bench.json", "--images-base", "images", "--repeats", str(args.repeats), "--outputs", "out",
+            "--judge", "openai-rubric:bench-judge", "--judge-base-url", judge.base_url,
+            "--concurrency", str(args.concurrency)]
+
+
+def ark_case(args, workers: int, real: bool) -> Figures:
+    candidates = args.tasks * args.repeats
+    with tempfile.TemporaryDirectory() as tmp, lean(FakeArk()) as ark, lean(FakeChat()) as chat:
+        folder = Path(tmp)
+        if real:
+            real_size_split(folder, args.tasks)
+            output = photo_like(2048, 2048, "PNG", seed=99)
+            ark.files.new_image = lambda *a, **k: output  # a 2K PNG for every candidate
+            ark_module._validate = lambda body: None  # the fake's own decoding of 4K inputs is not the plugin's
+        else:
+            write_split(folder, "bench", make_tasks(args.tasks), folder / "images")
+        ark.inject("slow", path="/images/generations", delay=args.latency, count=candidates)
+        slow_judge(chat, args.latency)
+        env = base_env(folder, HYPEEDIT_ARK_BASE_URL=ark.base, ARK_API_KEY=ark.key)
+        extra = ["-n", str(workers)] if workers else []
+        wall, peak, done = run_pytest(folder, env, ["--model", "seedream-4.5", *common_args(args, chat),
+                                                    "--rate-limit", f"ark=/{args.concurrency}", *extra])
+        calls = len(ark.seen("/images/generations"))
+        judged = len(chat.requests)
+        first = min(s.at for s in ark.seen("/images/generations")) - run_pytest.started_at
+        after = run_pytest.started_at + wall - (max(chat.arrivals) + args.latency)
+    ideal = candidates * 2 * args.latency / args.concurrency
+    return Figures(wall, ideal, peak, last_line(done), calls, judged, first, after, run_pytest.cpu)
+
+
+def routes_case(args) -> Figures:
+    tasks, repeats, limited = args.route_tasks, 2, 2
+    with tempfile.TemporaryDirectory() as tmp, lean(FakeArk()) as ark, lean(FakeOpenAI()) as openai, \
+            lean(FakeDashScope()) as dashscope, lean(FakeChat()) as chat:
+        folder = Path(tmp)
+        write_split(folder, "bench", make_tasks(tasks), folder / "images")
+        (folder / "models.yaml").write_text(
+            "models:\n  qwen-image-edit-2511: {route: dashscope, provider_model: qwen-image-edit-plus-2025-12-15}\n")
+        per_model = tasks * repeats
+        ark.inject("slow", path="/images/generations", delay=args.latency, count=per_model)
+        openai.inject("slow", path="/images/edits", delay=args.latency, count=per_model)
+        dashscope.inject("slow", path="multimodal-generation", delay=args.latency, count=per_model)
+        slow_judge(chat, args.latency)
+        env = base_env(folder, HYPEEDIT_ARK_BASE_URL=ark.base, ARK_API_KEY=ark.key,
+                       HYPEEDIT_OPENAI_BASE_URL=openai.base, HYPEEDIT_DASHSCOPE_BASE_URL=dashscope.base,
+                       DASHSCOPE_API_KEY=dashscope.key)
+        env["OPENAI_API_KEY"] = openai.key  # the images API and the judge's fake share the variable
+        run_args = ["--model", "seedream-4.5", "--model", "gpt-image-1.5", "--model", "qwen-image-edit-2511",
+                    "--models-file", "models.yaml", *common_args(args, chat), "--repeats", str(repeats),
+                    "--rate-limit", "ark=/64", "--rate-limit", "openai=/64",
+                    "--rate-limit", f"dashscope=/{limited}"]
+        wall, peak, done = run_pytest(folder, env, run_args)
+        calls = sum(len(f.seen(p)) for f, p in ((ark, "/images/generations"), (openai, "/images/edits"),
+                                                 (dashscope, "multimodal-generation")))
+        judged = len(chat.requests)
+    ideal = per_model * args.latency / limited + args.latency
+    return Figures(wall, ideal, peak, last_line(done), calls, judged)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=["all", "small", "real", "routes"], default="all")
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--latency", type=float, default=2.0)
-    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--route-tasks", type=int, default=20, help="tasks of the routes case (2 repeats each)")
     args = parser.parse_args()
-    candidates = args.tasks * args.repeats
-    ideal = candidates * 2 * args.latency / args.workers
-    with tempfile.TemporaryDirectory() as tmp, FakeArk() as ark, FakeChat() as chat:
-        folder = Path(tmp)
-        write_split(folder, "bench", make_tasks(args.tasks), folder / "images")
-        ark.inject("slow", path="/images/generations", delay=args.latency, count=candidates)
-        chat.default = slow_verdict(args.latency)
-        env = {**os.environ, "HYPEEDIT_ARK_BASE_URL": ark.base, "ARK_API_KEY": ark.key,
-               "HYPEEDIT_CACHE_DIR": str(folder / "cache"), "OPENAI_API_KEY": "bench-judge-key-0123456789"}
-        # openai-rubric: the prompt does not matter to a throughput figure, and the upstream judge's
-        # script (the openai:MODEL prompt) is not downloadable offline.
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-                   "--model", "seedream-4.5", "--tasks", "bench.json", "--images-base", "images",
-                   "--repeats", str(args.repeats), "--outputs", "out", "--judge", "openai-rubric:bench-judge",
-                   "--judge-base-url", chat.base_url, "--rate-limit", f"ark=100000/{args.workers}",
-                   "-n", str(args.workers)]
-        started, wall_clock_start = time.perf_counter(), time.time()
-        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
-        wall = time.perf_counter() - started
-        summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
-        arrivals = sorted(seen.at for seen in ark.seen("/images/generations"))
-        generated = len(arrivals)
-        startup = arrivals[0] - wall_clock_start if arrivals else float("nan")
-    print(f"{candidates} candidates, provider and judge {args.latency:g} s each, -n {args.workers}: {summary}")
-    print(f"provider calls: {generated}; judge calls: {len(chat.requests)}; "
-          f"first provider call {startup:.1f} s after start (worker start-up)")
-    print(f"wall time {wall:.1f} s vs ideal {ideal:.1f} s: ratio {wall / ideal:.3f} (aim < 1.10)")
-    if done.returncode not in (0, 1):
-        sys.exit(f"the benchmark run failed with exit status {done.returncode}")
+    if args.case in ("all", "small"):
+        print(ark_case(args, 0, real=False).line("small, one process"), flush=True)
+        print(ark_case(args, 2, real=False).line("small, -n 2"), flush=True)
+    if args.case in ("all", "real"):
+        print(ark_case(args, 0, real=True).line("real-size references, one process"), flush=True)
+        print(ark_case(args, 2, real=True).line("real-size references, -n 2"), flush=True)
+    if args.case in ("all", "routes"):
+        print(routes_case(args).line("three routes, dashscope at 2 in flight"), flush=True)
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ def test_limiter_slot_is_taken_for_every_attempt(server, delays):
         def __init__(self):
             self.entered = 0
 
-        def slot(self):
+        def slot(self, **options):
             import contextlib
             self.entered += 1
             return contextlib.nullcontext()

@@ -170,3 +170,19 @@ def test_a_killed_worker_frees_its_slot(tmp_path):
     proc.kill()
     proc.join(10)
     assert taken.wait(5)
+
+
+def test_a_download_of_a_result_takes_no_request_per_minute_token(tmp_path):
+    """A result file comes from storage, not the provider's API: only API requests count toward its RPM."""
+    limiter = RouteLimiter(tmp_path, "ark", rpm=2, inflight=None, period=60, margin=0.0)
+    with FakeServer() as server:
+        server.route("GET", "/files/1.png", lambda seen: Reply(200, b"png"))
+        server.route("POST", "/api", lambda seen: Reply(200, {"ok": True}))
+        with make_http_client("ark", limiter=limiter, policy=RetryPolicy(max_attempts=1)) as client:
+            from pytest_hypeedit.providers.http import send
+
+            send(client, "POST", f"{server.url}/api", route="ark", model="m")
+            for _ in range(3):
+                send(client, "GET", f"{server.url}/files/1.png", route="ark", model="m", download=True)
+    assert len(json.loads((tmp_path / "ark.rpm.json").read_text())) == 1
+    assert limiter.rpm_wait() == 0  # one of two tokens used: the downloads took none

@@ -172,12 +172,13 @@ class RouteLimiter:
 
     # ------------------------------------------------------------------ requests (the transport's unit)
     @contextlib.contextmanager
-    def slot(self) -> Iterator[None]:
-        """One HTTP request: a request-per-minute token, and an in-flight slot unless it is part of a call."""
+    def slot(self, *, rpm: bool = True) -> Iterator[None]:
+        """One HTTP request: a request-per-minute token (``rpm=False``: a download of a result file, which is
+        not a request to the provider's API), and an in-flight slot unless it is part of a call."""
         in_call = getattr(self._in_call, "active", False)
         release = self._slots.take() if self._slots is not None and not in_call else None
         try:
-            if self.rpm:
+            if self.rpm and rpm:
                 self._take_rpm_token()
             yield
         finally:

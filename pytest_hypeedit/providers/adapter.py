@@ -83,13 +83,16 @@ class HttpProvider(Provider):
                                   task_id=request.task.task_id, route=self.route)
 
     # ------------------------------------------------------------------ HTTP
-    def call(self, method: str, url: str, *, submits: bool = False, **kwargs: Any) -> httpx.Response:
+    def call(self, method: str, url: str, *, submits: bool = False, download: bool = False,
+             **kwargs: Any) -> httpx.Response:
         """One HTTP request under the route's policy; ``submits=True`` for the request that submits a paid
-        job to a submit-then-poll route: it is never sent again once it may have reached the provider.
+        job to a submit-then-poll route: it is never sent again once it may have reached the provider;
+        ``download=True`` for a result file's URL (storage, not the API: no request-per-minute token).
         A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
         if "json" in kwargs:
             kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
-        return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits, **kwargs)
+        return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits,
+                    download=download, **kwargs)
 
     def check(self, response: httpx.Response) -> None:
         raise_for_status(response, route=self.route, model=self.spec.name)
@@ -107,7 +110,7 @@ class HttpProvider(Provider):
         """Fetch a returned image URL at once (signed URLs expire) with the same client and policy."""
         if url.startswith("data:"):
             return decode_data_url(url, what)
-        response = self.call("GET", url, headers=headers or {})
+        response = self.call("GET", url, headers=headers or {}, download=True)
         if response.status_code in EXPIRED:
             raise ProviderError(redact(f"{what}: the result URL answered HTTP {response.status_code} "
                                        "(expired or gone); the image was generated but cannot be fetched"),

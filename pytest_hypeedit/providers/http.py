@@ -44,6 +44,8 @@ log = logging.getLogger("pytest_hypeedit.http")
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: The request extension that marks a job submission (``send(..., submits=True)``).
 SUBMITS = "hypeedit_submits_job"
+#: The request extension that marks the download of a result file from storage: no API rate limit applies.
+DOWNLOAD = "hypeedit_download"
 #: Transport errors raised before the request left: retrying them cannot submit twice.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
@@ -157,7 +159,12 @@ class PolicyTransport(httpx.BaseTransport):
             observe(status)
 
     def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
-        slot = self.limiter.slot() if self.limiter is not None else contextlib.nullcontext()
+        if self.limiter is None:
+            slot = contextlib.nullcontext()
+        elif request.extensions.get(DOWNLOAD):
+            slot = self.limiter.slot(rpm=False)  # storage, not the provider's API: no request-per-minute token
+        else:
+            slot = self.limiter.slot()
         with slot:
             response = self.inner.handle_request(request)
             try:
@@ -296,12 +303,14 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
 
 
 def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, submits: bool = False,
-         **kwargs: Any) -> httpx.Response:
+         download: bool = False, **kwargs: Any) -> httpx.Response:
     """``client.request`` with network errors turned into ProviderError; the status is NOT checked here,
     so the adapter can look for a refusal first and then call ``raise_for_status``.  ``submits`` marks a
-    request that submits a paid job: it is never sent twice (see the module docstring)."""
-    if submits:
-        kwargs["extensions"] = {**kwargs.get("extensions", {}), SUBMITS: True}
+    request that submits a paid job: it is never sent twice (see the module docstring); ``download`` one
+    that fetches a result file from storage, which takes no request-per-minute token."""
+    flags = {name: True for name, on in ((SUBMITS, submits), (DOWNLOAD, download)) if on}
+    if flags:
+        kwargs["extensions"] = {**kwargs.get("extensions", {}), **flags}
     try:
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:

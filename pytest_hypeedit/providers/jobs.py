@@ -98,7 +98,7 @@ class JobPoller:
         def fetch() -> bytes:
             if url.startswith("data:"):
                 return self.provider.download(url, self.what)
-            response = self.provider.call("GET", url, headers=headers or {})
+            response = self.provider.call("GET", url, headers=headers or {}, download=True)
             if response.status_code in EXPIRED:
                 raise self.expired(f"its result URL answered HTTP {response.status_code} ({keeps})",
                                    status=response.status_code)
