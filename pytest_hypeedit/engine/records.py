@@ -88,7 +88,9 @@ class Record:
         return (self.cost or 0.0) + (self.judge_cost or 0.0)
 
     def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
+        """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).
+        Not ``dataclasses.asdict``: its deep copy is most of the per-item cost of a 7,000-candidate replay."""
+        data = dict(vars(self))
         data["schema"] = RECORD_SCHEMA
         return data
 
