@@ -385,6 +385,18 @@ class CandidatePool:
 
     def _admit(self, gates: list[RouteGate]) -> Taken | None:
         """The route slots first, then a candidate slot; all or nothing."""
+        taken = self._admit_routes(gates)
+        if taken is None:
+            return None
+        if self._slots is not None:
+            release = self._slots.try_take()
+            if release is None:
+                self._release(taken)
+                return None
+            taken.append((None, release))
+        return taken
+
+    def _admit_routes(self, gates: list[RouteGate]) -> Taken | None:
         taken: Taken = []
         for gate in gates:
             release = gate.try_enter()
@@ -392,12 +404,6 @@ class CandidatePool:
                 self._release(taken)
                 return None
             taken.append((gate, release))
-        if self._slots is not None:
-            release = self._slots.try_take()
-            if release is None:
-                self._release(taken)
-                return None
-            taken.append((None, release))
         return taken
 
     @staticmethod
@@ -435,15 +441,47 @@ class CandidatePool:
             if task is None:
                 return
             job, taken = task
+            candidate = [entry for entry in taken if entry[0] is None]  # the candidate slot, kept between steps
+            routes = [entry for entry in taken if entry[0] is not None]
             try:
-                with self._holding(taken):
-                    self._run_step(job)
+                while job is not None:
+                    with self._holding(routes):
+                        self._run_step(job)
+                    self._finished_step(job)
+                    job, routes = self._next_step_here()
             finally:
+                self._release(candidate)
                 with self._cond:
                     self._running -= 1
-                    if job.state == DONE:  # only now: the slots are back when pytest sees the result
-                        job.done.set()
                     self._cond.notify_all()
+
+    def _finished_step(self, job: Job) -> None:
+        with self._cond:
+            if job.state == DONE:  # only now: the route slots are back when pytest sees the result
+                job.done.set()
+            self._cond.notify_all()
+
+    def _next_step_here(self) -> tuple[Job | None, Taken]:
+        """The next step this thread may run at once, keeping its candidate slot: the verdict of the candidate
+        it just generated, another verdict, or the next generation whose route admits it.  Handing it to the
+        dispatcher instead would cost a thread switch and a slot given back and taken again, many times per
+        second when calls come back together."""
+        for queue_, gates in self._queues_in_order():
+            with self._cond:
+                if self._stop_reason is not None or self._closed:
+                    return None, []
+                if not queue_:
+                    continue
+            taken = self._admit_routes(gates)
+            if taken is None:
+                continue
+            with self._cond:
+                if queue_:
+                    job = queue_.popleft()
+                    job.state = RUNNING
+                    return job, taken
+            self._release(taken)
+        return None, []
 
     @staticmethod
     @contextlib.contextmanager
