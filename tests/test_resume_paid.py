@@ -9,6 +9,7 @@ fake looks on disk for the candidate it was shown and for its record.
 from __future__ import annotations
 
 import json
+import time
 import re
 from pathlib import Path
 
@@ -165,3 +166,27 @@ def assert_records_match_their_paths(outputs: Path) -> None:
                 (split, model, task_id, path.stem), path
             found += 1
     assert found == ITEMS
+
+
+def test_a_replay_judged_by_labels_rewrites_no_record_unless_a_label_changed(pytester, tmp_path, monkeypatch):
+    """Human labels are read afresh at every run (raters keep adding files), but a record whose verdict did not
+    change is not written again: a leaderboard-size replay would spend most of its time rewriting them."""
+    from benchdata import make_tasks, write_labels, write_split
+
+    write_split(pytester.path, "mini", make_tasks(2), pytester.path / "images")
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    labels = {(f"task-{t:02d}", "identity", r): r == 1 for t in range(2) for r in (1, 2)}
+    write_labels(pytester.path / "r.json", labels)
+    run = ["-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base", "images",
+           "--repeats", "2", "--judge", "labels:r.json", "--outputs", "out"]
+    pytester.runpytest(*run).assert_outcomes(passed=2, failed=2)
+    records = sorted(pytester.path.glob("out/mini/identity/*/*.json"))
+    stamps = {path: path.stat().st_mtime_ns for path in records}
+    time.sleep(0.01)
+    pytester.runpytest(*run).assert_outcomes(passed=2, failed=2)
+    assert {path: path.stat().st_mtime_ns for path in records} == stamps
+    write_labels(pytester.path / "r.json", {**labels, ("task-00", "identity", 2): True})  # a rater changed a label
+    pytester.runpytest(*run).assert_outcomes(passed=3, failed=1)
+    changed = [path for path in records if path.stat().st_mtime_ns != stamps[path]]
+    assert changed == [pytester.path / "out/mini/identity/task-00/002.json"]
+    assert json.loads(changed[0].read_text())["verdict"] == "PASS"

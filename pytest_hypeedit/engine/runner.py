@@ -37,6 +37,12 @@ from ..tasks import Task
 from .journal import Journal
 
 
+def _same_verdict(old: dict, new: dict) -> bool:
+    """Two verdict entries that say the same (they differ only in when they were given)."""
+    keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
+    return all(old.get(key) == new.get(key) for key in keys)
+
+
 def refused(record: Record | None) -> bool:
     """The model's answer was a refusal: a settled (and paid-for) outcome, not retried."""
     return record is not None and record.outcome == REFUSED
@@ -306,6 +312,12 @@ class Runner:
         entry = self._verdict_entry(verdict)
         if reason:
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
+        if stale and not judge.routes and _same_verdict(stale, entry) and record.judge == entry["judge"] \
+                and not record.error:
+            # A free judge (human labels) asked again and saying the same: the record on disk is right as it
+            # is.  Not rewriting it is most of a 7,000-candidate replay's time.
+            self._apply_verdict(record, stale, reused=False)
+            return
         self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
 
