@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from .analysis.enrich import AnalysisSettings, enrich_results
 from .errors import HypeEditError, InputError
 from .analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
 from .report.leaderboard import load_results
@@ -46,12 +45,22 @@ class CiPlugin:
             raise pytest.UsageError("--gate refers to 'baseline' but no --baseline RESULTS.json was given")
         if option.hypeedit_bootstrap < 0 or option.hypeedit_bootstrap == 1:
             raise pytest.UsageError(f"--bootstrap {option.hypeedit_bootstrap}: must be 0 (off) or a number of resamples >= 2")
-        self.analysis = AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
-                                         review_seconds=run.review_seconds, review_rate=run.review_rate)
         self.gate_results: list[GateResult] = []
         self.incomplete_reasons: list[str] = []
 
+    @property
+    def analysis(self):
+        """The statistics' settings; numpy is imported here, when the results are computed, not at start-up
+        (a tenth of a second before the first paid call)."""
+        from .analysis.enrich import AnalysisSettings
+
+        option, run = self.config.option, self.run
+        return AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
+                                review_seconds=run.review_seconds, review_rate=run.review_rate)
+
     def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+        from .analysis.enrich import enrich_results
+
         enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -14,7 +14,6 @@ import pytest
 from .config import RunConfig
 from .items import parse_nodeid
 from .engine.records import ERROR, Record, records_from_properties
-from .report.results import build_results, write_results
 from .report.terminal import summary_lines
 
 
@@ -46,6 +45,8 @@ class BenchmarkSession:
         if not self.records:
             return
         run = self.run
+        from .report.results import build_results, write_results  # numpy: only once the records are in
+
         self.results = build_results(
             self.records.values(),
             models=run.models,
