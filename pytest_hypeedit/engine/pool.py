@@ -125,6 +125,7 @@ class CandidatePool:
         self._dispatcher: threading.Thread | None = None
         self._totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
         self._gates: dict[int, RouteGate] = {}
+        self._last_activity = 0.0  # when a worker last finished a step (monotonic)
 
     # ------------------------------------------------------------------ the main thread's side
     def start(self) -> "CandidatePool":
@@ -150,7 +151,16 @@ class CandidatePool:
         while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
             if on_wait is not None:
                 on_wait()
+        self._let_calls_go_first()
         return self._outcome(job)
+
+    def _let_calls_go_first(self, quiet: float = 0.01, most: float = 0.2) -> None:
+        """While calls are coming back (a step finished in the last ``quiet`` seconds), pytest's reporting of
+        this item waits, up to ``most``: the threads turning answers into the next requests share the
+        interpreter with it, and reporting is the one that can wait."""
+        deadline = time.monotonic() + most
+        while time.monotonic() - self._last_activity < quiet and time.monotonic() < deadline:
+            time.sleep(quiet / 2)
 
     def stop(self, reason: str) -> None:
         """No new step starts from now on (running steps finish)."""
@@ -456,6 +466,7 @@ class CandidatePool:
                     self._cond.notify_all()
 
     def _finished_step(self, job: Job) -> None:
+        self._last_activity = time.monotonic()
         with self._cond:
             if job.state == DONE:  # only now: the route slots are back when pytest sees the result
                 job.done.set()
