@@ -43,6 +43,7 @@ class HttpProvider(Provider):
         self.runtime = runtime or runtime_module.current()
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+        self._prepared: dict[tuple, tuple[PreparedImage, ...]] = {}
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -78,9 +79,15 @@ class HttpProvider(Provider):
 
     # ------------------------------------------------------------------ inputs
     def references(self, request: GenerationRequest) -> tuple[PreparedImage, ...]:
-        """The task's images within this route's limits, prepared once per task x route (on disk)."""
-        return prepare_references(request.references, self.image_limits, self.runtime.images_dir(),
-                                  task_id=request.task.task_id, route=self.route)
+        """The task's images within this route's limits, prepared once per task x route (on disk), and
+        remembered here: the ten repeats of a task do not look for them on disk ten times."""
+        key = (request.task.split, request.task.task_id, request.references)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = prepare_references(request.references, self.image_limits, self.runtime.images_dir(),
+                                          task_id=request.task.task_id, route=self.route)
+            self._prepared[key] = prepared
+        return prepared
 
     # ------------------------------------------------------------------ HTTP
     def call(self, method: str, url: str, *, submits: bool = False, download: bool = False,
