@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 import json
 
 import pytest
@@ -404,3 +405,33 @@ def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path,
     assert [mime for mime, _ in fake_chat.requests[-1].parsed["images"]] == ["image/jpeg", "image/png", "image/png"]
     assert len(fits) == 2  # the big JPEG and the WebP, each once for two verdicts
     assert fake_chat.requests[-1].parsed["images"][2][1] == (tmp_path / "cand.png").read_bytes()
+
+
+def test_a_reference_judged_by_many_threads_at_once_is_converted_once(tmp_path, monkeypatch):
+    """The ten repeats of a task reach the judge together: its WebP reference is made a PNG once, not once per
+    thread (each conversion of a 4K image holds hundreds of MB)."""
+    import threading
+
+    from pytest_hypeedit.judges import openai_compat
+    from pytest_hypeedit.providers import images as images_module
+    from pytest_hypeedit.providers import runtime
+
+    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
+    fits = []
+    original_fit = images_module.fit
+
+    def slow_fit(*args, **kwargs):
+        fits.append(1)
+        time.sleep(0.05)  # long enough for every thread to arrive while the first converts
+        return original_fit(*args, **kwargs)
+
+    monkeypatch.setattr(images_module, "fit", slow_fit)
+    webp = tmp_path / "ref.webp"
+    Image.new("RGB", (64, 48), (1, 2, 3)).save(webp, format="WEBP")
+    urls = []
+    threads = [threading.Thread(target=lambda: urls.append(str(openai_compat.data_url(webp)))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(fits) == 1 and len(set(urls)) == 1 and urls[0].startswith("data:image/png;base64,")

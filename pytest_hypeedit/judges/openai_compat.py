@@ -147,6 +147,7 @@ def _image_size(path: Path) -> tuple[int, int]:
 def _converted(path: Path) -> tuple[Path, str]:
     """``path`` as a PNG (or a JPEG, when it was one) within MAX_SIDE, made once per file version in the
     prepared-image cache; (file, MIME type)."""
+    from ..engine.limits import exclusive
     from ..files import atomic_write_bytes
     from ..providers import runtime
     from ..providers.images import EXT, MIME, ImageLimits, fit
@@ -154,17 +155,19 @@ def _converted(path: Path) -> tuple[Path, str]:
     stat = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{MAX_SIDE}".encode()).hexdigest()[:24]
     folder = runtime.current().images_dir() / ROUTE
-    for fmt in ("png", "jpeg"):
-        done = folder / f"{key}.{EXT[fmt]}"
-        if done.is_file():
-            return done, MIME[fmt]
-    limits = ImageLimits(max_side=MAX_SIDE, formats=("png", "jpeg"), convert_to="png")
-    try:
-        data, fmt = fit(path.read_bytes(), limits, where=str(path))
-    except ImageError as exc:
-        raise JudgeError(f"{exc}", retryable=False) from None
-    target = folder / f"{key}.{EXT[fmt]}"
-    atomic_write_bytes(target, data)
+    folder.mkdir(parents=True, exist_ok=True)
+    with exclusive(folder / f".{key}.lock"):  # the ten repeats of a task are judged at once: convert it once
+        for fmt in ("png", "jpeg"):
+            done = folder / f"{key}.{EXT[fmt]}"
+            if done.is_file():
+                return done, MIME[fmt]
+        limits = ImageLimits(max_side=MAX_SIDE, formats=("png", "jpeg"), convert_to="png")
+        try:
+            data, fmt = fit(path.read_bytes(), limits, where=str(path))
+        except ImageError as exc:
+            raise JudgeError(f"{exc}", retryable=False) from None
+        target = folder / f"{key}.{EXT[fmt]}"
+        atomic_write_bytes(target, data)
     return target, MIME[fmt]
 
 

@@ -26,7 +26,7 @@ from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
 from .http import raise_for_status, request_id_of, send
-from .images import ImageLimits, PreparedImage, prepare_references
+from .images import IMAGE_WORK, ImageLimits, PreparedImage, prepare_references
 
 #: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
 EXPIRED = frozenset({403, 404, 410})
@@ -156,7 +156,7 @@ def decoded_ext(data: bytes, what: str, *, request_id: str | None = None, cost: 
         raise Refusal(f"{what}: the returned file is not a PNG, JPEG or WebP image ({len(data)} bytes)",
                       cost=cost, request_id=request_id)
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with IMAGE_WORK, Image.open(io.BytesIO(data)) as image:  # a 2K image decoded is 12 MB: a few at a time
             image.load()
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
