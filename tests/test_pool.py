@@ -143,6 +143,7 @@ def calls(tmp_path: Path) -> list[str]:
 
 
 def test_calls_in_flight_reach_the_concurrency_and_never_pass_it(bench, server, tmp_path):
+    server.delay = 0.8  # long enough that the eighth call starts before the first ends, even on a loaded machine
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "8"))
     result.assert_outcomes(passed=12, failed=12)
     assert server.peak["/route-a"] == 8  # one at a time without the pool; never more than asked

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -31,6 +33,25 @@ from .records import Record
 
 def repeat_stem(repeat: int) -> str:
     return f"{repeat:03d}"
+
+
+def move_into_place(source: Path, dest: Path) -> None:
+    """``source`` becomes ``dest`` in one step (a rename), never half a file under ``dest``'s name."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(source, dest)
+        return
+    except OSError:  # another filesystem: copy beside the target, then rename there
+        pass
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
+            shutil.copyfileobj(src, out, 1024 * 1024)
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    source.unlink(missing_ok=True)
 
 
 def default_claims_dir(root: Path) -> Path:
@@ -77,9 +98,15 @@ class Store:
             return None
         return record if record is not None and record.key == (split, model, task_id, repeat) else None
 
-    def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes, ext: str) -> Path:
+    def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,
+                        ext: str) -> Path:
+        """The candidate under its name, atomically: bytes are written, a downloaded file is moved (renamed when
+        it is on the same filesystem, else copied beside its target first)."""
         path = self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.{ext}"
-        atomic_write_bytes(path, data)
+        if isinstance(data, Path):
+            move_into_place(data, path)
+        else:
+            atomic_write_bytes(path, data)
         return path
 
     def write_record(self, record: Record) -> Path:

@@ -14,7 +14,8 @@ import binascii
 import io
 import math
 import threading
-from typing import Any, ClassVar, Sequence
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Sequence
 
 import httpx
 from PIL import Image
@@ -25,7 +26,7 @@ from ..secrets import base_url, key_for, redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
-from .http import raise_for_status, request_id_of, send
+from .http import download_to, raise_for_status, request_id_of, send
 from .images import IMAGE_WORK, ImageLimits, PreparedImage, prepare_references
 
 #: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
@@ -113,24 +114,34 @@ class HttpProvider(Provider):
             raise ProviderError(f"{what}: HTTP {response.status_code} reply is not JSON: {excerpt!r}",
                                 retryable=True, status=response.status_code) from None
 
-    def download(self, url: str, what: str, *, headers: dict[str, str] | None = None) -> bytes:
-        """Fetch a returned image URL at once (signed URLs expire) with the same client and policy."""
+    def download(self, url: str, what: str, *, headers: dict[str, str] | None = None,
+                 gone: Callable[[int], Exception | None] | None = None) -> bytes | Path:
+        """Fetch a returned image URL at once (signed URLs expire) with the same client and policy, straight
+        into a file (a 2K image in flight is held on disk, not in memory); a data URL's bytes as they are."""
         if url.startswith("data:"):
             return decode_data_url(url, what)
-        response = self.call("GET", url, headers=headers or {}, download=True)
-        if response.status_code in EXPIRED:
-            raise ProviderError(redact(f"{what}: the result URL answered HTTP {response.status_code} "
-                                       "(expired or gone); the image was generated but cannot be fetched"),
-                                retryable=True, status=response.status_code)
-        self.check(response)
-        return response.content
+
+        def expired(status: int) -> Exception | None:
+            if status not in EXPIRED:
+                return None
+            return ProviderError(redact(f"{what}: the result URL answered HTTP {status} (expired or gone); "
+                                        "the image was generated but cannot be fetched"), retryable=True, status=status)
+
+        return download_to(self.client, url, self.runtime.downloads_dir(), route=self.route, model=self.spec.name,
+                           headers=headers, gone=gone or expired)
 
     # ------------------------------------------------------------------ outputs
-    def generation(self, request: GenerationRequest, data: bytes, *, cost: float | None = None,
+    def generation(self, request: GenerationRequest, data: bytes | Path, *, cost: float | None = None,
                    request_id: str | None = None, seed: int | None = None, **extra: Any) -> Generation:
-        """A checked Generation: the bytes must decode (a truncated or foreign file is a Refusal)."""
+        """A checked Generation: the image (bytes, or a downloaded file) must decode (a truncated or foreign
+        file is a Refusal)."""
         cost = self.spec.price if cost is None else cost
-        ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost)
+        try:
+            ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost)
+        except Refusal:
+            if isinstance(data, Path):
+                data.unlink(missing_ok=True)
+            raise
         extra = {k: v for k, v in extra.items() if v is not None}
         return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
                           seed=seed, request_id=request_id, extra=extra)
@@ -148,15 +159,22 @@ class HttpProvider(Provider):
 # --------------------------------------------------------------------------- helpers
 
 
-def decoded_ext(data: bytes, what: str, *, request_id: str | None = None, cost: float | None = None) -> str:
-    """The extension of image bytes that fully decode; else a Refusal (design.md: an undecodable file
-    from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers accept only those."""
-    ext = sniff_image_ext(data)
+def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None) -> str:
+    """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (design.md: an
+    undecodable file from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers
+    accept only those."""
+    if isinstance(data, Path):
+        with open(data, "rb") as handle:
+            head, size = handle.read(16), data.stat().st_size
+    else:
+        head, size = data[:16], len(data)
+    ext = sniff_image_ext(head)
     if ext is None:
-        raise Refusal(f"{what}: the returned file is not a PNG, JPEG or WebP image ({len(data)} bytes)",
+        raise Refusal(f"{what}: the returned file is not a PNG, JPEG or WebP image ({size} bytes)",
                       cost=cost, request_id=request_id)
+    source = data if isinstance(data, Path) else io.BytesIO(data)
     try:
-        with IMAGE_WORK, Image.open(io.BytesIO(data)) as image:  # a 2K image decoded is 12 MB: a few at a time
+        with IMAGE_WORK, Image.open(source) as image:  # a 2K image decoded is 12 MB: a few at a time
             image.load()
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "

@@ -26,9 +26,12 @@ import contextlib
 import email.utils
 import json
 import logging
+import os
 import random
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import httpx
@@ -46,8 +49,13 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 SUBMITS = "hypeedit_submits_job"
 #: The request extension that marks the download of a result file from storage: no API rate limit applies.
 DOWNLOAD = "hypeedit_download"
+#: The request extension of a download streamed to disk: a successful reply is handed back unread, so the
+#: file never sits in memory whole (an error reply is read, for the retry decision).
+STREAM = "hypeedit_stream"
 #: Transport errors raised before the request left: retrying them cannot submit twice.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: Bytes written at a time by a download (its memory while in flight).
+CHUNK = 256 * 1024
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
 QUOTA_MARKERS = ("insufficient_quota", "quota_exceeded", "billing_hard_limit", "accountoverdue")
 USER_AGENT = "pytest-hypeedit"
@@ -153,12 +161,28 @@ class PolicyTransport(httpx.BaseTransport):
             self.sleep(delay)
             attempt += 1
 
+    def _send_streamed(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
+        """A download read by the caller as it arrives (no request-per-minute token, no in-flight slot: it
+        is a file from storage, inside a call that holds the route's slot already)."""
+        response = self.inner.handle_request(request)
+        if response.is_success:
+            return response, None
+        try:
+            raw = b"".join(response.stream)
+        finally:
+            response.close()
+        fresh = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw),
+                               extensions=response.extensions, request=request)
+        return fresh, _decoded_twin(fresh, raw)
+
     def _observe(self, status: int | None) -> None:
         observe = getattr(self.limiter, "observe", None)  # any object with slot() can limit (tests)
         if observe is not None:
             observe(status)
 
     def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
+        if request.extensions.get(STREAM):
+            return self._send_streamed(request)
         if self.limiter is None:
             slot = contextlib.nullcontext()
         elif request.extensions.get(DOWNLOAD):
@@ -300,6 +324,38 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
         text += ("; the submission may have reached the provider, so it was not sent again (that could pay "
                  "twice): rerun to submit it, and look for an orphan job in the provider's dashboard")
     return ProviderError(redact(text), retryable=True)
+
+
+def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
+                headers: dict[str, str] | None = None, gone: Callable[[int], Exception] | None = None,
+                attempts: int = 3) -> Path:
+    """The file at ``url`` written into a new file in ``folder`` as it arrives; its path.  A status in
+    ``gone``'s care (e.g. 403/404/410 of an expired signed URL) raises what ``gone`` returns; another error
+    reply raises as ``raise_for_status`` does; a connection lost while reading is tried again."""
+    extensions = {DOWNLOAD: True, STREAM: True}
+    folder.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, attempts + 1):
+        fd, name = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
+        target = Path(name)
+        try:
+            with os.fdopen(fd, "wb") as out, client.stream("GET", url, headers=headers or {},
+                                                           extensions=extensions) as response:
+                if gone is not None and (problem := gone(response.status_code)) is not None:
+                    raise problem
+                if not response.is_success:
+                    response.read()
+                    raise_for_status(response, route=route, model=model)
+                for chunk in response.iter_bytes(CHUNK):
+                    out.write(chunk)
+            return target
+        except httpx.TransportError as exc:
+            target.unlink(missing_ok=True)
+            if attempt == attempts:
+                raise transport_error(exc, route=route, model=model) from None
+        except BaseException:
+            target.unlink(missing_ok=True)
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, submits: bool = False,

@@ -25,6 +25,7 @@ Only a final answer ends a job early:
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 from ..errors import JobExpired, JobFailed, ProviderError
@@ -92,17 +93,12 @@ class JobPoller:
         """The provider no longer has this job's result: the runner submits once more (``resubmitted``)."""
         return JobExpired(redact(f"{self.what}: {self.job} expired: {why}"), retryable=True, status=status)
 
-    def download(self, url: str, *, keeps: str, headers: dict[str, str] | None = None) -> bytes:
-        """The result file at ``url``, patiently; 403/404/410 mean the signed URL or the file is gone
-        (``keeps`` says how long the provider keeps it), which is ``expired``."""
-        def fetch() -> bytes:
-            if url.startswith("data:"):
-                return self.provider.download(url, self.what)
-            response = self.provider.call("GET", url, headers=headers or {}, download=True)
-            if response.status_code in EXPIRED:
-                raise self.expired(f"its result URL answered HTTP {response.status_code} ({keeps})",
-                                   status=response.status_code)
-            self.provider.check(response)
-            return response.content
+    def download(self, url: str, *, keeps: str, headers: dict[str, str] | None = None) -> "bytes | Path":
+        """The result file at ``url``, patiently, straight into a file; 403/404/410 mean the signed URL or the
+        file is gone (``keeps`` says how long the provider keeps it), which is ``expired``."""
+        def gone(status: int) -> JobExpired | None:
+            if status in EXPIRED:
+                return self.expired(f"its result URL answered HTTP {status} ({keeps})", status=status)
+            return None
 
-        return self.read(fetch)
+        return self.read(lambda: self.provider.download(url, self.what, headers=headers, gone=gone))

@@ -55,6 +55,12 @@ class Runtime:
             self.cache_dir = Path(tempfile.mkdtemp(prefix="hypeedit-refs-"))
         return self.cache_dir
 
+    def downloads_dir(self) -> Path:
+        """Where result files land as they arrive, before the runner moves them into the outputs."""
+        if self.state_dir is not None:
+            return self.state_dir / "downloads"
+        return self.images_dir() / "downloads"
+
 
 _current = Runtime()
 

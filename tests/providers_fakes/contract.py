@@ -50,8 +50,10 @@ def make_request(folder: Path, spec: ModelSpec, *, width: int = 4800, height: in
     return GenerationRequest(task, repeat, seed_for(task_id, repeat), tuple(refs), spec)
 
 
-def decodes(data: bytes) -> bool:
-    Image.open(io.BytesIO(data)).load()
+def decodes(data: "bytes | Path") -> bool:
+    """The image (bytes, or the file a download went to) decodes whole."""
+    with Image.open(data if isinstance(data, Path) else io.BytesIO(data)) as image:
+        image.load()
     return True
 
 
