@@ -61,6 +61,9 @@ def is_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not benchmark_mode(config):
         return
+    from .engine.memory import limit_malloc_arenas
+
+    limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
     from .options import with_ini_origin
     from .startup import configure_run
 

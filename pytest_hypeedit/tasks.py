@@ -314,8 +314,10 @@ def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
 
     from PIL import Image
 
+    from .providers.images import IMAGE_WORK  # a 4K reference decoded is 50 MB: a few at a time
+
     try:
-        with Image.open(io.BytesIO(raw)) as image:
+        with IMAGE_WORK, Image.open(io.BytesIO(raw)) as image:
             image.load()
     except Exception as exc:  # PIL raises many kinds for corrupt data
         whose = f" of task {task.task_id} (split {task.split})" if task else ""
