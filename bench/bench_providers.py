@@ -40,6 +40,8 @@ sys.path.insert(0, str(TESTS))
 from benchdata import make_tasks, write_split  # noqa: E402
 from genai_fakes.chat import FakeChat, verdict_reply  # noqa: E402
 from providers_fakes import ark as ark_module  # noqa: E402
+from providers_fakes import dashscope as dashscope_module  # noqa: E402
+from providers_fakes import openai as openai_module  # noqa: E402
 from providers_fakes import make_image  # noqa: E402
 from providers_fakes.ark import FakeArk  # noqa: E402
 from providers_fakes.dashscope import FakeDashScope  # noqa: E402
@@ -253,6 +255,11 @@ def routes_case(args) -> Figures:
         (folder / "models.yaml").write_text(
             "models:\n  qwen-image-edit-2511: {route: dashscope, provider_model: qwen-image-edit-plus-2025-12-15}\n")
         per_model = tasks * repeats
+        output = make_image(64, 48)  # as in the ark case: the fakes' own decoding and drawing are not measured
+        ark.files.new_image = dashscope.files.new_image = lambda *a, **k: output
+        openai_module.make_image = lambda *a, **k: output
+        ark_module._validate = dashscope_module._validate = lambda body: None
+        openai_module._validate = lambda fields, images: None
         ark.inject("slow", path="/images/generations", delay=args.latency, count=per_model)
         openai.inject("slow", path="/images/edits", delay=args.latency, count=per_model)
         dashscope.inject("slow", path="multimodal-generation", delay=args.latency, count=per_model)

@@ -182,6 +182,21 @@ def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_
     assert max(server.arrivals["/route-b"]) < second_wave
 
 
+def test_a_slow_route_is_never_kept_waiting_for_a_slot_by_a_fast_one(bench, server, tmp_path):
+    # route-a takes one call at a time; every candidate keeps its slot while it is judged. Were the fast
+    # route to take every free slot, route-a's next call would wait for a slot after each of its calls
+    # (one wave of verdicts): its calls would start every two delays instead of back to back.
+    server.delay = 0.4
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
+                                   "--concurrency", "4", "--rate-limit", "route-a=/1", "--repeats", "2"))
+    result.assert_outcomes(passed=12, failed=12)
+    starts = sorted(server.arrivals["/route-a"])
+    # the first gaps, while route-b still has work (its 12 candidates take about six waves at its share)
+    gaps = [later - earlier for earlier, later in zip(starts[:4], starts[1:4])]
+    assert max(gaps) < 1.5 * server.delay, gaps
+    assert server.total_peak <= 4
+
+
 def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
     result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
     result.assert_outcomes(passed=12, failed=12)
@@ -312,3 +327,11 @@ def test_bad_concurrency_is_a_usage_error(bench):
     result = bench.runpytest(*args("--model", "slow-a", "--concurrency", "0"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--concurrency 0: give a whole number >= 1 (e.g. 32), or auto*"])
+
+
+def test_fair_shares_give_a_small_demand_all_it_wants_and_split_the_rest():
+    from pytest_hypeedit.engine.pool import fair_shares
+
+    assert fair_shares({"qwen": 4, "ark": 40, "openai": 40}, 64) == {"qwen": 4, "ark": 30, "openai": 30}
+    assert fair_shares({"ark": 100}, 64) == {"ark": 64}
+    assert fair_shares({"a": 10, "b": 10}, 64) == {"a": 10, "b": 10}

@@ -117,6 +117,8 @@ class CandidatePool:
         self._generate: dict[str, deque[Job]] = {}  # route -> jobs ready to generate, in plan order
         self._judge: deque[Job] = deque()
         self._running = 0
+        self._held: dict[str, int] = {}  # route -> candidates of that route whose step is running here
+        self._route_gates: dict[str, RouteGate] = {}
         self._stop_reason: str | None = None
         self._closed = False
         self._cond = threading.Condition()
@@ -366,6 +368,8 @@ class CandidatePool:
                 with self._cond:
                     if not queue_ or self._running >= self.concurrency:
                         break
+                if queue_ is not self._judge and not self._fair_to_start(queue_[0].spec.route):
+                    break  # the slots left are other routes' share; a finishing step wakes the dispatcher
                 taken = self._admit(gates)
                 if taken is None:
                     hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
@@ -378,6 +382,7 @@ class CandidatePool:
                     job = queue_.popleft()
                     job.state = RUNNING
                     self._running += 1
+                    self._hold(job.spec.route, +1)
                 self._submit(job, taken)
                 started += 1
             with self._cond:
@@ -425,6 +430,7 @@ class CandidatePool:
     def _gate(self, spec: ModelSpec) -> RouteGate:
         gate = self._gate_for(spec)
         self._gates[id(gate)] = gate
+        self._route_gates[spec.route] = gate
         return gate
 
     def _judge_gate_list(self) -> list[RouteGate]:
@@ -453,15 +459,18 @@ class CandidatePool:
             job, taken = task
             candidate = [entry for entry in taken if entry[0] is None]  # the candidate slot, kept between steps
             routes = [entry for entry in taken if entry[0] is not None]
+            route = job.spec.route  # the route this thread's candidate slot is counted for
             try:
                 while job is not None:
                     with self._holding(routes):
                         self._run_step(job)
                     self._finished_step(job)
-                    job, routes = self._next_step_here()
+                    job, routes = self._next_step_here(route)
+                    route = job.spec.route if job is not None else route
             finally:
                 self._release(candidate)
                 with self._cond:
+                    self._hold(route, -1)
                     self._running -= 1
                     self._cond.notify_all()
 
@@ -472,16 +481,17 @@ class CandidatePool:
                 job.done.set()
             self._cond.notify_all()
 
-    def _next_step_here(self) -> tuple[Job | None, Taken]:
+    def _next_step_here(self, route: str) -> tuple[Job | None, Taken]:
         """The next step this thread may run at once, keeping its candidate slot: the verdict of the candidate
         it just generated, another verdict, or the next generation whose route admits it.  Handing it to the
         dispatcher instead would cost a thread switch and a slot given back and taken again, many times per
-        second when calls come back together."""
+        second when calls come back together.  ``route`` is the route of the candidate it just finished."""
         for queue_, gates in self._queues_in_order():
             with self._cond:
                 if self._stop_reason is not None or self._closed:
                     return None, []
-                if not queue_:
+                if not queue_ or (queue_ is not self._judge
+                                  and not self._fair_to_start(queue_[0].spec.route, giving_up=route)):
                     continue
             taken = self._admit_routes(gates)
             if taken is None:
@@ -490,9 +500,39 @@ class CandidatePool:
                 if queue_:
                     job = queue_.popleft()
                     job.state = RUNNING
+                    self._hold(route, -1)
+                    self._hold(job.spec.route, +1)
                     return job, taken
             self._release(taken)
         return None, []
+
+    # ------------------------------------------------------------------ sharing the candidate slots
+    def _hold(self, route: str, change: int) -> None:
+        """(Under the lock.)  Count the candidates of each route whose step is running in this process."""
+        self._held[route] = self._held.get(route, 0) + change
+
+    def _fair_to_start(self, route: str, giving_up: str | None = None) -> bool:
+        """(Under the lock.)  May a generation on ``route`` take a candidate slot, leaving every other route
+        with work its fair share of the slots?  Without this, a fast route fills the pool, and a slow route
+        limited to a few calls in flight waits for a slot each time one of its calls ends instead of starting
+        the next at once: the run goes slower than its slowest route.  ``giving_up`` is the route of a slot
+        this thread hands on (it is counted as free)."""
+        held = dict(self._held)
+        running = self._running
+        if giving_up is not None:
+            held[giving_up] = held.get(giving_up, 0) - 1
+            running -= 1
+        demands = {}
+        for name in set(held) | set(self._generate):
+            wanted = held.get(name, 0) + len(self._generate.get(name, ()))
+            gate = self._route_gates.get(name)
+            if gate is not None:  # a candidate holds its slot while it is generated, then judged
+                wanted = min(wanted, 2 * max(1, int(gate.level)))
+            if wanted > 0:
+                demands[name] = wanted
+        shares = fair_shares(demands, self.concurrency)
+        owed = sum(max(0.0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
+        return self.concurrency - running - 1 >= owed - 1e-9
 
     @staticmethod
     @contextlib.contextmanager
@@ -527,3 +567,14 @@ class CandidatePool:
         with self._cond:
             job.record, job.state = record, DONE
             self._count(record)
+
+
+def fair_shares(demands: dict[str, float], total: float) -> dict[str, float]:
+    """Max-min fair shares of ``total`` slots: a route that wants less than an even split gets what it
+    wants, and the rest is split evenly among the others (water-filling)."""
+    shares, left = {}, float(total)
+    ordered = sorted(demands, key=demands.get)
+    for position, name in enumerate(ordered):
+        shares[name] = min(float(demands[name]), left / (len(ordered) - position))
+        left -= shares[name]
+    return shares
