@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from hype_ci_fixtures import args, setup_bench
-from PIL import Image
+from PIL import Image, ImageFilter
 
 from pytest_hypeedit.report.assets import AssetBuilder, AssetCache, view_bytes
 
@@ -140,3 +140,37 @@ def test_an_unreadable_candidate_gets_a_placeholder_not_a_crash(tmp_path):
     builder.finish()
     assert pair.thumb.error and "unreadable image" in pair.thumb.error
     assert not list((tmp_path / "assets").glob("mini/**/*.jpg"))
+
+
+def noisy_jpeg(path: Path, seed: int, side: int = 1024) -> Path:
+    """A JPEG as hard to compress as a detailed photo (about 300 KB at 1024 px)."""
+    import numpy as np
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (side * 3 // 4, side, 3), dtype=np.uint8)
+    Image.fromarray(pixels).filter(ImageFilter.GaussianBlur(0.6)).save(path, format="JPEG", quality=90)
+    return path
+
+
+def build_views(tmp_path: Path, budget: int | None, count: int = 12):
+    builder = AssetBuilder(tmp_path / "assets")
+    sources = [noisy_jpeg(tmp_path / f"{i:03d}.jpg", i) for i in range(count)]
+    pairs = [builder.image_pair(path, f"mini/m/t/{i:03d}").result() for i, path in enumerate(sources)]
+    views = {name: future.result() for name, future in builder.views(pairs, budget).items()}
+    builder.finish()
+    return sources, views
+
+
+def test_views_share_the_folder_budget_and_stay_larger_than_their_thumbnails(tmp_path):
+    budget = 12 * 60_000  # 60 KB a view: well under the 1024 px originals, above the floor
+    sources, views = build_views(tmp_path, budget)
+    assert len(views) == len(sources)
+    weights = [(tmp_path / "assets" / view.name).stat().st_size for view in views.values()]
+    assert sum(weights) <= 1.25 * budget, weights
+    for view in views.values():
+        assert view.name.endswith(".full.jpg") and 384 <= max(view.size) < 1024, view
+
+
+def test_views_without_a_budget_are_the_originals(tmp_path):
+    sources, views = build_views(tmp_path, None, count=2)
+    for source, view in zip(sources, views.values()):
+        assert (tmp_path / "assets" / view.name).read_bytes() == source.read_bytes()

@@ -11,9 +11,14 @@ folder (the HTML file, pytest-html's ``assets/`` and this folder) is a CI artifa
     cache.json                                    what each file was built from (the cache)
 
 **The full-size view rule**: a candidate that is already a JPEG or WebP of at most
-``view_side`` pixels on its long side is copied byte for byte (it *is* the original);
-anything else (PNG, larger images) is scaled down to fit ``view_side`` (never up) and
-re-encoded as JPEG quality 85.  ``view_side`` is 1024 by default (``--html-views``).
+``view_side`` pixels on its long side, and within its share of the folder's budget, is
+copied byte for byte (it *is* the original); anything else (PNG, larger images, heavier
+files) is scaled down (never up) and re-encoded as JPEG quality 85.  ``view_side`` is 1024
+by default (``--html-views``).  The views are built last, once the run knows how many
+there are and what the thumbnails and collages weigh: each gets an even share of what is
+left of the folder's budget (``--html-max-mb``), and its side is chosen to fit that share
+(judged from its thumbnail's weight per pixel), down to ``VIEW_FLOOR`` pixels: a view is
+always larger than its thumbnail, even when that overruns the budget.
 
 **The cache**: each file's key is a hash of its recipe and of the bytes of every image it is
 made from.  A rerun whose key matches the one in ``cache.json`` (and whose file is still
@@ -45,6 +50,11 @@ THUMB_SIZE = 224  # the gallery shows thumbnails 160 px high
 THUMB_QUALITY = 75
 VIEW_SIDE = 1024  # default long side of a full-size view (--html-views)
 VIEW_QUALITY = 85
+#: The smallest view side a budget may force: below this a view would show little more than its thumbnail.
+VIEW_FLOOR = 384
+#: A view's byte share is rounded down to this step, so a rerun whose other files moved by a few bytes reuses
+#: the views it made.
+SHARE_STEP = 4096
 #: Formats a browser shows that are already compact: copied as they are when small enough.
 COPYABLE_FORMATS = {"JPEG": "jpg", "WEBP": "webp"}
 #: Bumped whenever a recipe below changes, so a rerun rebuilds instead of reusing stale files.
@@ -67,7 +77,9 @@ class ImagePair:
     """A thumbnail and a full-size view of one source image."""
 
     thumb: Built
-    view: Built | None  # None when views are off (``--html-views 0``)
+    view: Built | None  # None when views are off (``--html-views 0``) or not built yet
+    source: Path | None = None  # the original, and its content hash: what the view is built from
+    source_hash: str = ""
 
 
 # --------------------------------------------------------------------------- recipes (pure image work)
@@ -93,17 +105,36 @@ def thumbnail_bytes(data: bytes, size: int = THUMB_SIZE) -> tuple[bytes, tuple[i
     return _jpeg(rgb, THUMB_QUALITY), rgb.size
 
 
-def view_bytes(data: bytes, side: int) -> tuple[bytes, str, tuple[int, int]]:
-    """The full-size view: the original when it is a small JPEG/WebP, else a JPEG fitting side x side."""
+def view_bytes(data: bytes, side: int, share: int | None = None,
+               density: float | None = None) -> tuple[bytes, str, tuple[int, int]]:
+    """The full-size view: the original when it is a small JPEG/WebP (within ``share`` bytes), else a JPEG
+    fitting side x side, smaller when ``share`` asks: sized from ``density`` (the thumbnail's bytes per pixel,
+    how hard the picture is to compress) and re-encoded once more if it came out well over."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
         fmt, size = image.format, image.size
-        if fmt in COPYABLE_FORMATS and max(size) <= side and not _rotated(image):
+        if (fmt in COPYABLE_FORMATS and max(size) <= side and not _rotated(image)
+                and (share is None or len(data) <= share)):
             return data, COPYABLE_FORMATS[fmt], size
+        target = min(side, max(size)) if share is None else _side_for(share, density, side, max(size))
+        image.draft("RGB", _fitted(size, target))  # JPEG: decode at a reduced scale when the view is small
         rgb = _upright_rgb(image)
-    rgb.thumbnail((side, side))
-    return _jpeg(rgb, VIEW_QUALITY), "jpg", rgb.size
+    rgb.thumbnail((target, target))
+    encoded = _jpeg(rgb, VIEW_QUALITY)
+    if share is not None and len(encoded) > 1.25 * share and max(rgb.size) > VIEW_FLOOR:
+        smaller = max(VIEW_FLOOR, int(max(rgb.size) * (share / len(encoded)) ** 0.5))
+        rgb.thumbnail((smaller, smaller))
+        encoded = _jpeg(rgb, VIEW_QUALITY)
+    return encoded, "jpg", rgb.size
+
+
+def _side_for(share: int, density: float | None, side: int, original: int) -> int:
+    """The long side whose JPEG should weigh about ``share`` bytes: a square's pixels at ``density``."""
+    if not density:
+        return min(side, original)
+    fitting = int((share / density) ** 0.5)
+    return max(min(VIEW_FLOOR, original), min(side, original, fitting))
 
 
 def _fitted(size: tuple[int, int], box: int) -> tuple[int, int]:
@@ -210,8 +241,29 @@ class AssetBuilder:
     # ---- submitting
 
     def image_pair(self, source: Path, stem: str) -> Future:
-        """Thumbnail and full-size view of ``source`` as ``<stem>.thumb.jpg`` and ``<stem>.full.<ext>``."""
+        """The thumbnail of ``source`` as ``<stem>.thumb.jpg``; its full-size view ``<stem>.full.<ext>`` comes
+        from ``views`` once every thumbnail is made."""
         return self._submit(f"pair:{stem}", self._build_pair, Path(source), stem)
+
+    def views(self, pairs: Sequence[ImagePair], budget: int | None) -> dict[str, Future]:
+        """Start the full-size views of ``pairs`` (thumbnail name -> Future[Built]), each within an even share
+        of ``budget`` bytes (None: no budget, each at ``view_side``)."""
+        wanted = [pair for pair in pairs if pair.source is not None and not pair.thumb.error]
+        share = None
+        if budget is not None and wanted:
+            share = max(SHARE_STEP, budget // len(wanted) // SHARE_STEP * SHARE_STEP)
+        return {pair.thumb.name: self._submit(f"view:{pair.thumb.name}", self._view, pair, share)
+                for pair in wanted}
+
+    def used_bytes(self) -> int:
+        """What the files built so far weigh (the views' budget is what is left)."""
+        total = 0
+        for future in self._futures.values():
+            if future.done() and not future.exception():
+                for entry in _built_of(future.result()):
+                    if not entry.error:
+                        total += _size_of(self.root / entry.name)
+        return total
 
     def collage(self, name: str, draw: Callable[[Path], tuple[int, int]], inputs: Sequence[Path | None], recipe: str) -> Future:
         """A collage ``name`` drawn by ``draw(dest)`` (which returns its pixel size) from ``inputs``,
@@ -257,20 +309,29 @@ class AssetBuilder:
         source_hash = digest(data)
         thumb = self._cached_or_built(f"{stem}.thumb.jpg", content_key("thumb", str(THUMB_SIZE), source_hash),
                                       lambda: thumbnail_bytes(data))
-        view = self._view(stem, data, source_hash) if self.view_side else None
-        return ImagePair(thumb, view)
+        return ImagePair(thumb, None, source if self.view_side else None, source_hash)
 
-    def _view(self, stem: str, data: bytes, source_hash: str) -> Built:
-        key = content_key("view", str(self.view_side), source_hash)
+    def _view(self, pair: ImagePair, share: int | None) -> Built:
+        stem = pair.thumb.name.removesuffix(".thumb.jpg")
+        key = content_key("view", str(self.view_side), str(share), pair.source_hash)
         name = self.cache.find(stem + ".full", key) if self.cache else None
         cached = self.cache.hit(self.root, name, key) if name else None
         if cached:
             return cached
         try:
-            encoded, ext, size = view_bytes(data, self.view_side)
+            data = pair.source.read_bytes()
+            encoded, ext, size = view_bytes(data, self.view_side, share, self._density(pair.thumb))
+        except OSError as exc:
+            return Built(f"{stem}.full.jpg", error=f"cannot read {pair.source.name}: {exc.strerror or exc}")
         except Exception as exc:  # PIL raises many kinds for a corrupt file
             return Built(f"{stem}.full.jpg", error=_image_error(exc))
         return self._write(f"{stem}.full.{ext}", encoded, size, key)
+
+    def _density(self, thumb: Built) -> float | None:
+        """The thumbnail's bytes per pixel: how much a view of the same picture will weigh per pixel."""
+        if not thumb.size:
+            return None
+        return _size_of(self.root / thumb.name) / max(1, thumb.size[0] * thumb.size[1]) or None
 
     def _build_collage(self, name: str, draw: Callable[[Path], tuple[int, int]], inputs: tuple, recipe: str) -> Built:
         key = content_key("collage", recipe, *(_file_digest(p) for p in inputs))
@@ -302,6 +363,13 @@ def _built_of(result) -> list[Built]:
     if isinstance(result, ImagePair):
         return [result.thumb] + ([result.view] if result.view else [])
     return [result] if isinstance(result, Built) else []
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _file_digest(path: Path | None) -> str:

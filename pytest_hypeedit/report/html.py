@@ -23,6 +23,7 @@ Every string from a task, a provider or a judge goes through ``html.escape``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -35,11 +36,15 @@ from typing import Any, Callable, Iterable, Mapping
 import pytest
 
 from ..engine.records import Record
-from .assets import ASSETS_DIR, AssetBuilder, clear_folder
+from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, clear_folder
 from .charts import CHART_METRICS, format_value, metric_charts_svg
 from .gallery import GALLERY_OUTCOMES, STYLE as GALLERY_STYLE, EntryImages, Urls, collage_section, entry_html, entry_id, gallery_html
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
+#: The report folder's size goal (--html-max-mb): what a CI artifact of a leaderboard-size run may weigh.
+DEFAULT_MAX_MB = 60.0
+#: What pytest-html's page weighs per candidate (measured: about 1.7 KB a row), set aside from the views' budget.
+HTML_BYTES_PER_CANDIDATE = 2000
 
 STYLE = """<style>
 .hypeedit-summary table{border-collapse:collapse;margin:4px 0 12px}
@@ -249,6 +254,8 @@ class GalleryPlugin:
         self.urls = Urls(root, inline=self.self_contained)
         self.pairs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
+        self.max_bytes = _max_bytes(config)
+        self.views: dict[str, Any] = {}  # thumbnail name -> the Built full-size view
         self.below = ""
         self.tally: tuple[int, int] | None = None  # images written, reused
 
@@ -276,6 +283,9 @@ class GalleryPlugin:
         for pair in self.pairs.values():
             pair.result()  # thumbnails first: the collages draw failures from them
         collages = self._submit_collages(records)
+        for _, future in collages:
+            future.result()
+        self._build_views(len(records))
         self.tally = self.builder.finish()
         entries = {r.key: entry_html(r, _safe(lambda: self.source.instruction(r), ""), self._images(r), self.urls)
                    for r in failures}
@@ -284,13 +294,30 @@ class GalleryPlugin:
         if self.self_contained:
             clear_folder(self.builder.root)  # its images are inlined now
 
+    def _build_views(self, candidates: int) -> None:
+        """The full-size views, last: each gets an even share of what the thumbnails, the collages and the
+        page leave of the folder's budget."""
+        pairs = [future.result() for future in self.pairs.values()]
+        pairs += [future.result() for entries in self.references.values() for _, future in entries]
+        budget = None
+        if self.max_bytes is not None:
+            page = HTML_BYTES_PER_CANDIDATE * candidates
+            budget = max(0, self.max_bytes - self.builder.used_bytes() - page)
+        self.views = {name: future.result() for name, future in self.builder.views(pairs, budget).items()}
+
+    def _with_view(self, pair):
+        if pair is None or pair.thumb.name not in self.views:
+            return pair
+        return dataclasses.replace(pair, view=self.views[pair.thumb.name])
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.builder.cancel()  # after an internal error there was no session finish: leave at once
 
     def _images(self, record: Record) -> EntryImages:
-        references = [(name, future.result()) for name, future in self.references.get((record.split, record.task_id), [])]
+        references = [(name, self._with_view(future.result()))
+                      for name, future in self.references.get((record.split, record.task_id), [])]
         candidate = self.pairs.get(record.key)
-        return EntryImages(references, candidate.result() if candidate else None)
+        return EntryImages(references, self._with_view(candidate.result()) if candidate else None)
 
     def _submit_collages(self, records: list[Record]) -> list[tuple[str, Any]]:
         by_task: dict[tuple[str, str], list[Record]] = {}
@@ -329,6 +356,7 @@ class GalleryPlugin:
             written, reused = self.tally
             terminalreporter.write_line(f"HTML report images in {self.builder.root}: {written} written, "
                                         f"{reused} reused from an earlier run")
+            self._say_if_over(terminalreporter, Path(path) if path else None)
         if not self.self_contained or not path or not Path(path).is_file():
             return
         size = Path(path).stat().st_size
@@ -338,6 +366,20 @@ class GalleryPlugin:
                 "files. For big runs drop --self-contained-html: images then stay files in hypeedit-assets/.",
                 yellow=True, bold=True,
             )
+
+
+    def _say_if_over(self, terminalreporter, page: Path | None) -> None:
+        """The folder's goal is met by sizing the views; when even the smallest views overrun it, say so."""
+        if self.max_bytes is None:
+            return
+        used = sum(f.stat().st_size for f in self.builder.root.rglob("*") if f.is_file())
+        used += page.stat().st_size if page is not None and page.is_file() else 0
+        if used > self.max_bytes * 1.05:
+            terminalreporter.write_line(
+                f"WARNING: the report folder weighs {used / 1e6:.0f} MB, over --html-max-mb "
+                f"{self.max_bytes / 1e6:g}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
+                "or keep no views with --html-views 0 (the originals stay in the outputs folder).",
+                yellow=True, bold=True)
 
 
 def _draw_collage(references, tiles, title: str, dest: Path) -> tuple[int, int]:
@@ -358,6 +400,16 @@ def _view_side(config: pytest.Config) -> int:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
     return side
+
+
+def _max_bytes(config: pytest.Config) -> int | None:
+    megabytes = config.getoption("hypeedit_html_max_mb", default=DEFAULT_MAX_MB)
+    if megabytes is None or megabytes == 0:
+        return None
+    if megabytes < 0:
+        raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
+                                "(default 60), or 0 for no goal (every view at --html-views pixels)")
+    return int(megabytes * 1_000_000)
 
 
 def gallery_source(config: pytest.Config) -> GallerySource:
