@@ -197,6 +197,15 @@ def test_a_slow_route_is_never_kept_waiting_for_a_slot_by_a_fast_one(bench, serv
     assert server.total_peak <= 4
 
 
+def test_one_slot_for_two_routes_is_taken_not_reserved(bench, server, tmp_path):
+    # fewer slots than routes: were the slot owed to the other route, each would wait for the other forever
+    server.delay = 0.05
+    result = bench.runpytest_subprocess(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
+                                              "--concurrency", "1", "--repeats", "1"), timeout=60)
+    result.assert_outcomes(passed=0, failed=12)
+    assert server.total_peak == 1
+
+
 def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
     result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
     result.assert_outcomes(passed=12, failed=12)
@@ -335,3 +344,4 @@ def test_fair_shares_give_a_small_demand_all_it_wants_and_split_the_rest():
     assert fair_shares({"qwen": 4, "ark": 40, "openai": 40}, 64) == {"qwen": 4, "ark": 30, "openai": 30}
     assert fair_shares({"ark": 100}, 64) == {"ark": 64}
     assert fair_shares({"a": 10, "b": 10}, 64) == {"a": 10, "b": 10}
+    assert fair_shares({"bfl": 8, "fal": 8}, 1) == {"bfl": 0, "fal": 0}  # nobody is owed the one slot

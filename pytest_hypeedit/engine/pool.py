@@ -530,9 +530,11 @@ class CandidatePool:
                 wanted = min(wanted, 2 * max(1, int(gate.level)))
             if wanted > 0:
                 demands[name] = wanted
+        if running <= 0:
+            return True  # nothing of this process is running: waiting could only stall it
         shares = fair_shares(demands, self.concurrency)
-        owed = sum(max(0.0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
-        return self.concurrency - running - 1 >= owed - 1e-9
+        owed = sum(max(0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
+        return self.concurrency - running - 1 >= owed
 
     @staticmethod
     @contextlib.contextmanager
@@ -569,12 +571,19 @@ class CandidatePool:
             self._count(record)
 
 
-def fair_shares(demands: dict[str, float], total: float) -> dict[str, float]:
-    """Max-min fair shares of ``total`` slots: a route that wants less than an even split gets what it
-    wants, and the rest is split evenly among the others (water-filling)."""
-    shares, left = {}, float(total)
-    ordered = sorted(demands, key=demands.get)
-    for position, name in enumerate(ordered):
-        shares[name] = min(float(demands[name]), left / (len(ordered) - position))
-        left -= shares[name]
-    return shares
+def fair_shares(demands: dict[str, int], total: int) -> dict[str, int]:
+    """Max-min fair shares of ``total`` slots, in whole slots: a route that wants less than an even split gets
+    what it wants, and the rest is split evenly among the others (water-filling).  Slots that do not split
+    evenly are nobody's share (any route may take them): with fewer slots than routes, no route is owed one,
+    so the first that can go goes rather than each waiting for a slot reserved for another."""
+    level = 0  # the water level: the most slots any route is owed
+    for candidate in sorted(set(demands.values())):
+        if sum(min(d, candidate) for d in demands.values()) > total:
+            break
+        level = candidate
+    else:
+        return dict(demands)  # every demand fits
+    below = [d for d in demands.values() if d <= level]
+    above = len(demands) - len(below)
+    level = max(level, (total - sum(below)) // above) if above else level
+    return {name: min(d, level) for name, d in demands.items()}
