@@ -42,7 +42,9 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--results", dest="hypeedit_results", metavar="PATH",
         help="results JSON (default <outputs>/results.json; a Markdown table is written beside it)")
     add("--judge", dest="hypeedit_judge", metavar="SPEC",
-        help="judge: gemini-3-flash (default), openai:MODEL, labels:PATH[,PATH...], or several for a majority")
+        help="judge: gemini-3-flash (default: the upstream judge, its own prompt and settings), "
+             "gemini-3-flash-rubric, gemini:MODEL, openai:MODEL, openai-rubric:MODEL, labels:PATH[,PATH...], "
+             "or several separated by commas for a majority")
     add("--judge-base-url", dest="hypeedit_judge_base_url", metavar="URL",
         help="chat-completions server of an openai:MODEL judge, e.g. http://localhost:8000/v1 (vLLM, Ollama)")
     add("--rejudge", dest="hypeedit_rejudge", action="store_true",
