@@ -158,6 +158,17 @@ def lean(fake):
     return fake
 
 
+def without_fake_work(output: bytes, *stores) -> None:
+    """The fakes' own work (decoding the inputs to check them, drawing an image per request) is not the
+    plugin's: a real provider does it on its own machines, not on the 2 cores measured here.  Every fake
+    answers ``output`` and checks nothing (``stores``: the fakes that serve their images from a file store)."""
+    for fake in stores:
+        fake.files.new_image = lambda *a, **k: output
+    openai_module.make_image = lambda *a, **k: output
+    ark_module._validate = dashscope_module._validate = lambda body: None
+    openai_module._validate = lambda fields, images: None
+
+
 def slow_judge(chat: FakeChat, latency: float) -> None:
     chat.arrivals = []
 
@@ -228,10 +239,7 @@ def ark_case(args, workers: int, real: bool) -> Figures:
         else:
             write_split(folder, "bench", make_tasks(args.tasks), folder / "images")
             output = make_image(64, 48)
-        # The fake's own work (decoding the inputs to check them, drawing an image per request) is not the
-        # plugin's: a real provider does it on its own machines, not on the 2 cores measured here.
-        ark.files.new_image = lambda *a, **k: output
-        ark_module._validate = lambda body: None
+        without_fake_work(output, ark)
         ark.inject("slow", path="/images/generations", delay=args.latency, count=candidates)
         slow_judge(chat, args.latency)
         env = base_env(folder, HYPEEDIT_ARK_BASE_URL=ark.base, ARK_API_KEY=ark.key)
@@ -255,11 +263,7 @@ def routes_case(args) -> Figures:
         (folder / "models.yaml").write_text(
             "models:\n  qwen-image-edit-2511: {route: dashscope, provider_model: qwen-image-edit-plus-2025-12-15}\n")
         per_model = tasks * repeats
-        output = make_image(64, 48)  # as in the ark case: the fakes' own decoding and drawing are not measured
-        ark.files.new_image = dashscope.files.new_image = lambda *a, **k: output
-        openai_module.make_image = lambda *a, **k: output
-        ark_module._validate = dashscope_module._validate = lambda body: None
-        openai_module._validate = lambda fields, images: None
+        without_fake_work(make_image(64, 48), ark, dashscope)
         ark.inject("slow", path="/images/generations", delay=args.latency, count=per_model)
         openai.inject("slow", path="/images/edits", delay=args.latency, count=per_model)
         dashscope.inject("slow", path="multimodal-generation", delay=args.latency, count=per_model)
