@@ -84,7 +84,7 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict]
     """Validate the options (``config.option``) and load the registry and the task files.
 
     ``invocation_dir`` is where pytest was started (``config.invocation_params.dir``), never the
-    rootdir: pytest moves the rootdir when an option's value looks like a path (rootdir_guard.py).
+    rootdir: pytest moves the rootdir when an option's value looks like a path (glue/rootdir_guard.py).
     """
     registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
     models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))

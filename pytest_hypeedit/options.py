@@ -9,7 +9,7 @@ One ``add(...)`` line declares an option (the arguments of argparse's
 repeatable option takes a list in the ini file (``args``: separated as in a
 shell, or one per line; ``linelist`` for gates, which may hold spaces).
 
-``apply_ini`` runs first thing at configure time (ini.py): every option the
+``apply_ini`` runs first thing at configure time (glue/ini.py): every option the
 command line left unset takes the ini file's value, converted by the option's
 own ``type`` (the same conversion argparse applies to the flag), else its
 default.  So the command line wins, as pytest users expect, and every later

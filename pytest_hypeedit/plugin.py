@@ -1,9 +1,10 @@
 """pytest entry point: options, hook registration, and the one session object.
 
 Thin on purpose (like pytest-xdist's plugin.py): the work lives in
-config.py (options -> RunConfig), startup.py (the run put together), items.py
-(the items), engine/ (each candidate from task to verdict), session.py
-(aggregation on the controller), analysis/ (the numbers) and report/.
+config.py (options -> RunConfig), glue/ (the rest of the pytest side: the run
+put together, the items, the pool's hooks, the controller's session, CI
+output), engine/ (each candidate from task to verdict), analysis/ (the
+numbers) and report/.
 
 The plugin is inert unless ``--model`` is given; then the run is a
 benchmark run and collects only benchmark items (``pytest tests`` never
@@ -17,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from .errors import HypeEditError
-from .stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
 
 #: Every option can be set in the ini file; that plugin fills them in before any other hook reads them.
-pytest_plugins = ["pytest_hypeedit.ini"]
+pytest_plugins = ["pytest_hypeedit.glue.ini"]
 
 # Only pytest is imported at module level: this module loads in every pytest
 # process, benchmark or not, and each of -n 16 workers pays for what it imports.
@@ -41,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """Before any conftest or the cache plugin uses the rootdir: stop if one of our values moved it."""
-    from .rootdir_guard import check_rootdir
+    from .glue.rootdir_guard import check_rootdir
 
     try:
         check_rootdir(early_config, args)
@@ -65,7 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
     from .options import with_ini_origin
-    from .startup import configure_run
+    from .glue.startup import configure_run
 
     prefer_one_line_failures(config)
     try:
@@ -96,9 +97,9 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
 
 def register_controller_plugins(config: pytest.Config, run) -> None:
     """The session object (records -> results), CI gates and statistics, the judge-panel agreement."""
-    from .agreement_plugin import register_agreement
-    from .ci import CiPlugin
-    from .session import BenchmarkSession
+    from .glue.agreement import register_agreement
+    from .glue.ci import CiPlugin
+    from .glue.session import BenchmarkSession
 
     session = BenchmarkSession(config, run)
     config.stash[SESSION_KEY] = session
@@ -110,26 +111,26 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
 def register_pool_plugins(config: pytest.Config) -> None:
     """The pool in every process that runs items; on the controller, the live line and (under -n) the
     stop signal for the workers."""
-    from . import pool_plugin
+    from .glue.pool import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
     # once -n is given, and the option is absent with -p no:xdist)
     distributing = is_controller(config) and config.getoption("dist", default="no") != "no"
     if not distributing:
-        config.pluginmanager.register(pool_plugin.PoolPlugin(config), "hypeedit-pool")
+        config.pluginmanager.register(PoolPlugin(config), "hypeedit-pool")
     if is_controller(config):
         if distributing:
-            config.pluginmanager.register(pool_plugin.StopSignal(config), "hypeedit-stop")
-        if pool_plugin.live_line_wanted(config):
-            pool_plugin.prepare_terminal(config)
-            config.pluginmanager.register(pool_plugin.LiveLine(config), "hypeedit-live-line")
+            config.pluginmanager.register(StopSignal(config), "hypeedit-stop")
+        if live_line_wanted(config):
+            prepare_terminal(config)
+            config.pluginmanager.register(LiveLine(config), "hypeedit-live-line")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
     if benchmark_mode(config) and config.getvalue("dist") == "load":
-        from .pool_plugin import deal_all_scheduler
+        from .glue.pool import deal_all_scheduler
 
         return deal_all_scheduler(config, log)
     return None
@@ -143,7 +144,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     if benchmark_mode(config):
-        from .items import make_items
+        from .glue.items import make_items
 
         items[:] = make_items(session, config.stash[RUN_KEY])
 
@@ -170,6 +171,6 @@ def pytest_hypeedit_make_provider(config: pytest.Config, spec):
 
 @pytest.hookimpl(trylast=True)
 def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None):
-    from .startup import builtin_judge_for
+    from .glue.startup import builtin_judge_for
 
     return builtin_judge_for(config, name, argument)

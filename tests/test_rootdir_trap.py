@@ -1,4 +1,4 @@
-"""pytest's rootdir trap (rootdir_guard.py): ``--tasks /elsewhere/private.json`` with a space.
+"""pytest's rootdir trap (glue/rootdir_guard.py): ``--tasks /elsewhere/private.json`` with a space.
 
 pytest chooses the rootdir and the config file from the command line before plugins load, so it takes
 that value for a test path; the rootdir would become the common ancestor of the run's directory and the

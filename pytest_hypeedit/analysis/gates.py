@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..report.leaderboard import format_metric
+from ..report.tables import format_metric
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {

@@ -6,5 +6,5 @@
     budget.py   --budget: a spending cap shared by every process of the run
     limits.py   per-route requests per minute and calls in flight, across processes
 
-Knows nothing of pytest: items.py and startup.py wire it into a session.
+Knows nothing of pytest: glue/items.py and glue/startup.py wire it into a session.
 """

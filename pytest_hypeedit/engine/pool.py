@@ -22,7 +22,7 @@ Stopping (``-x``, ``--maxfail``, Ctrl-C): no new step starts; steps already
 running finish and are written to disk by the runner; a candidate whose paid
 step never started is ``NotStarted``.  Threads are daemons, so a process that
 must leave does not wait for a 60 s call: ``shutdown(grace)`` waits that long
-at most.  Knows nothing of pytest (pool_plugin.py is the glue).
+at most.  Knows nothing of pytest (glue/pool.py is the glue).
 """
 
 from __future__ import annotations

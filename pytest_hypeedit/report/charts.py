@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable, Mapping
 
-from .leaderboard import format_metric as format_value  # one number format for tables and charts
+from .tables import format_metric as format_value  # one number format for tables and charts
 
 #: (results key, panel title, kind): kind decides the axis and the number format.
 CHART_METRICS: tuple[tuple[str, str, str], ...] = (

@@ -230,7 +230,7 @@ class GalleryLinks:
         outcome = yield
         report = outcome.get_result()
         if report.failed and report.when in ("setup", "call"):
-            from ..items import parse_nodeid
+            from ..glue.items import parse_nodeid
 
             key = parse_nodeid(report.nodeid)
             if key:
@@ -414,8 +414,8 @@ def _max_bytes(config: pytest.Config) -> int | None:
 
 def gallery_source(config: pytest.Config) -> GallerySource:
     """The gallery's view of a benchmark run: the run config, the runner's references, the session."""
-    from ..ci import GATES_KEY
-    from ..stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
+    from ..glue.ci import GATES_KEY
+    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}

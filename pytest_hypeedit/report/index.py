@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..files import atomic_write_bytes
-from .leaderboard import COLUMNS, by_pass_rate, format_metric, section_order
+from .tables import COLUMNS, by_pass_rate, format_metric, section_order
 
 if TYPE_CHECKING:
     from .published import Published

@@ -26,21 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, HypeEditError, InputError
+from .tables import (COLUMNS, COMBINED, SCHEMA, by_pass_rate, cell as _cell, format_metric, section_order,
+                     split_order)
 
 if TYPE_CHECKING:
     from .published import Published
 
-SCHEMA = "hypeedit-results/1"
-COMBINED = "combined"
-#: (results key, upstream column title, kind)
-COLUMNS = (
-    ("pass_rate", "Pass rate", "percent"),
-    ("pass_at_4", "Pass@4", "percent"),
-    ("pass_at_10", "Pass@10", "percent"),
-    ("expected_attempts", "Expected attempts", "attempts"),
-    ("effective_cost", "Effective cost/success", "dollars"),
-    ("hype_gap", "Hype gap", "percent"),
-)
 #: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
 TASK_MEANS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "first_attempt_pass_rate")
 COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "spent")
@@ -66,20 +57,6 @@ def results_markdown(results: Mapping[str, Any], published: "Published | None" =
     if not rows and not published:
         parts.append("No candidate was judged in this run.\n")
     return "\n".join(parts)
-
-
-def section_order(rows: Sequence[Mapping[str, Any]], published: "Published | None") -> list[str]:
-    """The run's splits in first-seen order, then the paper's that the run lacks, ``combined`` last."""
-    ours = split_order(rows)
-    theirs = [s for s in (published.splits if published else []) if s not in ours]
-    names = ours + theirs
-    return [s for s in names if s != COMBINED] + ([COMBINED] if COMBINED in names else [])
-
-
-def split_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Splits in first-seen order, ``combined`` last."""
-    splits = list(dict.fromkeys(str(r.get("split")) for r in rows))
-    return [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
 
 
 def _header(settings: Mapping[str, Any], published: "Published | None" = None) -> str:
@@ -142,14 +119,6 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), bool(r.get("published")), str(r.get("model"))))
-
-
-def _sort_key(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else -1.0
-
-
 def _scope_line(rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
     tasks = max((int(r.get("tasks") or 0) for r in rows), default=0)
     repeats = (results.get("settings") or {}).get("repeats")
@@ -188,21 +157,6 @@ def _row_note(row: Mapping[str, Any]) -> str:
     if not problems:
         return ""
     return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
-
-
-def format_metric(value: Any, kind: str) -> str:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"
-
-
-def _cell(value: Any) -> str:
-    # A model or judge name must not break the table: escape the pipe, drop newlines.
-    return " ".join(str(value).split()).replace("|", "\\|")
 
 
 # --------------------------------------------------------------------------- merging

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .leaderboard import COLUMNS, COMBINED, format_metric
+from .tables import COLUMNS, COMBINED, format_metric
 
 COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
 

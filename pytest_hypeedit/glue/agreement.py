@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from .report.agreement import AgreementCheck, terminal_lines
-from .errors import HypeEditError
+from ..report.agreement import AgreementCheck, terminal_lines
+from ..errors import HypeEditError
 
 PLUGIN_NAME = "hypeedit-agreement"
 

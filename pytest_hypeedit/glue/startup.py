@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from .engine.budget import Budget
-from .config import RunConfig, build_run_config
-from .errors import ConfigError
-from .judges.base import Judge
-from .providers.base import Provider
-from .registry import ModelSpec
-from .secrets import register_key_variables
-from .engine.runner import Runner, refused
+from ..engine.budget import Budget
+from ..config import RunConfig, build_run_config
+from ..errors import ConfigError
+from ..judges.base import Judge
+from ..providers.base import Provider
+from ..registry import ModelSpec
+from ..secrets import register_key_variables
+from ..engine.runner import Runner, refused
 from .stash import RUN_KEY, RUNNER_KEY, run_id
-from .engine.store import Store
-from .tasks import CheckedImages, Task, all_task_types, reference_image_paths
+from ..engine.store import Store
+from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -63,7 +63,7 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
     """Tell the HTTP adapters the run's limits and folders; return the per-run directory every xdist
     worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
-    from .providers import runtime
+    from ..providers import runtime
 
     state_dir = run.cache_dir / "runs" / run_id(config)
     runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
@@ -81,7 +81,7 @@ def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
 
 def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     """The judge of ``--judge``: each juror through the make-judge hook, a majority when several."""
-    from . import judges
+    from .. import judges
 
     def juror(name: str, argument: str | None) -> Judge | None:
         judge = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
@@ -93,14 +93,14 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
 
 
 def judge_options(config: pytest.Config, run: RunConfig):
-    from .judges import JudgeOptions
+    from ..judges import JudgeOptions
 
     return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models),
                         cache_dir=run.cache_dir)
 
 
 def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:
-    from . import judges
+    from .. import judges
 
     return judges.builtin_judge(name, argument, judge_options(config, config.stash[RUN_KEY]))
 
@@ -135,7 +135,7 @@ def startup_progress(config: pytest.Config):
     """A line saying how far the reference images are, when fetching them takes a moment (none under -q)."""
     import time
 
-    from .report.progress import LineWriter
+    from ..report.progress import LineWriter
 
     if config.get_verbosity() < 0:
         return None
@@ -156,7 +156,7 @@ def startup_progress(config: pytest.Config):
 
 def check_keys(run: RunConfig, runner: Runner) -> None:
     """A route that must be called needs its key now, before any call; a run from disk needs none."""
-    from .secrets import key_for
+    from ..secrets import key_for
 
     for spec in run.models:
         if any(runner.needs_call(*key) for key in candidate_keys(run, spec)):
@@ -175,7 +175,7 @@ def check_judge(run: RunConfig, runner: Runner) -> None:
 
 
 def check_judge_keys(judge: Judge) -> None:
-    from .secrets import find_key
+    from ..secrets import find_key
 
     keyed = [juror for juror in getattr(judge, "jurors", [judge]) if juror.key_env]
     missing = [juror for juror in keyed if find_key(juror.key_env) is None]

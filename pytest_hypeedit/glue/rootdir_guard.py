@@ -28,7 +28,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Sequence
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 #: Every option of the plugin keeps its value under a ``hypeedit_`` dest (options.py).
 DEST_PREFIX = "hypeedit_"

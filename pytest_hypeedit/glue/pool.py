@@ -29,11 +29,12 @@ from typing import Iterable
 
 import pytest
 
-from .engine.limits import SlotSet
-from .engine.pool import CandidatePool, NotStarted, PoolState
-from .engine.routes import RouteGate
-from .files import atomic_write_bytes
-from .report.progress import LineWriter, Progress, duration
+from ..engine.limits import SlotSet
+from ..engine.pool import CandidatePool, PoolState
+from ..engine.routes import RouteGate
+from ..files import atomic_write_bytes
+from ..report.progress import LineWriter, Progress, duration
+from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
 
 #: Seconds a process waits, once stopped, for calls in flight to finish and be saved.
@@ -45,7 +46,7 @@ STATUS_DIR = "status"
 
 
 def state_dir(config: pytest.Config) -> Path:
-    from .providers import runtime
+    from ..providers import runtime
 
     folder = runtime.current().state_dir
     if folder is None:  # pragma: no cover - startup always configures it
@@ -129,13 +130,13 @@ class PoolPlugin:
         )
 
     def _model_gate(self, spec) -> RouteGate:
-        from .providers import runtime
+        from ..providers import runtime
 
         return self._gate_of(spec.route, runtime.current().limiter_for(spec))
 
     def _route_gate(self, route: str) -> RouteGate:
-        from .providers import runtime
-        from .registry import ModelSpec
+        from ..providers import runtime
+        from ..registry import ModelSpec
 
         # The judges build their limiter the same way (judges/prompting.py http_plumbing): one per route.
         spec = ModelSpec(name=f"judge-{route}", route=route, provider_model=route, price=0.0)
@@ -149,8 +150,6 @@ class PoolPlugin:
         return self.gates[key]
 
     def _source(self, session: pytest.Session):
-        from .items import CandidateItem
-
         def entries(items: Iterable) -> list:
             return [(item.task, item.spec, item.repeat) for item in items if isinstance(item, CandidateItem)]
 
@@ -354,17 +353,3 @@ def prepare_terminal(config: pytest.Config) -> None:
         reporter.showfspath = False
         if hasattr(reporter, "_show_progress_info"):
             reporter._show_progress_info = False
-
-
-# --------------------------------------------------------------------------- the item's side
-
-
-def record_for(item) -> object:
-    """The item's record from this process's pool (or straight from the runner without one)."""
-    pool = item.config.stash.get(POOL_KEY, None)
-    if pool is None:
-        return item.config.stash[RUNNER_KEY].run(item.task, item.spec, item.repeat)
-    try:
-        return pool.result(item.task, item.spec, item.repeat)
-    except NotStarted as exc:
-        pytest.skip(str(exc))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from .config import RunConfig
+from ..config import RunConfig
 from .items import parse_nodeid
-from .engine.records import ERROR, Record, records_from_properties
-from .report.terminal import summary_lines
+from ..engine.records import ERROR, Record, records_from_properties
+from ..report.terminal import summary_lines
 
 
 class BenchmarkSession:
@@ -45,7 +45,7 @@ class BenchmarkSession:
         if not self.records:
             return
         run = self.run
-        from .report.results import build_results, write_results  # numpy: only once the records are in
+        from ..report.results import build_results, write_results  # numpy: only once the records are in
 
         self.results = build_results(
             self.records.values(),

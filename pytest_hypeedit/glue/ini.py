@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from .errors import ConfigError
-from .options import apply_ini
+from ..errors import ConfigError
+from ..options import apply_ini
 from .stash import INI_ORIGINS_KEY
 
 

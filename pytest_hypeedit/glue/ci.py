@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from .errors import HypeEditError, InputError
-from .analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
-from .report.leaderboard import load_results
+from ..errors import HypeEditError, InputError
+from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from ..report.leaderboard import load_results
 
 GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -52,14 +52,14 @@ class CiPlugin:
     def analysis(self):
         """The statistics' settings; numpy is imported here, when the results are computed, not at start-up
         (a tenth of a second before the first paid call)."""
-        from .analysis.enrich import AnalysisSettings
+        from ..analysis.enrich import AnalysisSettings
 
         option, run = self.config.option, self.run
         return AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
                                 review_seconds=run.review_seconds, review_rate=run.review_rate)
 
     def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
-        from .analysis.enrich import enrich_results
+        from ..analysis.enrich import enrich_results
 
         enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline)
 
@@ -118,7 +118,7 @@ def _session_results(config: pytest.Config) -> dict | None:
 
 def _tallies_by_row(config: pytest.Config, results: dict) -> dict[tuple[str, str], list]:
     """Per-task tallies of every row, from the session's records (as report/results.py builds them)."""
-    from .report.results import COMBINED, tallies_of
+    from ..report.results import COMBINED, tallies_of
     from .stash import SESSION_KEY
 
     records = list(config.stash[SESSION_KEY].records.values())
@@ -183,7 +183,7 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
 
 
 def interval_lines(results: dict) -> list[str]:
-    from .analysis.gates import METRIC_KINDS
+    from ..analysis.gates import METRIC_KINDS
 
     lines = []
     for row in results.get("rows") or []:
@@ -217,7 +217,7 @@ def sensitivity_lines(results: dict) -> list[str]:
 
 
 def baseline_lines(results: dict) -> list[str]:
-    from .analysis.gates import METRIC_KINDS
+    from ..analysis.gates import METRIC_KINDS
 
     lines = []
     for row in results.get("rows") or []:

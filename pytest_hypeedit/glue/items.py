@@ -17,11 +17,12 @@ import re
 
 import pytest
 
-from .errors import HypeEditError
-from .engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
-from .registry import ModelSpec
-from .pool_plugin import record_for
-from .tasks import Task
+from ..errors import HypeEditError
+from ..engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
+from ..registry import ModelSpec
+from ..engine.pool import NotStarted
+from .stash import POOL_KEY, RUNNER_KEY
+from ..tasks import Task
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -112,3 +113,14 @@ def _build_items(session: pytest.Session, run) -> list[CandidateItem]:
                     name = item_name(task.task_id, spec.name, repeat)
                     items.append(CandidateItem.from_parent(parent, name=name, task=task, spec=spec, repeat=repeat))
     return items
+
+
+def record_for(item) -> object:
+    """The item's record from this process's pool (or straight from the runner without one)."""
+    pool = item.config.stash.get(POOL_KEY, None)
+    if pool is None:
+        return item.config.stash[RUNNER_KEY].run(item.task, item.spec, item.repeat)
+    try:
+        return pool.result(item.task, item.spec, item.repeat)
+    except NotStarted as exc:
+        pytest.skip(str(exc))

@@ -1,0 +1,13 @@
+"""The pytest glue, beside ``plugin.py`` (the thin entry) and ``options.py``: everything that imports pytest.
+
+    startup.py        a run put together at configure time: config, markers, runner, up-front checks
+    items.py          the pytest items, one per task x model x repeat, and the record each waits for
+    pool.py           the pool (engine/pool.py) inside pytest: started with the run loop, stopped on
+                      -x / --maxfail / Ctrl-C / SIGTERM; the xdist scheduler; the live line
+    session.py        the one session object on the controller: records in, results out
+    ci.py             gates -> exit status, statistics into the results, junit properties
+    agreement.py      ``--agreement``: the judge against a human panel
+    ini.py            every option from the ini file
+    rootdir_guard.py  pytest's rootdir trap
+    stash.py          the keys of what the plugin keeps in ``config.stash``
+"""
