@@ -63,6 +63,13 @@ class Record:
     # every verdict ever paid for on this candidate, by judge id, so switching
     # judges never throws a paid verdict away
     judgements: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the human panel's labels of this candidate, when the run was given some (--judge labels:...,
+    # --agreement, a calibration sample): {"verdict": "PASS"|"FAIL"|None (a tie), "votes": [{"rater", "verdict",
+    # "note"}]}; filled on the controller from the labels files, shown in the report, never a verdict of its own
+    human: dict[str, Any] | None = None
+    # signals computed from pixels beside the verdict, never used as one (analysis of what failed):
+    # {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
+    signals: dict[str, Any] = field(default_factory=dict)
     # what went wrong, when outcome is "error" or "skipped"
     error: str | None = None
     # whether this run reused a candidate / verdict from disk instead of paying
