@@ -15,11 +15,24 @@ References are data URIs from the SDK's ``file_to_data_uri`` (``utils/file.py``)
 from __future__ import annotations
 
 import asyncio
+import sys
+
+import pytest
 
 from ..harness import Call, Case, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..typed import typed_dict_schema
 from ..wire import KEY, Allow, both_uuid4
+
+
+#: Task fields whose values our adapter decides by the model's documentation (see RunwareCase.task).
+POLICY_FIELDS = ("width", "height", "resolution", "settings")
+
+
+def needs_python_311() -> None:
+    if sys.version_info < (3, 11):
+        pytest.skip("runware-sdk, Runware's REST SDK, needs Python 3.11 (its pyproject requires-python); "
+                    "on 3.10 the Runware request is not compared")
 
 
 def params_class(model: str) -> type:
@@ -60,12 +73,14 @@ class RunwareCase(Case):
 
     def task(self, call: Call, images: list[str]) -> dict:
         known = params_class(call.spec.provider_model).__optional_keys__
-        ours = call.provider.task(call.request)  # the size pair our adapter chose from the model's table
-        task = {"taskType": "imageInference", "model": call.spec.provider_model,
-                "positivePrompt": call.request.task.instruction, "width": ours["width"], "height": ours["height"],
-                "numberResults": 1, "outputType": "URL",
-                "outputFormat": str(call.options.get("output_format", "PNG")).upper(),
-                "deliveryMethod": "async", "includeCost": True, "inputs": {"referenceImages": images}}
+        # The size our adapter chose from the model's table (width/height, or a resolution where a model takes
+        # one) and any model settings are policy: taken from ours, and the SDK's validation checks they exist.
+        ours = call.provider.task(call.request)
+        task = {key: ours[key] for key in POLICY_FIELDS if key in ours and key in known}
+        task.update({"taskType": "imageInference", "model": call.spec.provider_model,
+                     "positivePrompt": call.request.task.instruction, "numberResults": 1, "outputType": "URL",
+                     "outputFormat": str(call.options.get("output_format", "PNG")).upper(),
+                     "deliveryMethod": "async", "includeCost": True, "inputs": {"referenceImages": images}})
         if "seed" in known and call.options.get("send_seed", True):
             task["seed"] = call.request.seed
         return task
@@ -77,6 +92,7 @@ class RunwareCase(Case):
         it from ``SCHEMAS_BASE_URL/resolve/<model>``, which cannot be reached from here."""
         import json
 
+        needs_python_311()
         schema = typed_dict_schema(params_class(call.spec.provider_model), plain_is_required=True)
         task = json.loads(ours.body)[0]
         with Recorder(lambda recorder, request: Reply(200, {"requestSchema": schema})) as schemas:
@@ -84,6 +100,7 @@ class RunwareCase(Case):
         assert error is None, f"{call.spec.name}: runware-sdk refuses our task: {error}"
 
     def send_with_sdk(self, call: Call) -> None:
+        needs_python_311()
         from runware import Runware
         from runware.utils.file import file_to_data_uri
 
