@@ -34,5 +34,6 @@ def test_our_request_is_the_sdks(spec, tmp_path, monkeypatch):
     assert case is not None, (f"model {spec.name}: route {spec.route} has no SDK case in tests/sdk_diff/cases; "
                               "add one (harness.Case) so its requests are checked against the provider's SDK")
     comparison = run(case, spec, tmp_path, monkeypatch)
-    assert not comparison.unexplained, comparison.report()
+    if comparison.unexplained:
+        pytest.fail(comparison.report(), pytrace=False)
     case.validate(comparison.call, comparison.ours)
