@@ -28,7 +28,7 @@ from pytest_hypeedit.secrets import KEY_ENV
 from pytest_hypeedit.tasks import Task
 
 from .recorder import Recorded, Recorder, Reply
-from .wire import KEY, Allow, Difference, Wire, differences, normal, sniff, unexplained
+from .wire import KEY, Allow, Difference, differences, normal, sniff, unexplained
 
 #: Not ASCII on purpose: a prompt must reach the provider as the same UTF-8 text through JSON and multipart.
 INSTRUCTION = "Make the mug blue \u2014 keep the \u201cCaf\u00e9\u201d logo exactly as it is."

@@ -15,11 +15,7 @@ import base64
 
 from ..harness import OUTPUT, Call, Case, file_reply
 from ..recorder import Recorded, Recorder, Reply
-from ..wire import KEY, Allow, sniff
-
-
-def ours_only_timeout(difference) -> bool:
-    return difference.theirs is not None and str(difference.ours).isdigit()
+from ..wire import KEY, MISSING, Allow, sniff
 
 
 class GeminiCase(Case):
@@ -29,7 +25,7 @@ class GeminiCase(Case):
     allowed = (
         Allow("header.x-server-timeout", "google-genai sends it (seconds) when HttpOptions.timeout is set "
               "(_api_client.py); ours sets the timeout so the server may stop work nobody waits for, the "
-              "documented call sets none", lambda d: d.theirs is not None or str(d.ours).isdigit()),
+              "documented call sets none", lambda d: d.theirs is MISSING and str(d.ours).isdigit()),
     )
 
     def answer(self, recorder: Recorder, request: Recorded) -> Reply:
