@@ -21,7 +21,8 @@ class TestRunware(AdapterContract, ExpiringUrlContract, JobContract):
         task = fake.inference_tasks()[0]
         assert task["model"] == "sourceful:riverflow-2.0@pro" and task["includeCost"] is True
         assert (task["width"], task["height"]) == (2304, 1728)  # the listed 2K 4:3 pair, nearest to 4800x3584
-        assert task["seed"] == generation.seed and task["deliveryMethod"] == "async"
+        assert "seed" not in task and generation.seed is None  # Riverflow takes none (runware-python task_map.py)
+        assert task["deliveryMethod"] == "async"
         assert generation.request_id == task["taskUUID"] and generation.cost == pytest.approx(0.15)
         polls = [seen.json()[0] for seen in fake.seen(self.poll_path)]
         assert polls and all(p == {"taskType": "getResponse", "taskUUID": task["taskUUID"]} for p in polls)

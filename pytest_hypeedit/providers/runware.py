@@ -52,6 +52,10 @@ SIZES = ((2048, 2048), (2304, 1728), (1728, 2304), (2560, 1440), (1440, 2560), (
          (2240, 1792), (1792, 2240), (3024, 1296))
 REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "contentpolicy", "promptblocked",
                    "imageblocked")
+#: Models that take no ``seed``: runware-python's parameter types for Sourceful's Riverflow models
+#: (``types/task_map.py`` SourcefulRiverflow20ProParams, ...20Fast..., ...25Pro..., ...25Fast...) have none,
+#: and Runware refuses parameters it does not know (``errors.py``: unknownParameter).
+NO_SEED_MODELS = ("sourceful:riverflow-",)
 #: A top-level getResponse error code meaning Runware does not know the task (any more).
 GONE_CODES = ("taskfailedornotfound", "tasknotfound")
 RESULT_KEPT = "Runware no longer serves the result file"
@@ -122,7 +126,7 @@ class RunwareProvider(HttpProvider):
         }
         if task_uuid is None:  # a resumed job is never sent again: its references are not needed
             _set_path(task, field, [image.inline_data_url() for image in self.references(request)])
-        if self.spec.options.get("send_seed", True):
+        if self.spec.options.get("send_seed", True) and not self.spec.provider_model.startswith(NO_SEED_MODELS):
             task["seed"] = request.seed
         return task
 

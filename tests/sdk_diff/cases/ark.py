@@ -1,0 +1,60 @@
+"""``ark``: our ``images/generations`` body against byteplus-python-sdk-v2's ``Ark().images.generate``.
+
+SDK: byteplus-python-sdk-v2, module ``byteplussdkarkruntime`` (byteplus-sdk/byteplus-python-sdk-v2).
+``Ark(base_url=..., api_key=...)`` is its documented base URL setting (``_client.py``; default
+``https://ark.ap-southeast.bytepluses.com/api/v3``, ``_constants.py``).  ``images.generate`` posts
+every parameter it has, unset ones as JSON null (``resources/images/images.py``: the whole body
+dict is sent), and the client adds ``X-Client-Request-Id`` (``_base_client.py``).  References are
+data URLs, ``data:image/<format>;base64,...`` (ModelArk image generation API reference).
+"""
+
+from __future__ import annotations
+
+from ..harness import Call, Case, data_uri, file_reply
+from ..recorder import Recorded, Recorder, Reply
+from ..wire import KEY, Allow, only_sdk, only_sdk_null
+
+
+class ArkCase(Case):
+    route = "ark"
+    sdk = "byteplus-python-sdk-v2"
+    provider_env = "ARK"
+    adapter_base = "/api/v3"
+    allowed = (
+        Allow("body.*", "the SDK sends every parameter it did not get as null (images.py passes its whole body "
+              "dict); null is how every SDK user says 'not given', so leaving the field out is the same",
+              only_sdk_null),
+        Allow("header.x-client-request-id", "a trace id the SDK makes up per request (_base_client.py "
+              "_build_request) for BytePlus support; the reply's own x-request-id serves that purpose for us",
+              only_sdk),
+    )
+
+    def answer(self, recorder: Recorder, request: Recorded) -> Reply:
+        return file_reply(request) or Reply(200, {
+            "model": "seedream", "created": 1, "data": [{"url": f"{recorder.url}/files/out.png", "size": "64x48"}],
+            "usage": {"generated_images": 1, "output_tokens": 1, "total_tokens": 1}})
+
+    def validate(self, call: Call, ours: Recorded) -> None:
+        """Every field we send is a parameter of the SDK's ``Images.generate`` (it has no other way to send one
+        but ``extra_body``)."""
+        import inspect
+        import json
+
+        from byteplussdkarkruntime.resources.images.images import Images
+
+        # generate is wrapped by _utils.apikey_required, which keeps no __wrapped__: the function is in its closure
+        generate = next(cell.cell_contents for cell in Images.generate.__closure__ if callable(cell.cell_contents))
+        known = set(inspect.signature(generate).parameters) - {"self", "extra_headers", "extra_query", "extra_body",
+                                                                "timeout"}
+        unknown = sorted(set(json.loads(ours.body)) - known)
+        assert not unknown, f"{call.spec.name}: images.generate has no parameter {unknown} (byteplus SDK)"
+
+    def send_with_sdk(self, call: Call) -> None:
+        from byteplussdkarkruntime import Ark
+
+        extra = {"seed": call.request.seed} if call.options.get("send_seed", True) else {}
+        client = Ark(api_key=KEY, base_url=f"{call.base}/api/v3", max_retries=0)
+        client.images.generate(model=call.spec.provider_model, prompt=call.request.task.instruction,
+                               image=[data_uri(path) for path in call.references],
+                               size=call.provider.size(call.request), response_format="url", watermark=False,
+                               sequential_image_generation="disabled", **extra)

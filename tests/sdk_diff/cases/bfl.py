@@ -1,0 +1,67 @@
+"""``bfl``: our submission against the request BFL documents, and against BFL's published schema.
+
+BFL publishes no Python SDK on PyPI that knows FLUX.2 (``blackforest`` 0.1.3, 2025-09, stops at FLUX.1
+Kontext; its repository's newer ``bfl`` client is not released), so the reference side is the request
+BFL's own client sends: ``POST {base}/v1/{model}`` with headers ``x-key`` and ``Content-Type:
+application/json``, a JSON body of ``prompt``, ``input_image``, ``input_image_2`` ... (base64 or URL),
+``seed``, ``width``, ``height``, ``safety_tolerance``, ``output_format`` (github black-forest-labs/skills,
+skills/bfl-api/references/code-examples/python-client.py, ``generate_i2i`` and ``_submit_and_poll``).
+Our body must also pass the endpoint's published schema (schemas/bfl.json, vendored with its source).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+from ..harness import Call, Case, file_reply
+from ..recorder import Recorded, Recorder, Reply
+from ..wire import KEY
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "schemas" / "bfl.json"
+
+
+def endpoint_schema(path: str) -> dict:
+    endpoints = json.loads(SCHEMAS.read_text())["endpoints"]
+    assert path in endpoints, (f"no published schema for BFL's {path} in {SCHEMAS}: vendor its request schema "
+                               "(with its source and date) so requests to it are checked")
+    return endpoints[path]["schema"]
+
+
+class BflCase(Case):
+    route = "bfl"
+    sdk = ""  # none on PyPI for FLUX.2: BFL's documented request and published schema instead
+    provider_env = "BFL"
+
+    def answer(self, recorder: Recorder, request: Recorded) -> Reply:
+        if file := file_reply(request):
+            return file
+        if request.method == "POST":
+            return Reply(200, {"id": "job-1", "polling_url": f"{recorder.url}/v1/get_result?id=job-1",
+                               "cost": 10.0, "input_mp": 0.5, "output_mp": 1.0})
+        return Reply(200, {"id": "job-1", "status": "Ready",
+                           "result": {"sample": f"{recorder.url}/files/out.png", "seed": 1}})
+
+    def send_with_sdk(self, call: Call) -> None:
+        import httpx
+
+        width, height = call.provider.size(call.request)
+        images = [base64.b64encode(path.read_bytes()).decode() for path in call.references]
+        payload = {"prompt": call.request.task.instruction, "input_image": images[0]}
+        payload.update({f"input_image_{index}": image for index, image in enumerate(images[1:], start=2)})
+        payload.update(seed=call.request.seed, width=width, height=height,
+                       output_format=str(call.options.get("output_format", "png")))
+        if "safety_tolerance" in call.options:
+            payload["safety_tolerance"] = int(call.options["safety_tolerance"])
+        headers = {"x-key": KEY, "Content-Type": "application/json"}
+        httpx.post(f"{call.base}/v1/{call.spec.provider_model}", json=payload, headers=headers).raise_for_status()
+
+    def validate(self, call: Call, ours: Recorded) -> None:
+        import fastjsonschema
+
+        validate = fastjsonschema.compile(endpoint_schema(ours.path))
+        try:
+            validate(json.loads(ours.body))
+        except fastjsonschema.JsonSchemaException as exc:
+            raise AssertionError(f"{call.spec.name}: our body fails BFL's schema for {ours.path}: {exc.message}")
