@@ -151,7 +151,7 @@ def test_the_summary_comes_first_with_calibrated_figures_failed_gates_and_the_ta
 
 
 def test_a_task_card_holds_its_references_and_every_repeat_of_every_model_in_order(page, shots):
-    task = card(page, "task-03")
+    task = card(page, "task-03")  # the fourth card: its images load lazily
     task.scroll_into_view_if_needed()
     assert task.locator(".hx-refs img").count() == 2  # both references
     rows = task.locator(".hx-row")

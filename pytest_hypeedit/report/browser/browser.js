@@ -10,6 +10,7 @@
   'use strict';
   var DATA = JSON.parse(document.getElementById('hx-data').textContent);
   var CHUNK = 6;           // task cards drawn at a time
+  var EAGER = 2;           // the first cards' images load with the page, not when scrolled to: the reader starts there
   var LABELS = {pass: 'PASS', fail: 'FAIL', refused: 'refused', error: 'error', skipped: 'skipped'};
   var GROUPS = [           // [hash key, title, values, label of a value]
     ['model', 'Model', DATA.models, function (v) { return v; }],
@@ -193,11 +194,11 @@
 
   function drawUntil(index) {
     var target = Math.max(index + 1, Math.min(shown.length, drawn + CHUNK));
-    while (drawn < target && drawn < shown.length) list.appendChild(card(shown[drawn++]));
+    while (drawn < target && drawn < shown.length) { list.appendChild(card(shown[drawn], drawn < EAGER)); drawn++; }
     more.textContent = drawn < shown.length ? (shown.length - drawn) + ' more tasks below' : '';
   }
 
-  function card(group) {
+  function card(group, eager) {
     var task = group.task;
     var passes = group.rows.map(function (r) { return r.pass; }).reduce(function (a, b) { return a + b; }, 0);
     var judged = group.rows.map(function (r) { return r.judged; }).reduce(function (a, b) { return a + b; }, 0);
@@ -206,41 +207,41 @@
       el('span', {cls: 'hx-task-type', text: task.types.join(', ') || 'no type'}),
       el('span', {cls: 'hx-task-count', text: passes + '/' + judged + ' PASS'}));
     var refs = el('div', {cls: 'hx-refs'}, el('div', {cls: 'hx-label', text: task.refs.length > 1 ? 'References' : 'Reference'}));
-    task.refs.forEach(function (ref) { refs.appendChild(picture(ref, 'reference ' + (ref.name || ''), 'hx-ref')); });
+    task.refs.forEach(function (ref) { refs.appendChild(picture(ref, 'reference ' + (ref.name || ''), 'hx-ref', eager)); });
     var models = el('div', {cls: 'hx-models'});
-    group.rows.forEach(function (row) { models.appendChild(modelRow(row)); });
+    group.rows.forEach(function (row) { models.appendChild(modelRow(row, eager)); });
     return el('section', {cls: 'hx-task', 'data-task': task.key, tabindex: '-1'},
       head, el('p', {cls: 'hx-instruction', text: task.instruction || '(no instruction)'}),
       el('div', {cls: 'hx-task-body'}, refs, models));
   }
 
-  function modelRow(row) {
+  function modelRow(row, eager) {
     var strip = el('div', {cls: 'hx-strip'});
-    row.c.forEach(function (cand) { strip.appendChild(thumb(row, cand)); });
+    row.c.forEach(function (cand) { strip.appendChild(thumb(row, cand, eager)); });
     return el('div', {cls: 'hx-row', 'data-model': modelOf(row)},
       el('div', {cls: 'hx-row-head'}, el('span', {cls: 'hx-model', text: modelOf(row)}),
          el('span', {cls: 'hx-row-count', text: row.pass + '/' + row.judged + ' PASS'})),
       strip);
   }
 
-  function thumb(row, cand) {
+  function thumb(row, cand, eager) {
     var key = candKey(row, cand);
     var dim = candidateFilters() && !matches(cand);
     var button = el('button', {type: 'button', cls: 'hx-cand hx-' + cand.o + (dim ? ' hx-dim' : ''), 'data-key': key,
                                'data-outcome': cand.o, title: modelOf(row) + ', repeat ' + cand.r + ': ' + (LABELS[cand.o] || cand.o)},
-      picture(cand.img, modelOf(row) + ' repeat ' + cand.r, 'hx-thumb'),
+      picture(cand.img, modelOf(row) + ' repeat ' + cand.r, 'hx-thumb', eager),
       el('span', {cls: 'hx-badge hx-badge-' + cand.o, text: (LABELS[cand.o] || cand.o) + ' ' + cand.r}));
     if ((cand.flags || []).indexOf('disagree') >= 0) button.appendChild(el('span', {cls: 'hx-flag', text: 'humans differ'}));
     button.addEventListener('click', function () { open(key); });
     return button;
   }
 
-  function picture(image, alt, cls) {
+  function picture(image, alt, cls, eager) {
     if (!image || !image.src) {
       return el('span', {cls: cls + ' hx-noimage', text: image && image.error ? 'unreadable image' : 'no image'});
     }
     return el('img', {cls: cls, src: image.src, alt: alt, width: image.w || null, height: image.h || null,
-                      loading: 'lazy', decoding: 'async'});
+                      loading: eager ? 'eager' : 'lazy', decoding: 'async'});
   }
 
   function markCurrent() {

@@ -192,8 +192,7 @@ def facts_of(record: Record) -> list[list[str]]:
         ("route", record.route), ("provider model", record.provider_model), ("seed", record.seed),
         ("cost", _dollars(record.cost)), ("judge cost", _dollars(record.judge_cost) if record.judge_cost else None),
         ("latency", f"{record.latency_s:.2f} s" if isinstance(record.latency_s, (int, float)) else None),
-        ("request id", record.request_id), ("generated", record.generated_at), ("judged", record.judged_at),
-        ("reused", _reused(record)),
+        ("request id", record.request_id), ("reused", _reused(record)),
     ]
     return [[name, _clip(str(value))] for name, value in facts if value not in (None, "")]
 
