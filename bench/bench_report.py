@@ -21,8 +21,9 @@ unique by a JPEG comment segment: every candidate has its own bytes (so no
 cache keyed by content can share work between them) and is decoded in full,
 without minutes spent encoding 7,000 distinct pictures.
 
-"Usable" means: the page's load event fired, the metric charts are drawn and
-the first failure is scrolled into view with its images decoded.  Wall times
+"Usable" means: the page's load event fired, the metric charts are drawn, the
+failure browser has drawn its first task card, and that card, scrolled into
+view, has every image (references and thumbnails) decoded.  Wall times
 are printed beside CPU times: on a shared machine the CPU time is the steadier
 figure.  Chromium is /usr/bin/chromium (Debian's
 package), driven by the playwright package (the dev extra).
@@ -251,7 +252,7 @@ def print_folder(report_dir: Path, case: str) -> None:
     for path in report_dir.rglob("*"):
         if path.is_file():
             kind = ("full-size views" if ".full." in path.name else "thumbnails" if ".thumb." in path.name
-                    else "collages" if "collages" in path.parts else "HTML and the rest")
+                    else "the page" if path.name.endswith(".html") else "the rest")
             parts[kind] = parts.get(kind, 0) + path.stat().st_size
     detail = ", ".join(f"{kind} {size / 1e6:.1f}" for kind, size in sorted(parts.items()))
     print(f"{case} report folder: {total / 1e6:.1f} MB in {count} files ({detail})")
@@ -286,16 +287,17 @@ def chromium_load_seconds(report: Path) -> float | None:
         elapsed = time.monotonic() - started
         busy = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}.get("ThreadTime")
         rows = page.locator("tbody.results-table-row").count()
+        cards = page.locator(".hx-task").count()
         images = page.locator("img").count()
         browser.close()
     busy_text = f", the page's main thread busy {busy:.2f} s" if busy is not None else ""
-    print(f"chromium: {rows} result rows rendered, {images} images in the page{busy_text}")
+    print(f"chromium: {cards} task cards and {rows} pytest-html rows drawn, {images} images in the page{busy_text}")
     return elapsed
 
 
 def first_failure_shown(page) -> None:
-    """The first gallery entry scrolled into view with its images decoded: the reader sees a failure."""
-    entry = page.locator(".hypeedit-gallery").first
+    """The browser's first task card scrolled into view with its images decoded: the reader sees the task."""
+    entry = page.locator(".hx-task").first
     entry.scroll_into_view_if_needed()
     page.wait_for_function("e => [...e.querySelectorAll('img')].every(i => i.complete && i.naturalWidth > 0)",
                            arg=entry.element_handle())

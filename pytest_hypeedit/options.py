@@ -70,9 +70,9 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--html-views", dest="hypeedit_html_views", type=int, default=1024, metavar="PX",
         help="with --html: the report folder keeps a full-size view of every failure, at most PX pixels on "
              "its long side (default 1024); 0 keeps none (thumbnails only)")
-    add("--html-max-mb", dest="hypeedit_html_max_mb", type=float, default=60.0, metavar="MB",
-        help="with --html: the report folder's size goal (default 60); the views share what the page, "
-             "thumbnails and collages leave, each down to 384 px; 0: no goal, every view at --html-views")
+    add("--html-max-mb", dest="hypeedit_html_max_mb", type=float, default=120.0, metavar="MB",
+        help="with --html: the report folder's size goal (default 120); the failures' views share what the "
+             "page and the thumbnails leave, each down to 320 px; 0: no goal, every view at --html-views")
     _declare_ci(add)
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import shutil
 from html import unescape
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from hype_ci_fixtures import args, setup_bench
 from PIL import Image, ImageFilter
 
-from pytest_hypeedit.report.assets import AssetBuilder, AssetCache, view_bytes
+from pytest_hypeedit.report.assets import VIEW_FLOOR, AssetBuilder, AssetCache, view_bytes
 
 # htmljudge fails odd repeats: repeats 1 and 3 of 4 tasks -> 8 failures (hype_ci_fixtures)
 FAILURES = 8
@@ -29,9 +31,15 @@ def html_run(bench, *extra):
 
 
 def page_links(report: Path) -> list[str]:
-    """Every src and href of the page: its markup and pytest-html's JSON blob of rows."""
-    text = unescape(unescape(report.read_text()))  # the blob is escaped once more inside its attribute
-    return re.findall(r'(?:src|href)=\\?"([^"\\]*)\\?"', text)
+    """Every src and href of the page (its markup and pytest-html's JSON blob of rows), and every image of
+    the browser's data."""
+    raw = report.read_text()
+    text = unescape(unescape(raw))  # the blob is escaped once more inside its attribute
+    links = re.findall(r'(?:src|href)=\\?"([^"\\]*)\\?"', text)
+    data = json.loads(re.search(r'<script type="application/json" id="hx-data">(.*?)</script>', raw, re.S).group(1))
+    images = [ref for task in data["tasks"] for ref in task["refs"]]
+    images += [cand["img"] for row in data["rows"] for cand in row["c"] if cand.get("img")]
+    return links + [unquote(image[key]) for image in images for key in ("src", "view") if image.get(key)]
 
 
 def local(link: str) -> bool:
@@ -54,16 +62,16 @@ def test_report_folder_copied_alone_shows_every_image_and_a_full_size_view_of_ev
         assert view.size == (24, 16)  # full size: the candidate's own pixels (benchdata's PNGs)
 
 
-def test_images_load_lazily_with_their_size_given(bench):
+def test_every_candidate_has_a_thumbnail_with_its_size_and_only_failures_have_views(bench):
     html_run(bench, "--model", "flaky").assert_outcomes(passed=8, failed=2 * FAILURES)
-    text = (bench.path / "rep" / "report.html").read_text()
-    summary = text[text.index('class="hypeedit-summary"'):text.index('id="data-container"')]
-    images = re.findall(r"<img [^>]*>", summary)
-    assert len(images) == 2 * 2 * FAILURES + 4  # reference + candidate per failure of each model, a collage per task
-    for tag in images:
-        assert 'loading="lazy"' in tag and re.search(r'width="\d+" height="\d+"', tag), tag
-    # two groups (flaky, identity): only the first is open, so only its entries are laid out at load
-    assert summary.count("<details open>") == 1 and summary.count("<details>") == 1
+    from test_html_report import page_data
+
+    data = page_data(bench.path / "rep" / "report.html")
+    candidates = [(row["m"], cand) for row in data["rows"] for cand in row["c"]]
+    assert len(candidates) == 2 * 12 and data["models"] == ["identity", "flaky"]
+    for _, cand in candidates:
+        assert cand["img"]["src"].endswith(".thumb.webp") and (cand["img"]["w"], cand["img"]["h"]) == (24, 16)
+        assert ("view" in cand["img"]) == (cand["o"] == "fail")
 
 
 def asset_files(report_dir: Path) -> dict[str, tuple[int, int]]:
@@ -75,26 +83,25 @@ def asset_files(report_dir: Path) -> dict[str, tuple[int, int]]:
 def test_a_rerun_writes_no_image_and_a_changed_candidate_is_redrawn(bench):
     html_run(bench).assert_outcomes(passed=4, failed=FAILURES)
     first = asset_files(bench.path / "rep")
-    assert len(first) == 2 * FAILURES + 2 * 4 + 4  # thumb + view per failure and per reference, 4 collages
+    assert len(first) == 12 + FAILURES + 2 * 4  # a thumb per candidate, a view per failure, both per reference
     rerun = html_run(bench)
     rerun.stdout.fnmatch_lines([f"HTML report images in *: 0 written, {len(first)} reused from an earlier run"])
     assert asset_files(bench.path / "rep") == first  # not one file rewritten
     candidate = bench.path / "out" / "mini" / "identity" / "task-02" / "003.png"
     candidate.write_bytes(png(colour=(0, 200, 0)))  # another image under the same name
-    html_run(bench).stdout.fnmatch_lines(["HTML report images in *: 3 written, * reused from an earlier run"])
+    html_run(bench).stdout.fnmatch_lines(["HTML report images in *: 2 written, * reused from an earlier run"])
     changed = {name for name, stat in asset_files(bench.path / "rep").items() if first.get(name) != stat}
-    assert changed == {"mini/identity/task-02/003.thumb.jpg", "mini/identity/task-02/003.full.jpg",
-                       "collages/mini/task-02.webp"}
+    assert changed == {"mini/identity/task-02/003.thumb.webp", "mini/identity/task-02/003.full.jpg"}
 
 
 def test_files_a_rerun_no_longer_shows_are_removed(bench, monkeypatch):
     html_run(bench).assert_outcomes(passed=4, failed=FAILURES)
     assets = bench.path / "rep" / "hypeedit-assets"
-    assert (assets / "mini/identity/task-01/001.thumb.jpg").is_file()
+    assert (assets / "mini/identity/task-01/001.thumb.webp").is_file()
     # only task-00 and task-01 this time: the other tasks' files are not on the page any more
     html_run(bench, "-k", "task-00 or task-01").assert_outcomes(passed=2, failed=4)
-    assert (assets / "mini/identity/task-01/001.thumb.jpg").is_file()
-    assert not list(assets.glob("mini/identity/task-02/*")) and not (assets / "collages/mini/task-03.webp").exists()
+    assert (assets / "mini/identity/task-01/001.thumb.webp").is_file()
+    assert not list(assets.glob("mini/identity/task-02/*")) and not list(assets.glob("mini/references/task-03/*"))
 
 
 def test_the_cache_file_never_deletes_outside_the_assets_folder(tmp_path):
@@ -103,7 +110,7 @@ def test_the_cache_file_never_deletes_outside_the_assets_folder(tmp_path):
     outside = tmp_path / "precious.txt"
     outside.write_text("keep me")
     (root / "folder").mkdir()
-    (root / "cache.json").write_text('{"recipe": "1", "files": {"../precious.txt": {"key": "x"}, "%s": {"key": "y"}, '
+    (root / "cache.json").write_text('{"recipe": "2", "files": {"../precious.txt": {"key": "x"}, "%s": {"key": "y"}, '
                                      '"folder": {"key": "z"}}}' % outside)
     AssetCache(root).save_and_prune(root)
     assert outside.read_text() == "keep me" and (root / "folder").is_dir()
@@ -139,7 +146,7 @@ def test_an_unreadable_candidate_gets_a_placeholder_not_a_crash(tmp_path):
     pair = builder.image_pair(broken, "mini/m/t/001").result()
     builder.finish()
     assert pair.thumb.error and "unreadable image" in pair.thumb.error
-    assert not list((tmp_path / "assets").glob("mini/**/*.jpg"))
+    assert not list((tmp_path / "assets").glob("mini/**/*.*"))
 
 
 def noisy_jpeg(path: Path, seed: int, side: int = 1024) -> Path:
@@ -167,7 +174,7 @@ def test_views_share_the_folder_budget_and_stay_larger_than_their_thumbnails(tmp
     weights = [(tmp_path / "assets" / view.name).stat().st_size for view in views.values()]
     assert sum(weights) <= 1.25 * budget, weights
     for view in views.values():
-        assert view.name.endswith(".full.jpg") and 384 <= max(view.size) < 1024, view
+        assert view.name.endswith(".full.jpg") and VIEW_FLOOR <= max(view.size) < 1024, view
 
 
 def test_views_without_a_budget_are_the_originals(tmp_path):

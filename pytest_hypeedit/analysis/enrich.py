@@ -12,6 +12,9 @@ Keys added to each results row (design.md allows new keys):
                   so a later run can compare itself with this one (--baseline)
     baseline      {metric: {current, baseline, difference, low, high, tasks}}
                   paired over the tasks both runs judged; baseline_model names the row used
+    baseline_tasks [{task_id, passes, judged, baseline_passes, baseline_judged, difference}]
+                  per shared task, the change in its pass rate, worst first (the report lists
+                  the tasks that got worse)
 """
 
 from __future__ import annotations
@@ -117,4 +120,16 @@ def baseline_entry(row, tallies: Sequence[TaskTally], cost: float, baseline: Map
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
-    return {"baseline": comparison, "baseline_model": old.get("model")}
+    return {"baseline": comparison, "baseline_model": old.get("model"), "baseline_tasks": task_deltas(tallies, old_tallies)}
+
+
+def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[dict[str, Any]]:
+    """Each task judged in both runs: its passes now and before, and the change in its pass rate, worst first."""
+    before = {t.task_id: t for t in baseline if t.judged}
+    deltas = [
+        {"task_id": t.task_id, "passes": t.passes, "judged": t.judged, "baseline_passes": before[t.task_id].passes,
+         "baseline_judged": before[t.task_id].judged,
+         "difference": round(t.passes / t.judged - before[t.task_id].passes / before[t.task_id].judged, 6)}
+        for t in current if t.judged and t.task_id in before
+    ]
+    return sorted(deltas, key=lambda d: (d["difference"], d["task_id"]))

@@ -1,71 +1,61 @@
-"""The HTML report on top of pytest-html (``--html report.html``): summary, failure gallery, collages.
+"""The HTML report on top of pytest-html (``--html report.html``): the summary, then the failure browser.
 
-- The summary on top: metrics per model and split with 95% intervals, per
-  task type, sensitivity and baseline tables, gate lines and bar charts (SVG).
-- The failure gallery (``gallery.py``): every failed, refused or errored
-  candidate with its instruction, reference(s) and candidate side by side, the
-  judge's reasoning and votes, route, seed, cost and latency; then one collage
-  per task with a failure.  Static HTML in the summary, not pytest-html rows:
-  pytest-html builds each row in the browser, too slow for thousands.
-- pytest-html's own table opens showing errors and skips only (its documented
-  ``?visible=`` filter, set by a line of script when the URL has none): passed
-  and failed candidates are one tick away, and each failed row links to its
-  gallery entry.
-- Images (``assets.py``) are files under ``<report dir>/hypeedit-assets/``:
-  thumbnails, a full-size view of every failure and the collages, built on a
-  thread pool while the run goes on and reused across reruns by content hash.
-  The report's folder is complete on its own: upload it as the CI artifact.
-- ``--self-contained-html`` still works: thumbnails and collages are inlined as
-  data URIs (no full-size views), and the run warns when the file grows large.
-
-Every string from a task, a provider or a judge goes through ``html.escape``.
+- The summary on top (``summary.py``): gates (a failed one highlighted), metrics per model and split
+  with their intervals (calibrated figures first when the run has them), charts, the judge and the
+  pixel signals when measured, the baseline comparison with the tasks that got worse.
+- The failure browser (``browser/``): one card per task, a row per model with every repeat as a
+  thumbnail and its badge; a click opens the candidate's full view with the judge's reasoning, the
+  human votes and notes and its facts; filters, keyboard navigation and a shareable address.  Drawn
+  by a script from a JSON block a few tasks at a time: pytest-html builds each of its own rows in the
+  browser, too slow for thousands, so the browser is not made of pytest-html rows.
+- pytest-html's own table comes last.  When some items errored or were skipped it opens listing those
+  (its documented ``?visible=`` filter, set by a line of script when the address has none); when none
+  did, it is folded with a note and a button that lists the failed items.  Each failed row links to
+  its candidate in the browser.
+- Images (``assets.py``) are files under ``<report dir>/hypeedit-assets/``: a thumbnail of every
+  candidate and a full-size view of every failure, built on a thread pool while the run goes on and
+  reused across reruns by content hash.  The report's folder is complete on its own.
+- ``--self-contained-html`` still works: thumbnails are inlined as data URIs (no full-size views),
+  and the run warns when the file grows large.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
 import os
 import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import quote
 
 import pytest
 
-from ..engine.records import Record
-from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, clear_folder
-from .charts import CHART_METRICS, format_value, metric_charts_svg
-from .gallery import GALLERY_OUTCOMES, STYLE as GALLERY_STYLE, EntryImages, Urls, collage_section, entry_html, entry_id, gallery_html
+from ..engine.records import ERROR, FAIL, REFUSED, Record
+from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, ImagePair, clear_folder
+from .browser.data import Images, browser_data
+from .browser.page import Urls, browser_html, data_script, style_html
+from .summary import summary_html
+from .tables import split_order
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
-#: The report folder's size goal (--html-max-mb): what a CI artifact of a leaderboard-size run may weigh.
-DEFAULT_MAX_MB = 60.0
-#: What pytest-html's page weighs per candidate (measured: about 1.7 KB a row), set aside from the views' budget.
+#: The report folder's size goal (--html-max-mb): the paper's full table (7,000 candidates, ~4,300 failures)
+#: with a view of every failure at about 330 px of a heavy photo-like image (bench/bench_report.py).
+DEFAULT_MAX_MB = 120.0
+#: What pytest-html's own part of the page weighs per candidate (measured: about 1.7 KB a row).
 HTML_BYTES_PER_CANDIDATE = 2000
-
-STYLE = """<style>
-.hypeedit-summary table{border-collapse:collapse;margin:4px 0 12px}
-.hypeedit-summary th,.hypeedit-summary td{border:1px solid #ccc;padding:2px 6px;text-align:right}
-.hypeedit-summary th:first-child,.hypeedit-summary td:first-child{text-align:left}
-.hypeedit-summary .ci{color:#666;font-size:85%}
-</style>""" + GALLERY_STYLE
-
-#: pytest-html's table lists these outcomes when the page opens (its ``?visible=`` parameter);
-#: passed and failed candidates are in the gallery, and one tick away in the table.
-TABLE_VISIBLE = "error,skipped,xfailed,xpassed,rerun"
-TABLE_FILTER_SCRIPT = (
-    "<script>(function(){var u=new URL(window.location.href);"
-    "if(!u.searchParams.has('visible')){u.searchParams.set('visible','" + TABLE_VISIBLE + "');"
-    "window.history.replaceState(null,'',u.href);}})();</script>"
-)
+#: A full-size view's entry in the browser's data (its URL and size), set aside with the page.
+VIEW_ENTRY_BYTES = 90
+#: Candidates whose full-size view the report keeps.
+VIEW_OUTCOMES = (FAIL, REFUSED, ERROR)
+#: pytest-html's outcomes that its table lists when the page opens (its ``?visible=`` parameter).
+TABLE_VISIBLE = ("error", "skipped", "xfailed", "xpassed", "rerun")
 
 
 @dataclass(frozen=True)
-class GallerySource:
-    """Where the gallery finds what it shows; built from the run (``gallery_source``) or by a test."""
+class ReportSource:
+    """Where the report finds what it shows; built from the run (``report_source``) or by a test."""
 
     references: Callable[[Record], list[Path]]
     candidate: Callable[[Record], Path | None]
@@ -78,130 +68,56 @@ class GallerySource:
 def _safe(make: Callable[[], Any], default: Any) -> Any:
     try:
         return make()
-    except Exception:  # a missing reference must not cost the whole report; the entry shows the gap
+    except Exception:  # a missing reference must not cost the whole report; the row shows the gap
         return default
 
 
-def _text(value: Any) -> str:
-    return escape("" if value is None else str(value))
+def candidate_anchor(key: tuple) -> str:
+    """The address fragment that opens a candidate in the browser (``<split>/<task>/<model>/<repeat>``)."""
+    split, model, task_id, repeat = key
+    return "#open=" + quote(f"{split}/{task_id}/{model}/{int(repeat)}", safe="/")
 
 
-# --------------------------------------------------------------------------- summary
+# --------------------------------------------------------------------------- pytest-html's table
 
 
-def summary_html(results: Mapping[str, Any] | None, gate_lines: list[str], below: str = "") -> str:
-    """The block on top of the report: gates, charts, metric tables, task types; then ``below``
-    (the gallery and the collages) and the line that sets pytest-html's table filter."""
-    if not results or not results.get("rows"):
-        return STYLE + f'<div class="hypeedit-summary"><p>HYPE-EDIT-1: no candidate was judged.</p>{below}</div>'
-    rows = list(results["rows"])
-    parts = [STYLE, TABLE_FILTER_SCRIPT, '<div class="hypeedit-summary">', "<h2>HYPE-EDIT-1 results</h2>"]
-    if gate_lines:
-        parts.append("<h3>Gates</h3><ul>" + "".join(f"<li>{_text(line)}</li>" for line in gate_lines) + "</ul>")
-    for split in _split_order(rows):
-        split_rows = [r for r in rows if r.get("split") == split]
-        parts.append(f"<h3>Split: {_text(split)}</h3>")
-        parts.append(f'<div class="chart">{metric_charts_svg(split_rows, title=f"{split}: metrics by model")}</div>')
-        parts.append(metrics_table(split_rows))
-        parts.append(task_type_table(split_rows))
-        parts.append(sensitivity_table(split_rows))
-        parts.append(baseline_table(split_rows))
-    parts.append(_table_note(rows))
-    parts.append(below)
-    parts.append("</div>")
-    return "".join(parts)
+def table_script(listed: int) -> str:
+    """Before pytest-html's script runs: its environment table folded (one click opens it), so the summary
+    comes first; its results filter set when the address has none: the errored and skipped items, or, with
+    none of those, the table folded (it would open on "No results found")."""
+    fold = "document.body.classList.add('hx-table-folded');" if not listed else ""
+    return ("<script>(function(){var e=document.getElementById('environment'),"
+            "h=document.getElementById('environment-header');if(e&&h){e.classList.add('hidden');"
+            "h.classList.add('collapsed');}var u=new URL(window.location.href);if(u.searchParams.has('visible'))return;"
+            f"u.searchParams.set('visible','{','.join(TABLE_VISIBLE)}');"
+            f"window.history.replaceState(window.history.state,'',u.href);{fold}}})();</script>")
 
 
-def _split_order(rows: list[Mapping[str, Any]]) -> list[str]:
-    splits = list(dict.fromkeys(str(r.get("split")) for r in rows))
-    return [s for s in splits if s != "combined"] + (["combined"] if "combined" in splits else [])
+def table_note(counts: Mapping[str, int], listed: int) -> str:
+    """The line above pytest-html's table: what it lists, and how to list the rest."""
+    total = sum(counts.values())
+    failed = counts.get("failed", 0)
+    if listed:
+        text = (f"pytest-html's table below lists the {listed} of {total} items that errored or were skipped. "
+                "Tick <i>Failed</i> or <i>Passed</i> above it to list those too; every candidate is in the "
+                "failure browser above.")
+        return f'<div class="hx-table-note"><p>{text}</p></div>'
+    return (f'<div class="hx-table-note" id="hx-table-note"><p>pytest-html\'s table of the {total} items is folded: '
+            "none errored or was skipped, and every candidate is in the failure browser above. "
+            f'<button type="button" id="hx-table-show">List the {failed} failed items</button> '
+            "(or tick a box above; thousands of rows take a few seconds).</p></div>"
+            "<script>(function(){function unfold(){document.body.classList.remove('hx-table-folded');}"
+            "document.getElementById('hx-table-show').addEventListener('click',function(){unfold();"
+            "var box=document.querySelector('input[data-test-result=\"failed\"]');if(box&&!box.checked)box.click();});"
+            "document.addEventListener('click',function(e){if(e.target&&e.target.name==='filter_checkbox')unfold();});"
+            "})();</script>")
 
 
-def _with_interval(row: Mapping[str, Any], key: str, kind: str) -> str:
-    text = _text(format_value(row.get(key), kind))
-    bounds = (row.get("intervals") or {}).get(key)
-    if bounds and None not in bounds:
-        text += f' <span class="ci">[{_text(format_value(bounds[0], kind))}, {_text(format_value(bounds[1], kind))}]</span>'
-    return text
-
-
-def metrics_table(rows: list[Mapping[str, Any]]) -> str:
-    ordered = sorted(rows, key=lambda r: -(r.get("pass_rate") or 0))
-    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
-    body = "".join(
-        f"<tr><td>{_text(r.get('model'))}</td>"
-        + "".join(f"<td>{_with_interval(r, key, kind)}</td>" for key, _, kind in CHART_METRICS)
-        + f"<td>{_text(r.get('judged'))}/{_text(r.get('candidates'))}</td><td>{_text(r.get('refusals'))}</td>"
-        f"<td>{_text(r.get('errors'))}</td><td>{_text(format_value(r.get('spent'), 'dollars'))}</td></tr>"
-        for r in ordered
-    )
-    note = '<p class="ci">[95% bootstrap interval over tasks]</p>' if any(r.get("intervals") for r in rows) else ""
-    return f"<table><tr><th>Model</th>{head}<th>Judged</th><th>Refused</th><th>Errors</th><th>Spent</th></tr>{body}</table>{note}"
-
-
-def task_type_table(rows: list[Mapping[str, Any]]) -> str:
-    lines = []
-    for row in rows:
-        for task_type, metrics in sorted((row.get("by_task_type") or {}).items()):
-            cells = "".join(f"<td>{_text(format_value(metrics.get(k), kind))}</td>" for k, _, kind in CHART_METRICS)
-            lines.append(f"<tr><td>{_text(task_type)}</td><td>{_text(row.get('model'))}</td><td>{_text(metrics.get('tasks'))}</td>{cells}</tr>")
-    if not lines:
-        return ""
-    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
-    return f"<h4>By task type</h4><table><tr><th>Task type</th><th>Model</th><th>Tasks</th>{head}</tr>{''.join(lines)}</table>"
-
-
-def sensitivity_table(rows: list[Mapping[str, Any]]) -> str:
-    """Effective cost per model across review times (rows) and retry caps (columns)."""
-    blocks = []
-    for row in rows:
-        grid = row.get("sensitivity") or []
-        caps = sorted({g["retry_cap"] for g in grid})
-        seconds = sorted({g["review_seconds"] for g in grid})
-        if not grid:
-            continue
-        cell = {(g["review_seconds"], g["retry_cap"]): g.get("effective_cost") for g in grid}
-        head = "".join(f"<th>cap {_text(c)}</th>" for c in caps)
-        body = "".join(
-            f"<tr><td>{_text(s)} s review</td>" + "".join(f"<td>{_text(format_value(cell.get((s, c)), 'dollars'))}</td>" for c in caps) + "</tr>"
-            for s in seconds
-        )
-        blocks.append(f"<p>{_text(row.get('model'))}</p><table><tr><th>Effective cost</th>{head}</tr>{body}</table>")
-    return "<h4>Sensitivity of the effective cost</h4>" + "".join(blocks) if blocks else ""
-
-
-def baseline_table(rows: list[Mapping[str, Any]]) -> str:
-    lines = []
-    for row in rows:
-        for key, name, kind in CHART_METRICS:
-            entry = (row.get("baseline") or {}).get(key)
-            if not entry:
-                continue
-            low, high = entry.get("low"), entry.get("high")
-            interval = f"[{_diff(low, kind)}, {_diff(high, kind)}]" if low is not None and high is not None else "n/a"
-            lines.append(
-                f"<tr><td>{_text(row.get('model'))}</td><td>{_text(name)}</td><td>{_text(format_value(entry.get('current'), kind))}</td>"
-                f"<td>{_text(format_value(entry.get('baseline'), kind))}</td><td>{_diff(entry.get('difference'), kind)}</td>"
-                f"<td>{interval}</td><td>{_text(entry.get('tasks'))}</td></tr>"
-            )
-    if not lines:
-        return ""
-    head = "<tr><th>Model</th><th>Metric</th><th>Current</th><th>Baseline</th><th>Difference</th><th>95% interval</th><th>Shared tasks</th></tr>"
-    return f"<h4>Against the baseline (paired, same tasks)</h4><table>{head}{''.join(lines)}</table>"
-
-
-def _diff(value: Any, kind: str) -> str:
-    if not isinstance(value, (int, float)):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:+.1f} pts"
-    return f"{'+' if value >= 0 else '-'}${abs(value):.2f}" if kind == "dollars" else f"{value:+.2f}"
-
-
-def _table_note(rows: list[Mapping[str, Any]]) -> str:
-    return ('<p class="ci">The results table at the bottom lists errored and skipped candidates; tick '
-            "<i>Failed</i> or <i>Passed</i> above it to list those too (slow for thousands of rows). "
-            "The failed ones are in the gallery below.</p>")
+def table_counts(config: pytest.Config) -> dict[str, int]:
+    """Items per pytest outcome, as pytest-html counts its rows (from the terminal reporter's tally)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", {}) or {}
+    return {name: len(stats.get(name, [])) for name in ("passed", "failed", *TABLE_VISIBLE)}
 
 
 # --------------------------------------------------------------------------- the pytest plugin
@@ -216,14 +132,14 @@ def report_dir(config: pytest.Config) -> Path | None:
 
 
 def register_gallery(config: pytest.Config, controller: bool) -> None:
-    """``--html``: every process links failed rows to the gallery; the controller builds the gallery."""
-    config.pluginmanager.register(GalleryLinks(), "hypeedit-html-links")
+    """``--html``: every process links failed rows to the browser; the controller builds the report."""
+    config.pluginmanager.register(TableLinks(), "hypeedit-html-links")
     if controller:
-        config.pluginmanager.register(GalleryPlugin(config, gallery_source(config)), "hypeedit-html")
+        config.pluginmanager.register(ReportPlugin(config, report_source(config)), "hypeedit-html")
 
 
-class GalleryLinks:
-    """A failed benchmark item's row in pytest-html gets a link to its entry in the gallery."""
+class TableLinks:
+    """A failed benchmark item's row in pytest-html's table gets a link to its candidate in the browser."""
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call):
@@ -234,17 +150,16 @@ class GalleryLinks:
 
             key = parse_nodeid(report.nodeid)
             if key:
-                anchor = entry_id(Record(*key))
-                link = f'<a class="hypeedit-link" href="#{escape(anchor)}">show in the failure gallery</a>'
-                extra = {"name": "HYPE-EDIT gallery", "format_type": "html", "content": link,
+                link = f'<a class="hypeedit-link" href="{escape(candidate_anchor(key))}">open in the failure browser</a>'
+                extra = {"name": "HYPE-EDIT browser", "format_type": "html", "content": link,
                          "mime_type": None, "extension": None}
                 report.extras = list(getattr(report, "extras", [])) + [extra]
 
 
-class GalleryPlugin:
-    """The controller's part of ``--html``: images on a pool while the run goes on, then the summary."""
+class ReportPlugin:
+    """The controller's part of ``--html``: images on a pool while the run goes on, then the page."""
 
-    def __init__(self, config: pytest.Config, source: GallerySource):
+    def __init__(self, config: pytest.Config, source: ReportSource):
         self.config, self.source = config, source
         self.self_contained = bool(config.getoption("self_contained_html", default=False))
         view_side = _view_side(config)
@@ -252,16 +167,14 @@ class GalleryPlugin:
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
                                     use_cache=not self.self_contained)
         self.urls = Urls(root, inline=self.self_contained)
-        self.pairs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
+        self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
         self.max_bytes = _max_bytes(config)
-        self.views: dict[str, Any] = {}  # thumbnail name -> the Built full-size view
-        self.below = ""
+        self.browser = ""
         self.tally: tuple[int, int] | None = None  # images written, reused
 
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
-        if record.outcome in GALLERY_OUTCOMES:  # start on its images now, while the run goes on
-            self._submit_images(record)
+        self._submit_images(record)  # start on its thumbnail now, while the run goes on
 
     def _submit_images(self, record: Record) -> None:
         task = (record.split, record.task_id)
@@ -271,83 +184,59 @@ class GalleryPlugin:
                 for path in _safe(lambda: self.source.references(record), [])
             ]
         candidate = _safe(lambda: self.source.candidate(record), None)
-        if record.key not in self.pairs and candidate is not None and candidate.is_file():
+        if record.key not in self.thumbs and candidate is not None and candidate.is_file():
             stem = f"{record.split}/{record.model}/{record.task_id}/{record.repeat:03d}"
-            self.pairs[record.key] = self.builder.image_pair(candidate, stem)
+            self.thumbs[record.key] = self.builder.image_pair(candidate, stem)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         records = sorted(self.source.records(), key=lambda r: r.key)
-        failures = [r for r in records if r.outcome in GALLERY_OUTCOMES]
-        for record in failures:
+        for record in records:
             self._submit_images(record)  # no-op for those submitted as they arrived
-        for pair in self.pairs.values():
-            pair.result()  # thumbnails first: the collages draw failures from them
-        collages = self._submit_collages(records)
-        for _, future in collages:
-            future.result()
-        self._build_views(len(records))
+        images = Images({key: future.result() for key, future in self.thumbs.items()},
+                        {task: [(name, future.result()) for name, future in entries]
+                         for task, entries in self.references.items()})
+        images = self._with_views(records, images)
         self.tally = self.builder.finish()
-        entries = {r.key: entry_html(r, _safe(lambda: self.source.instruction(r), ""), self._images(r), self.urls)
-                   for r in failures}
-        self.below = gallery_html(records, entries) + collage_section(
-            [(caption, future.result()) for caption, future in collages], self.urls)
+        self.browser = browser_html(self._data(records, images))
         if self.self_contained:
             clear_folder(self.builder.root)  # its images are inlined now
 
-    def _build_views(self, candidates: int) -> None:
-        """The full-size views, last: each gets an even share of what the thumbnails, the collages and the
-        page leave of the folder's budget."""
-        pairs = [future.result() for future in self.pairs.values()]
-        pairs += [future.result() for entries in self.references.values() for _, future in entries]
+    def _data(self, records: list[Record], images: Images) -> dict:
+        rows = (self.source.results() or {}).get("rows") or []
+        return browser_data(records, instruction=self.source.instruction, images=images, url=self.urls.of,
+                            models=[str(r.get("model")) for r in rows], splits=split_order(rows),
+                            self_contained=self.self_contained)
+
+    def _with_views(self, records: list[Record], images: Images) -> Images:
+        """The full-size views of the failures and the references, last: each gets an even share of what the
+        thumbnails and the page leave of the folder's budget."""
+        failed = {r.key for r in records if r.outcome in VIEW_OUTCOMES}
+        pairs = [pair for key, pair in images.candidates.items() if key in failed]
+        pairs += [pair for entries in images.references.values() for _, pair in entries if pair is not None]
         budget = None
         if self.max_bytes is not None:
-            page = HTML_BYTES_PER_CANDIDATE * candidates
+            page = (HTML_BYTES_PER_CANDIDATE * len(records) + len(data_script(self._data(records, images)))
+                    + VIEW_ENTRY_BYTES * len(pairs))
             budget = max(0, self.max_bytes - self.builder.used_bytes() - page)
-        self.views = {name: future.result() for name, future in self.builder.views(pairs, budget).items()}
-
-    def _with_view(self, pair):
-        if pair is None or pair.thumb.name not in self.views:
-            return pair
-        return dataclasses.replace(pair, view=self.views[pair.thumb.name])
+        views = {name: future.result() for name, future in self.builder.views(pairs, budget).items()}
+        return Images({key: _with_view(pair, views) for key, pair in images.candidates.items()},
+                      {task: [(name, _with_view(pair, views)) for name, pair in entries]
+                       for task, entries in images.references.items()})
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.builder.cancel()  # after an internal error there was no session finish: leave at once
 
-    def _images(self, record: Record) -> EntryImages:
-        references = [(name, self._with_view(future.result()))
-                      for name, future in self.references.get((record.split, record.task_id), [])]
-        candidate = self.pairs.get(record.key)
-        return EntryImages(references, self._with_view(candidate.result()) if candidate else None)
-
-    def _submit_collages(self, records: list[Record]) -> list[tuple[str, Any]]:
-        by_task: dict[tuple[str, str], list[Record]] = {}
-        for record in records:
-            by_task.setdefault((record.split, record.task_id), []).append(record)
-        return [self._submit_collage(split, task_id, group) for (split, task_id), group in by_task.items()
-                if any(r.outcome in GALLERY_OUTCOMES for r in group)]
-
-    def _submit_collage(self, split: str, task_id: str, records: list[Record]) -> tuple[str, Any]:
-        from .collage import REPORT_TILE_SIZE, tiles_by_model
-
-        instruction = _safe(lambda: self.source.instruction(records[0]), "")
-        references = _safe(lambda: self.source.references(records[0]), [])
-        originals = tiles_by_model(records, lambda r: _safe(lambda: self.source.candidate(r), None))
-        recipe = json.dumps([instruction, REPORT_TILE_SIZE, [(m, [(t.status, t.caption) for t in ts]) for m, ts in originals]])
-        inputs = [*references, *(tile.image for _, model_tiles in originals for tile in model_tiles)]
-        # a failure's tile is drawn from its thumbnail: a few times cheaper than decoding the original again
-        draw = functools.partial(_draw_collage, references, tiles_by_model(records, self._tile_image), instruction)
-        future = self.builder.collage(f"collages/{split}/{task_id}.webp", draw, inputs, recipe)
-        return f"{split} / {task_id}: {instruction}", future
-
-    def _tile_image(self, record: Record) -> Path | None:
-        pair = self.pairs.get(record.key)
-        if pair is not None and pair.done() and not pair.result().thumb.error:
-            return self.builder.root / pair.result().thumb.name
-        return _safe(lambda: self.source.candidate(record), None)
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_report_title(self, report) -> None:
+        report.title = f"HYPE-EDIT-1 report ({report.title})"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
-        prefix.append(summary_html(self.source.results(), self.source.gate_lines(), self.below))
+        counts = table_counts(self.config)
+        listed = sum(counts.get(name, 0) for name in TABLE_VISIBLE)
+        prefix.append(style_html() + table_script(listed)
+                      + summary_html(self.source.results(), self.source.gate_lines()) + self.browser)
+        postfix.append(table_note(counts, listed))
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -367,7 +256,6 @@ class GalleryPlugin:
                 yellow=True, bold=True,
             )
 
-
     def _say_if_over(self, terminalreporter, page: Path | None) -> None:
         """The folder's goal is met by sizing the views; when even the smallest views overrun it, say so."""
         if self.max_bytes is None:
@@ -382,14 +270,10 @@ class GalleryPlugin:
                 yellow=True, bold=True)
 
 
-def _draw_collage(references, tiles, title: str, dest: Path) -> tuple[int, int]:
-    from PIL import Image
-
-    from .collage import REPORT_TILE_SIZE, make_collage
-
-    make_collage(references, tiles, dest, tile_size=REPORT_TILE_SIZE, title=title)
-    with Image.open(dest) as drawn:
-        return drawn.size
+def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | None:
+    if pair is None or pair.thumb.name not in views:
+        return pair
+    return dataclasses.replace(pair, view=views[pair.thumb.name])
 
 
 def _view_side(config: pytest.Config) -> int:
@@ -408,12 +292,12 @@ def _max_bytes(config: pytest.Config) -> int | None:
         return None
     if megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
-                                "(default 60), or 0 for no goal (every view at --html-views pixels)")
+                                f"(default {DEFAULT_MAX_MB:g}), or 0 for no goal (every view at --html-views pixels)")
     return int(megabytes * 1_000_000)
 
 
-def gallery_source(config: pytest.Config) -> GallerySource:
-    """The gallery's view of a benchmark run: the run config, the runner's references, the session."""
+def report_source(config: pytest.Config) -> ReportSource:
+    """The report's view of a benchmark run: the run config, the runner's references, the session."""
     from ..glue.ci import GATES_KEY
     from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
@@ -433,7 +317,7 @@ def gallery_source(config: pytest.Config) -> GallerySource:
     def session_attr(name: str, default):
         return getattr(config.stash.get(SESSION_KEY, None), name, default)
 
-    return GallerySource(
+    return ReportSource(
         references=references,
         candidate=candidate,
         instruction=instruction,

@@ -1,0 +1,345 @@
+"""The top of the HTML report: the answer first.  Pure: results rows and gate lines in, HTML out.
+
+In order: the gates (a failed gate highlighted), then per split the metrics table with its
+intervals (calibrated figures first and marked, when the run has a human sample), the
+charts, the judge's error and stability and the pixel signals when the run measured them,
+the comparison with the baseline and the tasks that got worse, the task types and the
+sensitivity grid (those two folded).  Every key beyond today's is shown only when present
+(CONTRACTS.md: ``calibrated``, ``judge_error``, ``judge_stability``, ``signals_summary``,
+``possibly_paid``, ``baseline_tasks``).
+
+Every string from a run (model, split and task names, gate lines) goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Mapping, Sequence
+from urllib.parse import quote
+
+from .charts import CHART_METRICS, format_value, metric_charts_svg
+from .tables import split_order
+
+#: Metrics the calibration also reports, beyond the six of the table.
+FIRST_ATTEMPT = ("first_attempt_pass_rate", "First attempt", "percent")
+#: How many tasks that got worse are listed per model before the rest fold away.
+WORSE_SHOWN = 10
+
+
+def _text(value: Any) -> str:
+    return escape("" if value is None else str(value))
+
+
+def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str]) -> str:
+    """The summary block; "" parts are left out."""
+    if not results or not results.get("rows"):
+        return '<section class="hx-summary"><h2>HYPE-EDIT-1</h2><p>No candidate was judged.</p></section>'
+    rows = [r for r in results["rows"] if isinstance(r, Mapping)]
+    parts = ['<section class="hx-summary" id="hx-summary"><h2>HYPE-EDIT-1 results</h2>',
+             possibly_paid_html(rows), gates_html(gate_lines)]
+    for split in split_order(rows):
+        parts.append(split_html(split, [r for r in rows if str(r.get("split")) == split]))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def split_html(split: str, rows: list[Mapping[str, Any]]) -> str:
+    ordered = sorted(rows, key=lambda r: -_number(r.get("pass_rate")))
+    return "".join([
+        f'<h3>Split: {_text(split)}</h3>',
+        metrics_table(ordered),
+        f'<div class="hx-chart">{metric_charts_svg(_chart_rows(ordered), title=_chart_title(split, ordered))}</div>',
+        judge_table(ordered),
+        signals_table(ordered),
+        baseline_table(ordered),
+        worse_tasks_html(split, ordered),
+        _folded("Metrics by task type", task_type_table(ordered)),
+        _folded("Sensitivity of the effective cost", sensitivity_table(ordered)),
+    ])
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) else -1.0
+
+
+def _folded(title: str, body: str) -> str:
+    return f"<details><summary>{_text(title)}</summary>{body}</details>" if body else ""
+
+
+def _table(head: str, lines: list[str]) -> str:
+    return _scroll(f"<table><thead>{head}</thead><tbody>{''.join(lines)}</tbody></table>")
+
+
+def _scroll(table: str) -> str:
+    """A wide table scrolls inside its box: the page itself never scrolls sideways."""
+    return f'<div class="hx-scroll">{table}</div>'
+
+
+# --------------------------------------------------------------------------- gates and money
+
+
+def gates_html(lines: Sequence[str]) -> str:
+    """One line per gate; a failed one (``GateResult.line()`` starts with FAIL) stands out."""
+    if not lines:
+        return ""
+    failed = sum(1 for line in lines if str(line).startswith("FAIL"))
+    head = (f'<p class="hx-gates-head hx-bad">{failed} of {len(lines)} gates failed</p>' if failed
+            else f'<p class="hx-gates-head hx-good">All {len(lines)} gates hold</p>')
+    items = "".join(
+        f'<li class="{"hx-gate-fail" if str(line).startswith("FAIL") else "hx-gate-pass"}">{_text(line)}</li>'
+        for line in lines)
+    return f'<div class="hx-gates"><h3>Gates</h3>{head}<ul>{items}</ul></div>'
+
+
+def possibly_paid_html(rows: list[Mapping[str, Any]]) -> str:
+    """Candidates whose paid call was abandoned without its reply: money that may be gone."""
+    flagged = [r for r in rows if isinstance(r.get("possibly_paid"), int) and r["possibly_paid"] > 0
+               and r.get("split") != "combined"]
+    if not flagged:
+        return ""
+    items = "".join(
+        f"<li>{_text(r.get('model'))} ({_text(r.get('split'))}): {_text(r['possibly_paid'])} candidates, up to "
+        f"{_text(format_value(r.get('possibly_paid_cost'), 'dollars'))}</li>" for r in flagged)
+    return (f'<div class="hx-warning"><p><b>Possibly paid:</b> calls abandoned without their reply '
+            f"(the provider may have charged them).</p><ul>{items}</ul></div>")
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def metrics_table(rows: list[Mapping[str, Any]]) -> str:
+    """Per model: each metric with its interval; the calibrated figure first and marked when there is one."""
+    calibrated = any(isinstance(r.get("calibrated"), Mapping) for r in rows)
+    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
+    body = "".join(_metrics_row(r) for r in rows)
+    table = (f'<table class="hx-metrics"><thead><tr><th>Model</th>{head}<th>Judged</th><th>Refused</th>'
+             f"<th>Errors</th><th>Spent</th></tr></thead><tbody>{body}</tbody></table>")
+    notes = []
+    if any(r.get("intervals") for r in rows) or calibrated:
+        notes.append("[95% interval]")
+    if calibrated:
+        notes.append(_calibration_note(rows))
+    return _scroll(table) + (f'<p class="hx-note">{" ".join(notes)}</p>' if notes else "")
+
+
+def _metrics_row(row: Mapping[str, Any]) -> str:
+    cal = row.get("calibrated") if isinstance(row.get("calibrated"), Mapping) else None
+    cells = "".join(f"<td>{_metric_cell(row, cal, key, kind)}</td>" for key, _, kind in CHART_METRICS)
+    return (f"<tr><th scope=\"row\">{_text(row.get('model'))}</th>{cells}"
+            f"<td>{_text(row.get('judged'))}/{_text(row.get('candidates'))}</td><td>{_text(row.get('refusals'))}</td>"
+            f"<td>{_text(row.get('errors'))}</td><td>{_text(format_value(row.get('spent'), 'dollars'))}</td></tr>")
+
+
+def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str, kind: str) -> str:
+    judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind)
+    entry = cal.get(key) if cal else None
+    if not isinstance(entry, Mapping):
+        return judge
+    calibrated = _value_with_interval(entry.get("value"), [entry.get("low"), entry.get("high")], kind)
+    return (f'<span class="hx-cal" title="calibrated against the human sample">{calibrated} '
+            f'<abbr class="hx-mark" title="calibrated">cal</abbr></span>'
+            f'<span class="hx-raw">judge: {judge}</span>')
+
+
+def _value_with_interval(value: Any, bounds: Any, kind: str) -> str:
+    text = _text(format_value(value, kind))
+    if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
+        text += (f' <span class="hx-ci">[{_text(format_value(bounds[0], kind))}, '
+                 f"{_text(format_value(bounds[1], kind))}]</span>")
+    return text
+
+
+def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
+    info = next((r.get("calibration") for r in rows if isinstance(r.get("calibration"), Mapping)), None) or {}
+    text = "cal: corrected for the judge's errors measured on a human sample"
+    if info.get("n_human") is not None:
+        text += f" of {_text(info.get('n_human'))} candidates"
+    if info.get("method"):
+        text += f" ({_text(info.get('method'))}, {_text(info.get('design') or '')})".replace(", )", ")")
+    if info.get("note"):
+        text += f"; {_text(info.get('note'))}"
+    return text + "; judge: the judge's figure alone."
+
+
+def _chart_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows the charts draw: the calibrated figures when every row has them, else the judge's."""
+    if not rows or not all(isinstance(r.get("calibrated"), Mapping) for r in rows):
+        return rows
+    charted = []
+    for row in rows:
+        cal = row["calibrated"]
+        entries = {k: v for k, v in cal.items() if isinstance(v, Mapping)}
+        charted.append({"model": row.get("model"), **{k: v.get("value") for k, v in entries.items()},
+                        "intervals": {k: [v.get("low"), v.get("high")] for k, v in entries.items()
+                                      if v.get("low") is not None and v.get("high") is not None}})
+    return charted
+
+
+def _chart_title(split: str, rows: list[Mapping[str, Any]]) -> str:
+    calibrated = rows and all(isinstance(r.get("calibrated"), Mapping) for r in rows)
+    return f"{split}: metrics by model" + (" (calibrated)" if calibrated else "")
+
+
+# --------------------------------------------------------------------------- the judge and the pixels
+
+
+def judge_table(rows: list[Mapping[str, Any]]) -> str:
+    """The judge against the humans (``judge_error``) and against itself (``judge_stability``)."""
+    lines = []
+    for row in rows:
+        error = row.get("judge_error") if isinstance(row.get("judge_error"), Mapping) else {}
+        stable = row.get("judge_stability") if isinstance(row.get("judge_stability"), Mapping) else {}
+        if not error and not stable:
+            continue
+        flips = (f"{_text(stable.get('flips'))} of {_text(stable.get('candidates'))} "
+                 f"({_text(format_value(stable.get('flip_rate'), 'percent'))}, k={_text(stable.get('k'))})"
+                 if stable else "")
+        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_text(error.get('n_human'))}</td>"
+                     f"<td>{_text(format_value(error.get('sensitivity'), 'percent')) if error else ''}</td>"
+                     f"<td>{_text(format_value(error.get('specificity'), 'percent')) if error else ''}</td>"
+                     f"<td>{flips}</td></tr>")
+    if not lines:
+        return ""
+    head = ("<tr><th>Model</th><th>Human labels</th><th>Judge sensitivity</th><th>Judge specificity</th>"
+            "<th>Verdicts that flip when judged again</th></tr>")
+    return f"<h4>The judge</h4>{_table(head, lines)}"
+
+
+def signals_table(rows: list[Mapping[str, Any]]) -> str:
+    """Pixel diagnostics per model (``signals_summary``): never verdicts, clues to what failed."""
+    lines = []
+    for row in rows:
+        sig = row.get("signals_summary")
+        if not isinstance(sig, Mapping):
+            continue
+        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_text(sig.get('size_mismatch'))}</td>"
+                     f"<td>{_text(sig.get('unchanged'))}</td><td>{_text(sig.get('unchanged_pass'))}</td>"
+                     f"<td>{_text(_float(sig.get('ssim_mean'), 3))}</td><td>{_text(_float(sig.get('delta_e_mean'), 2))}</td></tr>")
+    if not lines:
+        return ""
+    head = ("<tr><th>Model</th><th>Size differs from the reference</th><th>Unchanged</th>"
+            "<th>Judged PASS but unchanged</th><th>Mean SSIM</th><th>Mean &Delta;E</th></tr>")
+    return f"<h4>Pixel signals</h4>{_table(head, lines)}"
+
+
+def _float(value: Any, digits: int) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "n/a"
+
+
+# --------------------------------------------------------------------------- against the baseline
+
+
+def baseline_table(rows: list[Mapping[str, Any]]) -> str:
+    lines = []
+    for row in rows:
+        for key, name, kind in CHART_METRICS:
+            entry = (row.get("baseline") or {}).get(key)
+            if not isinstance(entry, Mapping):
+                continue
+            low, high = entry.get("low"), entry.get("high")
+            interval = f"[{_diff(low, kind)}, {_diff(high, kind)}]" if low is not None and high is not None else "n/a"
+            worse = _is_worse(key, entry.get("difference"), high if key in _LOWER_IS_BETTER else low)
+            lines.append(
+                f'<tr class="{"hx-worse" if worse else ""}"><th scope="row">{_text(row.get("model"))}</th>'
+                f"<td>{_text(name)}</td><td>{_text(format_value(entry.get('current'), kind))}</td>"
+                f"<td>{_text(format_value(entry.get('baseline'), kind))}</td><td>{_diff(entry.get('difference'), kind)}</td>"
+                f"<td>{interval}</td><td>{_text(entry.get('tasks'))}</td></tr>")
+        if row.get("baseline_error"):
+            lines.append(f'<tr><th scope="row">{_text(row.get("model"))}</th><td colspan="6">'
+                         f'{_text(row.get("baseline_error"))}</td></tr>')
+    if not lines:
+        return ""
+    head = ("<tr><th>Model</th><th>Metric</th><th>Current</th><th>Baseline</th><th>Difference</th>"
+            "<th>95% interval</th><th>Shared tasks</th></tr>")
+    note = '<p class="hx-note">A highlighted line got worse beyond its 95% interval.</p>'
+    return (f"<h4>Against the baseline (paired, same tasks)</h4>"
+            f"{_table(head, lines)}{note}")
+
+
+#: Metrics where a rise is a loss.
+_LOWER_IS_BETTER = ("expected_attempts", "effective_cost", "hype_gap")
+
+
+def _is_worse(key: str, difference: Any, bound: Any) -> bool:
+    """Worse, and the whole interval on the worse side of zero."""
+    if not isinstance(difference, (int, float)) or not isinstance(bound, (int, float)):
+        return False
+    return bound > 0 if key in _LOWER_IS_BETTER else bound < 0
+
+
+def _diff(value: Any, kind: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "n/a"
+    if kind == "percent":
+        return f"{value * 100:+.1f} pts"
+    return f"{'+' if value >= 0 else '-'}${abs(value):.2f}" if kind == "dollars" else f"{value:+.2f}"
+
+
+def worse_tasks_html(split: str, rows: list[Mapping[str, Any]]) -> str:
+    """Per model, the tasks whose pass rate fell against the baseline (``baseline_tasks``), worst first,
+    each a link to its row in the failure browser."""
+    blocks = []
+    for row in rows:
+        worse = [t for t in row.get("baseline_tasks") or [] if isinstance(t, Mapping)
+                 and isinstance(t.get("difference"), (int, float)) and t["difference"] < 0]
+        if worse:
+            blocks.append(_worse_block(split, row, worse))
+    if not blocks:
+        return ""
+    return f'<div class="hx-worse-tasks"><h4>Tasks that got worse</h4>{"".join(blocks)}</div>'
+
+
+def _worse_block(split: str, row: Mapping[str, Any], worse: list[Mapping[str, Any]]) -> str:
+    model = str(row.get("model"))
+    items = [_worse_item(split, model, t) for t in worse]
+    shown = "".join(items[:WORSE_SHOWN])
+    rest = (f"<details><summary>{len(items) - WORSE_SHOWN} more</summary><ul>{''.join(items[WORSE_SHOWN:])}</ul></details>"
+            if len(items) > WORSE_SHOWN else "")
+    return (f"<p><b>{_text(model)}</b>: {len(worse)} of {len(row.get('baseline_tasks') or [])} shared tasks "
+            f"pass less often than in the baseline ({_text(row.get('baseline_model'))})</p><ul>{shown}</ul>{rest}")
+
+
+def _worse_item(split: str, model: str, task: Mapping[str, Any]) -> str:
+    task_id = str(task.get("task_id"))
+    key = task_id if split == "combined" else f"{split}/{task_id}"  # a combined row's ids carry their split
+    href = "#task=" + quote(key, safe="/") + "&model=" + quote(model, safe="")
+    return (f'<li><a href="{escape(href)}">{_text(task_id)}</a>: {_text(task.get("baseline_passes"))}/'
+            f'{_text(task.get("baseline_judged"))} &rarr; {_text(task.get("passes"))}/{_text(task.get("judged"))} PASS '
+            f'({_diff(task.get("difference"), "percent")})</li>')
+
+
+# --------------------------------------------------------------------------- folded tables
+
+
+def task_type_table(rows: list[Mapping[str, Any]]) -> str:
+    lines = []
+    for row in rows:
+        for task_type, metrics in sorted((row.get("by_task_type") or {}).items()):
+            cells = "".join(f"<td>{_text(format_value(metrics.get(k), kind))}</td>" for k, _, kind in CHART_METRICS)
+            lines.append(f"<tr><td>{_text(task_type)}</td><td>{_text(row.get('model'))}</td>"
+                         f"<td>{_text(metrics.get('tasks'))}</td>{cells}</tr>")
+    if not lines:
+        return ""
+    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
+    return _scroll(f"<table><thead><tr><th>Task type</th><th>Model</th><th>Tasks</th>{head}</tr></thead>"
+                   f"<tbody>{''.join(lines)}</tbody></table>")
+
+
+def sensitivity_table(rows: list[Mapping[str, Any]]) -> str:
+    """Effective cost per model across review times (rows) and retry caps (columns)."""
+    blocks = []
+    for row in rows:
+        grid = [g for g in row.get("sensitivity") or [] if isinstance(g, Mapping)]
+        if not grid:
+            continue
+        caps = sorted({g["retry_cap"] for g in grid})
+        seconds = sorted({g["review_seconds"] for g in grid})
+        cell = {(g["review_seconds"], g["retry_cap"]): g.get("effective_cost") for g in grid}
+        head = "".join(f"<th>cap {_text(c)}</th>" for c in caps)
+        body = "".join(
+            f"<tr><td>{_text(s)} s review</td>"
+            + "".join(f"<td>{_text(format_value(cell.get((s, c)), 'dollars'))}</td>" for c in caps) + "</tr>"
+            for s in seconds)
+        blocks.append(f"<p>{_text(row.get('model'))}</p>"
+                      + _scroll(f"<table><thead><tr><th>Effective cost</th>{head}</tr></thead><tbody>{body}</tbody></table>"))
+    return "".join(blocks)
