@@ -20,6 +20,7 @@ through cross-process route slots, so the totals hold with and without ``-n``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -82,6 +83,7 @@ class PoolPlugin:
         self.folder = state_dir(config)
         self.grace = _grace(config)
         self.stopper = Stopper(self._stop_now, lambda: self.pool is not None and self.pool.stopping is None)
+        self._announced = False
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -103,7 +105,9 @@ class PoolPlugin:
         self.pool.stop(reason)
         write_stop(self.config, reason)
         self.session.shouldstop = reason
+        self._announce(self.pool.state())
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest's own, which may take seconds to draw the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if self.pool is not None:
             self.pool.stop("interrupted (Ctrl-C)")
@@ -116,9 +120,8 @@ class PoolPlugin:
         if self.pool is None:
             return
         state = self.pool.state()
-        if state.running and not self._leaving():
-            grace = max(0.0, self.pool.grace - self._stopped_for())
-            self._say(stopping_line(state.running, state.resumable, state.unanswered, state.unanswered_cost, grace))
+        if not self._leaving():
+            self._announce(state)
         try:
             left = self.pool.shutdown(wait=not self._leaving())
         except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM while waiting: leave now
@@ -130,6 +133,13 @@ class PoolPlugin:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.stopper.uninstall()
+
+    def _announce(self, state: PoolState) -> None:
+        """Say once what stopping does with the calls in flight, and what leaving now would cost."""
+        if state.running and not self._announced:
+            self._announced = True
+            grace = max(0.0, self.pool.grace - self._stopped_for())
+            self._say(stopping_line(state.running, state.resumable, state.unanswered, state.unanswered_cost, grace))
 
     def _leaving(self) -> bool:
         return self.stopper.leaving or leaving(self.folder)
@@ -308,6 +318,7 @@ class StopSignal:
             if maxfail and self.failures >= maxfail:
                 write_stop(self.config, f"stopping after {self.failures} failures (--maxfail {maxfail})")
 
+    @pytest.hookimpl(tryfirst=True)  # the workers hear it before pytest draws the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         write_stop(self.config, "interrupted (Ctrl-C)")
         if self.stopper.leaving:
@@ -315,8 +326,12 @@ class StopSignal:
 
 
 def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal, also from a signal handler while an item runs (its output is captured then)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and config.get_verbosity() >= 0:
+    if reporter is None or config.get_verbosity() < 0:
+        return
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         reporter.ensure_newline()
         reporter.write_line(line)
 
