@@ -273,7 +273,7 @@ def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_p
     out = process.communicate(timeout=60)[0]
     assert time.monotonic() - signalled < 19, "the second signal did not make the run leave"
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
-    assert "hypeedit: left " in out and "sent whose reply were lost" in out
+    assert "hypeedit: left " in out and "sent whose replies were lost" in out
     assert any(r.get("pending") for r in records(folder)), "no call was left in flight: nothing was tested"
 
     for fake in fakes.values():

@@ -141,6 +141,7 @@ def _costs(jobs: int, waiting: int, cost: float, *, leaving: bool) -> str:
         parts.append(f"{jobs} journaled job{'s' if jobs != 1 else ''} the next run resumes, not paid again")
     if waiting:
         would = "were" if leaving else "would be"
-        parts.append(f"{_calls(waiting)} sent whose reply {would} lost: they may be paid (up to ${cost:.2f}), "
-                     "and the next run counts them as possibly paid and buys them again")
+        parts.append(f"{_calls(waiting)} sent whose replies {would} lost: they may be paid (up to ${cost:.2f}); "
+                     "the next run counts them as possibly paid and buys them again (--possibly-paid review holds "
+                     "them)")
     return "; ".join(parts)
