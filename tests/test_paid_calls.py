@@ -398,3 +398,13 @@ def test_a_doctored_record_cannot_inflate_or_break_the_spend():
                                                                      {"price": 0.1}])
     assert record.spent == pytest.approx(0.14)
     assert Record("public", "m", "t", 1, possibly_paid="nonsense").spent == 0
+
+
+def test_possibly_paid_takes_rebuy_or_review_from_the_command_line_or_the_ini_file(pytester):
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "tiny-split"
+    where = [f"--tasks={tiny / 'tiny.json'}", f"--images-base={tiny / 'images'}", "--collect-only", "-q"]
+    bad = pytester.runpytest("--model", "identity", *where, "--possibly-paid", "keep")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--possibly-paid keep: give rebuy (*) or review (*)*"])
+    pytester.makeini("[pytest]\nhypeedit_possibly_paid = review\n")
+    assert pytester.runpytest("--model", "identity", *where).ret == pytest.ExitCode.OK

@@ -149,7 +149,7 @@ def pending_call(record: Record) -> str | None:
 def held_message(record: Record, call: str) -> str:
     """The error of a candidate held for review (``--possibly-paid review``)."""
     entries = unresolved(record, call)
-    price = sum(float(e["price"]) for e in entries if isinstance(e.get("price"), (int, float)))
+    price = Record(record.split, record.model, record.task_id, record.repeat, possibly_paid=entries).spent
     what = "generation" if call == GENERATE else "judge call"
     ids = ", ".join(str(e["id"]) for e in entries if e.get("id")) or "none sent"
     return (f"held for review: {len(entries)} paid {what}(s) for it may have been paid (up to ${price:.2f}) and "
