@@ -259,7 +259,9 @@ def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_p
 @pytest.mark.parametrize("workers, second", [([], signal.SIGINT), (["-n", "2"], signal.SIGINT),
                                              (["-n", "2"], signal.SIGTERM)],
                          ids=["serial-ctrl-c-twice", "xdist-ctrl-c-twice", "xdist-ctrl-c-then-sigterm"])
-def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_path, fakes, workers, second):
+def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_path, fakes, workers, second,
+                                                                          monkeypatch):
+    monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "60")  # only the second signal can end the wait early
     for fake in fakes.values():
         fake.latency = 20.0  # the calls in flight outlast the run: the second signal leaves them
     folder = tmp_path / "run"
