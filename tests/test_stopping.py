@@ -324,3 +324,12 @@ def test_a_blackholed_sync_endpoint_is_sent_one_request_per_candidate(pytester, 
         assert (row["possibly_paid"], row["possibly_paid_open"]) == (TASKS * REPEATS, 0)
     again.stdout.fnmatch_lines(["possibly paid: seedream-4.5 (mini): 6 candidates whose paid call was abandoned "
                                 "without its reply (up to $0.24, included in spent): 6 bought again"])
+
+
+def test_a_bad_grace_is_a_usage_error_naming_the_variable(pytester, monkeypatch):
+    tiny = Path(__file__).resolve().parents[1] / "examples" / "tiny-split"
+    monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "nan")
+    result = pytester.runpytest("--model", "identity", f"--tasks={tiny / 'tiny.json'}",
+                                f"--images-base={tiny / 'images'}", "--judge", f"labels:{tiny / 'rater1.json'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*HYPEEDIT_STOP_GRACE_S='nan': give the seconds calls in flight may take*"])
