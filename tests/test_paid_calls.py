@@ -34,7 +34,7 @@ from pytest_hypeedit.engine.journal import Journal, REVIEW
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
-from pytest_hypeedit.errors import CallError, JudgeError, ProviderError
+from pytest_hypeedit.errors import JudgeError, ProviderError
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
 from pytest_hypeedit.judges.majority import MajorityJudge
