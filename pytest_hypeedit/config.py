@@ -45,6 +45,7 @@ class RunConfig:
     rate_limits: Mapping[str, RouteLimits]  # --rate-limit overrides, by route
     concurrency: int = DEFAULT_CONCURRENCY  # candidates in progress at once across the run
     adaptive: bool = False  # --concurrency auto: each route's level follows the provider (AIMD)
+    possibly_paid: str = "rebuy"  # --possibly-paid: rebuy a possibly paid candidate, or hold it for review
 
     def limits_for(self, spec: ModelSpec) -> RouteLimits:
         """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes."""
@@ -107,7 +108,19 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict]
         registry=registry,
         rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
         **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
+        possibly_paid=parse_possibly_paid(getattr(option, "hypeedit_possibly_paid", None)),
     )
+
+
+def parse_possibly_paid(value: Any) -> str:
+    """``--possibly-paid rebuy|review`` (engine/journal.py); unset: rebuy."""
+    from .engine.journal import POSSIBLY_PAID_CHOICES, REBUY
+
+    text = REBUY if value is None or value == "" else str(value).strip().lower()
+    if text not in POSSIBLY_PAID_CHOICES:
+        raise ConfigError(f"--possibly-paid {value}: give rebuy (buy such a candidate again, counted as possibly "
+                          "paid) or review (leave it as an error to check in the provider's dashboard first)")
+    return text
 
 
 def parse_concurrency(value: Any) -> dict[str, Any]:

@@ -21,6 +21,10 @@ option) and says what to do next; none ever contains an API key.
 A ``CallError`` is never the model's verdict: the candidate is left out of the
 metrics, counted under ``errors`` and retried by the next run.  A ``Refusal``
 is: the user paid for an attempt that gave nothing, so it counts as FAIL.
+A ``CallError`` with ``reply_lost`` set is a paid request that may have reached
+the provider and whose reply never came (a read timeout, a dropped connection):
+it was not sent again, and the candidate counts as possibly paid
+(engine/journal.py).
 """
 
 from __future__ import annotations
@@ -60,12 +64,16 @@ class CallError(HypeEditError):
     #: Whether trying again later may succeed (network, 429, 5xx).  Auth,
     #: quota and validation errors are not retryable: rerunning wastes time.
     retryable: bool = True
+    #: A paid request that may have reached the provider, whose reply was lost: it may be billed.
+    reply_lost: bool = False
 
-    def __init__(self, message: str, *, retryable: bool | None = None, status: int | None = None):
+    def __init__(self, message: str, *, retryable: bool | None = None, status: int | None = None,
+                 reply_lost: bool = False):
         super().__init__(message)
         if retryable is not None:
             self.retryable = retryable
         self.status = status
+        self.reply_lost = reply_lost
 
 
 class ProviderError(CallError):

@@ -63,6 +63,10 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
     add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
+    add("--possibly-paid", dest="hypeedit_possibly_paid", default=None, metavar="rebuy|review",
+        help="a candidate whose paid call may have been paid but whose reply never came (a kill, a lost "
+             "connection): buy it again and count it as possibly paid (rebuy, the default), or leave it as an "
+             "error for review (review)")
     add("--concurrency", dest="hypeedit_concurrency", default=None, metavar="N|auto",
         help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
              "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "

@@ -89,6 +89,7 @@ def test_a_job_whose_polls_failed_is_resumed_by_the_next_run(pytester, fakes):
     assert rows(pytester.path)["flux-2-max"]["spent"] == pytest.approx(0.2)  # paid, though no image yet
 
     bfl.faults.clear()
+    (pytester.path / "fast.yaml").write_text(FAST_POLLS % {"wait": 30})  # patient now: a loaded machine polls slowly
     second = pytester.runpytest(*args)
     second.assert_outcomes(passed=1, failed=1)
     assert list(bfl.ledger.submitted.values()) == [1, 1]  # resumed, not submitted again
@@ -104,6 +105,7 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     pytester.runpytest(*args).assert_outcomes(errors=2)
     bfl.faults.clear()
     bfl.forget_all()  # BFL keeps results 10 minutes: then "Task not found"
+    (pytester.path / "fast.yaml").write_text(FAST_POLLS % {"wait": 30})
 
     second = pytester.runpytest(*args)
     second.assert_outcomes(passed=1, failed=1)

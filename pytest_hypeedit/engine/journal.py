@@ -1,44 +1,72 @@
-"""The journal of submitted jobs: a paid job is never lost, and never submitted twice.
+"""The journal of paid calls: a paid call is sent once, and one that may have been paid is never hidden.
 
-Some routes answer a request with a *job* (an id and a URL to poll) and the
-image only later: bfl, fal, replicate, runware in async mode.  Between the
-submit and the image the job lives at the provider; if we forgot it (a kill,
-a poll that errors, a malformed reply) a rerun would submit, and pay, again.
+Two things are journaled in a candidate's record, each written (atomically)
+*before* the moment that could lose it:
 
-So an adapter reports every job it submits to ``request.journal`` *before its
-first poll*; the runner writes it into the candidate's record at once
-(atomically).  A later attempt finds the job in ``journal.job`` and resumes
-polling it instead of submitting.  A job whose result the provider no longer
-keeps raises ``JobExpired``: the runner records that, and submits once more
-(counted as ``resubmitted``).
+- ``pending``: every paid request (a job submission, a synchronous generation,
+  a paid judge call) is written into the record before it is sent, with the
+  id it carries where the provider takes one (``call_id``) and its worst-case
+  price.  The record's next write (the job, the image, the refusal, the
+  error) clears it.  A run that finds a pending entry it did not write knows
+  the call may have reached the provider and been paid: if the candidate or
+  verdict it was for is on disk, the reply arrived after all; else the entry
+  moves to ``possibly_paid`` (``abandon``), the results count it, and the
+  candidate is bought again (``--possibly-paid rebuy``) or held as an error
+  for review (``--possibly-paid review``).
+- ``job``: some routes answer with a *job* (an id and a URL to poll) and the
+  image only later: bfl, fal, replicate, runware in async mode.  An adapter
+  reports every job it submits to ``request.journal`` *before its first
+  poll* (runware, whose task id is its own, before sending it); the runner
+  writes it into the record at once, in place of the pending entry.  A later
+  attempt finds the job in ``journal.job`` and resumes polling it instead of
+  submitting.  A job whose result the provider no longer keeps raises
+  ``JobExpired``: the runner records that, and submits once more (counted as
+  ``resubmitted``).
 
-    adapter                                   runner
-    -------                                   ------
-    job = request.journal.job                 Journal(record.job, save=write record)
-    if job is None:
-        job = submit(...)
-        request.journal.submitted(id=..., polling_url=..., cost=...)   -> record.job, written
-    poll(job["polling_url"]) ... image        -> candidate + record written, record.job kept
-    result gone?  raise JobExpired(...)       -> record.resubmitted += 1, record.job = None, submit again
+    runner                                     adapter
+    ------                                     -------
+    record.pending = sending(...), written     job = request.journal.job
+    provider.generate(request)                 if job is None:
+                                                   job = submit(..., headers={id: request.journal.call_id})
+    record.job = job, pending cleared, written <-  request.journal.submitted(id=..., polling_url=...)
+                                               poll(job["polling_url"]) ... image
+    image + record written, pending cleared    result gone?  raise JobExpired(...)
+    a reply lost (``reply_lost``)?  -> abandon(): possibly paid, never sent again blindly
 """
 
 from __future__ import annotations
 
+import random
+import string
+import time
 from typing import Any, Callable
 
-from .records import now_iso
+from .records import Record, now_iso
+
+#: What a pending entry was for.
+GENERATE, JUDGE = "generate", "judge"
+#: ``--possibly-paid``: buy a possibly paid candidate again (saying so), or hold it as an error for review.
+REBUY, REVIEW = "rebuy", "review"
+POSSIBLY_PAID_CHOICES = (REBUY, REVIEW)
+#: The record's ``extra`` key of a candidate held for review: what was held (GENERATE or JUDGE).
+HELD = "held_for_review"
+#: Why a pending entry found on disk was abandoned.
+RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
 
 class Journal:
-    """One candidate's journaled job (``job``) and the way to record a new one (``submitted``)."""
+    """One candidate's journaled job (``job``), the way to record a new one (``submitted``), and the id an
+    adapter sends with its paid request where the provider takes one (``call_id``)."""
 
     def __init__(self, job: dict[str, Any] | None = None, save: Callable[[dict[str, Any] | None], None] | None = None,
-                 *, route: str | None = None):
+                 *, route: str | None = None, call_id: str | None = None):
         self._job = dict(job) if job else None
         self._save = save
         self._route = route
         #: Whether this attempt resumes a job an earlier attempt submitted (and paid for).
         self.resumed = self._job is not None
+        #: The id of this attempt's paid request, journaled before it is sent (see ``new_call_id``).
+        self.call_id = call_id
 
     @property
     def job(self) -> dict[str, Any] | None:
@@ -66,3 +94,65 @@ class Journal:
 #: For callers with nowhere to keep a job (a library user calling an adapter directly).
 def detached() -> Journal:
     return Journal()
+
+
+# --------------------------------------------------------------------------- pending calls
+
+
+def new_call_id() -> str:
+    """A fresh id for one paid request: the format of the ModelArk SDK's ``X-Client-Request-Id``
+    (byteplussdkarkruntime ``_utils._gen_request_id``: the UTC time to the second, then 20 letters and
+    digits), which is as good a unique id for every other route."""
+    alphabet = string.ascii_letters + string.digits
+    return time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "".join(random.choices(alphabet, k=20))
+
+
+def sending(call: str, *, route: str, price: float, call_id: str, **fields: Any) -> dict[str, Any]:
+    """The pending entry of a paid request about to be sent: what it is for, how the provider may know it,
+    and the most it can cost."""
+    return {"call": call, "route": route, "id": call_id, "sent_at": now_iso(), "price": round(float(price), 6),
+            **{k: v for k, v in fields.items() if v is not None}}
+
+
+def abandon(record: Record, why: str) -> dict[str, Any]:
+    """Move the record's pending call into its ``possibly_paid`` history: its reply never came, so it may
+    have been paid.  Returns the entry."""
+    pending = record.pending if isinstance(record.pending, dict) else {}
+    entry = {**pending, "why": why, "found_at": now_iso(), "rebought": False}
+    record.possibly_paid = [*record.possibly_paid_calls, entry]
+    record.pending = None
+    return entry
+
+
+def unresolved(record: Record, call: str) -> list[dict[str, Any]]:
+    """The possibly paid calls of this kind that no later call has bought again."""
+    return [entry for entry in record.possibly_paid_calls if entry.get("call", GENERATE) == call
+            and not entry.get("rebought")]
+
+
+def mark_rebought(record: Record, call: str) -> int:
+    """A new paid call is about to buy again what possibly paid calls of this kind were for; how many."""
+    entries = unresolved(record, call)
+    for entry in entries:
+        entry["rebought"] = True
+    return len(entries)
+
+
+def pending_call(record: Record) -> str | None:
+    """What the record's pending entry was for (GENERATE or JUDGE), None without one."""
+    pending = record.pending
+    if not isinstance(pending, dict) or not pending:
+        return None
+    return JUDGE if pending.get("call") == JUDGE else GENERATE
+
+
+def held_message(record: Record, call: str) -> str:
+    """The error of a candidate held for review (``--possibly-paid review``)."""
+    entries = unresolved(record, call)
+    price = Record(record.split, record.model, record.task_id, record.repeat, possibly_paid=entries).spent
+    what = "generation" if call == GENERATE else "judge call"
+    ids = ", ".join(str(e["id"]) for e in entries if e.get("id")) or "none sent"
+    return (f"held for review: {len(entries)} paid {what}(s) for it may have been paid (up to ${price:.2f}) and "
+            f"their reply never came ({entries[-1].get('why', 'reply lost') if entries else ''}; request id(s) "
+            f"{ids}); look for them in the provider's dashboard, then rerun with --possibly-paid rebuy to buy it "
+            "again")

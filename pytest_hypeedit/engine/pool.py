@@ -18,11 +18,14 @@ route is asked first, so a route at its limit never holds a slot another route
 could use.  Judging comes before new generation, so started candidates finish
 first and results reach pytest in order.
 
-Stopping (``-x``, ``--maxfail``, Ctrl-C): no new step starts; steps already
-running finish and are written to disk by the runner; a candidate whose paid
-step never started is ``NotStarted``.  Threads are daemons, so a process that
-must leave does not wait for a 60 s call: ``shutdown(grace)`` waits that long
-at most.  Knows nothing of pytest (glue/pool.py is the glue).
+Stopping (``-x``, ``--maxfail``, Ctrl-C, SIGTERM): no new step starts; steps
+already running finish and are written to disk by the runner; a candidate whose
+paid step never started is ``NotStarted``.  The grace counts from the stop: the
+item waiting for a running step waits until then at most (then it is
+``LeftInFlight``), and ``shutdown`` waits for the rest until then, or until
+``should_leave()`` says to go now.  Threads are daemons, so a process that must
+leave does not wait for a 60 s call.  Knows nothing of pytest (glue/pool.py is
+the glue; glue/stopping.py the signals).
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class NotStarted(HypeEditError):
     """The run is stopping (-x, --maxfail, Ctrl-C) and this candidate's paid step never started."""
 
 
+class LeftInFlight(NotStarted):
+    """The run is stopping and this candidate's paid step did not end within the grace: it is left running."""
+
+
 @dataclass(eq=False)
 class Job:
     task: Task
@@ -100,6 +107,11 @@ class PoolState:
     skipped: int
     spent: float
     routes: tuple[GateState, ...]
+    #: Of the running steps: journaled jobs a next run resumes, paid calls sent and waiting for their reply
+    #: (lost if the process left now), and those calls' worst-case price (Runner.calls_in_flight).
+    resumable: int = 0
+    unanswered: int = 0
+    unanswered_cost: float = 0.0
 
 
 class CandidatePool:
@@ -107,8 +119,11 @@ class CandidatePool:
                  judge_gates: Callable[[], list[RouteGate]], slots: SlotSet | None = None,
                  source: Callable[[], Iterable[Entry]] | None = None,
                  should_stop: Callable[[], str | None] | None = None,
-                 on_report: Callable[[PoolState], None] | None = None):
+                 on_report: Callable[[PoolState], None] | None = None,
+                 grace: float = 10.0, should_leave: Callable[[], bool] | None = None):
         self.runner, self.concurrency = runner, concurrency
+        self.grace, self._should_leave = grace, should_leave
+        self._stopped_at: float | None = None
         self._gate_for, self._judge_gates = gate_for, judge_gates
         self._slots, self._source, self._should_stop, self._on_report = slots, source, should_stop, on_report
         self._jobs: dict[Key, Job] = {}
@@ -153,6 +168,9 @@ class CandidatePool:
         while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
             if on_wait is not None:
                 on_wait()
+            if self._grace_over():
+                raise LeftInFlight(f"left in flight: {self._stop_reason}, and its call did not end within the "
+                                   f"{self.grace:g} s grace (its record says what the next run does with it)")
         self._let_calls_go_first()
         return self._outcome(job)
 
@@ -165,24 +183,31 @@ class CandidatePool:
             time.sleep(quiet / 2)
 
     def stop(self, reason: str) -> None:
-        """No new step starts from now on (running steps finish)."""
+        """No new step starts from now on (running steps finish, within the grace)."""
         with self._cond:
             if self._stop_reason is None:
-                self._stop_reason = reason
+                self._stop_reason, self._stopped_at = reason, time.monotonic()
             self._cond.notify_all()
+
+    def _grace_over(self) -> bool:
+        """Stopped, and the grace is spent or the run is leaving now."""
+        if self._stopped_at is None:
+            return False
+        return time.monotonic() >= self._stopped_at + self.grace or bool(self._should_leave and self._should_leave())
 
     @property
     def stopping(self) -> str | None:
         return self._stop_reason
 
-    def shutdown(self, grace: float) -> int:
-        """Stop, wait up to ``grace`` seconds for running steps, and end the threads; returns how many
-        steps were still running (their calls are abandoned: a journaled job is resumed by the next run)."""
+    def shutdown(self, wait: bool = True) -> int:
+        """Stop, wait for running steps until the grace (counted from the stop) is over or the run is leaving
+        (``wait=False``: not at all), and end the threads; returns how many steps were still running (their
+        calls are left: a journaled job is resumed by the next run, a call waiting for its reply is counted as
+        possibly paid by it)."""
         self.stop(self._stop_reason or "the session ended")
-        deadline = time.monotonic() + grace
         with self._cond:
-            while self._running and time.monotonic() < deadline:
-                self._cond.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            while wait and self._running and not self._grace_over():
+                self._cond.wait(0.1)
             left = self._running
             self._closed = True
             self._cond.notify_all()
@@ -195,8 +220,9 @@ class CandidatePool:
             totals = dict(self._totals)
             planned, running = len(self._order), self._running
         gates = tuple(gate.state() for gate in self._known_gates())
+        jobs, waiting, cost = self.runner.calls_in_flight()
         return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
-                         totals["spent"], gates)
+                         totals["spent"], gates, jobs, waiting, cost)
 
     # ------------------------------------------------------------------ jobs
     def _add(self, task: Task, spec: ModelSpec, repeat: int) -> Job | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -53,6 +54,14 @@ class Record:
     # so that no later attempt submits it again (engine/journal.py)
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
+    resubmitted_cost: float = 0.0  # USD those expired jobs cost (paid, and their images never arrived)
+    # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
+    # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
+    # a run that finds one it did not send knows the call may have been paid
+    pending: dict[str, Any] | None = None
+    # every paid call abandoned without its reply (possibly paid), oldest first: the pending entry plus
+    # "why", "found_at" and "rebought" (whether a later call bought the candidate again)
+    possibly_paid: list[dict[str, Any]] = field(default_factory=list)
     # judging
     verdict: str | None = None  # "PASS" or "FAIL"
     reasoning: str | None = None
@@ -92,7 +101,22 @@ class Record:
 
     @property
     def spent(self) -> float:
-        return (self.cost or 0.0) + (self.judge_cost or 0.0)
+        """Everything this candidate cost: generation, judge, expired jobs bought again, possibly paid calls."""
+        return sum(self.spent_breakdown.values())
+
+    @property
+    def spent_breakdown(self) -> dict[str, float]:
+        """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
+        non-negative number counts as 0."""
+        return {"generation": _usd(self.cost), "judge": _usd(self.judge_cost),
+                "resubmitted": _usd(self.resubmitted_cost),
+                "possibly_paid": sum(_usd(entry.get("price")) for entry in self.possibly_paid_calls)}
+
+    @property
+    def possibly_paid_calls(self) -> list[dict[str, Any]]:
+        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything)."""
+        entries = self.possibly_paid if isinstance(self.possibly_paid, list) else []
+        return [entry for entry in entries if isinstance(entry, dict)]
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).
@@ -112,6 +136,12 @@ class Record:
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(json.loads(text))
+
+
+def _usd(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return 0.0
+    return float(value)
 
 
 def record_to_property(record: Record) -> tuple[str, str]:

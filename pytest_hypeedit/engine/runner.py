@@ -2,7 +2,8 @@
 
     record on disk? candidate on disk? -> reuse them (no call, no key needed)
     a journaled job in the record?     -> resume it (no new submission, no new budget)
-    otherwise: budget -> provider call -> candidate + record written at once
+    a paid call pending, its reply lost? -> possibly paid: buy again (--possibly-paid rebuy) or hold it
+    otherwise: budget -> pending call written -> provider call -> candidate + record written at once
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
     otherwise: judge -> verdict written into the record at once
 
@@ -21,6 +22,7 @@ steps in order, for callers without a pool.  Knows nothing of pytest.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +36,8 @@ from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
 from ..tasks import Task
-from .journal import Journal
+from . import journal as paid
+from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
 
 
 def _same_verdict(old: dict, new: dict) -> bool:
@@ -59,6 +62,7 @@ class Plan:
     candidate: Path | None
     needs_generation: bool = False  # a provider call (or a journaled job to resume)
     needs_verdict: bool = False  # a paid judge call
+    held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -75,8 +79,13 @@ class Runner:
     references: Callable[[Task], list[Path]]
     rejudge: bool = False
     budget: object | None = None  # budget.Budget: reserve(amount, what) -> Reservation
+    #: --possibly-paid: a candidate whose paid call may have been paid without its reply arriving is bought
+    #: again (REBUY) or held as an error for review (REVIEW)
+    on_possibly_paid: str = REBUY
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
+    _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
+    _live_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
@@ -101,7 +110,10 @@ class Runner:
         with self.store.claim(*plan.record.key):
             plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
             plan.candidate = self.store.find_candidate(*plan.record.key)
+            self._settle_abandoned(plan.record, plan.candidate)
             self._settle_plan(plan)
+            if plan.held:
+                self.store.write_record(plan.record)  # visible in the outputs as the error it is
             if plan.needs_generation:
                 plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
                 plan.needs_generation = False
@@ -112,15 +124,22 @@ class Runner:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         with self.store.claim(*plan.record.key):
             on_disk = self.store.read_record(*plan.record.key)
-            if on_disk is not None and on_disk.candidate == plan.record.candidate and self.reusable_verdict(on_disk):
-                plan.record.judgements = on_disk.judgements
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+            if on_disk is not None and on_disk.candidate == plan.record.candidate:
+                if self.reusable_verdict(on_disk):
+                    plan.record.judgements = on_disk.judgements
+                plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+            self._settle_abandoned(plan.record, plan.candidate)
+            if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
+                self._hold(plan, JUDGE)
+                self.store.write_record(plan.record)
+            else:
+                self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
         plan.needs_verdict = False
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
-        if plan.candidate is not None:
+        if plan.candidate is not None and not plan.held:
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
         return plan.record
 
@@ -132,15 +151,90 @@ class Runner:
     def _settle_plan(self, plan: "Plan") -> None:
         """Decide the plan's needs from its record and candidate (and adopt a candidate found on disk)."""
         record = plan.record
+        plan.held = False
+        self._resolve_pending(record, plan.candidate)
         if plan.candidate is None:
             plan.needs_generation = not refused(record)
             plan.needs_verdict = False
             if not plan.needs_generation:
                 record.reused_candidate = True  # the model's refusal was paid for: it is its answer
+            elif self._held(record, GENERATE):
+                self._hold(plan, GENERATE)
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
+        if plan.needs_verdict and self._held(record, JUDGE):
+            self._hold(plan, JUDGE)
+
+    # ------------------------------------------------------------------ paid calls: pending, possibly paid
+
+    def _resolve_pending(self, record: Record, candidate: Path | None) -> None:
+        """A pending call whose answer is on disk after all (the image, the verdict) was not lost: forget it."""
+        call = paid.pending_call(record)
+        if call == GENERATE and candidate is not None:
+            record.pending = None
+        elif call == JUDGE:
+            verdict = record.judgements.get(str(record.pending.get("judge")))
+            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(record.pending.get("sent_at")):
+                record.pending = None
+
+    def _settle_abandoned(self, record: Record, candidate: Path | None) -> None:
+        """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
+        disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
+        self._resolve_pending(record, candidate)
+        if paid.pending_call(record) is not None:
+            paid.abandon(record, paid.RUN_ENDED)
+            self.store.write_record(record)
+
+    def _held(self, record: Record, call: str) -> bool:
+        return self.on_possibly_paid == REVIEW and bool(paid.unresolved(record, call))
+
+    @staticmethod
+    def _hold(plan: "Plan", call: str) -> None:
+        plan.needs_generation = plan.needs_verdict = False
+        plan.held = True
+        plan.record.outcome, plan.record.error = ERROR, paid.held_message(plan.record, call)
+        plan.record.extra[paid.HELD] = call
+
+    def _journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str,
+                      **fields) -> None:
+        """Write the paid request into the record before it is sent (its reply may never come back)."""
+        record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
+        paid.mark_rebought(record, call)
+        record.extra.pop(paid.HELD, None)
+        self.store.write_record(record)
+        with self._live_lock:
+            self._live[record.key] = record
+
+    def _end_call(self, record: Record, exc: BaseException | None = None) -> dict | None:
+        """The paid step is over: a call whose reply was lost (``reply_lost``) becomes possibly paid (the
+        entry is returned); any other end means the provider answered (the record's next write clears it)."""
+        with self._live_lock:
+            self._live.pop(record.key, None)
+        if record.pending is None:
+            return None
+        if exc is not None and getattr(exc, "reply_lost", False):
+            return paid.abandon(record, redact(str(exc))[:500])
+        record.pending = None
+        return None
+
+    def _lost_note(self, lost: dict | None) -> str:
+        if lost is None:
+            return ""
+        then = ("the next run buys it again" if self.on_possibly_paid == REBUY
+                else "the next run holds it for review (--possibly-paid review)")
+        return (f"; counted as possibly paid (up to ${float(lost.get('price') or 0):.2f}, request id "
+                f"{lost.get('id')}): {then}")
+
+    def calls_in_flight(self) -> tuple[int, int, float]:
+        """Paid steps running in this process: (journaled jobs a next run resumes, calls sent and still waiting
+        for their reply, the most those could cost) - what leaving now would cost."""
+        with self._live_lock:
+            records = list(self._live.values())
+        pending = [r.pending for r in records if isinstance(r.pending, dict)]
+        jobs = sum(1 for r in records if r.pending is None and r.job)
+        return jobs, len(pending), sum(float(p.get("price") or 0) for p in pending)
 
     def paid_verdict_needed(self, record: Record) -> bool:
         """Whether the judge must be called, and paid, for this candidate (a free judge never is)."""
@@ -165,6 +259,7 @@ class Runner:
             except JobExpired as exc:
                 expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
                 record.resubmitted += 1
+                record.resubmitted_cost = round((record.resubmitted_cost or 0) + self._job_cost(record, spec), 6)
                 record.job = None
                 if attempt == 2:
                     return self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
@@ -180,27 +275,43 @@ class Runner:
                 reservation = self._reserve(spec, task, repeat)
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
                                         spec, journal=journal)
+            provider = self.provider(spec)
+            if not journal.resumed:
+                self._journal_generation(record, spec, provider, request)
             started = time.monotonic()
-            generation = self.provider(spec).generate(request)
+            generation = provider.generate(request)
         except BudgetExceeded as exc:
             return self._skip(record, str(exc))
         except Refusal as exc:
+            self._end_call(record)
             self._settle(reservation, exc.cost or 0.0)
             return self._refused(record, spec, exc)
         except JobExpired:
+            self._end_call(record)
             self._settle(reservation, self._job_cost(record, spec))
             raise
         except (CallError, HypeEditError) as exc:
+            lost = self._end_call(record, exc)
             # A job that was submitted is paid for even when its polls failed: it stays in the record
-            # (journaled) and the next attempt resumes it.
-            self._settle(reservation, self._job_cost(record, spec))
+            # (journaled) and the next attempt resumes it.  A call whose reply was lost may be paid: its
+            # worst case is committed, never released.
+            self._settle(reservation, float(lost.get("price") or 0) if lost else self._job_cost(record, spec))
             if record.job and not journal.resumed:
                 record.cost = self._job_cost(record, spec)
-            return self._failed(record, spec, exc)
+            return self._failed(record, spec, exc, note=self._lost_note(lost))
+        self._end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         return self._save_generation(record, spec, generation, time.monotonic() - started)
+
+    def _journal_generation(self, record: Record, spec: ModelSpec, provider: Provider,
+                            request: GenerationRequest) -> None:
+        """The generation's request, journaled before it leaves; a free route (price 0) has nothing to lose."""
+        worst = getattr(provider, "worst_case_cost", None)  # the contract's Provider.worst_case_cost, when there
+        price = float(worst(request)) if callable(worst) else spec.price
+        if price > 0:
+            self._journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id)
 
     def _journal(self, record: Record, spec: ModelSpec) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
@@ -208,12 +319,13 @@ class Runner:
             record.job = job
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
+                record.pending = None  # the job is what the submit's reply said: resumable, not lost
             self.store.write_record(record)
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
         # polled by this route's adapter: it is left behind, and this route submits its own.
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
-        return Journal(job, save, route=spec.route)
+        return Journal(job, save, route=spec.route, call_id=paid.new_call_id())
 
     @staticmethod
     def _job_cost(record: Record, spec: ModelSpec) -> float:
@@ -244,20 +356,20 @@ class Runner:
         if record.job:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
-        record.judgements = {}
+        record.judgements, record.pending = {}, None
         self.store.write_record(record)  # the paid image is safe before the judge is asked
         return path
 
     def _refused(self, record: Record, spec: ModelSpec, exc: Refusal) -> None:
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
         record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now_iso()
-        record.provider_model, record.error = spec.provider_model, None
+        record.provider_model, record.error, record.pending = spec.provider_model, None, None
         self.store.write_record(record)
         return None
 
-    def _failed(self, record: Record, spec: ModelSpec, exc: Exception) -> None:
+    def _failed(self, record: Record, spec: ModelSpec, exc: Exception, note: str = "") -> None:
         # the error names model and route already; the item adds task and repeat
-        record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc))
+        record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc)) + note
         self.store.write_record(record)  # visible in the outputs; the next run retries it
         return None
 
@@ -304,11 +416,17 @@ class Runner:
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
-            verdict = judge.judge(JudgeRequest(task, spec.name, repeat, candidate, references))
+            request = JudgeRequest(task, spec.name, repeat, candidate, references,
+                                   call_id=paid.new_call_id() if judge.routes else None)
+            if judge.routes:  # a paid judge: its request is journaled before it leaves
+                self._journal_judge_call(record, judge, request)
+            verdict = judge.judge(request)
         except (CallError, HypeEditError) as exc:
-            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}")
+            lost = self._end_call(record, exc)
+            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
             self.store.write_record(record)
             return
+        self._end_call(record)
         entry = self._verdict_entry(verdict)
         if reason:
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
@@ -320,6 +438,12 @@ class Runner:
             return
         self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
+
+    def _journal_judge_call(self, record: Record, judge: Judge, request: JudgeRequest) -> None:
+        worst = getattr(judge, "worst_case_cost", None)  # the contract's Judge.worst_case_cost, when there
+        price = float(worst(request)) if callable(worst) else 0.0
+        self._journal_call(record, JUDGE, route=judge.routes[0], price=price, call_id=request.call_id,
+                           judge=judge.id)
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict:

@@ -4,6 +4,7 @@
     items.py          the pytest items, one per task x model x repeat, and the record each waits for
     pool.py           the pool (engine/pool.py) inside pytest: started with the run loop, stopped on
                       -x / --maxfail / Ctrl-C / SIGTERM; the xdist scheduler; the live line
+    stopping.py       Ctrl-C and SIGTERM in every process, the grace of the calls in flight, what leaving costs
     session.py        the one session object on the controller: records in, results out
     ci.py             gates -> exit status, statistics into the results, junit properties
     agreement.py      ``--agreement``: the judge against a human panel

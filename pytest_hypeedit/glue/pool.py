@@ -2,12 +2,12 @@
 
 - ``PoolPlugin`` (every process that runs items: the serial session, or each
   xdist worker) starts the pool when the run loop starts, hands it the items
-  this process will run, in order, stops it on ``-x``/``--maxfail``/Ctrl-C or
-  a stop signal from the controller, and waits briefly for running calls at the
-  end so what they bought is saved.
-- ``StopSignal`` (the xdist controller) turns ``--maxfail`` and Ctrl-C into a
-  stop file every worker's pool watches: workers were dealt their items up
-  front, so without it they would go on paying for them.
+  this process will run, in order, stops it on ``-x``/``--maxfail``, Ctrl-C,
+  SIGTERM or a stop signal from the controller, and gives running calls their
+  grace at the end so what they bought is saved (glue/stopping.py).
+- ``StopSignal`` (the xdist controller) turns ``--maxfail``, Ctrl-C and SIGTERM
+  into a stop file every worker's pool watches: workers were dealt their items
+  up front, so without it they would go on paying for them.
 - ``DealAllScheduling`` (the xdist controller, ``--dist load``, the default of
   ``-n``): every item is dealt at once, round robin, so each worker's pool can
   work ahead on its whole share.  xdist's own load scheduling hands a worker a
@@ -20,6 +20,7 @@ through cross-process route slots, so the totals hold with and without ``-n``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -33,12 +34,12 @@ from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
 from ..files import atomic_write_bytes
+from ..errors import ConfigError
 from ..report.progress import LineWriter, Progress, duration
 from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
-
-#: Seconds a process waits, once stopped, for calls in flight to finish and be saved.
-GRACE_SECONDS = 10.0
+from .stopping import GRACE_SECONDS  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
+from .stopping import Stopper, grace_seconds, in_flight, leaving, left_line, stopping_line, write_leave
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
 STOP_FILE = "stop"
@@ -75,48 +76,78 @@ class PoolPlugin:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.pool: CandidatePool | None = None
+        self.session: pytest.Session | None = None
         self.gates: dict[tuple, RouteGate] = {}
         self.folder = state_dir(config)
+        self.grace = _grace(config)
+        self.stopper = Stopper(self._stop_now, lambda: self.pool is not None and self.pool.stopping is None)
+        self._announced = False
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
         if not runs_items(session):  # --collect-only, or collection errors: nothing may be bought
             yield
             return
-        self.pool = self._make_pool(session)
+        self.session, self.pool = session, self._make_pool(session)
         self.config.stash[POOL_KEY] = self.pool
+        self.stopper.install()  # until the process is done with its calls (pytest_unconfigure)
         self.pool.start()
         try:
             yield
         finally:
             self._report(self.pool.state())  # the final figures, for the live line's last word
 
+    def _stop_now(self, reason: str) -> None:
+        """The first Ctrl-C or SIGTERM (in the main thread): stop starting calls, everywhere in the run, and end
+        the run loop after the item at hand, which waits for its call within the grace."""
+        self.pool.stop(reason)
+        write_stop(self.config, reason)
+        self.session.shouldstop = reason
+        self._announce(self.pool.state())
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's own, which may take seconds to draw the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if self.pool is not None:
             self.pool.stop("interrupted (Ctrl-C)")
         write_stop(self.config, "interrupted (Ctrl-C)")
+        if self.stopper.leaving:
+            write_leave(self.folder)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.pool is None:
             return
-        running = self.pool.state().running
-        if running:
-            self._say(f"hypeedit: stopping: waiting up to {GRACE_SECONDS:g} s for {running} call(s) in flight to "
-                      "finish and be saved (Ctrl-C again to leave them; a submitted job is resumed by the next run)")
+        state = self.pool.state()
+        if not self._leaving():
+            self._announce(state)
         try:
-            left = self.pool.shutdown(GRACE_SECONDS if running else 0.0)
-        except KeyboardInterrupt:
-            left = self.pool.state().running
+            left = self.pool.shutdown(wait=not self._leaving())
+        except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM while waiting: leave now
+            left = self.pool.shutdown(wait=False)
+        final = self.pool.state()
         if left:
-            self._say(f"hypeedit: left {left} call(s) in flight; rerun to redo what they did not save")
-        self._report(self.pool.state())
+            self._say(left_line(final.running, final.resumable, final.unanswered, final.unanswered_cost))
+        self._report(final, final=True)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.stopper.uninstall()
+
+    def _announce(self, state: PoolState) -> None:
+        """Say once what stopping does with the calls in flight, and what leaving now would cost."""
+        if state.running and not self._announced:
+            self._announced = True
+            grace = max(0.0, self.pool.grace - self._stopped_for())
+            self._say(stopping_line(state.running, state.resumable, state.unanswered, state.unanswered_cost, grace))
+
+    def _leaving(self) -> bool:
+        return self.stopper.leaving or leaving(self.folder)
+
+    def _stopped_for(self) -> float:
+        stopped_at = self.pool._stopped_at
+        return 0.0 if stopped_at is None else time.monotonic() - stopped_at
 
     def _say(self, line: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and self.config.get_verbosity() >= 0:
-            reporter.ensure_newline()
-            reporter.write_line(line)
+        _say(self.config, line)
 
     # ------------------------------------------------------------------ building the pool
     def _make_pool(self, session: pytest.Session) -> CandidatePool:
@@ -126,7 +157,7 @@ class PoolPlugin:
             runner, concurrency=run.concurrency, slots=slots, gate_for=self._model_gate,
             judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
             source=self._source(session), should_stop=lambda: self._should_stop(session),
-            on_report=self._report,
+            on_report=self._report, grace=self.grace, should_leave=lambda: leaving(self.folder),
         )
 
     def _model_gate(self, spec) -> RouteGate:
@@ -171,8 +202,15 @@ class PoolPlugin:
             return str(session.shouldfail or session.shouldstop)
         return None
 
-    def _report(self, state: PoolState) -> None:
-        write_status(self.folder, state)
+    def _report(self, state: PoolState, final: bool = False) -> None:
+        write_status(self.folder, state, final=final)
+
+
+def _grace(config: pytest.Config) -> float:
+    try:
+        return grace_seconds()
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def runs_items(session: pytest.Session) -> bool:
@@ -203,11 +241,14 @@ def worker_queue(config: pytest.Config):
     return dealt
 
 
-def write_status(folder: Path, state: PoolState) -> None:
-    """This process's pool state, for the controller's live line."""
+def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None:
+    """This process's pool state, for the controller's live line and stopping messages; ``final`` once its calls
+    are done with (finished, or left)."""
     document = {
         "at": time.time(), "planned": state.planned, "done": state.done, "running": state.running,
         "errors": state.errors, "refused": state.refused, "skipped": state.skipped, "spent": state.spent,
+        "resumable": state.resumable, "unanswered": state.unanswered, "unanswered_cost": state.unanswered_cost,
+        "final": final,
         "routes": [{"route": g.route, "in_flight": g.in_flight, "level": g.level, "ceiling": g.ceiling,
                     "adaptive": g.adaptive, "throttled": g.throttled} for g in state.routes],
     }
@@ -228,10 +269,45 @@ def read_statuses(folder: Path) -> list[dict]:
 
 
 class StopSignal:
-    """``--maxfail``/``-x`` and Ctrl-C on the controller become a stop file the workers' pools watch."""
+    """``--maxfail``/``-x``, Ctrl-C and SIGTERM on the controller become a stop file the workers' pools watch;
+    a second Ctrl-C or SIGTERM, a leave file (glue/stopping.py)."""
 
     def __init__(self, config: pytest.Config):
         self.config, self.failures = config, 0
+        self.folder, self.grace = state_dir(config), _grace(config)
+        # The controller has no calls of its own: the first signal stops the workers, which finish their
+        # calls within the grace and end the run (xdist's loop ends when they do).
+        self.stopper = Stopper(self._stop_workers, lambda: True)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        self.stopper.install()
+        yield
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.stopper.uninstall()
+
+    def _stop_workers(self, reason: str) -> None:
+        write_stop(self.config, reason)
+        running, jobs, waiting, cost = in_flight(read_statuses(self.folder))
+        _say(self.config, stopping_line(running, jobs, waiting, cost, self.grace, where=" in the workers"))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.stopper.signals:
+            statuses = self._final_statuses()
+            running, jobs, waiting, cost = in_flight(statuses)
+            if running:
+                _say(self.config, left_line(running, jobs, waiting, cost))
+
+    def _final_statuses(self, patience: float = 2.0) -> list[dict]:
+        """The workers' statuses once each says its calls are done with (a leaving worker is quick)."""
+        deadline = time.monotonic() + patience
+        statuses = read_statuses(self.folder)
+        while any(not s.get("final") for s in statuses) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            statuses = read_statuses(self.folder)
+        return statuses
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         maxfail = self.config.option.maxfail
@@ -240,8 +316,22 @@ class StopSignal:
             if maxfail and self.failures >= maxfail:
                 write_stop(self.config, f"stopping after {self.failures} failures (--maxfail {maxfail})")
 
+    @pytest.hookimpl(tryfirst=True)  # the workers hear it before pytest draws the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         write_stop(self.config, "interrupted (Ctrl-C)")
+        if self.stopper.leaving:
+            write_leave(self.folder)
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    """A line on the terminal, also from a signal handler while an item runs (its output is captured then)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() < 0:
+        return
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        reporter.ensure_newline()
+        reporter.write_line(line)
 
 
 def deal_all_scheduler(config: pytest.Config, log):

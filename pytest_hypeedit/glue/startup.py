@@ -57,6 +57,7 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
         references=references,
         rejudge=run.rejudge,
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
+        on_possibly_paid=run.possibly_paid,
     )
 
 

@@ -65,7 +65,10 @@ class JudgeOptions:
     openai_base_url: str | None = None
     #: Model names a labels file may use (labels files map M01.. to names).
     known_models: tuple[str, ...] | None = None
-    timeout_s: float = 120.0
+    #: Seconds per read of a judge call: openai-python's default, 600 s (``_constants.py``); google-genai sets
+    #: none (providers/genai_client.py PAID_CALL_TIMEOUT_S).  A verdict is paid: one timed out early may be
+    #: paid for twice.
+    timeout_s: float = 600.0
     #: Sampling temperature of ``openai:MODEL``; None sends none (models that take only their default).
     temperature: float | None = 0.0
     #: The HTTP retry policy (providers.http.RetryPolicy); None: the run's (providers.runtime).

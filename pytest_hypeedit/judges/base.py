@@ -23,6 +23,9 @@ class JudgeRequest:
     repeat: int  # 1-based
     candidate: Path
     references: tuple[Path, ...]
+    #: The id of this verdict's paid request, journaled before it is sent (engine/journal.py); a judge sends
+    #: it where its API takes a client-chosen id.  None for a free judge.
+    call_id: str | None = None
 
 
 @dataclass

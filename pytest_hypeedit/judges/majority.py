@@ -61,6 +61,7 @@ class MajorityJudge(Judge):
             raise JudgeError(
                 redact("; ".join(f"juror {juror.id}: {exc}" for juror, exc in failed)),
                 retryable=all(getattr(exc, "retryable", True) for _, exc in failed),
+                reply_lost=any(getattr(exc, "reply_lost", False) for _, exc in failed),  # a juror may be paid
             )
         return self._combine(outcomes)
 

@@ -11,6 +11,12 @@ needs no download of the upstream script).  The base URL is ``--judge-base-url``
 OpenAI's.  ``OPENAI_API_KEY`` is optional: local servers need none, and without
 a key no Authorization header is sent.  The price of an arbitrary model is not
 known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
+
+A verdict is a paid request sent once (``SUBMITS``): a reply lost to a read
+timeout or a dropped connection is not sent again, and is a JudgeError with
+``reply_lost`` (engine/journal.py).  It carries the journaled call id as
+``X-Client-Request-Id`` (as the openai image route does: UNCONFIRMED that
+OpenAI logs it; a local server ignores it).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import httpx
 from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
 from ..providers.body import InlineImage, json_request
-from ..providers.http import error_details, is_retryable, make_http_client
+from ..providers.http import NOT_SENT, SUBMITS, error_details, is_retryable, make_http_client
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
 from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed, http_plumbing,
@@ -77,17 +83,20 @@ class OpenAICompatJudge(Judge):
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
         who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
-        parsed = ask_until_parsed(lambda: self._ask(body, who), who=who)
+        parsed = ask_until_parsed(lambda: self._ask(body, who, request.call_id), who=who)
         extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)
 
-    def _ask(self, body: dict, who: str) -> Answer:
+    def _ask(self, body: dict, who: str, call_id: str | None = None) -> Answer:
+        request = json_request(body, {"X-Client-Request-Id": call_id} if call_id else None)
         try:
-            response = self.client.post(f"{self.base}/chat/completions", **json_request(body))
-        except httpx.HTTPError as exc:  # the policy already retried it
-            raise JudgeError(redact(f"{who}: {type(exc).__name__} on POST {self.base}/chat/completions: {exc}"),
-                             retryable=True) from None
+            response = self.client.post(f"{self.base}/chat/completions", extensions={SUBMITS: True}, **request)
+        except httpx.HTTPError as exc:  # the policy already retried it (a paid request only if it never left)
+            lost = isinstance(exc, httpx.TransportError) and not isinstance(exc, NOT_SENT)
+            note = "; the request may have reached the server, so it was not sent again" if lost else ""
+            raise JudgeError(redact(f"{who}: {type(exc).__name__} on POST {self.base}/chat/completions: {exc}"
+                                    f"{note}"), retryable=True, reply_lost=lost) from None
         if not response.is_success:
             code, message = error_details(response)
             text = f"{who}: HTTP {response.status_code}" + (f": {code}" if code else "") + f": {message[:500]}"

@@ -13,6 +13,14 @@ moderation code is a refusal, any other a ProviderError), not "no image".
 References must have an aspect ratio between 1/3 and 3 (old 4.0 spec,
 second-hand, providers.md section 2): one outside that is padded into range
 before anything is paid for, and the record says so (``extra.padded_references``).
+
+The generation is a paid request sent once (``submits=True``): a reply lost to a
+read timeout or a dropped connection is not sent again (engine/journal.py). It
+carries the journaled call id as ``X-Client-Request-Id``, the header the official
+SDK sends with every request (byteplussdkarkruntime ``_constants.py``
+CLIENT_REQUEST_HEADER, ``_base_client.py`` default_headers), so a lost call can be
+named to BytePlus.  ModelArk has no idempotency key: the id identifies the call,
+it does not stop a second one being billed.
 """
 
 from __future__ import annotations
@@ -57,11 +65,17 @@ class ArkProvider(HttpProvider):
     # second-hand, UNCONFIRMED for 4.5): a reference outside is padded into range, not refused.
     image_limits = ImageLimits(max_count=10, max_side=4096, min_side=14, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg", max_aspect_ratio=3.0)
+    # The official SDK waits 600 s per request (byteplussdkarkruntime/_constants.py DEFAULT_TIMEOUT_SECONDS):
+    # a 2K/4K generation may take minutes, and a read that times out early is a call possibly paid twice.
+    timeout = 600.0
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        response = self.call("POST", f"{self.base}/images/generations", json=self.body(request),
-                             headers={"Authorization": f"Bearer {self.key}"})
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if request.journal.call_id:
+            headers["X-Client-Request-Id"] = request.journal.call_id
+        response = self.call("POST", f"{self.base}/images/generations", json=self.body(request), headers=headers,
+                             submits=True)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)

@@ -8,7 +8,12 @@ $0.10 price point), multiples of 16.  The submit reply's ``cost`` (credits,
 
 The job (id, polling URL, cost) is journaled right after the submit reply and
 before the first poll (providers/jobs.py), so a kill or a failed poll never
-leads to a second submission: the next attempt resumes polling it.
+leads to a second submission: the next attempt resumes polling it.  The
+submit itself is journaled as pending before it is sent (engine/journal.py):
+BFL takes no client-chosen id or idempotency key (the id comes with the reply;
+``webhook_url`` is the only correlation, black-forest-labs/skills
+``webhook-integration.md``), so a submit whose reply is lost cannot be
+resumed and counts as possibly paid.
 
 Poll statuses (docs.bfl.ml/api_integration/errors.md, "Response Types", and
 help.bfl.ai "Why did my request fail?"); every status but ``Pending`` is final:
@@ -54,6 +59,9 @@ class BflProvider(HttpProvider):
     # Input megapixels are billed, so references are kept near 1 MP (4 MP is the output cap).
     image_limits = ImageLimits(max_count=MAX_INPUTS, max_pixels=1024 * 1024, max_bytes=20 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")
+    # BFL ships no SDK; its reference client reads every request with a 30 s timeout (black-forest-labs/skills
+    # bfl-api/references/code-examples/python-client.py ``_request_with_retry``): the submit answers at once.
+    timeout = 30.0
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)

@@ -8,6 +8,12 @@ seed.  No DashScope model is named "2511": pointing qwen-image-edit-2511 at
 ``qwen-image-edit-plus-2025-12-15`` here is UNCONFIRMED.  The moderation code is
 UNCONFIRMED too: ``DataInspectionFailed`` (Alibaba's content-inspection code)
 or any code/message about inappropriate or sensitive content is a refusal.
+
+The generation is a paid request sent once (``submits=True``): a reply lost to
+a read timeout or a dropped connection is not sent again (engine/journal.py).
+DashScope takes no client-chosen id or idempotency key: its SDK sends none
+(dashscope-sdk-python ``api_entities/http_request.py``; ``request_id`` comes
+only with the reply), so a lost call is known by its time alone.
 """
 
 from __future__ import annotations
@@ -36,11 +42,14 @@ class DashScopeProvider(HttpProvider):
     # 1-3 images, 384-3072 px per side, <= 10 MB.
     image_limits = ImageLimits(max_count=3, max_side=3072, min_side=384, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png", "webp"), convert_to="jpeg")
+    # The official SDK's default: 300 s (dashscope-sdk-python dashscope/common/constants.py
+    # DEFAULT_REQUEST_TIMEOUT_SECONDS).
+    timeout = 300.0
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
         response = self.call("POST", f"{self.base}{PATH}", json=self.body(request),
-                             headers={"Authorization": f"Bearer {self.key}"})
+                             headers={"Authorization": f"Bearer {self.key}"}, submits=True)
         if not response.is_success:
             code, message = error_details(response)
             if is_refusal(code, message):

@@ -11,7 +11,11 @@ fields for other models on fal.  A ``content_policy_violation`` or an
 
 The request (id, status and response URLs) is journaled right after the queue
 accepts it and before the first status poll (providers/jobs.py), so a kill or
-a failed poll never leads to a second submission.
+a failed poll never leads to a second submission.  The submit itself is
+journaled as pending before it is sent (engine/journal.py): fal takes no
+client-chosen id or idempotency key (``request_id`` is the queue's; fal_client
+``SyncClient.submit`` sends none, only an optional ``fal_webhook``), so a
+submit whose reply is lost cannot be resumed and counts as possibly paid.
 
 Statuses and results (fal docs, documentation/model-apis/inference/queue and
 inference-api/queue/result; fal-ai/fal ``fal_client/client.py``):
@@ -55,6 +59,9 @@ class FalProvider(HttpProvider):
     # Per-model input limits on fal are UNCONFIRMED: keep references within 4 MP and 10 MB.
     image_limits = ImageLimits(max_count=10, max_pixels=4_194_304, max_bytes=10 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
+    # fal_client's default: 120 s per request (fal-ai/fal projects/fal_client/src/fal_client/client.py
+    # ``SyncClient.default_timeout``); the queue answers a submit at once.
+    timeout = 120.0
 
     @property
     def headers(self) -> dict[str, str]:

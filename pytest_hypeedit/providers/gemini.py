@@ -20,7 +20,7 @@ from ..errors import ConfigError, ImageError, ProviderError, Refusal
 from ..secrets import redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
-from .genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
+from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
 from .images import ImageLimits, prepare_references
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
@@ -63,7 +63,7 @@ class GeminiProvider(Provider):
         self.runtime = runtime or runtime_module.current()
         self.image_size = _image_size(spec)
         self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or ASPECT_RATIOS)
-        self.timeout_s = float(timeout_s or spec.options.get("timeout_s") or 300.0)
+        self.timeout_s = float(timeout_s or spec.options.get("timeout_s") or PAID_CALL_TIMEOUT_S)
         self._policy, self._limiter = policy, limiter
         self._session: GenaiSession | None = None
         self._lock = threading.Lock()

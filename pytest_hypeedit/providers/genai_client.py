@@ -4,7 +4,12 @@ One ``genai.Client`` per provider or judge instance (never per call), built on
 the project's one HTTP policy: the httpx client from ``make_http_client`` goes
 into google-genai through ``HttpOptions(httpx_client=...)``, so retries,
 backoff, Retry-After and the cross-worker rate limits are the same as for every
-other provider, and google-genai's own retries stay off (its default).
+other provider, and google-genai's own retries stay off (its default).  Every
+``generateContent`` POST (an image, a verdict) is paid: it is marked as such
+(``SUBMITS``) on its way out, so the policy never sends it twice once it may have
+reached Google, and a reply lost on the way is an error with ``reply_lost``
+(engine/journal.py).  Google's API takes no client-chosen id or idempotency key
+for it (google-genai sends none: ``_api_client.py``).
 
 Errors from google-genai, httpx or a reply that is not JSON become the caller's
 ``CallError`` subclass with a redacted message: google-genai's own ``str(exc)``
@@ -21,7 +26,7 @@ import pydantic
 
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
-from .http import RETRY_STATUSES, RetryPolicy, make_http_client
+from .http import NOT_SENT, RETRY_STATUSES, SUBMITS, RetryPolicy, make_http_client
 
 T = TypeVar("T")
 
@@ -30,6 +35,11 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 API_VERSION = "v1beta"
 #: GOOGLE_API_KEY wins over GEMINI_API_KEY, as in google-genai itself.
 GEMINI_KEY_ENV: tuple[str, ...] = KEY_ENV[ROUTE]
+#: Seconds per read of a paid call.  google-genai itself sets no timeout at all (``_api_client.py``: an
+#: unset ``HttpOptions.timeout`` becomes httpx's ``timeout=None``), so a stalled read would never end; 600 s
+#: is what the OpenAI and ModelArk SDKs wait (their ``_constants.py``), far above a 4K image's minute or two.
+PAID_CALL_TIMEOUT_S = 600.0
+PAID_PATH_SUFFIX = ":generateContent"
 
 
 def import_genai():
@@ -50,6 +60,7 @@ class GenaiSession:
         genai, types, _ = import_genai()
         key = key_for(ROUTE, GEMINI_KEY_ENV)
         self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter)
+        self.http.event_hooks = {**self.http.event_hooks, "request": [*self.http.event_hooks["request"], mark_paid]}
         options = types.HttpOptions(
             base_url=base_url("gemini", DEFAULT_BASE_URL) + "/",
             api_version=API_VERSION,
@@ -72,12 +83,31 @@ def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
         raise api_error(exc, what=what, error=error) from None
     except httpx.HTTPError as exc:
         # The policy already retried it; what is left is an error the next run retries.
-        raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}"), retryable=True) from None
+        lost = reply_lost(exc)
+        note = ("; the request may have reached Google, so it was not sent again (that could pay twice)"
+                if lost else "")
+        raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}{note}"), retryable=True,
+                    reply_lost=lost) from None
     except json.JSONDecodeError as exc:
         raise error(redact(f"{what}: the reply is not valid JSON ({exc.msg} at char {exc.pos})"), retryable=True) from None
     except pydantic.ValidationError as exc:  # JSON, but not the documented shape (e.g. bad base64 image data)
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
         raise error(redact(f"{what}: the reply does not have the documented shape ({problems})"), retryable=True) from None
+
+
+def mark_paid(request: httpx.Request) -> None:
+    """An httpx request hook: a ``generateContent`` POST is a paid call, never sent twice."""
+    if request.method == "POST" and request.url.path.endswith(PAID_PATH_SUFFIX):
+        request.extensions[SUBMITS] = True
+
+
+def reply_lost(exc: httpx.HTTPError) -> bool:
+    """Whether ``exc`` ended a paid request that may have reached the provider (not one that never left)."""
+    try:
+        paid = bool(exc.request.extensions.get(SUBMITS))
+    except RuntimeError:  # an error with no request attached
+        return False
+    return paid and isinstance(exc, httpx.TransportError) and not isinstance(exc, NOT_SENT)
 
 
 def api_error(exc, *, what: str, error: type[CallError]) -> CallError:

@@ -12,7 +12,8 @@
   ``retry-after-ms``, ``x-should-retry`` and ``X-Fal-Retryable`` headers),
 - never retries other 4xx (moderation, auth, validation) or a 429 that says
   the quota is used up: waiting does not fix those,
-- never sends a job submission again once it may have reached the provider
+- never sends a paid request (``SUBMITS``: a job submission, a synchronous
+  generation, a paid judge call) again once it may have reached the provider
   (a read timeout, a dropped connection): the provider may have accepted, and
   billed, the first one.  Only a request that never left (connection refused,
   connect timeout) or a reply that says it was not taken (429, 5xx) is retried.
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger("pytest_hypeedit.http")
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-#: The request extension that marks a job submission (``send(..., submits=True)``).
+#: The request extension that marks a paid request, never sent twice (``send(..., submits=True)``).
 SUBMITS = "hypeedit_submits_job"
 #: The request extension that marks the download of a result file from storage: no API rate limit applies.
 DOWNLOAD = "hypeedit_download"
@@ -320,10 +321,11 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
         where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
     detail = str(exc) or type(exc).__name__
     text = f"{model} via {route}: {type(exc).__name__}{where}: {detail}"
-    if submits and not isinstance(exc, NOT_SENT):
+    lost = submits and not isinstance(exc, NOT_SENT)
+    if lost:
         text += ("; the submission may have reached the provider, so it was not sent again (that could pay "
                  "twice): rerun to submit it, and look for an orphan job in the provider's dashboard")
-    return ProviderError(redact(text), retryable=True)
+    return ProviderError(redact(text), retryable=True, reply_lost=lost)
 
 
 def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
@@ -362,7 +364,8 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
          download: bool = False, **kwargs: Any) -> httpx.Response:
     """``client.request`` with network errors turned into ProviderError; the status is NOT checked here,
     so the adapter can look for a refusal first and then call ``raise_for_status``.  ``submits`` marks a
-    request that submits a paid job: it is never sent twice (see the module docstring); ``download`` one
+    paid request (a job submission or a synchronous generation): it is never sent twice (see the module
+    docstring), and a reply lost on the way is a ProviderError with ``reply_lost``; ``download`` one
     that fetches a result file from storage, which takes no request-per-minute token."""
     flags = {name: True for name, on in ((SUBMITS, submits), (DOWNLOAD, download)) if on}
     if flags:

@@ -5,6 +5,14 @@ part; quality and input fidelity come from the model's options (high/high in
 models.yaml); the size is the allowed one nearest the task's aspect ratio.
 The image comes back as ``b64_json``.  ``moderation_blocked`` (HTTP 400) is a
 refusal.  The edits API takes no seed, so none is sent or recorded.
+
+The edit is a paid request sent once (``submits=True``): a reply lost to a read
+timeout or a dropped connection is not sent again (engine/journal.py).  OpenAI
+takes no idempotency key here: openai-python sets ``_idempotency_header = None``
+(``_base_client.py``), so it sends none.  The journaled call id goes as
+``X-Client-Request-Id``, which OpenAI's API reference describes as a caller's own
+request id that it logs (UNCONFIRMED: not in the SDK or our other sources); it
+names a lost call, it does not prevent a second charge.
 """
 
 from __future__ import annotations
@@ -34,11 +42,16 @@ class OpenAIProvider(HttpProvider):
     # <= 16 files of PNG, WebP or JPEG, each < 50 MB.
     image_limits = ImageLimits(max_count=16, max_bytes=49 * 1024 * 1024, formats=("png", "webp", "jpeg"),
                                convert_to="png")
+    # openai-python's default: 600 s (``_constants.py`` DEFAULT_TIMEOUT); a high-quality edit can take minutes.
+    timeout = 600.0
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if request.journal.call_id:
+            headers["X-Client-Request-Id"] = request.journal.call_id
         response = self.call("POST", f"{self.base}/images/edits", data=self.fields(request),
-                             files=self.files(request), headers={"Authorization": f"Bearer {self.key}"})
+                             files=self.files(request), headers=headers, submits=True)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)

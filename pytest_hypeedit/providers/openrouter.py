@@ -17,6 +17,12 @@ content-policy refusal; a guardrail block, missing permissions or a failed
 generation is a ProviderError that says what to do.  A ``content_filter``
 finish reason, an ``IMAGE_*`` native finish reason or an answer without an
 image is a refusal too.
+
+The completion is a paid request sent once (``submits=True``): a reply lost to a
+read timeout or a dropped connection is not sent again (engine/journal.py).
+OpenRouter documents no client-chosen id or idempotency key (none found in its
+API reference or quick start: UNCONFIRMED that none exists); the reply's ``id``
+comes only with the reply, so a lost call is known by its time alone.
 """
 
 from __future__ import annotations
@@ -60,11 +66,15 @@ class OpenRouterProvider(HttpProvider):
     # Limits depend on the model behind OpenRouter (UNCONFIRMED): keep references modest.
     image_limits = ImageLimits(max_count=10, max_side=2048, max_bytes=10 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
+    # OpenRouter's quick start calls it with openai-python (openrouter.ai/docs/quick-start), whose default is
+    # 600 s (openai-python ``_constants.py`` DEFAULT_TIMEOUT); an image model may take minutes.
+    timeout = 600.0
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
         response = self.call("POST", f"{self.base}/chat/completions", json=self.body(request),
-                             headers={"Authorization": f"Bearer {self.key}", "X-Title": "pytest-hypeedit"})
+                             headers={"Authorization": f"Bearer {self.key}", "X-Title": "pytest-hypeedit"},
+                             submits=True)
         if not response.is_success:
             self.raise_for_error_status(request, response)
         reply = self.json_of(response, what)

@@ -18,7 +18,12 @@ Replicate holds the reply up to 60 s while the model runs, and a run killed
 in that minute has paid for a prediction whose id it never saw, so the rerun
 would pay again.  Without it the reply comes at once with the prediction id
 (status ``starting``), which is journaled before the first poll
-(providers/jobs.py); ``options.wait_s`` (1-60) opts back in.
+(providers/jobs.py); ``options.wait_s`` (1-60) opts back in.  The create request
+itself is journaled as pending before it is sent (engine/journal.py): Replicate's
+HTTP API takes no client-chosen id or idempotency key (the prediction id is
+assigned by the create; replicate-python's ``RetryTransport`` never retries a
+POST), so a create whose reply is lost cannot be resumed and counts as possibly
+paid.
 
 Statuses (replicate-python-beta ``resources/predictions.py``, "get a single prediction"):
   starting, processing   poll ``urls.get`` again
@@ -68,6 +73,12 @@ class ReplicateProvider(HttpProvider):
     default_base = "https://api.replicate.com/v1"
     image_limits = ImageLimits(max_count=10, max_side=2048, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")
+
+    @property
+    def timeout(self) -> float:
+        # replicate-python reads with a 30 s timeout (replicate/client.py ``_build_httpx_client``:
+        # httpx.Timeout(5.0, read=30.0, ...)); with ``Prefer: wait`` the reply may be held up to wait_s more.
+        return 30.0 + max(0, int(self.spec.options.get("wait_s", 0)))
 
     def __init__(self, spec, **kwargs):
         super().__init__(spec, **kwargs)

@@ -24,7 +24,10 @@ iterations per image, so a sync request holds one connection open for the
 whole generation and a run killed meanwhile has paid for an image it can never
 ask for again.  The taskUUID is ours, so it is journaled *before* the task is
 sent (providers/jobs.py): whatever happens next, the next attempt asks
-``getResponse`` for that UUID instead of submitting a second task.
+``getResponse`` for that UUID instead of submitting a second task.  A sync task
+is journaled as pending (engine/journal.py) and counts as possibly paid when its
+reply is lost: whether ``getResponse`` knows a task sent for sync delivery is
+UNCONFIRMED, so it is not resumed.
 
 getResponse items carry ``status`` processing | success | error
 (runware-python ``types/task_map.py`` GetResponseResult); an ``error`` item
@@ -74,6 +77,8 @@ class RunwareProvider(HttpProvider):
     # <= 10 references, 300-2048 px per side, <= 20 MB (providers.md section 5).
     image_limits = ImageLimits(max_count=10, max_side=2048, min_side=300, max_bytes=20 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
+    # runware-python's default: 1,200,000 ms per request (runware/types/sdk.py ``SDKConfig.timeout``).
+    timeout = 1200.0
 
     @property
     def headers(self) -> dict[str, str]:

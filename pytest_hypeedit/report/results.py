@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
+from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
 
 
@@ -68,9 +69,32 @@ def _counts(records: list[Record]) -> dict:
         "skipped": sum(1 for r in records if r.outcome == SKIPPED),
         "resubmitted": sum(r.resubmitted for r in records),
         **_rejudged_stale(records),
+        **_possibly_paid(records),
         "spent": round(spent, 6),
+        "spent_breakdown": _spent_breakdown(records),
         "spent_this_run": round(this_run, 6),
     }
+
+
+def _possibly_paid(records: list[Record]) -> dict:
+    """Candidates with a paid call abandoned without its reply (engine/journal.py), which may therefore have been
+    paid twice, and those calls' worst-case price; of them, ``possibly_paid_open``: not bought again yet (the next
+    run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid review)."""
+    counted = [r for r in records if r.possibly_paid_calls]
+    open_ = [r for r in counted if unresolved(r, GENERATE) or unresolved(r, JUDGE)]
+    held = [r for r in open_ if r.outcome == ERROR and r.extra.get(HELD)]
+    return {"possibly_paid": len(counted), "possibly_paid_cost": round(sum(r.spent_breakdown["possibly_paid"]
+                                                                           for r in counted), 6),
+            "possibly_paid_open": len(open_) - len(held), "possibly_paid_held": len(held)}
+
+
+def _spent_breakdown(records: list[Record]) -> dict:
+    """``spent`` in its parts: generation, judge, expired jobs bought again, possibly paid calls (USD)."""
+    totals = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
+    for record in records:
+        for part, value in record.spent_breakdown.items():
+            totals[part] += value
+    return {part: round(value, 6) for part, value in totals.items()}
 
 
 def _rejudged_stale(records: list[Record]) -> dict:

@@ -16,6 +16,24 @@ def summary_lines(results: dict) -> list[str]:
     lines += [_join(cells, widths) for cells in body]
     lines.append(_totals(rows, results))
     lines += rejudged_lines(rows)
+    lines += possibly_paid_lines(rows)
+    return lines
+
+
+def possibly_paid_lines(rows: list[dict]) -> list[str]:
+    """One line per model with candidates possibly paid twice: a paid call of theirs was abandoned without its
+    reply (a kill, a second Ctrl-C, a lost connection), so the provider may have billed it."""
+    lines = []
+    for row in rows:
+        count = row.get("possibly_paid") or 0
+        if row["split"] == COMBINED or not count:
+            continue
+        held, waiting = row.get("possibly_paid_held") or 0, row.get("possibly_paid_open") or 0
+        fates = [f"{count - held - waiting} bought again", f"{waiting} to be bought again by the next run",
+                 f"{held} held as errors for review (--possibly-paid review)"]
+        lines.append(f"possibly paid: {row['model']} ({row['split']}): {count} candidate{'s' if count != 1 else ''}"
+                     f" whose paid call was abandoned without its reply (up to ${row.get('possibly_paid_cost', 0):.2f}"
+                     f", included in spent): " + ", ".join(f for f in fates if not f.startswith("0 ")))
     return lines
 
 
