@@ -8,6 +8,7 @@ value and what is allowed; the plugin turns them into pytest usage errors.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,7 @@ def _at_least(option: str, value: int, minimum: int) -> int:
 
 
 def _non_negative(option: str, value: float) -> float:
-    if value is None or value < 0:
-        raise ConfigError(f"{option} {value}: must be a number >= 0")
+    # not "value < 0" alone: nan passes it, and inf is no number of dollars or seconds
+    if value is None or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{option} {value}: must be a finite number >= 0")
     return float(value)

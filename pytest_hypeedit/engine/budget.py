@@ -15,6 +15,7 @@ know whether the provider charged it, and the cap must hold.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from dataclasses import dataclass
@@ -46,8 +47,8 @@ class Budget:
     """The run's ledger; ``cap_usd=None`` tracks spend without a cap."""
 
     def __init__(self, ledger_dir: Path, cap_usd: float | None):
-        if cap_usd is not None and cap_usd < 0:
-            raise ValueError(f"--budget must be >= 0 USD, got {cap_usd}")
+        if cap_usd is not None and not (math.isfinite(cap_usd) and cap_usd >= 0):
+            raise ValueError(f"--budget must be a finite number >= 0 USD, got {cap_usd}")
         self.cap_usd = cap_usd
         self.dir = Path(ledger_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
