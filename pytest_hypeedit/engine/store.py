@@ -10,14 +10,16 @@ later run would mistake for a paid result.
 A *claim* (``Store.claim``) is an exclusive lock on one candidate, across
 processes, held while it is bought or judged: two processes working on the
 same outputs never pay for the same candidate, and the one that waited reads
-the result from disk.  Its lock files live outside the outputs (the layout is
-shared with other tools), in ``claims_dir``.
+the result from disk.  Its lock files live with the outputs, in the hidden
+folder ``<outputs>/.hypeedit-claims/`` (no split is named so: split names
+start with a letter, a digit or "_"), so every process that shares the outputs
+folder shares its claims, whatever its temp folder (containers, runners that
+set TMPDIR per job, an outputs folder restored from a CI cache).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -54,10 +56,13 @@ def move_into_place(source: Path, dest: Path) -> None:
     source.unlink(missing_ok=True)
 
 
+#: The folder of claim lock files inside the outputs folder (hidden; see the module docstring).
+CLAIMS_FOLDER = ".hypeedit-claims"
+
+
 def default_claims_dir(root: Path) -> Path:
-    """Claims of an outputs folder, the same for every process on this machine that writes into it."""
-    digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / "hypeedit-claims" / digest
+    """Claims of an outputs folder: inside it, so every process that writes into it shares them."""
+    return Path(root) / CLAIMS_FOLDER
 
 
 class Store:
