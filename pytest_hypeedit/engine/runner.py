@@ -59,6 +59,7 @@ class Plan:
     candidate: Path | None
     needs_generation: bool = False  # a provider call (or a journaled job to resume)
     needs_verdict: bool = False  # a paid judge call
+    lost: str | None = None  # the image the record names, gone from the disk: bought again
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -91,8 +92,8 @@ class Runner:
 
     def plan(self, task: Task, spec: ModelSpec, repeat: int) -> "Plan":
         """What this candidate still needs, read from the disk (no call, no claim)."""
-        record = self._read_or_new(task, spec, repeat)
-        plan = Plan(task, spec, repeat, record, self.store.find_candidate(*record.key))
+        plan = Plan(task, spec, repeat, self._read_or_new(task, spec, repeat), None)
+        self._look_on_disk(plan)
         self._settle_plan(plan)
         return plan
 
@@ -100,10 +101,12 @@ class Runner:
         """Buy the candidate (or resume its journaled job), unless another process did meanwhile."""
         with self.store.claim(*plan.record.key):
             plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
-            plan.candidate = self.store.find_candidate(*plan.record.key)
+            self._look_on_disk(plan)
             self._settle_plan(plan)
             if plan.needs_generation:
+                self._forget_lost_candidate(plan)
                 plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
+                self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
                 plan.needs_generation = False
                 plan.needs_verdict = plan.candidate is not None
         return plan
@@ -129,6 +132,33 @@ class Runner:
             split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
         )
 
+    def _look_on_disk(self, plan: "Plan") -> None:
+        """The candidate is the file its record names (engine/store.py): other images beside it are strays,
+        noted on the record (``extra["strays"]``) for the summary to report and never adopted."""
+        found = self.store.find(*plan.record.key, named=plan.record.candidate)
+        plan.candidate, plan.lost = found.candidate, found.missing
+        self._note_strays(plan.record, found.strays)
+
+    @staticmethod
+    def _note_strays(record: Record, strays) -> None:
+        if strays:
+            record.extra["strays"] = [path.name for path in strays]
+        else:
+            record.extra.pop("strays", None)
+
+    def _forget_lost_candidate(self, plan: "Plan") -> None:
+        """The record names an image that is gone: its verdict can be neither shown nor checked, so the
+        candidate is bought again.  The record stops naming it first, so that a run killed between writing the
+        new image and its record adopts the new image rather than paying a third time."""
+        if plan.lost is None:
+            return
+        record = plan.record
+        record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
+                                           {"file": plan.lost, "cost": record.cost, "verdict": record.verdict}]
+        record.candidate = None
+        self.store.write_record(record)
+        plan.lost = None
+
     def _settle_plan(self, plan: "Plan") -> None:
         """Decide the plan's needs from its record and candidate (and adopt a candidate found on disk)."""
         record = plan.record
@@ -152,8 +182,8 @@ class Runner:
     def _adopt_candidate(record: Record, spec: ModelSpec, candidate: Path) -> None:
         record.reused_candidate = True
         if record.candidate != candidate.name:
-            # An image with no record: a run was killed between the two writes, or the
-            # image came from elsewhere. It was paid for at the model's price.
+            # An image no record names (Store.find never offers one over a named file): a run was killed
+            # between the two writes, or the image came from elsewhere. It was paid for at the model's price.
             record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
 
@@ -281,9 +311,10 @@ class Runner:
 
     def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
         """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
-        if self.store.find_candidate(split, model, task_id, repeat) is not None:
+        record = self.store.read_record(split, model, task_id, repeat)
+        if self.store.find_candidate(split, model, task_id, repeat, named=record and record.candidate) is not None:
             return False
-        return not refused(self.store.read_record(split, model, task_id, repeat))
+        return not refused(record)
 
     def reusable_verdict(self, record: Record) -> dict | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""

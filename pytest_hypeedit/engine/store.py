@@ -15,6 +15,12 @@ folder ``<outputs>/.hypeedit-claims/`` (no split is named so: split names
 start with a letter, a digit or "_"), so every process that shares the outputs
 folder shares its claims, whatever its temp folder (containers, runners that
 set TMPDIR per job, an outputs folder restored from a CI cache).
+
+A candidate is the file its record names (``Store.find``): another image of the
+same repeat beside it (``001.png`` dropped beside the real ``001.jpg``) is a
+*stray*, never adopted over the record's paid verdict, only reported.  An image
+with no record naming one (a run killed between writing the image and its
+record: the image is written first) is adopted.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -65,6 +72,15 @@ def default_claims_dir(root: Path) -> Path:
     return Path(root) / CLAIMS_FOLDER
 
 
+@dataclass(frozen=True)
+class Found:
+    """What the store holds for one candidate: its image, the strays beside it, a named file that is gone."""
+
+    candidate: Path | None  # the file the record names; else, with no record naming one, the image on disk
+    strays: tuple[Path, ...] = ()  # other images of the same repeat: never adopted, only reported
+    missing: str | None = None  # the file the record names, when it is not on disk (or is no file name of ours)
+
+
 class Store:
     def __init__(self, root: Path, claims_dir: Path | None = None):
         self.root = Path(root)
@@ -82,13 +98,28 @@ class Store:
         # split, model and task_id were validated as plain names when loaded
         return self.root / split / model / task_id
 
-    def find_candidate(self, split: str, model: str, task_id: str, repeat: int) -> Path | None:
+    def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
+        """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
+        on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray."""
+        images = self._images(split, model, task_id, repeat)
+        if named is None:
+            return Found(images[0], tuple(images[1:])) if images else Found(None)
+        chosen = next((path for path in images if path.name == named), None)
+        if chosen is None:  # gone, empty, or a name a doctored record made up: nothing of it is used
+            return Found(None, tuple(images), missing=named)
+        return Found(chosen, tuple(path for path in images if path != chosen))
+
+    def find_candidate(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Path | None:
+        return self.find(split, model, task_id, repeat, named).candidate
+
+    def _images(self, split: str, model: str, task_id: str, repeat: int) -> list[Path]:
         folder = self.task_dir(split, model, task_id)
+        found = []
         for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return
             path = folder / f"{repeat_stem(repeat)}{suffix}"
             if path.is_file() and path.stat().st_size > 0:
-                return path
-        return None
+                found.append(path)
+        return found
 
     def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
         return self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.json"
