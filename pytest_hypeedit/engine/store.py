@@ -65,11 +65,32 @@ def move_into_place(source: Path, dest: Path) -> None:
 
 #: The folder of claim lock files inside the outputs folder (hidden; see the module docstring).
 CLAIMS_FOLDER = ".hypeedit-claims"
+#: The name of the file that proves a folder writable (created, renamed into place, removed).
+PROBE_NAME = ".hypeedit-write-probe"
 
 
 def default_claims_dir(root: Path) -> Path:
     """Claims of an outputs folder: inside it, so every process that writes into it shares them."""
     return Path(root) / CLAIMS_FOLDER
+
+
+def probe_writable(folder: Path) -> OSError | None:
+    """Prove ``folder`` writable the way real writes happen (its missing parents made, a temporary file written
+    and renamed into place); the error when it is not, None when it is.  Leaves nothing behind: the probe and
+    the folders it made are removed (a run refused later must not have written anything)."""
+    folder = Path(folder)
+    made = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    target = folder / f"{PROBE_NAME}-{os.getpid()}"
+    try:
+        atomic_write_bytes(target, b"")
+        target.unlink()
+    except OSError as exc:
+        return exc
+    finally:
+        for parent in made:  # deepest first
+            with contextlib.suppress(OSError):
+                parent.rmdir()
+    return None
 
 
 @dataclass(frozen=True)
