@@ -26,6 +26,7 @@ record: the image is written first) is adopted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -75,21 +76,34 @@ def default_claims_dir(root: Path) -> Path:
 
 
 def probe_writable(folder: Path) -> OSError | None:
-    """Prove ``folder`` writable the way real writes happen (its missing parents made, a temporary file written
-    and renamed into place); the error when it is not, None when it is.  Leaves nothing behind: the probe and
-    the folders it made are removed (a run refused later must not have written anything)."""
+    """Prove ``folder`` writable the way real writes happen (a temporary file written, then renamed into place);
+    the error when it is not, None when it is.  A folder that does not exist yet is proved creatable: a probe
+    folder is made in its nearest existing parent and written into.  Leaves nothing behind, not even ``folder``
+    (a run refused later must not have written anything)."""
     folder = Path(folder)
-    made = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    existing = next((parent for parent in (folder, *folder.parents) if parent.exists()), Path("."))
+    try:
+        if existing == folder:
+            return _probe_file(folder)
+        if not existing.is_dir():  # a file where a folder should be
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+        made = Path(tempfile.mkdtemp(dir=existing, prefix=PROBE_NAME))
+    except OSError as exc:
+        return exc
+    try:
+        return _probe_file(made)
+    finally:
+        with contextlib.suppress(OSError):
+            made.rmdir()
+
+
+def _probe_file(folder: Path) -> OSError | None:
     target = folder / f"{PROBE_NAME}-{os.getpid()}"
     try:
         atomic_write_bytes(target, b"")
         target.unlink()
     except OSError as exc:
         return exc
-    finally:
-        for parent in made:  # deepest first
-            with contextlib.suppress(OSError):
-                parent.rmdir()
     return None
 
 
