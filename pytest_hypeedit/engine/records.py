@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -27,6 +28,13 @@ RECORD_SCHEMA = "hypeedit-record/1"
 def now_iso() -> str:
     """The timestamp format of records and labels files: UTC, to the second."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def usd(value: Any) -> float:
+    """A record's amount as a number: a record read from disk is untrusted, and a made-up amount counts as 0."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
 
 
 @dataclass
@@ -53,6 +61,7 @@ class Record:
     # so that no later attempt submits it again (engine/journal.py)
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
+    resubmitted_cost: float = 0.0  # USD paid for those expired jobs, apart from ``cost``
     # judging
     verdict: str | None = None  # "PASS" or "FAIL"
     reasoning: str | None = None
@@ -92,7 +101,8 @@ class Record:
 
     @property
     def spent(self) -> float:
-        return (self.cost or 0.0) + (self.judge_cost or 0.0)
+        """Everything paid for this candidate: its generation, its verdict, and expired jobs submitted again."""
+        return usd(self.cost) + usd(self.judge_cost) + usd(self.resubmitted_cost)
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).

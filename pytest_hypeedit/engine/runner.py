@@ -60,6 +60,7 @@ class Plan:
     needs_generation: bool = False  # a provider call (or a journaled job to resume)
     needs_verdict: bool = False  # a paid judge call
     lost: str | None = None  # the image the record names, gone from the disk: bought again
+    verdict_hold: object | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -105,11 +106,26 @@ class Runner:
             self._settle_plan(plan)
             if plan.needs_generation:
                 self._forget_lost_candidate(plan)
-                plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
-                self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
-                plan.needs_generation = False
-                plan.needs_verdict = plan.candidate is not None
+                self._buy(plan)
         return plan
+
+    def _buy(self, plan: "Plan") -> None:
+        """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
+        also judge is not bought (it would be paid for and left unjudged)."""
+        plan.needs_generation = plan.needs_verdict = False
+        try:
+            plan.verdict_hold = self._hold_verdict(plan)
+        except BudgetExceeded as exc:
+            self._skip(plan.record, str(exc))
+            return
+        except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
+            plan.verdict_hold = None
+        plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
+        self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
+        plan.needs_verdict = plan.candidate is not None
+        if plan.candidate is None:
+            self._settle(plan.verdict_hold, 0.0)
+            plan.verdict_hold = None
 
     def judge_step(self, plan: "Plan") -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
@@ -117,14 +133,18 @@ class Runner:
             on_disk = self.store.read_record(*plan.record.key)
             if on_disk is not None and on_disk.candidate == plan.record.candidate and self.reusable_verdict(on_disk):
                 plan.record.judgements = on_disk.judgements
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+            hold, plan.verdict_hold = plan.verdict_hold, None
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         plan.needs_verdict = False
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
+        hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is not None:
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+        else:
+            self._settle(hold, 0.0)
         return plan.record
 
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
@@ -204,12 +224,15 @@ class Runner:
 
     def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         journal = self._journal(record, spec)
-        reservation = None
+        reservation, request = None, None
+        worst = lambda: self._worst_case(spec, request)  # noqa: E731 - what the call may cost, when asked
         try:
-            if not journal.resumed:  # a resumed job was paid for when it was submitted
-                reservation = self._reserve(spec, task, repeat)
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
                                         spec, journal=journal)
+            if not journal.resumed:  # a resumed job was paid for when it was submitted
+                # the worst case (the size requested, the references), not the list price: the budget is a cap
+                reservation = self._reserve(self.provider(spec).worst_case_cost(request),
+                                            f"{spec.name} {task.task_id} r{repeat:03d}")
             started = time.monotonic()
             generation = self.provider(spec).generate(request)
         except BudgetExceeded as exc:
@@ -218,14 +241,14 @@ class Runner:
             self._settle(reservation, exc.cost or 0.0)
             return self._refused(record, spec, exc)
         except JobExpired:
-            self._settle(reservation, self._job_cost(record, spec))
+            self._expired_job_paid(record, self._job_cost(record, worst), reservation)
             raise
         except (CallError, HypeEditError) as exc:
             # A job that was submitted is paid for even when its polls failed: it stays in the record
             # (journaled) and the next attempt resumes it.
-            self._settle(reservation, self._job_cost(record, spec))
+            self._settle(reservation, self._job_cost(record, worst))
             if record.job and not journal.resumed:
-                record.cost = self._job_cost(record, spec)
+                record.cost = self._job_cost(record, worst)
             return self._failed(record, spec, exc)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
@@ -246,18 +269,36 @@ class Runner:
         return Journal(job, save, route=spec.route)
 
     @staticmethod
-    def _job_cost(record: Record, spec: ModelSpec) -> float:
-        """What a submitted job cost: the provider's figure journaled at submission, else the model's price;
-        0 when no job was submitted."""
+    def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
+        """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
+        call's worst case: what it may have cost); 0 when no job was submitted."""
         if not record.job:
             return 0.0
         cost = record.job.get("cost")
-        return float(cost) if isinstance(cost, (int, float)) else spec.price
+        return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
 
-    def _reserve(self, spec: ModelSpec, task: Task, repeat: int):
+    def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
+        """The most ``request`` can cost; the list price when it cannot be said (e.g. its references failed)."""
+        if request is None:
+            return spec.price
+        try:
+            return self.provider(spec).worst_case_cost(request)
+        except HypeEditError:
+            return spec.price
+
+    def _expired_job_paid(self, record: Record, cost: float, reservation) -> None:
+        """A job whose result expired at the provider was paid for all the same: a cost of its own
+        (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
+        self._settle(reservation, cost)
+        record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
+        record.cost = 0.0  # the candidate's own generation is the next submission's
+
+    def _reserve(self, amount: float, what: str):
+        """Hold ``amount`` USD of --budget for a call (its worst case), or raise BudgetExceeded when the rest of
+        the budget cannot cover it: such a call never starts."""
         if self.budget is None:
             return None
-        return self.budget.reserve(spec.price, f"{spec.name} {task.task_id} r{repeat:03d}")
+        return self.budget.reserve(amount, what)
 
     @staticmethod
     def _settle(reservation, actual: float) -> None:
@@ -325,21 +366,32 @@ class Runner:
                 return entry
         return None
 
-    def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
+    def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
+                         hold=None) -> None:
+        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here)."""
         judge = self.judge
         stored = self.reusable_verdict(record)
         if stored:
+            self._settle(hold, 0.0)
             self._apply_verdict(record, stored, reused=True)
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        reservation = hold
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
-            verdict = judge.judge(JudgeRequest(task, spec.name, repeat, candidate, references))
+            request = JudgeRequest(task, spec.name, repeat, candidate, references)
+            reservation = hold or self._reserve_verdict(request)
+            verdict = judge.judge(request)
+        except BudgetExceeded as exc:
+            self._skip(record, str(exc))  # the paid candidate stays on disk: a rerun with more budget judges it
+            return
         except (CallError, HypeEditError) as exc:
+            self._settle(reservation, getattr(exc, "cost", None) or 0.0)  # asks that were answered were paid
             record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}")
             self.store.write_record(record)
             return
+        self._settle(reservation, verdict.cost)
         entry = self._verdict_entry(verdict)
         if reason:
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
@@ -351,6 +403,22 @@ class Runner:
             return
         self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
+
+    def _hold_verdict(self, plan: "Plan"):
+        """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
+        candidate will have (a judge's worst case does not depend on the image's content)."""
+        if self.budget is None or not self.judge.routes:
+            return None
+        references = tuple(self.references(plan.task)) if self.judge.needs_images else ()
+        to_be = self.store.task_dir(*plan.record.key[:3]) / f"{plan.repeat:03d}.png"
+        return self._reserve_verdict(JudgeRequest(plan.task, plan.spec.name, plan.repeat, to_be, references))
+
+    def _reserve_verdict(self, request: JudgeRequest):
+        """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
+        if self.budget is None or not self.judge.routes:
+            return None
+        return self._reserve(self.judge.worst_case_cost(request),
+                             f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}")
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict:

@@ -15,7 +15,7 @@ from typing import Iterable, Sequence
 from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
-from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
+from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, usd
 
 
 def build_results(
@@ -58,8 +58,9 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 def _counts(records: list[Record]) -> dict:
     spent = sum(r.spent for r in records)
-    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else r.cost) + (0 if r.reused_verdict else r.judge_cost)
-                   for r in records)
+    # this run's generations and verdicts (an expired job may have been paid by an earlier run: not counted here)
+    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else usd(r.cost))
+                   + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
     return {
         "candidates": len(records),
         "judged": sum(1 for r in records if r.judged),
@@ -70,7 +71,16 @@ def _counts(records: list[Record]) -> dict:
         **_rejudged_stale(records),
         "spent": round(spent, 6),
         "spent_this_run": round(this_run, 6),
+        "spent_breakdown": spent_breakdown(records),
     }
+
+
+def spent_breakdown(records: list[Record]) -> dict:
+    """``spent`` by what was paid for (USD): the candidates' generations, the judge's verdicts, and jobs whose
+    result expired at the provider and were submitted again."""
+    parts = {"generation": sum(usd(r.cost) for r in records), "judge": sum(usd(r.judge_cost) for r in records),
+             "resubmitted": sum(usd(r.resubmitted_cost) for r in records)}
+    return {name: round(value, 6) for name, value in parts.items()}
 
 
 def _rejudged_stale(records: list[Record]) -> dict:
@@ -84,6 +94,12 @@ def _rejudged_stale(records: list[Record]) -> dict:
                 reason = str(replaced.get("reason") or "stale")
                 reasons[reason] = reasons.get(reason, 0) + 1
     return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
+
+
+def _judged_now(record: Record) -> bool:
+    """The record's verdict was given (and paid) by this run: not reused, and not an older verdict left on a
+    candidate whose new verdict was skipped (--budget) or failed."""
+    return record.outcome in (PASS, FAIL) and not record.reused_verdict
 
 
 def _paid_earlier(record: Record) -> bool:
