@@ -147,6 +147,14 @@ class Runner:
             self._settle(hold, 0.0)
         return plan.record
 
+    def unreachable(self, plan: "Plan", reason: str) -> Record:
+        """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
+        Nothing was paid or changed, so nothing is written; the next run tries it again."""
+        self._settle(plan.verdict_hold, 0.0)
+        plan.verdict_hold = None
+        plan.record.outcome, plan.record.error = ERROR, reason
+        return plan.record
+
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         return self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
             split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
