@@ -104,7 +104,7 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict]
         retry_cap=_at_least("--retry-cap", option.hypeedit_retry_cap, 1),
         review_seconds=_non_negative("--review-seconds", option.hypeedit_review_seconds),
         review_rate=_non_negative("--review-rate", option.hypeedit_review_rate),
-        budget=None if option.hypeedit_budget is None else _non_negative("--budget", option.hypeedit_budget),
+        budget=None if option.hypeedit_budget is None else _budget(option.hypeedit_budget),
         registry=registry,
         rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
         **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
@@ -140,6 +140,18 @@ def load_splits(values: list[str] | None, cache_dir: Path) -> tuple[Split, ...]:
 def _at_least(option: str, value: int, minimum: int) -> int:
     if value is None or value < minimum:
         raise ConfigError(f"{option} {value}: must be a whole number >= {minimum}")
+    return value
+
+
+#: The largest --budget: the ledger counts integer micro-dollars (engine/budget.py), and a trillion dollars is
+#: no cap anyone means.
+MAX_BUDGET = 1e12
+
+
+def _budget(value: float) -> float:
+    value = _non_negative("--budget", value)
+    if value > MAX_BUDGET:
+        raise ConfigError(f"--budget {value:g}: must be at most {MAX_BUDGET:g} USD; leave --budget out for no cap")
     return value
 
 

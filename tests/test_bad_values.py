@@ -57,6 +57,10 @@ def test_a_non_finite_number_in_the_ini_file_names_the_file_and_key(bench):
     assert_usage_error(run(bench), "*tox.ini: hypeedit_budget = 'nan': 'nan' is not a finite number*--budget*")
 
 
+def test_a_budget_too_large_for_the_ledger_is_refused(bench):
+    assert_usage_error(run(bench, "--budget", "1e308"), "*--budget 1e+308: must be at most 1e+12 USD*")
+
+
 def test_finite_float_is_float_without_nan_and_inf():
     assert finite_float("0.5") == 0.5 and finite_float("1e3") == 1000.0
     for text in ("nan", "inf", "-Infinity", "1e999"):
