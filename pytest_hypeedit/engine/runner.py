@@ -1,10 +1,12 @@
 """One candidate, from task to verdict: reuse what is on disk, else pay for it once.
 
-    record on disk? candidate on disk? -> reuse them (no call, no key needed)
+    record on disk? candidate on disk? -> reuse them (no call, no key needed); the candidate is the file
+                                          the record names, other images beside it are strays (store.py)
     a journaled job in the record?     -> resume it (no new submission, no new budget)
-    otherwise: budget -> provider call -> candidate + record written at once
+    otherwise: budget (the verdict's worst case held, then the call's) -> provider call
+               -> candidate + record written at once
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
-    otherwise: judge -> verdict written into the record at once
+    otherwise: judge (its worst case reserved, or held since the purchase) -> verdict written at once
 
 The work is split in steps so that a pool (engine/pool.py) can keep many
 candidates in flight and give each paid step its route's slot:
