@@ -235,7 +235,10 @@ class Runner:
     def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         journal = self._journal(record, spec)
         reservation, request = None, None
-        worst = lambda: self._worst_case(spec, request)  # noqa: E731 - what the call may cost, when asked
+
+        def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
+            return self._worst_case(spec, request)
+
         try:
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
                                         spec, journal=journal)
