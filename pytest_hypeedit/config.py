@@ -8,6 +8,7 @@ value and what is allowed; the plugin turns them into pytest usage errors.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +105,7 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict]
         retry_cap=_at_least("--retry-cap", option.hypeedit_retry_cap, 1),
         review_seconds=_non_negative("--review-seconds", option.hypeedit_review_seconds),
         review_rate=_non_negative("--review-rate", option.hypeedit_review_rate),
-        budget=None if option.hypeedit_budget is None else _non_negative("--budget", option.hypeedit_budget),
+        budget=None if option.hypeedit_budget is None else _budget(option.hypeedit_budget),
         registry=registry,
         rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
         **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
@@ -155,7 +156,20 @@ def _at_least(option: str, value: int, minimum: int) -> int:
     return value
 
 
+#: The largest --budget: the ledger counts integer micro-dollars (engine/budget.py), and a trillion dollars is
+#: no cap anyone means.
+MAX_BUDGET = 1e12
+
+
+def _budget(value: float) -> float:
+    value = _non_negative("--budget", value)
+    if value > MAX_BUDGET:
+        raise ConfigError(f"--budget {value:g}: must be at most {MAX_BUDGET:g} USD; leave --budget out for no cap")
+    return value
+
+
 def _non_negative(option: str, value: float) -> float:
-    if value is None or value < 0:
-        raise ConfigError(f"{option} {value}: must be a number >= 0")
+    # not "value < 0" alone: nan passes it, and inf is no number of dollars or seconds
+    if value is None or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{option} {value}: must be a finite number >= 0")
     return float(value)

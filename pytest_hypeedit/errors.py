@@ -13,7 +13,8 @@ option) and says what to do next; none ever contains an API key.
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
     │   │   ├── JobExpired   a journaled job's result is gone at the provider: submit again
-    │   │   └── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
+    │   │   ├── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
+    │   │   └── RouteUnreachable  nothing answers on a route: no more calls start on it (engine/routes.py)
     │   └── JudgeError       the judge failed or its reply could not be parsed
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
@@ -86,6 +87,10 @@ class JobExpired(ProviderError):
 
 class JobFailed(ProviderError):
     """A submitted job that the provider says failed: it is forgotten, so the next run submits a new one."""
+
+
+class RouteUnreachable(ProviderError):
+    """The first calls to a route all failed to connect: no more calls start on it in this run (nothing paid)."""
 
 
 class JudgeError(CallError):

@@ -18,6 +18,8 @@ check sees one value wherever it came from.
 
 from __future__ import annotations
 
+import argparse
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
@@ -25,6 +27,20 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError
 
 GROUP = ("hypeedit", "HYPE-EDIT-1 image-editing benchmark")
+
+
+class NotFinite(argparse.ArgumentTypeError, ValueError):
+    """A number option given as nan or inf: argparse prints the message as it is (an ArgumentTypeError), and
+    the ini file's conversion catches it as any bad value (a ValueError)."""
+
+
+def finite_float(text: str) -> float:
+    """argparse's ``float``, refusing nan and inf: ``--budget nan`` would pass every comparison with the cap
+    (nan < x is False), ``--budget inf`` is no cap, and both broke every item later."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise NotFinite(f"{text!r} is not a finite number; give a plain number such as 5 or 0.5")
+    return value
 
 
 def _declare_all(add: Callable[..., None]) -> None:
@@ -55,13 +71,13 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="cache of task files and reference images (default: the user cache dir, or $HYPEEDIT_CACHE_DIR)")
     add("--retry-cap", dest="hypeedit_retry_cap", type=int, default=4, metavar="A",
         help="attempts a user makes at most, for expected attempts and effective cost (default 4)")
-    add("--review-seconds", dest="hypeedit_review_seconds", type=float, default=20.0, metavar="S",
+    add("--review-seconds", dest="hypeedit_review_seconds", type=finite_float, default=20.0, metavar="S",
         help="human review time per candidate, for effective cost (default 20)")
-    add("--review-rate", dest="hypeedit_review_rate", type=float, default=50.0, metavar="USD",
+    add("--review-rate", dest="hypeedit_review_rate", type=finite_float, default=50.0, metavar="USD",
         help="reviewer cost per hour, for effective cost (default 50)")
     add("--rate-limit", action="append", dest="hypeedit_rate_limits", default=[], metavar="ROUTE=RPM[/INFLIGHT]",
         help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
-    add("--budget", dest="hypeedit_budget", type=float, default=None, metavar="USD",
+    add("--budget", dest="hypeedit_budget", type=finite_float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
     add("--possibly-paid", dest="hypeedit_possibly_paid", default=None, metavar="rebuy|review",
         help="a candidate whose paid call may have been paid but whose reply never came (a kill, a lost "
@@ -74,7 +90,7 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--html-views", dest="hypeedit_html_views", type=int, default=1024, metavar="PX",
         help="with --html: the report folder keeps a full-size view of every failure, at most PX pixels on "
              "its long side (default 1024); 0 keeps none (thumbnails only)")
-    add("--html-max-mb", dest="hypeedit_html_max_mb", type=float, default=120.0, metavar="MB",
+    add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=120.0, metavar="MB",
         help="with --html: the report folder's size goal (default 120); the failures' views share what the "
              "page and the thumbnails leave, each down to 320 px; 0: no goal, every view at --html-views")
     _declare_ci(add)
@@ -172,6 +188,9 @@ def _convert(option: Declared, raw: Any, convert: Callable[[str], Any], source: 
     text = raw.strip() if isinstance(raw, str) else raw
     try:
         return convert(text)
+    except NotFinite as exc:
+        raise ConfigError(f"{source}: {option.dest} = {raw!r}: {exc} for {option.flag}; fix the ini file, or give "
+                          f"{option.flag} on the command line") from None
     except (TypeError, ValueError):
         kind = getattr(convert, "__name__", "value")
         raise ConfigError(

@@ -8,6 +8,7 @@ renaming it, so its results keep the paper's name.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +71,10 @@ def parse_rate_limit(text: str) -> tuple[str, RouteLimits]:
     if not match or not (match.group(2) or match.group(3)):
         raise ConfigError(f"--rate-limit {text}: expected ROUTE=RPM[/INFLIGHT], e.g. ark=120/8 or fal=/2")
     route, rpm, inflight = match.groups()
-    return route, _limits({k: v for k, v in (("rpm", rpm and float(rpm)), ("inflight", inflight and int(inflight))) if v},
-                          f"--rate-limit {text}")
+    # A part left out means no limit of that kind; a part given as 0 is an error (_limits), never "no limit":
+    # ark=0/0 once removed the route's limits silently.
+    given = {"rpm": rpm and float(rpm), "inflight": inflight and int(inflight)}
+    return route, _limits({k: v for k, v in given.items() if v is not None}, f"--rate-limit {text}")
 
 
 def read_yaml(path: Path) -> dict:
@@ -116,11 +119,13 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
     route, provider_model, price = entry.get("route"), entry.get("provider_model"), entry.get("price")
     if not isinstance(route, str) or not route:
         raise ConfigError(f"{where}: model {name}: 'route' must name a provider route (e.g. gemini, ark, identity)")
-    if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
-        raise ConfigError(f"{where}: model {name}: 'price' must be a number >= 0 (USD per candidate), got {price!r}")
+    if not _finite_number(price) or price < 0:
+        raise ConfigError(f"{where}: model {name}: 'price' must be a finite number >= 0 (USD per candidate), "
+                          f"got {price!r}")
     options = entry.get("options") or {}
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: model {name}: 'options' must be a mapping")
+    _check_finite(options, f"{where}: model {name}: options")
     return ModelSpec(
         name=name,
         route=route,
@@ -137,9 +142,25 @@ def _limits(data: Any, where: str) -> RouteLimits:
         raise ConfigError(f"{where}: limits take 'rpm' (requests per minute) and 'inflight' (requests at once)")
     rpm, inflight = data.get("rpm"), data.get("inflight")
     for key, value in (("rpm", rpm), ("inflight", inflight)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
-            raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
+        if value is not None and (not _finite_number(value) or value <= 0):
+            raise ConfigError(f"{where}: {key} must be a finite number > 0 (leave it out for no limit), got {value!r}")
+    if inflight is not None and int(inflight) < 1:
+        raise ConfigError(f"{where}: inflight must be a whole number >= 1, got {inflight!r}")
     return RouteLimits(rpm=None if rpm is None else float(rpm), inflight=None if inflight is None else int(inflight))
+
+
+def _finite_number(value: Any) -> bool:
+    """A real number a price or a limit can be: not a bool, not nan, not inf (YAML reads .nan and .inf)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_finite(value: Any, where: str) -> None:
+    """No nan or inf anywhere in a model's options: an adapter computes sizes, waits and prices from them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{where}: {value!r} is not a finite number")
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _check_finite(item, f"{where}.{key}")
 
 
 def load_registry(extra_files: Iterable[Path] = (), extra_entries: Iterable[Mapping[str, Any]] = ()) -> Registry:

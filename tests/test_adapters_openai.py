@@ -22,7 +22,10 @@ class TestOpenAI(AdapterContract):
         assert fields["size"] == "1536x1024"  # 4800x3584 is landscape
         assert fields["model"] == "gpt-image-1.5" and "seed" not in fields
         assert [name for name, filename, _ in parts if filename] == ["image[]"]
-        assert generation.seed is None and generation.cost == 0.17 and generation.request_id.startswith("req_")
+        assert generation.seed is None and generation.request_id.startswith("req_")
+        # the cost is the reply's usage at gpt-image-1.5's token prices: 50 tokens in (no breakdown: priced as
+        # image tokens, $8/1M), 6240 image tokens out ($32/1M)
+        assert generation.cost == pytest.approx(50 * 8e-6 + 6240 * 32e-6)
 
     @pytest.mark.parametrize("size, expected", [((3072, 5504), "1024x1536"), ((4096, 4096), "1024x1024")])
     def test_nearest_allowed_size(self, fake, provider, tmp_path, size, expected):

@@ -115,6 +115,10 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     for record in records(pytester.path):
         assert record["resubmitted"] == 1 and "Task not found" in record["extra"]["expired_jobs"][0]
         assert not record["job"].get("resumed")  # the second job was paid for in this run
+        assert (record["cost"], record["resubmitted_cost"]) == (0.10, 0.10)  # each job at its own cost
+    row = rows(pytester.path)["flux-2-max"]  # four jobs were paid for: the expired two count too
+    assert row["spent"] == pytest.approx(0.4) and row["spent_this_run"] == pytest.approx(0.2)
+    assert row["spent_breakdown"] == {"generation": 0.2, "judge": 0, "resubmitted": 0.2, "possibly_paid": 0}
 
 
 def test_a_job_journaled_on_another_route_is_left_behind(pytester, fakes):

@@ -1,8 +1,12 @@
 """``--budget USD``: a hard spending cap for one run, shared by all xdist workers.
 
-Before a paid call the runner reserves its price; the reservation is
-committed with the actual cost when the call returns, or released when it
-failed without a charge.  The ledger is a small JSON file in a per-run
+Before a paid call (a generation, a judge's verdict) the runner reserves the
+most that call can cost (``Provider.worst_case_cost``, ``Judge.worst_case_cost``:
+the size requested, per-reference fees, tokens at their max), so a call the
+rest of the budget cannot cover never starts; the reservation is committed
+with the cost the provider reported when the call returns (at most the worst
+case that was held for it, so the total stays under the cap), or released
+when it failed without a charge.  The ledger is a small JSON file in a per-run
 directory, read and written under an OS file lock, so reservations by
 concurrent workers never add up past the cap.  Amounts are kept in integer
 micro-dollars: 25 x 0.04 must fit in a budget of 1 exactly, which floats do
@@ -15,6 +19,7 @@ know whether the provider charged it, and the cap must hold.
 from __future__ import annotations
 
 import json
+import math
 import os
 import uuid
 from dataclasses import dataclass
@@ -46,8 +51,8 @@ class Budget:
     """The run's ledger; ``cap_usd=None`` tracks spend without a cap."""
 
     def __init__(self, ledger_dir: Path, cap_usd: float | None):
-        if cap_usd is not None and cap_usd < 0:
-            raise ValueError(f"--budget must be >= 0 USD, got {cap_usd}")
+        if cap_usd is not None and not (math.isfinite(cap_usd) and cap_usd >= 0):
+            raise ValueError(f"--budget must be a finite number >= 0 USD, got {cap_usd}")
         self.cap_usd = cap_usd
         self.dir = Path(ledger_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -118,7 +123,7 @@ class Budget:
     def _refusal(self, what: str, amount: float, state: dict[str, Any]) -> str:
         spent = state["spent"] / MICRO
         held = sum(r["micro"] for r in state["reservations"].values()) / MICRO
-        return (f"--budget {self.cap_usd:g} USD reached: {what} could cost {amount:.4f} USD, with "
+        return (f"--budget {self.cap_usd:g} USD reached: {what} could cost up to {amount:.4f} USD, with "
                 f"{spent:.4f} spent and {held:.4f} held by calls in flight. Skipped; rerun with a larger "
                 "--budget to finish (candidates already paid for are reused, not bought again).")
 

@@ -390,6 +390,10 @@ class CandidatePool:
         """Start every ready step that its route and a candidate slot admit; (started, seconds to wait)."""
         started, now, wait = 0, time.monotonic(), IDLE
         for queue_, gates in self._queues_in_order():
+            reason = next((gate.unreachable for gate in gates if gate.unreachable), None)
+            if reason is not None:
+                self._end_unreachable(queue_, reason)
+                continue
             while True:
                 with self._cond:
                     if not queue_ or self._running >= self.concurrency:
@@ -415,6 +419,20 @@ class CandidatePool:
                 if self._running >= self.concurrency:
                     return started, wait
         return started, wait
+
+    def _end_unreachable(self, queue_: deque, reason: str) -> None:
+        """A route whose first calls all failed to connect (its gate's breaker, engine/routes.py): its waiting
+        candidates end at once with the breaker's one line, and none of their calls starts."""
+        with self._cond:
+            jobs = list(queue_)
+            queue_.clear()
+        for job in jobs:
+            record = self.runner.unreachable(job.plan, reason)
+            with self._cond:
+                job.record, job.state, job.plan = record, DONE, None
+                self._count(record)
+                job.done.set()
+                self._cond.notify_all()
 
     def _queues_in_order(self) -> list[tuple[deque, list[RouteGate]]]:
         """Judging first; then each route's generations, the route whose next item comes first first."""

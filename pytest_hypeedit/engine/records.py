@@ -30,6 +30,14 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def usd(value: Any) -> float:
+    """A record's amount as a number: a record read from disk is untrusted, and a made-up amount (not a finite,
+    non-negative number) counts as 0."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+        return float(value)
+    return 0.0
+
+
 @dataclass
 class Record:
     """Everything known about one candidate (task x model x repeat of a split)."""
@@ -108,9 +116,9 @@ class Record:
     def spent_breakdown(self) -> dict[str, float]:
         """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
         non-negative number counts as 0."""
-        return {"generation": _usd(self.cost), "judge": _usd(self.judge_cost),
-                "resubmitted": _usd(self.resubmitted_cost),
-                "possibly_paid": sum(_usd(entry.get("price")) for entry in self.possibly_paid_calls)}
+        return {"generation": usd(self.cost), "judge": usd(self.judge_cost),
+                "resubmitted": usd(self.resubmitted_cost),
+                "possibly_paid": sum(usd(entry.get("price")) for entry in self.possibly_paid_calls)}
 
     @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
@@ -136,12 +144,6 @@ class Record:
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(json.loads(text))
-
-
-def _usd(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        return 0.0
-    return float(value)
 
 
 def record_to_property(record: Record) -> tuple[str, str]:

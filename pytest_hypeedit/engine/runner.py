@@ -1,11 +1,13 @@
 """One candidate, from task to verdict: reuse what is on disk, else pay for it once.
 
-    record on disk? candidate on disk? -> reuse them (no call, no key needed)
+    record on disk? candidate on disk? -> reuse them (no call, no key needed); the candidate is the file
+                                          the record names, other images beside it are strays (store.py)
     a journaled job in the record?     -> resume it (no new submission, no new budget)
     a paid call pending, its reply lost? -> possibly paid: buy again (--possibly-paid rebuy) or hold it
-    otherwise: budget -> pending call written -> provider call -> candidate + record written at once
+    otherwise: budget (the verdict's worst case held, then the call's) -> pending call written
+               -> provider call -> candidate + record written at once
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
-    otherwise: judge -> verdict written into the record at once
+    otherwise: judge (its worst case reserved, or held since the purchase) -> verdict written at once
 
 The work is split in steps so that a pool (engine/pool.py) can keep many
 candidates in flight and give each paid step its route's slot:
@@ -63,6 +65,8 @@ class Plan:
     needs_generation: bool = False  # a provider call (or a journaled job to resume)
     needs_verdict: bool = False  # a paid judge call
     held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
+    lost: str | None = None  # the image the record names, gone from the disk: bought again
+    verdict_hold: object | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -100,8 +104,8 @@ class Runner:
 
     def plan(self, task: Task, spec: ModelSpec, repeat: int) -> "Plan":
         """What this candidate still needs, read from the disk (no call, no claim)."""
-        record = self._read_or_new(task, spec, repeat)
-        plan = Plan(task, spec, repeat, record, self.store.find_candidate(*record.key))
+        plan = Plan(task, spec, repeat, self._read_or_new(task, spec, repeat), None)
+        self._look_on_disk(plan)
         self._settle_plan(plan)
         return plan
 
@@ -109,16 +113,33 @@ class Runner:
         """Buy the candidate (or resume its journaled job), unless another process did meanwhile."""
         with self.store.claim(*plan.record.key):
             plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
-            plan.candidate = self.store.find_candidate(*plan.record.key)
+            self._look_on_disk(plan)
             self._settle_abandoned(plan.record, plan.candidate)
             self._settle_plan(plan)
             if plan.held:
                 self.store.write_record(plan.record)  # visible in the outputs as the error it is
             if plan.needs_generation:
-                plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
-                plan.needs_generation = False
-                plan.needs_verdict = plan.candidate is not None
+                self._forget_lost_candidate(plan)
+                self._buy(plan)
         return plan
+
+    def _buy(self, plan: "Plan") -> None:
+        """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
+        also judge is not bought (it would be paid for and left unjudged)."""
+        plan.needs_generation = plan.needs_verdict = False
+        try:
+            plan.verdict_hold = self._hold_verdict(plan)
+        except BudgetExceeded as exc:
+            self._skip(plan.record, str(exc))
+            return
+        except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
+            plan.verdict_hold = None
+        plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
+        self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
+        plan.needs_verdict = plan.candidate is not None
+        if plan.candidate is None:
+            self._settle(plan.verdict_hold, 0.0)
+            plan.verdict_hold = None
 
     def judge_step(self, plan: "Plan") -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
@@ -129,24 +150,64 @@ class Runner:
                     plan.record.judgements = on_disk.judgements
                 plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
             self._settle_abandoned(plan.record, plan.candidate)
+            hold, plan.verdict_hold = plan.verdict_hold, None
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
+                self._settle(hold, 0.0)
                 self._hold(plan, JUDGE)
                 self.store.write_record(plan.record)
             else:
-                self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+                self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         plan.needs_verdict = False
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
+        hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is not None and not plan.held:
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+        else:
+            self._settle(hold, 0.0)
+        return plan.record
+
+    def unreachable(self, plan: "Plan", reason: str) -> Record:
+        """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
+        Nothing was paid or changed, so nothing is written; the next run tries it again."""
+        self._settle(plan.verdict_hold, 0.0)
+        plan.verdict_hold = None
+        plan.record.outcome, plan.record.error = ERROR, reason
         return plan.record
 
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         return self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
             split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
         )
+
+    def _look_on_disk(self, plan: "Plan") -> None:
+        """The candidate is the file its record names (engine/store.py): other images beside it are strays,
+        noted on the record (``extra["strays"]``) for the summary to report and never adopted."""
+        found = self.store.find(*plan.record.key, named=plan.record.candidate)
+        plan.candidate, plan.lost = found.candidate, found.missing
+        self._note_strays(plan.record, found.strays)
+
+    @staticmethod
+    def _note_strays(record: Record, strays) -> None:
+        if strays:
+            record.extra["strays"] = [path.name for path in strays]
+        else:
+            record.extra.pop("strays", None)
+
+    def _forget_lost_candidate(self, plan: "Plan") -> None:
+        """The record names an image that is gone: its verdict can be neither shown nor checked, so the
+        candidate is bought again.  The record stops naming it first, so that a run killed between writing the
+        new image and its record adopts the new image rather than paying a third time."""
+        if plan.lost is None:
+            return
+        record = plan.record
+        record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
+                                           {"file": plan.lost, "cost": record.cost, "verdict": record.verdict}]
+        record.candidate = None
+        self.store.write_record(record)
+        plan.lost = None
 
     def _settle_plan(self, plan: "Plan") -> None:
         """Decide the plan's needs from its record and candidate (and adopt a candidate found on disk)."""
@@ -246,8 +307,8 @@ class Runner:
     def _adopt_candidate(record: Record, spec: ModelSpec, candidate: Path) -> None:
         record.reused_candidate = True
         if record.candidate != candidate.name:
-            # An image with no record: a run was killed between the two writes, or the
-            # image came from elsewhere. It was paid for at the model's price.
+            # An image no record names (Store.find never offers one over a named file): a run was killed
+            # between the two writes, or the image came from elsewhere. It was paid for at the model's price.
             record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
 
@@ -259,7 +320,6 @@ class Runner:
             except JobExpired as exc:
                 expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
                 record.resubmitted += 1
-                record.resubmitted_cost = round((record.resubmitted_cost or 0) + self._job_cost(record, spec), 6)
                 record.job = None
                 if attempt == 2:
                     return self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
@@ -269,15 +329,20 @@ class Runner:
 
     def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         journal = self._journal(record, spec)
-        reservation = None
+        reservation, request = None, None
+
+        def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
+            return self._worst_case(spec, request)
+
         try:
-            if not journal.resumed:  # a resumed job was paid for when it was submitted
-                reservation = self._reserve(spec, task, repeat)
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
                                         spec, journal=journal)
             provider = self.provider(spec)
-            if not journal.resumed:
-                self._journal_generation(record, spec, provider, request)
+            if not journal.resumed:  # a resumed job was paid for when it was submitted
+                # the worst case (the size requested, the references), not the list price: the budget is a cap
+                price = provider.worst_case_cost(request)
+                reservation = self._reserve(price, f"{spec.name} {task.task_id} r{repeat:03d}")
+                self._journal_generation(record, spec, price, request)
             started = time.monotonic()
             generation = provider.generate(request)
         except BudgetExceeded as exc:
@@ -288,16 +353,16 @@ class Runner:
             return self._refused(record, spec, exc)
         except JobExpired:
             self._end_call(record)
-            self._settle(reservation, self._job_cost(record, spec))
+            self._expired_job_paid(record, self._job_cost(record, worst), reservation)
             raise
         except (CallError, HypeEditError) as exc:
             lost = self._end_call(record, exc)
             # A job that was submitted is paid for even when its polls failed: it stays in the record
             # (journaled) and the next attempt resumes it.  A call whose reply was lost may be paid: its
             # worst case is committed, never released.
-            self._settle(reservation, float(lost.get("price") or 0) if lost else self._job_cost(record, spec))
+            self._settle(reservation, float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
             if record.job and not journal.resumed:
-                record.cost = self._job_cost(record, spec)
+                record.cost = self._job_cost(record, worst)
             return self._failed(record, spec, exc, note=self._lost_note(lost))
         self._end_call(record)
         self._settle(reservation, generation.cost)
@@ -305,11 +370,9 @@ class Runner:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         return self._save_generation(record, spec, generation, time.monotonic() - started)
 
-    def _journal_generation(self, record: Record, spec: ModelSpec, provider: Provider,
-                            request: GenerationRequest) -> None:
-        """The generation's request, journaled before it leaves; a free route (price 0) has nothing to lose."""
-        worst = getattr(provider, "worst_case_cost", None)  # the contract's Provider.worst_case_cost, when there
-        price = float(worst(request)) if callable(worst) else spec.price
+    def _journal_generation(self, record: Record, spec: ModelSpec, price: float, request: GenerationRequest) -> None:
+        """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
+        has nothing to lose."""
         if price > 0:
             self._journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id)
 
@@ -328,18 +391,36 @@ class Runner:
         return Journal(job, save, route=spec.route, call_id=paid.new_call_id())
 
     @staticmethod
-    def _job_cost(record: Record, spec: ModelSpec) -> float:
-        """What a submitted job cost: the provider's figure journaled at submission, else the model's price;
-        0 when no job was submitted."""
+    def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
+        """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
+        call's worst case: what it may have cost); 0 when no job was submitted."""
         if not record.job:
             return 0.0
         cost = record.job.get("cost")
-        return float(cost) if isinstance(cost, (int, float)) else spec.price
+        return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
 
-    def _reserve(self, spec: ModelSpec, task: Task, repeat: int):
+    def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
+        """The most ``request`` can cost; the list price when it cannot be said (e.g. its references failed)."""
+        if request is None:
+            return spec.price
+        try:
+            return self.provider(spec).worst_case_cost(request)
+        except HypeEditError:
+            return spec.price
+
+    def _expired_job_paid(self, record: Record, cost: float, reservation) -> None:
+        """A job whose result expired at the provider was paid for all the same: a cost of its own
+        (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
+        self._settle(reservation, cost)
+        record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
+        record.cost = 0.0  # the candidate's own generation is the next submission's
+
+    def _reserve(self, amount: float, what: str):
+        """Hold ``amount`` USD of --budget for a call (its worst case), or raise BudgetExceeded when the rest of
+        the budget cannot cover it: such a call never starts."""
         if self.budget is None:
             return None
-        return self.budget.reserve(spec.price, f"{spec.name} {task.task_id} r{repeat:03d}")
+        return self.budget.reserve(amount, what)
 
     @staticmethod
     def _settle(reservation, actual: float) -> None:
@@ -393,9 +474,10 @@ class Runner:
 
     def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
         """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
-        if self.store.find_candidate(split, model, task_id, repeat) is not None:
+        record = self.store.read_record(split, model, task_id, repeat)
+        if self.store.find_candidate(split, model, task_id, repeat, named=record and record.candidate) is not None:
             return False
-        return not refused(self.store.read_record(split, model, task_id, repeat))
+        return not refused(record)
 
     def reusable_verdict(self, record: Record) -> dict | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""
@@ -406,27 +488,39 @@ class Runner:
                 return entry
         return None
 
-    def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
+    def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
+                         hold=None) -> None:
+        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here)."""
         judge = self.judge
         stored = self.reusable_verdict(record)
         if stored:
+            self._settle(hold, 0.0)
             self._apply_verdict(record, stored, reused=True)
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        reservation = hold
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
             request = JudgeRequest(task, spec.name, repeat, candidate, references,
                                    call_id=paid.new_call_id() if judge.routes else None)
+            reservation = hold or self._reserve_verdict(request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(record, judge, request)
             verdict = judge.judge(request)
+        except BudgetExceeded as exc:
+            self._skip(record, str(exc))  # the paid candidate stays on disk: a rerun with more budget judges it
+            return
         except (CallError, HypeEditError) as exc:
             lost = self._end_call(record, exc)
+            # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
+            paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
+            self._settle(reservation, paid_for)
             record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
             self.store.write_record(record)
             return
         self._end_call(record)
+        self._settle(reservation, verdict.cost)
         entry = self._verdict_entry(verdict)
         if reason:
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
@@ -440,10 +534,24 @@ class Runner:
         self.store.write_record(record)
 
     def _journal_judge_call(self, record: Record, judge: Judge, request: JudgeRequest) -> None:
-        worst = getattr(judge, "worst_case_cost", None)  # the contract's Judge.worst_case_cost, when there
-        price = float(worst(request)) if callable(worst) else 0.0
-        self._journal_call(record, JUDGE, route=judge.routes[0], price=price, call_id=request.call_id,
-                           judge=judge.id)
+        self._journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+                           call_id=request.call_id, judge=judge.id)
+
+    def _hold_verdict(self, plan: "Plan"):
+        """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
+        candidate will have (a judge's worst case does not depend on the image's content)."""
+        if self.budget is None or not self.judge.routes:
+            return None
+        references = tuple(self.references(plan.task)) if self.judge.needs_images else ()
+        to_be = self.store.task_dir(*plan.record.key[:3]) / f"{plan.repeat:03d}.png"
+        return self._reserve_verdict(JudgeRequest(plan.task, plan.spec.name, plan.repeat, to_be, references))
+
+    def _reserve_verdict(self, request: JudgeRequest):
+        """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
+        if self.budget is None or not self.judge.routes:
+            return None
+        return self._reserve(self.judge.worst_case_cost(request),
+                             f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}")
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict:

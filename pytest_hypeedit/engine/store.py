@@ -10,18 +10,28 @@ later run would mistake for a paid result.
 A *claim* (``Store.claim``) is an exclusive lock on one candidate, across
 processes, held while it is bought or judged: two processes working on the
 same outputs never pay for the same candidate, and the one that waited reads
-the result from disk.  Its lock files live outside the outputs (the layout is
-shared with other tools), in ``claims_dir``.
+the result from disk.  Its lock files live with the outputs, in the hidden
+folder ``<outputs>/.hypeedit-claims/`` (no split is named so: split names
+start with a letter, a digit or "_"), so every process that shares the outputs
+folder shares its claims, whatever its temp folder (containers, runners that
+set TMPDIR per job, an outputs folder restored from a CI cache).
+
+A candidate is the file its record names (``Store.find``): another image of the
+same repeat beside it (``001.png`` dropped beside the real ``001.jpg``) is a
+*stray*, never adopted over the record's paid verdict, only reported.  An image
+with no record naming one (a run killed between writing the image and its
+record: the image is written first) is adopted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import errno
 import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -54,10 +64,56 @@ def move_into_place(source: Path, dest: Path) -> None:
     source.unlink(missing_ok=True)
 
 
+#: The folder of claim lock files inside the outputs folder (hidden; see the module docstring).
+CLAIMS_FOLDER = ".hypeedit-claims"
+#: The name of the file that proves a folder writable (created, renamed into place, removed).
+PROBE_NAME = ".hypeedit-write-probe"
+
+
 def default_claims_dir(root: Path) -> Path:
-    """Claims of an outputs folder, the same for every process on this machine that writes into it."""
-    digest = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / "hypeedit-claims" / digest
+    """Claims of an outputs folder: inside it, so every process that writes into it shares them."""
+    return Path(root) / CLAIMS_FOLDER
+
+
+def probe_writable(folder: Path) -> OSError | None:
+    """Prove ``folder`` writable the way real writes happen (a temporary file written, then renamed into place);
+    the error when it is not, None when it is.  A folder that does not exist yet is proved creatable: a probe
+    folder is made in its nearest existing parent and written into.  Leaves nothing behind, not even ``folder``
+    (a run refused later must not have written anything)."""
+    folder = Path(folder)
+    existing = next((parent for parent in (folder, *folder.parents) if parent.exists()), Path("."))
+    try:
+        if existing == folder:
+            return _probe_file(folder)
+        if not existing.is_dir():  # a file where a folder should be
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(existing))
+        made = Path(tempfile.mkdtemp(dir=existing, prefix=PROBE_NAME))
+    except OSError as exc:
+        return exc
+    try:
+        return _probe_file(made)
+    finally:
+        with contextlib.suppress(OSError):
+            made.rmdir()
+
+
+def _probe_file(folder: Path) -> OSError | None:
+    target = folder / f"{PROBE_NAME}-{os.getpid()}"
+    try:
+        atomic_write_bytes(target, b"")
+        target.unlink()
+    except OSError as exc:
+        return exc
+    return None
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the store holds for one candidate: its image, the strays beside it, a named file that is gone."""
+
+    candidate: Path | None  # the file the record names; else, with no record naming one, the image on disk
+    strays: tuple[Path, ...] = ()  # other images of the same repeat: never adopted, only reported
+    missing: str | None = None  # the file the record names, when it is not on disk (or is no file name of ours)
 
 
 class Store:
@@ -77,13 +133,28 @@ class Store:
         # split, model and task_id were validated as plain names when loaded
         return self.root / split / model / task_id
 
-    def find_candidate(self, split: str, model: str, task_id: str, repeat: int) -> Path | None:
+    def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
+        """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
+        on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray."""
+        images = self._images(split, model, task_id, repeat)
+        if named is None:
+            return Found(images[0], tuple(images[1:])) if images else Found(None)
+        chosen = next((path for path in images if path.name == named), None)
+        if chosen is None:  # gone, empty, or a name a doctored record made up: nothing of it is used
+            return Found(None, tuple(images), missing=named)
+        return Found(chosen, tuple(path for path in images if path != chosen))
+
+    def find_candidate(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Path | None:
+        return self.find(split, model, task_id, repeat, named).candidate
+
+    def _images(self, split: str, model: str, task_id: str, repeat: int) -> list[Path]:
         folder = self.task_dir(split, model, task_id)
+        found = []
         for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return
             path = folder / f"{repeat_stem(repeat)}{suffix}"
             if path.is_file() and path.stat().st_size > 0:
-                return path
-        return None
+                found.append(path)
+        return found
 
     def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
         return self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.json"

@@ -65,3 +65,23 @@ class BenchmarkSession:
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")
+        for line in stray_lines(self.records.values(), self.run.outputs):
+            terminalreporter.write_line(line, yellow=True)
+
+
+#: Stray files named one per line, at most; the rest are counted.
+MAX_STRAY_LINES = 20
+
+
+def stray_lines(records, outputs: Path) -> list[str]:
+    """A warning per image found beside a candidate that its record does not name (engine/store.py)."""
+    lines = []
+    for record in records:
+        for name in record.extra.get("strays") or ():
+            path = outputs / record.split / record.model / record.task_id / str(name)
+            named = f"the candidate is {record.candidate}" if record.candidate else "no candidate yet"
+            lines.append(f"hypeedit: warning: {path}: not the file its record names ({named}); ignored, never "
+                         "adopted over a paid verdict: move it away")
+    if len(lines) > MAX_STRAY_LINES:
+        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more stray images"]
+    return lines

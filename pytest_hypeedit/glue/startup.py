@@ -20,7 +20,7 @@ from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..engine.runner import Runner, refused
 from .stash import RUN_KEY, RUNNER_KEY, run_id
-from ..engine.store import Store
+from ..engine.store import Store, probe_writable
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 
 
@@ -30,9 +30,13 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     config.stash[RUN_KEY] = run
     for task_type in all_task_types(run.splits):
         config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")
+    checking = controller and not config.option.collectonly
+    if checking:
+        check_state_writable(run, run_state_dir(config, run))  # before the runner makes its ledger there
     runner = build_runner(config, run)
     config.stash[RUNNER_KEY] = runner
-    if controller and not config.option.collectonly:
+    if checking:
+        check_outputs_writable(run, runner)
         check_reference_images(run, progress=startup_progress(config))
         check_keys(run, runner)
         check_judge(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
@@ -66,10 +70,69 @@ def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
     worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
     from ..providers import runtime
 
-    state_dir = run.cache_dir / "runs" / run_id(config)
+    state_dir = run_state_dir(config, run)
     runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
                                       limits=run.limits_for))
     return state_dir
+
+
+def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
+    return run.cache_dir / "runs" / run_id(config)
+
+
+# --------------------------------------------------------------------------- can the run keep what it buys?
+
+
+def check_state_writable(run: RunConfig, state_dir: Path) -> None:
+    """The cache and the run's state folder (budget ledger, limits, downloads land there first) take writes."""
+    for folder, what in ((run.cache_dir, "the cache folder"), (state_dir, "the run's state folder")):
+        _refuse_unwritable(folder, what, "--cache-dir DIR (or HYPEEDIT_CACHE_DIR)")
+
+
+def check_outputs_writable(run: RunConfig, runner: Runner) -> None:
+    """Every folder a candidate, a record or a claim is written into takes writes, before anything is paid for.
+    A run with nothing to buy may read a read-only outputs folder (a replay); the results file is always written."""
+    _refuse_unwritable(run.results.parent, "the results folder", "--results PATH")
+    blocked = next(((folder, problem) for folder in output_folders(run, runner.store)
+                    if (problem := probe_writable(folder)) is not None), None)
+    if blocked is not None and buys_anything(run, runner):
+        _refuse(*blocked, "the outputs folder", "--outputs DIR")
+
+
+def output_folders(run: RunConfig, store: Store) -> list[Path]:
+    """The outputs folder, its claims folder, and each split, model and task folder that exists already."""
+    folders = [run.outputs, store.claims_dir]
+    for split in run.splits:
+        for spec in run.models:
+            model_dir = run.outputs / split.name / spec.name
+            folders += [run.outputs / split.name, model_dir]
+            folders += [store.task_dir(split.name, spec.name, t.task_id) for t in split.tasks]
+    seen = dict.fromkeys(folders)
+    return [folder for folder in seen if folder in (run.outputs, store.claims_dir) or folder.is_dir()]
+
+
+def buys_anything(run: RunConfig, runner: Runner) -> bool:
+    """Whether some candidate still needs a paid call: its generation, or a paid judge's verdict."""
+    for spec in run.models:
+        for key in candidate_keys(run, spec):
+            if runner.needs_call(*key):
+                return True
+            record = runner.store.read_record(*key)
+            if record is not None and not refused(record) and runner.paid_verdict_needed(record):
+                return True
+    return False
+
+
+def _refuse_unwritable(folder: Path, what: str, option: str) -> None:
+    problem = probe_writable(folder)
+    if problem is not None:
+        _refuse(folder, problem, what, option)
+
+
+def _refuse(folder: Path, problem: OSError, what: str, option: str) -> None:
+    reason = problem.strerror or type(problem).__name__
+    raise ConfigError(f"cannot write into {what} {folder} ({reason}): a run that cannot keep what it buys does not "
+                      f"buy, and nothing was paid. Make it writable, or choose another with {option}, then rerun.")
 
 
 def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:

@@ -65,6 +65,12 @@ class Judge:
     def judge(self, request: JudgeRequest) -> Verdict:
         raise NotImplementedError
 
+    def worst_case_cost(self, request: JudgeRequest) -> float:
+        """The most one verdict can be charged, in USD (every ask of it, tokens at their max): ``--budget``
+        reserves it before the judge is asked.  0 for a free judge (human labels, a local server) and for one
+        whose price is unknown (whose verdicts are recorded at 0 too)."""
+        return 0.0
+
     def prepare(self) -> None:
         """Fetch and check what the judge needs before its first call (the upstream prompt), raising a
         HypeEditError that names the file and what to do.  Called on the controller at start-up, only

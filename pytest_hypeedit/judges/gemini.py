@@ -34,6 +34,17 @@ ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model
 #: USD per token (input, output incl. thinking) by model; a model not listed is recorded at 0 (price unknown).
 PRICES = {FLASH_MODEL: (0.50e-6, 3.00e-6)}
 
+#: What one verdict can cost at most (``worst_case_cost``, reserved against --budget), with the prices above:
+#: each image at media resolution HIGH is at most 1120 tokens on Gemini 3 (ai.google.dev/gemini-api/docs/
+#: media-resolution, "Token counts": the resolution sets the maximum tokens of a media input; the figure is
+#: second-hand, providers.md [G27], UNCONFIRMED); text is at most one token per UTF-8 byte (a SentencePiece
+#: token covers at least one byte; UNCONFIRMED for Gemini's tokenizer), plus a few per part for its framing;
+#: the output, thinking included, is capped by MAX_OUTPUT_TOKENS; and a reply that cannot be read is asked once
+#: more (prompting.ask_until_parsed): two paid asks.
+IMAGE_TOKENS_MAX = 1120
+PART_TOKENS = 16
+ASKS_MAX = 2
+
 # The upstream judge's settings (Gemini3FlashJudge.judge and ._image_part at the pinned commit).
 TEMPERATURE = 0  # Google advises 1.0 for Gemini 3 (second-hand, UNCONFIRMED); upstream judged at 0
 MAX_OUTPUT_TOKENS = 4096  # thinking counts against it: a reply may be cut (prompting._recover_truncated)
@@ -78,6 +89,15 @@ class GeminiJudge(Judge):
 
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         return stale_reason(entry, self.prompt)
+
+    def worst_case_cost(self, request: JudgeRequest) -> float:
+        """Every ask at its most: the message's tokens at their bound and MAX_OUTPUT_TOKENS out (see
+        IMAGE_TOKENS_MAX); 0 for a model whose price is unknown (its verdicts are recorded at 0 too)."""
+        price_in, price_out = PRICES.get(self.model, (0.0, 0.0))
+        pieces = message_pieces(request, self.prompt.text())
+        tokens_in = sum((len(p.encode("utf-8")) if isinstance(p, str) else IMAGE_TOKENS_MAX) + PART_TOKENS
+                        for p in pieces)
+        return ASKS_MAX * (tokens_in * price_in + MAX_OUTPUT_TOKENS * price_out)
 
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)

@@ -50,6 +50,9 @@ class MajorityJudge(Judge):
                 return f"juror {juror.id}: {reason}"
         return None
 
+    def worst_case_cost(self, request: JudgeRequest) -> float:
+        return sum(juror.worst_case_cost(request) for juror in self.jurors)  # every juror is asked
+
     def judge(self, request: JudgeRequest) -> Verdict:
         futures = [self._pool.submit(juror.judge, request) for juror in self.jurors]
         outcomes = [_outcome(future) for future in futures]
@@ -58,11 +61,14 @@ class MajorityJudge(Judge):
             # No partial verdict: a missing vote could flip the majority, so deciding
             # without it would record a verdict the panel never gave.  As an error the
             # candidate is left out of the metrics and the next run asks the panel again.
-            raise JudgeError(
+            error = JudgeError(
                 redact("; ".join(f"juror {juror.id}: {exc}" for juror, exc in failed)),
                 retryable=all(getattr(exc, "retryable", True) for _, exc in failed),
                 reply_lost=any(getattr(exc, "reply_lost", False) for _, exc in failed),  # a juror may be paid
             )
+            # what the panel was paid all the same: the verdicts given, and the failed jurors' answered asks
+            error.cost = sum(o.cost if isinstance(o, Verdict) else getattr(o, "cost", 0.0) or 0.0 for o in outcomes)
+            raise error
         return self._combine(outcomes)
 
     def _combine(self, verdicts: list[Verdict]) -> Verdict:

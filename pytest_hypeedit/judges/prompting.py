@@ -237,7 +237,9 @@ def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
             problem = str(exc)
             continue
         return Parsed(reading.passed, reading.reasoning, cost, attempt, answer, reading.recovered)
-    raise JudgeError(redact(f"{who}: the reply could not be read as a verdict, twice ({problem})"), retryable=True)
+    error = JudgeError(redact(f"{who}: the reply could not be read as a verdict, twice ({problem})"), retryable=True)
+    error.cost = cost  # both asks were answered, and paid: --budget commits it (engine/runner.py)
+    raise error
 
 
 def http_plumbing(options: Any, route: str, model: str) -> tuple[Any, Any]:

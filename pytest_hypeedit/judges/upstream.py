@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -28,6 +29,13 @@ from ..errors import InputError, JudgeScriptError
 
 #: Names a mirror of the script: an http(s) URL or a local file.  The sha256 pin still applies.
 URL_VARIABLE = "HYPEEDIT_JUDGE_SCRIPT_URL"
+
+#: One ``ast`` parse at a time in this process, and one per script: CPython 3.11's AST constructor keeps
+#: process-wide state, and several threads parsing at once (the pool's judges, a panel's jurors) ended an item
+#: in one of 500 with "SystemError: AST constructor recursion depth mismatch".
+_PARSE_LOCK = threading.Lock()
+#: script sha256 -> its prompt, read once per process (the file's bytes are pinned, so its prompt is too).
+_PROMPTS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -120,7 +128,16 @@ def _what_to_do(where: str, cached: bool) -> str:
 
 
 def extract_prompt(raw: bytes, where: str, pins: ScriptPins) -> str:
-    """The value of ``prompt = (...)`` in ``Gemini3FlashJudge.judge``, by ``ast`` (nothing is executed)."""
+    """The value of ``prompt = (...)`` in ``Gemini3FlashJudge.judge``, by ``ast`` (nothing is executed): parsed
+    once per process and script, under a lock, whichever thread asks first (see ``_PARSE_LOCK``)."""
+    key = (hashlib.sha256(raw).hexdigest(), repr(pins))
+    with _PARSE_LOCK:
+        if key not in _PROMPTS:
+            _PROMPTS[key] = _parse_prompt(raw, where, pins)
+        return _PROMPTS[key]
+
+
+def _parse_prompt(raw: bytes, where: str, pins: ScriptPins) -> str:
     try:
         tree = ast.parse(raw, filename=where)
     except (SyntaxError, ValueError) as exc:

@@ -54,6 +54,12 @@ class Provider:
     def generate(self, request: GenerationRequest) -> Generation:
         raise NotImplementedError
 
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The most this one call can be charged, in USD: ``--budget`` reserves it before the call starts, so a
+        call the remaining budget cannot cover never starts.  The model's list price, unless the adapter knows its
+        provider charges more for this request (the size requested, per-reference fees, tokens at their max)."""
+        return self.spec.price
+
     def close(self) -> None:
         """Release clients and connections; called once at the end of a worker's session."""
 

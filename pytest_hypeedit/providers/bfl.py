@@ -29,6 +29,7 @@ help.bfl.ai "Why did my request fail?"); every status but ``Pending`` is final:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .adapter import HttpProvider, size_at_pixels
@@ -45,6 +46,25 @@ PENDING = "pending"
 MODERATED = {"request moderated": "Request Moderated", "content moderated": "Content Moderated"}
 FAILED = ("error", "failed")
 GONE = "task not found"
+
+
+#: FLUX.2 pricing in credits: (the first megapixel, each further megapixel), input images counted as processed
+#: megapixels (black-forest-labs/skills skills/bfl-api/SKILL.md "Model Endpoints & Pricing"; docs.bfl.ai
+#: quick_start/pricing; providers.md section 4 [F2]: [max] 1 MP text-to-image $0.07, 1 MP edit $0.10).
+CREDITS = {"flux-2-max": (7.0, 3.0), "flux-2-pro": (3.0, 1.5), "flux-2-flex": (5.0, 5.0),
+           "flux-2-klein-9b": (1.5, 0.2), "flux-2-klein-4b": (1.4, 0.1)}
+#: How BFL rounds megapixels is not documented (UNCONFIRMED), so the worst case takes the larger of two
+#: readings: fractional megapixels of 10^6 pixels, as BFL's resolution table counts them (1024x1024 = 1.05 MP,
+#: skills bfl-api/references/endpoints.md), or each image rounded up to whole megapixels of 1024x1024, as fal and
+#: Replicate bill FLUX.2 (second-hand: fal.ai/models/fal-ai/flux-2-max/edit/llms.txt and model pages).
+MP, MP_BINARY = 1_000_000, 1024 * 1024
+
+
+def credits_for(first: float, extra: float, pixels: list[int]) -> float:
+    """Credits of one call whose images (output first, then the inputs) have these pixel counts, at its worst."""
+    fractional = sum(pixels) / MP
+    whole = sum(max(1, math.ceil(p / MP_BINARY)) for p in pixels)
+    return first + extra * (max(fractional, whole) - 1)
 
 
 def _status(reply: dict) -> str:
@@ -69,11 +89,21 @@ class BflProvider(HttpProvider):
         poller = JobPoller(self, request, job["id"], what, default_wait=600, default_cap=3)
         result = self.wait_for_result(request, job, poller)
         data = poller.download(str(result["sample"]), keeps=RESULT_KEPT)
-        return self.generation(request, data, cost=job.get("cost"), request_id=job["id"],
+        cost = job.get("cost")  # BFL's own figure; without one, the credit formula's, never the bare list price
+        cost = cost if isinstance(cost, (int, float)) else self.worst_case_cost(request)
+        return self.generation(request, data, cost=cost, request_id=job["id"],
                                seed=result.get("seed", request.seed), width=job.get("width"),
                                height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
                                input_mp=job.get("input_mp"), output_mp=job.get("output_mp"),
                                resumed_job=request.journal.resumed or None)
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The credit formula at its worst (CREDITS, MP): the output at the size requested plus every reference
+        as sent (BFL bills input megapixels).  A model not in CREDITS: its list price for every megapixel."""
+        first, extra = CREDITS.get(self.spec.provider_model, (self.spec.price / USD_PER_CREDIT,) * 2)
+        width, height = self.size(request)
+        pixels = [width * height] + [image.width * image.height for image in self.references(request)]
+        return max(self.spec.price, round(credits_for(first, extra, pixels) * USD_PER_CREDIT, 6))
 
     def size(self, request: GenerationRequest) -> tuple[int, int]:
         pixels = float(self.spec.options.get("megapixels", 1.0)) * 1_000_000

@@ -26,6 +26,24 @@ from .images import EXT, ImageLimits
 
 SIZES = ((1024, 1024), (1536, 1024), (1024, 1536))
 
+#: gpt-image-1.5's prices in USD per token: text in, image in, image out, text out (providers.md sections 3
+#: and 10: $8 per 1M image-input and $32 per 1M image-output tokens [O9][O10]; $5 text in and $10 text out per
+#: 1M, second-hand, UNCONFIRMED).
+TOKEN_PRICES = {"gpt-image-1.5": (5e-6, 8e-6, 32e-6, 10e-6)}
+#: Image-output tokens by quality and size (community.openai.com/t/.../1371851, providers.md [O10], second-hand):
+#: at $32 per 1M they are the listed $0.133 (high, 1024x1024) and about $0.20 (high, 1536x1024 / 1024x1536).
+#: "auto" may pick any: the most.
+OUTPUT_TOKENS = {"low": {"1024x1024": 272, "1024x1536": 408, "1536x1024": 400},
+                 "medium": {"1024x1024": 1056, "1024x1536": 1584, "1536x1024": 1568},
+                 "high": {"1024x1024": 4160, "1024x1536": 6240, "1536x1024": 6208}}
+#: Image-input tokens per reference at most: high input fidelity adds about 4,160 (square) to 6,240 (other
+#: sizes) tokens to the image's own tiles (at most two 512 px tiles, 65 + 2 x 129), low fidelity only the tiles
+#: (second-hand: community.openai.com "gpt-image-1 collected pricing information"; UNCONFIRMED).
+INPUT_IMAGE_TOKENS = {"high": 6_600, "low": 400}
+#: Text tokens the edits endpoint bills beyond the prompt, per image sent (second-hand, UNCONFIRMED), and the
+#: reasoning text tokens gpt-image-1.5 may bill as output: no documented maximum, so an assumption (UNCONFIRMED).
+TEXT_TOKENS_PER_IMAGE, REASONING_TOKENS_MAX = 64, 4096
+
 
 def is_moderation(code: str | None, message: str, body_text: str) -> bool:
     text = f"{code or ''} {message} {body_text}".lower()
@@ -63,8 +81,37 @@ class OpenAIProvider(HttpProvider):
         if not items or not items[0].get("b64_json"):
             raise self.refusal(request, "the reply holds no image", request_id=request_id)
         data = decode_base64(items[0]["b64_json"], what)
-        return self.generation(request, data, request_id=request_id, seed=None, size=reply.get("size"),
-                               quality=reply.get("quality"), usage=reply.get("usage"))
+        return self.generation(request, data, cost=self.cost_of(reply.get("usage")), request_id=request_id,
+                               seed=None, size=reply.get("size"), quality=reply.get("quality"),
+                               usage=reply.get("usage"))
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The image out at the size and quality requested, every reference in at its most tokens, the prompt
+        and REASONING_TOKENS_MAX of text out, at TOKEN_PRICES; the list price for a model not in it."""
+        prices = TOKEN_PRICES.get(self.spec.provider_model)
+        if prices is None:
+            return self.spec.price
+        text_in, image_in, image_out, text_out = prices
+        fields, references = self.fields(request), len(self.references(request))
+        by_size = OUTPUT_TOKENS.get(fields["quality"], OUTPUT_TOKENS["high"])  # "auto": priced as high
+        out = by_size.get(fields["size"], max(by_size.values()))  # "auto": the largest
+        fidelity = INPUT_IMAGE_TOKENS.get(fields["input_fidelity"], INPUT_IMAGE_TOKENS["high"])
+        prompt = len(fields["prompt"].encode("utf-8")) + TEXT_TOKENS_PER_IMAGE * (references + 1)
+        cost = out * image_out + references * fidelity * image_in + prompt * text_in + REASONING_TOKENS_MAX * text_out
+        return max(self.spec.price, round(cost, 6))
+
+    def cost_of(self, usage: Any) -> float | None:
+        """What the reply's ``usage`` says the call cost at TOKEN_PRICES; None (the list price) without one.
+        Output tokens not broken down into image and text are priced as image tokens, the dearer."""
+        prices = TOKEN_PRICES.get(self.spec.provider_model)
+        if prices is None or not isinstance(usage, dict):
+            return None
+        text_in, image_in, image_out, text_out = prices
+        given = _token_counts(usage.get("input_tokens_details"), usage.get("input_tokens"))
+        made = _token_counts(usage.get("output_tokens_details"), usage.get("output_tokens"))
+        if given is None or made is None:
+            return None
+        return round(given[0] * text_in + given[1] * image_in + made[0] * text_out + made[1] * image_out, 6)
 
     def size(self, request: GenerationRequest) -> str:
         if self.spec.options.get("size"):
@@ -88,3 +135,14 @@ class OpenAIProvider(HttpProvider):
         # The SDK's "brackets" naming: one image[] part per reference.
         return [("image[]", (f"{index + 1:03d}.{EXT[image.format]}", image.read(), image.mime))
                 for index, image in enumerate(self.references(request))]
+
+
+def _token_counts(details: Any, total: Any) -> tuple[int, int] | None:
+    """(text, image) tokens of one side of ``usage``: from its details, else all of ``total`` as image tokens."""
+    def count(value: Any) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    if isinstance(details, dict) and count(details.get("text_tokens")) is not None \
+            and count(details.get("image_tokens")) is not None:
+        return count(details["text_tokens"]), count(details["image_tokens"])
+    return (0, count(total)) if count(total) is not None else None

@@ -16,7 +16,7 @@ from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
-from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record
+from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, usd
 
 
 def build_results(
@@ -59,8 +59,9 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 def _counts(records: list[Record]) -> dict:
     spent = sum(r.spent for r in records)
-    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else r.cost) + (0 if r.reused_verdict else r.judge_cost)
-                   for r in records)
+    # this run's generations and verdicts (an expired job may have been paid by an earlier run: not counted here)
+    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else usd(r.cost))
+                   + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
     return {
         "candidates": len(records),
         "judged": sum(1 for r in records if r.judged),
@@ -108,6 +109,12 @@ def _rejudged_stale(records: list[Record]) -> dict:
                 reason = str(replaced.get("reason") or "stale")
                 reasons[reason] = reasons.get(reason, 0) + 1
     return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
+
+
+def _judged_now(record: Record) -> bool:
+    """The record's verdict was given (and paid) by this run: not reused, and not an older verdict left on a
+    candidate whose new verdict was skipped (--budget) or failed."""
+    return record.outcome in (PASS, FAIL) and not record.reused_verdict
 
 
 def _paid_earlier(record: Record) -> bool:

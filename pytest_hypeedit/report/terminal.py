@@ -72,6 +72,19 @@ def _totals(rows: list[dict], results: dict) -> str:
     return (
         f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
         f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "
-        f"skipped {sum(r['skipped'] for r in own)}{again}; spent ${spent:.2f} (${this_run:.2f} in this run); "
-        f"run {status}"
+        f"skipped {sum(r['skipped'] for r in own)}{again}; spent ${spent:.2f} (${this_run:.2f} in this run"
+        f"{_spent_parts(own)}); run {status}"
     )
+
+
+def _spent_parts(rows: list[dict]) -> str:
+    """What the spend was for, when a verdict, a resubmitted job or a possibly paid call cost something:
+    "; generation $x, judge $y" (the parts that cost nothing left out)."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        for name, value in (row.get("spent_breakdown") or {}).items():
+            totals[name] = totals.get(name, 0.0) + value
+    if not any(value for name, value in totals.items() if name != "generation"):
+        return ""
+    shown = {name: value for name, value in totals.items() if value or name == "generation"}
+    return "; " + ", ".join(f"{name.replace('_', ' ')} ${value:.2f}" for name, value in shown.items())

@@ -8,7 +8,9 @@ taken at submit, deciding the task's fate: ``refusal`` (Content Moderated, or ``
 ``failed`` (ends ``Failed``, or ``body="Error"``), ``truncated`` (the result image);
 taken at a poll: ``lost`` (BFL forgets the task: ``Task not found`` from then on);
 taken at the download: ``expired`` (the signed URL answers 403).
-``ledger`` counts submissions per candidate (prompt, seed).
+``ledger`` counts submissions per candidate (prompt, seed); ``charged`` lists the credits each accepted
+submission cost.  ``credits`` is a fixed price, or a function of the submitted body (``bfl_credits``: BFL's
+FLUX.2 [max] formula, every image billed as whole megapixels, the inputs included).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import itertools
+import math
 import threading
 import urllib.parse
 
@@ -32,9 +35,10 @@ class FakeBfl(FakeServer):
     env = "HYPEEDIT_BFL_BASE_URL"
     key_env = "BFL_API_KEY"
 
-    def __init__(self, key: str = "bfl-fake-key-0123456789", pending_polls: int = 2, credits: float = 10.0):
+    def __init__(self, key: str = "bfl-fake-key-0123456789", pending_polls: int = 2, credits=10.0):
         super().__init__(key)
         self.pending_polls, self.credits = pending_polls, credits
+        self.charged: list[float] = []
         self.files = FileStore(self, "/delivery")
         self.ledger = JobLedger()
         self.files.on_expired = self.ledger.expire
@@ -77,10 +81,12 @@ class FakeBfl(FakeServer):
                 if kind == "failed":
                     self.ledger.fail(candidate)
                 break
+        credits = self.credits(body) if callable(self.credits) else self.credits
         with self._task_lock:
             self.tasks[task_id] = task
+            self.charged.append(credits)
         return Reply(200, {"id": task_id, "polling_url": f"{self.url}/v1/get_result?id={task_id}",
-                           "cost": self.credits, "input_mp": 1.0, "output_mp": 1.0})
+                           "cost": credits, "input_mp": 1.0, "output_mp": 1.0})
 
     def result(self, seen: Seen) -> Reply:
         task_id = urllib.parse.parse_qs(seen.query).get("id", [""])[0]
@@ -103,6 +109,17 @@ class FakeBfl(FakeServer):
         url = self.files.put(task["data"], "jpg", owner=task["candidate"])
         return Reply(200, {"id": task_id, "status": "Ready",
                            "result": {"sample": url, "prompt": "...", "seed": task["seed"]}})
+
+
+def bfl_credits(body: dict, first: float = 7.0, extra: float = 3.0) -> float:
+    """FLUX.2 [max]'s price of a submission: 7 credits for the first megapixel, 3 for each further one, the
+    input images counted (providers.md section 4), each image rounded up to whole megapixels of 1024x1024."""
+    def megapixels(width: int, height: int) -> int:
+        return max(1, math.ceil(width * height / (1024 * 1024)))
+
+    images = [Image.open(io.BytesIO(base64.b64decode(body[k]))) for k in body if k.startswith("input_image")]
+    total = megapixels(body["width"], body["height"]) + sum(megapixels(*image.size) for image in images)
+    return first + extra * (total - 1)
 
 
 def _validate(body: dict) -> str | None:
