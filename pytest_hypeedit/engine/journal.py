@@ -33,10 +33,12 @@ class Journal:
     """One candidate's journaled job (``job``) and the way to record a new one (``submitted``)."""
 
     def __init__(self, job: dict[str, Any] | None = None, save: Callable[[dict[str, Any] | None], None] | None = None,
-                 *, route: str | None = None):
+                 *, route: str | None = None, source: str | None = None):
         self._job = dict(job) if job else None
         self._save = save
         self._route = route
+        #: Where the journaled job is kept (the record's path), for messages about a job read back from it.
+        self.source = source
         #: Whether this attempt resumes a job an earlier attempt submitted (and paid for).
         self.resumed = self._job is not None
 
