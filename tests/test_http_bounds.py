@@ -7,6 +7,7 @@ or answers with a compression bomb (providers_fakes/base.py, the wire faults).
 from __future__ import annotations
 
 import gzip
+import itertools
 import time
 import tracemalloc
 import zlib
@@ -96,6 +97,17 @@ def test_a_gzip_bomb_stops_while_it_is_decompressed(server):
     finally:
         tracemalloc.stop()
     assert peak < 16 * MiB, peak  # never the 512 MB the bomb holds: decoding stopped at the cap
+
+
+def test_an_endless_compressed_body_that_decodes_to_nothing_stops_at_the_cap_too(server):
+    empty_blocks = b"\x00\x00\x00\xff\xff" * 20_000  # deflate's empty stored block, never the final one
+    gzip_header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    server.route("GET", "/enc/nothing", lambda seen: Reply(200, headers={"content-encoding": "gzip"},
+                                                           chunks=itertools.chain([gzip_header],
+                                                                                  itertools.repeat(empty_blocks))))
+    with client(reply_cap=1 * MiB, deadline_s=10) as http:
+        with pytest.raises(ProviderError, match="passed 1 MB"):
+            send(http, "GET", f"{server.url}/enc/nothing", route="bfl", model="flux-2-max")
 
 
 def test_a_download_that_never_ends_stops_at_the_image_cap_and_leaves_no_file(server, tmp_path):
