@@ -322,7 +322,7 @@ def test_a_malformed_journaled_job_is_an_error_naming_the_record(pytester, bfl, 
     doctored = record_paths(pytester.path)[0]
     doctor(doctored, job)
     requests_before = len(bfl.seen())
-    rerun = pytester.runpytest(*args)
+    rerun = pytester.runpytest_subprocess(*args, timeout=120)  # a job trusted blindly could hang the run
     rerun.assert_outcomes(passed=1, errors=1)
     error = json.loads(doctored.read_text())["error"]
     assert str(doctored.relative_to(pytester.path)) in error and words in error and "nothing was sent" in error

@@ -177,9 +177,10 @@ def with_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
 
 class EnvProxyTransport(httpx.BaseTransport):
     """Direct, or through the proxy the environment names (``HTTPS_PROXY``, ``HTTP_PROXY``, ``ALL_PROXY``,
-    ``NO_PROXY``), as httpx would choose with ``trust_env``; here it sits *inside* the policy transport, so a
-    proxied request is still retried, limited, bounded and kept from sending keys astray (httpx mounts its
-    own proxy transports beside a custom transport, bypassing it)."""
+    ``NO_PROXY``), as httpx would choose with ``trust_env``.  httpx ignores the environment's proxies when it
+    is given a transport of its own (``allow_env_proxies = trust_env and transport is None``), so a network
+    reachable only through a proxy was not reachable at all; here the proxy sits *inside* the policy
+    transport, so a proxied request is still retried, limited, bounded and kept from sending keys astray."""
 
     def __init__(self, proxies: dict[str, str]):
         self.direct = with_deadlines(httpx.HTTPTransport())

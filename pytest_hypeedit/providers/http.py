@@ -289,8 +289,7 @@ def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float 
                                   key_hosts=key_hosts, secrets=secrets),
         timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0)),
         follow_redirects=True,
-        # The environment's proxies are honoured inside the policy (bounds.network_transport): httpx's own
-        # would be mounted beside it and bypass every rule above.
+        # The environment's proxies are honoured inside the policy (bounds.network_transport), not by httpx.
         trust_env=False,
         headers={"user-agent": USER_AGENT, "accept-encoding": ACCEPT_ENCODING},
         event_hooks={"response": [redirect_guard(secrets)]},
