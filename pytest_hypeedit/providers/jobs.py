@@ -62,7 +62,8 @@ def job_problem(job: Any, id_pattern: str | None = None) -> str | None:
     if not isinstance(job, dict):
         return f"is a {type(job).__name__}, not an object"
     ident = job.get("id")
-    if not isinstance(ident, str) or not _PRINTABLE.match(ident) or (id_pattern and not re.fullmatch(id_pattern, ident)):
+    if (not isinstance(ident, str) or not _PRINTABLE.match(ident)
+            or (id_pattern and not re.fullmatch(id_pattern, ident))):
         return f"has no valid 'id' (got {str(ident)[:60]!r})"
     for name in URL_FIELDS:
         if not _is_url_or_none(job.get(name)):

@@ -109,9 +109,10 @@ def redirect_guard(extra: Iterable[str] = ()):
             return  # httpx refuses it itself
         if _same_origin_or_upgrade(request.url, target) or not carries_key(request.headers, extra):
             return
+        where = f"HTTP {response.status_code} from {shown_origin(request.url)} redirects to {shown_origin(target)}"
         raise RedirectRefused(redact(
-            f"HTTP {response.status_code} from {shown_origin(request.url)} redirects to {shown_origin(target)}: not followed, "
-            "since the request carries an API key and the redirect leaves the origin; nothing was sent there "
+            f"{where}: not followed, since the request carries an API key and the redirect leaves the origin; "
+            "nothing was sent there "
             "(a proxy or a moved base URL? check HYPEEDIT_<PROVIDER>_BASE_URL)"), request=request)
 
     return hook
