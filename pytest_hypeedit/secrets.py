@@ -3,13 +3,19 @@
 Keys come from the variables each provider's own SDK reads (design.md,
 Environment).  ``redact`` is applied to every message that could quote a
 request or a provider's reply, so a key value never reaches a record, a
-report or a log line.
+report or a log line.  Log lines the plugin does not write itself (httpcore and
+httpx log every request and reply header at DEBUG; a provider may echo the key
+in one) are redacted as they are made: ``install_log_redaction`` puts a record
+factory in front of the logging module's, so every handler (the terminal's live
+log, pytest's captured log in junit XML and report.html) sees the mask.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
 import urllib.parse
 from typing import Iterable
 
@@ -98,3 +104,43 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
         if quoted != value:
             text = text.replace(quoted, MASK)
     return text
+
+
+# --------------------------------------------------------------------------- log records
+
+_factory_lock = threading.Lock()
+
+
+class _RedactingFactory:
+    """A log record factory that masks every known key in a record's message and traceback text."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, *args, **kwargs) -> logging.LogRecord:
+        record = self.inner(*args, **kwargs)
+        secrets = known_secrets()
+        if secrets:
+            _redact_record(record, secrets)
+        return record
+
+
+def _redact_record(record: logging.LogRecord, secrets: list[str]) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a broken format string: leave it to logging's own error report
+        return
+    masked = redact(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    if record.exc_info and not record.exc_text:
+        text = logging.Formatter().formatException(record.exc_info)
+        record.exc_text = redact(text)  # formatters reuse exc_text instead of formatting the traceback again
+
+
+def install_log_redaction() -> None:
+    """Mask keys in every log record from now on, whoever logs it (idempotent; the first HTTP client calls it)."""
+    with _factory_lock:
+        current = logging.getLogRecordFactory()
+        if not isinstance(current, _RedactingFactory):
+            logging.setLogRecordFactory(_RedactingFactory(current))

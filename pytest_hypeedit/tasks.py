@@ -309,18 +309,19 @@ def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetc
 
 
 def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
-    """Decode an image fully: a truncated or corrupt file is an ImageError naming it."""
+    """Decode an image fully: a truncated or corrupt file is an ImageError naming it, and so is one of more
+    pixels than providers.images.MAX_IMAGE_PIXELS, refused from its header before it is decoded."""
     import io
 
-    from PIL import Image
+    from .providers.images import IMAGE_WORK, PixelsTooMany, open_checked  # a 4K reference decoded is 50 MB
 
-    from .providers.images import IMAGE_WORK  # a 4K reference decoded is 50 MB: a few at a time
-
+    whose = f" of task {task.task_id} (split {task.split})" if task else ""
     try:
-        with IMAGE_WORK, Image.open(io.BytesIO(raw)) as image:
+        with IMAGE_WORK, open_checked(io.BytesIO(raw), f"reference image{whose}") as image:  # a few at a time
             image.load()
+    except PixelsTooMany as exc:
+        raise ImageError(f"{where}: {exc}; replace the file with a smaller one") from None
     except Exception as exc:  # PIL raises many kinds for corrupt data
-        whose = f" of task {task.task_id} (split {task.split})" if task else ""
         raise ImageError(f"{where}: reference image{whose} cannot be decoded ({exc}); replace the file") from None
 
 

@@ -59,10 +59,12 @@ class Journal:
     adapter sends with its paid request where the provider takes one (``call_id``)."""
 
     def __init__(self, job: dict[str, Any] | None = None, save: Callable[[dict[str, Any] | None], None] | None = None,
-                 *, route: str | None = None, call_id: str | None = None):
+                 *, route: str | None = None, call_id: str | None = None, source: str | None = None):
         self._job = dict(job) if job else None
         self._save = save
         self._route = route
+        #: Where the journaled job is kept (the record's path), for messages about a job read back from it.
+        self.source = source
         #: Whether this attempt resumes a job an earlier attempt submitted (and paid for).
         self.resumed = self._job is not None
         #: The id of this attempt's paid request, journaled before it is sent (see ``new_call_id``).

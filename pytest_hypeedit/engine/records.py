@@ -139,7 +139,12 @@ class Record:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        fields = {k: v for k, v in data.items() if k in names}
+        if fields.get("job") is not None and not isinstance(fields["job"], dict):
+            # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
+            # paid job), as an object without an id that the adapter refuses with a message naming the record.
+            fields["job"] = {"malformed": fields["job"]}
+        return cls(**fields)
 
     @classmethod
     def from_json(cls, text: str) -> Record:

@@ -388,7 +388,8 @@ class Runner:
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
         # polled by this route's adapter: it is left behind, and this route submits its own.
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
-        return Journal(job, save, route=spec.route, call_id=paid.new_call_id())
+        source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
+        return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
 
     @staticmethod
     def _job_cost(record: Record, unknown: Callable[[], float]) -> float:

@@ -32,7 +32,9 @@ import httpx
 from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
 from ..providers.body import InlineImage, json_request
-from ..providers.http import NOT_SENT, SUBMITS, error_details, is_retryable, make_http_client
+from ..providers.http import (SUBMITS, error_details, is_retryable, make_http_client, may_have_reached_provider,
+                              retryable_transport)
+from ..providers.keyhosts import key_hosts
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
 from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed, http_plumbing,
@@ -66,7 +68,7 @@ class OpenAICompatJudge(Judge):
     def client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = _make_client(self.options, self.model)
+                self._client = _make_client(self.options, self.model, self.base)
             return self._client
 
     def prepare(self) -> None:
@@ -93,10 +95,10 @@ class OpenAICompatJudge(Judge):
         try:
             response = self.client.post(f"{self.base}/chat/completions", extensions={SUBMITS: True}, **request)
         except httpx.HTTPError as exc:  # the policy already retried it (a paid request only if it never left)
-            lost = isinstance(exc, httpx.TransportError) and not isinstance(exc, NOT_SENT)
+            lost = may_have_reached_provider(exc)
             note = "; the request may have reached the server, so it was not sent again" if lost else ""
             raise JudgeError(redact(f"{who}: {type(exc).__name__} on POST {self.base}/chat/completions: {exc}"
-                                    f"{note}"), retryable=True, reply_lost=lost) from None
+                                    f"{note}"), retryable=retryable_transport(exc), reply_lost=lost) from None
         if not response.is_success:
             code, message = error_details(response)
             text = f"{who}: HTTP {response.status_code}" + (f": {code}" if code else "") + f": {message[:500]}"
@@ -109,11 +111,12 @@ class OpenAICompatJudge(Judge):
             self._client = None
 
 
-def _make_client(options, model: str) -> httpx.Client:
+def _make_client(options, model: str, base: str) -> httpx.Client:
     key = os.environ.get(KEY_VARIABLE, "").strip()
     policy, limiter = http_plumbing(options, ROUTE, model)
+    # The key goes to the judge's own server only (the base URL chosen), never off it by a redirect.
     client = make_http_client(ROUTE, secrets=(key,) if key else (), timeout=getattr(options, "timeout_s", 120.0),
-                              policy=policy, limiter=limiter)
+                              policy=policy, limiter=limiter, key_hosts=key_hosts(ROUTE, base))
     if key:
         client.headers["Authorization"] = f"Bearer {key}"
     return client

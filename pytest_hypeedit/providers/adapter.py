@@ -3,8 +3,11 @@
 A subclass sets ``route``, ``key_env``, ``provider`` (the <PROVIDER> of
 ``HYPEEDIT_<PROVIDER>_BASE_URL``), ``default_base`` and ``image_limits``, and
 implements ``generate``.  Everything that talks HTTP goes through one client
-built by ``make_http_client`` (retries, limits, timeouts), downloads of result
-URLs included.
+built by ``make_http_client`` (retries, limits, timeouts, deadlines, caps, key
+hosts), downloads of result URLs included.  A route whose replies name URLs to
+call with the key lists the other hosts its provider documents for its API in
+``api_hosts`` (with the documentation cited); result files are fetched without
+a key, from wherever the reply says.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 import httpx
-from PIL import Image
 
 from ..errors import ProviderError, Refusal
 from ..registry import ModelSpec
@@ -26,8 +28,10 @@ from ..secrets import base_url, key_for, redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
+from .bounds import JSON_CAP, image_cap_of, inline_cap
 from .http import download_to, raise_for_status, request_id_of, send
-from .images import IMAGE_WORK, ImageLimits, PreparedImage, prepare_references
+from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
+from .keyhosts import KeyHosts, key_hosts
 
 #: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
 EXPIRED = frozenset({403, 404, 410})
@@ -38,6 +42,11 @@ class HttpProvider(Provider):
     default_base: ClassVar[str] = ""
     image_limits: ClassVar[ImageLimits] = ImageLimits()
     timeout: ClassVar[float] = 180.0  # seconds per HTTP read; image models are slow
+    #: Hosts besides the base URL's that the provider documents for its API, where URLs from its replies
+    #: may point and the key may go (https only); each route cites its documentation.
+    api_hosts: ClassVar[tuple[str, ...]] = ()
+    #: Whether the API's JSON replies may carry the image inline (base64): their cap is then an image's.
+    inline_images: ClassVar[bool] = True
 
     def __init__(self, spec: ModelSpec, *, runtime: "runtime_module.Runtime | None" = None):
         super().__init__(spec)
@@ -64,11 +73,24 @@ class HttpProvider(Provider):
                 self._client = self.make_client(timeout)
             return self._client
 
+    @property
+    def key_hosts(self) -> KeyHosts:
+        return key_hosts(self.route, self.base, self.api_hosts)
+
+    @property
+    def image_cap(self) -> int:
+        """The cap of a result file, decoded: ``options.max_image_mb`` or bounds.IMAGE_CAP."""
+        return image_cap_of(self.spec.options)
+
     def make_client(self, timeout: float) -> httpx.Client:
         from .http import make_http_client
 
+        deadline = self.spec.options.get("deadline_s")
         return make_http_client(self.route, secrets=(self.key,), timeout=timeout, policy=self.runtime.policy,
-                                limiter=self.runtime.limiter_for(self.spec))
+                                limiter=self.runtime.limiter_for(self.spec),
+                                deadline_s=None if deadline is None else float(deadline),
+                                reply_cap=inline_cap(self.image_cap) if self.inline_images else JSON_CAP,
+                                download_cap=self.image_cap, key_hosts=self.key_hosts)
 
     def close(self) -> None:
         if self._client is not None:
@@ -162,7 +184,9 @@ class HttpProvider(Provider):
 def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None) -> str:
     """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (design.md: an
     undecodable file from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers
-    accept only those."""
+    accept only those.  So is an image of more pixels than ``images.MAX_IMAGE_PIXELS``, before it is decoded:
+    the model answered, and paid for, with an image no one can use here (a 12000 x 12000 PNG is 140 KB on
+    the wire and 430 MB decoded), so it is the model's failed attempt, not a fault of the call to retry."""
     if isinstance(data, Path):
         with open(data, "rb") as handle:
             head, size = handle.read(16), data.stat().st_size
@@ -174,8 +198,11 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
                       cost=cost, request_id=request_id)
     source = data if isinstance(data, Path) else io.BytesIO(data)
     try:
-        with IMAGE_WORK, Image.open(source) as image:  # a 2K image decoded is 12 MB: a few at a time
+        # a 2K image decoded is 12 MB: a few at a time
+        with IMAGE_WORK, open_checked(source, f"the returned {ext} image") as image:
             image.load()
+    except PixelsTooMany as exc:
+        raise Refusal(f"{what}: {exc}", cost=cost, request_id=request_id) from None
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
                       f"{str(exc)[:80]})", cost=cost, request_id=request_id) from None

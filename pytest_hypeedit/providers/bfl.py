@@ -36,7 +36,7 @@ from .adapter import HttpProvider, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
-from .jobs import JobPoller
+from .jobs import JobPoller, resumed_job
 
 USD_PER_CREDIT = 0.01
 MAX_INPUTS = 8
@@ -76,6 +76,13 @@ class BflProvider(HttpProvider):
     key_env = ("BFL_API_KEY",)
     provider = "bfl"
     default_base = "https://api.bfl.ai"
+    # The hosts BFL documents for its API: the global api.bfl.ai, the regional api.eu.bfl.ai and api.us.bfl.ai,
+    # the single-cluster api.eu1.bfl.ai and api.us1.bfl.ai; "Always use the polling_url returned ... It already
+    # points at the region that handled your request" (docs.bfl.ai/api_integration/integration_guidelines,
+    # help.bfl.ai "Which API endpoint should I use?").  Results come from delivery.*.bfl.ai (same pages): a
+    # signed URL, fetched without the key.
+    api_hosts = ("api.bfl.ai", "api.eu.bfl.ai", "api.us.bfl.ai", "api.eu1.bfl.ai", "api.us1.bfl.ai")
+    inline_images = False  # JSON replies name the result's URL
     # Input megapixels are billed, so references are kept near 1 MP (4 MP is the output cap).
     image_limits = ImageLimits(max_count=MAX_INPUTS, max_pixels=1024 * 1024, max_bytes=20 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")
@@ -85,7 +92,7 @@ class BflProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        job = request.journal.job or self.submit_job(request, what)
+        job = resumed_job(self, request) or self.submit_job(request, what)
         poller = JobPoller(self, request, job["id"], what, default_wait=600, default_cap=3)
         result = self.wait_for_result(request, job, poller)
         data = poller.download(str(result["sample"]), keeps=RESULT_KEPT)
@@ -141,8 +148,9 @@ class BflProvider(HttpProvider):
 
     def wait_for_result(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
         """Poll the journaled URL (always the returned one: it names the right cluster) until a final status."""
+        url = poller.api_url(job.get("polling_url"), "polling_url")
         while True:
-            reply = poller.read(lambda: self.poll(str(job["polling_url"]), poller.what))
+            reply = poller.read(lambda: self.poll(url, poller.what))
             status = _status(reply)
             if status == "ready":
                 result = reply.get("result") or {}

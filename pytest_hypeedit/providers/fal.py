@@ -36,7 +36,7 @@ from .adapter import HttpProvider, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits
-from .jobs import JobPoller
+from .jobs import JobPoller, resumed_job
 
 REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")
 RUNNING = ("IN_QUEUE", "IN_PROGRESS")
@@ -56,6 +56,11 @@ class FalProvider(HttpProvider):
     key_env = ("FAL_KEY",)
     provider = "fal"
     default_base = "https://queue.fal.run"
+    # The queue's own URLs are on queue.fal.run: "GET https://queue.fal.run/{model_id}/requests/{request_id}/status"
+    # and ".../requests/{request_id}" (fal.ai/docs/documentation/model-apis/inference/queue), which is the
+    # default base; result media (fal.media CDN) are fetched without the key.
+    api_hosts = ("queue.fal.run",)
+    inline_images = False  # JSON replies name the result's URL
     # Per-model input limits on fal are UNCONFIRMED: keep references within 4 MP and 10 MB.
     image_limits = ImageLimits(max_count=10, max_pixels=4_194_304, max_bytes=10 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
@@ -69,8 +74,9 @@ class FalProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        job = request.journal.job or self.submit_job(request, what)
+        job = resumed_job(self, request) or self.submit_job(request, what)
         poller = JobPoller(self, request, job["id"], what, default_wait=900, default_cap=3)
+        self.check_urls(job, poller)
         status = self.wait_until_completed(job, poller)
         result = self.fetch_result(request, job, status, poller)
         image = self.first_image(request, result, job["id"])
@@ -107,6 +113,13 @@ class FalProvider(HttpProvider):
             raise self.error(f"{what}: the queue reply has no response_url (request id {request_id_of(response)})")
         return queued
 
+    @staticmethod
+    def check_urls(job: dict, poller: JobPoller) -> None:
+        """The job's URLs get the key: refuse at once (not as a failed poll) any that is not on fal's API."""
+        if job.get("polling_url"):
+            poller.api_url(job["polling_url"], "status_url")
+        poller.api_url(job.get("response_url"), "response_url")
+
     def wait_until_completed(self, job: dict, poller: JobPoller) -> dict:
         """The final status reply ({} when there is no status URL: the result is asked for directly)."""
         if not job.get("polling_url"):
@@ -119,7 +132,7 @@ class FalProvider(HttpProvider):
             poller.wait(status)
 
     def status_of(self, job: dict, poller: JobPoller) -> dict:
-        response = self.call("GET", str(job["polling_url"]), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["polling_url"], "status_url"), headers=self.headers)
         if response.status_code in GONE:
             raise poller.expired(f"its status URL answered HTTP {response.status_code} ({RESULT_KEPT})",
                                  status=response.status_code)
@@ -134,14 +147,14 @@ class FalProvider(HttpProvider):
         if status.get("error") or status.get("error_type"):
             # fal_client's Completed(error, error_type): the request ran and failed.  The response URL
             # returns "the same error" the model returned; read it once for the refusal check.
-            response = self.call("GET", str(job["response_url"]), headers=self.headers)
+            response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers)
             self.refuse_if_policy(request, response, job["id"])
             why = f"{status.get('error_type') or 'error'}: {str(status.get('error') or '')[:300]}"
             raise poller.fail(f"fal says the request completed with {why}")
         return poller.read(lambda: self.result_of(request, job, poller))
 
     def result_of(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
-        response = self.call("GET", str(job["response_url"]), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers)
         if response.status_code in GONE:
             raise poller.expired(f"its response URL answered HTTP {response.status_code} ({RESULT_KEPT})",
                                  status=response.status_code)

@@ -20,8 +20,9 @@ from ..errors import ConfigError, ImageError, ProviderError, Refusal
 from ..secrets import redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
+from .bounds import image_cap_of, inline_cap
 from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
-from .images import ImageLimits, prepare_references
+from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
@@ -74,8 +75,12 @@ class GeminiProvider(Provider):
         # Built on first use, not in __init__: listing or checking models must not need a key.
         with self._lock:
             if self._session is None:
+                deadline = self.spec.options.get("deadline_s")
                 self._session = GenaiSession(timeout_s=self.timeout_s, policy=self._policy or self.runtime.policy,
-                                             limiter=self._limiter or self.runtime.limiter_for(self.spec))
+                                             limiter=self._limiter or self.runtime.limiter_for(self.spec),
+                                             # the image comes inline, as base64
+                                             reply_cap=inline_cap(image_cap_of(self.spec.options)),
+                                             deadline_s=None if deadline is None else float(deadline))
             return self._session
 
     def generate(self, request: GenerationRequest) -> Generation:
@@ -191,12 +196,13 @@ def _text_excerpt(candidate: Any) -> str:
 
 
 def decoded(data: bytes, mime: str | None, what: str, request_id: str | None) -> tuple[bytes, str]:
-    """Check that the image decodes (a truncated file is a refusal, not a candidate) and name its format."""
-    from PIL import Image
-
+    """Check that the image decodes (a truncated file is a refusal, not a candidate; so is one of more pixels
+    than images.MAX_IMAGE_PIXELS, never decoded: see adapter.decoded_ext) and name its format."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with open_checked(io.BytesIO(data), "the returned image") as image:
             image.load()
+    except PixelsTooMany as exc:
+        raise Refusal(f"{what}: {exc}", cost=0.0, request_id=request_id) from None
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... for bad files
         raise Refusal(f"{what}: the returned image cannot be decoded ({type(exc).__name__})",
                       cost=0.0, request_id=request_id) from None

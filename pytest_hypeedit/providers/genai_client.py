@@ -13,7 +13,9 @@ for it (google-genai sends none: ``_api_client.py``).
 
 Errors from google-genai, httpx or a reply that is not JSON become the caller's
 ``CallError`` subclass with a redacted message: google-genai's own ``str(exc)``
-quotes the whole reply body, so it is never used as it is.
+quotes the whole reply body, so it is never used as it is.  Google's 429 says
+how long to wait in its body (``RetryInfo``), which the policy transport reads
+and waits for; a 429 of a per-day quota is not retried and its error says so.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ import pydantic
 
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
-from .http import NOT_SENT, RETRY_STATUSES, SUBMITS, RetryPolicy, make_http_client
+from .bounds import JSON_CAP
+from .http import (RETRY_STATUSES, SUBMITS, WAIT_REFUSED, RetryPolicy, make_http_client, may_have_reached_provider,
+                   retryable_transport)
+from .keyhosts import key_hosts
+from .waits import daily_quota, daily_quota_message
 
 T = TypeVar("T")
 
@@ -56,13 +62,16 @@ class GenaiSession:
     """A google-genai client over the project's HTTP policy; ``close()`` releases both."""
 
     def __init__(self, *, route: str = ROUTE, timeout_s: float = 120.0, policy: RetryPolicy | None = None,
-                 limiter=None):
+                 limiter=None, reply_cap: int = JSON_CAP, deadline_s: float | None = None):
         genai, types, _ = import_genai()
         key = key_for(ROUTE, GEMINI_KEY_ENV)
-        self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter)
+        base = base_url("gemini", DEFAULT_BASE_URL)
+        # google-genai builds every URL from the base: the key goes to its origin only.
+        self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter,
+                                     reply_cap=reply_cap, deadline_s=deadline_s, key_hosts=key_hosts(route, base))
         self.http.event_hooks = {**self.http.event_hooks, "request": [*self.http.event_hooks["request"], mark_paid]}
         options = types.HttpOptions(
-            base_url=base_url("gemini", DEFAULT_BASE_URL) + "/",
+            base_url=base + "/",
             api_version=API_VERSION,
             timeout=int(timeout_s * 1000),  # google-genai wants ms and passes it on every request
             httpx_client=self.http,
@@ -82,12 +91,13 @@ def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
     except genai_errors.APIError as exc:
         raise api_error(exc, what=what, error=error) from None
     except httpx.HTTPError as exc:
-        # The policy already retried it; what is left is an error the next run retries.
+        # The policy already retried it; what is left is an error the next run retries (unless the policy
+        # refused it: a key for a stranger, a reply too large).
         lost = reply_lost(exc)
         note = ("; the request may have reached Google, so it was not sent again (that could pay twice)"
                 if lost else "")
-        raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}{note}"), retryable=True,
-                    reply_lost=lost) from None
+        raise error(redact(f"{what}: {type(exc).__name__}: {exc or 'no detail'}{note}"),
+                    retryable=retryable_transport(exc), reply_lost=lost) from None
     except json.JSONDecodeError as exc:
         raise error(redact(f"{what}: the reply is not valid JSON ({exc.msg} at char {exc.pos})"), retryable=True) from None
     except pydantic.ValidationError as exc:  # JSON, but not the documented shape (e.g. bad base64 image data)
@@ -107,7 +117,7 @@ def reply_lost(exc: httpx.HTTPError) -> bool:
         paid = bool(exc.request.extensions.get(SUBMITS))
     except RuntimeError:  # an error with no request attached
         return False
-    return paid and isinstance(exc, httpx.TransportError) and not isinstance(exc, NOT_SENT)
+    return paid and may_have_reached_provider(exc)
 
 
 def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
@@ -115,9 +125,21 @@ def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
     code = exc.code if isinstance(exc.code, int) else None
     message = exc.message if isinstance(exc.message, str) else ""
     text = f"{what}: HTTP {code} {exc.status or ''}".rstrip() + (f": {message[:500]}" if message else "")
-    # providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not.
+    # providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not; nor is a per-day quota.
     retryable = code is not None and (code in RETRY_STATUSES or code >= 500)
+    quota = daily_quota(exc.details) if code == 429 else None
+    if quota:
+        text, retryable = f"{text}; {daily_quota_message(quota)}", False
+    elif (wait := _refused_wait(exc)) is not None:
+        text += (f"; Google asked to wait {wait:g} s, longer than the policy waits (max_retry_after): not waited "
+                 "for; rerun later, only what is missing is done")
     return error(redact(text), retryable=retryable, status=code)
+
+
+def _refused_wait(exc) -> float | None:
+    response = getattr(exc, "response", None)
+    extensions = getattr(response, "extensions", None)
+    return extensions.get(WAIT_REFUSED) if isinstance(extensions, dict) else None
 
 
 def enum_name(value) -> str | None:

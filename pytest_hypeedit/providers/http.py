@@ -16,7 +16,14 @@
   generation, a paid judge call) again once it may have reached the provider
   (a read timeout, a dropped connection): the provider may have accepted, and
   billed, the first one.  Only a request that never left (connection refused,
-  connect timeout) or a reply that says it was not taken (429, 5xx) is retried.
+  connect timeout) or a reply that says it was not taken (429, 5xx) is retried,
+- bounds every attempt (providers/bounds.py): an overall deadline from the first byte sent to the last
+  byte read, and a cap on the body, decoded, checked while it is decompressed,
+- waits what the server asks (providers/waits.py): ``Retry-After`` and ``retry-after-ms`` headers, Google's
+  ``RetryInfo`` and BFL's ``retry_after`` in the error body; an unusable value (``nan``) is ignored, a wait
+  longer than ``max_retry_after`` returns the error at once, a Google per-day quota is never retried,
+- sends a key only to the route's own hosts and never follows a redirect off the origin with it
+  (providers/keyhosts.py).
 
 ``raise_for_status`` turns a failed reply into a redacted ``ProviderError``.
 """
@@ -24,9 +31,9 @@
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
 import logging
+import math
 import os
 import random
 import tempfile
@@ -38,7 +45,11 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import httpx
 
 from ..errors import ProviderError
-from ..secrets import KEY_ENV, redact, register_secret
+from ..secrets import KEY_ENV, install_log_redaction, redact, register_secret
+from .bounds import (ACCEPT_ENCODING, IMAGE_CAP, JSON_CAP, BodyTooLarge, BoundedStream, DeadlinePassed,
+                     UnexpectedEncoding, arm, bounded_chunks, deadline_for, decoded_headers, network_transport)
+from .keyhosts import KeyHosts, KeyRefused, check_request, redirect_guard
+from .waits import daily_quota, daily_quota_message, error_body, header_wait, server_wait
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
@@ -55,6 +66,10 @@ DOWNLOAD = "hypeedit_download"
 STREAM = "hypeedit_stream"
 #: Transport errors raised before the request left: retrying them cannot submit twice.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: The request extension that sets the cap (bytes, decoded) of one request's reply body.
+MAX_BYTES = "hypeedit_max_bytes"
+#: The reply extension that records a wait the server asked for and the policy would not wait (seconds).
+WAIT_REFUSED = "hypeedit_wait_refused"
 #: Bytes written at a time by a download (its memory while in flight).
 CHUNK = 256 * 1024
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
@@ -75,12 +90,14 @@ class RetryPolicy:
     jitter: float = 0.5  # share of each backoff that is random, so workers do not retry in step
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1 or self.base_delay < 0 or self.max_delay < 0 or not 0 <= self.jitter <= 1:
+        numbers = (self.base_delay, self.max_delay, self.max_retry_after, self.jitter)
+        if (self.max_attempts < 1 or not all(math.isfinite(n) and n >= 0 for n in numbers)
+                or not 0 <= self.jitter <= 1):
             raise ValueError(f"invalid RetryPolicy {self!r}")
 
     def backoff(self, attempt: int, retry_after: float | None = None, rand: Callable[[], float] = random.random) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        if retry_after is not None:
+        if retry_after is not None and math.isfinite(retry_after):
             # The server said when: wait at least that, plus a little spread.
             return max(retry_after, 0.0) + rand() * self.jitter * self.base_delay
         delay = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
@@ -90,21 +107,10 @@ class RetryPolicy:
 DEFAULT_POLICY = RetryPolicy()
 
 
-def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """Seconds the server asks us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or an HTTP date."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        with contextlib.suppress(ValueError):
-            return float(millis) / 1000
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    with contextlib.suppress(ValueError):
-        return max(float(value), 0.0)
-    with contextlib.suppress(TypeError, ValueError, IndexError):
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-        return max(when - (time.time() if now is None else now), 0.0)
-    return None
+def parse_retry_after(headers: httpx.Headers, now: float | None = None, *, route: str = "") -> float | None:
+    """Seconds the server asks us to wait: ``retry-after-ms``, or ``Retry-After`` as seconds or an HTTP date;
+    None when there is none, or when it is not a finite number >= 0 (``nan``, ``inf``, garbage)."""
+    return header_wait(headers, route=route, now=now)
 
 
 def _flag(headers: httpx.Headers, name: str) -> bool | None:
@@ -119,7 +125,7 @@ def is_retryable(response: httpx.Response) -> bool:
         if flag is not None:
             return flag
     status = response.status_code
-    if status == 429 and _says_quota(response):
+    if status == 429 and (_says_quota(response) or daily_quota(error_body(response))):
         return False
     return status in RETRY_STATUSES or status >= 500
 
@@ -132,49 +138,74 @@ def _says_quota(response: httpx.Response) -> bool:
     return any(marker in body for marker in QUOTA_MARKERS)
 
 
+def pause(seconds: float) -> None:
+    """How the policy waits between attempts (a test replaces it to wait on a fake clock)."""
+    time.sleep(seconds)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The limits of every attempt of a client's requests (providers/bounds.py)."""
+
+    deadline_s: float
+    reply_cap: int = JSON_CAP  # an API reply, decoded
+    download_cap: int = IMAGE_CAP  # a result file (``download=True``), decoded
+
+    def cap(self, request: httpx.Request) -> int:
+        cap = request.extensions.get(MAX_BYTES)
+        if cap is not None:
+            return int(cap)
+        return self.download_cap if request.extensions.get(DOWNLOAD) else self.reply_cap
+
+
+#: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
+#: key refused (these are not TransportErrors, so they are never retried) and a deadline that passed.
+def _final(exc: Exception) -> bool:
+    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, DeadlinePassed)
+
+
 class PolicyTransport(httpx.BaseTransport):
-    """Wraps a transport with the limiter, the body read and the retries."""
+    """Wraps a transport with the limiter, the bounded body read, the key guard and the retries."""
 
     def __init__(self, inner: httpx.BaseTransport, policy: RetryPolicy, limiter: "RouteLimiter | None" = None,
-                 *, route: str = "", sleep: Callable[[float], None] = time.sleep):
+                 *, route: str = "", sleep: Callable[[float], None] | None = None, bounds: Bounds | None = None,
+                 key_hosts: KeyHosts | None = None, secrets: Sequence[str] = ()):
         self.inner, self.policy, self.limiter, self.route, self.sleep = inner, policy, limiter, route, sleep
+        self.bounds = bounds or Bounds(deadline_for(120.0))
+        self.key_hosts, self.secrets = key_hosts, tuple(secrets)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        check_request(request, self.key_hosts, self.secrets)  # before anything: nothing leaves for a stranger
         attempt = 1
         while True:
             try:
                 response, twin = self._send_once(request)
             except httpx.TransportError as exc:
                 self._observe(None)
-                if attempt >= self.policy.max_attempts or (request.extensions.get(SUBMITS)
-                                                           and not isinstance(exc, NOT_SENT)):
+                if attempt >= self.policy.max_attempts or _final(exc) or (request.extensions.get(SUBMITS)
+                                                                          and not isinstance(exc, NOT_SENT)):
                     raise
                 delay, why = self.policy.backoff(attempt), type(exc).__name__
             else:
                 self._observe(response.status_code)
-                retry_after = parse_retry_after(response.headers)
-                if (attempt >= self.policy.max_attempts or twin is None or not is_retryable(twin)
-                        or (retry_after or 0) > self.policy.max_retry_after):
+                decision = self._retry_after(response, twin, attempt)
+                if decision is None:
                     return response
-                delay, why = self.policy.backoff(attempt, retry_after), f"HTTP {response.status_code}"
+                delay, why = decision, f"HTTP {response.status_code}"
             log.info("%s: %s from %s %s; retry %d in %.2fs", self.route, why, request.method,
                      redact(_url_without_query(request.url)), attempt, delay)
-            self.sleep(delay)
+            (self.sleep or pause)(delay)
             attempt += 1
 
-    def _send_streamed(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
-        """A download read by the caller as it arrives (no request-per-minute token, no in-flight slot: it
-        is a file from storage, inside a call that holds the route's slot already)."""
-        response = self.inner.handle_request(request)
-        if response.is_success:
-            return response, None
-        try:
-            raw = b"".join(response.stream)
-        finally:
-            response.close()
-        fresh = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw),
-                               extensions=response.extensions, request=request)
-        return fresh, _decoded_twin(fresh, raw)
+    def _retry_after(self, response: httpx.Response, twin: httpx.Response | None, attempt: int) -> float | None:
+        """Seconds to wait before trying again, or None when the reply is final."""
+        if attempt >= self.policy.max_attempts or twin is None or not is_retryable(twin):
+            return None
+        wait = server_wait(twin, route=self.route)
+        if wait is not None and wait > self.policy.max_retry_after:
+            response.extensions[WAIT_REFUSED] = wait  # raise_for_status says so
+            return None
+        return self.policy.backoff(attempt, wait)
 
     def _observe(self, status: int | None) -> None:
         observe = getattr(self.limiter, "observe", None)  # any object with slot() can limit (tests)
@@ -182,8 +213,9 @@ class PolicyTransport(httpx.BaseTransport):
             observe(status)
 
     def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
+        deadline = arm(request, self.bounds.deadline_s)
         if request.extensions.get(STREAM):
-            return self._send_streamed(request)
+            return self._send_streamed(request, deadline)
         if self.limiter is None:
             slot = contextlib.nullcontext()
         elif request.extensions.get(DOWNLOAD):
@@ -192,16 +224,39 @@ class PolicyTransport(httpx.BaseTransport):
             slot = self.limiter.slot()
         with slot:
             response = self.inner.handle_request(request)
-            try:
-                raw = b"".join(response.stream)  # still content-encoded; the client decodes it
-            finally:
-                response.close()
-        # The client gets a fresh, unread response (so httpx's own read/close/elapsed
-        # bookkeeping works); the retry decision reads a decoded twin of it.  A success is
-        # never retried, so its body (often a large image) is not decoded a second time.
-        fresh = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw),
+            raw = self._read(response, self.bounds.cap(request), deadline)
+        return self._fresh(request, response, raw)
+
+    def _send_streamed(self, request: httpx.Request, deadline) -> tuple[httpx.Response, httpx.Response | None]:
+        """A download read by the caller as it arrives (no request-per-minute token, no in-flight slot: it
+        is a file from storage, inside a call that holds the route's slot already), decoded and bounded as
+        it is read; an error reply is read here, for the retry decision."""
+        response = self.inner.handle_request(request)
+        if response.is_success:
+            stream = BoundedStream(response, cap=self.bounds.cap(request), what="download", deadline=deadline)
+            return httpx.Response(response.status_code, headers=decoded_headers(response.headers), stream=stream,
+                                  extensions=response.extensions, request=request), None
+        return self._fresh(request, response, self._read(response, JSON_CAP, deadline))
+
+    @staticmethod
+    def _read(response: httpx.Response, cap: int, deadline) -> bytes:
+        try:
+            return b"".join(bounded_chunks(response.stream, response.headers, cap=cap, what="reply",
+                                           deadline=deadline))
+        finally:
+            response.close()
+
+    @staticmethod
+    def _fresh(request: httpx.Request, response: httpx.Response, raw: bytes):
+        # The client gets a fresh, unread response (so httpx's own read/close/elapsed bookkeeping works),
+        # already decoded; the retry decision reads a twin of it (same bytes).  A success without retry
+        # flags is never retried, so it needs no twin.
+        headers = decoded_headers(response.headers, len(raw))
+        fresh = httpx.Response(response.status_code, headers=headers, stream=httpx.ByteStream(raw),
                                extensions=response.extensions, request=request)
-        return fresh, (None if fresh.is_success and not _has_retry_flag(fresh) else _decoded_twin(fresh, raw))
+        if fresh.is_success and not _has_retry_flag(fresh):
+            return fresh, None
+        return fresh, httpx.Response(response.status_code, headers=headers, content=raw)
 
     def close(self) -> None:
         self.inner.close()
@@ -211,30 +266,34 @@ def _has_retry_flag(response: httpx.Response) -> bool:
     return any(name in response.headers for name in ("x-should-retry", "x-fal-retryable"))
 
 
-def _decoded_twin(response: httpx.Response, raw: bytes) -> httpx.Response:
-    twin = httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(raw))
-    with contextlib.suppress(httpx.DecodingError):
-        twin.read()
-    return twin
-
-
 def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float = 120.0,
                      policy: RetryPolicy | None = None, limiter: "RouteLimiter | None" = None,
                      transport: httpx.BaseTransport | None = None,
-                     sleep: Callable[[float], None] = time.sleep) -> httpx.Client:
+                     sleep: Callable[[float], None] | None = None, deadline_s: float | None = None,
+                     reply_cap: int = JSON_CAP, download_cap: int = IMAGE_CAP,
+                     key_hosts: KeyHosts | None = None) -> httpx.Client:
     """An httpx.Client for ``route`` that applies the one HTTP policy (see the module docstring).
 
-    ``secrets`` are extra values to redact from errors (the route's own key
-    variables are always redacted).  ``transport`` replaces the network (tests).
+    ``secrets`` are extra values to redact from errors and logs (the route's own key variables always
+    are); ``key_hosts`` where a request carrying a key may go (None: anywhere, but never off its origin by a
+    redirect).  ``timeout`` is per read; ``deadline_s`` bounds each attempt whole (default
+    ``bounds.deadline_for``).  ``reply_cap`` and ``download_cap`` cap the decoded bodies of API replies and of
+    result files.  ``transport`` replaces the network (tests).
     """
     for value in secrets:
         register_secret(value)
-    inner = transport if transport is not None else httpx.HTTPTransport()
+    install_log_redaction()
+    inner = transport if transport is not None else network_transport()
+    bounds = Bounds(deadline_for(timeout, deadline_s), reply_cap, download_cap)
     return httpx.Client(
-        transport=PolicyTransport(inner, policy or DEFAULT_POLICY, limiter, route=route, sleep=sleep),
+        transport=PolicyTransport(inner, policy or DEFAULT_POLICY, limiter, route=route, sleep=sleep, bounds=bounds,
+                                  key_hosts=key_hosts, secrets=secrets),
         timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0)),
         follow_redirects=True,
-        headers={"user-agent": USER_AGENT},
+        # The environment's proxies are honoured inside the policy (bounds.network_transport), not by httpx.
+        trust_env=False,
+        headers={"user-agent": USER_AGENT, "accept-encoding": ACCEPT_ENCODING},
+        event_hooks={"response": [redirect_guard(secrets)]},
     )
 
 
@@ -298,8 +357,21 @@ def raise_for_status(response: httpx.Response, *, route: str, model: str) -> Non
     if request_id:
         text += f" (request id {request_id})"
     retryable = is_retryable(response)
-    text += next_step(response.status_code, route, retryable)
+    text += wait_note(response, route) or next_step(response.status_code, route, retryable)
     raise ProviderError(redact(text), retryable=retryable, status=response.status_code)
+
+
+def wait_note(response: httpx.Response, route: str) -> str:
+    """Why a reply the server asked us to wait for was not waited for: a per-day quota, or a wait past
+    ``max_retry_after``; "" otherwise."""
+    quota = daily_quota(error_body(response)) if response.status_code == 429 else None
+    if quota:
+        return f"; {daily_quota_message(quota)}"
+    wait = response.extensions.get(WAIT_REFUSED)
+    if wait is not None:
+        return (f"; the server asked to wait {wait:g} s, longer than the {route} policy waits (max_retry_after): "
+                "not waited for; rerun later, only what is missing is done")
+    return ""
 
 
 def next_step(status: int, route: str, retryable: bool) -> str:
@@ -321,11 +393,24 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
         where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
     detail = str(exc) or type(exc).__name__
     text = f"{model} via {route}: {type(exc).__name__}{where}: {detail}"
-    lost = submits and not isinstance(exc, NOT_SENT)
+    lost = submits and may_have_reached_provider(exc)
     if lost:
         text += ("; the submission may have reached the provider, so it was not sent again (that could pay "
                  "twice): rerun to submit it, and look for an orphan job in the provider's dashboard")
-    return ProviderError(redact(text), retryable=True, reply_lost=lost)
+    return ProviderError(redact(text), retryable=retryable_transport(exc), reply_lost=lost)
+
+
+def may_have_reached_provider(exc: Exception) -> bool:
+    """Whether a request that failed without a usable reply may have reached the provider, and so have been
+    paid: a read timeout, a dropped connection, a reply past its deadline or its size cap.  Not a request that
+    never left (a refused or timed-out connection) nor one the policy refused to send (a key for a stranger)."""
+    return isinstance(exc, (httpx.TransportError, httpx.DecodingError)) and not isinstance(exc, NOT_SENT)
+
+
+def retryable_transport(exc: Exception) -> bool:
+    """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
+    for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
+    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding))
 
 
 def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
@@ -352,8 +437,11 @@ def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, mod
             return target
         except httpx.TransportError as exc:
             target.unlink(missing_ok=True)
-            if attempt == attempts:
+            if attempt == attempts or _final(exc):
                 raise transport_error(exc, route=route, model=model) from None
+        except httpx.HTTPError as exc:  # too large, an encoding not asked for, a key refused: not tried again
+            target.unlink(missing_ok=True)
+            raise transport_error(exc, route=route, model=model) from None
         except BaseException:
             target.unlink(missing_ok=True)
             raise

@@ -15,10 +15,11 @@ import hashlib
 import io
 import math
 import os
+import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
@@ -26,6 +27,55 @@ from ..errors import ImageError
 from .body import InlineImage
 from ..files import atomic_write_bytes
 from ..engine.limits import exclusive, safe_name
+
+#: The most pixels an image may have here, checked from its header before it is decoded.  The benchmark's
+#: largest reference is 5504 x 3072 (16.9 MP) and the largest outputs any route documents are 4K images of
+#: about 17 MP; 40 MP leaves a margin of more than 2x.  Decoded, 40 MP of RGBA is 160 MB; the 12000 x 12000
+#: PNG a model could send in 140 KB would be 430 MB or more.
+MAX_IMAGE_PIXELS = 40_000_000
+_PILLOW_DEFAULT_LIMIT = int(1024 * 1024 * 1024 // 4 // 3)  # Image.MAX_IMAGE_PIXELS as Pillow ships it
+if Image.MAX_IMAGE_PIXELS == _PILLOW_DEFAULT_LIMIT:
+    # Pillow's own guard, for every image this process opens (the report's, the review app's): it warns above
+    # the limit (an image of ours that does is refused by check_pixels right after) and raises
+    # DecompressionBombError above twice the limit.  A value the user set is left alone.
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+
+
+class PixelsTooMany(ValueError):
+    """An image with more pixels than MAX_IMAGE_PIXELS; it was not decoded."""
+
+
+def pixels_message(what: str, size: str) -> str:
+    return (f"{what} is {size}, more than the {MAX_IMAGE_PIXELS / 1e6:g} MP an image may have here (the "
+            "benchmark's largest reference is 5504x3072, 4K outputs about 17 MP); it was not decoded")
+
+
+def _bomb_size(exc: Exception) -> str:
+    """The size Pillow's DecompressionBombError names ("Image size (144000000 pixels) exceeds ...")."""
+    match = re.search(r"\((\d+) pixels\)", str(exc))
+    return f"{int(match.group(1)) / 1e6:.1f} MP" if match else "larger than Pillow opens"
+
+
+def check_pixels(image: Image.Image, what: str) -> None:
+    """Raise PixelsTooMany when an opened (not yet decoded) image has too many pixels."""
+    width, height = image.size
+    if width * height > MAX_IMAGE_PIXELS:
+        raise PixelsTooMany(pixels_message(what, f"{width}x{height} ({width * height / 1e6:.1f} MP)"))
+
+
+def open_checked(source: "str | Path | IO[bytes]", what: str) -> Image.Image:
+    """``Image.open`` (the header only) of an image within MAX_IMAGE_PIXELS; else PixelsTooMany."""
+    try:
+        image = Image.open(source)
+    except Image.DecompressionBombError as exc:  # Pillow's own guard, above twice its limit
+        raise PixelsTooMany(pixels_message(what, _bomb_size(exc))) from None
+    try:
+        check_pixels(image, what)
+    except PixelsTooMany:
+        image.close()
+        raise
+    return image
+
 
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp",
         "tiff": "image/tiff", "gif": "image/gif"}
@@ -170,8 +220,10 @@ def _fit(data: bytes, limits: ImageLimits, where: str) -> tuple[bytes, str]:
 
 def _decode(data: bytes, where: str) -> Image.Image:
     try:
-        image = Image.open(io.BytesIO(data))
+        image = open_checked(io.BytesIO(data), where)
         image.load()
+    except PixelsTooMany as exc:
+        raise ImageError(f"{exc}; use a smaller image") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise ImageError(f"{where}: not a readable image ({exc}); delete it from the cache to download it again") from None
     return image

@@ -16,27 +16,99 @@ Only a final answer ends a job early:
 - the provider no longer has the result (``JobExpired``, raised by
   ``expired``): the runner submits once more and counts ``resubmitted``.
 
+    job = resumed_job(provider, request) or submit(...)   # a journaled job is checked: records are untrusted
     poller = JobPoller(provider, request, job_id, what)
+    url = poller.api_url(job["polling_url"], "polling_url")   # the key goes to the provider's hosts only
     reply = poller.read(lambda: poll(url))        # patient: retryable errors are waited out
     ... final status?  poller.fail(...) / raise refusal / poller.expired(...)
     poller.wait(f"still {status!r}")             # sleep, or raise "still journaled" past the deadline
+
+A URL that the job is polled at with the key (from the submit reply, or read back from the record) must be on
+the route's API host or one its provider documents (``HttpProvider.api_hosts``); anything else is refused,
+with a message naming the record (providers/keyhosts.py).
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+import httpx
 
 from ..errors import JobExpired, JobFailed, ProviderError
 from ..secrets import redact
 from .adapter import EXPIRED, poll_delays
 from .base import GenerationRequest
+from .keyhosts import shown_origin
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapter import HttpProvider
 
 T = TypeVar("T")
+
+#: Fields of a journaled job that hold URLs, numbers (USD, credits, megapixels) and pixel sizes.
+URL_FIELDS = ("polling_url", "response_url", "cancel_url")
+NUMBER_FIELDS = ("cost", "credits", "input_mp", "output_mp")
+SIZE_FIELDS = ("width", "height")
+MAX_URL = 4096
+_PRINTABLE = re.compile(r"^[\x21-\x7e]{1,2048}$")  # no spaces, no control characters
+
+
+def job_problem(job: Any, id_pattern: str | None = None) -> str | None:
+    """What is wrong with a journaled job read back from a record, or None (a record is untrusted input)."""
+    if not isinstance(job, dict):
+        return f"is a {type(job).__name__}, not an object"
+    ident = job.get("id")
+    if (not isinstance(ident, str) or not _PRINTABLE.match(ident)
+            or (id_pattern and not re.fullmatch(id_pattern, ident))):
+        return f"has no valid 'id' (got {str(ident)[:60]!r})"
+    for name in URL_FIELDS:
+        if not _is_url_or_none(job.get(name)):
+            return f"has a {name!r} that is not an http(s) URL (got {str(job.get(name))[:60]!r})"
+    for name in NUMBER_FIELDS:
+        value = job.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+            return f"has {name!r} {value!r:.40}, not a number >= 0"
+    for name in SIZE_FIELDS:
+        value = job.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 100_000):
+            return f"has {name!r} {value!r:.40}, not a size in pixels"
+    return None
+
+
+def _is_url_or_none(value: Any) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, str) or len(value) > MAX_URL:
+        return False
+    try:
+        url = httpx.URL(value)
+    except (httpx.InvalidURL, TypeError):
+        return False
+    return url.scheme in ("http", "https") and bool(url.host)
+
+
+def resumed_job(provider: "HttpProvider", request: GenerationRequest, *,
+                id_pattern: str | None = None) -> dict[str, Any] | None:
+    """The job an earlier attempt journaled (None: there is none), checked first: a field that is not what
+    the adapter wrote is an error naming the record, never a URL to call or a cost to trust."""
+    job = request.journal.job
+    if job is None:
+        return None
+    problem = job_problem(job, id_pattern)
+    if problem:
+        where = getattr(request.journal, "source", None) or "the candidate's record"
+        raise provider.error(f"{where}: the job journaled for {provider.what(request)} {problem}; nothing was "
+                             f"sent. {_DELETE_HINT}", retryable=False)
+    return job
+
+
+_DELETE_HINT = ("If the record was edited, or restored from a cache you do not trust, delete its \"job\" entry: "
+                "the next run then submits, and pays for, a new job")
 
 
 class JobPoller:
@@ -55,6 +127,29 @@ class JobPoller:
     @property
     def job(self) -> str:
         return f"{self.provider.route} job {self.job_id}"
+
+    def api_url(self, url: Any, field: str) -> str:
+        """``url`` when the route's key may go there (its API host, or one its provider documents); else a
+        final error naming the job, the host and where the URL came from.  Nothing is sent to it."""
+        text = url if isinstance(url, str) else ""
+        try:
+            allowed = bool(text) and self.provider.key_hosts.allows(text)
+            shown = shown_origin(text)
+        except (httpx.InvalidURL, TypeError):
+            allowed, shown = False, repr(str(url)[:60])
+        if allowed:
+            return text
+        route = self.provider.route
+        raise self.provider.error(
+            f"{self.what}: {self.job}: its {field} points at {shown}, not at {route}'s API "
+            f"({self.provider.key_hosts.describe()}), so the {route} key was not sent there; {self._came_from()}",
+            retryable=False)
+
+    def _came_from(self) -> str:
+        source = getattr(self.request.journal, "source", None) or "the candidate's record"
+        if self.request.journal.resumed:
+            return f"the URL was read from the job journaled in {source}. {_DELETE_HINT}"
+        return f"the URL came in the provider's own reply; the job stays journaled in {source} for review"
 
     def read(self, call: Callable[[], T]) -> T:
         """``call()``'s answer; a retryable ProviderError is waited out until the deadline."""

@@ -46,7 +46,7 @@ from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
 from .body import InlineImage
 from .images import ImageLimits, PreparedImage
-from .jobs import JobPoller
+from .jobs import JobPoller, resumed_job
 
 #: Aspect ratios per model (prefix of the provider model id).  Seedream 4.5's schema lists
 #: match_input_image, 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 (providers.md section 7; no 4:5 or 5:4).
@@ -71,6 +71,12 @@ class ReplicateProvider(HttpProvider):
     key_env = ("REPLICATE_API_TOKEN",)
     provider = "replicate"
     default_base = "https://api.replicate.com/v1"
+    # A prediction's urls.get is "https://api.replicate.com/v1/predictions/{id}" (replicate.com/docs/topics/
+    # predictions/create-a-prediction): the default base's host.  Output files are served by replicate.delivery
+    # and its subdomains (replicate.com/docs/topics/predictions/output-files, "Output file domains"): fetched
+    # without the key.
+    api_hosts = ("api.replicate.com",)
+    inline_images = False  # JSON replies name the output's URL
     image_limits = ImageLimits(max_count=10, max_side=2048, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")
 
@@ -91,11 +97,13 @@ class ReplicateProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        job, prediction = request.journal.job, None
+        job, prediction = resumed_job(self, request), None
         if job is None:
             prediction = self.create(request, what)
             job = self.journal(request, prediction)
         poller = JobPoller(self, request, job["id"], what, default_wait=900, default_poll=1.0)
+        if job.get("polling_url"):  # the key goes there: refuse at once (not as a failed poll) a stranger's URL
+            poller.api_url(job["polling_url"], "urls.get")
         prediction = self.finished(request, job, prediction, poller)
         url = self.output_url(request, prediction, poller)
         data = poller.download(url, keeps=OUTPUT_KEPT)
@@ -181,7 +189,7 @@ class ReplicateProvider(HttpProvider):
     def get(self, job: dict, poller: JobPoller) -> dict:
         if not job.get("polling_url"):
             raise poller.fail("the prediction has no urls.get to poll", retryable=False)
-        response = self.call("GET", str(job["polling_url"]), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["polling_url"], "urls.get"), headers=self.headers)
         if response.status_code == 404:
             raise poller.expired(f"its urls.get answered HTTP 404 ({OUTPUT_KEPT})", status=404)
         self.check(response)

@@ -47,7 +47,7 @@ from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
 from .http import is_retryable
 from .images import ImageLimits
-from .jobs import JobPoller
+from .jobs import JobPoller, resumed_job
 
 #: The 2K pairs of sourceful:riverflow-2.0@pro (1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 5:4, 4:5, 7:3), from
 #: runware.ai/docs/models/sourceful-riverflow-2-0-pro; the 1K pairs are these halved, same price.
@@ -74,6 +74,11 @@ class RunwareProvider(HttpProvider):
     key_env = ("RUNWARE_API_KEY",)
     provider = "runware"
     default_base = "https://api.runware.ai/v1"
+    # Every call goes to the base itself (getResponse included); a journaled job is only its taskUUID, ours.
+    # Result images come from Runware's image URLs (im.runware.ai in its docs' examples): without the key.
+    inline_images = False  # outputType URL: JSON replies name the image's URL
+    #: The taskUUID we generated (uuid4): a record that journals anything else was not written by us.
+    TASK_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
     # <= 10 references, 300-2048 px per side, <= 20 MB (providers.md section 5).
     image_limits = ImageLimits(max_count=10, max_side=2048, min_side=300, max_bytes=20 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
@@ -90,7 +95,8 @@ class RunwareProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        job = request.journal.job  # resumed whatever options.delivery says now: it was paid for
+        # resumed whatever options.delivery says now: it was paid for
+        job = resumed_job(self, request, id_pattern=self.TASK_UUID)
         if job is None and not self.asynchronous:
             task = self.task(request)
             item = self.result_item(request, self.send_task(request, task, what), task["taskUUID"])

@@ -211,3 +211,26 @@ def echo_key_error(request: SeenRequest) -> Reply:
     """A 400 whose message quotes the request's key, as some proxies do: the client must redact it."""
     key = request.headers.get("x-goog-api-key", "")
     return error_reply(400, f"API key {key} not valid for this project", "INVALID_ARGUMENT")
+
+
+def quota_reply(retry_delay: str | None = "34s",
+                quota_id: str = "GenerateRequestsPerMinutePerProjectPerModel-FreeTier") -> Reply:
+    """Google's 429 as the Gemini API sends it: no Retry-After header; the wait in ``error.details[]`` as a
+    ``google.rpc.RetryInfo`` with ``retryDelay`` (a protobuf Duration), the quota in a ``google.rpc.QuotaFailure``.
+    Shape as quoted in UKGovernmentBEIS/inspect_ai#5526 and browserbase/mcp-server-browserbase#129, read by
+    gemini-cli ``googleQuotaErrors.ts``."""
+    details: list[dict] = [
+        {"@type": "type.googleapis.com/google.rpc.Help",
+         "links": [{"description": "Learn more about Gemini API quotas",
+                    "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
+        {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+         "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                         "quotaId": quota_id, "quotaDimensions": {"location": "global", "model": "gemini-3-flash"},
+                         "quotaValue": "10"}]},
+    ]
+    if retry_delay is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": retry_delay})
+    message = ("You exceeded your current quota, please check your plan and billing details. For more information "
+               "on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
+               + (f" Please retry in {retry_delay}." if retry_delay else ""))
+    return Reply(429, {"error": {"code": 429, "message": message, "status": "RESOURCE_EXHAUSTED", "details": details}})

@@ -9,6 +9,14 @@ on ``fault_path(seen)`` (the request path unless a fake says otherwise); the
 provider-specific ones (refusal, truncated image, expired URL, a failed or
 lost job) are taken by the fake's own handlers with ``take_fault``.
 ``server.chaos = Chaos(...)`` (chaos.py) queues faults every N requests.
+
+Faults of the wire (the hostile network of issue 14), generic too:
+  ``trickle``   the routed reply, status line and headers included, one byte every ``delay`` seconds
+  ``endless``   HTTP 200 whose body never ends (``headers`` sets its content type)
+  ``bomb``      HTTP 200, ``Content-Encoding: gzip``, a few MB holding ``body`` bytes of zeros (2 GiB)
+  ``redirect``  HTTP ``status`` (307) to ``body`` formatted with the request's ``path`` and ``query``
+  ``headers``   the routed reply with ``headers`` added (e.g. a header echoing the key)
+  ``relocate``  the routed JSON reply with every URL of this fake moved to ``body`` (a foreign host's base)
 """
 
 from __future__ import annotations
@@ -16,18 +24,25 @@ from __future__ import annotations
 import base64
 import email.parser
 import email.policy
+import functools
 import io
+import itertools
 import json
 import re
+import struct
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from PIL import Image
 
-GENERIC_FAULTS = {"status", "malformed", "slow", "drop"}
+GENERIC_FAULTS = {"status", "malformed", "slow", "drop", "trickle", "endless", "bomb", "redirect", "headers",
+                  "relocate"}
+BOMB_SIZE = 2 * 1024 ** 3
 
 
 @dataclass
@@ -35,6 +50,8 @@ class Reply:
     status: int = 200
     body: Any = b""
     headers: dict[str, str] = field(default_factory=dict)
+    chunks: Iterable[bytes] | None = None  # a body written as it comes, without a length (it may never end)
+    trickle: float = 0.0  # seconds between the single bytes of the whole reply
 
     def encoded(self) -> bytes:
         if isinstance(self.body, (dict, list)):
@@ -156,7 +173,16 @@ class FakeServer:
                 return self.error_reply(fault)
             elif fault.kind == "malformed":
                 return Reply(200, fault.body or b'{"data": [ {"url": ', {"content-type": "application/json"})
-        return self._route(seen)
+            elif fault.kind in WIRE_FAULTS:
+                return WIRE_FAULTS[fault.kind](fault, seen)
+        reply = self._route(seen)
+        if fault is not None and fault.kind == "trickle":
+            reply.trickle = fault.delay or 1.0
+        elif fault is not None and fault.kind == "headers":
+            reply.headers = {**reply.headers, **fault.headers}
+        elif fault is not None and fault.kind == "relocate":
+            reply.body = json.loads(json.dumps(reply.body).replace(self.url, str(fault.body)))
+        return reply
 
     def _route(self, seen: Seen) -> Reply:
         for method, pattern, handler in self._routes:
@@ -195,12 +221,78 @@ class FakeServer:
         return [request for request in requests if re.search(path, self.fault_path(request))]
 
 
+@functools.lru_cache(maxsize=2)
+def gzip_bomb(size: int = BOMB_SIZE, block: int = 1 << 20) -> bytes:
+    """A valid gzip file of ``size`` zero bytes, about 1/1000 of that long: the same deflate block (a full
+    flush resets the window, so each is byte for byte the same) ``size / block`` times, and the true CRC."""
+    zeros, count = bytes(block), size // block
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    first = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    same = deflate.compress(zeros) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(count):
+        crc = zlib.crc32(zeros, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    return header + first + same * (count - 1) + deflate.flush() + struct.pack("<II", crc, (count * block) & 0xFFFFFFFF)
+
+
+def _endless(fault: Fault, seen: Seen) -> Reply:
+    kind = fault.headers.get("content-type", "application/json")
+    return Reply(200, headers={"content-type": kind}, chunks=itertools.chain([b"{"], itertools.repeat(b" " * 65536)))
+
+
+def _bomb(fault: Fault, seen: Seen) -> Reply:
+    kind = fault.headers.get("content-type", "application/json")
+    return Reply(200, gzip_bomb(fault.body or BOMB_SIZE), {"content-type": kind, "content-encoding": "gzip"})
+
+
+def _redirect(fault: Fault, seen: Seen) -> Reply:
+    status = fault.status if 300 <= fault.status < 400 else 307
+    return Reply(status, b"", {"location": str(fault.body).format(path=seen.path, query=seen.query)})
+
+
+WIRE_FAULTS = {"endless": _endless, "bomb": _bomb, "redirect": _redirect}
+
+
+def _head(reply: Reply, length: int | None) -> bytes:
+    phrase = HTTPStatus(reply.status).phrase if reply.status in HTTPStatus._value2member_map_ else "Unknown"
+    headers = {"content-type": "application/json", **reply.headers}
+    headers.update({"content-length": str(length)} if length is not None else {"connection": "close"})
+    lines = [f"HTTP/1.1 {reply.status} {phrase}", *(f"{k}: {v}" for k, v in headers.items()), "", ""]
+    return "\r\n".join(lines).encode("latin-1")
+
+
+def _write_wire(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    """A trickled or endless reply, written by hand (http.server's helpers buffer the head)."""
+    body = None if reply.chunks is not None else reply.encoded()
+    pieces: Iterable[bytes] = [_head(reply, None if body is None else len(body)), *([body] if body else [])]
+    if reply.chunks is not None:
+        pieces = itertools.chain(pieces, reply.chunks)
+        handler.close_connection = True
+    if reply.trickle:
+        pieces = (bytes([byte]) for piece in pieces for byte in piece)
+    try:
+        for piece in pieces:
+            handler.wfile.write(piece)
+            handler.wfile.flush()
+            if reply.trickle:
+                time.sleep(reply.trickle)
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        handler.close_connection = True  # the client gave up: that is the point
+
+
 def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_message(self, *args: object) -> None:  # keep test output quiet
             pass
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client hung up mid-reply (a cap, a deadline): what the wire faults are for
 
         def _serve(self) -> None:
             length = int(self.headers.get("content-length") or 0)
@@ -212,6 +304,9 @@ def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
             if reply is None:  # a dropped connection
                 self.close_connection = True
                 self.connection.shutdown(2)
+                return
+            if reply.chunks is not None or reply.trickle:
+                _write_wire(self, reply)
                 return
             data = reply.encoded()
             self.send_response(reply.status)
@@ -234,6 +329,21 @@ def make_image(width: int = 64, height: int = 48, fmt: str = "PNG", color=(200, 
     buffer = io.BytesIO()
     Image.new("RGB", (width, height), color).save(buffer, format=fmt)
     return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=2)
+def huge_png(width: int = 12000, height: int = 12000) -> bytes:
+    """A valid grayscale PNG of ``width`` x ``height`` black pixels, written row by row (never held decoded):
+    12000 x 12000 is about 140 KB on the wire and 144 MP, 430 MB as RGB once decoded."""
+    deflate = zlib.compressobj(6)
+    row = bytes(width + 1)  # filter byte 0, then the row's pixels
+    idat = b"".join(deflate.compress(row) for _ in range(height)) + deflate.flush()
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
 def truncated(data: bytes) -> bytes:

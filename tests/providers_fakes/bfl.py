@@ -73,9 +73,9 @@ class FakeBfl(FakeServer):
         candidate = (body["prompt"], body.get("seed"))
         self.ledger.submit(candidate)
         task = {"polls": 0, "outcome": "Ready", "candidate": candidate, "seed": body.get("seed"),
-                "data": self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG", seen.path)}
+                "data": self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG", self.fault_path(seen))}
         for kind, default in (("refusal", "Content Moderated"), ("failed", "Failed")):
-            fault = self.take_fault(kind, seen.path)
+            fault = self.take_fault(kind, self.fault_path(seen))
             if fault is not None:
                 task["outcome"] = fault.body or default
                 if kind == "failed":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 
-from .base import FakeServer, Reply, Seen, make_image, truncated
+from .base import FakeServer, Reply, Seen, huge_png, make_image, truncated
 
 _ids = itertools.count(1)
 
@@ -22,7 +22,10 @@ class FileStore:
         server.route("GET", rf"{prefix}/(?P<name>[^/]+)", self.serve)
 
     def new_image(self, width: int, height: int, fmt: str = "PNG", path: str = "") -> bytes:
-        """A result image for the next request: truncated when a 'truncated' fault is queued."""
+        """A result image for the next request: truncated when a 'truncated' fault is queued, a 12000 x 12000
+        PNG (140 KB, 144 MP) when a 'huge' one is."""
+        if self.server.take_fault("huge", path) is not None:
+            return huge_png()
         data = make_image(width, height, fmt)
         if self.server.take_fault("truncated", path) is not None:
             data = truncated(data)
