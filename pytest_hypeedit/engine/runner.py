@@ -75,6 +75,8 @@ class Runner:
     references: Callable[[Task], list[Path]]
     rejudge: bool = False
     budget: object | None = None  # budget.Budget: reserve(amount, what) -> Reservation
+    signals: bool = True  # pixel diagnostics beside each verdict (engine/signals.py), once per candidate
+    stability: dict = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
 
@@ -116,12 +118,14 @@ class Runner:
                 plan.record.judgements = on_disk.judgements
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
         plan.needs_verdict = False
+        self._rejudge_for_stability(plan)
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
         if plan.candidate is not None:
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record)
+            self._rejudge_for_stability(plan)
         return plan.record
 
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
@@ -156,6 +160,7 @@ class Runner:
             # image came from elsewhere. It was paid for at the model's price.
             record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
+            record.signals = {}  # they were the old candidate's
 
     def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
@@ -244,7 +249,7 @@ class Runner:
         if record.job:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
-        record.judgements = {}
+        record.judgements, record.signals = {}, {}
         self.store.write_record(record)  # the paid image is safe before the judge is asked
         return path
 
@@ -296,9 +301,12 @@ class Runner:
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record) -> None:
         judge = self.judge
+        new_signals = self._signals(task, candidate, record)
         stored = self.reusable_verdict(record)
         if stored:
             self._apply_verdict(record, stored, reused=True)
+            if new_signals:
+                self.store.write_record(record)  # stored once: the next run reads them
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
@@ -317,9 +325,27 @@ class Runner:
             # A free judge (human labels) asked again and saying the same: the record on disk is right as it
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
+            if new_signals:
+                self.store.write_record(record)
             return
         self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
+
+    def _rejudge_for_stability(self, plan: "Plan") -> None:
+        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
+        if self.stability.get(plan.key):
+            from .stability import rejudge
+
+            rejudge(self, plan, self.stability[plan.key])
+
+    def _signals(self, task: Task, candidate: Path, record: Record) -> bool:
+        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate; True when new."""
+        if not self.signals or record.signals:
+            return False
+        from .signals import candidate_signals
+
+        record.signals = candidate_signals(task, candidate, self.references)
+        return bool(record.signals)
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict:
