@@ -15,20 +15,26 @@ them does not compute them again.  numpy and Pillow only.
     unchanged       (near-)identical to the reference: ssim >= UNCHANGED_SSIM and delta_e <= UNCHANGED_DELTA_E
                     (a Delta E of 2.3 is about one just noticeable difference: Sharma 2003)
 
-Cost: the candidate is decoded once more (JPEG at a reduced scale, which its format allows); the reference
-is decoded once per process and task and kept small in a cache, since every repeat of every model shares it.
-bench/bench_signals.py measures it at the tasks' real sizes.
+Cost: the candidate is decoded once more (the provider's adapter decoded it to check it, and keeps nothing; a
+JPEG is decoded at a reduced scale, which its format allows); the reference is reduced once and kept, in memory
+and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
+tasks' real sizes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import math
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..files import atomic_write_bytes
 
 COMMON_SIDE = 256
 ASPECT_TOLERANCE = 0.02
@@ -49,10 +55,10 @@ def compute_signals(candidate: Path, target: tuple[int, int], reference: Path | 
                                    "unchanged": False, "ssim": None, "delta_e": None}
         if reference is None:
             return signals
-        small_reference = REFERENCES.get(reference)
-        ours = _reduced(image, small_reference.shape[1::-1])
-    signals["ssim"] = round(ssim(luminance(small_reference), luminance(ours)), 4)
-    signals["delta_e"] = round(mean_delta_e(small_reference, ours), 3)
+        small = REFERENCES.get(reference)
+        ours = _reduced(image, small.rgb.shape[1::-1])
+    signals["ssim"] = round(ssim(small.luma, luminance(ours)), 4)
+    signals["delta_e"] = round(float(np.sqrt(((small.lab - lab(ours)) ** 2).sum(axis=-1)).mean()), 3)
     signals["unchanged"] = signals["ssim"] >= UNCHANGED_SSIM and signals["delta_e"] <= UNCHANGED_DELTA_E
     return signals
 
@@ -82,29 +88,77 @@ def _reduced(image, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(small.convert("RGB").resize(size, Image.Resampling.BOX), dtype=np.uint8)
 
 
+@dataclass(frozen=True)
+class SmallReference:
+    """A reference image at the common size, with what every comparison needs of it computed once."""
+
+    rgb: np.ndarray
+    luma: np.ndarray
+    lab: np.ndarray
+
+    @classmethod
+    def of(cls, rgb: np.ndarray) -> "SmallReference":
+        return cls(rgb, luminance(rgb), lab(rgb))
+
+
 class _ReferenceCache:
-    """Small copies of reference images, by path, size and modification time (a changed file is read again)."""
+    """Small copies of reference images, by path, size and modification time (a changed file is read again),
+    in memory and, when the run has a cache folder, on disk (``<cache>/signals/``): a 5504 x 3072 WebP takes
+    over half a second to decode, and each xdist worker would otherwise pay it once per task."""
 
     def __init__(self, capacity: int = 64):
-        self._items: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._items: OrderedDict[tuple, SmallReference] = OrderedDict()
         self._capacity, self._lock = capacity, threading.Lock()
 
-    def get(self, path: Path) -> np.ndarray:
+    def get(self, path: Path) -> SmallReference:
         stat = Path(path).stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        from PIL import Image
-
-        with Image.open(path) as image:
-            small = _reduced(image, common_size(*image.size))
+        stored = self._from_disk(key)
+        small = SmallReference.of(stored if stored is not None else self._reduce(path, key))
         with self._lock:
             self._items[key] = small
             while len(self._items) > self._capacity:
                 self._items.popitem(last=False)
         return small
+
+    def _reduce(self, path: Path, key: tuple) -> np.ndarray:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            rgb = _reduced(image, common_size(*image.size))
+        stored = _disk_path(key)
+        if stored is not None:
+            try:
+                buffer = io.BytesIO()
+                np.save(buffer, rgb, allow_pickle=False)
+                atomic_write_bytes(stored, buffer.getvalue())
+            except OSError:
+                pass  # a cache that cannot be written is no cache, not an error
+        return rgb
+
+    @staticmethod
+    def _from_disk(key: tuple) -> np.ndarray | None:
+        stored = _disk_path(key)
+        try:
+            rgb = np.load(stored, allow_pickle=False) if stored is not None and stored.is_file() else None
+        except (OSError, ValueError):
+            return None  # unreadable or doctored: reduce the image again
+        ok = rgb is not None and rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3 and max(rgb.shape[:2]) <= COMMON_SIDE
+        return rgb if ok else None
+
+
+def _disk_path(key: tuple) -> Path | None:
+    from ..providers import runtime
+
+    cache = runtime.current().cache_dir
+    if cache is None:
+        return None
+    digest = hashlib.sha256(f"{key}:{COMMON_SIDE}".encode()).hexdigest()[:32]
+    return Path(cache).parent / "signals" / f"{digest}.npy"
 
 
 REFERENCES = _ReferenceCache()
@@ -146,10 +200,13 @@ _SRGB_TO_XYZ = np.array([[0.4124564, 0.3575761, 0.1804375],
 _D65 = np.array([0.95047, 1.0, 1.08883])
 
 
+#: sRGB's transfer curve (IEC 61966-2-1) as a table of the 256 byte values: a lookup, not a power per pixel
+_LINEAR = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in np.arange(256) / 255.0])
+
+
 def lab(rgb: np.ndarray) -> np.ndarray:
     """sRGB (0..255) -> CIE L*a*b* under D65 (IEC 61966-2-1 transfer curve, CIE 1976 formulas)."""
-    c = rgb[..., :3].astype(np.float64) / 255.0
-    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    linear = _LINEAR[rgb[..., :3]]
     xyz = linear @ _SRGB_TO_XYZ.T / _D65
     delta = 6 / 29
     f = np.where(xyz > delta**3, np.cbrt(xyz), xyz / (3 * delta**2) + 4 / 29)
