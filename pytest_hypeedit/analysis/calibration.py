@@ -36,7 +36,14 @@ Two estimators, one per kind of metric:
 labelled ones included), re-estimating se, sp and G in every replicate, so an interval carries the task
 sampling, the human sample's size and the uncertainty of the judge's error (Schomaker & Heumann 2018, "boot
 MI").  A pooled error is re-drawn from its Beta posterior in each replicate instead (its labels are not the
-row's own tasks).
+row's own tasks).  The level is widened for the number of tasks (``expanded_level``, Hesterberg 2015): the
+bootstrap of 50 tasks, with a correction term that is large on the few tasks holding a label, fell ~3 points
+short of 95% in the simulation without it.
+
+**Assumptions.**  The human sample is random as its design says (labels of candidates chosen by hand are not a
+sample).  The panel's majority is the truth.  For the non-linear metrics: the judge's error on a model depends
+only on the true label, not on the task (a judge stricter on some task types than others breaks it; the pass
+rate's correction does not need it), and a task's repeats are exchangeable.
 
 **Human sample alone** (``human_sample``): pass rate by Horvitz-Thompson from the labels, the other metrics by
 the same imputation with the judge ignored (se = sp = 1/2 makes the verdict carry no information): what the
@@ -49,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -73,6 +81,8 @@ SQUAREM_STEPS, MAX_EXTRAPOLATION = 30, 1e4
 SMOOTH = 0.05
 #: Elements per block of replicates x tasks x grid x counts (memory of one block: 8 bytes each).
 BLOCK_ELEMENTS = 1_500_000
+
+_NORMAL = NormalDist()
 
 # The first candidate (repeat 1) of a task, as the hype gap needs it.
 FIRST_NONE, FIRST_PASS, FIRST_FAIL, FIRST_JUDGE_PASS, FIRST_JUDGE_FAIL = range(5)
@@ -556,7 +566,21 @@ def _with_pass_rate(values: dict[str, np.ndarray], prefer_ppi: bool) -> dict[str
 def _interval(value: float, boot: np.ndarray, jack: np.ndarray, level: float):
     if not math.isfinite(value):
         return None
-    return bca_interval(value, boot, jack, level)
+    return bca_interval(value, boot, jack, expanded_level(level, jack.size))
+
+
+def expanded_level(level: float, tasks: int) -> float:
+    """The bootstrap's level widened for a small number of tasks (Hesterberg's expanded percentile interval,
+    2015): the normal quantile z becomes sqrt(n / (n - 1)) t_{n-1}, since resampling n tasks understates the
+    spread by about that.  With 50 tasks, 95% becomes 95.8%: the simulated coverage of the calibrated intervals
+    rose from about 92% to the nominal band."""
+    if tasks < 3:
+        return level
+    z = _NORMAL.inv_cdf(0.5 + level / 2)
+    dof = tasks - 1
+    # Cornish-Fisher expansion of Student's t quantile (Abramowitz & Stegun 26.7.5), accurate to 1e-3 for dof >= 10
+    t = z + (z**3 + z) / (4 * dof) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * dof**2)
+    return 2 * _NORMAL.cdf(math.sqrt(tasks / dof) * t) - 1
 
 
 def _entry(value: float, interval) -> dict:
@@ -622,7 +646,7 @@ def _paired_entry(tables, key: str, level: float, tasks: int) -> dict:
     if now_jack is not None:
         with np.errstate(invalid="ignore"):
             interval = bca_interval(current - baseline, now_boot[key] - before_boot[key],
-                                    now_jack[key] - before_jack[key], level)
+                                    now_jack[key] - before_jack[key], expanded_level(level, tasks))
         if interval:
             entry["low"], entry["high"] = interval
     return entry
