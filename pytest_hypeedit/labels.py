@@ -2,15 +2,17 @@
 
     {"schema_version": 2,
      "models": {"M01": "<model name>", ...},
-     "judgements": {"<task_id>": {"M01": {"001.webp": {"verdict": "PASS" | "FAIL", ...}}}}}
+     "judgements": {"<task_id>": {"M01": {"001.webp": {"verdict": "PASS" | "FAIL", "note": "...", ...}}}}}
 
-One file is one rater.  Candidates are matched by task, model and repeat
+One file is one rater.  A verdict entry may carry the rater's ``note`` (a string), an extra field the
+upstream tool ignores, so a file with notes is still its schema.  Candidates are matched by task, model and repeat
 number whatever the file extension.  A panel of several raters is combined by
 majority; a tie counts as FAIL and is reported as a tie.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -24,6 +26,8 @@ from .engine.records import now_iso
 
 SCHEMA_VERSION = 2
 LabelKey = tuple[str, str, int]  # (task_id, model, repeat)
+#: The longest note kept from a labels file (characters): a note explains a verdict, it is not a document.
+MAX_NOTE = 2000
 _REPEAT_FILE = re.compile(r"^(\d{1,4})(\.[A-Za-z]+)?$")
 
 
@@ -35,6 +39,7 @@ class RaterLabels:
     path: Path
     verdicts: Mapping[LabelKey, bool]  # True = PASS
     models: tuple[str, ...] = ()
+    notes: Mapping[LabelKey, str] = field(default_factory=dict)  # the rater's note on a verdict, where given
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,22 @@ class PanelVerdict:
     passed: bool
     votes: tuple[tuple[str, bool], ...]  # (rater, passed)
     tie: bool = False
+    notes: tuple[str | None, ...] = ()  # each vote's note, in the order of ``votes``
 
     @property
     def even(self) -> bool:
         return len(self.votes) % 2 == 0
+
+    def vote_entries(self) -> list[dict]:
+        """``[{"rater", "verdict", "note"}]``: the votes as records and results carry them (JSON-ready)."""
+        notes = self.notes or (None,) * len(self.votes)
+        return [{"rater": rater, "verdict": "PASS" if passed else "FAIL", "note": note}
+                for (rater, passed), note in zip(self.votes, notes)]
+
+    def human(self) -> dict:
+        """A record's ``human`` field: the majority (None on a tie) and every vote with its note."""
+        verdict = None if self.tie else ("PASS" if self.passed else "FAIL")
+        return {"verdict": verdict, "votes": self.vote_entries()}
 
 
 @dataclass
@@ -56,12 +73,14 @@ class Panel:
 
     def verdict(self, task_id: str, model: str, repeat: int) -> PanelVerdict | None:
         key = (task_id, model, repeat)
-        votes = tuple((r.rater, r.verdicts[key]) for r in self.raters if key in r.verdicts)
-        if not votes:
+        voters = [r for r in self.raters if key in r.verdicts]
+        if not voters:
             return None
+        votes = tuple((r.rater, r.verdicts[key]) for r in voters)
         passes = sum(1 for _, passed in votes if passed)
         fails = len(votes) - passes
-        return PanelVerdict(passed=passes > fails, votes=votes, tie=passes == fails)
+        notes = tuple(r.notes.get(key) for r in voters)
+        return PanelVerdict(passed=passes > fails, votes=votes, tie=passes == fails, notes=notes)
 
     def keys(self) -> set[LabelKey]:
         return {key for rater in self.raters for key in rater.verdicts}
@@ -105,6 +124,7 @@ def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterL
     data = _load_json(path)
     aliases = _aliases(data, path, None if known_models is None else set(known_models))
     verdicts: dict[LabelKey, bool] = {}
+    notes: dict[LabelKey, str] = {}
     judgements = data.get("judgements", {})
     if not isinstance(judgements, dict):
         raise LabelsError(f"{path}: 'judgements' must map task_id -> alias -> file -> verdict")
@@ -115,8 +135,11 @@ def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterL
             where = f"{path}: judgements[{task_id!r}][{alias!r}]"
             if alias not in aliases:
                 raise LabelsError(f"{where}: alias {alias!r} is not in the file's 'models' map")
-            verdicts.update(_file_verdicts(by_file, task_id, aliases[alias], where))
-    return RaterLabels(rater=path.stem, path=path, verdicts=verdicts, models=tuple(sorted(set(aliases.values()))))
+            found, found_notes = _file_verdicts(by_file, task_id, aliases[alias], where)
+            verdicts.update(found)
+            notes.update(found_notes)
+    return RaterLabels(rater=path.stem, path=path, verdicts=verdicts, models=tuple(sorted(set(aliases.values()))),
+                       notes=notes)
 
 
 def _load_json(path: Path) -> dict:
@@ -147,10 +170,11 @@ def _aliases(data: dict, path: Path, known: set[str] | None) -> dict[str, str]:
     return dict(models)
 
 
-def _file_verdicts(by_file, task_id: str, model: str, where: str) -> dict[LabelKey, bool]:
+def _file_verdicts(by_file, task_id: str, model: str, where: str) -> tuple[dict[LabelKey, bool], dict[LabelKey, str]]:
     if not isinstance(by_file, dict):
         raise LabelsError(f"{where}: must map candidate file (e.g. 001.webp) -> {{'verdict': 'PASS'|'FAIL'}}")
     out: dict[LabelKey, bool] = {}
+    notes: dict[LabelKey, str] = {}
     for name, entry in by_file.items():
         match = _REPEAT_FILE.match(str(name))
         verdict = entry.get("verdict") if isinstance(entry, dict) else None
@@ -158,18 +182,43 @@ def _file_verdicts(by_file, task_id: str, model: str, where: str) -> dict[LabelK
             raise LabelsError(f"{where}[{name!r}]: not a candidate file name like 001.webp")
         if not isinstance(verdict, str) or verdict.upper() not in ("PASS", "FAIL"):
             raise LabelsError(f"{where}[{name!r}]: verdict must be 'PASS' or 'FAIL', got {verdict!r}")
-        out[(task_id, model, int(match.group(1)))] = verdict.upper() == "PASS"
-    return out
+        key = (task_id, model, int(match.group(1)))
+        out[key] = verdict.upper() == "PASS"
+        note = _note(entry.get("note"), f"{where}[{name!r}]")
+        if note:
+            notes[key] = note
+    return out, notes
+
+
+def _note(value, where: str) -> str | None:
+    """A rater's note as kept: a string without control characters, at most MAX_NOTE long; None when empty."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise LabelsError(f"{where}: 'note' must be text, got {type(value).__name__}; fix or remove it")
+    return clean_note(value)
+
+
+def clean_note(text: str) -> str | None:
+    """Whitespace (newlines, tabs) made single spaces and other control characters dropped, so a note is one
+    line in a terminal and a table; cut at MAX_NOTE characters.  None when nothing is left."""
+    text = "".join(ch for ch in " ".join(text.split()) if ch.isprintable())
+    return text[:MAX_NOTE] or None
+
+
+#: The sampling design the review app writes beside a sample's labels (review/design.py): not a rater's file.
+DESIGN_FILE = "sample-design.json"
 
 
 def expand_label_paths(paths: Iterable[Path]) -> list[Path]:
-    """Files as given; a folder stands for every rater file in it (``*.json``, hidden and temp files left out)."""
+    """Files as given; a folder stands for every rater file in it (``*.json``, hidden and temp files and the
+    sampling design left out)."""
     expanded: list[Path] = []
     for path in map(Path, paths):
         if not path.is_dir():
             expanded.append(path)
             continue
-        files = sorted(p for p in path.glob("*.json") if not p.name.startswith("."))
+        files = sorted(p for p in path.glob("*.json") if not p.name.startswith(".") and p.name != DESIGN_FILE)
         if not files:
             raise LabelsError(f"{path}: a labels folder with no rater file (*.json) in it")
         expanded.extend(files)
@@ -178,12 +227,24 @@ def expand_label_paths(paths: Iterable[Path]) -> list[Path]:
 
 def read_panel(paths: Iterable[Path], known_models: Iterable[str] | None = None) -> Panel:
     known = None if known_models is None else list(known_models)
-    raters = [read_labels(p, known) for p in expand_label_paths(paths)]
+    raters = _distinct_names([read_labels(p, known) for p in expand_label_paths(paths)])
     names = [r.rater for r in raters]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise LabelsError(f"two labels files share the rater name(s) {duplicates} (the file stem); rename one")
     return Panel(raters)
+
+
+def _distinct_names(raters: list[RaterLabels]) -> list[RaterLabels]:
+    """Raters of the same stem in different folders (``public/ann.json``, ``private/ann.json``: one folder per
+    split) are told apart by their folder: ``public/ann``."""
+    stems = [r.rater for r in raters]
+    renamed = []
+    for rater in raters:
+        if stems.count(rater.rater) > 1 and rater.path is not None:
+            rater = dataclasses.replace(rater, rater=f"{rater.path.parent.name}/{rater.rater}")
+        renamed.append(rater)
+    return renamed
 
 
 # --------------------------------------------------------------------------- writing (the review app)

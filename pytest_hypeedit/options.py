@@ -97,6 +97,13 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "
              "Cohen's kappa, false-fail/false-pass by task type; into the results JSON under 'agreement'")
+    add("--judge-stability", dest="hypeedit_judge_stability", metavar="N[xK]",
+        help="re-judge N candidates (stratified by model and split) K more times each (default K 2): paid calls, "
+             "in --budget, kept in the records; reports how often the same judge flips its verdict")
+    add("--calibrate", dest="hypeedit_calibrate", metavar="labels:PATH[,PATH...]",
+        help="correct every metric for the judge's errors with a random human sample (rater files, or their "
+             "folder with the sample-design.json of hypeedit-review --sample): calibrated figures with 95%% "
+             "intervals, first in the table; labels without a design are taken as a simple random sample")
 
 
 def _declare_ci(add: Callable[..., None]) -> None:

@@ -106,6 +106,9 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
     config.pluginmanager.register(session, "hypeedit-session")
     config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
     register_agreement(config, run)
+    from .glue.calibration import register_calibration
+
+    register_calibration(config, run)  # record.human from the labels of the run; --calibrate
 
 
 def register_pool_plugins(config: pytest.Config) -> None:

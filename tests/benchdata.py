@@ -44,14 +44,18 @@ def write_split(root: Path, name: str, tasks: list[dict], images: Path) -> Path:
     return path
 
 
-def write_labels(path: Path, verdicts: dict[tuple[str, str, int], bool]) -> Path:
-    """One rater's file in the upstream schema v2 from {(task_id, model, repeat): passed}."""
+def write_labels(path: Path, verdicts: dict[tuple[str, str, int], bool],
+                 notes: dict[tuple[str, str, int], object] | None = None) -> Path:
+    """One rater's file in the upstream schema v2 from {(task_id, model, repeat): passed}; ``notes`` adds
+    a ``note`` to some verdict entries."""
     models = sorted({model for _, model, _ in verdicts})
     alias = {model: f"M{i + 1:02d}" for i, model in enumerate(models)}
     judgements: dict = {}
     for (task_id, model, repeat), passed in verdicts.items():
         entry = judgements.setdefault(task_id, {}).setdefault(alias[model], {})
         entry[f"{repeat:03d}.png"] = {"verdict": "PASS" if passed else "FAIL"}
+        if notes and (task_id, model, repeat) in notes:
+            entry[f"{repeat:03d}.png"]["note"] = notes[(task_id, model, repeat)]
     document = {"schema_version": 2, "models": {a: m for m, a in alias.items()}, "judgements": judgements}
     path.write_text(json.dumps(document))
     return path

@@ -35,10 +35,22 @@ def build(root: Path, repeats: int = 3) -> dict:
                 info = PngImagePlugin.PngInfo()
                 info.add_text("Software", model)
                 _png(folder / f"{r:03d}.png", (200, 20 * r, 60 * m), pnginfo=info)
-                (folder / f"{r:03d}.json").write_text(json.dumps({"model": model}))
+                (folder / f"{r:03d}.json").write_text(json.dumps(_record(model, task, r)))
     (root / "secret.txt").write_text("TOPSECRET-OUTSIDE")
     return {"tasks": root / "tasks.json", "images": root / "images", "outputs": root / "outputs",
             "labels": root / "judgements" / "fixture", "candidates": len(tasks) * len(MODELS) * repeats}
+
+
+#: What the judge said: in every record, and never to reach the rater.
+JUDGE_REASONING = "JUDGE-VERDICT-REASONING-MARKER"
+
+
+def _record(model: str, task: dict, repeat: int) -> dict:
+    """A record as the plugin writes it: judged PASS on odd repeats, FAIL on even ones, by a named judge."""
+    verdict = "PASS" if repeat % 2 else "FAIL"
+    return {"schema": "hypeedit-record/1", "split": "fixture", "model": model, "task_id": task["task_id"],
+            "repeat": repeat, "candidate": f"{repeat:03d}.png", "outcome": verdict.lower(), "verdict": verdict,
+            "reasoning": f"{JUDGE_REASONING} {verdict}", "judge": "gemini-3-flash"}
 
 
 def server_args(paths: dict, rater: str = "ann", port: int = 0) -> list[str]:

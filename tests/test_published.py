@@ -130,7 +130,8 @@ def test_with_published_puts_the_papers_rows_beside_the_runs_own(tmp_path):
     public = tables["Public"]
     assert len(public) == 8
     # sorted by pass rate together: the run's 40.0% sits between the paper's 50.2% and 36.4%
-    assert public[5] == "| seedream-4.5 | 40.0% | 70.0% | 86.0% | 2.40 | $1.10 | 42.0% |"
+    # the run's figures are its judge's, and say so beside the people's
+    assert public[5] == "| seedream-4.5 (judge) | 40.0% | 70.0% | 86.0% | 2.40 | $1.10 | 42.0% |"
     assert public[4].startswith("| flux-2-max (published) | 50.2% |")
     assert public[6] == "| seedream-4.0 (published) | 36.4% | 62.0% | 78.0% | 2.56 | $1.27 | 34.0% |"
     assert all(line.split(" | ")[0].endswith("(published)") for line in tables["Private"] + tables["Combined"])
@@ -165,3 +166,22 @@ def test_no_results_and_no_flag_is_a_usage_error(capsys):
         main([])
     assert exited.value.code == 2
     assert "give one or more results JSON files" in capsys.readouterr().err
+
+
+def test_a_calibrated_run_shows_its_calibrated_figures_beside_the_published_and_its_judge_s_marked(tmp_path):
+    path = run_results(tmp_path)
+    results = json.loads(open(path).read())
+    calibrated = {"pass_rate": 0.52, "pass_at_4": 0.66, "pass_at_10": 0.80, "expected_attempts": 2.2,
+                  "effective_cost": 1.2, "first_attempt_pass_rate": 0.5, "hype_gap": 0.30}
+    results["rows"][0]["calibrated"] = {k: {"value": v, "low": v - 0.1, "high": v + 0.1} for k, v in calibrated.items()}
+    open(path, "w").write(json.dumps(results))
+    out, index = tmp_path / "RESULTS.md", tmp_path / "index.html"
+    assert main([path, "--with-published", "-o", str(out), "--index", str(index)]) == 0
+    public = sections(out.read_text())["Public"]
+    assert "| seedream-4.5 (calibrated) | 52.0% | 66.0% | 80.0% | 2.20 | $1.20 | 30.0% |" in public
+    assert "| seedream-4.5 (judge) | 40.0% | 70.0% | 86.0% | 2.40 | $1.10 | 42.0% |" in public
+    assert public.index("| seedream-4.5 (calibrated) | 52.0% | 66.0% | 80.0% | 2.20 | $1.20 | 30.0% |") == 4
+    page = index.read_text()
+    assert "seedream-4.5 (calibrated)" in page and "seedream-4.5 (judge)" in page
+    assert main([path, "-o", str(out)]) == 0  # without the published rows nothing needs marking
+    assert "(judge)" not in out.read_text()

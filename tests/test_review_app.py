@@ -225,3 +225,31 @@ def test_filters_and_flip(browser, servers, tmp_path):
     wait_saved(page)
     assert page.inner_text("#progress") == f"1 / {paths['candidates']} labelled"
     context.close()
+
+
+def test_a_note_goes_with_the_verdict_and_can_be_changed_later(browser, servers, tmp_path):
+    paths = fixture.build(tmp_path)
+    servers.append(Server(paths, rater="cy"))
+    context = new_context(browser)
+    page = open_page(context, servers[0].url, Traffic())
+    first = current(page)
+    page.keyboard.press("c")
+    page.keyboard.type("the logo is missing; pf")  # P and F typed into the note are text, not verdicts
+    page.keyboard.press("Escape")
+    assert current(page) == first and page.inner_text("#verdict") == ""
+    press(page, "f")
+    wait_saved(page)
+    labels_file = paths["labels"] / "cy.json"
+    entries = [e for by_alias in json.loads(labels_file.read_text())["judgements"].values()
+               for by_file in by_alias.values() for e in by_file.values()]
+    assert [(e["verdict"], e.get("note")) for e in entries] == [("FAIL", "the logo is missing; pf")]
+    assert page.input_value("#note") == ""  # the next item starts without a note
+
+    page.keyboard.press("ArrowLeft")
+    assert current(page) == first and page.input_value("#note") == "the logo is missing; pf"
+    page.fill("#note", "the logo is cut off")
+    page.keyboard.press("Escape")  # leaving the note sends the same verdict with the new note
+    wait_saved(page)
+    rater = labels.read_labels(labels_file, known_models=fixture.MODELS)
+    assert list(rater.notes.values()) == ["the logo is cut off"] and list(rater.verdicts.values()) == [False]
+    context.close()

@@ -5,4 +5,5 @@
     enrich.py     which intervals, sensitivity and baseline figures go into each results row
     gates.py      --gate: parse a gate and evaluate it against the results
     agreement.py  judge-versus-panel agreement and agreement between raters
+    calibration.py the judge's figures corrected with a random human sample, with their intervals
 """

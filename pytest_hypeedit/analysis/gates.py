@@ -3,10 +3,13 @@
 Pure: parse the option text, evaluate against the results dict (the results
 JSON contract), say per gate what was measured.  No I/O, no pytest.
 
-Syntax: ``[MODEL[@SPLIT]:]METRIC[.low|.high] OP THRESHOLD`` where OP is one of
+Syntax: ``[MODEL[@SPLIT]:][calibrated.]METRIC[.low|.high] OP THRESHOLD`` where OP is one of
 ``>= <= > <`` and THRESHOLD is a number (``0.6``), a percentage (``60%``), or
 ``baseline``, ``baseline-0.02``, ``baseline+2%`` (needs ``--baseline``).
 ``.low`` / ``.high`` gate on the bound of the 95% bootstrap interval.
+``calibrated.`` gates on the figure corrected with a human sample (``--calibrate``), and against a
+baseline on the baseline's calibrated figure (paired over the shared tasks when both carry their
+evidence); a row without calibrated figures fails such a gate and says why.
 
 Without MODEL a gate holds for every model of the run; without SPLIT it is
 checked on the ``combined`` row when the run has one, else on every split.
@@ -42,7 +45,7 @@ OPERATORS = {
     "<": lambda value, threshold: value < threshold,
 }
 BOUNDS = {"low": 0, "high": 1}
-_GATE = re.compile(r"^\s*(?:(?P<scope>[^:<>=]+):)?\s*(?P<metric>[a-z_0-9]+)(?:\.(?P<bound>low|high))?\s*(?P<op>>=|<=|>|<)\s*(?P<threshold>\S.*?)\s*$")
+_GATE = re.compile(r"^\s*(?:(?P<scope>[^:<>=]+):)?\s*(?P<calibrated>calibrated\.)?(?P<metric>[a-z_0-9]+)(?:\.(?P<bound>low|high))?\s*(?P<op>>=|<=|>|<)\s*(?P<threshold>\S.*?)\s*$")
 _THRESHOLD = re.compile(r"^(?P<number>[-+]?(?:\d+\.?\d*|\.\d+))(?P<percent>%?)$")
 _BASELINE = re.compile(r"^baseline\s*(?:(?P<sign>[-+])\s*(?P<offset>(?:\d+\.?\d*|\.\d+))(?P<percent>%?))?$")
 
@@ -57,10 +60,12 @@ class Gate:
     bound: str | None = None  # "low"/"high": gate on an interval bound
     model: str | None = None
     split: str | None = None
+    calibrated: bool = False  # the figure corrected with a human sample (row["calibrated"])
 
     @property
     def measured(self) -> str:
-        return f"{self.metric}.{self.bound}" if self.bound else self.metric
+        name = f"calibrated.{self.metric}" if self.calibrated else self.metric
+        return f"{name}.{self.bound}" if self.bound else name
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,8 @@ def parse_gate(text: str) -> Gate:
         raise _usage(text, f"unknown metric {metric!r}")
     model, split = _parse_scope(match["scope"], text)
     relative, threshold = _parse_threshold(match["threshold"], text, METRIC_KINDS[metric])
-    return Gate(text.strip(), metric, match["op"], threshold, relative, match["bound"], model, split)
+    return Gate(text.strip(), metric, match["op"], threshold, relative, match["bound"], model, split,
+                bool(match["calibrated"]))
 
 
 def parse_gates(texts: Iterable[str] | None) -> list[Gate]:
@@ -136,7 +142,8 @@ def parse_gates(texts: Iterable[str] | None) -> list[Gate]:
 def _usage(text: str, problem: str) -> ConfigError:
     return ConfigError(
         f"--gate {text!r}: {problem}. Allowed metrics: {', '.join(METRIC_KINDS)} "
-        f"(optionally .low/.high for an interval bound); operators: {' '.join(OPERATORS)}; "
+        f"(optionally .low/.high for an interval bound, and calibrated. before the metric for the figure "
+        f"corrected with a human sample); operators: {' '.join(OPERATORS)}; "
         "threshold: a number, a percentage (60%), or baseline[+-offset] with --baseline"
     )
 
@@ -214,10 +221,13 @@ def _missing(gate: Gate, rows: list[Mapping[str, Any]]) -> GateResult:
 
 
 def _check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons) -> GateResult:
-    value = _value(row, gate.metric, gate.bound)
+    value = _value(row, gate.metric, gate.bound, gate.calibrated)
     threshold, note = _threshold(gate, row, baseline_rows)
     holds = _finite(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
-    if value is None:
+    if value is None and gate.calibrated and not row.get("calibrated"):
+        note = _join(note, "this row has no calibrated figures: give the run a human sample with --calibrate "
+                           "labels:PATH (hypeedit-review --sample draws one)")
+    elif value is None:
         note = _join(note, f"{gate.measured} is not defined for this row")
     problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(row)
     if problems:
@@ -226,8 +236,11 @@ def _check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons) -> Ga
     return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(holds), note)
 
 
-def _value(row: Mapping[str, Any], metric: str, bound: str | None) -> float | None:
-    if bound is None:
+def _value(row: Mapping[str, Any], metric: str, bound: str | None, calibrated: bool = False) -> float | None:
+    if calibrated:
+        entry = (row.get("calibrated") or {}).get(metric) or {}
+        value = entry.get(bound or "value") if isinstance(entry, Mapping) else None
+    elif bound is None:
         value = row.get(metric)
     else:
         interval = (row.get("intervals") or {}).get(metric)
@@ -247,17 +260,18 @@ def _threshold(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
 def _baseline_value(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
     """The baseline's value of the metric: the paired one (same tasks) when the row carries it."""
     kind = METRIC_KINDS[gate.metric]
-    paired = (row.get("baseline") or {}).get(gate.metric) if gate.bound is None else None
+    comparison = row.get("calibrated_baseline") if gate.calibrated else row.get("baseline")
+    paired = (comparison or {}).get(gate.metric) if gate.bound is None else None
     if isinstance(paired, Mapping) and _finite(paired.get("baseline")):
         # Compare like with like: the current value on the shared tasks, not on all tasks.
         tasks = paired.get("tasks")
         note = f"baseline {format_value(paired['baseline'], kind)} on {tasks} shared tasks"
-        if _finite(paired.get("current")) and paired["current"] != row.get(gate.metric):
+        if _finite(paired.get("current")) and paired["current"] != _value(row, gate.metric, None, gate.calibrated):
             note += f" (current on those tasks {format_value(paired['current'], kind)})"
         return float(paired["baseline"]), note
     for old in baseline_rows or ():
         if old.get("model") == row.get("model") and old.get("split") == row.get("split"):
-            value = _value(old, gate.metric, gate.bound)
+            value = _value(old, gate.metric, gate.bound, gate.calibrated)
             return value, f"baseline {format_value(value, kind)}"
     return None, f"no baseline row for {row.get('model')} ({row.get('split')}); pass --baseline with a results JSON of that model"
 

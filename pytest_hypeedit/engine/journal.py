@@ -43,8 +43,9 @@ from typing import Any, Callable
 
 from .records import Record, now_iso
 
-#: What a pending entry was for.
-GENERATE, JUDGE = "generate", "judge"
+#: What a pending entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
+#: lost reply is possibly paid but buys nothing again: the next run just asks for the re-judgements missing).
+GENERATE, JUDGE, REJUDGE = "generate", "judge", "rejudge"
 #: ``--possibly-paid``: buy a possibly paid candidate again (saying so), or hold it as an error for review.
 REBUY, REVIEW = "rebuy", "review"
 POSSIBLY_PAID_CHOICES = (REBUY, REVIEW)
@@ -141,11 +142,11 @@ def mark_rebought(record: Record, call: str) -> int:
 
 
 def pending_call(record: Record) -> str | None:
-    """What the record's pending entry was for (GENERATE or JUDGE), None without one."""
+    """What the record's pending entry was for (GENERATE, JUDGE or REJUDGE), None without one."""
     pending = record.pending
     if not isinstance(pending, dict) or not pending:
         return None
-    return JUDGE if pending.get("call") == JUDGE else GENERATE
+    return pending.get("call") if pending.get("call") in (JUDGE, REJUDGE) else GENERATE
 
 
 def held_message(record: Record, call: str) -> str:

@@ -86,6 +86,8 @@ class Runner:
     #: --possibly-paid: a candidate whose paid call may have been paid without its reply arriving is bought
     #: again (REBUY) or held as an error for review (REVIEW)
     on_possibly_paid: str = REBUY
+    signals: bool = True  # pixel diagnostics beside each verdict (engine/signals.py), once per candidate
+    stability: dict = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
     _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
@@ -114,7 +116,7 @@ class Runner:
         with self.store.claim(*plan.record.key):
             plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
             self._look_on_disk(plan)
-            self._settle_abandoned(plan.record, plan.candidate)
+            self.settle_abandoned(plan.record, plan.candidate)
             self._settle_plan(plan)
             if plan.held:
                 self.store.write_record(plan.record)  # visible in the outputs as the error it is
@@ -149,7 +151,7 @@ class Runner:
                 if self.reusable_verdict(on_disk):
                     plan.record.judgements = on_disk.judgements
                 plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
-            self._settle_abandoned(plan.record, plan.candidate)
+            self.settle_abandoned(plan.record, plan.candidate)
             hold, plan.verdict_hold = plan.verdict_hold, None
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
                 self._settle(hold, 0.0)
@@ -158,6 +160,7 @@ class Runner:
             else:
                 self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         plan.needs_verdict = False
+        self._rejudge_for_stability(plan)
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
@@ -165,6 +168,7 @@ class Runner:
         hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is not None and not plan.held:
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+            self._rejudge_for_stability(plan)
         else:
             self._settle(hold, 0.0)
         return plan.record
@@ -240,7 +244,7 @@ class Runner:
             if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(record.pending.get("sent_at")):
                 record.pending = None
 
-    def _settle_abandoned(self, record: Record, candidate: Path | None) -> None:
+    def settle_abandoned(self, record: Record, candidate: Path | None) -> None:
         """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
         disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
         self._resolve_pending(record, candidate)
@@ -258,7 +262,7 @@ class Runner:
         plan.record.outcome, plan.record.error = ERROR, paid.held_message(plan.record, call)
         plan.record.extra[paid.HELD] = call
 
-    def _journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str,
+    def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str,
                       **fields) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
@@ -268,7 +272,7 @@ class Runner:
         with self._live_lock:
             self._live[record.key] = record
 
-    def _end_call(self, record: Record, exc: BaseException | None = None) -> dict | None:
+    def end_call(self, record: Record, exc: BaseException | None = None) -> dict | None:
         """The paid step is over: a call whose reply was lost (``reply_lost``) becomes possibly paid (the
         entry is returned); any other end means the provider answered (the record's next write clears it)."""
         with self._live_lock:
@@ -311,6 +315,7 @@ class Runner:
             # between the two writes, or the image came from elsewhere. It was paid for at the model's price.
             record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
+            record.signals = {}  # they were the old candidate's
 
     def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
@@ -348,15 +353,15 @@ class Runner:
         except BudgetExceeded as exc:
             return self._skip(record, str(exc))
         except Refusal as exc:
-            self._end_call(record)
+            self.end_call(record)
             self._settle(reservation, exc.cost or 0.0)
             return self._refused(record, spec, exc)
         except JobExpired:
-            self._end_call(record)
+            self.end_call(record)
             self._expired_job_paid(record, self._job_cost(record, worst), reservation)
             raise
         except (CallError, HypeEditError) as exc:
-            lost = self._end_call(record, exc)
+            lost = self.end_call(record, exc)
             # A job that was submitted is paid for even when its polls failed: it stays in the record
             # (journaled) and the next attempt resumes it.  A call whose reply was lost may be paid: its
             # worst case is committed, never released.
@@ -364,7 +369,7 @@ class Runner:
             if record.job and not journal.resumed:
                 record.cost = self._job_cost(record, worst)
             return self._failed(record, spec, exc, note=self._lost_note(lost))
-        self._end_call(record)
+        self.end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
@@ -374,7 +379,7 @@ class Runner:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
         has nothing to lose."""
         if price > 0:
-            self._journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id)
+            self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id)
 
     def _journal(self, record: Record, spec: ModelSpec) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
@@ -438,7 +443,7 @@ class Runner:
         if record.job:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
-        record.judgements, record.pending = {}, None
+        record.judgements, record.pending, record.signals = {}, None, {}
         self.store.write_record(record)  # the paid image is safe before the judge is asked
         return path
 
@@ -493,10 +498,13 @@ class Runner:
                          hold=None) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here)."""
         judge = self.judge
+        new_signals = self._signals(task, candidate, record)
         stored = self.reusable_verdict(record)
         if stored:
             self._settle(hold, 0.0)
             self._apply_verdict(record, stored, reused=True)
+            if new_signals:
+                self.store.write_record(record)  # stored once: the next run reads them
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
@@ -513,14 +521,14 @@ class Runner:
             self._skip(record, str(exc))  # the paid candidate stays on disk: a rerun with more budget judges it
             return
         except (CallError, HypeEditError) as exc:
-            lost = self._end_call(record, exc)
+            lost = self.end_call(record, exc)
             # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
             paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
             self._settle(reservation, paid_for)
             record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
             self.store.write_record(record)
             return
-        self._end_call(record)
+        self.end_call(record)
         self._settle(reservation, verdict.cost)
         entry = self._verdict_entry(verdict)
         if reason:
@@ -530,12 +538,14 @@ class Runner:
             # A free judge (human labels) asked again and saying the same: the record on disk is right as it
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
+            if new_signals:
+                self.store.write_record(record)
             return
         self._apply_verdict(record, entry, reused=False)
         self.store.write_record(record)
 
     def _journal_judge_call(self, record: Record, judge: Judge, request: JudgeRequest) -> None:
-        self._journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+        self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                            call_id=request.call_id, judge=judge.id)
 
     def _hold_verdict(self, plan: "Plan"):
@@ -553,6 +563,22 @@ class Runner:
             return None
         return self._reserve(self.judge.worst_case_cost(request),
                              f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}")
+
+    def _rejudge_for_stability(self, plan: "Plan") -> None:
+        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
+        if self.stability.get(plan.key):
+            from .stability import rejudge
+
+            rejudge(self, plan, self.stability[plan.key])
+
+    def _signals(self, task: Task, candidate: Path, record: Record) -> bool:
+        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate; True when new."""
+        if not self.signals or record.signals:
+            return False
+        from .signals import candidate_signals
+
+        record.signals = candidate_signals(task, candidate, self.references)
+        return bool(record.signals)
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict:

@@ -8,6 +8,7 @@
     session.py        the one session object on the controller: records in, results out
     ci.py             gates -> exit status, statistics into the results, junit properties
     agreement.py      ``--agreement``: the judge against a human panel
+    calibration.py    ``record.human`` from the run's labels, ``--calibrate``, the judge's stability lines
     ini.py            every option from the ini file
     rootdir_guard.py  pytest's rootdir trap
     stash.py          the keys of what the plugin keeps in ``config.stash``

@@ -62,7 +62,19 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
         rejudge=run.rejudge,
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
         on_possibly_paid=run.possibly_paid,
+        stability=stability_for(config, run),
     )
+
+
+def stability_for(config: pytest.Config, run: RunConfig) -> dict:
+    """--judge-stability N[xK]: which candidates are re-judged, the same in every process (seeded)."""
+    from ..engine.stability import parse_stability_option, stability_sample
+
+    wanted = parse_stability_option(config.getoption("hypeedit_judge_stability", default=None))
+    if wanted is None:
+        return {}
+    keys = [key for spec in run.models for key in candidate_keys(run, spec)]
+    return stability_sample(keys, *wanted, seed=config.getoption("hypeedit_bootstrap_seed", default=0) or 0)
 
 
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
@@ -265,4 +277,13 @@ def pending_verdicts(run: RunConfig, runner: Runner) -> bool:
             record = runner.store.read_record(*key)
             if record is None or not (refused(record) or runner.reusable_verdict(record)):
                 return True
+            if runner.stability.get(key) and _stability_missing(record, runner):
+                return True
     return False
+
+
+def _stability_missing(record, runner: Runner) -> bool:
+    from ..engine.stability import kept
+
+    entry = kept(record, runner.judge.id)
+    return record.outcome in ("pass", "fail") and (entry is None or len(entry["verdicts"]) < runner.stability[record.key])

@@ -2,6 +2,8 @@
 
 One file per rater in the upstream schema (labels.py); several raters are
 combined by majority, a tie counts as FAIL and is said so in the reasoning.
+Each vote keeps its rater's note (``votes[].note``), and the reasoning quotes
+the notes, so the FAIL line in the terminal says what the rater saw.
 A candidate that nobody labelled is an error naming the task, model and
 repeat, never a FAIL: the panel has not judged it yet.
 """
@@ -43,5 +45,21 @@ class LabelsJudge(Judge):
         summary = f"human panel: {passes} PASS / {len(verdict.votes) - passes} FAIL"
         if verdict.tie:
             summary += " (a tie counts as FAIL)"
-        votes = [{"judge": rater, "verdict": "PASS" if passed else "FAIL"} for rater, passed in verdict.votes]
-        return Verdict(passed=verdict.passed, reasoning=summary, judge=self.id, votes=votes, extra={"tie": verdict.tie})
+        votes = [{"judge": v["rater"], "verdict": v["verdict"], "note": v["note"]} for v in verdict.vote_entries()]
+        return Verdict(passed=verdict.passed, reasoning=summary + notes_text(votes), judge=self.id, votes=votes,
+                       extra={"tie": verdict.tie})
+
+
+#: How much of each note the one-line reasoning quotes (the whole note stays in the vote).
+NOTE_IN_REASONING = 160
+
+
+def notes_text(votes: list[dict]) -> str:
+    """The raters' notes for the reasoning (so a FAIL line in the terminal says why): ``; ann: "..."``."""
+    quoted = []
+    for vote in votes:
+        note = vote.get("note")
+        if note:
+            short = note if len(note) <= NOTE_IN_REASONING else note[: NOTE_IN_REASONING - 1] + "…"
+            quoted.append(f'{vote["judge"]} ({vote["verdict"]}): "{short}"')
+    return ("; " + "; ".join(quoted)) if quoted else ""

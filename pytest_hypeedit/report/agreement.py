@@ -62,6 +62,8 @@ class AgreementCheck:
             "between_raters": agreement.raters_summary(votes, len(self.panel.raters)),
             "even_votes": len(warnings),
             "warnings": _capped(warnings),
+            "signals": signals_by_cell(records, self.panel),
+            "notes": disagreement_notes(records, self.panel),
         }
 
 
@@ -79,6 +81,50 @@ def _pairs(records: list[Record], panel: Panel) -> tuple[list, int]:
     return pairs, judge_only
 
 
+CELLS = {(True, True): "both_pass", (True, False): "false_pass", (False, True): "false_fail", (False, False): "both_fail"}
+
+
+def signals_by_cell(records: list[Record], panel: Panel) -> dict:
+    """How the pixel diagnostics (record.signals) fall in each cell of judge against panel, e.g. how many of
+    the judge's PASS that people failed are unchanged copies of the reference."""
+    cells = {name: [] for name in CELLS.values()}
+    for record in records:
+        verdict = panel.verdict(record.task_id, record.model, record.repeat)
+        if record.outcome in (PASS, FAIL) and verdict is not None:
+            cells[CELLS[(record.outcome == PASS, verdict.passed)]].append(record.signals or {})
+    summary = {name: _signal_counts(found) for name, found in cells.items()}
+    summary["disagreements"] = len(cells["false_pass"]) + len(cells["false_fail"])
+    summary["judge_pass_unchanged"] = summary["false_pass"]["unchanged"]
+    return summary
+
+
+def _signal_counts(found: list[dict]) -> dict:
+    measured = [s for s in found if s]
+    ssim = [s["ssim"] for s in measured if isinstance(s.get("ssim"), (int, float))]
+    delta_e = [s["delta_e"] for s in measured if isinstance(s.get("delta_e"), (int, float))]
+    return {"n": len(found), "measured": len(measured),
+            "unchanged": sum(1 for s in measured if s.get("unchanged") is True),
+            "size_mismatch": sum(1 for s in measured if s.get("size_match") is False),
+            "aspect_mismatch": sum(1 for s in measured if s.get("aspect_match") is False),
+            "ssim_mean": sum(ssim) / len(ssim) if ssim else None,
+            "delta_e_mean": sum(delta_e) / len(delta_e) if delta_e else None}
+
+
+def disagreement_notes(records: list[Record], panel: Panel, limit: int = MAX_WARNINGS) -> list[dict]:
+    """The candidates where judge and panel disagree and a rater left a note: what people saw that the judge
+    did not (or the reverse), for the terminal and the report."""
+    found = []
+    for record in sorted(records, key=lambda r: r.key):
+        verdict = panel.verdict(record.task_id, record.model, record.repeat)
+        if record.outcome not in (PASS, FAIL) or verdict is None or (record.outcome == PASS) == verdict.passed:
+            continue
+        notes = [v for v in verdict.vote_entries() if v["note"]]
+        if notes:
+            found.append({"split": record.split, "model": record.model, "task_id": record.task_id,
+                          "repeat": record.repeat, "judge": record.outcome.upper(), "votes": notes})
+    return found[:limit]
+
+
 def _capped(warnings: list[str]) -> list[str]:
     if len(warnings) <= MAX_WARNINGS:
         return warnings
@@ -93,4 +139,23 @@ def terminal_lines(results: dict) -> list[str]:
     counts = ", ".join(f"{name} {c['labelled']} ({c['PASS']} PASS)" for name, c in report["panel"]["rater_counts"].items())
     lines.insert(1, f"compared {report['compared']} candidates; {report['judged_not_labelled']} judged but not "
                     f"labelled by the panel; raters: {counts}")
+    return lines + signal_lines(report) + note_lines(report)
+
+
+def signal_lines(report: dict) -> list[str]:
+    cells = report.get("signals") or {}
+    parts = []
+    for name, title in (("false_pass", "judge PASS / panel FAIL"), ("false_fail", "judge FAIL / panel PASS")):
+        cell = cells.get(name)
+        if cell and cell["measured"]:
+            parts.append(f"{title} {cell['n']} ({cell['unchanged']} unchanged, {cell['size_mismatch']} wrong size)")
+    return [f"signals among disagreements: {'; '.join(parts)}"] if parts else []
+
+
+def note_lines(report: dict) -> list[str]:
+    lines = []
+    for entry in report.get("notes") or []:
+        said = "; ".join(f'{v["rater"]} ({v["verdict"]}): "{v["note"]}"' for v in entry["votes"])
+        lines.append(f"judge {entry['judge']}, panel disagrees: {entry['task_id']} {entry['model']} "
+                     f"r{entry['repeat']:03d}: {said}")
     return lines

@@ -57,6 +57,10 @@ def index_html(merged: Mapping[str, Any], links: Mapping[str, list[str]], publis
     for split in section_order(rows, published):
         theirs = published.rows_of(split) if published else []
         ours = [r for r in rows if r.get("split") == split]
+        if published:  # beside the published (human) figures, a run's own say whose they are
+            from .published import beside_published
+
+            ours = beside_published(ours)
         parts += [f"<h2>{escape(split.capitalize())}</h2>", _table(by_pass_rate([*ours, *theirs]), links)]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -87,7 +91,8 @@ def _row(row: Mapping[str, Any], links: Mapping[str, list[str]]) -> str:
     else:
         pages = links.get(model) or []
         reports = " ".join(f'<a href="{escape(url)}">{"report" if len(pages) == 1 else escape(url)}</a>' for url in pages)
-        name, css = escape(model) + (f" ({reports})" if reports else ""), ""
+        figures = f" ({escape(str(row['figures']))})" if row.get("figures") else ""
+        name, css = escape(model) + figures + (f" ({reports})" if reports else ""), ""
     cells = "".join(f"<td>{escape(format_metric(row.get(key), kind))}</td>" for key, _, kind in COLUMNS)
     return f"<tr{css}><td>{name}</td>{cells}</tr>"
 

@@ -89,8 +89,11 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
     theirs = published.settings
     notes = [
         f"- Rows marked (published) are the paper's figures as published in {published.citation()}: "
-        f"{theirs['repeats']} images per task, review cost ${theirs['review_cost']:.4f}, its own judge. "
+        f"{theirs['repeats']} images per task, review cost ${theirs['review_cost']:.4f}, human majority labels. "
         "Compare a run with them on the same tasks only (the paper's private split is not public).",
+        "- Rows marked (judge) are a run's automatic judge's figures, not people's: the paper's judge agreed with "
+        "its raters on about 80% of candidates. Rows marked (calibrated) are the judge's figures corrected with a "
+        "random human sample (pytest --calibrate), the ones to compare with the published rows.",
     ]
     cap, review = settings.get("retry_cap"), settings.get("review_cost")
     if cap is not None and cap != theirs["retry_cap"] or review is not None and abs(review - theirs["review_cost"]) > 5e-5:
@@ -110,7 +113,8 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     scope = [_scope_line(rows, results)] if rows else []
     if theirs:
         scope.append(f"Published: {_scope_line(theirs, {'settings': published.settings})}")
-    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*rows, *theirs]), _metric_cells)]
+    ours = _beside_published(rows) if published else rows
+    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), _metric_cells)]
     if any(r.get("intervals") for r in rows):
         lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
     notes = [_row_note(r) for r in rows if _row_note(r)]
@@ -136,7 +140,15 @@ def _table(rows: list[Mapping[str, Any]], cells) -> str:
 
 
 def _model_cell(row: Mapping[str, Any]) -> str:
-    return _cell(row.get("model")) + (" (published)" if row.get("published") else "")
+    if row.get("published"):
+        return _cell(row.get("model")) + " (published)"
+    return _cell(row.get("model")) + (f" ({row['figures']})" if row.get("figures") else "")
+
+
+def _beside_published(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    from .published import beside_published
+
+    return beside_published(rows)
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:

@@ -5,6 +5,8 @@ with their rounding) in ``published.yaml`` beside this module, with the
 repository, commit and file they come from; ``published_rows`` turns them into
 rows shaped like a results JSON's (fractions in [0, 1]) so the leaderboard
 formats them with its one formatter and they read exactly as published.
+``beside_published`` marks a run's own rows "judge" (or "calibrated") for the
+tables that set them beside the published ones.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import yaml
 
@@ -68,3 +70,18 @@ def _row(entry: Mapping[str, Any], index: int, units, tasks, settings, path: Pat
             raise InputError(f"{where}: {key} must be a number as published, got {value!r}")
         row[key] = value * UNIT_SCALE[units[key]]
     return row
+
+
+def beside_published(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A run's rows as they stand beside the published (human) ones: each judge-only row marked ``figures:
+    "judge"``, and a row calibrated with a human sample first as its calibrated figures (``"calibrated"``),
+    then its judge figures.  The published figures are human majority labels: a judge's figures beside them
+    must say they are the judge's."""
+    shown: list[dict[str, Any]] = []
+    for row in rows:
+        calibrated = row.get("calibrated")
+        if isinstance(calibrated, Mapping) and calibrated:
+            values = {key: (calibrated.get(key) or {}).get("value") for key in METRICS}
+            shown.append({**row, **values, "figures": "calibrated"})
+        shown.append({**row, "figures": "judge"})
+    return shown

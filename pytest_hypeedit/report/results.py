@@ -17,6 +17,7 @@ from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, usd
+from ..engine.stability import stability_cost, stability_of
 
 
 def build_results(
@@ -44,7 +45,25 @@ def _row(spec, split: str, records: list[Record], settings: MetricSettings, pool
     row.update(compute_metrics(tallies, spec.price, settings))
     row["by_task_type"] = metrics_by_task_type(tallies, spec.price, settings)
     row["complete"] = counts["errors"] == 0 and counts["skipped"] == 0
+    row["signals_summary"] = signals_summary(records)
+    stability = stability_of(records)
+    if stability is not None:
+        row["judge_stability"] = stability
     return row
+
+
+def signals_summary(records: list[Record]) -> dict:
+    """What the pixel diagnostics say about a row (engine/signals.py): counts, and means where measured."""
+    measured = [r for r in records if r.signals]
+    ssim = [r.signals["ssim"] for r in measured if isinstance(r.signals.get("ssim"), (int, float))]
+    delta_e = [r.signals["delta_e"] for r in measured if isinstance(r.signals.get("delta_e"), (int, float))]
+    return {
+        "size_mismatch": sum(1 for r in measured if r.signals.get("size_match") is False),
+        "unchanged": sum(1 for r in measured if r.signals.get("unchanged") is True),
+        "unchanged_pass": sum(1 for r in measured if r.signals.get("unchanged") is True and r.outcome == PASS),
+        "ssim_mean": sum(ssim) / len(ssim) if ssim else None,
+        "delta_e_mean": sum(delta_e) / len(delta_e) if delta_e else None,
+    }
 
 
 def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[TaskTally]:
@@ -58,7 +77,7 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 
 def _counts(records: list[Record]) -> dict:
-    spent = sum(r.spent for r in records)
+    spent = sum(r.spent + stability_cost(r) for r in records)  # re-judgements (--judge-stability) are judge spend
     # this run's generations and verdicts (an expired job may have been paid by an earlier run: not counted here)
     this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else usd(r.cost))
                    + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
@@ -95,6 +114,7 @@ def _spent_breakdown(records: list[Record]) -> dict:
     for record in records:
         for part, value in record.spent_breakdown.items():
             totals[part] += value
+        totals["judge"] += stability_cost(record)  # re-judgements (--judge-stability) are the judge's calls
     return {part: round(value, 6) for part, value in totals.items()}
 
 

@@ -1,4 +1,7 @@
-"""The terminal summary: a RESULTS.md-like table plus what was judged, refused, errored and spent."""
+"""The terminal summary: a RESULTS.md-like table plus what was judged, refused, errored and spent.
+
+With a human sample (``--calibrate``) a row shows its calibrated figures first, marked "calibrated", and the
+judge's own on the line below, marked "judge"."""
 
 from __future__ import annotations
 
@@ -11,6 +14,9 @@ def summary_lines(results: dict) -> list[str]:
     rows = results["rows"]
     headers = ["Model", "Split"] + [title for _, title, _ in COLUMNS] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
     body = [_cells(row) for row in _ordered(rows)]
+    if any(row.get("calibrated") for row in rows):
+        headers.insert(2, "Figures")
+        body = [line for row in _ordered(rows) for line in _calibrated_first(row)]
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
     lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
     lines += [_join(cells, widths) for cells in body]
@@ -56,6 +62,20 @@ def _cells(row: dict) -> list[str]:
     metrics = [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
     counts = [f"{row[key]}/{row['candidates']}" if key == "judged" else str(row[key]) for _, key in COUNT_COLUMNS]
     return [row["model"], row["split"], *metrics, *counts, f"${row['spent']:.2f}"]
+
+
+def _calibrated_first(row: dict) -> list[list[str]]:
+    """A calibrated row's corrected figures first, marked "calibrated", then the judge's own on a line of
+    their own marked "judge"; a row without a human sample shows its judge figures, marked so."""
+    judge = _cells(row)
+    judge.insert(2, "judge")
+    calibrated = row.get("calibrated")
+    if not calibrated:
+        return [judge]
+    first = _cells({**row, **{key: (calibrated.get(key) or {}).get("value") for key, _, _ in COLUMNS}})
+    first.insert(2, "calibrated")
+    metrics_end = 3 + len(COLUMNS)
+    return [first, ["", "", "judge", *judge[3:metrics_end]] + [""] * (len(judge) - metrics_end)]
 
 
 def _join(cells: list[str], widths: list[int]) -> str:

@@ -1,7 +1,8 @@
-"""hypeedit-review: label candidates PASS/FAIL in the browser, blind to the model.
+"""hypeedit-review: label candidates PASS/FAIL in the browser, blind to the model and to the judge.
 
     hypeedit-review --outputs OUT --rater ann [--tasks PATH] [--images-base DIR|URL]
-                    [--labels DIR|FILE] [--seed N] [--host 127.0.0.1] [--port 8765]
+                    [--labels DIR|FILE] [--seed N] [--sample N|P% [--sample-seed S]]
+                    [--host 127.0.0.1] [--port 8765]
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--images-base", help="folder or URL holding <task_id>/<image> (default: the split's own)")
     parser.add_argument("--labels", type=Path, help="labels folder or .json file (default: <outputs>/../judgements/<split>/<rater>.json)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the aliases and the order (default 0)")
+    parser.add_argument("--sample", metavar="N|P%",
+                        help="review a random sample of the judged candidates (a verdict in their record) for "
+                             "calibration (pytest --calibrate): N of them, or P%% of them, stratified by model; its "
+                             "design goes beside the labels (sample-design.json), and every rater of that folder "
+                             "then reviews the same sample")
+    parser.add_argument("--sample-seed", type=int, default=0, metavar="S",
+                        help="seed of the sample (default 0); the same outputs, size and seed draw the same sample")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT}; 0 = any free port). Restart on the same port so the "
@@ -82,15 +90,30 @@ def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
     from .server import ImageTable, ReviewApp
     from .store import LabelsStore
 
+    from .sampling import restrict_to_sample
+
     doc = labels.load_document(path) if path.exists() else None
     catalog = build_catalog(args.outputs, split.name, split.tasks, seed=args.seed, rater=args.rater,
                             existing_aliases=doc["models"] if doc else None)
+    catalog, design = restrict_to_sample(catalog, args, path.parent)
     warnings = list(catalog.warnings)
     shown = {c.task_id for c in catalog.candidates}
     refs = reference_paths([t for t in split.tasks if t.task_id in shown], images_base, cache_dir(args), warnings)
+    meta = {"sample_design": design.path.name, "sample_seed": design.seed} if design else {}
     store = LabelsStore.open(path, catalog, doc, dataset=split.name, rater=args.rater,
-                             outputs_dir=str(args.outputs.resolve()), seed=args.seed)
-    return ReviewApp(catalog, store, ImageTable(catalog, refs), args.rater), warnings
+                             outputs_dir=str(args.outputs.resolve()), seed=args.seed, **meta)
+    roots = allowed_roots(args, split.name, images_base)
+    return ReviewApp(catalog, store, ImageTable(catalog, refs, roots), args.rater), warnings
+
+
+def allowed_roots(args: argparse.Namespace, split: str, images_base: str) -> dict[str, list[Path]]:
+    """The folders the app may serve images from, resolved: a file (or a link) that leads elsewhere is not served."""
+    from ..tasks import is_url
+
+    references = [cache_dir(args).resolve()]
+    if not is_url(images_base):
+        references.append(Path(images_base).resolve())
+    return {"candidate": [(args.outputs / split).resolve()], "reference": references}
 
 
 def lock_labels_file(path: Path):

@@ -3,7 +3,12 @@
 Nothing is ever served from a path taken from the URL.  The routes are an
 exact-match table (three static files, two JSON endpoints) plus
 ``/img/<id>``, where ``<id>`` is looked up in a table built at start-up from
-the scanned outputs and the tasks' reference images.  Every image is decoded
+the scanned outputs and the tasks' reference images.  A file is served only
+while its real path (links followed) lies inside the folder it was found in
+(the split's outputs for a candidate; the images folder or the cache for a
+reference), checked at start-up and again on every request: a file swapped
+for a symbolic link to elsewhere after the start is refused like one that
+was a link from the beginning.  Every image is decoded
 and re-encoded as PNG without metadata, so neither the file format nor any
 embedded metadata (software tags, C2PA manifests) can tell the rater which
 model made it.  Requests whose Host is not the address the server listens on
@@ -38,32 +43,58 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-class ImageTable:
-    """Opaque image id -> file, with a small cache of re-encoded PNGs."""
+def inside(path: Path, roots: list[Path]) -> Path | None:
+    """The real path of ``path`` (every link followed) when it lies inside one of ``roots``, else None."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, or a loop of links
+        return None
+    return real if any(real.is_relative_to(root) for root in roots) else None
 
-    def __init__(self, catalog: Catalog, reference_paths: dict[str, list[Path]], cache_size: int = 48):
+
+class ImageTable:
+    """Opaque image id -> file, with a small cache of re-encoded PNGs.
+
+    ``roots`` maps "candidate" and "reference" to the folders each may be served from (resolved); None: the
+    folders are not known (tests that build a table by hand), every file given is allowed."""
+
+    def __init__(self, catalog: Catalog, reference_paths: dict[str, list[Path]],
+                 roots: dict[str, list[Path]] | None = None, cache_size: int = 48):
         self.paths: dict[str, Path] = {}
+        self.roots: dict[str, list[Path]] = {}
         self.candidate_image: dict[str, str] = {}
         self.reference_images: dict[str, list[str]] = {}
+        self._allowed = roots
         for candidate in catalog.candidates:
             self.candidate_image[candidate.item_id] = self._add(candidate.path, "candidate", candidate.item_id)
         for task_id, paths in reference_paths.items():
-            self.reference_images[task_id] = [self._add(p, "reference", task_id, p.name) for p in paths]
+            found = [self._add(p, "reference", task_id, p.name) for p in paths]
+            self.reference_images[task_id] = [image_id for image_id in found if image_id is not None]
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
 
-    def _add(self, path: Path, *parts: str) -> str:
-        image_id = opaque_id(*parts)
-        self.paths[image_id] = path
+    def _add(self, path: Path, kind: str, *parts: str) -> str | None:
+        image_id = opaque_id(kind, *parts)
+        roots = [path.parent.resolve()] if self._allowed is None else self._allowed[kind]
+        if inside(path, roots) is None:
+            return None  # a link that leads out of its folder: never listed, never served
+        self.paths[image_id], self.roots[image_id] = path, roots
         return image_id
 
+    def servable(self, image_id: str) -> bool:
+        """A known image whose file still lies inside its folder (checked on every request)."""
+        return image_id in self.paths and inside(self.paths[image_id], self.roots[image_id]) is not None
+
     def png(self, image_id: str) -> bytes | None:
+        real = inside(self.paths[image_id], self.roots[image_id])  # again now: the file may have been swapped
+        if real is None:
+            return None
         with self._lock:
             if image_id in self._cache:
                 self._cache.move_to_end(image_id)
                 return self._cache[image_id]
-        data = _reencode_png(self.paths[image_id])
+        data = _reencode_png(real)
         with self._lock:
             self._cache[image_id] = data
             while len(self._cache) > self._cache_size:
@@ -109,9 +140,10 @@ class ReviewApp:
 
     def _item(self, candidate) -> dict:
         entry = self.store.verdict_of(candidate) or {}
+        # The rater's own verdict and note only: never the model, the judge's verdict or its reasoning.
         return {"id": candidate.item_id, "alias": candidate.alias, "task": candidate.task_id,
-                "repeat": candidate.repeat, "image": self.images.candidate_image[candidate.item_id],
-                "verdict": entry.get("verdict"), "ms": entry.get("ms")}
+                "repeat": candidate.repeat, "image": self.images.candidate_image.get(candidate.item_id),
+                "verdict": entry.get("verdict"), "ms": entry.get("ms"), "note": entry.get("note")}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -131,7 +163,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/state":
             return self._json(HTTPStatus.OK, self.app.state())
         match = IMAGE_ROUTE.match(path)
-        if match and match.group(1) in self.app.images.paths:
+        if match and self.app.images.servable(match.group(1)):
             return self._image(match.group(1))
         self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 

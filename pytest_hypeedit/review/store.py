@@ -4,7 +4,9 @@ Every batch of verdicts from the browser is applied under a lock and written
 atomically (temp file, fsync, rename) before the browser gets its
 acknowledgement, so an acknowledged verdict is on disk.  The browser keeps
 each verdict in localStorage until acknowledged and resends it after a crash
-of either side; applying a verdict twice is harmless.
+of either side; applying a verdict twice is harmless.  A verdict may carry the
+rater's note (``note``), kept on the verdict entry of the upstream schema; a
+note changed later is sent as the same verdict again with the new note.
 """
 
 from __future__ import annotations
@@ -67,13 +69,17 @@ class LabelsStore:
         if not isinstance(op, dict) or not isinstance(op.get("op"), str):
             return "an op is an object with an 'op' id"
         candidate = self._by_id.get(op.get("item"))
-        verdict, ms = op.get("verdict"), op.get("ms")
+        verdict, ms, note = op.get("verdict"), op.get("ms"), op.get("note")
         if candidate is None:
             return "unknown item"
         if verdict not in ("PASS", "FAIL", None):
             return "verdict must be PASS, FAIL or null (undo)"
         if verdict is not None and (isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= MAX_MS):
             return "ms must be a whole number of milliseconds"
+        if note is not None and (not isinstance(note, str) or len(note) > labels.MAX_NOTE):
+            return f"note must be text of at most {labels.MAX_NOTE} characters, or null"
         extra = {} if verdict is None else {"ms": ms}
+        if verdict is not None and note and labels.clean_note(note):
+            extra["note"] = labels.clean_note(note)  # an extra field of the verdict entry: upstream ignores it
         labels.set_verdict(self.doc, candidate.task_id, candidate.alias, candidate.file_name, verdict, **extra)
         return None

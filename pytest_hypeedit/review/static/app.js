@@ -13,6 +13,7 @@ const byId = new Map();
 let current = null;           // id of the item on screen
 let flipped = false, flipRef = 0;
 let queue = [], undoStack = [];
+const drafts = new Map();     // item id -> a note typed before its verdict (it goes with the verdict)
 let inflight = false, retryTimer = null, backoff = 500, lastError = null;
 let timerStart = performance.now(), hiddenMs = 0, hiddenSince = null;
 
@@ -48,7 +49,8 @@ async function start() {
   items.forEach((it) => byId.set(it.id, it));
   queue = load("queue", []).filter((op) => byId.has(op.item));
   undoStack = load("undo", []).filter((u) => byId.has(u.item));
-  queue.forEach((op) => { const it = byId.get(op.item); it.verdict = op.verdict; it.ms = op.ms; });
+  queue.forEach((op) => { const it = byId.get(op.item); it.verdict = op.verdict; it.ms = op.ms; it.note = op.note ?? null; });
+  $("note").addEventListener("change", noteChanged);
   setupFilters();
   current = firstUnlabelled(view(false)) ?? (view(false)[0] || {}).id ?? null;
   resetTimer();
@@ -115,9 +117,10 @@ function show(id) {
 function judge(verdict) {
   const it = byId.get(current);
   if (!it) return;
-  undoStack.push({ item: it.id, verdict: it.verdict ?? null, ms: it.ms ?? null });
+  undoStack.push({ item: it.id, verdict: it.verdict ?? null, ms: it.ms ?? null, note: it.note ?? null });
   save("undo", undoStack.slice(-200));
-  setVerdict(it, verdict, elapsedMs());
+  setVerdict(it, verdict, elapsedMs(), noteText());
+  drafts.delete(it.id);
   const next = nextUnlabelledAfter(it.id);
   $("done").hidden = next !== null;
   if (next !== null) show(next); else render();
@@ -127,15 +130,16 @@ function undo() {
   const last = undoStack.pop();
   save("undo", undoStack);
   if (!last) return;
-  setVerdict(byId.get(last.item), last.verdict, last.ms ?? 0);
+  setVerdict(byId.get(last.item), last.verdict, last.ms ?? 0, last.note ?? null);
   $("done").hidden = true;
   show(last.item);
 }
 
-function setVerdict(it, verdict, ms) {
+function setVerdict(it, verdict, ms, note) {
   it.verdict = verdict;
   it.ms = verdict == null ? null : ms;
-  queue.push({ op: newOpId(), item: it.id, verdict, ms: it.ms });
+  it.note = verdict == null ? null : note;
+  queue.push({ op: newOpId(), item: it.id, verdict, ms: it.ms, note: it.note });
   save("queue", queue);   // in the browser's storage before it goes on the wire
   flush();
 }
@@ -168,6 +172,17 @@ async function flush() {
 }
 window.addEventListener("online", flush);
 
+// ------------------------------------------------------------------ notes
+function noteText() { const text = $("note").value.trim(); return text ? text : null; }
+
+// A note edited after the verdict: the same verdict is sent again with the new note.
+function noteChanged() {
+  const it = byId.get(current);
+  if (!it) return;
+  if (it.verdict == null) { drafts.set(it.id, $("note").value); return; }
+  if ((it.note ?? null) !== noteText()) setVerdict(it, it.verdict, it.ms ?? 0, noteText());
+}
+
 function showStatus() {
   const el = $("save-status");
   document.body.dataset.pending = String(queue.length);
@@ -191,6 +206,7 @@ function render() {
   $("instruction").textContent = task.instruction;
   drawRefs(task);
   drawStage(it, task);
+  if (document.activeElement !== $("note")) $("note").value = it.note ?? drafts.get(it.id) ?? "";
   $("verdict").textContent = it.verdict ?? "";
   $("verdict").className = it.verdict ?? "";
   preload(v[(v.findIndex((x) => x.id === current) + 1) % v.length]);
@@ -240,6 +256,8 @@ const KEYS = {
 };
 document.addEventListener("keydown", (e) => {
   if (!S || e.ctrlKey || e.metaKey || e.altKey) return;
+  if (e.target === $("note")) { if (e.key === "Escape") $("note").blur(); return; }  // typing a note
+  if (e.key === "c" || e.key === "C") { e.preventDefault(); $("note").focus(); return; }
   if (e.target instanceof HTMLSelectElement && e.key.startsWith("Arrow")) return;
   const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
   if (/^[1-9]$/.test(k)) {

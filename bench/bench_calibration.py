@@ -1,0 +1,82 @@
+"""How many human labels buy how much interval width: calibrated 95% intervals against the human sample's size.
+
+    python bench/bench_calibration.py [--runs 20] [--resamples 400] [--sizes 25,50,100,200,500]
+
+Simulated runs of tests/calibration_sim.py (50 tasks x 10 repeats per model, task rates spread like the
+published table, a judge whose error differs by model).  For each sample size (labels per model, of its 500
+candidates) prints the median width of the 95% interval of pass rate, Pass@4 and effective cost: judge only (the
+task bootstrap, blind to the judge's error), the human sample alone, and calibrated; then the mean bias of the
+judge's figures and of the calibrated ones against the population truth.  Also the CPU time of one row's
+calibration (both estimates, all replicates).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from calibration_sim import COST, MODELS, population_truth, simulated_run  # noqa: E402
+
+from pytest_hypeedit.analysis.calibration import calibrate  # noqa: E402
+from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json  # noqa: E402
+from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally  # noqa: E402
+
+KEYS = (("pass_rate", "pass rate", 100, "pts"), ("pass_at_4", "Pass@4", 100, "pts"),
+        ("effective_cost", "effective cost", 1, "USD"))
+
+
+def judge_interval_widths(evidence, resamples: int) -> dict[str, float]:
+    """The judge-only intervals of today's table, from the same run's judge verdicts."""
+    tallies = [TaskTally(t.task_id, t.judge_pass + t.confusion[0] + t.confusion[2], t.judged, t.first in (1, 3))
+               for t in evidence]
+    found = intervals_json(tallies, COST, AnalysisSettings(MetricSettings(), bootstrap=resamples))
+    return {key: found[key][1] - found[key][0] for key, *_ in KEYS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--resamples", type=int, default=400)
+    parser.add_argument("--sizes", default="25,50,100,200,500")
+    args = parser.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",")]
+    rng = np.random.default_rng(7)
+    truths = {m.name: population_truth(m) for m in MODELS}
+    print(f"{args.runs} runs x {len(MODELS)} models per size, {args.resamples} bootstrap replicates; widths are "
+          "medians of the 95% intervals (pass rate, Pass@4 in points; effective cost in USD)")
+    print(f"{'labels/model':>12} {'share':>6} | " + " | ".join(f"{title:^26}" for _, title, _, _ in KEYS))
+    print(f"{'':>12} {'':>6} | " + " | ".join(f"{'judge':>8}{'human':>9}{'calib.':>9}" for _ in KEYS))
+    cpu = []
+    for size in sizes:
+        widths = {(key, kind): [] for key, *_ in KEYS for kind in ("judge", "human", "calibrated")}
+        for run in range(args.runs):
+            for model in MODELS:
+                evidence, judge, people = simulated_run(model, size, rng)
+                started = time.process_time()
+                result = calibrate(evidence, COST, n_resamples=args.resamples, seed=run)
+                cpu.append(time.process_time() - started)
+                judged = judge_interval_widths(evidence, args.resamples)
+                for key, *_ in KEYS:
+                    widths[(key, "judge")].append(judged[key])
+                    for kind, figures in (("human", result.human_sample), ("calibrated", result.calibrated)):
+                        entry = figures[key]
+                        if entry["low"] is not None:
+                            widths[(key, kind)].append(entry["high"] - entry["low"])
+        cells = ["".join(f"{scale * statistics.median(widths[(key, kind)]):{8 if kind == 'judge' else 9}.2f}"
+                         for kind in ("judge", "human", "calibrated")) for key, _, scale, _ in KEYS]
+        print(f"{size:>12} {size / 500:>6.0%} | " + " | ".join(f"{c:>26}" for c in cells))
+    print(f"CPU per row (calibrated and human-sample figures, {args.resamples} replicates): median "
+          f"{statistics.median(cpu):.2f} s, max {max(cpu):.2f} s")
+    print("population truth: " + "; ".join(
+        f"{m.name} pass rate {truths[m.name]['pass_rate']:.3f}, Pass@4 {truths[m.name]['pass_at_4']:.3f}, "
+        f"effective cost ${truths[m.name]['effective_cost']:.2f}" for m in MODELS))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Pixel diagnostics beside a verdict: what a candidate did, measured cheaply and deterministically.
+
+Never a verdict: they say where to look ("judged PASS but unchanged", "the wrong size"), the judge and people
+decide.  Stored once in the record (``signals``), computed where the candidate is judged; a rerun that finds
+them does not compute them again.  numpy and Pillow only.
+
+    width, height   the candidate's size, from its header
+    size_match      exactly the task's target width x height
+    aspect_match    its aspect ratio within 2% of the target's
+    ssim            structural similarity of the luminance of the first reference image and the candidate
+                    (Wang, Bovik, Sheikh & Simoncelli 2004, as scikit-image computes it by default: 7 x 7 uniform
+                    windows, K1 = 0.01, K2 = 0.03, sample covariances), both at a common size: the reference's
+                    aspect ratio, COMMON_SIDE pixels on the long side
+    delta_e         mean CIE76 colour difference Delta E*ab between them at that size (sRGB, D65 white, CIE Lab)
+    unchanged       (near-)identical to the reference: ssim >= UNCHANGED_SSIM and delta_e <= UNCHANGED_DELTA_E
+                    (a Delta E of 2.3 is about one just noticeable difference: Sharma 2003)
+
+Cost: the candidate is decoded once more (the provider's adapter decoded it to check it, and keeps nothing; a
+JPEG is decoded at a reduced scale, which its format allows); the reference is reduced once and kept, in memory
+and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
+tasks' real sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..files import atomic_write_bytes
+
+COMMON_SIDE = 256
+ASPECT_TOLERANCE = 0.02
+UNCHANGED_SSIM, UNCHANGED_DELTA_E = 0.98, 2.0
+SIGNAL_KEYS = ("width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e")
+_WINDOW = 7
+_K1, _K2, _RANGE = 0.01, 0.03, 255.0
+
+
+def compute_signals(candidate: Path, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:
+    """The signals of one candidate (see the module docstring); pixel comparisons None when they cannot be made."""
+    from PIL import Image
+
+    with Image.open(candidate) as image:
+        width, height = image.size
+        signals: dict[str, Any] = {"width": width, "height": height, "size_match": (width, height) == tuple(target),
+                                   "aspect_match": aspect_matches((width, height), target),
+                                   "unchanged": False, "ssim": None, "delta_e": None}
+        if reference is None:
+            return signals
+        small = REFERENCES.get(reference)
+        ours = _reduced(image, small.rgb.shape[1::-1])
+    signals["ssim"] = round(ssim(small.luma, luminance(ours)), 4)
+    signals["delta_e"] = round(float(np.sqrt(((small.lab - lab(ours)) ** 2).sum(axis=-1)).mean()), 3)
+    signals["unchanged"] = signals["ssim"] >= UNCHANGED_SSIM and signals["delta_e"] <= UNCHANGED_DELTA_E
+    return signals
+
+
+def aspect_matches(size: tuple[int, int], target: tuple[int, int]) -> bool:
+    return abs(math.log((size[0] / size[1]) / (target[0] / target[1]))) <= math.log1p(ASPECT_TOLERANCE)
+
+
+def common_size(width: int, height: int) -> tuple[int, int]:
+    scale = COMMON_SIDE / max(width, height)
+    return max(8, round(width * scale)), max(8, round(height * scale))
+
+
+def _reduced(image, size: tuple[int, int]) -> np.ndarray:
+    """The image as RGB (alpha flattened on white) at ``size``: (height, width, 3) uint8."""
+    from PIL import Image
+
+    if image.format == "JPEG":
+        image.draft("RGB", (size[0] * 2, size[1] * 2))  # decode at 1/2 .. 1/8 scale: the DCT allows it
+    factor = max(1, min(image.size[0] // (size[0] * 2), image.size[1] // (size[1] * 2)))
+    small = image.reduce(factor) if factor > 1 else image
+    if small.mode in ("RGBA", "LA", "PA") or "transparency" in small.info:
+        rgba = small.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        small = flat
+    return np.asarray(small.convert("RGB").resize(size, Image.Resampling.BOX), dtype=np.uint8)
+
+
+@dataclass(frozen=True)
+class SmallReference:
+    """A reference image at the common size, with what every comparison needs of it computed once."""
+
+    rgb: np.ndarray
+    luma: np.ndarray
+    lab: np.ndarray
+
+    @classmethod
+    def of(cls, rgb: np.ndarray) -> "SmallReference":
+        return cls(rgb, luminance(rgb), lab(rgb))
+
+
+class _ReferenceCache:
+    """Small copies of reference images, by path, size and modification time (a changed file is read again),
+    in memory and, when the run has a cache folder, on disk (``<cache>/signals/``): a 5504 x 3072 WebP takes
+    over half a second to decode, and each xdist worker would otherwise pay it once per task."""
+
+    def __init__(self, capacity: int = 64):
+        self._items: OrderedDict[tuple, SmallReference] = OrderedDict()
+        self._capacity, self._lock = capacity, threading.Lock()
+
+    def get(self, path: Path) -> SmallReference:
+        stat = Path(path).stat()
+        key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        stored = self._from_disk(key)
+        small = SmallReference.of(stored if stored is not None else self._reduce(path, key))
+        with self._lock:
+            self._items[key] = small
+            while len(self._items) > self._capacity:
+                self._items.popitem(last=False)
+        return small
+
+    def _reduce(self, path: Path, key: tuple) -> np.ndarray:
+        from PIL import Image
+
+        with Image.open(path) as image:
+            rgb = _reduced(image, common_size(*image.size))
+        stored = _disk_path(key)
+        if stored is not None:
+            try:
+                buffer = io.BytesIO()
+                np.save(buffer, rgb, allow_pickle=False)
+                atomic_write_bytes(stored, buffer.getvalue())
+            except OSError:
+                pass  # a cache that cannot be written is no cache, not an error
+        return rgb
+
+    @staticmethod
+    def _from_disk(key: tuple) -> np.ndarray | None:
+        stored = _disk_path(key)
+        try:
+            rgb = np.load(stored, allow_pickle=False) if stored is not None and stored.is_file() else None
+        except (OSError, ValueError):
+            return None  # unreadable or doctored: reduce the image again
+        ok = rgb is not None and rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3 and max(rgb.shape[:2]) <= COMMON_SIDE
+        return rgb if ok else None
+
+
+def _disk_path(key: tuple) -> Path | None:
+    from ..providers import runtime
+
+    cache = runtime.current().cache_dir
+    if cache is None:
+        return None
+    digest = hashlib.sha256(f"{key}:{COMMON_SIDE}".encode()).hexdigest()[:32]
+    return Path(cache).parent / "signals" / f"{digest}.npy"
+
+
+REFERENCES = _ReferenceCache()
+
+
+# --------------------------------------------------------------------------- the measures
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    """ITU-R BT.601 luma, as Pillow's convert("L"), as floats."""
+    return rgb[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+
+
+def _box_means(x: np.ndarray, size: int) -> np.ndarray:
+    """Means over every size x size window lying inside the image (an integral image: one pass)."""
+    integral = np.pad(x, ((1, 0), (1, 0))).cumsum(axis=0).cumsum(axis=1)
+    total = integral[size:, size:] - integral[:-size, size:] - integral[size:, :-size] + integral[:-size, :-size]
+    return total / (size * size)
+
+
+def ssim(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean SSIM of two equal-sized grey images (0..255), 7 x 7 uniform windows, sample covariances."""
+    if a.shape != b.shape or min(a.shape) < _WINDOW:
+        raise ValueError(f"SSIM needs two images of the same size, at least {_WINDOW} px a side")
+    n = _WINDOW * _WINDOW
+    correction = n / (n - 1)  # sample, not population, (co)variances: scikit-image's default
+    mu_a, mu_b = _box_means(a, _WINDOW), _box_means(b, _WINDOW)
+    var_a = (_box_means(a * a, _WINDOW) - mu_a**2) * correction
+    var_b = (_box_means(b * b, _WINDOW) - mu_b**2) * correction
+    cov = (_box_means(a * b, _WINDOW) - mu_a * mu_b) * correction
+    c1, c2 = (_K1 * _RANGE) ** 2, (_K2 * _RANGE) ** 2
+    index = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))
+    return float(index.mean())
+
+
+_SRGB_TO_XYZ = np.array([[0.4124564, 0.3575761, 0.1804375],
+                         [0.2126729, 0.7151522, 0.0721750],
+                         [0.0193339, 0.1191920, 0.9503041]])
+_D65 = np.array([0.95047, 1.0, 1.08883])
+
+
+#: sRGB's transfer curve (IEC 61966-2-1) as a table of the 256 byte values: a lookup, not a power per pixel
+_LINEAR = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in np.arange(256) / 255.0])
+
+
+def lab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB (0..255) -> CIE L*a*b* under D65 (IEC 61966-2-1 transfer curve, CIE 1976 formulas)."""
+    linear = _LINEAR[rgb[..., :3]]
+    xyz = linear @ _SRGB_TO_XYZ.T / _D65
+    delta = 6 / 29
+    f = np.where(xyz > delta**3, np.cbrt(xyz), xyz / (3 * delta**2) + 4 / 29)
+    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], axis=-1)
+
+
+def mean_delta_e(a: np.ndarray, b: np.ndarray) -> float:
+    """Mean CIE76 Delta E*ab: the Euclidean distance in Lab, pixel by pixel."""
+    return float(np.sqrt(((lab(a) - lab(b)) ** 2).sum(axis=-1)).mean())
+
+
+def candidate_signals(task, candidate: Path, references) -> dict[str, Any]:
+    """The signals of a task's candidate (``references(task)`` gives the local reference images); {} when the
+    images cannot be read: a diagnostic never fails an item."""
+    try:
+        found = references(task)
+        return compute_signals(candidate, (task.width, task.height), found[0] if found else None)
+    except Exception:  # noqa: BLE001 (Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...)
+        return {}

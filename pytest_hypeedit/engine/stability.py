@@ -1,0 +1,163 @@
+"""``--judge-stability N[xK]``: the same judge asked again about the same image, K more times, on N candidates.
+
+How often a verdict flips is noise that every metric carries and no interval over tasks shows.  The sample is
+stratified by model and split (each stratum's share of N in proportion to its candidates, at least one; within a
+stratum the first (task, repeat) positions of one seeded permutation per split), fixed before the run from the
+options, so every xdist worker knows its part of it.  Each re-judgement is a paid call of its own, never a
+verdict reused from the record or an earlier call, reserved in ``--budget`` like the judge's other calls, and
+written into the record (``extra["stability"]``) the moment it is given: a rerun asks only for what is missing,
+and never pays for one twice.
+
+    record.extra["stability"] = {"judge": id, "candidate": "001.png", "original": "PASS" | "FAIL",
+                                 "verdicts": ["PASS", ...], "cost": USD, "errors": [...]}
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Iterable, Mapping
+
+from ..errors import BudgetExceeded, CallError, ConfigError, HypeEditError
+from ..judges.base import JudgeRequest
+from ..secrets import redact
+from .journal import REJUDGE, new_call_id
+from .records import FAIL, PASS, Record, now_iso
+
+_OPTION = re.compile(r"^\s*(?P<n>\d+)\s*(?:[xX]\s*(?P<k>\d+))?\s*$")
+DEFAULT_K = 2
+Key = tuple[str, str, str, int]  # (split, model, task_id, repeat)
+
+
+def parse_stability_option(text: str | None) -> tuple[int, int] | None:
+    """``--judge-stability 40x3`` -> (40 candidates, 3 re-judgements each); ``40`` means 40x2."""
+    if not text:
+        return None
+    match = _OPTION.match(str(text))
+    n, k = (int(match["n"]), int(match["k"] or DEFAULT_K)) if match else (0, 0)
+    if n < 1 or k < 1:
+        raise ConfigError(f"--judge-stability {text!r}: give N or NxK, N candidates re-judged K times each "
+                          f"(K >= 1, default {DEFAULT_K}), e.g. --judge-stability 40x3")
+    return n, k
+
+
+def stability_sample(keys: Iterable[Key], size: int, k: int, seed: int) -> dict[Key, int]:
+    """key -> K for the candidates to re-judge: ``size`` of ``keys``, stratified by model and split."""
+    from ..review.design import allocate
+
+    strata: dict[tuple[str, str], list[Key]] = {}
+    for key in keys:
+        strata.setdefault((key[1], key[0]), []).append(key)
+    shares = allocate({f"{model}\0{split}": len(v) for (model, split), v in strata.items()}, size)
+    chosen: dict[Key, int] = {}
+    for (model, split), members in sorted(strata.items()):
+        order = sorted({(key[2], key[3]) for key in members})
+        random.Random(f"hypeedit-stability:{seed}:{split}").shuffle(order)
+        wanted = set(order[: max(1, shares[f"{model}\0{split}"])])
+        chosen.update({key: k for key in members if (key[2], key[3]) in wanted})
+    return chosen
+
+
+# --------------------------------------------------------------------------- re-judging one candidate
+
+
+def kept(record: Record, judge_id: str) -> dict | None:
+    """The stability entry of the record, when it is this judge's on this candidate (else it starts afresh)."""
+    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
+    if isinstance(entry, dict) and entry.get("judge") == judge_id and entry.get("candidate") == record.candidate \
+            and isinstance(entry.get("verdicts"), list):
+        return entry
+    return None
+
+
+def rejudge(runner, plan, k: int) -> None:
+    """Ask the judge K times more about the plan's candidate (those still missing), saving each answer at once."""
+    record = plan.record
+    judge = runner.judge
+    if record.outcome not in (PASS, FAIL) or record.judge != judge.id or plan.candidate is None:
+        return
+    entry = kept(record, judge.id)
+    if entry is not None and len(entry["verdicts"]) >= k:
+        return
+    with runner.store.claim(*record.key):
+        on_disk = runner.store.read_record(*record.key)
+        if on_disk is not None:  # a re-judgement an ended run sent and never heard back from: possibly paid
+            record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        runner.settle_abandoned(record, plan.candidate)
+        entry = (kept(on_disk, judge.id) if on_disk else None) or kept(record, judge.id) or \
+            {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [], "cost": 0.0}
+        _ask(runner, plan, entry, k)
+
+
+def _ask(runner, plan, entry: dict, k: int) -> None:
+    record, judge = plan.record, runner.judge
+    references = tuple(runner.references(plan.task)) if judge.needs_images else ()
+    while len(entry["verdicts"]) < k:
+        request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
+                               call_id=new_call_id() if judge.routes else None)
+        reservation = _reserve(runner, judge, request, record)
+        if reservation is False:
+            break
+        if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
+            runner.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+                                call_id=request.call_id, judge=judge.id)
+        try:
+            verdict = judge.judge(request)  # a call of its own: nothing is reused
+        except (CallError, HypeEditError) as exc:
+            lost = runner.end_call(record, exc)
+            # asks that were answered were paid; a call whose reply was lost may have been, at its worst case
+            _settle(reservation, (getattr(exc, "cost", None) or 0.0) + (float(lost["price"] or 0) if lost else 0.0))
+            entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
+            record.extra["stability"] = entry
+            runner.store.write_record(record)
+            break
+        runner.end_call(record)
+        _settle(reservation, verdict.cost)
+        entry["verdicts"].append(verdict.label)
+        entry["cost"] = round(float(entry.get("cost") or 0.0) + (verdict.cost or 0.0), 6)
+        record.extra["stability"] = entry
+        runner.store.write_record(record)  # a paid verdict is never lost
+
+
+def _reserve(runner, judge, request, record: Record):
+    """The call's reservation in --budget (None without a budget); False when the budget cannot cover it."""
+    if runner.budget is None:
+        return None
+    try:
+        return runner.budget.reserve(judge.worst_case_cost(request), f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
+    except BudgetExceeded as exc:
+        record.extra.setdefault("stability_skipped", str(exc))
+        return False
+
+
+def _settle(reservation, cost: float | None) -> None:
+    if reservation:
+        reservation.commit(cost) if cost else reservation.release()
+
+
+# --------------------------------------------------------------------------- the results
+
+
+def stability_of(records: Iterable[Record]) -> dict | None:
+    """A row's ``judge_stability``: candidates re-judged, K, flips and their rate (None when none was)."""
+    candidates = rejudgements = flips = 0
+    most, cost = 0, 0.0
+    for record in records:
+        entry = kept(record, record.judge or "")
+        if not entry or not entry["verdicts"] or entry.get("original") not in ("PASS", "FAIL"):
+            continue
+        candidates += 1
+        rejudgements += len(entry["verdicts"])
+        flips += sum(1 for v in entry["verdicts"] if v != entry["original"])
+        most, cost = max(most, len(entry["verdicts"])), cost + float(entry.get("cost") or 0.0)
+    if not candidates:
+        return None
+    return {"candidates": candidates, "k": most, "flips": flips, "flip_rate": flips / rejudgements,
+            "rejudgements": rejudgements, "cost": round(cost, 6)}
+
+
+def stability_cost(record: Record) -> float:
+    """USD the record's re-judgements cost (their own calls, beside the verdict's)."""
+    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
+    cost = entry.get("cost") if isinstance(entry, Mapping) else 0.0
+    return float(cost) if isinstance(cost, (int, float)) else 0.0

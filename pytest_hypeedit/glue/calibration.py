@@ -1,0 +1,88 @@
+"""pytest glue of the human labels beside a run: ``record.human`` on every record, and ``--calibrate``.
+
+Registered on the controller only (plugin.py).  ``record.human`` is filled from the panel of ``--calibrate``,
+else of ``--agreement``, else of a labels judge, as each record arrives (before the report's own hook reads it);
+``--calibrate`` adds the calibrated figures to every results row (report/calibration.py) and prints them; the
+judge's stability (``--judge-stability``, engine/stability.py) is printed here too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..errors import HypeEditError
+from ..report.calibration import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
+
+PLUGIN_NAME = "hypeedit-calibration"
+
+
+class HumanLabelsPlugin:
+    def __init__(self, config: pytest.Config, sample: HumanSample | None):
+        self.config, self.sample = config, sample
+        self._panel, self._looked = None, False
+        self.results: dict | None = None
+
+    def panel(self):
+        """The panel whose labels go into ``record.human``: the calibration's, the agreement's, the judge's."""
+        if not self._looked:
+            self._looked = True
+            self._panel = self.sample.panel if self.sample else _agreement_panel(self.config) or _judge_panel(self.config)
+        return self._panel
+
+    @pytest.hookimpl(tryfirst=True)  # before the report's own hook reads the record
+    def pytest_hypeedit_record(self, config: pytest.Config, record) -> None:
+        record.human = human_of(self.panel(), record)
+
+    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+        self.results = results
+        if self.sample is None:
+            return
+        from .stash import SESSION_KEY
+
+        ci = config.pluginmanager.get_plugin("hypeedit-ci")
+        option = config.option
+        settings = Settings(config.stash[SESSION_KEY].run.metric_settings, option.hypeedit_bootstrap,
+                            option.hypeedit_bootstrap_seed)
+        records = config.stash[SESSION_KEY].records.values()
+        add_calibration(results, records, self.sample, settings, getattr(ci, "baseline", None))
+
+    @pytest.hookimpl(trylast=True)  # after the results table
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.results:
+            return
+        if self.sample is not None:
+            terminalreporter.write_sep("=", "calibrated with a human sample (--calibrate)")
+            for line in terminal_lines(self.results):
+                terminalreporter.write_line(line)
+        stability = stability_lines(self.results)
+        if stability:
+            terminalreporter.write_sep("=", "judge stability (--judge-stability)")
+            for line in stability:
+                terminalreporter.write_line(line)
+
+
+def _agreement_panel(config: pytest.Config):
+    plugin = config.pluginmanager.get_plugin("hypeedit-agreement")
+    return plugin.check.panel if plugin is not None else None
+
+
+def _judge_panel(config: pytest.Config):
+    """The panel of a labels judge, alone or as one juror of a majority."""
+    from .stash import RUNNER_KEY
+
+    runner = config.stash.get(RUNNER_KEY, None)
+    judge = getattr(runner, "_judge", None)  # built at start-up on the controller; never built here
+    for juror in getattr(judge, "jurors", [judge]):
+        if getattr(juror, "panel", None) is not None:
+            return juror.panel
+    return None
+
+
+def register_calibration(config: pytest.Config, run) -> None:
+    """Read the human sample now, so a bad labels or design file stops the run before anything is paid for."""
+    value = config.getoption("hypeedit_calibrate", default=None)
+    try:
+        sample = HumanSample.from_option(value, tuple(run.registry.models))
+    except HypeEditError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(HumanLabelsPlugin(config, sample), PLUGIN_NAME)

@@ -1,0 +1,182 @@
+"""Calibrated metrics (analysis/calibration.py) on cases computed by hand, and how the parts behave."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_hypeedit.analysis.calibration import (CALIBRATED_KEYS, ErrorCounts, TaskEvidence, Unit, calibrate,
+                                                  error_counts, paired_calibrated, task_evidence)
+from pytest_hypeedit.analysis.metrics import compute_metrics, tally_tasks
+
+#: The judge's error known for certain: sensitivity 0.8, specificity 0.9 from millions of labels.
+KNOWN = ErrorCounts(true_pass=8_000_000, false_fail=2_000_000, false_pass=1_000_000, true_fail=9_000_000)
+
+
+def test_a_task_s_evidence_by_hand():
+    # 4 candidates: judge PASS (labelled PASS, pi 1/2), judge PASS, judge FAIL (labelled PASS, pi 1/2), refused
+    units = [Unit("a", 1, True, True, 0.5), Unit("a", 2, True), Unit("a", 3, False, True, 0.5), Unit("a", 4, None)]
+    (task,) = task_evidence(units)
+    assert (task.judge_pass, task.judge_fail, task.confusion, task.refused) == (1, 0, (1, 1, 0, 0), 1)
+    # PPI: (sum J = 2, + (1 - 1)/.5 + (1 - 0)/.5 = 2) / 4 candidates; labels alone: (1/.5 + 1/.5) / 4
+    assert task.ppi == pytest.approx(1.0) and task.ht == pytest.approx(1.0)
+    assert task.first == 1  # repeat 1 is labelled PASS
+    assert TaskEvidence.from_json(task.to_json()) == task
+
+
+@pytest.mark.parametrize("unit, message", [
+    (Unit("a", 1, None, True, 0.5), "a refusal has no image to label"),
+    (Unit("a", 1, True, True, None), "needs an inclusion probability"),
+    (Unit("a", 1, True, False, 1.5), "needs an inclusion probability"),
+])
+def test_bad_units_are_refused_by_name(unit, message):
+    with pytest.raises(ValueError, match=message):
+        task_evidence([unit])
+
+
+def test_the_pass_rate_is_the_judge_s_plus_the_sample_s_correction_by_hand():
+    # task a: judge PASS, PASS; the second labelled FAIL (pi .25).  task b: judge FAIL, FAIL; the first labelled
+    # PASS (pi .25).  PPI per task: a (2 + (0 - 1)/.25) / 2 = -1; b (0 + (1 - 0)/.25) / 2 = 2; mean 0.5.
+    units = [Unit("a", 1, True), Unit("a", 2, True, False, 0.25), Unit("b", 1, False, True, 0.25), Unit("b", 2, False)]
+    result = calibrate(task_evidence(units), 0.04, n_resamples=0)
+    assert result.calibrated["pass_rate"] == {"value": pytest.approx(0.5), "low": None, "high": None}
+    assert result.human_sample["pass_rate"]["value"] == pytest.approx(((1 / 0.25) / 2) / 2)  # labels alone: b's
+    assert result.pass_rate_method == "prediction-powered"
+
+
+def test_imputation_of_two_tasks_by_hand():
+    # The judge's error is known (se .8, sp .9).  Task a: two judge PASS; task b: two judge FAIL; no label.
+    # Likelihoods: a (.1 + .7p)^2, b (.9 - .7p)^2: .64 and .01 at p = 1 and 0, b .04 and .81.  The ML mixing
+    # distribution sits on p = 0 and 1, with weight w on 1 maximising (.01 + .63w)(.81 - .77w): w = .5026/.9702.
+    # a: P(p = 1) = .64w / (.64w + .01(1-w)); at p = 1 both are PASS (q1 = 1), at p = 0 both FAIL (q1 = 0).
+    # b: P(p = 1) = .04w / (.04w + .81(1-w)); at p = 1 a judge FAIL is a true PASS (q0 = 1).
+    # Every per-task quantity is 0 or 1 with k = 0 or 2, so pass rate = Pass@4 = Pass@10 = mean P(p = 1).
+    units = [Unit("a", 1, True), Unit("a", 2, True), Unit("b", 1, False), Unit("b", 2, False)]
+    result = calibrate(task_evidence(units), 0.04, pooled=KNOWN, n_resamples=0)
+    w = 0.5026 / 0.9702
+    expected = (0.64 * w / (0.64 * w + 0.01 * (1 - w)) + 0.04 * w / (0.04 * w + 0.81 * (1 - w))) / 2
+    for key in ("pass_rate", "pass_at_4", "pass_at_10", "first_attempt_pass_rate"):
+        assert result.calibrated[key]["value"] == pytest.approx(expected, abs=1e-4), key
+    assert result.calibrated["hype_gap"]["value"] == pytest.approx(0, abs=2e-3)
+    assert result.pass_rate_method == "imputation"  # no label of its own: nothing to correct the mean with
+    assert result.judge_error == {"n_human": 0, "sensitivity": pytest.approx(0.8), "specificity": pytest.approx(0.9),
+                                  "pooled": True}
+    assert all(v["value"] is None for v in result.human_sample.values())
+
+
+def simulated(seed: int, tasks=40, repeats=10, se=0.75, sp=0.9, labelled=80):
+    rng = np.random.default_rng(seed)
+    rates = rng.beta(0.6, 0.8, tasks)
+    truth = rng.random((tasks, repeats)) < rates[:, None]
+    judge = np.where(truth, rng.random((tasks, repeats)) < se, rng.random((tasks, repeats)) > sp)
+    chosen = np.zeros(tasks * repeats, bool)
+    chosen[rng.choice(tasks * repeats, labelled, replace=False)] = True
+    chosen = chosen.reshape(tasks, repeats)
+    pi = labelled / (tasks * repeats)
+    units = [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
+                  pi if chosen[t, r] else None) for t in range(tasks) for r in range(repeats)]
+    return units, truth, judge
+
+
+def metrics_of(verdicts) -> dict:
+    tasks, repeats = verdicts.shape
+    return compute_metrics(tally_tasks([(f"t{t:02d}", r + 1, bool(verdicts[t, r]), ()) for t in range(tasks)
+                                        for r in range(repeats)]), 0.04)
+
+
+def test_a_judge_that_agrees_with_every_label_changes_nothing():
+    units, truth, _ = simulated(1)
+    perfect = [Unit(u.task_id, u.repeat, bool(truth[int(u.task_id[1:]), u.repeat - 1]), u.human_pass, u.inclusion)
+               for u in units]
+    result = calibrate(task_evidence(perfect), 0.04, n_resamples=0)
+    judge = metrics_of(truth)
+    for key in CALIBRATED_KEYS:
+        assert result.calibrated[key]["value"] == pytest.approx(judge[key], rel=0.01, abs=0.005), key
+    assert result.judge_error["sensitivity"] > 0.99 and result.judge_error["specificity"] > 0.99
+
+
+def test_a_judge_that_says_pass_to_everything_leaves_only_the_sample():
+    units, truth, _ = simulated(2)
+    blind = [Unit(u.task_id, u.repeat, True, u.human_pass, u.inclusion) for u in units]
+    result = calibrate(task_evidence(blind), 0.04, n_resamples=0)
+    for key in CALIBRATED_KEYS:
+        assert result.calibrated[key]["value"] == pytest.approx(result.human_sample[key]["value"], abs=0.01), key
+    assert result.judge_error["specificity"] < 0.01
+
+
+def test_the_calibrated_figures_move_towards_the_truth_and_carry_the_sample_s_uncertainty():
+    units, truth, judge = simulated(3, se=0.7, sp=0.97, labelled=60)
+    evidence = task_evidence(units)
+    sampled = calibrate(evidence, 0.04, n_resamples=300, seed=1)
+    people, machine = metrics_of(truth), metrics_of(judge)
+    for key in ("pass_rate", "pass_at_4", "effective_cost"):
+        entry = sampled.calibrated[key]
+        assert entry["low"] <= people[key] <= entry["high"], key
+    # this judge misses 30% of the good images: its pass rate is far too low, the calibrated one much less so
+    assert machine["pass_rate"] < people["pass_rate"] - 0.08
+    assert abs(sampled.calibrated["pass_rate"]["value"] - people["pass_rate"]) < 0.05
+
+
+def test_the_intervals_carry_the_uncertainty_of_the_judge_s_error():
+    # 200 tasks (little task uncertainty) and 80 labels (much uncertainty about se and sp): with the error
+    # re-estimated in every resample the intervals are more than twice as wide as with the same error held
+    # fixed at its estimate; an interval that forgot the sample would be the narrow one.
+    from pytest_hypeedit.analysis import calibration as C
+    from pytest_hypeedit.analysis.metrics import MetricSettings
+
+    units, _, _ = simulated(3, tasks=200, se=0.7, sp=0.97, labelled=80)
+    columns = C._Columns.of(task_evidence(units))
+    counts = error_counts(task_evidence(units))
+    fixed = ErrorCounts(*(round(1e7 * x) for x in (counts.sensitivity, 1 - counts.sensitivity,
+                                                   1 - counts.specificity, counts.specificity)))
+    widths = []
+    for source in (C.ErrorSource(), C.ErrorSource(pooled=fixed)):
+        figures = C._figures(C._Setup(columns, source, 0.04, MetricSettings()), 200, 1, 0.95, prefer_ppi=True)
+        widths.append({key: figures[key]["high"] - figures[key]["low"] for key in CALIBRATED_KEYS})
+    for key in ("pass_at_4", "pass_at_10", "expected_attempts", "effective_cost"):
+        assert widths[0][key] > 1.8 * widths[1][key], (key, widths[0][key], widths[1][key])
+
+
+def test_more_labels_buy_narrower_intervals():
+    widths = []
+    for labelled in (40, 120, 400):
+        units, _, _ = simulated(4, labelled=labelled)
+        entry = calibrate(task_evidence(units), 0.04, n_resamples=300, seed=2).calibrated["pass_rate"]
+        widths.append(entry["high"] - entry["low"])
+    assert widths[0] > widths[1] > widths[2]
+
+
+def test_few_labels_of_a_model_borrow_the_pooled_error_and_say_so():
+    units, _, _ = simulated(5, labelled=6)
+    result = calibrate(task_evidence(units), 0.04, pooled=KNOWN, n_resamples=0)
+    assert result.judge_error["pooled"] is True and result.judge_error["n_human"] == 6
+    assert result.judge_error["sensitivity"] == pytest.approx(0.8)
+    assert calibrate(task_evidence(units), 0.04, n_resamples=0).judge_error["pooled"] is False  # nothing to pool
+    assert calibrate(task_evidence([Unit("a", 1, True)]), 0.04, n_resamples=0) is None  # no label, no pool
+
+
+def test_intervals_are_seeded():
+    units, _, _ = simulated(6)
+    evidence = task_evidence(units)
+    first = calibrate(evidence, 0.04, n_resamples=100, seed=3)
+    assert first == calibrate(evidence, 0.04, n_resamples=100, seed=3)
+    assert first.calibrated != calibrate(evidence, 0.04, n_resamples=100, seed=4).calibrated
+
+
+def test_a_release_compared_with_itself_differs_by_exactly_nothing():
+    units, _, _ = simulated(7)
+    evidence = task_evidence(units)
+    comparison = paired_calibrated(evidence, evidence, 0.04, 0.04, n_resamples=100, seed=1)
+    for key in CALIBRATED_KEYS:
+        assert comparison[key]["difference"] == pytest.approx(0) and comparison[key]["tasks"] == 40
+        assert comparison[key]["low"] == pytest.approx(0) and comparison[key]["high"] == pytest.approx(0)
+
+
+def test_a_clearly_better_release_is_better_calibrated_too():
+    worse, _, _ = simulated(8)
+    better = [Unit(u.task_id, u.repeat, True if u.human_pass is None else u.judge_pass or u.human_pass,
+                   True if u.human_pass is not None else None, u.inclusion) for u in worse]
+    comparison = paired_calibrated(task_evidence(better), task_evidence(worse), 0.04, 0.04, n_resamples=200, seed=1)
+    assert comparison["pass_rate"]["low"] > 0
+    with pytest.raises(ValueError, match="no task has calibration evidence in both runs"):
+        paired_calibrated(task_evidence([Unit("x", 1, True)]), task_evidence(worse), 0.04, 0.04, n_resamples=10)

@@ -1,0 +1,156 @@
+"""``--calibrate labels:...`` end to end with pytester: the rows' calibrated keys, the design, the terminal table,
+gates and the baseline on calibrated figures, and ``record.human`` with the raters' notes."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+
+from pytest_hypeedit.review.design import design_path, draw, write_design
+
+TASKS, REPEATS, MODEL = 8, 4, "identity"
+KEYS = [(f"task-{t:02d}", MODEL, r) for t in range(TASKS) for r in range(1, REPEATS + 1)]
+rng = random.Random(5)
+TRUTH = {key: rng.random() < 0.5 for key in KEYS}
+JUDGE = {key: (passed if rng.random() < 0.8 else not passed) for key, passed in TRUTH.items()}
+
+CAPTURE = """
+import json
+import pytest
+
+@pytest.hookimpl(optionalhook=True, trylast=True)
+def pytest_hypeedit_record(config, record):
+    with open("human.jsonl", "a") as out:
+        out.write(json.dumps([record.task_id, record.repeat, record.human]) + "\\n")
+"""
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    pytester.makeconftest(CAPTURE)
+    write_labels(pytester.path / "judge.json", JUDGE)  # stands in for the automatic judge
+    return pytester
+
+
+def sample_panel(pytester, size=12, seed=1, design=True):
+    """A design drawn as hypeedit-review draws it, and one rater's labels (the truth) of its sample, with notes."""
+    folder = pytester.mkdir("panel")
+    drawn = draw("mini", {MODEL: [(t, r) for t, _, r in KEYS]}, size, seed)
+    if design:
+        write_design(design_path(folder), drawn)
+    sampled = {key: TRUTH[key] for key in sorted(drawn.sampled())}
+    write_labels(folder / "ann.json", sampled, notes={key: "the edit is missing" for key, ok in sampled.items() if not ok})
+    return drawn, sampled
+
+
+def run(pytester, *extra):
+    return pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--tasks", "mini.json", "--images-base",
+                              "images", "--repeats", str(REPEATS), "--outputs", "out", "--judge", "labels:judge.json",
+                              "--bootstrap", "200", *extra)
+
+
+def row_of(pytester, name="out/results.json"):
+    return json.loads((pytester.path / name).read_text())["rows"][0]
+
+
+def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
+    drawn, sampled = sample_panel(bench)
+    result = run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    for key in ("calibrated", "human_sample"):
+        assert set(row[key]) == {"pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
+                                 "first_attempt_pass_rate", "hype_gap"}
+        assert all(set(v) == {"value", "low", "high"} for v in row[key].values())
+    calibration = row["calibration"]
+    assert calibration["design"] == "recorded" and calibration["n_human"] == 12
+    assert "12 of 32 judged candidates labelled (37.5%)" in calibration["note"]
+    assert "sample-design.json" in calibration["note"]
+    assert row["judge_error"]["n_human"] == 12 and row["judge_error"]["pooled"] in (True, False)
+    # PPI by hand: the judge's pass rate plus the sample's mean error, each label weighed by 32/12
+    judge_rate = sum(JUDGE.values()) / 32
+    correction = sum(TRUTH[k] - JUDGE[k] for k in sampled) / 12
+    assert row["calibrated"]["pass_rate"]["value"] == pytest.approx(judge_rate + correction)
+    assert row["pass_rate"] == pytest.approx(judge_rate)  # today's key is still the judge's own
+    figures = [f"{100 * row['calibrated'][k]['value']:.1f}%" for k in ("pass_rate", "pass_at_4")]
+    judge_figures = [f"{100 * row[k]:.1f}%" for k in ("pass_rate", "pass_at_4")]
+    result.stdout.fnmatch_lines([
+        "Model * Split * Figures * Pass rate*",
+        f"identity * mini * calibrated * {figures[0]} * {figures[1]} *",
+        f"* judge * {judge_figures[0]} * {judge_figures[1]} *",
+        "*calibrated with a human sample (--calibrate)*",
+        "identity (mini): judge sensitivity *, specificity *",
+    ])
+    humans = [json.loads(line) for line in (bench.path / "human.jsonl").read_text().splitlines()]
+    labelled = {(t, r): h for t, r, h in humans if h is not None}
+    assert len(humans) == 32 and len(labelled) == 12
+    failed = next(k for k, ok in sampled.items() if not ok)
+    assert labelled[(failed[0], failed[2])] == {"verdict": "FAIL", "votes": [
+        {"rater": "ann", "verdict": "FAIL", "note": "the edit is missing"}]}
+
+
+def test_labels_without_a_design_are_taken_as_a_simple_random_sample_and_say_so(bench):
+    sample_panel(bench, design=False)
+    run(bench, "--calibrate", "labels:panel/ann.json")
+    calibration = row_of(bench)["calibration"]
+    assert calibration["design"] == "assumed-srs"
+    assert "no sampling design recorded: the labels are taken as a simple random sample" in calibration["note"]
+
+
+def test_labels_outside_the_recorded_sample_are_left_out(bench):
+    drawn, sampled = sample_panel(bench, size=8)
+    extra = next(k for k in KEYS if k not in sampled)
+    write_labels(bench.path / "panel" / "ann.json", {**sampled, extra: TRUTH[extra]})
+    run(bench, "--calibrate", "labels:panel")
+    calibration = row_of(bench)["calibration"]
+    assert calibration["n_human"] == 8 and "1 labels of candidates the design did not draw left out" in calibration["note"]
+
+
+def test_gates_and_the_baseline_read_the_calibrated_figures(bench):
+    sample_panel(bench)
+    run(bench, "--calibrate", "labels:panel", "--results", "old.json")
+    value = row_of(bench, "old.json")["calibrated"]["pass_rate"]["value"]
+    result = run(bench, "--calibrate", "labels:panel", "--baseline", "old.json",
+                 "--gate", f"calibrated.pass_rate>={value - 0.01:.4f}", "--gate", "calibrated.pass_rate>=baseline-0.01")
+    assert result.ret == 0
+    comparison = row_of(bench)["calibrated_baseline"]["pass_rate"]
+    assert comparison["difference"] == pytest.approx(0) and comparison["tasks"] == TASKS
+    result.stdout.fnmatch_lines(["PASS gate 'calibrated.pass_rate>=baseline-0.01' on identity (mini): calibrated.pass_rate = *"
+                                 "baseline * on 8 shared tasks*",
+                                 "  calibrated vs baseline: pass_rate * difference 0.0%*"])
+    failing = run(bench, "--calibrate", "labels:panel", "--gate", f"calibrated.pass_rate.low>={value + 0.3:.4f}")
+    assert failing.ret == 1
+    without = run(bench, "--gate", "calibrated.pass_rate>=0.1")
+    assert without.ret == 1
+    without.stdout.fnmatch_lines(["FAIL gate 'calibrated.pass_rate>=0.1'*no calibrated figures: give the run a "
+                                  "human sample with --calibrate*"])
+
+
+def test_record_human_comes_from_the_agreement_panel_too(bench):
+    _, sampled = sample_panel(bench)
+    run(bench, "--agreement", "labels:panel")
+    humans = [json.loads(line) for line in (bench.path / "human.jsonl").read_text().splitlines()]
+    assert sum(1 for _, _, h in humans if h) == len(sampled)
+    assert "calibrated" not in row_of(bench)  # agreement alone does not change the figures
+
+
+def test_a_labels_judge_s_own_panel_fills_record_human(bench):
+    run(bench)
+    humans = [json.loads(line) for line in (bench.path / "human.jsonl").read_text().splitlines()]
+    assert all(h and h["votes"][0]["rater"] == "judge" for _, _, h in humans)
+
+
+def test_a_bad_calibrate_option_is_a_usage_error_before_the_run(bench):
+    result = run(bench, "--calibrate", "panel")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--calibrate 'panel': expected labels:PATH*"])
+    bench.mkdir("broken")
+    (bench.path / "broken" / "sample-design.json").write_text("{}")
+    write_labels(bench.path / "broken" / "ann.json", {KEYS[0]: True})
+    result = run(bench, "--calibrate", "labels:broken")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*sample-design.json: not a sampling design*"])

@@ -1,0 +1,104 @@
+"""Pixel diagnostics beside each verdict (engine/signals.py): hand-computed measures, the flags, stored once,
+summarised per row and set against judge-human disagreements."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+from PIL import Image
+
+from pytest_hypeedit.engine.signals import compute_signals, lab, mean_delta_e, ssim
+
+
+def test_ssim_of_two_flat_images_by_hand():
+    # flat images: no variance, no covariance, so SSIM = (2 a b + C1) / (a^2 + b^2 + C1), C1 = (0.01 * 255)^2
+    a, b = np.full((16, 16), 100.0), np.full((16, 16), 120.0)
+    c1 = (0.01 * 255) ** 2
+    assert ssim(a, b) == pytest.approx((2 * 100 * 120 + c1) / (100**2 + 120**2 + c1))
+    assert ssim(a, a) == pytest.approx(1.0)
+
+
+def test_ssim_falls_as_structure_is_lost():
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (64, 64)).astype(float)
+    values = [ssim(image, np.clip(image + rng.normal(0, sd, image.shape), 0, 255)) for sd in (2, 20, 80)]
+    assert 1 > values[0] > values[1] > values[2]
+    assert ssim(image, 255 - image) < 0  # inverted structure: negatively correlated
+    with pytest.raises(ValueError, match="same size"):
+        ssim(image, image[:10])
+
+
+def test_lab_and_delta_e_against_the_cie_values():
+    pixels = np.array([[[255, 255, 255], [0, 0, 0], [255, 0, 0]]], dtype=np.uint8)
+    values = lab(pixels)[0]
+    assert values[0] == pytest.approx([100.0, 0.0, 0.0], abs=0.02)  # D65 white
+    assert values[1] == pytest.approx([0.0, 0.0, 0.0], abs=1e-9)
+    assert values[2] == pytest.approx([53.24, 80.09, 67.20], abs=0.02)  # sRGB red, the usual reference value
+    white, black = np.full((2, 2, 3), 255, np.uint8), np.zeros((2, 2, 3), np.uint8)
+    assert mean_delta_e(white, black) == pytest.approx(100.0, abs=0.02)
+
+
+def photo(path, size, shift=0, fmt=None, **save):
+    """A smooth, photo-like test image (gradients and blobs), optionally colour-shifted."""
+    w, h = size
+    y, x = np.mgrid[0:h, 0:w]
+    u, v = x / w, y / h  # the same picture at any size
+    rgb = np.stack([255 * u, 255 * v, 128 + 100 * np.sin(17 * u) * np.cos(21 * v)], axis=-1)
+    rgb = np.clip(rgb + shift, 0, 255).astype(np.uint8)
+    Image.fromarray(rgb).save(path, format=fmt, **save)
+    return path
+
+
+def test_an_unchanged_copy_a_changed_colour_and_the_target_size(tmp_path):
+    reference = photo(tmp_path / "ref.webp", (640, 480), fmt="WEBP", lossless=True)
+    same = compute_signals(reference, (640, 480), reference)
+    assert same == {"width": 640, "height": 480, "size_match": True, "aspect_match": True, "unchanged": True,
+                    "ssim": 1.0, "delta_e": 0.0}
+    jpeg = photo(tmp_path / "copy.jpg", (1280, 960), fmt="JPEG", quality=92)  # a re-encoded, larger copy
+    near = compute_signals(jpeg, (640, 480), reference)
+    assert near["unchanged"] and not near["size_match"] and near["aspect_match"] and near["ssim"] > 0.98
+    shifted = compute_signals(photo(tmp_path / "warm.png", (640, 480), shift=(12, 0, -12)), (640, 480), reference)
+    assert not shifted["unchanged"] and shifted["delta_e"] > 5 and shifted["ssim"] > 0.9  # same shapes, new colour
+    wide = compute_signals(photo(tmp_path / "wide.png", (800, 450)), (640, 480), reference)
+    assert not wide["aspect_match"] and not wide["size_match"]
+    assert compute_signals(reference, (640, 480), None)["ssim"] is None  # no reference: sizes only
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    write_split(pytester.path, "mini", make_tasks(4), pytester.path / "images")
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    # the judge passes repeat 1 of every task: the identity control, which changes nothing
+    write_labels(pytester.path / "judge.json", {(f"task-{t:02d}", "identity", r): r == 1 for t in range(4) for r in (1, 2)})
+    write_labels(pytester.path / "panel.json", {(f"task-{t:02d}", "identity", r): False for t in range(4) for r in (1, 2)})
+    return pytester
+
+
+def run(pytester, *extra):
+    return pytester.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json",
+                              "--images-base", "images", "--repeats", "2", "--outputs", "out",
+                              "--judge", "labels:judge.json", *extra)
+
+
+def test_signals_are_kept_once_summarised_per_row_and_set_against_disagreements(bench):
+    result = run(bench, "--agreement", "labels:panel.json")
+    results = json.loads((bench.path / "out" / "results.json").read_text())
+    record_path = bench.path / "out" / "mini" / "identity" / "task-00" / "001.json"
+    record = json.loads(record_path.read_text())
+    assert record["signals"]["unchanged"] is True and record["signals"]["ssim"] == 1.0
+    summary = results["rows"][0]["signals_summary"]
+    # the identity control hands back the 24 x 16 reference for a 640 x 480 target: unchanged, wrong size
+    assert summary == {"size_mismatch": 8, "unchanged": 8, "unchanged_pass": 4, "ssim_mean": 1.0, "delta_e_mean": 0.0}
+    signals = results["agreement"]["signals"]
+    assert signals["disagreements"] == 4 and signals["judge_pass_unchanged"] == 4  # "judge PASS but unchanged"
+    assert signals["false_pass"]["n"] == 4 and signals["both_fail"]["unchanged"] == 4
+    result.stdout.fnmatch_lines(["signals among disagreements: judge PASS / panel FAIL 4 (4 unchanged, 4 wrong size)*"])
+
+    record["signals"]["ssim"] = 0.5  # stored once: a rerun reads them, it does not measure again
+    record_path.write_text(json.dumps(record))
+    run(bench)
+    again = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["signals_summary"]
+    assert again["ssim_mean"] == pytest.approx((7 * 1.0 + 0.5) / 8)
