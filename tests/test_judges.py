@@ -207,7 +207,9 @@ def test_unparseable_twice_is_an_error_never_a_fail(fake_gemini, gemini_judge, r
     fake_gemini.default = text_reply('{"verdict": "MAYBE", "reasoning": "hmm"}')
     with pytest.raises(JudgeError, match="twice") as caught:
         gemini_judge.judge(request_)
-    assert "task-9" in str(caught.value) and len(fake_gemini.requests) == 2
+    # the model asked, once; the runner names the judge and the item the candidate (glue/items.py)
+    assert str(caught.value).startswith("gemini-3-flash-preview: the reply could not be read")
+    assert "task-9" not in str(caught.value) and len(fake_gemini.requests) == 2
 
 
 def test_a_malformed_body_counts_as_unparseable(fake_gemini, gemini_judge, request_):

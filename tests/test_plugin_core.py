@@ -136,7 +136,7 @@ def test_refusal_counts_as_fail_and_is_not_paid_again(bench, tmp_path, monkeypat
     args = base_args("--model", "paid", "--judge", "labels:r1.json", repeats=2)
     result = bench.runpytest(*args)
     result.assert_outcomes(passed=4, failed=4)
-    result.stdout.fnmatch_lines(["*refused by paid: moderation_blocked*"])
+    result.stdout.fnmatch_lines(["task-0? paid r001: refused: moderation_blocked"])
     row = results(bench)["rows"][0]
     assert (row["refusals"], row["judged"], row["pass_rate"]) == (4, 8, 0.5)
     bench.runpytest(*args)
@@ -162,7 +162,7 @@ def test_unlabelled_candidate_is_an_error_naming_task_model_and_repeat(bench):
     all_labels(bench.path / "r1.json", 3, ["identity"], 1, lambda t, m, r: True)  # task-03 unlabelled
     result = bench.runpytest(*base_args("--model", "identity", "--judge", "labels:r1.json", repeats=1))
     result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(["*task task-03, model identity, repeat 001: no rater labelled*"])
+    result.stdout.fnmatch_lines(["task-03 identity r001: judge labels[[]1 rater]: no rater labelled this candidate in r1.json;*"])
 
 
 def test_majority_of_three_raters_decides(bench):

@@ -76,7 +76,7 @@ class OpenAICompatJudge(Judge):
         temperature = getattr(self.options, "temperature", 0.0)
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
-        who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
+        who = f"{self.model} at {self.base}"  # the runner names the judge, the item the candidate: each once
         parsed = ask_until_parsed(lambda: self._ask(body, who), who=who)
         extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}

@@ -76,7 +76,9 @@ class HttpProvider(Provider):
             self._client = None
 
     def what(self, request: GenerationRequest) -> str:
-        return f"{self.spec.name} ({self.spec.provider_model}) on task {request.task.task_id} r{request.repeat:03d}"
+        """Who answered, for messages: the route and the provider's model id.  Not the task, model or repeat:
+        the item's line names the candidate once (glue/items.py)."""
+        return f"{self.route} {self.spec.provider_model}"
 
     # ------------------------------------------------------------------ inputs
     def references(self, request: GenerationRequest) -> tuple[PreparedImage, ...]:
