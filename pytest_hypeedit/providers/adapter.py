@@ -23,6 +23,7 @@ from PIL import Image
 from ..errors import ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
+from ..tasks import image_problem
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
@@ -180,7 +181,7 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
             image.load()
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
-                      f"{str(exc)[:80]})", cost=cost, request_id=request_id) from None
+                      f"{image_problem(exc)[:80]})", cost=cost, request_id=request_id) from None
     return ext
 
 
