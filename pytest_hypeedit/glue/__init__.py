@@ -5,6 +5,7 @@
     pool.py           the pool (engine/pool.py) inside pytest: started with the run loop, stopped on
                       -x / --maxfail / Ctrl-C / SIGTERM; the xdist scheduler; the live line
     session.py        the one session object on the controller: records in, results out
+    terminal.py       the end of session's layout: one line per failed item, the answer (table, gates) last
     ci.py             gates -> exit status, statistics into the results, junit properties
     agreement.py      ``--agreement``: the judge against a human panel
     ini.py            every option from the ini file
