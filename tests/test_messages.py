@@ -172,6 +172,7 @@ def test_with_candidates_on_disk_the_key_is_checked_once_the_tasks_are_known(ben
     monkeypatch.delenv("PAID_API_KEY")
     images = sum(hits for path, hits in server.hits.items() if path.startswith("/img/"))
     bench.runpytest(*args, "--repeats", "2").assert_outcomes(passed=6)  # all on disk: no key needed
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "new-cache"))  # a fresh runner: images not cached
     line = usage_error(bench.runpytest(*args, "--repeats", "3"))  # the third repeats need calls
     assert line == ("ERROR: route paid needs an API key: set PAID_API_KEY in the environment (or choose a model "
                     "on another route with --model); nothing was paid for")
