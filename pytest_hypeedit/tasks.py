@@ -186,7 +186,7 @@ def _checked_split_name(name: str, value: str) -> str:
 
 
 def load_manifest(path: Path) -> SplitSource:
-    """A split manifest (``tasks/public.yaml``): name, source URL, sha256, images base, licence."""
+    """A split manifest (``splits/public.yaml``): name, source URL, sha256, images base, licence."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
