@@ -61,6 +61,13 @@ def test_a_500_candidate_run_prints_one_line_per_failure_and_the_answer_last(big
     failed, errors = expected()
     result.assert_outcomes(passed=500 - len(failed) - len(errors), failed=len(failed), errors=len(errors))
     lines = result.outlines
+    check_one_line_each(lines, failed, errors)
+    check_condensed_summary(lines, failed, errors)
+    check_answer_last(lines, failed, errors, candidates=500)
+    check_listing_command(big, failed, errors)
+
+
+def check_one_line_each(lines: list[str], failed: list[str], errors: list[str]) -> None:
     for name in failed:
         assert len(lines_naming(lines, name)) == 1, (name, lines_naming(lines, name))
         [line] = lines_naming(lines, name)
@@ -70,9 +77,6 @@ def test_a_500_candidate_run_prints_one_line_per_failure_and_the_answer_last(big
         assert line == f"{name}: judge labels[1 rater]: no rater labelled this candidate in r1.json; " \
                        "label it (hypeedit-review) or deselect it"
     assert not lines_naming(lines, "FAILED hypeedit::") and not lines_naming(lines, "ERROR hypeedit::")
-    check_condensed_summary(lines, failed, errors)
-    check_answer_last(lines, failed, errors, candidates=500)
-    check_listing_command(big, failed, errors)
 
 
 def check_condensed_summary(lines: list[str], failed: list[str], errors: list[str]) -> None:
@@ -108,6 +112,13 @@ def check_listing_command(big, failed: list[str], errors: list[str]) -> None:
 
 #: The tests below run tasks 00-09 only (100 candidates): what they check does not need 500.
 SOME = ("-k", "task-0")
+
+
+def test_under_xdist_each_failure_is_still_one_line(big):
+    result = big.runpytest(*run_args(*SOME, "-n", "2"))
+    failed, errors = expected(range(10))
+    check_one_line_each(result.outlines, failed, errors)  # no "[gw0] linux -- Python ..." in front
+    check_answer_last(result.outlines, failed, errors, candidates=100)
 
 
 @pytest.mark.parametrize("flag", ["-rf", "-r f", "--report-chars=f"])

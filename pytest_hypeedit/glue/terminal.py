@@ -82,7 +82,7 @@ def write_one_line_sections(terminalreporter) -> None:
 def one_line(report) -> str:
     """The item's message on one line, starting with the item's task, model and repeat once."""
     key = parse_nodeid(report.nodeid)
-    text = report.longreprtext.strip()
+    text = str(report.longrepr).strip()  # not longreprtext: under -n it starts with the worker's "[gw0] linux ..."
     if key is None:  # not one of ours (a collection error): pytest's crash message
         crash = getattr(getattr(report.longrepr, "reprcrash", None), "message", None)
         return squeeze(f"{report.head_line or report.nodeid}: {crash or text}")
