@@ -97,7 +97,8 @@ def test_builtin_judges_and_make_judge(tmp_path):
     assert labels.id == "labels[2 raters]"
     panel = make_judge(f"labels:{tmp_path}/ann.json,gemini-3-flash,openai:q", options)
     assert isinstance(panel, MajorityJudge) and panel.id == "labels[1 rater],gemini-3-flash,openai:q"
-    assert panel.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY") and panel.needs_images
+    # openai:q asks OpenAI's own API (no --judge-base-url here), which needs its key
+    assert panel.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY") and panel.needs_images
     assert set(BUILTIN_JUDGES) >= {"gemini-3-flash", "openai", "labels"}
 
 

@@ -142,3 +142,9 @@ def test_a_chosen_traceback_style_keeps_pytests_sections(big):
     result.stdout.fnmatch_lines(["*= FAILURES =*", "*_ gen task-00 identity r001 _*",
                                  "task-00 identity r001: FAIL (labels[[]1 rater]): *"])
     assert any(re.fullmatch(r"=+ HYPE-EDIT-1 results =+", line) for line in result.outlines[-15:])
+
+
+def test_no_summary_leaves_the_answer_alone(big):
+    result = big.runpytest(*run_args("--no-summary", "-k", "task-00"))
+    assert not lines_naming(result.outlines, "task-00 identity r001") and not lines_naming(result.outlines, "short test")
+    assert any(re.fullmatch(r"=+ HYPE-EDIT-1 results =+", line) for line in result.outlines[-15:])

@@ -44,8 +44,9 @@ class BenchmarkTerminal:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter):
         style = self.config.option.tbstyle
-        condensed = not report_chars_given(self.config)
-        if style == "line":
+        summary = not getattr(self.config.option, "no_summary", False)  # --no-summary: the answer alone
+        condensed = summary and not report_chars_given(self.config)
+        if style == "line" and summary:
             write_one_line_sections(terminalreporter)
             self.config.option.tbstyle = "no"  # pytest's own sections would print every item again
         if condensed:
