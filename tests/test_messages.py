@@ -112,7 +112,7 @@ def test_a_task_url_that_fails_names_the_url_and_tasks(bench, server, monkeypatc
 # --------------------------------------------------------------------------- a local task file's images
 
 
-def test_a_local_task_files_images_are_beside_it_and_a_missing_one_says_where_it_looked(bench, monkeypatch):
+def test_a_local_task_files_images_are_beside_it_and_a_missing_one_says_where_it_looked(bench, monkeypatch, tmp_path):
     monkeypatch.setenv("PAID_API_KEY", "paid-key-0123456789")
     data = bench.path / "data"
     data.mkdir()
@@ -127,6 +127,7 @@ def test_a_local_task_files_images_are_beside_it_and_a_missing_one_says_where_it
     line = usage_error(bench.runpytest(*args))
     assert "reference image '001.png' of task task-01 (split priv) is missing: looked for " \
            "data/images/task-01/001.png." in line
+    assert calls(tmp_path) == []
     (data / "images" / "task-01" / "001.png").write_bytes(png_bytes())
     bench.runpytest(*args).assert_outcomes(passed=6)
 
@@ -198,7 +199,7 @@ def test_only_openais_own_api_needs_the_key():
 # --------------------------------------------------------------------------- no Python object reprs
 
 
-def test_a_corrupt_reference_is_named_without_a_python_repr(bench, server, monkeypatch):
+def test_a_corrupt_reference_is_named_without_a_python_repr(bench, server, monkeypatch, tmp_path):
     monkeypatch.setenv("PAID_API_KEY", "paid-key-0123456789")
     write_split(bench.path, "mini", make_tasks(3), bench.path / "images")
     (bench.path / "images" / "task-01" / "001.png").write_bytes(b"not an image at all")
@@ -210,3 +211,4 @@ def test_a_corrupt_reference_is_named_without_a_python_repr(bench, server, monke
     line = usage_error(bench.runpytest(*args, f"{server.url}/img"))
     assert line.endswith("/img/task-01/001.png: reference image of task task-01 (split mini) cannot be decoded "
                          "(cannot identify image file); replace the file")
+    assert calls(tmp_path) == []
