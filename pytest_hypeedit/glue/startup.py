@@ -65,7 +65,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
     return Runner(
         store=Store(run.outputs),
         make_provider=lambda spec: make_provider(config, spec),
-        make_judge=lambda: judge or make_judge(config, run),
+        make_judge=lambda: judge if judge is not None else make_judge(config, run),
         references=references,
         rejudge=run.rejudge,
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
