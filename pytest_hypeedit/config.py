@@ -82,11 +82,13 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
 
 
-def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict] = ()) -> RunConfig:
+def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict] = (), *,
+                     load_tasks: bool = True) -> RunConfig:
     """Validate the options (``config.option``) and load the registry and the task files.
 
     ``invocation_dir`` is where pytest was started (``config.invocation_params.dir``), never the
     rootdir: pytest moves the rootdir when an option's value looks like a path (glue/rootdir_guard.py).
+    ``load_tasks=False`` leaves ``splits`` empty: nothing is downloaded (the up-front key check runs first).
     """
     registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
     models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))
@@ -94,7 +96,7 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict]
     outputs = Path(option.hypeedit_outputs or invocation_dir / "hypeedit-outputs")
     return RunConfig(
         models=models,
-        splits=load_splits(option.hypeedit_tasks, cache_dir),
+        splits=load_splits(option.hypeedit_tasks, cache_dir) if load_tasks else (),
         repeats=_at_least("--repeats", option.hypeedit_repeats, 1),
         outputs=outputs,
         results=Path(option.hypeedit_results) if option.hypeedit_results else outputs / "results.json",
@@ -141,8 +143,13 @@ def parse_concurrency(value: Any) -> dict[str, Any]:
     return {"concurrency": number, "adaptive": False}
 
 
+def split_sources(values: list[str] | None) -> list[SplitSource]:
+    """Where each split of ``--tasks`` (default: the public split) comes from; nothing is read or downloaded."""
+    return [parse_tasks_option(v) for v in values] if values else default_sources()
+
+
 def load_splits(values: list[str] | None, cache_dir: Path) -> tuple[Split, ...]:
-    sources: list[SplitSource] = [parse_tasks_option(v) for v in values] if values else default_sources()
+    sources = split_sources(values)
     names = [s.name for s in sources]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

@@ -96,15 +96,18 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
 
 
 def register_controller_plugins(config: pytest.Config, run) -> None:
-    """The session object (records -> results), CI gates and statistics, the judge-panel agreement."""
+    """The session object (records -> results), CI gates and statistics, the end of session's layout
+    (the answer last), the judge-panel agreement."""
     from .glue.agreement import register_agreement
     from .glue.ci import CiPlugin
     from .glue.session import BenchmarkSession
+    from .glue.terminal import BenchmarkTerminal
 
     session = BenchmarkSession(config, run)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "hypeedit-session")
     config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
+    config.pluginmanager.register(BenchmarkTerminal(config), "hypeedit-terminal")
     register_agreement(config, run)
     from .glue.calibration import register_calibration
 

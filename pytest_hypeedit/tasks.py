@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from .errors import ConfigError, ImageError, TaskFileError
+from .errors import ConfigError, ImageError, InputError, TaskFileError
 
 #: A plain file or directory name: no separators, no "..", no leading dot.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
@@ -27,6 +27,9 @@ _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
 IMAGE_SUFFIXES = (".webp", ".png", ".jpg", ".jpeg")
 SPLITS_DIR = Path(__file__).resolve().parent / "splits"
 DEFAULT_SPLIT = "public"
+#: Where a local task file's reference images are when --images-base does not say: beside it, in images/
+#: (as examples/tiny-split/ has them).  Never the upstream CDN: a local file's tasks are usually not there.
+LOCAL_IMAGES = "images"
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class SplitSource:
     sha256: str | None = None  # checked when given
     images_base: str | None = None  # overrides the default images base
     licence: str | None = None
+    url_variable: str | None = None  # a manifest's HYPEEDIT_<NAME>_SPLIT_URL, named when the download fails
 
 
 @dataclass(frozen=True)
@@ -168,9 +172,11 @@ def parse_tasks_option(value: str) -> SplitSource:
     if location.endswith((".yaml", ".yml")) and not is_url(location):
         source = load_manifest(Path(location))
         name = _checked_split_name(name or source.name, value)  # a manifest's name becomes a folder too
-        return SplitSource(name, source.location, source.sha256, source.images_base, source.licence)
+        return SplitSource(name, source.location, source.sha256, source.images_base, source.licence,
+                           source.url_variable)
     stem = Path(location.split("?")[0].rstrip("/")).stem
-    return SplitSource(name=_checked_split_name(name or stem, value), location=location)
+    images = None if is_url(location) else str(Path(location).parent / LOCAL_IMAGES)
+    return SplitSource(name=_checked_split_name(name or stem, value), location=location, images_base=images)
 
 
 def _checked_split_name(name: str, value: str) -> str:
@@ -180,7 +186,7 @@ def _checked_split_name(name: str, value: str) -> str:
 
 
 def load_manifest(path: Path) -> SplitSource:
-    """A split manifest (``tasks/public.yaml``): name, source URL, sha256, images base, licence."""
+    """A split manifest (``splits/public.yaml``): name, source URL, sha256, images base, licence."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -188,8 +194,9 @@ def load_manifest(path: Path) -> SplitSource:
     if not isinstance(data, dict) or not isinstance(data.get("source"), str):
         raise ConfigError(f"{path}: a split manifest needs at least 'name' and 'source' keys")
     name = str(data.get("name") or path.stem)
-    location = os.environ.get(f"HYPEEDIT_{name.upper()}_SPLIT_URL") or data["source"]
-    return SplitSource(name, location, data.get("sha256"), data.get("images_base"), data.get("licence"))
+    variable = f"HYPEEDIT_{name.upper()}_SPLIT_URL"
+    location = os.environ.get(variable) or data["source"]
+    return SplitSource(name, location, data.get("sha256"), data.get("images_base"), data.get("licence"), variable)
 
 
 def default_sources() -> list[SplitSource]:
@@ -218,7 +225,21 @@ def _task_file_path(source: SplitSource, cache_dir: Path, fetch) -> Path:
 
     key = source.sha256 or hashlib.sha256(source.location.encode()).hexdigest()
     dest = cache_dir / "splits" / f"{source.name}-{key[:16]}.json"
-    return download_once(source.location, dest, fetch=fetch, validate=lambda raw: _check_sha256(raw, source, dest))
+    try:
+        return download_once(source.location, dest, fetch=fetch,
+                             validate=lambda raw: _check_sha256(raw, source, dest))
+    except TaskFileError:
+        raise
+    except InputError as exc:  # the download itself failed: say what works without it
+        raise TaskFileError(f"split {source.name}: {exc}. {_offline_hint(source)}") from None
+
+
+def _offline_hint(source: SplitSource) -> str:
+    local = (f"--tasks PATH for a local copy of the task file (its images in {LOCAL_IMAGES}/ beside it, "
+             "or --images-base DIR)")
+    if source.url_variable:
+        return f"Offline or behind a proxy? Use {local}, or set {source.url_variable} to a mirror of the file"
+    return f"Check the URL given to --tasks, or use {local}"
 
 
 def _check_sha256(raw: bytes, source: SplitSource, path: Path) -> None:
@@ -253,9 +274,11 @@ def reference_image_paths(
 def _local_image(task: Task, name: str, base: Path, verify: bool, checked: "CheckedImages | None") -> Path:
     path = base / task.task_id / name
     if not path.is_file():
+        where = f"looked for {path}" if base.is_dir() else f"the folder {base} does not exist"
         raise ImageError(
-            f"{path}: reference image {name!r} of task {task.task_id} (split {task.split}) is missing; "
-            "check --images-base"
+            f"reference image {name!r} of task {task.task_id} (split {task.split}) is missing: {where}. "
+            "--images-base names the folder that holds <task_id>/<image> (or a URL); without it, a local "
+            f"task file's images are looked for in {LOCAL_IMAGES}/ beside it"
         )
     if verify and not (checked and checked.known(path)):
         check_image_file(path, task)
@@ -305,7 +328,13 @@ def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetc
     base_key = hashlib.sha256(base.rstrip("/").encode()).hexdigest()[:12]
     dest = cache_dir / "images" / base_key / task.task_id / name
     url = f"{base.rstrip('/')}/{task.task_id}/{name}"
-    return download_once(url, dest, fetch=fetch, validate=lambda raw: check_image_bytes(raw, str(url), task))
+    try:
+        return download_once(url, dest, fetch=fetch, validate=lambda raw: check_image_bytes(raw, str(url), task))
+    except ImageError:
+        raise
+    except InputError as exc:  # the download itself failed
+        raise ImageError(f"reference image {name!r} of task {task.task_id} (split {task.split}): {exc}. "
+                         "Offline? Give a local copy of the images with --images-base DIR") from None
 
 
 def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
@@ -322,7 +351,15 @@ def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
     except PixelsTooMany as exc:
         raise ImageError(f"{where}: {exc}; replace the file with a smaller one") from None
     except Exception as exc:  # PIL raises many kinds for corrupt data
-        raise ImageError(f"{where}: reference image{whose} cannot be decoded ({exc}); replace the file") from None
+        raise ImageError(f"{where}: reference image{whose} cannot be decoded ({image_problem(exc)}); "
+                         "replace the file") from None
+
+
+def image_problem(exc: BaseException) -> str:
+    """What Pillow said about a file it cannot read, without the Python object it read from: its
+    "cannot identify image file <_io.BytesIO object at 0x7f...>" names a buffer, not the file."""
+    text = re.sub(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>", "", str(exc)).strip(" :;")
+    return text or type(exc).__name__
 
 
 _verified: dict[tuple[str, int, int], bool] = {}

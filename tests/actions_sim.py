@@ -6,7 +6,8 @@ a fresh workspace per job, after substituting the ``${{ ... }}`` expressions the
 cannot grow an expression this runner silently ignores).  Only what needs GitHub is simulated:
 
 - ``actions/checkout``: the workspace starts as a copy of the repository;
-- ``actions/setup-python`` and a step that only ``pip install``s the package: this venv, which has it;
+- ``actions/setup-python`` and a step that only ``pip install``s the plugin by name (``pytest-hypeedit``
+  from a git URL or a wheel, as a team's repository would): this venv, which has it;
 - ``actions/cache/restore`` / ``save``: a store of folders by key; restore takes the exact key, else
   the newest entry whose key starts with a ``restore-keys`` prefix; a saved key is never overwritten;
 - ``actions/upload-artifact`` / ``download-artifact``: folders by artifact name, per workflow run;
@@ -104,6 +105,8 @@ class Runner:
 
     def _run(self, name: str, script: str, workspace: Path, env: dict) -> StepResult:
         if re.fullmatch(r"python -m pip install [^;&|]*", script.strip()):
+            # A team's checkout holds no plugin to install with "pip install .": the step must name it.
+            assert re.search(r"pytest[-_]hypeedit", script), f"step {name!r} does not install pytest-hypeedit: {script}"
             return StepResult(name, 0, "simulated: the package is installed in this venv")
         done = subprocess.run([*BASH, script], cwd=workspace, env=env, capture_output=True, text=True, timeout=300)
         return StepResult(name, done.returncode, done.stdout + done.stderr)

@@ -7,7 +7,9 @@ user would, in a subprocess with bash, without touching the worktree.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,3 +36,38 @@ def keyless_env(home: Path, **extra: str) -> dict[str, str]:
     env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}")
     env.update(extra)
     return env
+
+
+# --------------------------------------------------------------------------- the README's keyless try-out
+
+
+def readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def bash_blocks(markdown: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", markdown, re.S)
+
+
+def keyless_tryout() -> str:
+    """The Quickstart's bash block that runs the identity control (the one the README says needs no key)."""
+    blocks = [block for block in bash_blocks(readme_section("Quickstart")) if "--model identity" in block]
+    assert len(blocks) == 1, "the Quickstart should have one keyless try-out block"
+    return blocks[0]
+
+
+#: The folder the try-out block runs in, as the README says: it makes it and copies the example split there.
+TRYOUT = "try-hypeedit"
+
+
+def run_keyless_tryout(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The try-out block, as written, from ``root``, beside which only the example split of a clone exists
+    (``root/pytest-hypeedit/examples/tiny-split``): the run itself happens in ``root/try-hypeedit``."""
+    shutil.copytree(REPO / "examples" / "tiny-split", root / "pytest-hypeedit" / "examples" / "tiny-split")
+    # No key, and any attempt to reach the network for the public split would fail loudly, not hang.
+    env = {**env, "HYPEEDIT_PUBLIC_SPLIT_URL": "http://127.0.0.1:9/unreachable.json"}
+    return subprocess.run(["bash", "-e", "-c", keyless_tryout()], cwd=root, env=env, capture_output=True,
+                          text=True, timeout=300)

@@ -78,12 +78,12 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
     assert row["pass_rate"] == pytest.approx(judge_rate)  # today's key is still the judge's own
     figures = [f"{100 * row['calibrated'][k]['value']:.1f}%" for k in ("pass_rate", "pass_at_4")]
     judge_figures = [f"{100 * row[k]:.1f}%" for k in ("pass_rate", "pass_at_4")]
-    result.stdout.fnmatch_lines([
+    result.stdout.fnmatch_lines([  # the details first, the results table last (the terminal leads with it)
+        "*calibrated with a human sample (--calibrate)*",
+        "identity (mini): judge sensitivity *, specificity *",
         "Model * Split * Figures * Pass rate*",
         f"identity * mini * calibrated * {figures[0]} * {figures[1]} *",
         f"* judge * {judge_figures[0]} * {judge_figures[1]} *",
-        "*calibrated with a human sample (--calibrate)*",
-        "identity (mini): judge sensitivity *, specificity *",
     ])
     humans = [json.loads(line) for line in (bench.path / "human.jsonl").read_text().splitlines()]
     labelled = {(t, r): h for t, r, h in humans if h is not None}
@@ -119,9 +119,9 @@ def test_gates_and_the_baseline_read_the_calibrated_figures(bench):
     assert result.ret == 0
     comparison = row_of(bench)["calibrated_baseline"]["pass_rate"]
     assert comparison["difference"] == pytest.approx(0) and comparison["tasks"] == TASKS
-    result.stdout.fnmatch_lines(["PASS gate 'calibrated.pass_rate>=baseline-0.01' on identity (mini): calibrated.pass_rate = *"
-                                 "baseline * on 8 shared tasks*",
-                                 "  calibrated vs baseline: pass_rate * difference 0.0%*"])
+    result.stdout.fnmatch_lines(["  calibrated vs baseline: pass_rate * difference 0.0%*",  # details, then gates last
+                                 "PASS gate 'calibrated.pass_rate>=baseline-0.01' on identity (mini): calibrated.pass_rate = *"
+                                 "baseline * on 8 shared tasks*"])
     failing = run(bench, "--calibrate", "labels:panel", "--gate", f"calibrated.pass_rate.low>={value + 0.3:.4f}")
     assert failing.ret == 1
     without = run(bench, "--gate", "calibrated.pass_rate>=0.1")

@@ -1,12 +1,13 @@
 """The example GitHub Actions workflow, run locally as written against loopback fakes, so it cannot rot.
 
-examples/github-actions/hypeedit.yml runs one job per model and a merge job.  Here its run: steps
-run with bash on a simulated runner (tests/actions_sim.py: only checkout, setup-python, the cache and
-the artifacts are simulated), with the repository's secrets pointing at the fake ModelArk (seedream-4.5),
-the fake OpenAI images API (gpt-image-1.5) and the fake Gemini API (the judge), twice: the second
-workflow run restores the cached outputs and pays for nothing.  PYTEST_ADDOPTS, as a repository would
-set for a quick trial, points the runs at the shipped tiny split with 2 repeats instead of the public
-split with 10.
+examples/github-actions/hypeedit.yml runs one job per model and a merge job, in a team's own repository.
+Here its run: steps run with bash on a simulated runner (tests/actions_sim.py: only checkout,
+setup-python, the install step, the cache and the artifacts are simulated) whose checkout is such a
+repository: a copy of the tiny example split and nothing of this one.  The repository's secrets point at
+the fake ModelArk (seedream-4.5), the fake OpenAI images API (gpt-image-1.5) and the fake Gemini API (the
+judge); the workflow runs twice: the second run restores the cached outputs and pays for nothing.
+PYTEST_ADDOPTS, as a repository would set for a quick trial, points the runs at the tiny split with 2
+repeats instead of the public split with 10.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
 from actions_sim import Runner
-from fresh_clone import REPO, copy_repo, keyless_env
+from fresh_clone import REPO, keyless_env
 from genai_fakes import FakeGemini
 from genai_fakes.gemini import verdict_reply
 from providers_fakes.ark import FakeArk
@@ -59,10 +61,16 @@ def runner(tmp_path, fakes):
                HYPEEDIT_JUDGE_SCRIPT_URL=str(tmp_path / "judge_stub.py"),
                HYPEEDIT_TEST_STUB_PINS=f"{sha256(script)}:{sha256(prompt)}",
                PYTHONPATH=os.pathsep.join(filter(None, [str(tests), env.get("PYTHONPATH")])),
-               PYTEST_ADDOPTS=f"-p stub_pins_plugin --tasks examples/tiny-split/tiny.json "
-                              f"--images-base examples/tiny-split/images --repeats {REPEATS}")
+               PYTEST_ADDOPTS=f"-p stub_pins_plugin --tasks tiny-split/tiny.json --repeats {REPEATS}")
     secrets = {"GEMINI_API_KEY": GEMINI_KEY, "ARK_API_KEY": fakes["ark"].key, "OPENAI_API_KEY": fakes["openai"].key}
-    return Runner(WORKFLOW, copy_repo(tmp_path / "repo"), tmp_path / "runner", env, secrets)
+    return Runner(WORKFLOW, team_repository(tmp_path / "team"), tmp_path / "runner", env, secrets)
+
+
+def team_repository(root: Path) -> Path:
+    """A model team's repository: a split of its own (a copy of the tiny example, images beside its task
+    file) and nothing of pytest-hypeedit's."""
+    shutil.copytree(REPO / "examples" / "tiny-split", root / "tiny-split")
+    return root
 
 
 def paid_calls(fakes) -> dict[str, int]:

@@ -108,7 +108,9 @@ def test_refusals(fake_gemini, provider, references, reply, words):
     with pytest.raises(Refusal) as caught:
         provider.generate(make_request(references))
     assert words in caught.value.reason
-    assert "task-1" in caught.value.reason and caught.value.cost == 0.0
+    # who answered, once; the task, model and repeat are the item's to say (glue/items.py)
+    assert caught.value.reason.startswith("gemini gemini-3-pro-image-preview: ") and caught.value.cost == 0.0
+    assert "task-1" not in caught.value.reason
     assert len(fake_gemini.requests) == 1  # a refusal is an answer: not retried
 
 
@@ -150,7 +152,7 @@ def test_400_is_not_retried_and_the_key_is_redacted(fake_gemini, provider, refer
     message = str(caught.value)
     assert not caught.value.retryable and caught.value.status == 400
     assert FAKE_GEMINI_KEY not in message and "***" in message
-    assert "gemini-3-pro-preview" in message and "task-1" in message
+    assert "gemini-3-pro-image-preview" in message and "task-1" not in message  # the item names the task
     assert len(fake_gemini.requests) == 1
 
 

@@ -97,7 +97,8 @@ def test_builtin_judges_and_make_judge(tmp_path):
     assert labels.id == "labels[2 raters]"
     panel = make_judge(f"labels:{tmp_path}/ann.json,gemini-3-flash,openai:q", options)
     assert isinstance(panel, MajorityJudge) and panel.id == "labels[1 rater],gemini-3-flash,openai:q"
-    assert panel.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY") and panel.needs_images
+    # openai:q asks OpenAI's own API (no --judge-base-url here), which needs its key
+    assert panel.key_env == ("GOOGLE_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY") and panel.needs_images
     assert set(BUILTIN_JUDGES) >= {"gemini-3-flash", "openai", "labels"}
 
 
@@ -207,7 +208,9 @@ def test_unparseable_twice_is_an_error_never_a_fail(fake_gemini, gemini_judge, r
     fake_gemini.default = text_reply('{"verdict": "MAYBE", "reasoning": "hmm"}')
     with pytest.raises(JudgeError, match="twice") as caught:
         gemini_judge.judge(request_)
-    assert "task-9" in str(caught.value) and len(fake_gemini.requests) == 2
+    # the model asked, once; the runner names the judge and the item the candidate (glue/items.py)
+    assert str(caught.value).startswith("gemini-3-flash-preview: the reply could not be read")
+    assert "task-9" not in str(caught.value) and len(fake_gemini.requests) == 2
 
 
 def test_a_malformed_body_counts_as_unparseable(fake_gemini, gemini_judge, request_):

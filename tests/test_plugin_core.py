@@ -136,7 +136,7 @@ def test_refusal_counts_as_fail_and_is_not_paid_again(bench, tmp_path, monkeypat
     args = base_args("--model", "paid", "--judge", "labels:r1.json", repeats=2)
     result = bench.runpytest(*args)
     result.assert_outcomes(passed=4, failed=4)
-    result.stdout.fnmatch_lines(["*refused by paid: moderation_blocked*"])
+    result.stdout.fnmatch_lines(["task-0? paid r001: refused: moderation_blocked"])
     row = results(bench)["rows"][0]
     assert (row["refusals"], row["judged"], row["pass_rate"]) == (4, 8, 0.5)
     bench.runpytest(*args)
@@ -162,7 +162,7 @@ def test_unlabelled_candidate_is_an_error_naming_task_model_and_repeat(bench):
     all_labels(bench.path / "r1.json", 3, ["identity"], 1, lambda t, m, r: True)  # task-03 unlabelled
     result = bench.runpytest(*base_args("--model", "identity", "--judge", "labels:r1.json", repeats=1))
     result.assert_outcomes(passed=3, errors=1)
-    result.stdout.fnmatch_lines(["*task task-03, model identity, repeat 001: no rater labelled*"])
+    result.stdout.fnmatch_lines(["task-03 identity r001: judge labels[[]1 rater]: no rater labelled this candidate in r1.json;*"])
 
 
 def test_majority_of_three_raters_decides(bench):
@@ -226,7 +226,8 @@ def test_unknown_model_lists_the_known_ones(bench):
             lambda p: p.joinpath("mini.json").write_text(json.dumps([{**make_tasks(1)[0], "input_images": ["/etc/passwd"]}])),
             "*task task-00: input image '/etc/passwd' is not a plain image file name*",
         ),
-        (lambda p: p.joinpath("images/task-02/001.png").unlink(), "*images/task-02/001.png: reference image '001.png' of task task-02 (split mini) is missing*"),
+        (lambda p: p.joinpath("images/task-02/001.png").unlink(),
+         "*reference image '001.png' of task task-02 (split mini) is missing: looked for images/task-02/001.png.*"),
         (
             lambda p: p.joinpath("images/task-01/001.png").write_bytes(p.joinpath("images/task-01/001.png").read_bytes()[:60]),
             "*images/task-01/001.png: reference image of task task-01 (split mini) cannot be decoded*",
@@ -235,6 +236,7 @@ def test_unknown_model_lists_the_known_ones(bench):
     ids=["not-json", "hostile-task-id", "hostile-image-name", "missing-image", "truncated-image"],
 )
 def test_bad_input_is_one_clear_error_line(bench, mutate, expected):
+    all_labels(bench.path / "r1.json", 4, ["identity"], 3, lambda t, m, r: True)  # the judge is built first
     mutate(bench.path)
     result = bench.runpytest(*base_args("--model", "identity", "--judge", "labels:r1.json"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -32,7 +32,8 @@ def test_tasks_option_names_the_split_after_the_file_or_explicitly():
 
 
 def test_shipped_manifest_pins_the_upstream_commit_and_sha256():
-    source = parse_tasks_option(str(Path(__file__).resolve().parents[1] / "tasks" / "public.yaml"))
+    manifest = Path(__file__).resolve().parents[1] / "pytest_hypeedit" / "splits" / "public.yaml"
+    source = parse_tasks_option(str(manifest))
     assert source.name == "public" and source.sha256 == PINNED
     assert "268591e7f7e73435cecb1dc5308aa4c1da27d478" in source.location
 

@@ -6,6 +6,7 @@
                       -x / --maxfail / Ctrl-C / SIGTERM; the xdist scheduler; the live line
     stopping.py       Ctrl-C and SIGTERM in every process, the grace of the calls in flight, what leaving costs
     session.py        the one session object on the controller: records in, results out
+    terminal.py       the end of session's layout: one line per failed item, the answer (table, gates) last
     ci.py             gates -> exit status, statistics into the results, junit properties
     agreement.py      ``--agreement``: the judge against a human panel
     calibration.py    ``record.human`` from the run's labels, ``--calibrate``, the judge's stability lines

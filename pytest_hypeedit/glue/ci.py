@@ -9,7 +9,8 @@ them into the session:
 - ``pytest_sessionfinish`` (controller, after the session object built the
   results, before junitxml and pytest-html write their files): the gates are
   evaluated and set ``session.exitstatus``; metrics become junit properties.
-- ``pytest_terminal_summary``: one explicit line per gate, because pytest's
+- ``pytest_terminal_summary``: intervals, sensitivity and the baseline comparison; ``write_gates``
+  (called by glue/terminal.py under the results table): one explicit line per gate, because pytest's
   last line still says "N failed" when the gates pass (and "N passed" when not).
 """
 
@@ -87,6 +88,9 @@ class CiPlugin:
         if results and results.get("rows"):
             for line in sensitivity_lines(results) + baseline_lines(results):
                 terminalreporter.write_line(line)
+
+    def write_gates(self, terminalreporter) -> None:
+        """One line per gate and the verdict, under the results table: printed last, by glue/terminal.py."""
         if not self.gates or self.config.option.collectonly:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")

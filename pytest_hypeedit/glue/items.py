@@ -31,6 +31,11 @@ def item_name(task_id: str, model: str, repeat: int) -> str:
     return f"{task_id}[{model}-r{repeat:03d}]"
 
 
+def label(task_id: str, model: str, repeat: int) -> str:
+    """How a message names its candidate, once, at its start: ``<task_id> <model> r<NNN>``."""
+    return f"{task_id} {model} r{repeat:03d}"
+
+
 def parse_nodeid(nodeid: str) -> tuple[str, str, str, int] | None:
     """(split, model, task_id, repeat) of one of our node ids, None for any other."""
     parts = nodeid.split("::")
@@ -74,13 +79,13 @@ class CandidateItem(pytest.Item):
     def runtest(self) -> None:
         record = self.record
         if record.outcome == REFUSED:
-            raise CandidateFailed(f"refused by {self.spec.name}: {record.refusal}")
+            raise CandidateFailed(f"refused: {record.refusal}")  # the label names the model
         if record.outcome == FAIL:
             raise CandidateFailed(f"FAIL ({record.judge}): {record.reasoning}")
 
     @property
     def _label(self) -> str:
-        return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}"
+        return label(self.task.task_id, self.spec.name, self.repeat)
 
     def repr_failure(self, excinfo, style=None):
         # A verdict is not a bug: the failure is one line with the judge's reasoning, no traceback.
@@ -111,7 +116,11 @@ def _build_items(session: pytest.Session, run) -> list[CandidateItem]:
             for spec in run.models:
                 for repeat in range(1, run.repeats + 1):
                     name = item_name(task.task_id, spec.name, repeat)
-                    items.append(CandidateItem.from_parent(parent, name=name, task=task, spec=spec, repeat=repeat))
+                    # The id as a string, parsed by pytest as a parametrized test's: built from the parent,
+                    # pytest 9 keeps "[model-rNNN]" in the name, and --lf / --ff never match the ids they
+                    # stored (which they parse into name and parameters).
+                    items.append(CandidateItem.from_parent(parent, name=name, nodeid=f"{parent.nodeid}::{name}",
+                                                           task=task, spec=spec, repeat=repeat))
     return items
 
 

@@ -58,7 +58,8 @@ class BenchmarkSession:
         self.results_path = run.results
         write_results(self.results, run.results)
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_table(self, terminalreporter) -> None:
+        """The results table and the run's totals: printed last, by glue/terminal.py."""
         if not self.results:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 results")

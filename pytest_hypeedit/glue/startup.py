@@ -3,16 +3,22 @@
 Everything that can be wrong before the first paid call is checked here, on
 the controller, so a bad task file, a missing image, a labels file naming an
 unknown model or a missing API key is one clear usage error, not 500 errors.
+
+The order: the options and the judge (a bad labels file), then every API key the run surely needs, before
+anything is downloaded; then the task files (a download, for the public split); then the keys the tasks
+show are needed (a model whose candidates are all on disk needs none); then the judge's script (a
+download) and the reference images (downloads).  Nothing is paid for before all of it holds.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from ..engine.budget import Budget
-from ..config import RunConfig, build_run_config
+from ..config import RunConfig, build_run_config, load_splits, split_sources
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
@@ -26,24 +32,29 @@ from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     extra = [entry for entries in config.hook.pytest_hypeedit_add_models(config=config) for entry in entries or []]
-    run = build_run_config(config.option, Path(config.invocation_params.dir), extra)
+    checking = controller and not config.option.collectonly
+    run = build_run_config(config.option, Path(config.invocation_params.dir), extra, load_tasks=False)
+    config.stash[RUN_KEY] = run  # the judge's options come from it
+    judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
+    if checking:
+        check_keys_before_downloads(config, run, judge)
+    run = dataclasses.replace(run, splits=load_splits(config.option.hypeedit_tasks, run.cache_dir))
     config.stash[RUN_KEY] = run
     for task_type in all_task_types(run.splits):
         config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")
-    checking = controller and not config.option.collectonly
     if checking:
         check_state_writable(run, run_state_dir(config, run))  # before the runner makes its ledger there
-    runner = build_runner(config, run)
+    runner = build_runner(config, run, judge)
     config.stash[RUNNER_KEY] = runner
     if checking:
+        check_keys(run, runner)
+        check_judge(run, runner)
         check_outputs_writable(run, runner)
         check_reference_images(run, progress=startup_progress(config))
-        check_keys(run, runner)
-        check_judge(run, runner)  # builds the judge now: a bad labels file or judge spec is a usage error
     return run
 
 
-def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
+def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = None) -> Runner:
     images: dict[str, list[Path]] = {}
 
     def references(task: Task) -> list[Path]:
@@ -57,7 +68,7 @@ def build_runner(config: pytest.Config, run: RunConfig) -> Runner:
     return Runner(
         store=Store(run.outputs),
         make_provider=lambda spec: make_provider(config, spec),
-        make_judge=lambda: make_judge(config, run),
+        make_judge=lambda: judge if judge is not None else make_judge(config, run),
         references=references,
         rejudge=run.rejudge,
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
@@ -230,37 +241,63 @@ def startup_progress(config: pytest.Config):
     return show
 
 
-def check_keys(run: RunConfig, runner: Runner) -> None:
-    """A route that must be called needs its key now, before any call; a run from disk needs none."""
-    from ..secrets import key_for
+def check_keys_before_downloads(config: pytest.Config, run: RunConfig, judge: Judge) -> None:
+    """Before any task file, judge script or reference image is fetched: a model with nothing in its outputs
+    folders will be called, so its key must be set; when no model has anything there, every candidate needs
+    a verdict, so the judge's key too.  A model with something on disk may need no call at all: it is checked
+    once its tasks are known (check_keys)."""
+    splits = [source.name for source in split_sources(config.option.hypeedit_tasks)]
+    fresh = [spec for spec in run.models if not any(_has_entries(run.outputs / split / spec.name) for split in splits)]
+    missing = [_missing_model_key(spec, make_provider(config, spec)) for spec in fresh]
+    if len(fresh) == len(run.models):
+        missing += _missing_judge_keys(judge)
+    _refuse_missing(missing, "nothing was downloaded or paid for")
 
-    for spec in run.models:
-        if any(runner.needs_call(*key) for key in candidate_keys(run, spec)):
-            provider_class = type(runner.provider(spec))
-            if provider_class.key_env:
-                key_for(spec.route, provider_class.key_env)
+
+def check_keys(run: RunConfig, runner: Runner) -> None:
+    """Every key the run needs, now the tasks are known: a route that must be called, and the judge when some
+    candidate still has to be judged.  A run whose candidates and verdicts are all on disk needs none."""
+    missing = [_missing_model_key(spec, runner.provider(spec)) for spec in run.models
+               if any(runner.needs_call(*key) for key in candidate_keys(run, spec))]
+    if pending_verdicts(run, runner):
+        missing += _missing_judge_keys(runner.judge)
+    _refuse_missing(missing, "nothing was paid for")
 
 
 def check_judge(run: RunConfig, runner: Runner) -> None:
-    """The judge's key and what it reads (the upstream judge script, downloaded and checked) are needed
-    only when some candidate still has to be judged: a replay from disk needs neither."""
-    judge = runner.judge
+    """What the judge reads (the upstream judge script, downloaded and checked) is needed only when some
+    candidate still has to be judged: a replay from disk needs none."""
     if pending_verdicts(run, runner):
-        check_judge_keys(judge)
-        judge.prepare()  # a judge script that is not the pinned one is refused here, before any call
+        runner.judge.prepare()  # a judge script that is not the pinned one is refused here, before any call
 
 
-def check_judge_keys(judge: Judge) -> None:
+def _has_entries(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def _missing_model_key(spec: ModelSpec, provider: Provider) -> str | None:
     from ..secrets import find_key
 
-    keyed = [juror for juror in getattr(judge, "jurors", [judge]) if juror.key_env]
-    missing = [juror for juror in keyed if find_key(juror.key_env) is None]
-    if missing:
-        juror = missing[0]
-        raise ConfigError(
-            f"judge {juror.id} needs an API key: set {' or '.join(juror.key_env)} in the environment "
+    variables = type(provider).key_env
+    if not variables or find_key(variables) is not None:
+        return None
+    return (f"route {spec.route} needs an API key: set {' or '.join(variables)} in the environment "
+            "(or choose a model on another route with --model)")
+
+
+def _missing_judge_keys(judge: Judge) -> list[str]:
+    from ..secrets import find_key
+
+    return [f"judge {juror.id} needs an API key: set {' or '.join(juror.key_env)} in the environment "
             "(or choose another --judge, e.g. labels:RATER.json)"
-        )
+            for juror in getattr(judge, "jurors", [judge]) if juror.key_env and find_key(juror.key_env) is None]
+
+
+def _refuse_missing(problems: list[str | None], done: str) -> None:
+    """One usage error naming every missing key (each route once), and what has not happened yet."""
+    problems = list(dict.fromkeys(p for p in problems if p))
+    if problems:
+        raise ConfigError("; ".join(problems) + f"; {done}")
 
 
 def candidate_keys(run: RunConfig, spec: ModelSpec):

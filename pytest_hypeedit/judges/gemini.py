@@ -101,7 +101,7 @@ class GeminiJudge(Judge):
 
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
-        who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
+        who = self.model  # the runner names the judge, the item the candidate: each once
         parsed = ask_until_parsed(lambda: self._ask(contents, who), who=who)
         extra = {"judge_model": self.model, "prompt": self.prompt.kind, "prompt_sha256": self.prompt.sha256,
                  **parsed.extra}

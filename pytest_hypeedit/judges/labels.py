@@ -35,8 +35,8 @@ class LabelsJudge(Judge):
     def judge(self, request: JudgeRequest) -> Verdict:
         verdict = self.panel.verdict(request.task.task_id, request.model, request.repeat)
         if verdict is None:
+            # No task, model or repeat here: the item's line names the candidate once (glue/items.py).
             raise JudgeError(
-                f"task {request.task.task_id}, model {request.model}, repeat {request.repeat:03d}: "
                 f"no rater labelled this candidate in {', '.join(str(p) for p in self.paths)}; "
                 "label it (hypeedit-review) or deselect it",
                 retryable=False,

@@ -8,8 +8,9 @@ every juror the same question and agreement figures compare judges, not
 prompts; ``openai-rubric:MODEL`` asks with the project's rubric instead (it
 needs no download of the upstream script).  The base URL is ``--judge-base-url``
 (``JudgeOptions.openai_base_url``), else ``HYPEEDIT_OPENAI_BASE_URL``, else
-OpenAI's.  ``OPENAI_API_KEY`` is optional: local servers need none, and without
-a key no Authorization header is sent.  The price of an arbitrary model is not
+OpenAI's.  ``OPENAI_API_KEY`` is required for OpenAI's own API (api.openai.com):
+missing, it is a usage error at start-up, like a model's key.  Elsewhere (a local
+server) it is optional, and without a key no Authorization header is sent.  The price of an arbitrary model is not
 known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
 
 A verdict is a paid request sent once (``SUBMITS``): a reply lost to a read
@@ -41,13 +42,13 @@ from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableR
                         make_prompt, message_pieces, stale_reason)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OPENAI_HOST = "api.openai.com"
 KEY_VARIABLE = "OPENAI_API_KEY"
 ROUTE = "openai-judge"
 
 
 class OpenAICompatJudge(Judge):
     name = "openai"
-    key_env = ()  # the key is optional (local servers), so a missing one is not a usage error
     routes = (ROUTE,)
 
     def __init__(self, model: str, options=None, *, prompt: str = UPSTREAM):
@@ -57,6 +58,9 @@ class OpenAICompatJudge(Judge):
         self.options = options
         self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
         self.base = (getattr(options, "openai_base_url", None) or base_url("openai", DEFAULT_BASE_URL)).rstrip("/")
+        # OpenAI's own API answers 401 without its key: say so before anything is paid.  A local server
+        # (vLLM, Ollama) may need none, so there a missing key is not an error.
+        self.key_env = (KEY_VARIABLE,) if httpx.URL(self.base).host == OPENAI_HOST else ()
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
@@ -84,7 +88,7 @@ class OpenAICompatJudge(Judge):
         temperature = getattr(self.options, "temperature", 0.0)
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
-        who = f"judge {self.id} on task {request.task.task_id}, {request.model} repeat {request.repeat:03d}"
+        who = f"{self.model} at {self.base}"  # the runner names the judge, the item the candidate: each once
         parsed = ask_until_parsed(lambda: self._ask(body, who, request.call_id), who=who)
         extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}

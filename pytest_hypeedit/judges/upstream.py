@@ -54,7 +54,7 @@ class ScriptPins:
         return f"{self.class_name}.{self.method}"
 
 
-#: The upstream judge at the commit tasks/public.yaml pins for the task file
+#: The upstream judge at the commit splits/public.yaml pins for the task file
 #: (268591e7f7e73435cecb1dc5308aa4c1da27d478).  Both sha256 values were computed from that
 #: file (10131 bytes): the file's, and that of ``ast.literal_eval`` of its ``prompt = (...)``
 #: value (1572 characters) encoded as UTF-8.

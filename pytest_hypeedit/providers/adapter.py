@@ -25,6 +25,7 @@ import httpx
 from ..errors import ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
+from ..tasks import image_problem
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
@@ -98,7 +99,9 @@ class HttpProvider(Provider):
             self._client = None
 
     def what(self, request: GenerationRequest) -> str:
-        return f"{self.spec.name} ({self.spec.provider_model}) on task {request.task.task_id} r{request.repeat:03d}"
+        """Who answered, for messages: the route and the provider's model id.  Not the task, model or repeat:
+        the item's line names the candidate once (glue/items.py)."""
+        return f"{self.route} {self.spec.provider_model}"
 
     # ------------------------------------------------------------------ inputs
     def references(self, request: GenerationRequest) -> tuple[PreparedImage, ...]:
@@ -205,7 +208,7 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
         raise Refusal(f"{what}: {exc}", cost=cost, request_id=request_id) from None
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
-                      f"{str(exc)[:80]})", cost=cost, request_id=request_id) from None
+                      f"{image_problem(exc)[:80]})", cost=cost, request_id=request_id) from None
     return ext
 
 

@@ -85,7 +85,7 @@ class GeminiProvider(Provider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         _, types, _ = import_genai()
-        what = f"{self.spec.name} ({self.spec.provider_model}) on task {request.task.task_id}"
+        what = f"{self.route} {self.spec.provider_model}"  # the item's line names the candidate once
         contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
                                                       *self._reference_parts(request)])]
         response = call(lambda: self.session.client.models.generate_content(

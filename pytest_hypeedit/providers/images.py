@@ -24,6 +24,7 @@ from typing import IO, Sequence
 from PIL import Image, UnidentifiedImageError
 
 from ..errors import ImageError
+from ..tasks import image_problem
 from .body import InlineImage
 from ..files import atomic_write_bytes
 from ..engine.limits import exclusive, safe_name
@@ -225,7 +226,8 @@ def _decode(data: bytes, where: str) -> Image.Image:
     except PixelsTooMany as exc:
         raise ImageError(f"{exc}; use a smaller image") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise ImageError(f"{where}: not a readable image ({exc}); delete it from the cache to download it again") from None
+        raise ImageError(f"{where}: not a readable image ({image_problem(exc)}); delete it from the cache to download "
+                         "it again") from None
     return image
 
 

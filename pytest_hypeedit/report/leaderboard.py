@@ -180,7 +180,8 @@ def load_results(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InputError(f"{path}: cannot read results file ({exc.strerror})") from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc}); expected a results JSON written by pytest --hypeedit") from None
+        raise InputError(f"{path}: not JSON ({exc}); expected the results JSON of a benchmark run "
+                         "(pytest --model MODEL writes hypeedit-outputs/results.json)") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("rows"), list):
         raise InputError(f"{path}: not a results file (expected schema {SCHEMA!r} with a 'rows' list)")
     return data

@@ -1,0 +1,150 @@
+"""The end of a benchmark run's terminal leads with the answer (glue/terminal.py).
+
+A 500-candidate run (50 tasks x 10 repeats of the identity control, judged by one rater's labels, with
+some candidates left unlabelled so that they error) prints one line per failed or errored item, a
+condensed short summary, and the results table with the run's totals and gates within its last 15 lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+
+TASKS, REPEATS = 50, 10
+
+
+def passed(t: int, r: int) -> bool:
+    return (t * 7 + r) % 3 == 0
+
+
+def unlabelled(t: int, r: int) -> bool:
+    return t % 10 == 4 and r <= 2  # 10 candidates nobody labelled: they error
+
+
+@pytest.fixture
+def big(pytester: pytest.Pytester, monkeypatch, tmp_path):
+    write_split(pytester.path, "gen", make_tasks(TASKS), pytester.path / "images")
+    verdicts = {(f"task-{t:02d}", "identity", r): passed(t, r)
+                for t in range(TASKS) for r in range(1, REPEATS + 1) if not unlabelled(t, r)}
+    write_labels(pytester.path / "r1.json", verdicts)
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    return pytester
+
+
+def run_args(*extra: str) -> list[str]:
+    return ["--model", "identity", "--tasks", "gen.json", "--images-base", "images", "--outputs", "out",
+            "--judge", "labels:r1.json", "--gate", "pass_rate>=0.5", *extra]
+
+
+def label(t: int, r: int) -> str:
+    return f"task-{t:02d} identity r{r:03d}"
+
+
+def expected(tasks=range(TASKS)) -> tuple[list[str], list[str]]:
+    """(labels of the failed items, labels of the errored items)."""
+    every = [(t, r) for t in tasks for r in range(1, REPEATS + 1)]
+    errors = [label(t, r) for t, r in every if unlabelled(t, r)]
+    failed = [label(t, r) for t, r in every if not unlabelled(t, r) and not passed(t, r)]
+    return failed, errors
+
+
+def lines_naming(lines: list[str], text: str) -> list[str]:
+    return [line for line in lines if text in line]
+
+
+def test_a_500_candidate_run_prints_one_line_per_failure_and_the_answer_last(big):
+    result = big.runpytest(*run_args())
+    failed, errors = expected()
+    result.assert_outcomes(passed=500 - len(failed) - len(errors), failed=len(failed), errors=len(errors))
+    lines = result.outlines
+    check_one_line_each(lines, failed, errors)
+    check_condensed_summary(lines, failed, errors)
+    check_answer_last(lines, failed, errors, candidates=500)
+    check_listing_command(big, failed, errors)
+
+
+def check_one_line_each(lines: list[str], failed: list[str], errors: list[str]) -> None:
+    for name in failed:
+        assert len(lines_naming(lines, name)) == 1, (name, lines_naming(lines, name))
+        [line] = lines_naming(lines, name)
+        assert line == f"{name}: FAIL (labels[1 rater]): human panel: 0 PASS / 1 FAIL"
+    for name in errors:
+        [line] = lines_naming(lines, name)  # the context once: no "task task-04, model identity, repeat 001"
+        assert line == f"{name}: judge labels[1 rater]: no rater labelled this candidate in r1.json; " \
+                       "label it (hypeedit-review) or deselect it"
+    assert not lines_naming(lines, "FAILED hypeedit::") and not lines_naming(lines, "ERROR hypeedit::")
+
+
+def check_condensed_summary(lines: list[str], failed: list[str], errors: list[str]) -> None:
+    title = f"short test summary: {len(failed)} failed, {len(errors)} errors"
+    assert any(re.fullmatch(rf"=+ {title} =+", line) for line in lines), lines[-30:]
+    assert f"identity: {len(failed)} failed, {len(errors)} errors" in lines
+    [listing] = lines_naming(lines, "list them: ")
+    listing = re.sub(r" --basetemp=\S+", "", listing)  # pytester's own argument
+    assert listing == ("list them: pytest --model identity --tasks gen.json --images-base images --outputs out "
+                       "--judge labels:r1.json --gate 'pass_rate>=0.5' --lf --co -q")
+
+
+def check_answer_last(lines: list[str], failed: list[str], errors: list[str], candidates: int) -> None:
+    last = lines[-15:]
+    assert any(re.fullmatch(r"=+ HYPE-EDIT-1 results =+", line) for line in last), last
+    assert any(re.match(r"identity\s+gen\s+\d+\.\d%", line) for line in last), last
+    assert any(line.startswith(f"candidates: {candidates}, judged {candidates - len(errors)},") for line in last), last
+    assert any(line.startswith("FAIL gate 'pass_rate>=0.5'") for line in last), last
+    assert any(line.startswith("metric gate FAILED: exit status 1") for line in last), last
+    assert re.fullmatch(rf"=+ {len(failed)} failed, \d+ passed, (\d+ deselected, )?(\d+ warnings, )?"
+                        rf"{len(errors)} errors in .* =+",
+                        lines[-1]), lines[-1]
+
+
+def check_listing_command(big, failed: list[str], errors: list[str]) -> None:
+    """The command the summary gives lists exactly the failed and errored items (pytest 9 matched none of
+    them while the item ids were built from their parent's)."""
+    listed = big.runpytest(*run_args("--lf", "--co", "-q"))
+    ids = [line for line in listed.outlines if line.startswith("hypeedit::")]
+    assert len(ids) == len(failed) + len(errors)
+    assert "hypeedit::gen::task-00[identity-r001]" in ids  # (0 + 1) % 3: a FAIL
+
+
+#: The tests below run tasks 00-09 only (100 candidates): what they check does not need 500.
+SOME = ("-k", "task-0")
+
+
+def test_under_xdist_each_failure_is_still_one_line(big):
+    result = big.runpytest(*run_args(*SOME, "-n", "2"))
+    failed, errors = expected(range(10))
+    check_one_line_each(result.outlines, failed, errors)  # no "[gw0] linux -- Python ..." in front
+    check_answer_last(result.outlines, failed, errors, candidates=100)
+
+
+@pytest.mark.parametrize("flag", ["-rf", "-r f", "--report-chars=f"])
+def test_an_explicit_r_gives_pytests_line_per_item_and_the_answer_still_last(big, flag):
+    result = big.runpytest(*run_args(*SOME, *flag.split()))
+    failed, errors = expected(range(10))
+    lines = result.outlines
+    assert len(lines_naming(lines, "FAILED hypeedit::gen::")) == len(failed)
+    assert not lines_naming(lines, "short test summary: ")
+    check_answer_last(lines, failed, errors, candidates=100)
+
+
+def test_an_r_in_pytest_addopts_counts_as_explicit(big, monkeypatch):
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-rf")
+    result = big.runpytest(*run_args(*SOME))
+    assert len(lines_naming(result.outlines, "FAILED hypeedit::gen::")) == len(expected(range(10))[0])
+
+
+def test_a_chosen_traceback_style_keeps_pytests_sections(big):
+    result = big.runpytest(*run_args("--tb=short", "-k", "task-00"))
+    result.stdout.fnmatch_lines(["*= FAILURES =*", "*_ gen task-00 identity r001 _*",
+                                 "task-00 identity r001: FAIL (labels[[]1 rater]): *"])
+    assert any(re.fullmatch(r"=+ HYPE-EDIT-1 results =+", line) for line in result.outlines[-15:])
+
+
+def test_no_summary_leaves_the_answer_alone(big):
+    result = big.runpytest(*run_args("--no-summary", "-k", "task-00"))
+    assert not lines_naming(result.outlines, "task-00 identity r001") and not lines_naming(result.outlines, "short test")
+    assert any(re.fullmatch(r"=+ HYPE-EDIT-1 results =+", line) for line in result.outlines[-15:])
