@@ -336,6 +336,18 @@ def test_a_lost_reply_is_counted_as_possibly_paid_and_bought_again_saying_so(ark
     assert row["spent"] == pytest.approx(0.08) and row["spent_breakdown"]["possibly_paid"] == pytest.approx(0.04)
 
 
+def test_an_adapter_that_fails_unexpectedly_after_sending_is_an_error_and_possibly_paid(ark, tmp_path, monkeypatch):
+    # A reply of a shape nobody expected makes the adapter raise something that is not one of our errors: the
+    # request was sent (and maybe billed), so the record must not be left with a pending call forever.
+    monkeypatch.setattr(ArkProvider, "generation", lambda *a, **k: {}["no such field"])
+    broken = run_once(make_runner(tmp_path), tmp_path)
+    assert broken.outcome == "error" and "failed unexpectedly (KeyError" in broken.error
+    assert "bug" in broken.error and "counted as possibly paid (up to $0.04" in broken.error
+    on_disk = record_on_disk(tmp_path)
+    assert on_disk["pending"] is None and len(on_disk["possibly_paid"]) == 1
+    assert len(ark.seen("/images/generations")) == 1
+
+
 def test_review_holds_a_possibly_paid_candidate_without_paying(ark, tmp_path):
     ark.inject("drop", path="/images/generations")
     run_once(make_runner(tmp_path), tmp_path)

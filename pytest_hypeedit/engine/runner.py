@@ -28,9 +28,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
-from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, Refusal
+from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, ProviderError, Refusal
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
@@ -40,6 +40,8 @@ from .store import Store
 from ..tasks import Task
 from . import journal as paid
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
+
+T = TypeVar("T")
 
 
 def _same_verdict(old: dict, new: dict) -> bool:
@@ -284,6 +286,21 @@ class Runner:
         record.pending = None
         return None
 
+    @staticmethod
+    def _call(fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
+        """``fn()``, with an exception that is not one of ours (a bug in an adapter or a judge, e.g. a reply of an
+        unexpected shape) turned into a call error that says so: the item errors with one line, the record is
+        written, and a paid request that was already sent counts as possibly paid, since nobody can tell
+        whether the provider took it."""
+        try:
+            return fn()
+        except (HypeEditError, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:
+            raise error(redact(f"{who}: failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug of the "
+                               "plugin or of the adapter, please report it with this line"), retryable=True,
+                        reply_lost=record.pending is not None) from exc
+
     def _lost_note(self, lost: dict | None) -> str:
         if lost is None:
             return ""
@@ -349,7 +366,8 @@ class Runner:
                 reservation = self._reserve(price, f"{spec.name} {task.task_id} r{repeat:03d}")
                 self._journal_generation(record, spec, price, request)
             started = time.monotonic()
-            generation = provider.generate(request)
+            generation = self._call(lambda: provider.generate(request), record, f"{spec.name} via {spec.route}",
+                                    ProviderError)
         except BudgetExceeded as exc:
             return self._skip(record, str(exc))
         except Refusal as exc:
@@ -516,7 +534,7 @@ class Runner:
             reservation = hold or self._reserve_verdict(request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(record, judge, request)
-            verdict = judge.judge(request)
+            verdict = self._call(lambda: judge.judge(request), record, f"judge {judge.id}", JudgeError)
         except BudgetExceeded as exc:
             self._skip(record, str(exc))  # the paid candidate stays on disk: a rerun with more budget judges it
             return
