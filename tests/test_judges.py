@@ -269,6 +269,24 @@ def test_openai_judge_without_a_key_sends_no_authorization(tmp_path, request_, m
     assert "authorization" not in server.requests[0].headers
 
 
+def test_openai_key_never_goes_to_another_judge_server(tmp_path, request_, monkeypatch, upstream_stub):
+    # A local vLLM given with --judge-base-url is not OpenAI: OPENAI_API_KEY stays home; that server's own key
+    # (HYPEEDIT_JUDGE_API_KEY) is what it gets, when there is one.
+    from genai_fakes import FakeChat
+
+    monkeypatch.delenv("HYPEEDIT_OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-not-for-strangers")
+    with FakeChat() as server:
+        for own_key in (None, "local-vllm-key-123"):
+            if own_key:
+                monkeypatch.setenv("HYPEEDIT_JUDGE_API_KEY", own_key)
+            server.queue(chat_reply('{"verdict": "PASS", "reasoning": "ok"}'))
+            judge = OpenAICompatJudge("llava", JudgeOptions(openai_base_url=server.base_url, policy=FAST))
+            assert judge.judge(request_).passed
+            judge.close()
+    assert [r.headers.get("authorization") for r in server.requests] == [None, "Bearer local-vllm-key-123"]
+
+
 def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, monkeypatch, upstream_stub):
     monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
     fake_chat.queue(chat_verdict())

@@ -9,8 +9,10 @@ prompts; ``openai-rubric:MODEL`` asks with the project's rubric instead (it
 needs no download of the upstream script).  The base URL is ``--judge-base-url``
 (``JudgeOptions.openai_base_url``), else ``HYPEEDIT_OPENAI_BASE_URL``, else
 OpenAI's.  ``OPENAI_API_KEY`` is required for OpenAI's own API (api.openai.com):
-missing, it is a usage error at start-up, like a model's key.  Elsewhere (a local
-server) it is optional, and without a key no Authorization header is sent.  The price of an arbitrary model is not
+missing, it is a usage error at start-up, like a model's key.  It goes to OpenAI's
+API only (or the HYPEEDIT_OPENAI_BASE_URL that moves it): a server elsewhere (a
+local vLLM or Ollama) gets ``HYPEEDIT_JUDGE_API_KEY`` when set, else no
+Authorization header at all.  The price of an arbitrary model is not
 known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
 
 A verdict is a paid request sent once (``SUBMITS``): a reply lost to a read
@@ -44,6 +46,9 @@ from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableR
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OPENAI_HOST = "api.openai.com"
 KEY_VARIABLE = "OPENAI_API_KEY"
+#: The key of a judge server that is not OpenAI's (a vLLM or Ollama started with an API key): OPENAI_API_KEY
+#: never goes there, since a key goes to its own provider's hosts only.
+OTHER_SERVER_KEY = "HYPEEDIT_JUDGE_API_KEY"
 ROUTE = "openai-judge"
 
 
@@ -115,8 +120,15 @@ class OpenAICompatJudge(Judge):
             self._client = None
 
 
+def key_variable_for(base: str) -> str:
+    """Which variable holds the key for the judge server at ``base``: OpenAI's own key for OpenAI's API (its
+    host, or the HYPEEDIT_OPENAI_BASE_URL that moves it, e.g. a proxy), another server's own otherwise."""
+    own = {OPENAI_HOST, httpx.URL(base_url("openai", DEFAULT_BASE_URL)).host}
+    return KEY_VARIABLE if httpx.URL(base).host in own else OTHER_SERVER_KEY
+
+
 def _make_client(options, model: str, base: str) -> httpx.Client:
-    key = os.environ.get(KEY_VARIABLE, "").strip()
+    key = os.environ.get(key_variable_for(base), "").strip()
     policy, limiter = http_plumbing(options, ROUTE, model)
     # The key goes to the judge's own server only (the base URL chosen), never off it by a redirect.
     client = make_http_client(ROUTE, secrets=(key,) if key else (), timeout=getattr(options, "timeout_s", 120.0),
