@@ -13,7 +13,8 @@ option) and says what to do next; none ever contains an API key.
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
     │   │   ├── JobExpired   a journaled job's result is gone at the provider: submit again
-    │   │   └── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
+    │   │   ├── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
+    │   │   └── ModelGone    the provider says the model id does not exist (retired): final, never retried
     │   └── JudgeError       the judge failed or its reply could not be parsed
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
@@ -78,6 +79,13 @@ class JobExpired(ProviderError):
 
 class JobFailed(ProviderError):
     """A submitted job that the provider says failed: it is forgotten, so the next run submits a new one."""
+
+
+class ModelGone(ProviderError):
+    """The provider says the model id does not exist (any more): final, never retried (retirements.py)."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message, retryable=False, status=status)
 
 
 class JudgeError(CallError):
