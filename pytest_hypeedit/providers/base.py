@@ -54,6 +54,11 @@ class Provider:
     def generate(self, request: GenerationRequest) -> Generation:
         raise NotImplementedError
 
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The most this one call can be charged (USD: the size requested, per-reference fees, tokens at their
+        max), for the budget to reserve before the call.  The model's price unless an adapter knows better."""
+        return self.spec.price
+
     def close(self) -> None:
         """Release clients and connections; called once at the end of a worker's session."""
 
