@@ -149,7 +149,7 @@ def successor_advice(spec, entry: Retirement, models: Iterable) -> str:
 # --------------------------------------------------------------------------- a provider's "no such model"
 
 
-def model_gone(spec, reply: str, models: Iterable | None = None) -> ModelGone:
+def model_gone(spec, reply: str, models: Iterable | None = None, *, status: int | None = None) -> ModelGone:
     """The final error for a provider's "this model does not exist / was retired" reply (``reply`` says which,
     already redacted): the date and the successor when the table knows the id, else what to do."""
     head = f"{spec.name} ({spec.provider_model}) via {spec.route}: {reply}: the provider says this model id " \
@@ -163,7 +163,7 @@ def model_gone(spec, reply: str, models: Iterable | None = None) -> ModelGone:
         when = f"it was shut down on {entry.shutdown}" if entry.shutdown else "no shutdown date is announced"
         advice = f"{when} ({entry.source}). " + successor_advice(
             spec, entry, _builtin_models() if models is None else models)
-    return ModelGone(f"{head}; {advice} Not retried: no call of this model id can succeed.")
+    return ModelGone(f"{head}; {advice} Not retried: no call of this model id can succeed.", status=status)
 
 
 def _builtin_models() -> list:

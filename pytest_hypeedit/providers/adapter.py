@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Sequence
 import httpx
 from PIL import Image
 
-from ..errors import ProviderError, Refusal
+from ..errors import ModelGone, ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
 from . import runtime as runtime_module
@@ -45,6 +45,7 @@ class HttpProvider(Provider):
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._prepared: dict[tuple, tuple[PreparedImage, ...]] = {}
+        self._gone: ModelGone | None = None  # the provider said this model id does not exist (any more)
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -97,6 +98,9 @@ class HttpProvider(Provider):
         job to a submit-then-poll route: it is never sent again once it may have reached the provider;
         ``download=True`` for a result file's URL (storage, not the API: no request-per-minute token).
         A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
+        if self._gone is not None and not download:
+            # No call of a model id the provider says does not exist can succeed: not asked again.
+            raise ModelGone(str(self._gone), status=self._gone.status)
         if "json" in kwargs:
             kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
         return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits,
@@ -145,6 +149,15 @@ class HttpProvider(Provider):
         extra = {k: v for k, v in extra.items() if v is not None}
         return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
                           seed=seed, request_id=request_id, extra=extra)
+
+    def gone(self, reply: str, *, status: int | None = None) -> ModelGone:
+        """The final error for the provider's "this model does not exist / was retired" reply (``reply`` quotes
+        it), with the shutdown date and successor when retirements.yaml knows the id; this adapter's later
+        calls raise it without a request."""
+        from ..retirements import model_gone
+
+        self._gone = model_gone(self.spec, redact(reply), status=status)
+        return self._gone
 
     @staticmethod
     def error(message: str, *, retryable: bool = True, status: int | None = None) -> ProviderError:
