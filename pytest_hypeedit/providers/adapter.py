@@ -225,6 +225,20 @@ def size_at_pixels(width: int, height: int, pixels: float, *, multiple: int = 16
     return snap(w), snap(h)
 
 
+def size_in_pixel_range(width: int, height: int, low: float, high: float, *, pixels: float | None = None,
+                        multiple: int = 16) -> tuple[int, int]:
+    """The task's aspect ratio at ``pixels`` (default: its own area) brought into [low, high] pixels, sides
+    multiples of ``multiple``, still within the range after rounding (a model that bounds total pixels refuses
+    a size past them)."""
+    area = width * height if pixels is None else pixels
+    w, h = size_at_pixels(width, height, min(max(area, low), high), multiple=multiple)
+    while w * h > high:  # rounding went over: the long side gives way
+        w, h = (w - multiple, h) if w >= h else (w, h - multiple)
+    while w * h < low:  # rounding went under: the short side grows
+        w, h = (w + multiple, h) if w <= h else (w, h + multiple)
+    return w, h
+
+
 def nearest_size(width: int, height: int, choices: Sequence[tuple[int, int]]) -> tuple[int, int]:
     """The allowed (w, h) whose aspect ratio is nearest width/height, in log space."""
     target = math.log(width / height)
@@ -250,5 +264,6 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
         delay = min(delay * factor, cap)
 
 
-__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "nearest_size",
+__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
+           "nearest_size",
            "nearest_ratio", "poll_delays", "request_id_of", "EXPIRED"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import HttpProvider, decode_base64, size_at_pixels
+from .adapter import HttpProvider, decode_base64, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits, padding_notes
@@ -102,13 +102,9 @@ class ArkProvider(HttpProvider):
                                                                self.image_limits) or None)
 
     def size(self, request: GenerationRequest) -> str:
+        pixels = float(self.spec.options.get("pixels", DEFAULT_PIXELS))
         low, high = PIXEL_RANGES.get(self.spec.provider_model, (0, float("inf")))
-        pixels = min(max(float(self.spec.options.get("pixels", DEFAULT_PIXELS)), low), high)
-        width, height = size_at_pixels(request.task.width, request.task.height, pixels)
-        while width * height > high:  # rounding to multiples of 16 went over: the long side gives way
-            width, height = (width - 16, height) if width >= height else (width, height - 16)
-        while width * height < low:
-            width, height = (width + 16, height) if width <= height else (width, height + 16)
+        width, height = size_in_pixel_range(request.task.width, request.task.height, low, high, pixels=pixels)
         return f"{width}x{height}"
 
     @property
