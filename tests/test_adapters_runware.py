@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from pytest_hypeedit.errors import ConfigError, JobExpired, ModelGone, ProviderError, Refusal
@@ -130,6 +132,13 @@ class TestRunware(AdapterContract, ExpiringUrlContract, JobContract):
             provider.generate(make_request(tmp_path, provider.spec, repeat=2))
         assert len(fake.inference_tasks()) == 1
         self.assert_no_key(fake, str(info.value))
+
+
+    def test_the_worst_case_of_a_4k_pair_is_the_4k_price(self, fake, make_provider, tmp_path):
+        two_k, four_k = make_provider(), make_provider(sizes=[[4608, 3456]])
+        request = make_request(tmp_path, two_k.spec)
+        assert two_k.worst_case_cost(request) == 0.15
+        assert four_k.worst_case_cost(dataclasses.replace(request, spec=four_k.spec)) == 0.33
 
 
 class TestRiverflow25(AdapterContract, ExpiringUrlContract, JobContract):

@@ -83,6 +83,10 @@ MODEL_SIZES = {"sourceful:riverflow-2.0@pro": SIZES, "sourceful:riverflow-2.5@pr
 THINKING_LEVELS = {"sourceful:riverflow-2.5@pro": ("low", "medium", "high", "xhigh"),
                    "sourceful:riverflow-2.5@fast": ("low", "medium", "high")}
 DEFAULT_THINKING = "medium"
+#: The price of a 4K pair where it differs from the 1K/2K one (riverflow-2.0@pro: $0.33 against $0.15, its
+#: model page); a pair of more than ``FOUR_K_PIXELS`` is a 4K one (the 2K pairs have at most 2048x2048).
+FOUR_K_PRICES = {"sourceful:riverflow-2.0@pro": 0.33}
+FOUR_K_PIXELS = 8_000_000
 REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "contentpolicy", "promptblocked",
                    "imageblocked")
 #: runware-python errors.py ``_SAFETY_CODES``, lower-cased.
@@ -155,10 +159,21 @@ class RunwareProvider(HttpProvider):
                                reported_cost=cost, price=self.spec.price, width=task["width"], height=task["height"],
                                delivery=task["deliveryMethod"], resumed_job=request.journal.resumed or None)
 
-    def task(self, request: GenerationRequest, *, task_uuid: str | None = None) -> dict[str, Any]:
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The 4K price when the size chosen is a 4K pair (``options.sizes`` can list them), else the price."""
+        width, height = self.size(request)
+        four_k = FOUR_K_PRICES.get(self.spec.provider_model)
+        if four_k is not None and width * height > FOUR_K_PIXELS:
+            return max(self.spec.price, four_k)
+        return self.spec.price
+
+    def size(self, request: GenerationRequest) -> tuple[int, int]:
         listed = MODEL_SIZES.get(self.spec.provider_model, SIZES)
         sizes = [tuple(pair) for pair in self.spec.options.get("sizes") or listed]
-        width, height = nearest_size(request.task.width, request.task.height, sizes)
+        return nearest_size(request.task.width, request.task.height, sizes)
+
+    def task(self, request: GenerationRequest, *, task_uuid: str | None = None) -> dict[str, Any]:
+        width, height = self.size(request)
         field = str(self.spec.options.get("reference_field", "inputs.referenceImages"))
         task: dict[str, Any] = {
             "taskType": "imageInference",
