@@ -73,10 +73,13 @@ class BflProvider(HttpProvider):
         result = self.wait_for_result(request, job, poller)
         data = poller.download(str(result["sample"]), keeps=RESULT_KEPT)
         return self.generation(request, data, cost=job.get("cost"), request_id=job["id"],
-                               seed=result.get("seed", request.seed if self.sends_seed else None),
-                               width=job.get("width"), height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
+                               seed=result.get("seed", self.seed_sent(request)), width=job.get("width"),
+                               height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
                                input_mp=job.get("input_mp"), output_mp=job.get("output_mp"),
                                resumed_job=request.journal.resumed or None)
+
+    def seed_sent(self, request: GenerationRequest) -> int | None:
+        return request.seed if self.sends_seed else None
 
     def size(self, request: GenerationRequest) -> tuple[int, int]:
         pixels = float(self.spec.options.get("megapixels", 1.0)) * 1_000_000

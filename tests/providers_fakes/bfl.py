@@ -77,7 +77,8 @@ class FakeBfl(FakeServer):
         flux3 = seen.match["model"].startswith("flux-3")
         problem = _validate_flux3(body) if flux3 else _validate(body)
         if problem:
-            detail = problem if isinstance(problem, list) else [{"loc": ["body"], "msg": problem, "type": "value_error"}]
+            detail = problem if isinstance(problem, list) else \
+                [{"loc": ["body"], "msg": problem, "type": "value_error"}]
             return Reply(422, {"detail": detail})
         task_id = f"bfl-task-{next(_ids)}"
         candidate = (body["prompt"], body.get("seed", task_id if flux3 else None))

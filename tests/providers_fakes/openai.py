@@ -83,7 +83,8 @@ class FakeOpenAI(FakeServer):
 def usage(fields: dict, images: int, pixels: int) -> dict:
     text_in, image_in = len(fields["prompt"]) // 4 + 1, IMAGE_INPUT_TOKENS * images
     image_out = round(TOKENS_PER_MP[fields.get("quality", "auto")] * pixels / 1_000_000)
-    return {"input_tokens": text_in + image_in, "input_tokens_details": {"text_tokens": text_in, "image_tokens": image_in},
+    return {"input_tokens": text_in + image_in,
+            "input_tokens_details": {"text_tokens": text_in, "image_tokens": image_in},
             "output_tokens": image_out, "output_tokens_details": {"image_tokens": image_out, "text_tokens": 0},
             "total_tokens": text_in + image_in + image_out}
 

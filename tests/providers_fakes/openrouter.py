@@ -60,8 +60,8 @@ class FakeOpenRouter(FakeServer):
         wanted = sorted(body["modalities"])
         served = ["image"] if body.get("model", "").startswith(IMAGE_ONLY) else ["image", "text"]
         if wanted != served:
-            return Reply(404, {"error": {"code": 404, "message": "No endpoints found that support the requested "
-                                                                 f"output modalities: {', '.join(body['modalities'])}"}})
+            message = f"No endpoints found that support the requested output modalities: {', '.join(wanted)}"
+            return Reply(404, {"error": {"code": 404, "message": message}})
         for kind, reply in FORBIDDEN.items():
             if self.take_fault(kind, seen.path):
                 return reply

@@ -152,7 +152,8 @@ class FakeRunware(FakeServer):
         if job["polls"] <= self.processing_polls:
             return Reply(200, {"data": [{**base, "status": "processing"}]})
         if job["refuse"]:
-            return Reply(200, {"data": [{**base, "status": "error", "error": self._moderated(task_uuid, job["refuse"])}]})
+            error = self._moderated(task_uuid, job["refuse"])
+            return Reply(200, {"data": [{**base, "status": "error", "error": error}]})
         if job["failed"]:
             return Reply(200, {"data": [{**base, "status": "error", "error": {
                 "code": "inferenceError", "message": "The provider failed to generate the image."}}]})
