@@ -272,7 +272,7 @@ def routes_case(args) -> Figures:
                        HYPEEDIT_OPENAI_BASE_URL=openai.base, HYPEEDIT_DASHSCOPE_BASE_URL=dashscope.base,
                        DASHSCOPE_API_KEY=dashscope.key)
         env["OPENAI_API_KEY"] = openai.key  # the images API and the judge's fake share the variable
-        run_args = ["--model", "seedream-4.5", "--model", "gpt-image-1.5", "--model", "qwen-image-edit-2511",
+        run_args = ["--model", "seedream-4.5", "--model", "gpt-image-2", "--model", "qwen-image-edit-2511",
                     "--models-file", "models.yaml", *common_args(args, chat), "--repeats", str(repeats),
                     "--rate-limit", "ark=/64", "--rate-limit", "openai=/64",
                     "--rate-limit", f"dashscope=/{limited}"]

@@ -14,7 +14,8 @@ option) and says what to do next; none ever contains an API key.
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
     │   │   ├── JobExpired   a journaled job's result is gone at the provider: submit again
     │   │   ├── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
-    │   │   └── RouteUnreachable  nothing answers on a route: no more calls start on it (engine/routes.py)
+    │   │   ├── RouteUnreachable  nothing answers on a route: no more calls start on it (engine/routes.py)
+    │   │   └── ModelGone    the provider says the model id does not exist (retired): final, never retried
     │   └── JudgeError       the judge failed or its reply could not be parsed
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
@@ -91,6 +92,13 @@ class JobFailed(ProviderError):
 
 class RouteUnreachable(ProviderError):
     """The first calls to a route all failed to connect: no more calls start on it in this run (nothing paid)."""
+
+
+class ModelGone(ProviderError):
+    """The provider says the model id does not exist (any more): final, never retried (retirements.py)."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message, retryable=False, status=status)
 
 
 class JudgeError(CallError):

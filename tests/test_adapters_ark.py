@@ -4,7 +4,7 @@ import io
 import pytest
 from PIL import Image
 
-from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.errors import ModelGone, ProviderError, Refusal
 from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
@@ -113,3 +113,73 @@ class TestArk(AdapterContract, ExpiringUrlContract):
             return reply
         fake._routes.insert(0, ("POST", __import__("re").compile(r"/api/v3/images/generations"), with_empty_error))
         assert provider.generate(make_request(tmp_path, provider.spec)).image
+
+    def test_an_unknown_or_retired_id_is_final_and_not_asked_again(self, fake, provider, tmp_path):
+        fake.retired.add(self.provider_model)
+        with pytest.raises(ModelGone, match="InvalidEndpointOrModel.NotFound") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not info.value.retryable and info.value.status == 404
+        with pytest.raises(ModelGone):
+            provider.generate(make_request(tmp_path, provider.spec, repeat=2))
+        assert len(fake.seen(self.main_path)) == 1
+        self.assert_no_key(fake, str(info.value))
+
+
+def sent(fake) -> dict:
+    return fake.seen("/images/generations")[0].json()
+
+
+def pixels(size: str) -> int:
+    width, height = (int(x) for x in size.split("x"))
+    return width * height
+
+
+class TestSeedream50(AdapterContract, ExpiringUrlContract):
+    fake_class = FakeArk
+    provider_class = ArkProvider
+    model = "seedream-5.0"
+    provider_model = "seedream-5-0-260128"
+    price = 0.035
+    main_path = "/images/generations"
+
+    def check_success_request(self, fake, generation):
+        body = sent(fake)
+        assert body["model"] == "seedream-5-0-260128" and body["output_format"] == "png"
+        assert 3_686_400 <= pixels(body["size"]) <= 3072 * 3072 and generation.cost == 0.035
+
+    @pytest.mark.parametrize("option, expected", [(1024 * 1024, 3_686_400), (12_000_000, 3072 * 3072)])
+    def test_the_pixel_budget_is_kept_within_the_models_range(self, fake, make_provider, tmp_path, option, expected):
+        provider = make_provider(pixels=option)
+        provider.generate(make_request(tmp_path, provider.spec, width=5504, height=3072))
+        area = pixels(sent(fake)["size"])
+        assert 3_686_400 <= area <= 3072 * 3072 and abs(area - expected) / expected < 0.02
+
+
+class TestSeedream55(AdapterContract, ExpiringUrlContract):
+    fake_class = FakeArk
+    provider_class = ArkProvider
+    model = "seedream-5.5"
+    provider_model = "seedream-5-5-261028"
+    price = 0.04
+    main_path = "/images/generations"
+
+    def check_success_request(self, fake, generation):
+        body = sent(fake)
+        assert body["model"] == "seedream-5-5-261028" and "output_format" not in body  # PNG by default
+        assert pixels(body["size"]) <= 2048 * 2048 and generation.cost == 0.04  # no fee set: the price alone
+
+    @pytest.mark.parametrize("width, height", [(4800, 3584), (5504, 3072), (2304, 4096), (4096, 4096)])
+    def test_the_2k_budget_never_passes_the_models_maximum(self, fake, provider, tmp_path, width, height):
+        provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        area = pixels(sent(fake)["size"])
+        assert 4_100_000 < area <= 2048 * 2048
+
+    def test_the_reference_fee_is_recorded_and_reserved(self, fake, make_provider, tmp_path):
+        provider = make_provider(reference_fee=0.01)
+        request = make_request(tmp_path, provider.spec, images=2)
+        assert provider.worst_case_cost(request) == pytest.approx(0.06)
+        assert provider.generate(request).cost == pytest.approx(0.06)
+
+    def test_an_unknown_fee_reserves_each_reference_at_the_price(self, fake, provider, tmp_path):
+        request = make_request(tmp_path, provider.spec, images=3)
+        assert provider.worst_case_cost(request) == pytest.approx(0.04 * 4)

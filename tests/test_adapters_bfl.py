@@ -1,8 +1,9 @@
 import pytest
 
-from pytest_hypeedit.errors import JobExpired, JobFailed, ProviderError, Refusal
-from pytest_hypeedit.providers.bfl import BflProvider
-from providers_fakes.bfl import FakeBfl
+from pytest_hypeedit.errors import ConfigError, JobExpired, JobFailed, ProviderError, Refusal
+from pytest_hypeedit.providers.bfl import BflProvider, Flux3Provider
+from pytest_hypeedit.registry import ModelSpec
+from providers_fakes.bfl import FLUX3_INTERIM, FakeBfl
 from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
 
 
@@ -97,3 +98,67 @@ class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):
         with pytest.raises(ProviderError, match="still 'Pending'") as info:
             provider.generate(make_request(tmp_path, provider.spec))
         assert info.value.retryable
+
+
+class TestFlux3(AdapterContract, ExpiringUrlContract, JobContract):
+    fake_class = FakeBfl
+    provider_class = BflProvider  # the route's class: a flux-3 id makes it a Flux3Provider
+    model = "flux-3"
+    provider_model = "flux-3-image"
+    price = 0.10
+    options = {"poll_s": 0.01, "poll_max_s": 0.02}
+    main_path = "/v1/flux-3-image"
+    poll_path = "get_result"
+    submit_path = "/v1/flux-3-image$"
+
+    def check_success_request(self, fake, generation):
+        body = fake.seen(self.main_path)[0].json()
+        assert set(body) == {"prompt", "images", "aspect_ratio", "resolution", "grounding"}
+        assert (body["aspect_ratio"], body["resolution"], body["grounding"]) == ("4:3", "2k", False)
+        assert len(body["images"]) == 1 and not body["images"][0].startswith("data:")
+        assert generation.seed is None and generation.cost == pytest.approx(0.10)
+        statuses = len(fake.seen("/v1/get_result"))
+        assert statuses == fake.pending_polls + len(FLUX3_INTERIM) + 1  # Pending, then the interim ones, then Ready
+
+    def test_the_route_class_picks_the_flux3_shape(self, provider):
+        assert type(provider) is Flux3Provider
+        assert type(BflProvider(ModelSpec("m", "bfl", "flux-2-max", 0.1))) is BflProvider
+
+    @pytest.mark.parametrize("width, height, ratio", [(4096, 4096, "1:1"), (5504, 3072, "16:9"), (3072, 5504, "9:16"),
+                                                      (2304, 4096, "9:16"), (3584, 4800, "3:4"), (1400, 1000, "7:5")])
+    def test_the_aspect_ratio_is_the_nearest_allowed(self, fake, provider, tmp_path, width, height, ratio):
+        provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        assert fake.seen(self.main_path)[0].json()["aspect_ratio"] == ratio
+
+    @pytest.mark.parametrize("field, value", [("seed", 1), ("width", 1024), ("output_format", "png"),
+                                              ("input_image", "abc")])
+    def test_the_strict_schema_answers_422_to_a_flux2_field(self, fake, provider, tmp_path, monkeypatch, field,
+                                                            value):
+        body = provider.body
+        monkeypatch.setattr(provider, "body", lambda request: {**body(request), field: value})
+        with pytest.raises(ProviderError, match=f"422.*extra_forbidden.*{field}") as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        assert not info.value.retryable
+
+    def test_options_choose_the_tier_grounding_and_tolerance(self, fake, make_provider, tmp_path):
+        provider = make_provider(resolution="4k", grounding=True, safety_tolerance=1)
+        request = make_request(tmp_path, provider.spec)
+        assert provider.worst_case_cost(request) == pytest.approx(0.607)
+        generation = provider.generate(request)
+        body = fake.seen(self.main_path)[0].json()
+        assert (body["resolution"], body["grounding"], body["safety_tolerance"]) == ("4k", True, 1)
+        assert generation.cost == pytest.approx(0.607)
+
+    def test_an_unknown_resolution_is_a_config_error(self, fake, make_provider):
+        with pytest.raises(ConfigError, match="resolution '3k'"):
+            make_provider(resolution="3k")
+
+    def test_up_to_ten_references(self, fake, provider, tmp_path):
+        provider.generate(make_request(tmp_path, provider.spec, images=10))
+        assert len(fake.seen(self.main_path)[0].json()["images"]) == 10
+
+    @pytest.mark.parametrize("status", ["Content Moderated", "Request Moderated"])
+    def test_moderation_after_interim_statuses_is_a_refusal(self, fake, provider, tmp_path, status):
+        fake.inject("refusal", body=status)
+        with pytest.raises(Refusal, match=status):
+            provider.generate(make_request(tmp_path, provider.spec))

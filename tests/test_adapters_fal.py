@@ -74,3 +74,40 @@ class TestFal(AdapterContract, ExpiringUrlContract, JobContract):
         with pytest.raises(ProviderError, match="still IN_QUEUE") as info:
             provider.generate(make_request(tmp_path, provider.spec))
         assert info.value.retryable
+
+
+class TestQwenImage2(AdapterContract, ExpiringUrlContract, JobContract):
+    fake_class = FakeFal
+    provider_class = FalProvider
+    model = "qwen-image-2-edit"
+    provider_model = "fal-ai/qwen-image-2/edit"
+    price = 0.035
+    options = {"poll_s": 0.01, "poll_max_s": 0.02}
+    main_path = "qwen-image-2/edit$"
+    poll_path = "/status$"
+    submit_path = "qwen-image-2/edit$"
+
+    def check_success_request(self, fake, generation):
+        body = fake.seen(self.main_path)[0].json()
+        size = body["image_size"]
+        assert 4_000_000 <= size["width"] * size["height"] <= 2048 * 2048  # 4800x3584 brought down to 4.19 MP
+        assert abs(size["width"] / size["height"] - 4800 / 3584) < 0.02
+        assert size["width"] % 16 == size["height"] % 16 == 0 and generation.cost == 0.035
+        assert fake.seen("/fal-ai/qwen-image-2/requests/")  # the returned URLs keep two segments of the id
+
+    @pytest.mark.parametrize("width, height, low, high", [
+        (4096, 4096, 4_150_000, 2048 * 2048), (5504, 3072, 4_000_000, 2048 * 2048),
+        (640, 480, 300_000, 310_000),  # a small task keeps its own size
+        (300, 200, 262_144, 280_000),  # below the minimum: brought up to it
+    ])
+    def test_the_task_size_is_brought_into_the_endpoints_range(self, fake, provider, tmp_path, width, height, low,
+                                                                high):
+        provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        size = fake.seen(self.main_path)[0].json()["image_size"]
+        assert low <= size["width"] * size["height"] <= high
+
+    def test_the_megapixels_option_still_decides(self, fake, make_provider, tmp_path):
+        provider = make_provider(megapixels=1.0)
+        provider.generate(make_request(tmp_path, provider.spec))
+        size = fake.seen(self.main_path)[0].json()["image_size"]
+        assert 0.9e6 <= size["width"] * size["height"] <= 1.1e6

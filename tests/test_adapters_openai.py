@@ -1,9 +1,27 @@
+import dataclasses
+
 import pytest
 
-from pytest_hypeedit.errors import ProviderError
+from pytest_hypeedit.errors import ModelGone, ProviderError
 from pytest_hypeedit.providers.openai import OpenAIProvider
+from pytest_hypeedit.providers.openai_models import gpt_image_2_output_tokens
 from providers_fakes.contract import AdapterContract, make_request
 from providers_fakes.openai import FakeOpenAI
+
+#: USD per 1M tokens as openai_models.py cites them (text in, image in, image out), written out again here so
+#: that a wrong constant or a wrong sum there shows.
+PRICES = {"gpt-image-1.5": (5, 8, 32), "gpt-image-2": (5, 8, 30)}
+
+
+def priced(usage: dict, model: str) -> float:
+    text_in, image_in, image_out = PRICES[model]
+    details = usage["input_tokens_details"]
+    return (details["text_tokens"] * text_in + details["image_tokens"] * image_in
+            + usage["output_tokens_details"]["image_tokens"] * image_out) / 1e6
+
+
+def form_fields(fake, path="/images/edits", index=0) -> dict:
+    return {n: c.decode() for n, f, c in fake.seen(path)[index].form() if f is None}
 
 
 class TestOpenAI(AdapterContract):
@@ -23,9 +41,8 @@ class TestOpenAI(AdapterContract):
         assert fields["model"] == "gpt-image-1.5" and "seed" not in fields
         assert [name for name, filename, _ in parts if filename] == ["image[]"]
         assert generation.seed is None and generation.request_id.startswith("req_")
-        # the cost is the reply's usage at gpt-image-1.5's token prices: 50 tokens in (no breakdown: priced as
-        # image tokens, $8/1M), 6240 image tokens out ($32/1M)
-        assert generation.cost == pytest.approx(50 * 8e-6 + 6240 * 32e-6)
+        assert generation.extra["cost_source"] == "usage"
+        assert generation.cost == pytest.approx(priced(generation.extra["usage"], "gpt-image-1.5"))
 
     @pytest.mark.parametrize("size, expected", [((3072, 5504), "1024x1536"), ((4096, 4096), "1024x1024")])
     def test_nearest_allowed_size(self, fake, provider, tmp_path, size, expected):
@@ -45,3 +62,85 @@ class TestOpenAI(AdapterContract):
         with pytest.raises(ProviderError, match="insufficient_quota") as info:
             provider.generate(make_request(tmp_path, provider.spec))
         assert not info.value.retryable and len(fake.seen(self.main_path)) == 1
+
+    def test_without_usage_the_cost_is_the_list_price_of_the_size_and_quality(self, fake, provider, tmp_path):
+        fake.usage = False
+        landscape = provider.generate(make_request(tmp_path, provider.spec))
+        square = provider.generate(make_request(tmp_path, provider.spec, width=2048, height=2048, repeat=2))
+        # OpenAI lists $0.133 at 1024x1024 high and about $0.20 at 3:2 high (6208 tokens at $32 per 1M)
+        assert square.cost == pytest.approx(0.133, abs=0.001) and landscape.cost == pytest.approx(0.1987, abs=0.001)
+        assert landscape.extra["cost_source"] == "list price"
+
+    def test_the_worst_case_covers_the_size_the_references_and_the_prompt(self, fake, provider, tmp_path):
+        one, two = (make_request(tmp_path, provider.spec, images=n, task_id=f"t{n}") for n in (1, 2))
+        square = make_request(tmp_path, provider.spec, width=2048, height=2048, task_id="sq")
+        worst = provider.worst_case_cost(one)
+        assert worst == pytest.approx((6208 * 32 + 8000 * 8 + len(one.task.instruction) * 5) / 1e6)
+        assert provider.worst_case_cost(two) - worst == pytest.approx(8000 * 8 / 1e6)
+        assert provider.worst_case_cost(square) < worst
+        assert provider.generate(one).cost <= worst
+
+    def test_a_retired_id_is_final_names_its_successor_and_is_not_asked_again(self, fake, provider, tmp_path):
+        fake.retired.add("gpt-image-1.5")
+        with pytest.raises(ModelGone) as info:
+            provider.generate(make_request(tmp_path, provider.spec))
+        message = str(info.value)
+        assert not info.value.retryable and info.value.status == 404 and "model_not_found" in message
+        assert "shut down on 2026-12-01" in message and "gpt-image-2" in message
+        with pytest.raises(ModelGone):
+            provider.generate(make_request(tmp_path, provider.spec, repeat=2))
+        assert len(fake.seen(self.main_path)) == 1
+        self.assert_no_key(fake, message)
+
+
+class TestGptImage2(AdapterContract):
+    fake_class = FakeOpenAI
+    provider_class = OpenAIProvider
+    model = "gpt-image-2"
+    provider_model = "gpt-image-2"
+    price = 0.19
+    options = {"quality": "high"}
+    main_path = "/images/edits"
+
+    def check_success_request(self, fake, generation):
+        fields = form_fields(fake)
+        assert fields["model"] == "gpt-image-2" and fields["quality"] == "high"
+        assert "input_fidelity" not in fields  # gpt-image-2 ignores it (openai-python api_reference)
+        assert fields["size"] == "1456x1088"  # 4800x3584's own ratio at about 1536 x 1024 pixels
+        assert generation.cost == pytest.approx(priced(generation.extra["usage"], "gpt-image-2"))
+
+    @pytest.mark.parametrize("width, height, expected", [
+        (4096, 4096, "1248x1248"), (5504, 3072, "1680x944"), (3072, 5504, "944x1680"), (2304, 4096, "944x1680"),
+        (9000, 1000, "2160x720"),  # wider than 3:1: the widest ratio allowed
+    ])
+    def test_the_size_is_the_tasks_own_aspect_ratio_in_multiples_of_16(self, fake, provider, tmp_path, width,
+                                                                        height, expected):
+        provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        size = form_fields(fake)["size"]
+        w, h = (int(x) for x in size.split("x"))
+        assert size == expected and w % 16 == h % 16 == 0 and max(w, h) <= 3 * min(w, h)
+        assert abs(w * h - 1536 * 1024) / (1536 * 1024) < 0.02
+
+    def test_the_pixels_option_moves_the_size(self, fake, make_provider, tmp_path):
+        provider = make_provider(pixels=2560 * 1440)
+        provider.generate(make_request(tmp_path, provider.spec, width=5504, height=3072))
+        assert form_fields(fake)["size"] == "2576x1440"
+
+    def test_input_fidelity_is_not_sent_even_when_an_option_sets_it(self, fake, make_provider, tmp_path):
+        provider = make_provider(input_fidelity="high")
+        provider.generate(make_request(tmp_path, provider.spec))
+        assert "input_fidelity" not in form_fields(fake)
+
+    def test_output_tokens_follow_the_calculator_readings(self):
+        # the community post's readings of OpenAI's calculator: 1024x1024 = 7024, 1536x1024 = 5488 (high)
+        assert gpt_image_2_output_tokens("high", 1024, 1024) == 7024
+        assert gpt_image_2_output_tokens("high", 1536, 1024) == 5488
+
+    def test_the_worst_case_grows_with_the_size(self, fake, make_provider, tmp_path):
+        small, large = make_provider(), make_provider(pixels=2560 * 1440)
+        request = make_request(tmp_path, small.spec)
+        worst = small.worst_case_cost(request)
+        tokens = gpt_image_2_output_tokens("high", 1456, 1088)
+        assert worst == pytest.approx((tokens * 30 + 8000 * 8 + len(request.task.instruction) * 5) / 1e6)
+        assert large.worst_case_cost(dataclasses.replace(request, spec=large.spec)) > worst
+        assert small.generate(request).cost <= worst

@@ -11,7 +11,7 @@ class TestOpenRouter(AdapterContract):
     fake_class = FakeOpenRouter
     provider_class = OpenRouterProvider
     model = "gemini-3-pro-preview"
-    provider_model = "google/gemini-3-pro-image-preview"
+    provider_model = "google/gemini-3-pro-image"
     price = 0.134
     main_path = "/chat/completions$"
 
@@ -27,10 +27,27 @@ class TestOpenRouter(AdapterContract):
         fake.cost = 0.139
         assert provider.generate(make_request(tmp_path, provider.spec)).cost == pytest.approx(0.139)
 
-    def test_image_only_models_send_image_modality(self, fake, make_provider, tmp_path):
+    @pytest.mark.parametrize("model, modalities", [
+        ("sourceful/riverflow-v2.5-pro", ["image"]), ("black-forest-labs/flux.2-max", ["image"]),
+        ("google/gemini-3-pro-image", ["image", "text"]), ("openai/gpt-image-2", ["image", "text"]),
+    ])
+    def test_modalities_follow_the_model(self, fake, make_provider, tmp_path, model, modalities):
+        provider = make_provider()
+        object.__setattr__(provider.spec, "provider_model", model)
+        provider.generate(make_request(tmp_path, provider.spec))
+        assert fake.seen(self.main_path)[0].json()["modalities"] == modalities
+
+    def test_the_modalities_option_wins(self, fake, make_provider, tmp_path):
         provider = make_provider(modalities=["image"])
+        object.__setattr__(provider.spec, "provider_model", "black-forest-labs/flux.2-max")
         provider.generate(make_request(tmp_path, provider.spec))
         assert fake.seen(self.main_path)[0].json()["modalities"] == ["image"]
+
+    def test_an_image_only_model_asked_for_text_finds_no_endpoint(self, fake, make_provider, tmp_path):
+        provider = make_provider(modalities=["image", "text"])
+        object.__setattr__(provider.spec, "provider_model", "sourceful/riverflow-v2.5-pro")
+        with pytest.raises(ProviderError, match="404.*No endpoints found"):
+            provider.generate(make_request(tmp_path, provider.spec))
 
     def _answer(self, fake, body):
         fake._routes.insert(0, ("POST", __import__("re").compile("/api/v1/chat/completions"), lambda seen: Reply(200, body)))

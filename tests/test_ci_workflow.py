@@ -4,7 +4,7 @@ examples/github-actions/hypeedit.yml runs one job per model and a merge job, in 
 Here its run: steps run with bash on a simulated runner (tests/actions_sim.py: only checkout,
 setup-python, the install step, the cache and the artifacts are simulated) whose checkout is such a
 repository: a copy of the tiny example split and nothing of this one.  The repository's secrets point at
-the fake ModelArk (seedream-4.5), the fake OpenAI images API (gpt-image-1.5) and the fake Gemini API (the
+the fake ModelArk (seedream-4.5), the fake OpenAI images API (gpt-image-2) and the fake Gemini API (the
 judge); the workflow runs twice: the second run restores the cached outputs and pays for nothing.
 PYTEST_ADDOPTS, as a repository would set for a quick trial, points the runs at the tiny split with 2
 repeats instead of the public split with 10.
@@ -29,7 +29,7 @@ from providers_fakes.openai import FakeOpenAI
 from upstream_stub import make_script, sha256
 
 WORKFLOW = REPO / "examples" / "github-actions" / "hypeedit.yml"
-MODELS = ["seedream-4.5", "gpt-image-1.5"]
+MODELS = ["seedream-4.5", "gpt-image-2"]
 TASKS, REPEATS = 5, 2
 GEMINI_KEY = "fake-gemini-key-ci-0123456789"
 #: The judge fails the one task that asks to swap a triangle and a square, and passes the other four.
@@ -126,7 +126,7 @@ def check_leaderboard(results_md: str) -> None:
     assert list(tables) == ["Tiny", "Public", "Private", "Combined"]  # ours, then the paper's splits
     # 4 of 5 tasks pass every time: E = (4 x 1 + 4) / 5, Pass@4 = 0.8, cost = E x (price + $0.2778) / 0.8
     # beside the paper's (human) rows, the run's say they are its judge's
-    assert tables["Tiny"] == ["| gpt-image-1.5 (judge) | 80.0% | 80.0% | 80.0% | 1.60 | $0.90 | 0.0% |",
+    assert tables["Tiny"] == ["| gpt-image-2 (judge) | 80.0% | 80.0% | 80.0% | 1.60 | $0.94 | 0.0% |",
                               "| seedream-4.5 (judge) | 80.0% | 80.0% | 80.0% | 1.60 | $0.64 | 0.0% |"]
     assert len(tables["Public"]) == 7 and all("(published)" in row for row in tables["Public"])
 
@@ -134,7 +134,7 @@ def check_leaderboard(results_md: str) -> None:
 def check_index(runner: Runner) -> None:
     folder = runner.artifacts["hypeedit-leaderboard"]
     links = re.findall(r'href="([^"]+)"', (folder / "index.html").read_text())
-    assert sorted(links) == ["gpt-image-1.5/report.html", "seedream-4.5/report.html"]
+    assert sorted(links) == ["gpt-image-2/report.html", "seedream-4.5/report.html"]
     for link in links:
         assert "HYPE-EDIT-1" in (folder / link).read_text()  # the model's pytest-html report, downloaded
 

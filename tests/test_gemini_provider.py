@@ -14,7 +14,7 @@ from genai_fakes import Reply
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import (block_reply, echo_key_error, error_reply, finish_reply, image_reply,
                                 malformed_reply, png_bytes, slow, text_reply)
-from pytest_hypeedit.errors import ConfigError, ImageError, ProviderError, Refusal
+from pytest_hypeedit.errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider
 from pytest_hypeedit.providers import gemini as gemini_module
 from pytest_hypeedit.providers.base import GenerationRequest
@@ -24,7 +24,7 @@ from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
-SPEC = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image-preview", 0.134,
+SPEC = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image", 0.134,
                  MappingProxyType({"image_size": "2K"}))
 BLUE, RED, GREEN = (20, 40, 220), (220, 20, 20), (20, 200, 40)
 
@@ -62,7 +62,7 @@ def test_sends_instruction_images_size_ratio_and_seed(fake_gemini, provider, ref
     fake_gemini.queue(image_reply(png_bytes(color=BLUE)))
     generation = provider.generate(make_request(references))
     seen = fake_gemini.requests[0]
-    assert seen.path == "/v1beta/models/gemini-3-pro-image-preview:generateContent"
+    assert seen.path == "/v1beta/models/gemini-3-pro-image:generateContent"
     assert seen.headers["x-goog-api-key"] == FAKE_GEMINI_KEY
     assert seen.parsed["texts"] == ["Make the mug blue."]
     assert [mime for mime, _ in seen.parsed["images"]] == ["image/webp", "image/png"]
@@ -72,7 +72,7 @@ def test_sends_instruction_images_size_ratio_and_seed(fake_gemini, provider, ref
     assert config["response_modalities"] == ["IMAGE"]
     assert config["seed"] == 1234
     assert (generation.ext, generation.seed, generation.cost) == ("png", 1234, 0.134)
-    assert generation.provider_model == "gemini-3-pro-image-preview"
+    assert generation.provider_model == "gemini-3-pro-image"
     assert generation.request_id == "fake-resp-1"
     assert color_of(generation.image) == BLUE
     assert generation.extra["usage"]["candidates_token_count"] == 1120
@@ -109,7 +109,7 @@ def test_refusals(fake_gemini, provider, references, reply, words):
         provider.generate(make_request(references))
     assert words in caught.value.reason
     # who answered, once; the task, model and repeat are the item's to say (glue/items.py)
-    assert caught.value.reason.startswith("gemini gemini-3-pro-image-preview: ") and caught.value.cost == 0.0
+    assert caught.value.reason.startswith("gemini gemini-3-pro-image: ") and caught.value.cost == 0.0
     assert "task-1" not in caught.value.reason
     assert len(fake_gemini.requests) == 1  # a refusal is an answer: not retried
 
@@ -152,7 +152,7 @@ def test_400_is_not_retried_and_the_key_is_redacted(fake_gemini, provider, refer
     message = str(caught.value)
     assert not caught.value.retryable and caught.value.status == 400
     assert FAKE_GEMINI_KEY not in message and "***" in message
-    assert "gemini-3-pro-image-preview" in message and "task-1" not in message  # the item names the task
+    assert "gemini-3-pro-image" in message and "task-1" not in message  # the item names the task
     assert len(fake_gemini.requests) == 1
 
 
@@ -241,7 +241,7 @@ def test_nearest_aspect_ratio(size, ratio):
 
 
 def test_options_choose_size_and_ratios(fake_gemini, references):
-    spec = ModelSpec("g", "gemini", "gemini-3-pro-image-preview", 0.24,
+    spec = ModelSpec("g", "gemini", "gemini-3-pro-image", 0.24,
                      MappingProxyType({"image_size": "4k", "aspect_ratios": ["1:1", "16:9"]}))
     fake_gemini.queue(image_reply())
     adapter = GeminiProvider(spec, policy=FAST)
@@ -273,3 +273,69 @@ def test_the_fake_takes_both_spellings_and_checks_base64(fake_gemini):
     bad = {"contents": [{"parts": [{"inlineData": {"mimeType": "image/png", "data": "%%%"}}]}]}
     assert httpx.post(url, json=bad, headers=headers).status_code == 400
     assert httpx.post(url, json=snake).status_code == 403
+
+
+# --------------------------------------------------------------------------- retired ids, the current generation
+
+PREVIEW = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image-preview", 0.134)
+FLASH = ModelSpec("gemini-3.1-flash-image", "gemini", "gemini-3.1-flash-image", 0.101,
+                  MappingProxyType({"image_size": "2K"}))
+
+
+def test_a_retired_id_is_final_names_date_and_successor_and_is_not_asked_again(fake_gemini, references):
+    fake_gemini.default = image_reply()  # the id answers 404 whatever is scripted, as Google does
+    adapter = GeminiProvider(PREVIEW, policy=FAST, timeout_s=5)
+    with pytest.raises(ModelGone) as caught:
+        adapter.generate(make_request(references, spec=PREVIEW))
+    message = str(caught.value)
+    assert "404 NOT_FOUND" in message and "shut down on 2026-06-25" in message
+    assert "gemini-3-pro-image" in message and not caught.value.retryable and FAKE_GEMINI_KEY not in message
+    with pytest.raises(ModelGone):
+        adapter.generate(make_request(references, spec=PREVIEW, repeat=2))
+    adapter.close()
+    assert len(fake_gemini.requests) == 1  # not retried, and not asked again for the next candidate
+
+
+def test_the_paper_model_runs_on_the_ga_id(fake_gemini, references):
+    from pytest_hypeedit.registry import load_registry
+
+    spec = load_registry().get("gemini-3-pro-preview")
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5)
+    generation = adapter.generate(make_request(references, spec=spec))
+    adapter.close()
+    assert fake_gemini.requests[0].path == "/v1beta/models/gemini-3-pro-image:generateContent"
+    assert generation.cost == 0.134 and "stand-in" in spec.note
+
+
+@pytest.mark.parametrize("width, height, ratio", [(4000, 1000, "4:1"), (1000, 8000, "1:8"), (900, 2100, "9:21"),
+                                                  (4800, 3584, "4:3")])
+def test_flash_image_takes_its_wider_aspect_ratios(fake_gemini, references, width, height, ratio):
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(FLASH, policy=FAST, timeout_s=5)
+    adapter.generate(make_request(references, width=width, height=height, spec=FLASH))
+    adapter.close()
+    assert fake_gemini.requests[0].parsed["config"]["image_config"] == {"aspect_ratio": ratio, "image_size": "2K"}
+
+
+def test_the_pro_model_keeps_its_own_ratios(fake_gemini, references):
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5)
+    adapter.generate(make_request(references, width=4000, height=1000))
+    adapter.close()
+    assert fake_gemini.requests[0].parsed["config"]["image_config"]["aspect_ratio"] == "21:9"
+
+
+@pytest.mark.parametrize("spec, size, cost, worst", [
+    (FLASH, "2K", 0.1008, 0.1008 + 2 * 0.00056), (FLASH, "512", 0.0448, 0.101),  # never below the listed price
+    (SPEC, "2K", 0.134, 0.134 + 2 * 0.0011), (SPEC, "4K", 0.24, 0.24 + 2 * 0.0011),
+])
+def test_the_cost_and_worst_case_follow_the_size_and_the_references(fake_gemini, references, spec, size, cost,
+                                                                     worst):
+    spec = ModelSpec(spec.name, "gemini", spec.provider_model, spec.price, MappingProxyType({"image_size": size}))
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5)
+    request = make_request(references, spec=spec)
+    assert adapter.worst_case_cost(request) == pytest.approx(worst)
+    assert adapter.generate(request).cost == pytest.approx(cost)
+    adapter.close()

@@ -171,7 +171,7 @@ def test_the_per_read_timeouts_are_the_sdks():
 # --------------------------------------------------------------------------- google-genai: the model and the judge
 
 
-GEMINI = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image-preview", 0.134,
+GEMINI = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image", 0.134,
                    MappingProxyType({"image_size": "2K"}))
 
 

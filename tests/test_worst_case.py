@@ -71,23 +71,14 @@ def test_bfl_charges_its_formula_when_the_submit_reply_reports_no_cost(tmp_path,
 # --------------------------------------------------------------------------- OpenAI
 
 
-def test_openai_worst_case_is_the_size_and_quality_asked_plus_every_reference_at_high_fidelity(tmp_path):
+def test_openai_worst_case_follows_the_quality_asked_and_is_never_below_the_list_price(tmp_path):
+    # The token tables themselves are tested with the adapter (tests/test_adapters_openai.py): here, that a
+    # lower quality is reserved lower, and that no reservation is below the model's list price.
     provider = OpenAIProvider(spec("openai", "gpt-image-1.5", 0.17, quality="high", input_fidelity="high"))
     request = make_request(tmp_path, provider.spec, images=2)  # landscape: 1536x1024
-    prompt = len(request.task.instruction.encode()) + 64 * 3
-    expected = 6208 * 32e-6 + 2 * 6600 * 8e-6 + prompt * 5e-6 + 4096 * 10e-6
-    assert provider.worst_case_cost(request) == pytest.approx(expected)
     low = OpenAIProvider(spec("openai", "gpt-image-1.5", 0.17, quality="low", input_fidelity="low"))
     assert low.worst_case_cost(request) < provider.worst_case_cost(request)
-
-
-def test_openai_cost_is_read_from_the_replys_usage():
-    provider = OpenAIProvider(spec("openai", "gpt-image-1.5", 0.17))
-    usage = {"input_tokens": 6300, "input_tokens_details": {"text_tokens": 100, "image_tokens": 6200},
-             "output_tokens": 6500, "output_tokens_details": {"text_tokens": 300, "image_tokens": 6200}}
-    assert provider.cost_of(usage) == pytest.approx(100 * 5e-6 + 6200 * 8e-6 + 300 * 10e-6 + 6200 * 32e-6)
-    assert provider.cost_of({"input_tokens": 10, "output_tokens": 20}) == pytest.approx(10 * 8e-6 + 20 * 32e-6)
-    assert provider.cost_of(None) is None and provider.cost_of({"input_tokens": "x"}) is None
+    assert provider.worst_case_cost(request) >= 0.17
 
 
 # --------------------------------------------------------------------------- judges

@@ -47,6 +47,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     runner = build_runner(config, run, judge)
     config.stash[RUNNER_KEY] = runner
     if checking:
+        check_retirements(config, run, runner)  # before any image is fetched: nothing to do for a retired id
         check_keys(run, runner)
         check_judge(run, runner)
         check_outputs_writable(run, runner)
@@ -262,6 +263,23 @@ def check_keys(run: RunConfig, runner: Runner) -> None:
     if pending_verdicts(run, runner):
         missing += _missing_judge_keys(runner.judge)
     _refuse_missing(missing, "nothing was paid for")
+
+
+def check_retirements(config: pytest.Config, run: RunConfig, runner: Runner) -> None:
+    """A model whose provider id is past its shutdown date (retirements.yaml) is a usage error when some of
+    its candidates still need a call; one within 30 days of it is warned about at the start of the run."""
+    from .. import retirements
+    from .retirement import RetirementNotice
+
+    models, day, warnings = list(run.registry.models.values()), retirements.today(), []
+    for spec in run.models:
+        state, found = retirements.check(spec, models, day)
+        if state == "retired" and any(runner.needs_call(*key) for key in candidate_keys(run, spec)):
+            raise found
+        if state == "retiring":
+            warnings.append(found)
+    if warnings:
+        config.pluginmanager.register(RetirementNotice(warnings), "hypeedit-retirements")
 
 
 def check_judge(run: RunConfig, runner: Runner) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import httpx
 
-from ..errors import ProviderError, Refusal
+from ..errors import ModelGone, ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
 from ..tasks import image_problem
@@ -55,6 +55,7 @@ class HttpProvider(Provider):
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._prepared: dict[tuple, tuple[PreparedImage, ...]] = {}
+        self._gone: ModelGone | None = None  # the provider said this model id does not exist (any more)
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -122,6 +123,9 @@ class HttpProvider(Provider):
         job to a submit-then-poll route: it is never sent again once it may have reached the provider;
         ``download=True`` for a result file's URL (storage, not the API: no request-per-minute token).
         A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
+        if self._gone is not None and not download:
+            # No call of a model id the provider says does not exist can succeed: not asked again.
+            raise ModelGone(str(self._gone), status=self._gone.status)
         if "json" in kwargs:
             kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
         return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits,
@@ -170,6 +174,15 @@ class HttpProvider(Provider):
         extra = {k: v for k, v in extra.items() if v is not None}
         return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
                           seed=seed, request_id=request_id, extra=extra)
+
+    def gone(self, reply: str, *, status: int | None = None) -> ModelGone:
+        """The final error for the provider's "this model does not exist / was retired" reply (``reply`` quotes
+        it), with the shutdown date and successor when retirements.yaml knows the id; this adapter's later
+        calls raise it without a request."""
+        from ..retirements import model_gone
+
+        self._gone = model_gone(self.spec, redact(reply), status=status)
+        return self._gone
 
     @staticmethod
     def error(message: str, *, retryable: bool = True, status: int | None = None) -> ProviderError:
@@ -242,6 +255,20 @@ def size_at_pixels(width: int, height: int, pixels: float, *, multiple: int = 16
     return snap(w), snap(h)
 
 
+def size_in_pixel_range(width: int, height: int, low: float, high: float, *, pixels: float | None = None,
+                        multiple: int = 16) -> tuple[int, int]:
+    """The task's aspect ratio at ``pixels`` (default: its own area) brought into [low, high] pixels, sides
+    multiples of ``multiple``, still within the range after rounding (a model that bounds total pixels refuses
+    a size past them)."""
+    area = width * height if pixels is None else pixels
+    w, h = size_at_pixels(width, height, min(max(area, low), high), multiple=multiple)
+    while w * h > high:  # rounding went over: the long side gives way
+        w, h = (w - multiple, h) if w >= h else (w, h - multiple)
+    while w * h < low:  # rounding went under: the short side grows
+        w, h = (w + multiple, h) if w <= h else (w, h + multiple)
+    return w, h
+
+
 def nearest_size(width: int, height: int, choices: Sequence[tuple[int, int]]) -> tuple[int, int]:
     """The allowed (w, h) whose aspect ratio is nearest width/height, in log space."""
     target = math.log(width / height)
@@ -267,5 +294,6 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
         delay = min(delay * factor, cap)
 
 
-__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "nearest_size",
+__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
+           "nearest_size",
            "nearest_ratio", "poll_delays", "request_id_of", "EXPIRED"]

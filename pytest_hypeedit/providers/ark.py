@@ -1,8 +1,17 @@
-"""``ark``: Seedream 4.5 / 4.0 on BytePlus ModelArk (``POST {base}/images/generations``).
+"""``ark``: Seedream 4.0 / 4.5 / 5.0 / 5.5 on BytePlus ModelArk (``POST {base}/images/generations``).
 
-Wire format: providers.md section 2.  Synchronous.  References go as data
-URLs; the size is ``WxH`` at the task's aspect ratio within the model's 2K
-pixel budget (2048 x 2048); watermark off; the returned URL is fetched at once.
+Wire format: providers.md sections 2 and 10.  Synchronous.  References go as data
+URLs; the size is ``WxH`` at the task's aspect ratio with the model's 2K pixel
+budget (2048 x 2048, ``options.pixels``) kept within the total pixels the model
+accepts (``PIXEL_RANGES``); watermark off; the returned URL is fetched at once.
+Seedream 5.0 is asked for PNG (``output_format`` png | jpeg, default jpeg: the
+byteplus-python-sdk-v2 images resource takes it since 2026-02); 5.5 answers PNG by
+default.  Seedream 5.5 charges per reference image besides the image (second-hand,
+amount UNCONFIRMED): ``options.reference_fee`` (USD per reference) is added to the
+recorded cost; while the amount is unknown, the worst case reserved for
+``--budget`` counts each reference at the model's own price.  An unknown or
+retired model id answers 404 ``InvalidEndpointOrModel.NotFound`` (second-hand,
+providers.md section 10): final (``ModelGone``).
 Moderation comes as HTTP 400 with a ``*SensitiveContentDetected*`` code, or as
 an error in an HTTP 200 reply: both are refusals.  The SDK's ``ImagesResponse``
 (byteplus-sdk/byteplus-python-sdk-v2, byteplussdkarkruntime/types/images/images.py)
@@ -27,12 +36,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import HttpProvider, decode_base64, size_at_pixels
+from .adapter import HttpProvider, decode_base64, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits, padding_notes
 
-DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of both models
+DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of every Seedream model
+#: Total pixels (min, max) a WxH size may have, per model: 4.0 1024^2-4096^2 and 4.5 3,686,400-16,777,216
+#: (providers.md section 2, second-hand copies of the model docs); 5.0 from 3,686,400 (gogogotoken's copy of
+#: ModelArk's price list: "total pixels must be >= 3,686,400") to 3072x3072, its 3K (apimart, apixo: 2K/3K);
+#: 5.5 from 0.92 MP to about 2048x2048 (providers.md section 10, UNCONFIRMED).
+PIXEL_RANGES = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5-251128": (3_686_400, 16_777_216),
+                "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048)}
+#: The models asked for PNG through ``output_format`` (5.0: png | jpeg, default jpeg).
+PNG_BY_REQUEST = ("seedream-5-0-260128",)
+#: Models that charge per reference image (5.5, second-hand; the amount is options.reference_fee).
+PER_REFERENCE_FEE = ("seedream-5-5-261028",)
+#: 404 codes of a model id ModelArk does not know (any more): InvalidEndpointOrModel.NotFound (providers.md
+#: section 10, second-hand) and InvalidEndpoint.NotFound (BytePlus's common error codes, 1299023).
+GONE_CODES = ("invalidendpointormodel.notfound", "invalidendpoint.notfound")
 
 
 #: Parts of the moderation codes: BytePlus's common error codes (docs.byteplus.com/en/docs/ModelArk/1299023:
@@ -81,18 +103,41 @@ class ArkProvider(HttpProvider):
             code, message = error_details(response)
             if is_moderation(code, message):
                 raise self.refusal(request, f"moderation: {code}: {message[:200]}", request_id=request_id)
+        if response.status_code == 404:
+            code, message = error_details(response)
+            if (code or "").lower() in GONE_CODES:
+                raise self.gone(f"HTTP 404 {code}: {message[:300]}", status=404)
         self.check(response)
         reply = self.json_of(response, what)
         data = self.image_bytes(request, reply, request_id)
-        return self.generation(request, data, request_id=request_id, seed=request.seed,
+        return self.generation(request, data, cost=self.cost_of(request), request_id=request_id, seed=request.seed,
                                size=self.size(request), usage=reply.get("usage"), model_version=reply.get("model"),
                                padded_references=padding_notes(request.references, self.references(request),
                                                                self.image_limits) or None)
 
     def size(self, request: GenerationRequest) -> str:
         pixels = float(self.spec.options.get("pixels", DEFAULT_PIXELS))
-        width, height = size_at_pixels(request.task.width, request.task.height, pixels)
+        low, high = PIXEL_RANGES.get(self.spec.provider_model, (0, float("inf")))
+        width, height = size_in_pixel_range(request.task.width, request.task.height, low, high, pixels=pixels)
         return f"{width}x{height}"
+
+    @property
+    def reference_fee(self) -> float:
+        return float(self.spec.options.get("reference_fee", 0.0))
+
+    def cost_of(self, request: GenerationRequest) -> float:
+        """The model's price, plus its per-reference fee where it has one."""
+        if self.spec.provider_model not in PER_REFERENCE_FEE:
+            return self.spec.price
+        return round(self.spec.price + len(request.references) * self.reference_fee, 6)
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """A per-reference model's fee is unpublished: until options.reference_fee says, each reference counts
+        at the model's own price (an upper bound, UNCONFIRMED)."""
+        if self.spec.provider_model not in PER_REFERENCE_FEE:
+            return self.spec.price
+        fee = self.reference_fee if "reference_fee" in self.spec.options else self.spec.price
+        return round(self.spec.price + len(request.references) * fee, 6)
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         images = [image.inline_data_url() for image in self.references(request)]
@@ -105,6 +150,8 @@ class ArkProvider(HttpProvider):
             "watermark": False,  # the default appears to be true (UNCONFIRMED): always send false
             "sequential_image_generation": "disabled",
         }
+        if self.spec.provider_model in PNG_BY_REQUEST:
+            body["output_format"] = str(self.spec.options.get("output_format", "png"))
         if self.spec.options.get("send_seed", True):
             body["seed"] = request.seed  # honoured by "some models" only; effect on 4.x UNCONFIRMED
         return body

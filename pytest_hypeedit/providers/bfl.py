@@ -1,4 +1,7 @@
-"""``bfl``: FLUX.2 [max] on Black Forest Labs (submit, then poll the returned ``polling_url``).
+"""``bfl``: FLUX.2 [max] and FLUX 3 Image on Black Forest Labs (submit, then poll the returned ``polling_url``).
+
+``BflProvider(spec)`` is a ``Flux3Provider`` for a ``flux-3`` model id: its request shape is another
+(see ``Flux3Provider``); submitting, journaling and polling are the same.
 
 Wire format: providers.md section 4.  References go as ``input_image``,
 ``input_image_2`` ... ``input_image_8`` (base64); width and height are the
@@ -32,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .adapter import HttpProvider, size_at_pixels
+from .adapter import HttpProvider, nearest_ratio, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
@@ -90,6 +93,14 @@ class BflProvider(HttpProvider):
     # bfl-api/references/code-examples/python-client.py ``_request_with_retry``): the submit answers at once.
     timeout = 30.0
 
+    sends_seed = True
+
+    def __new__(cls, spec, *args, **kwargs):
+        # One route, two request shapes: a flux-3 id gets its own adapter (the route table names this class).
+        if cls is BflProvider and str(spec.provider_model).startswith("flux-3"):
+            cls = Flux3Provider
+        return super().__new__(cls)
+
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
         job = resumed_job(self, request) or self.submit_job(request, what)
@@ -99,7 +110,7 @@ class BflProvider(HttpProvider):
         cost = job.get("cost")  # BFL's own figure; without one, the credit formula's, never the bare list price
         cost = cost if isinstance(cost, (int, float)) else self.worst_case_cost(request)
         return self.generation(request, data, cost=cost, request_id=job["id"],
-                               seed=result.get("seed", request.seed), width=job.get("width"),
+                               seed=result.get("seed", self.seed_sent(request)), width=job.get("width"),
                                height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
                                input_mp=job.get("input_mp"), output_mp=job.get("output_mp"),
                                resumed_job=request.journal.resumed or None)
@@ -111,6 +122,9 @@ class BflProvider(HttpProvider):
         width, height = self.size(request)
         pixels = [width * height] + [image.width * image.height for image in self.references(request)]
         return max(self.spec.price, round(credits_for(first, extra, pixels) * USD_PER_CREDIT, 6))
+
+    def seed_sent(self, request: GenerationRequest) -> int | None:
+        return request.seed if self.sends_seed else None
 
     def size(self, request: GenerationRequest) -> tuple[int, int]:
         pixels = float(self.spec.options.get("megapixels", 1.0)) * 1_000_000
@@ -131,11 +145,15 @@ class BflProvider(HttpProvider):
         submitted = self.submit(request, what)
         credits = submitted.get("cost")
         cost = round(credits * USD_PER_CREDIT, 6) if isinstance(credits, (int, float)) else None
-        width, height = self.size(request)
         return request.journal.submitted(
             id=str(submitted.get("id") or submitted["polling_url"]), polling_url=str(submitted["polling_url"]),
             cost=cost, credits=credits, input_mp=submitted.get("input_mp"), output_mp=submitted.get("output_mp"),
-            width=width, height=height)
+            **self.shape(request))
+
+    def shape(self, request: GenerationRequest) -> dict[str, Any]:
+        """What the job asked for, journaled with it (the size)."""
+        width, height = self.size(request)
+        return {"width": width, "height": height}
 
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/v1/{self.spec.provider_model}", json=self.body(request),
@@ -158,9 +176,14 @@ class BflProvider(HttpProvider):
                     raise self.refusal(request, "status Ready without result.sample", request_id=job["id"],
                                        cost=job.get("cost") or 0.0)
                 return result
-            if status != PENDING:
+            if not self.waiting(status):
                 raise self.final_status(request, reply, status, poller)
             poller.wait(f"{reply.get('status')!r}")
+
+    @staticmethod
+    def waiting(status: str) -> bool:
+        """Whether a (lower-cased) poll status means "still working": FLUX.2 has only ``Pending``."""
+        return status == PENDING
 
     def final_status(self, request: GenerationRequest, reply: dict, status: str, poller: JobPoller) -> Exception:
         """The exception for a final status other than Ready (the list in the module docstring)."""
@@ -185,3 +208,65 @@ class BflProvider(HttpProvider):
         if not isinstance(reply, dict) or not isinstance(reply.get("status"), str):
             raise self.error(f"{what}: the poll reply has no status: {str(reply)[:120]!r}", retryable=True)
         return reply
+
+
+# --------------------------------------------------------------------------- FLUX 3 Image
+
+#: ``aspect_ratio`` values of POST /v1/flux-3-image (besides ``auto``): docs.comfy.org's Comfy Router page of
+#: bfl/flux-3-image, generated from the schema it validates calls with before they reach BFL, and a public
+#: client of the endpoint (find_string id 70162863168); second-hand, BFL's own page not in our sources.
+FLUX3_RATIOS = ("21:9", "2:1", "16:9", "3:2", "7:5", "4:3", "5:4", "1:1", "4:5", "3:4", "5:7", "2:3", "9:16",
+                "1:2", "9:21")
+#: ``resolution`` tiers and their price per image (BFL's pricing page of 2026-10-01 as that client copies it;
+#: 1.5k is accepted but unpriced there), UNCONFIRMED.
+FLUX3_PRICES = {"768sq": 0.041, "1k": 0.048, "1.5k": None, "2k": 0.10, "4k": 0.607}
+#: Statuses that end a job (the FLUX.2 list); anything else is an interim status and is polled again (the
+#: endpoint reports statuses besides Pending while it works, providers.md section 10: names UNCONFIRMED).
+FLUX3_FINAL = frozenset({"ready", GONE, *MODERATED, *FAILED})
+
+
+class Flux3Provider(BflProvider):
+    """FLUX 3 Image: ``POST {base}/v1/flux-3-image`` with ``prompt``, ``images`` (1-10, base64 or URL, each
+    256x256 to 16 MP, at most 20 MB of base64; inputs are scaled to the nearest tier up to 2k),
+    ``aspect_ratio`` (the nearest of ``FLUX3_RATIOS`` to the task's), ``resolution`` (``options.resolution``,
+    default ``2k``: the $0.10 tier, flux-2-max's price point), ``grounding`` (web and image search before
+    generating, on by default: sent ``false``, since an edit of the given images needs no search;
+    ``options.grounding`` turns it on) and ``safety_tolerance`` (0-4, from ``options``).  Nothing else: the
+    schema is strict and answers 422 to ``seed``, ``width``/``height``, ``output_format`` or ``input_image_N``
+    (providers.md section 10; Comfy Router's copy of the schema).  No seed, so none is recorded."""
+
+    image_limits = ImageLimits(max_count=10, min_side=256, max_pixels=4 * 1024 * 1024, max_bytes=14 * 1024 * 1024,
+                               formats=("jpeg", "png"), convert_to="jpeg")
+    sends_seed = False
+
+    def __init__(self, spec, **kwargs):
+        super().__init__(spec, **kwargs)
+        self.resolution = str(spec.options.get("resolution", "2k")).lower()
+        if self.resolution not in FLUX3_PRICES:
+            from ..errors import ConfigError
+
+            raise ConfigError(f"model {spec.name}: options.resolution {self.resolution!r} is not one of "
+                              f"{', '.join(FLUX3_PRICES)}")
+
+    def aspect_ratio(self, request: GenerationRequest) -> str:
+        return nearest_ratio(request.task.width, request.task.height, FLUX3_RATIOS)
+
+    def body(self, request: GenerationRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"prompt": request.task.instruction,
+                                "images": [image.inline_base64() for image in self.references(request)],
+                                "aspect_ratio": self.aspect_ratio(request), "resolution": self.resolution,
+                                "grounding": bool(self.spec.options.get("grounding", False))}
+        if "safety_tolerance" in self.spec.options:
+            body["safety_tolerance"] = int(self.spec.options["safety_tolerance"])
+        return body
+
+    def shape(self, request: GenerationRequest) -> dict[str, Any]:
+        return {"aspect_ratio": self.aspect_ratio(request), "resolution": self.resolution}
+
+    @staticmethod
+    def waiting(status: str) -> bool:
+        return status not in FLUX3_FINAL
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The tier's price (whether input images are billed too is UNCONFIRMED: not counted)."""
+        return max(self.spec.price, FLUX3_PRICES.get(self.resolution) or 0.0)

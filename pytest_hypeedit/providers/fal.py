@@ -1,4 +1,4 @@
-"""``fal``: any fal.ai model through the queue API (qwen-image-edit-2511 by default).
+"""``fal``: any fal.ai model through the queue API (qwen-image-edit-2511, qwen-image-2/edit).
 
 Wire format: providers.md sections 6 and 7.  Submit ``POST {base}/{endpoint id}``
 with the model input, then follow the URLs the reply returns (``status_url``,
@@ -7,7 +7,10 @@ they are never rebuilt here).  References go as data URIs in ``image_urls``;
 ``image_size`` is the task's aspect ratio at ``options.megapixels`` (1 MP by
 default, the $0.03 price point); ``options.arguments`` adds or replaces input
 fields for other models on fal.  A ``content_policy_violation`` or an
-``has_nsfw_concepts`` flag is a refusal.
+``has_nsfw_concepts`` flag is a refusal.  An endpoint with a documented range of
+output sizes (``SIZE_RANGES``: ``fal-ai/qwen-image-2/edit`` takes 0.26-4.19 MP,
+priced per image, providers.md section 10) gets the task's own size brought
+into that range instead (``options.megapixels`` still decides when set).
 
 The request (id, status and response URLs) is journaled right after the queue
 accepts it and before the first status poll (providers/jobs.py), so a kill or
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import HttpProvider, size_at_pixels
+from .adapter import HttpProvider, size_at_pixels, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits
@@ -42,6 +45,10 @@ REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")
 RUNNING = ("IN_QUEUE", "IN_PROGRESS")
 GONE = (404, 410)  # a request (or its stored result) fal no longer knows
 RESULT_KEPT = "fal keeps a request's result 1 hour after it completes"
+#: Output pixels (min, max) of ``image_size`` per endpoint: qwen-image-2's edit endpoints take 0.26-4.19 MP
+#: (512^2 to 2048^2; fal's model page as copied second-hand, providers.md section 10, UNCONFIRMED).
+SIZE_RANGES = {"fal-ai/qwen-image-2/edit": (512 * 512, 2048 * 2048),
+               "fal-ai/qwen-image-2/pro/edit": (512 * 512, 2048 * 2048)}
 
 
 def _detail_types(reply: Any) -> list[str]:
@@ -84,9 +91,16 @@ class FalProvider(HttpProvider):
         return self.generation(request, data, request_id=job["id"], seed=result.get("seed", request.seed),
                                image_size=job.get("image_size"), resumed_job=request.journal.resumed or None)
 
+    def image_size(self, request: GenerationRequest) -> tuple[int, int]:
+        """The task's aspect ratio at ``options.megapixels`` (1 MP), or at the task's own pixels brought into the
+        endpoint's range (``SIZE_RANGES``); sides multiples of 16, never past the range."""
+        task, limits = request.task, SIZE_RANGES.get(self.spec.provider_model.strip("/"))
+        if limits is None or "megapixels" in self.spec.options:
+            return size_at_pixels(task.width, task.height, float(self.spec.options.get("megapixels", 1.0)) * 1e6)
+        return size_in_pixel_range(task.width, task.height, *limits)
+
     def body(self, request: GenerationRequest, *, with_images: bool = True) -> dict[str, Any]:
-        width, height = size_at_pixels(request.task.width, request.task.height,
-                                       float(self.spec.options.get("megapixels", 1.0)) * 1_000_000)
+        width, height = self.image_size(request)
         body: dict[str, Any] = {"prompt": request.task.instruction, "num_images": 1, "seed": request.seed,
                                 "image_size": {"width": width, "height": height},
                                 "output_format": str(self.spec.options.get("output_format", "png"))}

@@ -1,12 +1,15 @@
-"""``gemini``: Gemini image models through google-genai (gemini-3-pro-image-preview).
+"""``gemini``: Gemini image models through google-genai (gemini-3-pro-image, gemini-3.1-flash-image).
 
 Wire format: providers.md section 1.  The request carries the instruction,
 then the reference images inline; ``imageConfig`` asks for the model's 2K size
 (``options.image_size``) at the allowed aspect ratio nearest the task's target
 size.  Gemini refuses with HTTP 200: a ``blockReason``, a refusing
 ``finishReason`` or an answer without an image is a ``Refusal``; HTTP errors
-are ``ProviderError``.  The image is the LAST inline image that is not a
-thought: a thinking model may send up to two interim images first.
+are ``ProviderError``; a 404 ``NOT_FOUND`` (what a retired id such as
+gemini-3-pro-image-preview answers, providers.md section 10) is final
+(``ModelGone``, with the shutdown date and successor).  The image is the LAST
+inline image that is not a thought: a thinking model may send up to two
+interim images first.
 """
 
 from __future__ import annotations
@@ -16,19 +19,33 @@ import math
 import threading
 from typing import Any
 
-from ..errors import ConfigError, ImageError, ProviderError, Refusal
+from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from ..secrets import redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .bounds import image_cap_of, inline_cap
 from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
 from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
+from ..retirements import model_gone
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
 #: model's ``options.aspect_ratios`` can replace the list.
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
-IMAGE_SIZES = ("1K", "2K", "4K")
+#: gemini-3.1-flash-image adds 1:4, 4:1, 1:8, 8:1 and 9:21 (Google Cloud's model page,
+#: docs.cloud.google.com/vertex-ai/generative-ai/docs/models/gemini/3-1-flash-image; on the Gemini API UNCONFIRMED).
+MODEL_ASPECT_RATIOS = {"gemini-3.1-flash-image": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1", "9:21")}
+#: "512" is gemini-3.1-flash-image's smallest size (the same page; providers.md section 10, second-hand).
+IMAGE_SIZES = ("512", "1K", "2K", "4K")
+#: USD per output image by image_size, and per input image, of the ids whose prices we know: gemini-3-pro-image
+#: $0.134 at 1K/2K and $0.24 at 4K, about $0.0011 an input image (providers.md section 1, the preview's
+#: prices, second-hand; the GA id's UNCONFIRMED); gemini-3.1-flash-image 747/1120/1680/2520 output tokens at
+#: 512/1K/2K/4K and 1120 tokens an input image (the Cloud page above) at $60 and $0.50 per 1M tokens
+#: (docs.ai.it.ufl.edu's listing: $0.067 a 1K image, UNCONFIRMED).
+PRICES: dict[str, tuple[dict[str, float], float]] = {
+    "gemini-3-pro-image": ({"1K": 0.134, "2K": 0.134, "4K": 0.24}, 0.0011),
+    "gemini-3.1-flash-image": ({"512": 0.0448, "1K": 0.0672, "2K": 0.1008, "4K": 0.1512}, 0.00056),
+}
 #: providers.md: up to 14 reference images, PNG/JPEG/WebP, inline payload <= 100 MB (20 MB before Jan 2026).
 #: The 5 MB per image is ours (UNCONFIRMED as a Gemini limit): 14 such images stay under 100 MB in base64.
 IMAGE_LIMITS = ImageLimits(max_count=14, max_bytes=5_000_000, formats=("png", "jpeg", "webp"), convert_to="png")
@@ -63,12 +80,14 @@ class GeminiProvider(Provider):
         # limiter given here win (tests).
         self.runtime = runtime or runtime_module.current()
         self.image_size = _image_size(spec)
-        self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or ASPECT_RATIOS)
+        self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or
+                                   MODEL_ASPECT_RATIOS.get(spec.provider_model, ASPECT_RATIOS))
         self.timeout_s = float(timeout_s or spec.options.get("timeout_s") or PAID_CALL_TIMEOUT_S)
         self._policy, self._limiter = policy, limiter
         self._session: GenaiSession | None = None
         self._lock = threading.Lock()
         self._parts_cache: dict[str, list] = {}  # task_id -> prepared image parts (once per task, not per repeat)
+        self._gone: ModelGone | None = None  # Google said this model id does not exist: no call can succeed
 
     @property
     def session(self) -> GenaiSession:
@@ -86,15 +105,35 @@ class GeminiProvider(Provider):
     def generate(self, request: GenerationRequest) -> Generation:
         _, types, _ = import_genai()
         what = f"{self.route} {self.spec.provider_model}"  # the item's line names the candidate once
+        if self._gone is not None:
+            raise ModelGone(str(self._gone), status=self._gone.status)
         contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
                                                       *self._reference_parts(request)])]
-        response = call(lambda: self.session.client.models.generate_content(
-            model=self.spec.provider_model, contents=contents, config=self._config(request)),
-            what=what, error=ProviderError)
+        try:
+            response = call(lambda: self.session.client.models.generate_content(
+                model=self.spec.provider_model, contents=contents, config=self._config(request)),
+                what=what, error=ProviderError)
+        except ProviderError as exc:
+            if exc.status == 404:  # NOT_FOUND: the model id is unknown or retired (providers.md section 10)
+                self._gone = model_gone(self.spec, str(exc).removeprefix(f"{what}: "), status=404)
+                raise self._gone from None
+            raise
         image, ext = take_image(response, what)
-        return Generation(image=image, ext=ext, cost=self.spec.price, provider_model=self.spec.provider_model,
+        return Generation(image=image, ext=ext, cost=self.price_of_image(), provider_model=self.spec.provider_model,
                           seed=request.seed, request_id=getattr(response, "response_id", None),
                           extra=_extra(response, self._aspect_ratio(request), self.image_size))
+
+    def price_of_image(self) -> float:
+        """The output image's price at the size asked for, where PRICES knows the id; else the model's price."""
+        sizes, _ = PRICES.get(self.spec.provider_model, ({}, 0.0))
+        return sizes.get(self.image_size, self.spec.price)
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The image at the size asked for plus each reference at the input-image price (PRICES)."""
+        if self.spec.provider_model not in PRICES:
+            return self.spec.price
+        per_reference = PRICES[self.spec.provider_model][1]
+        return round(max(self.spec.price, self.price_of_image() + len(request.references) * per_reference), 6)
 
     def _config(self, request: GenerationRequest):
         _, types, _ = import_genai()

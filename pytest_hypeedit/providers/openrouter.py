@@ -1,9 +1,14 @@
 """``openrouter``: any image model served through OpenRouter's chat completions API.
 
 Wire format: providers.md section 7.  One user message with the instruction
-and the references as ``image_url`` data URLs; ``modalities`` is
-``["image", "text"]`` unless ``options.modalities`` says otherwise (image-only
-models such as Sourceful's need ``["image"]``); ``image_config.aspect_ratio``
+and the references as ``image_url`` data URLs; ``modalities`` follows
+OpenRouter's image-generation guide (openrouter.ai/docs/features/multimodal/
+image-generation): "Models that output both text and images (e.g., Gemini): Use
+modalities: ["image", "text"]; Models that only output images (e.g., Sourceful,
+Flux): Use modalities: ["image"]".  So a model whose id is under an image-only
+vendor (``IMAGE_ONLY_VENDORS``) gets ``["image"]`` and every other
+``["image", "text"]``; ``options.modalities`` decides for a model this list
+does not know.  ``image_config.aspect_ratio``
 is the ratio nearest the task's.  The image is the first of
 ``choices[0].message.images``.  ``usage.cost`` (asked for with
 ``usage.include``) is the cost when present.
@@ -37,6 +42,8 @@ from .http import RETRY_STATUSES, request_id_of
 from .images import ImageLimits
 
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
+#: Vendors whose models only output images (the guide's examples: Sourceful, Flux): they need ["image"].
+IMAGE_ONLY_VENDORS = ("sourceful/", "black-forest-labs/")
 
 #: ``error.metadata`` keys of OpenRouter's ``ModerationErrorMetadata`` ("Moderation errors": reasons,
 #: flagged_input, provider_name, model_slug); a 403 carrying them is the model's moderation refusing the input.
@@ -87,6 +94,13 @@ class OpenRouterProvider(HttpProvider):
                                seed=request.seed, usage=usage or None, served_by=reply.get("provider"),
                                aspect_ratio=self.aspect_ratio(request))
 
+    @property
+    def modalities(self) -> list[str]:
+        if self.spec.options.get("modalities"):
+            return list(self.spec.options["modalities"])
+        image_only = self.spec.provider_model.lower().startswith(IMAGE_ONLY_VENDORS)
+        return ["image"] if image_only else ["image", "text"]
+
     def aspect_ratio(self, request: GenerationRequest) -> str:
         return nearest_ratio(request.task.width, request.task.height,
                              tuple(self.spec.options.get("aspect_ratios") or ASPECT_RATIOS))
@@ -98,7 +112,7 @@ class OpenRouterProvider(HttpProvider):
         if "image_size" in self.spec.options:
             image_config["image_size"] = self.spec.options["image_size"]
         return {"model": self.spec.provider_model, "messages": [{"role": "user", "content": content}],
-                "modalities": list(self.spec.options.get("modalities") or ["image", "text"]),
+                "modalities": self.modalities,
                 "image_config": image_config, "seed": request.seed, "usage": {"include": True}}
 
     # ------------------------------------------------------------------ errors

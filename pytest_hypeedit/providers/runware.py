@@ -1,19 +1,39 @@
-"""``runware``: Runware's task API; the riverflow-2-b1 stand-in (Riverflow 2.0 Pro) by default.
+"""``runware``: Runware's task API; the riverflow-2-b1 stand-in (Riverflow 2.0 Pro) and Riverflow 2.5 Pro.
 
 Wire format: providers.md section 5.  ``POST {base}`` with a JSON array of one
 ``imageInference`` task; references go in ``inputs.referenceImages`` as data
 URIs (Runware documents uploading first to get a UUID; whether inline data
 URIs are taken for Riverflow is UNCONFIRMED, so ``options.reference_field``
 can move them).  ``includeCost`` makes Runware report the real cost, which is
-then the candidate's cost.  Moderation codes are UNCONFIRMED: an error whose
-code or message speaks of NSFW, moderation or safety is a refusal.
+then the candidate's cost.
+
+Parameters: Runware validates a task against the model's schema, with
+``additionalProperties: false`` (runware-python ``validate.py``,
+tests/test_validate.py) and ``unknownParameter`` among its error codes
+(errors.py).  The Sourceful params of runware-python ``types/task_map.py``
+(``SourcefulRiverflow20ProParams``, ``SourcefulRiverflow25ProParams``, ...) have
+no ``seed``, so none is sent to a ``sourceful:`` model (``options.send_seed``
+sends one to another model that takes it).  Riverflow 2.5 takes a ``settings``
+object: ``settings.thinkingLevel`` is ``options.thinking_level`` (low, medium,
+high, and xhigh on Pro; default medium: a public client's table of Runware's
+schemas, second-hand, UNCONFIRMED), always sent so that a run says what it ran.
+
+Error codes (runware-python ``errors.py``): ``_SAFETY_CODES``
+(``unsafeContentDetected``, ``nsfwContentDetected``, ...) and any code or message
+that speaks of NSFW, moderation or safety are a refusal: the model answered, and
+the next run does not pay again.  ``modelDisabled`` / ``modelUnavailable`` (the
+SDK counts them retryable "provider" errors; for a benchmark the model is gone)
+are final (``ModelGone``).  ``taskCancelled`` and ``taskFailedOrNotFound`` (the
+SDK's not-found codes) mean the task is gone: ``JobExpired``.
 
 Sizes: ``sourceful:riverflow-2.0@pro`` accepts only the width x height pairs
 its model page lists (runware.ai/docs/models/sourceful-riverflow-2-0-pro,
 "Compatibility & Validation"); any other pair is refused.  The 2K pairs cost
 the same as 1K ($0.15; 4K $0.33) and the paper compares 2K-class outputs, so
 the pair is the listed 2K one nearest the task's aspect ratio (``SIZES``;
-``options.sizes`` replaces the list for another model).
+``options.sizes`` replaces the list for another model).  Riverflow 2.5 has a
+table of its own (``SIZES_2_5``); ``resolution`` is not sent, since it "cannot
+be used with width/height".
 
 Delivery: async by default (``options.delivery: sync`` opts out).  Runware's
 own REST SDK sends ``deliveryMethod: "async"`` by default for every inference
@@ -42,7 +62,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ..errors import ProviderError
+from ..errors import ConfigError, ProviderError
 from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
 from .http import is_retryable
@@ -53,20 +73,44 @@ from .jobs import JobPoller, resumed_job
 #: runware.ai/docs/models/sourceful-riverflow-2-0-pro; the 1K pairs are these halved, same price.
 SIZES = ((2048, 2048), (2304, 1728), (1728, 2304), (2560, 1440), (1440, 2560), (2496, 1664), (1664, 2496),
          (2240, 1792), (1792, 2240), (3024, 1296))
+#: The 2K pairs of the Riverflow 2.5 family (1:1, 21:9, 16:9, 3:2, 4:3, 5:4, 4:5, 3:4, 2:3, 9:16), from
+#: runware.ai/docs/models/sourceful-riverflow-2-5-fast ("The following dimension combinations are supported");
+#: Pro shares the family's parameter surface and adds 4K (help.scenario.com "Riverflow 2.5: The Essentials",
+#: second-hand: Pro's own table UNCONFIRMED).  The 1K pairs are these halved.
+SIZES_2_5 = ((2048, 2048), (2688, 1152), (2048, 1152), (2304, 1536), (2048, 1536), (1920, 1536), (1536, 1920),
+             (1536, 2048), (1536, 2304), (1152, 2048))
+MODEL_SIZES = {"sourceful:riverflow-2.0@pro": SIZES, "sourceful:riverflow-2.5@pro": SIZES_2_5,
+               "sourceful:riverflow-2.5@fast": SIZES_2_5}
+#: settings.thinkingLevel per model that takes ``settings`` (task_map.py), and its default (second-hand table
+#: of Runware's schemas, UNCONFIRMED).
+THINKING_LEVELS = {"sourceful:riverflow-2.5@pro": ("low", "medium", "high", "xhigh"),
+                   "sourceful:riverflow-2.5@fast": ("low", "medium", "high")}
+DEFAULT_THINKING = "medium"
+#: The price of a 4K pair where it differs from the 1K/2K one (riverflow-2.0@pro: $0.33 against $0.15, its
+#: model page); a pair of more than ``FOUR_K_PIXELS`` is a 4K one (the 2K pairs have at most 2048x2048).
+FOUR_K_PRICES = {"sourceful:riverflow-2.0@pro": 0.33}
+FOUR_K_PIXELS = 8_000_000
 REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "contentpolicy", "promptblocked",
                    "imageblocked")
-#: Models that take no ``seed``: runware-python's parameter types for Sourceful's Riverflow models
+#: Models that take no ``seed``: runware-python's parameter types for Sourceful's models
 #: (``types/task_map.py`` SourcefulRiverflow20ProParams, ...20Fast..., ...25Pro..., ...25Fast...) have none,
 #: and Runware refuses parameters it does not know (``errors.py``: unknownParameter).
-NO_SEED_MODELS = ("sourceful:riverflow-",)
-#: A top-level getResponse error code meaning Runware does not know the task (any more).
-GONE_CODES = ("taskfailedornotfound", "tasknotfound")
+NO_SEED_MODELS = ("sourceful:",)
+#: runware-python errors.py ``_SAFETY_CODES``, lower-cased.
+SAFETY_CODES = frozenset({"contentpolicyviolation", "providercontentpolicyviolation", "sensitivecontentdetected",
+                          "unsafecontentdetected", "nsfwcontentdetected", "promptblocked", "imageblocked",
+                          "moderationfailed"})
+#: Error codes meaning Runware does not know the task (any more): errors.py ``_NOT_FOUND_CODES`` (a cancelled
+#: task is as gone as a lost one) and the getResponse code of an unknown taskUUID.
+GONE_CODES = ("taskfailedornotfound", "tasknotfound", "taskcancelled")
+#: The model is switched off: errors.py files these under "provider" (retryable); here they are final.
+MODEL_GONE_CODES = ("modeldisabled", "modelunavailable")
 RESULT_KEPT = "Runware no longer serves the result file"
 
 
 def is_refusal(code: str, message: str) -> bool:
     text = f"{code} {message}".lower()
-    return any(marker in text for marker in REFUSAL_MARKERS)
+    return code.lower() in SAFETY_CODES or any(marker in text for marker in REFUSAL_MARKERS)
 
 
 class RunwareProvider(HttpProvider):
@@ -84,6 +128,18 @@ class RunwareProvider(HttpProvider):
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
     # runware-python's default: 1,200,000 ms per request (runware/types/sdk.py ``SDKConfig.timeout``).
     timeout = 1200.0
+
+    def __init__(self, spec, **kwargs):
+        super().__init__(spec, **kwargs)
+        self.thinking_level = self._thinking_level()
+
+    def _thinking_level(self) -> str | None:
+        levels = THINKING_LEVELS.get(self.spec.provider_model)
+        level = self.spec.options.get("thinking_level", DEFAULT_THINKING if levels else None)
+        if level is not None and levels and str(level) not in levels:
+            raise ConfigError(f"model {self.spec.name}: options.thinking_level {level!r} is not one of "
+                              f"{', '.join(levels)} ({self.spec.provider_model})")
+        return None if level is None else str(level)
 
     @property
     def headers(self) -> dict[str, str]:
@@ -118,9 +174,21 @@ class RunwareProvider(HttpProvider):
                                reported_cost=cost, price=self.spec.price, width=task["width"], height=task["height"],
                                delivery=task["deliveryMethod"], resumed_job=request.journal.resumed or None)
 
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The 4K price when the size chosen is a 4K pair (``options.sizes`` can list them), else the price."""
+        width, height = self.size(request)
+        four_k = FOUR_K_PRICES.get(self.spec.provider_model)
+        if four_k is not None and width * height > FOUR_K_PIXELS:
+            return max(self.spec.price, four_k)
+        return self.spec.price
+
+    def size(self, request: GenerationRequest) -> tuple[int, int]:
+        listed = MODEL_SIZES.get(self.spec.provider_model, SIZES)
+        sizes = [tuple(pair) for pair in self.spec.options.get("sizes") or listed]
+        return nearest_size(request.task.width, request.task.height, sizes)
+
     def task(self, request: GenerationRequest, *, task_uuid: str | None = None) -> dict[str, Any]:
-        sizes = [tuple(pair) for pair in self.spec.options.get("sizes") or SIZES]
-        width, height = nearest_size(request.task.width, request.task.height, sizes)
+        width, height = self.size(request)
         field = str(self.spec.options.get("reference_field", "inputs.referenceImages"))
         task: dict[str, Any] = {
             "taskType": "imageInference",
@@ -137,8 +205,10 @@ class RunwareProvider(HttpProvider):
         }
         if task_uuid is None:  # a resumed job is never sent again: its references are not needed
             _set_path(task, field, [image.inline_data_url() for image in self.references(request)])
-        if self.spec.options.get("send_seed", True) and not self.spec.provider_model.startswith(NO_SEED_MODELS):
+        if self.spec.options.get("send_seed", not self.spec.provider_model.startswith(NO_SEED_MODELS)):
             task["seed"] = request.seed
+        if self.thinking_level is not None:
+            task["settings"] = {"thinkingLevel": self.thinking_level}
         return task
 
     # ------------------------------------------------------------------ async: submit, then getResponse
@@ -170,6 +240,8 @@ class RunwareProvider(HttpProvider):
                              headers=self.headers)
         for error in self.errors_of(response):
             code, message = str(error.get("code", "")), str(error.get("message", ""))
+            if code.lower() in MODEL_GONE_CODES:
+                raise self.gone(f"{code}: {message[:300]}", status=response.status_code)
             if code.lower() in GONE_CODES:
                 raise poller.expired(f"getResponse answered {code}: {message[:200]}", status=response.status_code)
             if is_refusal(code, message):
@@ -182,6 +254,11 @@ class RunwareProvider(HttpProvider):
     def item_error(self, request: GenerationRequest, item: dict, poller: JobPoller) -> Exception:
         error = item.get("error") if isinstance(item.get("error"), dict) else {}
         code, message = str(error.get("code", "")), str(error.get("message", ""))
+        if code.lower() in MODEL_GONE_CODES:
+            request.journal.forget()  # the task ended without an image: nothing to resume
+            return self.gone(f"{code}: {message[:300]}")
+        if code.lower() in GONE_CODES:
+            return poller.expired(f"the task ended with {code}: {message[:200]}")
         if is_refusal(code, message):
             return self.refusal(request, f"{code}: {message[:300]}", request_id=poller.job_id)
         return poller.fail(f"the task ended with an error: {code}: {message[:300]}")
@@ -196,6 +273,10 @@ class RunwareProvider(HttpProvider):
     def send_task(self, request: GenerationRequest, task: dict, what: str) -> Any:
         response = self.call("POST", self.base, json=[task], headers=self.headers, submits=True)
         errors = self.errors_of(response)
+        gone = [e for e in errors if str(e.get("code", "")).lower() in MODEL_GONE_CODES]
+        if gone:
+            raise self.gone(f"{gone[0].get('code')}: {str(gone[0].get('message', ''))[:300]}",
+                            status=response.status_code)
         refused = [e for e in errors if is_refusal(str(e.get("code", "")), str(e.get("message", "")))]
         if refused:
             raise self.refusal(request, f"{refused[0].get('code')}: {str(refused[0].get('message', ''))[:300]}",

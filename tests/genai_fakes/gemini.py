@@ -7,6 +7,9 @@ accepting both camelCase (what google-genai's converters emit) and snake_case
 (REST samples, and what google-genai sends for objects it passes through, e.g.
 ``inlineData.mime_type``, ``thinkingConfig.include_thoughts``) at every level,
 and answers camelCase JSON like the real API.
+
+As the API does today (providers.md section 10), an id Google has shut down (``RETIRED``: the preview image
+models, off since 2026-06-25) answers 404 ``NOT_FOUND``, whatever is scripted.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ PART_MEDIA_LEVELS = {"MEDIA_RESOLUTION_UNSPECIFIED", "MEDIA_RESOLUTION_LOW", "ME
                      "MEDIA_RESOLUTION_HIGH", "MEDIA_RESOLUTION_ULTRA_HIGH"}
 #: ``generationConfig.thinkingConfig.thinkingLevel`` (google-genai ThinkingLevel).
 THINKING_LEVELS = {"THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH"}
+#: Model ids shut down on 2026-06-25 (Gemini API deprecations page).
+RETIRED = frozenset({"gemini-3-pro-image-preview", "gemini-3.1-flash-image-preview"})
 
 
 class FakeGemini(LoopbackServer):
@@ -43,6 +48,7 @@ class FakeGemini(LoopbackServer):
     def __init__(self, expected_key: str | None = None) -> None:
         super().__init__()
         self.expected_key = expected_key
+        self.retired = set(RETIRED)
 
     def handle(self, request: SeenRequest) -> Reply:
         match = _PATH.match(request.path.split("?")[0])
@@ -53,6 +59,11 @@ class FakeGemini(LoopbackServer):
             return error_reply(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED")
         if self.expected_key is not None and key != self.expected_key:
             return error_reply(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
+        if match.group(2) in self.retired:
+            # The wording Google uses for an unknown model (second-hand, providers.md section 10).
+            return error_reply(404, f"models/{match.group(2)} is not found for API version {match.group(1)}, or is "
+                                    "not supported for generateContent. Call ListModels to see the list of "
+                                    "available models and their supported methods.", "NOT_FOUND")
         problem = _parse_body(request, model=match.group(2))
         if problem:
             request.error = problem

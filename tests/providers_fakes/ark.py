@@ -1,4 +1,10 @@
-"""Fake BytePlus ModelArk ``images/generations`` (providers.md section 2)."""
+"""Fake BytePlus ModelArk ``images/generations`` (providers.md sections 2 and 10), answering as it does today.
+
+Models (``MODELS``, with the total pixels a WxH size may have): seedream 4.0, 4.5, 5.0 and 5.5; any other id,
+or one in ``retired``, answers 404 ``InvalidEndpointOrModel.NotFound``.  ``output_format`` is png or jpeg.
+Faults (``inject``): ``refusal`` (400 InputImageSensitiveContentDetected), ``reply_error`` (an error in a 200),
+``truncated`` and ``expired`` (the result file), the generic ones.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,8 @@ from .base import FakeServer, Reply, Seen
 from .files import FileStore
 
 PREFIX = "/api/v3"
+MODELS = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5-251128": (3_686_400, 16_777_216),
+          "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048)}
 
 
 class FakeArk(FakeServer):
@@ -21,6 +29,7 @@ class FakeArk(FakeServer):
     def __init__(self, key: str = "ark-fake-key-0123456789"):
         super().__init__(key)
         self.files = FileStore(self)
+        self.retired: set[str] = set()
         self.route("POST", f"{PREFIX}/images/generations", self.generate)
 
     @property
@@ -32,6 +41,10 @@ class FakeArk(FakeServer):
 
     def generate(self, seen: Seen) -> Reply:
         body = seen.json()
+        if body.get("model") not in MODELS or body.get("model") in self.retired:
+            return Reply(404, {"error": {"code": "InvalidEndpointOrModel.NotFound",
+                                         "message": f"The model or endpoint {body.get('model')} does not exist or you "
+                                                    "do not have access to it.", "param": "model", "type": "NotFound"}})
         problem = _validate(body)
         if problem:
             return Reply(400, {"error": {"code": "InvalidParameter", "message": problem, "param": "", "type": "BadRequest"}})
@@ -73,6 +86,12 @@ def _validate(body: dict) -> str | None:
         # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, providers.md [B6])
         if not 1 / 3 <= image.width / image.height <= 3:
             return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
-    if not re.fullmatch(r"\d+x\d+|[124]K", str(body.get("size", "2K"))):
-        return f"bad size {body.get('size')}"
+    size = str(body.get("size", "2K"))
+    if not re.fullmatch(r"\d+x\d+|[1-4]K", size):
+        return f"bad size {size}"
+    low, high = MODELS[body["model"]]
+    if "x" in size and not low <= (lambda w, h: w * h)(*map(int, size.split("x"))) <= high:
+        return f"size {size}: total pixels must be within [{low}, {high}] for {body['model']}"
+    if body.get("output_format", "jpeg") not in ("png", "jpeg"):
+        return f"output_format {body.get('output_format')!r} must be png or jpeg"
     return None

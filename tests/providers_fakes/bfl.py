@@ -3,6 +3,12 @@
 Statuses as docs.bfl.ml/api_integration/errors.md lists them: ``Pending``, ``Ready``, ``Request Moderated``,
 ``Content Moderated``, ``Task not found``, ``Error``; plus ``Failed`` (BFL's polling examples stop on it).
 
+``flux-3-image`` (providers.md section 10, Comfy Router's copy of its schema): a strict schema of ``prompt``,
+``images`` (1-10 base64 images of at least 256x256), ``aspect_ratio``, ``resolution``, ``grounding``,
+``safety_tolerance`` (0-4), ``version`` (and the webhook fields): any other field (``seed``, ``width``,
+``output_format``, ``input_image``...) is a 422 ``extra_forbidden``, as is a value outside its list.  Its
+tasks pass through the interim statuses ``FLUX3_INTERIM`` (names UNCONFIRMED) before Ready.
+
 Faults (``inject``): the generic ones on the submit path (``/v1/flux``) or the poll path (``get_result``);
 taken at submit, deciding the task's fate: ``refusal`` (Content Moderated, or ``body="Request Moderated"``),
 ``failed`` (ends ``Failed``, or ``body="Error"``), ``truncated`` (the result image);
@@ -29,6 +35,12 @@ from .chaos import JobLedger
 from .files import FileStore
 
 _ids = itertools.count(1)
+FLUX3_FIELDS = {"prompt", "images", "aspect_ratio", "resolution", "grounding", "safety_tolerance", "version",
+                "webhook_url", "webhook_secret"}
+FLUX3_RATIOS = {"auto", "21:9", "2:1", "16:9", "3:2", "7:5", "4:3", "5:4", "1:1", "4:5", "3:4", "5:7", "2:3", "9:16",
+                "1:2", "9:21"}
+FLUX3_CREDITS = {"768sq": 4.1, "1k": 4.8, "1.5k": 7.0, "2k": 10.0, "4k": 60.7}
+FLUX3_INTERIM = ("Queued", "Processing")
 
 
 class FakeBfl(FakeServer):
@@ -66,14 +78,18 @@ class FakeBfl(FakeServer):
 
     def submit(self, seen: Seen) -> Reply:
         body = seen.json()
-        problem = _validate(body)
+        flux3 = seen.match["model"].startswith("flux-3")
+        problem = _validate_flux3(body) if flux3 else _validate(body)
         if problem:
-            return Reply(422, {"detail": [{"loc": ["body"], "msg": problem, "type": "value_error"}]})
+            detail = problem if isinstance(problem, list) else \
+                [{"loc": ["body"], "msg": problem, "type": "value_error"}]
+            return Reply(422, {"detail": detail})
         task_id = f"bfl-task-{next(_ids)}"
-        candidate = (body["prompt"], body.get("seed"))
+        candidate = (body["prompt"], body.get("seed", task_id if flux3 else None))
         self.ledger.submit(candidate)
-        task = {"polls": 0, "outcome": "Ready", "candidate": candidate, "seed": body.get("seed"),
-                "data": self.files.new_image(body["width"] // 16, body["height"] // 16, "JPEG", self.fault_path(seen))}
+        width, height = (64, 48) if flux3 else (body["width"] // 16, body["height"] // 16)
+        task = {"polls": 0, "outcome": "Ready", "candidate": candidate, "seed": body.get("seed"), "flux3": flux3,
+                "data": self.files.new_image(width, height, "JPEG", self.fault_path(seen))}
         for kind, default in (("refusal", "Content Moderated"), ("failed", "Failed")):
             fault = self.take_fault(kind, self.fault_path(seen))
             if fault is not None:
@@ -81,7 +97,8 @@ class FakeBfl(FakeServer):
                 if kind == "failed":
                     self.ledger.fail(candidate)
                 break
-        credits = self.credits(body) if callable(self.credits) else self.credits
+        credits = FLUX3_CREDITS[body.get("resolution", "1k")] if flux3 else \
+            self.credits(body) if callable(self.credits) else self.credits
         with self._task_lock:
             self.tasks[task_id] = task
             self.charged.append(credits)
@@ -102,6 +119,9 @@ class FakeBfl(FakeServer):
             polls = task["polls"]
         if polls <= self.pending_polls:
             return Reply(200, {"id": task_id, "status": "Pending", "result": None, "progress": 0.5})
+        if task["flux3"] and polls <= self.pending_polls + len(FLUX3_INTERIM):
+            status = FLUX3_INTERIM[polls - self.pending_polls - 1]
+            return Reply(200, {"id": task_id, "status": status, "result": None, "progress": 0.7})
         if task["outcome"] != "Ready":
             details = {"Moderation Reasons": ["Derivative Works Filter"]} if "Moderated" in task["outcome"] else \
                 "the generation failed"
@@ -133,4 +153,27 @@ def _validate(body: dict) -> str | None:
         return "1-8 input images"
     for key in keys:
         Image.open(io.BytesIO(base64.b64decode(body[key]))).load()
+    return None
+
+
+
+def _validate_flux3(body: dict) -> list | str | None:
+    extra = sorted(set(body) - FLUX3_FIELDS)
+    if extra:  # the strict schema's answer (FastAPI/pydantic's extra_forbidden)
+        return [{"type": "extra_forbidden", "loc": ["body", name], "msg": "Extra inputs are not permitted",
+                 "input": body[name] if not isinstance(body[name], str) else body[name][:40]} for name in extra]
+    if not body.get("prompt"):
+        return "prompt is required"
+    if body.get("aspect_ratio", "auto") not in FLUX3_RATIOS or body.get("resolution", "1k") not in FLUX3_CREDITS:
+        return f"aspect_ratio {body.get('aspect_ratio')!r} or resolution {body.get('resolution')!r} is not allowed"
+    if not 0 <= body.get("safety_tolerance", 2) <= 4 or not isinstance(body.get("grounding", True), bool):
+        return "safety_tolerance is 0-4 and grounding a boolean"
+    images = body.get("images") or []
+    if not 1 <= len(images) <= 10:
+        return "1-10 images"
+    for data in images:
+        with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+            image.load()
+            if min(image.size) < 256:
+                return f"each image must be at least 256x256, got {image.size}"
     return None

@@ -8,6 +8,9 @@ Faults (``inject``): the generic ones on the submit path (the endpoint id), the 
 response path (``requests/[^/]+$``); taken at submit: ``refusal`` (content_policy_violation at the response URL),
 ``failed`` (completes with an error), ``truncated``; taken at a status poll: ``lost`` (fal no longer knows the
 request: 404); at the download: ``expired`` (403).  ``ledger`` counts submissions per candidate (prompt, seed).
+
+``fal-ai/qwen-image-2/edit`` takes an ``image_size`` {width, height} of 0.26-4.19 MP only (providers.md section
+10): any other is a 422, as fal answers a value outside a model's schema.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from .chaos import JobLedger
 from .files import FileStore
 
 _ids = itertools.count(1)
+#: Output pixels (min, max) per endpoint whose schema bounds image_size.
+SIZE_RANGES = {"fal-ai/qwen-image-2/edit": (512 * 512, 2048 * 2048)}
 
 
 class FakeFal(FakeServer):
@@ -57,7 +62,7 @@ class FakeFal(FakeServer):
 
     def submit(self, seen: Seen) -> Reply:
         body = seen.json()
-        problem = _validate(body)
+        problem = _validate(body) or _validate_size(body, SIZE_RANGES.get(seen.match["endpoint"]))
         if problem:
             return Reply(422, {"detail": [{"loc": ["body"], "msg": problem, "type": "value_error"}]})
         job_id = f"fal-{next(_ids):06d}"
@@ -123,4 +128,14 @@ def _validate(body: dict) -> str | None:
         if not match:
             return "image_urls must be URLs or data URIs"
         Image.open(io.BytesIO(base64.b64decode(match[1]))).load()
+    return None
+
+
+def _validate_size(body: dict, limits: tuple[int, int] | None) -> str | None:
+    size = body.get("image_size")
+    if limits is None or not isinstance(size, dict):
+        return None
+    pixels = size.get("width", 0) * size.get("height", 0)
+    if not limits[0] <= pixels <= limits[1]:
+        return f"image_size {size}: width x height must be within [{limits[0]}, {limits[1]}] pixels"
     return None

@@ -1,4 +1,15 @@
-"""Fake OpenAI ``images/edits`` (multipart; providers.md section 3)."""
+"""Fake OpenAI ``images/edits`` (multipart; providers.md sections 3 and 10), answering as OpenAI does today.
+
+Models: gpt-image-1.5 takes 1024x1024, 1536x1024, 1024x1536 or auto; gpt-image-2 any WxH with sides
+multiples of 16, an aspect ratio within 1:3..3:1, at most 3840 px a side and 655,360-8,294,400 pixels
+(openai-python ``image_edit_params.py``; the pixel bounds second-hand).  Any other size is a 400
+``invalid_request_error`` on ``size``.  An id in ``retired`` or not in ``MODELS`` answers 404
+``model_not_found``, as OpenAI answers a retired or unknown id.  Every success carries ``usage`` with its
+input and output token details (``images_response.py``): output tokens from the size and quality (a table
+of the fake's own, of the order OpenAI's guide lists), input tokens from the prompt and the images.
+
+Faults (``inject``): ``refusal`` (400 moderation_blocked), ``truncated`` (the image), the generic ones.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +21,12 @@ from PIL import Image
 from .base import FakeServer, Reply, Seen, make_image, truncated
 
 SIZES = {"1024x1024", "1536x1024", "1024x1536", "auto"}
+MODELS = {"gpt-image-1.5", "gpt-image-2", "gpt-image-2-2026-04-21"}
+FREE_SIZE = {"gpt-image-2", "gpt-image-2-2026-04-21"}
+#: Output tokens per megapixel at each quality (the fake's own scale; the guide's GPT image 1 table is of
+#: this order: 4160 at 1024x1024 high).
+TOKENS_PER_MP = {"low": 260, "medium": 1000, "high": 3970, "auto": 3970}
+IMAGE_INPUT_TOKENS = 1300  # per reference image
 
 
 class FakeOpenAI(FakeServer):
@@ -18,6 +35,8 @@ class FakeOpenAI(FakeServer):
 
     def __init__(self, key: str = "sk-fake-openai-0123456789"):
         super().__init__(key)
+        self.retired: set[str] = set()  # ids answering 404 model_not_found (e.g. gpt-image-1.5 after 2026-12-01)
+        self.usage = True  # False: replies without usage (as for an older model)
         self.route("POST", "/v1/images/edits", self.edit)
 
     @property
@@ -35,30 +54,58 @@ class FakeOpenAI(FakeServer):
         parts = seen.form()
         fields = {name: content.decode() for name, filename, content in parts if filename is None}
         images = [content for name, filename, content in parts if name == "image[]"]
+        model = fields.get("model", "gpt-image-1.5")
+        if model in self.retired or model not in MODELS:
+            return Reply(404, {"error": {"message": f"The model `{model}` does not exist or you do not have access "
+                                                    "to it.", "type": "invalid_request_error", "param": None,
+                                         "code": "model_not_found"}})
         problem = _validate(fields, images)
         if problem:
-            return Reply(400, {"error": {"message": problem, "type": "invalid_request_error", "param": None, "code": None}})
+            return Reply(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                         "param": "size" if "size" in problem else None, "code": None}})
         if self.take_fault("refusal", seen.path):
             return Reply(400, {"error": {
                 "message": "Your request was rejected by the safety system. safety_violations=[sexual].",
                 "type": "image_generation_user_error", "param": None, "code": "moderation_blocked"}},
                 {"x-request-id": "req_refused"})
-        width, height = (int(x) for x in fields["size"].split("x"))
+        size = fields.get("size", "auto")
+        width, height = (int(x) for x in size.split("x")) if size != "auto" else (1024, 1024)
         data = make_image(width // 16, height // 16)
         if self.take_fault("truncated", ""):
             data = truncated(data)
-        return Reply(200, {"created": 1, "data": [{"b64_json": base64.b64encode(data).decode()}],
-                           "background": "opaque", "output_format": "png", "quality": fields["quality"],
-                           "size": fields["size"], "usage": {"input_tokens": 50, "output_tokens": 6240,
-                                                             "total_tokens": 6290}},
-                     {"x-request-id": f"req_{len(self.requests)}"})
+        body = {"created": 1, "data": [{"b64_json": base64.b64encode(data).decode()}], "background": "opaque",
+                "output_format": "png", "quality": fields.get("quality", "auto"), "size": size}
+        if self.usage:
+            body["usage"] = usage(fields, len(images), width * height)
+        return Reply(200, body, {"x-request-id": f"req_{len(self.requests)}"})
+
+
+def usage(fields: dict, images: int, pixels: int) -> dict:
+    text_in, image_in = len(fields["prompt"]) // 4 + 1, IMAGE_INPUT_TOKENS * images
+    image_out = round(TOKENS_PER_MP[fields.get("quality", "auto")] * pixels / 1_000_000)
+    return {"input_tokens": text_in + image_in,
+            "input_tokens_details": {"text_tokens": text_in, "image_tokens": image_in},
+            "output_tokens": image_out, "output_tokens_details": {"image_tokens": image_out, "text_tokens": 0},
+            "total_tokens": text_in + image_in + image_out}
 
 
 def _validate(fields: dict, images: list[bytes]) -> str | None:
     if not fields.get("prompt") or not images or len(images) > 16:
         return "prompt and 1-16 image[] parts are required"
-    if fields.get("size", "auto") not in SIZES:
-        return f"Invalid size {fields.get('size')}"
+    size = fields.get("size", "auto")
+    if not (_free_size_ok(size) if fields.get("model") in FREE_SIZE else size in SIZES):
+        return f"Invalid size '{size}' for model {fields.get('model')}."
     for data in images:
         Image.open(io.BytesIO(data)).load()
     return None
+
+
+def _free_size_ok(size: str) -> bool:
+    if size == "auto":
+        return True
+    try:
+        width, height = (int(x) for x in size.split("x"))
+    except ValueError:
+        return False
+    return (width % 16 == 0 and height % 16 == 0 and max(width, height) <= 3 * min(width, height)
+            and max(width, height) <= 3840 and 655_360 <= width * height <= 8_294_400)

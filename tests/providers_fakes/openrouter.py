@@ -1,4 +1,10 @@
-"""Fake OpenRouter chat completions with image output (providers.md section 7)."""
+"""Fake OpenRouter chat completions with image output (providers.md section 7).
+
+An image-only model (``IMAGE_ONLY``: Sourceful's and Flux, as OpenRouter's image-generation guide names them)
+asked for ``["image", "text"]`` finds no endpoint serving those output modalities: a 404 (OpenRouter's
+"No endpoints found" error; its exact wording is UNCONFIRMED), as it is for a text-and-image model asked for
+``["image"]`` alone.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ FORBIDDEN = {
                                        "metadata": {"patterns": ["ignore all previous instructions"]}}}),
     "forbidden": Reply(403, {"error": {"code": 403, "message": "Forbidden: this key may not use this model"}}),
 }
+IMAGE_ONLY = ("sourceful/", "black-forest-labs/")
 #: A provider error that interrupted generation (typed error code in metadata.error_type).
 PROVIDER_ERROR = {"code": 502, "message": "Provider returned error",
                   "metadata": {"error_type": "provider_unavailable", "provider_code": "upstream_error"}}
@@ -50,6 +57,11 @@ class FakeOpenRouter(FakeServer):
         problem = _validate(body)
         if problem:
             return Reply(400, {"error": {"code": 400, "message": problem}})
+        wanted = sorted(body["modalities"])
+        served = ["image"] if body.get("model", "").startswith(IMAGE_ONLY) else ["image", "text"]
+        if wanted != served:
+            message = f"No endpoints found that support the requested output modalities: {', '.join(wanted)}"
+            return Reply(404, {"error": {"code": 404, "message": message}})
         for kind, reply in FORBIDDEN.items():
             if self.take_fault(kind, seen.path):
                 return reply

@@ -5,14 +5,25 @@ acknowledgment and the task is read with ``getResponse`` (runware.ai/docs platfo
 SDK, runware-python ``client.py``): items with ``status`` processing | success | error, the error item carrying
 ``error: {code, message}``; an unknown taskUUID is the error code ``taskFailedOrNotFound``.
 
+Parameters: as Runware validates a task against its model's schema with ``additionalProperties: false``
+(runware-python ``validate.py``, tests/test_validate.py), a parameter the model's params do not list
+(runware-python ``types/task_map.py``: the Sourceful models have no ``seed``) is refused with
+``unknownParameter``, naming it in ``parameter``; ``resolution`` with ``width``/``height`` is
+``incompatibleParameters`` (the model pages: "resolution cannot be used with width/height"); a
+``settings.thinkingLevel`` outside the model's levels is ``invalidParameter``.
+
 Sizes: only the pairs runware.ai/docs/models/sourceful-riverflow-2-0-pro lists for ``sourceful:riverflow-2.0@pro``
 are accepted; any other pair is refused with ``invalidParameter`` (as the page says: "The following dimension
-combinations are supported").
+combinations are supported").  Riverflow 2.5: the table of runware.ai/docs/models/sourceful-riverflow-2-5-fast.
+
+``model_errors`` maps a model id to the error code its tasks get (``modelDisabled``, ``modelUnavailable``).
 
 Faults (``inject``): generic ones match ``/v1#imageInference`` or ``/v1#getResponse``; taken at the inference
-task: ``refusal`` (contentModerated), ``failed`` (the task ends with an error item), ``truncated``; taken at a
-getResponse: ``lost`` (Runware no longer knows the task); at the download: ``expired`` (403).
-``ledger`` counts inference tasks per candidate (positivePrompt, seed).
+task: ``refusal`` (contentModerated, or the code in ``body``, e.g. ``unsafeContentDetected``), ``failed`` (the
+task ends with an error item), ``truncated``; taken at a getResponse: ``lost`` (Runware no longer knows the
+task), ``cancelled`` (the task answers ``taskCancelled``); at the download: ``expired`` (403).
+``ledger`` counts inference tasks per candidate (positivePrompt, seed); a Sourceful task carries no seed, so
+there a candidate is its taskUUID and a test compares the number of tasks with the number of candidates.
 """
 
 from __future__ import annotations
@@ -33,7 +44,17 @@ _1K = ((1024, 1024), (1152, 864), (864, 1152), (1280, 720), (720, 1280), (1248, 
 RIVERFLOW_PRO_SIZES = {*_1K, *((2 * w, 2 * h) for w, h in _1K),
                        (4096, 4096), (4608, 3456), (3456, 4608), (5120, 2880), (2880, 5120), (4992, 3328),
                        (3328, 4992), (4480, 3584), (3584, 4480), (6048, 2592)}
-SIZES_BY_MODEL = {"sourceful:riverflow-2.0@pro": RIVERFLOW_PRO_SIZES}
+_2_5_1K = ((1024, 1024), (1344, 576), (1024, 576), (1152, 768), (1024, 768), (960, 768), (768, 960), (768, 1024),
+          (768, 1152), (576, 1024))
+RIVERFLOW_25_SIZES = {*_2_5_1K, *((2 * w, 2 * h) for w, h in _2_5_1K)}
+SIZES_BY_MODEL = {"sourceful:riverflow-2.0@pro": RIVERFLOW_PRO_SIZES, "sourceful:riverflow-2.5@pro": RIVERFLOW_25_SIZES}
+#: The parameters each model's params list (runware-python types/task_map.py, SourcefulRiverflow20ProParams and
+#: SourcefulRiverflow25ProParams): anything else is an unknownParameter.
+_COMMON = {"model", "inputs", "positivePrompt", "width", "height", "resolution", "taskType", "taskUUID", "webhookURL",
+           "includeCost", "numberResults", "uploadEndpoint", "ttl", "outputType", "outputFormat", "outputQuality",
+           "deliveryMethod", "safety"}
+PARAMS_BY_MODEL = {"sourceful:riverflow-2.0@pro": _COMMON, "sourceful:riverflow-2.5@pro": _COMMON | {"settings"}}
+THINKING_BY_MODEL = {"sourceful:riverflow-2.5@pro": {"low", "medium", "high", "xhigh"}}
 
 
 class FakeRunware(FakeServer):
@@ -47,6 +68,7 @@ class FakeRunware(FakeServer):
         self.ledger = JobLedger()
         self.files.on_expired = self.ledger.expire
         self.jobs: dict[str, dict] = {}
+        self.model_errors: dict[str, str] = {}  # model id -> the error code its tasks get (modelDisabled, ...)
         self._jobs_lock = threading.Lock()
         self.route("POST", "/v1", self.tasks)
 
@@ -79,25 +101,32 @@ class FakeRunware(FakeServer):
         task = tasks[0]
         if task.get("taskType") == "getResponse":
             return self.get_response(task, self.fault_path(seen))
-        problem = _validate(task)
-        if problem:
-            return Reply(400, {"errors": [{"code": "invalidParameter", "message": problem,
+        if task.get("model") in self.model_errors:
+            code = self.model_errors[task["model"]]
+            return Reply(400, {"errors": [{"code": code, "message": f"The model {task['model']} is not available.",
+                                           "parameter": "model", "taskType": "imageInference",
                                            "taskUUID": task.get("taskUUID")}]})
-        candidate = (task["positivePrompt"], task.get("seed"))
+        invalid = _validate(task)
+        problem = _validate_parameters(task) or (("invalidParameter", None, invalid) if invalid else None)
+        if problem:
+            code, parameter, message = problem
+            return Reply(400, {"errors": [{"code": code, "message": message, "parameter": parameter,
+                                           "taskType": "imageInference", "taskUUID": task.get("taskUUID")}]})
+        candidate = (task["positivePrompt"], task.get("seed", task["taskUUID"]))
         self.ledger.submit(candidate)
         path = self.fault_path(seen)
         refuse, failed = self.take_fault("refusal", path), self.take_fault("failed", path)
         if failed:
             self.ledger.fail(candidate)
         data = self.files.new_image(task["width"] // 16, task["height"] // 16, path=path)
-        job = {"task": task, "candidate": candidate, "polls": 0, "data": data, "refuse": bool(refuse),
-               "failed": bool(failed)}
+        job = {"task": task, "candidate": candidate, "polls": 0, "data": data,
+               "refuse": (refuse.body or "contentModerated") if refuse else None, "failed": bool(failed)}
         if task.get("deliveryMethod") == "async":
             with self._jobs_lock:
                 self.jobs[task["taskUUID"]] = job
             return Reply(200, {"data": []})  # the acknowledgment (runware-python tests/test_rest_polling.py)
         if refuse:
-            return Reply(400, {"errors": [self._moderated(task["taskUUID"])]})
+            return Reply(400, {"errors": [self._moderated(task["taskUUID"], job["refuse"])]})
         if failed:
             return Reply(500, {"errors": [{"code": "inferenceError", "taskUUID": task["taskUUID"],
                                            "message": "The provider failed to generate the image."}]})
@@ -114,12 +143,17 @@ class FakeRunware(FakeServer):
         if job is None:
             return Reply(400, {"errors": [{"code": "taskFailedOrNotFound", "taskUUID": task_uuid,
                                            "message": "The task failed or was not found."}]})
+        if self.take_fault("cancelled", path):
+            self.ledger.expire(job["candidate"])
+            return Reply(400, {"errors": [{"code": "taskCancelled", "taskUUID": task_uuid,
+                                           "message": "The task was cancelled."}]})
         job["polls"] += 1
         base = {"taskType": "imageInference", "taskUUID": task_uuid}
         if job["polls"] <= self.processing_polls:
             return Reply(200, {"data": [{**base, "status": "processing"}]})
         if job["refuse"]:
-            return Reply(200, {"data": [{**base, "status": "error", "error": self._moderated(task_uuid)}]})
+            error = self._moderated(task_uuid, job["refuse"])
+            return Reply(200, {"data": [{**base, "status": "error", "error": error}]})
         if job["failed"]:
             return Reply(200, {"data": [{**base, "status": "error", "error": {
                 "code": "inferenceError", "message": "The provider failed to generate the image."}}]})
@@ -132,9 +166,29 @@ class FakeRunware(FakeServer):
                 "cost": self.cost}
 
     @staticmethod
-    def _moderated(task_uuid: str) -> dict:
-        return {"code": "contentModerated", "message": "The request was flagged by NSFW content moderation.",
-                "taskUUID": task_uuid}
+    def _moderated(task_uuid: str, code: str = "contentModerated") -> dict:
+        # Only the code says what happened: a message without moderation words checks that the code is read.
+        message = "The request was flagged by NSFW content moderation." if code == "contentModerated" else \
+            "The request could not be completed."
+        return {"code": code, "message": message, "taskUUID": task_uuid}
+
+
+def _validate_parameters(task: dict) -> tuple[str, str, str] | None:
+    """(code, parameter, message) for a task its model's schema refuses (additionalProperties: false)."""
+    allowed = PARAMS_BY_MODEL.get(task.get("model"))
+    if allowed is None:
+        return None
+    unknown = sorted(set(task) - allowed)
+    if unknown:
+        return "unknownParameter", unknown[0], f"Unknown parameter '{unknown[0]}' for model {task['model']}."
+    if "resolution" in task and ("width" in task or "height" in task):
+        return "incompatibleParameters", "resolution", "resolution cannot be used with width/height."
+    settings = task.get("settings", {})
+    levels = THINKING_BY_MODEL.get(task["model"], set())
+    if not isinstance(settings, dict) or set(settings) - {"thinkingLevel"} or (
+            "thinkingLevel" in settings and settings["thinkingLevel"] not in levels):
+        return "invalidParameter", "settings", f"Invalid settings {settings!r} for model {task['model']}."
+    return None
 
 
 def _validate(task: dict) -> str | None:

@@ -53,6 +53,8 @@ class ArkCase(Case):
         from byteplussdkarkruntime import Ark
 
         extra = {"seed": call.request.seed} if call.options.get("send_seed", True) else {}
+        if call.spec.provider_model == "seedream-5-0-260128":  # 5.0 is asked for PNG (output_format png | jpeg,
+            extra["output_format"] = call.options.get("output_format", "png")  # a parameter of images.generate)
         client = Ark(api_key=KEY, base_url=f"{call.base}/api/v3", max_retries=0)
         client.images.generate(model=call.spec.provider_model, prompt=call.request.task.instruction,
                                image=[data_uri(path) for path in call.references],

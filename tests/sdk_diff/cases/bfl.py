@@ -46,16 +46,38 @@ class BflCase(Case):
     def send_with_sdk(self, call: Call) -> None:
         import httpx
 
-        width, height = call.provider.size(call.request)
         images = [base64.b64encode(path.read_bytes()).decode() for path in call.references]
+        if call.spec.provider_model.startswith("flux-3"):
+            payload = self.flux3_request(call, images)
+        else:
+            payload = self.flux2_request(call, images)
+        headers = {"x-key": KEY, "Content-Type": "application/json"}
+        httpx.post(f"{call.base}/v1/{call.spec.provider_model}", json=payload, headers=headers).raise_for_status()
+
+    @staticmethod
+    def flux3_request(call: Call, images: list[str]) -> dict:
+        """FLUX 3 Image's documented shape (second-hand, providers.md section 10, UNCONFIRMED): ``images`` (1-10),
+        ``aspect_ratio``, ``resolution``, ``grounding`` (on by default: an edit of given images asks for it off)
+        and ``safety_tolerance``; the ratio is the adapter's choice of the documented list, as FLUX.2's width and
+        height are."""
+        payload = {"prompt": call.request.task.instruction, "images": images,
+                   "aspect_ratio": call.provider.aspect_ratio(call.request),
+                   "resolution": str(call.options.get("resolution", "2k")),
+                   "grounding": bool(call.options.get("grounding", False))}
+        if "safety_tolerance" in call.options:
+            payload["safety_tolerance"] = int(call.options["safety_tolerance"])
+        return payload
+
+    @staticmethod
+    def flux2_request(call: Call, images: list[str]) -> dict:
+        width, height = call.provider.size(call.request)
         payload = {"prompt": call.request.task.instruction, "input_image": images[0]}
         payload.update({f"input_image_{index}": image for index, image in enumerate(images[1:], start=2)})
         payload.update(seed=call.request.seed, width=width, height=height,
                        output_format=str(call.options.get("output_format", "png")))
         if "safety_tolerance" in call.options:
             payload["safety_tolerance"] = int(call.options["safety_tolerance"])
-        headers = {"x-key": KEY, "Content-Type": "application/json"}
-        httpx.post(f"{call.base}/v1/{call.spec.provider_model}", json=payload, headers=headers).raise_for_status()
+        return payload
 
     def validate(self, call: Call, ours: Recorded) -> None:
         import fastjsonschema

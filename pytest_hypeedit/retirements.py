@@ -1,0 +1,175 @@
+"""Retired and retiring provider model ids (``retirements.yaml``): their shutdown dates and successors.
+
+Providers turn model ids off (Google shut down ``gemini-3-pro-image-preview`` on 2026-06-25, OpenAI
+shuts down ``gpt-image-1.5`` on 2026-12-01).  The table shipped beside ``models.yaml`` says which id, on
+which route, goes when, what the provider names as its successor, and where that is written.  It decides:
+
+- a run that must call a model whose id is past its shutdown date is a usage error that names the date
+  and the successor (glue/startup.py), before anything is paid for;
+- a model within ``WARN_DAYS`` of its shutdown gets a warning at the start of the run;
+- a provider's "this model does not exist" reply (``ModelGone``) says the date and the successor when the
+  table knows the id, else what to do.
+
+``today()`` is the clock every decision reads: tests move it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from .errors import ConfigError, ModelGone
+
+RETIREMENTS = Path(__file__).resolve().parent / "retirements.yaml"
+#: A model this many days or fewer before its shutdown is warned about at the start of a run.
+WARN_DAYS = 30
+_KEYS = {"route", "provider_model", "shutdown", "successor", "source", "announced", "note"}
+_REQUIRED = ("route", "provider_model", "source")
+
+
+@dataclass(frozen=True)
+class Retirement:
+    route: str
+    provider_model: str
+    shutdown: dt.date | None  # None: no shutdown announced (the entry only names a successor)
+    successor: str | None
+    source: str
+    announced: dt.date | None = None
+    note: str | None = None
+
+    def is_retired(self, day: dt.date) -> bool:
+        return self.shutdown is not None and day >= self.shutdown
+
+    def days_left(self, day: dt.date) -> int | None:
+        return None if self.shutdown is None else (self.shutdown - day).days
+
+
+def today() -> dt.date:
+    """The date every retirement decision is made on (UTC): the seam tests move."""
+    return dt.datetime.now(dt.timezone.utc).date()
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@lru_cache(maxsize=4)
+def load_table(path: Path = RETIREMENTS) -> Mapping[tuple[str, str], Retirement]:
+    """The table as (route, provider_model) -> Retirement; a malformed file is a ConfigError naming the entry."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the retirement table ({exc})") from None
+    entries = data.get("retirements") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ConfigError(f"{path}: expected a 'retirements:' list of entries")
+    table = {}
+    for index, entry in enumerate(entries):
+        item = _entry(entry, f"{path}: retirements[{index}]")
+        table[(item.route, item.provider_model)] = item
+    return MappingProxyType(table)
+
+
+def _entry(entry: Any, where: str) -> Retirement:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: each entry is a mapping of {sorted(_KEYS)}")
+    unknown = sorted(set(entry) - _KEYS)
+    missing = [key for key in _REQUIRED if not isinstance(entry.get(key), str) or not entry[key]]
+    if unknown or missing:
+        raise ConfigError(f"{where}: unknown keys {unknown} or missing text for {missing}; keys: {sorted(_KEYS)}")
+    return Retirement(route=entry["route"], provider_model=entry["provider_model"],
+                      shutdown=_date(entry.get("shutdown"), f"{where}.shutdown"),
+                      successor=entry.get("successor") or None, source=entry["source"],
+                      announced=_date(entry.get("announced"), f"{where}.announced"), note=entry.get("note"))
+
+
+def _date(value: Any, where: str) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value  # YAML reads an unquoted YYYY-MM-DD as a date already
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigError(f"{where}: {value!r} is not a date (YYYY-MM-DD) or null") from None
+
+
+def lookup(route: str, provider_model: str, table: Mapping | None = None) -> Retirement | None:
+    return (load_table() if table is None else table).get((route, provider_model))
+
+
+# --------------------------------------------------------------------------- what it means for a run
+
+
+def usage_error(spec, entry: Retirement, models: Iterable) -> ConfigError:
+    """The error for a run that would call ``spec`` past its id's shutdown date."""
+    return ConfigError(f"--model {spec.name}: {entry.route} shut down {entry.provider_model} on {entry.shutdown} "
+                       f"({entry.source}). {successor_advice(spec, entry, models)} Candidates of {spec.name} "
+                       "already on disk need no call and are reused.")
+
+
+def warning(spec, entry: Retirement, day: dt.date, models: Iterable) -> str:
+    """The start-of-run warning for a model within WARN_DAYS of its shutdown."""
+    left = entry.days_left(day)
+    when = "tomorrow" if left == 1 else f"in {left} days"
+    return (f"{spec.name} ({entry.route} {entry.provider_model}) shuts down on {entry.shutdown}, {when} "
+            f"({entry.source}); from that day a run that must call it is refused. "
+            f"{successor_advice(spec, entry, models)}")
+
+
+def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | None = None) -> tuple[str, Any]:
+    """("retired", ConfigError) | ("retiring", warning text) | ("", None) for a model on ``day``."""
+    entry = lookup(spec.route, spec.provider_model, table)
+    day = today() if day is None else day
+    if entry is None or entry.shutdown is None:
+        return "", None
+    if entry.is_retired(day):
+        return "retired", usage_error(spec, entry, models)
+    if entry.days_left(day) <= WARN_DAYS:
+        return "retiring", warning(spec, entry, day, models)
+    return "", None
+
+
+def successor_advice(spec, entry: Retirement, models: Iterable) -> str:
+    """What to run instead: a named model serving the successor when there is one."""
+    if not entry.successor:
+        return f"No successor is documented: choose another --model than {spec.name}."
+    named = [m.name for m in models if (m.route, m.provider_model) == (entry.route, entry.successor)
+             and m.name != spec.name]
+    if named:
+        return (f"Its documented successor is {entry.successor}: run --model {named[0]} instead (or point "
+                f"{spec.name} at another id with --models-file).")
+    return (f"Its documented successor is {entry.successor}: point {spec.name} at it with --models-file "
+            f"({spec.name}: {{provider_model: {entry.successor}}}), or choose another --model.")
+
+
+# --------------------------------------------------------------------------- a provider's "no such model"
+
+
+def model_gone(spec, reply: str, models: Iterable | None = None, *, status: int | None = None) -> ModelGone:
+    """The final error for a provider's "this model does not exist / was retired" reply (``reply`` says which,
+    already redacted): the date and the successor when the table knows the id, else what to do."""
+    head = f"{spec.name} ({spec.provider_model}) via {spec.route}: {reply}: the provider says this model id " \
+           "does not exist or was retired"
+    entry = lookup(spec.route, spec.provider_model)
+    if entry is None:
+        advice = ("it is not in the plugin's retirement table (pytest_hypeedit/retirements.yaml): check the "
+                  "provider's model list and deprecations page, then point the model at a current id with "
+                  "--models-file")
+    else:
+        when = f"it was shut down on {entry.shutdown}" if entry.shutdown else "no shutdown date is announced"
+        advice = f"{when} ({entry.source}). " + successor_advice(
+            spec, entry, _builtin_models() if models is None else models)
+    return ModelGone(f"{head}; {advice} Not retried: no call of this model id can succeed.", status=status)
+
+
+def _builtin_models() -> list:
+    from .registry import load_registry
+
+    try:
+        return list(load_registry().models.values())
+    except ConfigError:
+        return []

@@ -1,0 +1,90 @@
+"""Retirement is data (pytest_hypeedit/retirements.yaml): shutdown dates, successors and sources, and what
+they mean for a model on a given day (tests/test_retirement_runs.py: in a run)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import pytest
+from pytest_hypeedit import retirements
+from pytest_hypeedit.errors import ConfigError, ModelGone
+from pytest_hypeedit.registry import ModelSpec, load_registry
+
+DAY = dt.date
+GPT15 = ModelSpec("gpt-image-1.5", "openai", "gpt-image-1.5", 0.17)
+GPT2 = ModelSpec("gpt-image-2", "openai", "gpt-image-2", 0.2)
+
+
+def test_the_shipped_table_knows_the_shutdowns_of_section_10_with_their_sources():
+    gemini = retirements.lookup("gemini", "gemini-3-pro-image-preview")
+    openai = retirements.lookup("openai", "gpt-image-1.5")
+    assert (gemini.shutdown, gemini.successor) == (DAY(2026, 6, 25), "gemini-3-pro-image")
+    assert (openai.shutdown, openai.successor, openai.announced) == (DAY(2026, 12, 1), "gpt-image-2", DAY(2026, 6, 2))
+    assert "ai.google.dev/gemini-api/docs/deprecations" in gemini.source
+    assert "developers.openai.com/api/docs/deprecations" in openai.source
+    judge = retirements.lookup("gemini", "gemini-3-flash-preview")
+    assert judge.shutdown is None and judge.successor == "gemini-3.6-flash"
+    assert retirements.lookup("gemini", "gemini-3-pro-image") is None  # the GA id is not retired
+
+
+@pytest.mark.parametrize("day, state", [
+    (DAY(2026, 10, 31), ""),  # 31 days before: nothing yet
+    (DAY(2026, 11, 1), "retiring"),  # 30 days before
+    (DAY(2026, 11, 30), "retiring"),
+    (DAY(2026, 12, 1), "retired"),  # the shutdown day itself
+    (DAY(2027, 1, 1), "retired"),
+])
+def test_a_model_is_retiring_within_30_days_and_retired_from_its_shutdown_day(day, state):
+    assert retirements.check(GPT15, [GPT15, GPT2], day)[0] == state
+
+
+def test_the_usage_error_names_the_date_the_source_and_the_model_to_run_instead():
+    state, error = retirements.check(GPT15, [GPT15, GPT2], DAY(2026, 12, 2))
+    message = str(error)
+    assert state == "retired" and isinstance(error, ConfigError)
+    assert "--model gpt-image-1.5" in message and "on 2026-12-01" in message
+    assert "OpenAI deprecations page" in message and "run --model gpt-image-2 instead" in message
+
+
+def test_without_a_named_model_on_the_successor_the_advice_is_a_models_file_entry():
+    _, error = retirements.check(GPT15, [GPT15], DAY(2026, 12, 2))
+    assert "gpt-image-1.5: {provider_model: gpt-image-2}" in str(error)
+
+
+def test_the_warning_says_how_many_days_are_left():
+    state, text = retirements.check(GPT15, [GPT15, GPT2], DAY(2026, 11, 23))
+    assert state == "retiring" and "shuts down on 2026-12-01, in 8 days" in text and "--model gpt-image-2" in text
+
+
+def test_a_provider_reply_for_a_known_id_names_the_date_and_the_successor():
+    spec = ModelSpec("old", "gemini", "gemini-3-pro-image-preview", 0.134)
+    gone = retirements.model_gone(spec, "HTTP 404 NOT_FOUND")
+    assert isinstance(gone, ModelGone) and not gone.retryable
+    assert "shut down on 2026-06-25" in str(gone) and "run --model gemini-3-pro-preview" in str(gone)
+
+
+def test_a_provider_reply_for_an_unknown_id_says_what_to_do():
+    gone = retirements.model_gone(ModelSpec("mine", "openai", "gpt-image-9", 0.1), "HTTP 404 model_not_found")
+    assert "not in the plugin's retirement table" in str(gone) and "--models-file" in str(gone)
+
+
+@pytest.mark.parametrize("entry, problem", [
+    ({"route": "openai", "provider_model": "x", "source": "s", "shutdown": "next week"}, "not a date"),
+    ({"route": "openai", "provider_model": "x", "source": "s", "when": "2026-01-01"}, "unknown keys ['when']"),
+    ({"route": "openai", "provider_model": "x"}, "missing text for ['source']"),
+])
+def test_a_malformed_table_is_an_error_naming_the_entry(tmp_path, entry, problem):
+    path = tmp_path / "retirements.yaml"
+    path.write_text(json.dumps({"retirements": [entry]}))
+    with pytest.raises(ConfigError, match=r"retirements\[0\]") as info:
+        retirements.load_table(path)
+    assert problem in str(info.value)
+
+
+def test_the_builtin_models_are_all_served_today():
+    """No built-in model points at an id the table says is shut down (2026-11-23, the issue's today)."""
+    day = DAY(2026, 11, 23)
+    models = load_registry().models.values()
+    retired = [m.name for m in models if retirements.check(m, models, day)[0] == "retired"]
+    assert retired == []
