@@ -104,6 +104,16 @@ def test_a_judge_that_says_pass_to_everything_leaves_only_the_sample():
     assert result.judge_error["specificity"] < 0.01
 
 
+def test_a_sample_without_a_human_pass_says_the_sensitivity_is_unknown():
+    # Every label FAIL: nothing measures how the judge treats a true PASS, so no sensitivity is reported (the
+    # imputation still runs, on its smoothed value), while the specificity is measured.
+    units, _, _ = simulated(3)
+    all_fail = [Unit(u.task_id, u.repeat, u.judge_pass, False if u.human_pass is not None else None, u.inclusion)
+                for u in units]
+    result = calibrate(task_evidence(all_fail), 0.04, n_resamples=0)
+    assert result.judge_error["sensitivity"] is None and 0 <= result.judge_error["specificity"] <= 1
+
+
 def test_the_calibrated_figures_move_towards_the_truth_and_carry_the_sample_s_uncertainty():
     units, truth, judge = simulated(3, se=0.7, sp=0.97, labelled=60)
     evidence = task_evidence(units)

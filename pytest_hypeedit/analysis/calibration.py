@@ -541,7 +541,11 @@ def calibrate(evidence: Sequence[TaskEvidence], cost: float, settings: MetricSet
     human = _figures(_Setup(columns, ErrorSource(ignore_judge=True), cost, settings), n_resamples, seed, level,
                      prefer_ppi=True) if own.n else _undefined()
     errors = pooled if use_pool else own
-    judge_error = {"n_human": own.n, "sensitivity": errors.sensitivity, "specificity": errors.specificity,
+    # Shown as measured: with no human PASS (FAIL) among the labels the sensitivity (specificity) is unknown,
+    # None, though the imputation still uses its smoothed value.
+    judge_error = {"n_human": own.n,
+                   "sensitivity": errors.sensitivity if errors.true_pass + errors.false_fail else None,
+                   "specificity": errors.specificity if errors.true_fail + errors.false_pass else None,
                    "pooled": use_pool}
     return Calibration(calibrated, human, judge_error, "prediction-powered" if own.n else "imputation")
 

@@ -284,7 +284,7 @@ def terminal_lines(results: Mapping[str, Any]) -> list[str]:
             continue
         where = f"{row['model']} ({row['split']})"
         if error:
-            lines.append(f"{where}: judge sensitivity {error['sensitivity']:.2f}, specificity {error['specificity']:.2f}"
+            lines.append(f"{where}: judge sensitivity {_rate(error['sensitivity'])}, specificity {_rate(error['specificity'])}"
                          f"{' (pooled)' if error['pooled'] else ''}; {info['note']}")
         else:
             lines.append(f"{where}: {info['note']}")
@@ -336,3 +336,8 @@ def stability_lines(results: Mapping[str, Any]) -> list[str]:
     if lines:
         lines.append("a verdict that flips is noise every metric carries; the intervals over tasks do not show it")
     return lines
+
+
+def _rate(value) -> str:
+    """A sensitivity or specificity, or why there is none (no human label of that kind in the sample)."""
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "n/a (no human label of that kind)"

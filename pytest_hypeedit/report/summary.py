@@ -217,7 +217,7 @@ def signals_table(rows: list[Mapping[str, Any]]) -> str:
                      f"<td>{_text(_float(sig.get('ssim_mean'), 3))}</td><td>{_text(_float(sig.get('delta_e_mean'), 2))}</td></tr>")
     if not lines:
         return ""
-    head = ("<tr><th>Model</th><th>Size differs from the reference</th><th>Unchanged</th>"
+    head = ("<tr><th>Model</th><th>Size differs from the task's target</th><th>Unchanged</th>"
             "<th>Judged PASS but unchanged</th><th>Mean SSIM</th><th>Mean &Delta;E</th></tr>")
     return f"<h4>Pixel signals</h4>{_table(head, lines)}"
 
