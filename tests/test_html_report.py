@@ -165,6 +165,15 @@ def test_the_data_flags_disagreement_and_the_signals_and_keeps_every_note():
     json.dumps(data, allow_nan=False)  # JSON.parse refuses NaN: none gets through
 
 
+def test_a_labels_judge_s_votes_are_written_once_and_shown_as_the_panel_s():
+    votes = [{"judge": "ann", "verdict": "FAIL", "note": "halo on the left"}]
+    record = Record("s", "m", "t", 1, outcome="fail", verdict="FAIL", votes=votes,
+                    human={"verdict": "FAIL", "votes": [{"rater": "ann", "verdict": "FAIL", "note": "halo on the left"}]})
+    (only,) = browser_data([record], instruction=lambda r: "edit", images=Images(), url=lambda built: None)["rows"][0]["c"]
+    assert only["votes"] == [{"who": "ann", "verdict": "FAIL", "note": "halo on the left"}]
+    assert only["human"] == {"verdict": "FAIL"}  # the viewer shows the judge's votes as the panel's
+
+
 def test_the_data_orders_models_as_run_and_links_views_only_where_built(tmp_path):
     records = [Record("s", model, "t", 1, outcome="fail") for model in ("b-model", "a-model")]
     pair = ImagePair(Built("s/b-model/t/001.thumb.webp", (160, 120)), Built("s/b-model/t/001.full.jpg", (640, 480)))

@@ -377,7 +377,8 @@
     var verdict = cand.human.verdict || 'a tie';
     var box = el('section', {cls: 'hx-human'}, el('h4', {text: 'Human panel'}),
       el('p', {}, el('b', {text: 'Panel: '}), verdict + ((cand.flags || []).indexOf('disagree') >= 0 ? ' (the judge said otherwise)' : '')));
-    if (cand.human.votes.length) box.appendChild(votesList(cand.human.votes, 'hx-human-votes'));
+    var votes = cand.human.votes || cand.votes || [];  // none of its own: the judge is the panel (labels)
+    if (votes.length) box.appendChild(votesList(votes, 'hx-human-votes'));
     return box;
   }
 

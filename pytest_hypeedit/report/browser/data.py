@@ -8,7 +8,7 @@ Shape (keys left out when empty, to keep 7,000 candidates light)::
      "rows":  [{"t": task index, "m": model index, "pass": k, "judged": n, "c": [candidate]}]}
 
     candidate = {"r": repeat, "o": outcome, "img": image, "verdict", "judge", "reasoning", "votes": [vote],
-                 "human": {"verdict", "votes": [vote]}, "signals": {...}, "flags": [...], "facts": [[label, text]],
+                 "human": {"verdict", "votes": [vote] (left out when they are the judge's: a labels judge)}, "signals": {...}, "flags": [...], "facts": [[label, text]],
                  "refusal", "error"}
     image = {"src", "w", "h", "view", "vw", "vh", "name"} or {"error": why}
     vote = {"who", "verdict", "reasoning", "note", "other": [[key, text]]}
@@ -125,10 +125,13 @@ def image_json(pair: ImagePair | None, url: Callable[[Built], str | None]) -> di
 def candidate_json(record: Record, pair: ImagePair | None, url: Callable[[Built], str | None]) -> dict[str, Any]:
     human = human_json(record.human)
     signals = signals_json(record.signals)
+    votes = votes_json(record.votes)
+    flags = flags_of(record, human, signals)
+    if human and human["votes"] and human["votes"] == votes:  # the judge is the panel (labels): its votes are not written twice
+        human = {"verdict": human["verdict"]}
     entry = {"r": record.repeat, "o": record.outcome or SKIPPED, "img": image_json(pair, url),
              "verdict": record.verdict, "judge": record.judge, "reasoning": _clip(record.reasoning),
-             "votes": votes_json(record.votes), "human": human, "signals": signals,
-             "flags": flags_of(record, human, signals), "facts": facts_of(record),
+             "votes": votes, "human": human, "signals": signals, "flags": flags, "facts": facts_of(record),
              "refusal": _clip(record.refusal), "error": _clip(record.error)}
     return {key: value for key, value in entry.items() if value not in (None, "", [], {})}
 
