@@ -391,7 +391,10 @@ class Runner:
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
-        return self._save_generation(record, spec, generation, time.monotonic() - started)
+        path = self._save_generation(record, spec, generation, time.monotonic() - started)
+        if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
+            self._signals(task, generation.preview, record)
+        return path
 
     def _journal_generation(self, record: Record, spec: ModelSpec, price: float, request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
@@ -589,8 +592,9 @@ class Runner:
 
             rejudge(self, plan, self.stability[plan.key])
 
-    def _signals(self, task: Task, candidate: Path, record: Record) -> bool:
-        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate; True when new."""
+    def _signals(self, task: Task, candidate, record: Record) -> bool:
+        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
+        the preview its adapter made; True when new."""
         if not self.signals or record.signals:
             return False
         from .signals import candidate_signals

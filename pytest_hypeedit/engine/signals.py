@@ -15,9 +15,10 @@ them does not compute them again.  numpy and Pillow only.
     unchanged       (near-)identical to the reference: ssim >= UNCHANGED_SSIM and delta_e <= UNCHANGED_DELTA_E
                     (a Delta E of 2.3 is about one just noticeable difference: Sharma 2003)
 
-Cost: the candidate is decoded once more (the provider's adapter decoded it to check it, and keeps nothing; a
-JPEG is decoded at a reduced scale, which its format allows); the reference is reduced once and kept, in memory
-and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
+Cost: a candidate just bought is not decoded again: the adapter that checks it keeps a preview of at most
+SOURCE_SIDE pixels a side (``preview_of``), from which the signals are measured; a candidate read back from disk
+is decoded once, a few at a time (providers.images.IMAGE_WORK).  The reference is reduced once and kept, in
+memory and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
 tasks' real sizes.
 """
 
@@ -37,6 +38,8 @@ import numpy as np
 from ..files import atomic_write_bytes
 
 COMMON_SIDE = 256
+#: The long side of a candidate's preview: twice the common size, so the last box filter averages real pixels.
+SOURCE_SIDE = 2 * COMMON_SIDE
 ASPECT_TOLERANCE = 0.02
 UNCHANGED_SSIM, UNCHANGED_DELTA_E = 0.98, 2.0
 SIGNAL_KEYS = ("width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e")
@@ -44,23 +47,65 @@ _WINDOW = 7
 _K1, _K2, _RANGE = 0.01, 0.03, 255.0
 
 
-def compute_signals(candidate: Path, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:
-    """The signals of one candidate (see the module docstring); pixel comparisons None when they cannot be made."""
+@dataclass(frozen=True)
+class Preview:
+    """What the signals need of a candidate: its size and a copy of at most SOURCE_SIDE pixels a side
+    (``preview_of``), made where the image is decoded anyway (the adapter checks every image it receives), so
+    the signals cost no second decode of a 2K or 4K image."""
+
+    size: tuple[int, int]
+    image: Any  # a PIL image in RGB
+
+
+def preview_of(image) -> Preview:
+    """The preview of a loaded PIL image: reduced by a whole factor, alpha flattened on white, then box-filtered
+    into SOURCE_SIDE x SOURCE_SIDE (never up).  The same two steps for every candidate, fresh or read from
+    disk, so a candidate's signals do not depend on where it was measured."""
     from PIL import Image
 
-    with Image.open(candidate) as image:
-        width, height = image.size
-        signals: dict[str, Any] = {"width": width, "height": height, "size_match": (width, height) == tuple(target),
-                                   "aspect_match": aspect_matches((width, height), target),
-                                   "unchanged": False, "ssim": None, "delta_e": None}
-        if reference is None:
-            return signals
-        small = REFERENCES.get(reference)
-        ours = _reduced(image, small.rgb.shape[1::-1])
-    signals["ssim"] = round(ssim(small.luma, luminance(ours)), 4)
-    signals["delta_e"] = round(float(np.sqrt(((small.lab - lab(ours)) ** 2).sum(axis=-1)).mean()), 3)
+    factor = max(1, min(image.size) // (2 * SOURCE_SIDE))
+    small = image.reduce(factor) if factor > 1 else image
+    if small.mode in ("RGBA", "LA", "PA") or "transparency" in small.info:
+        rgba = small.convert("RGBA")
+        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat.paste(rgba, mask=rgba.getchannel("A"))
+        small = flat
+    small = small.convert("RGB")
+    if max(small.size) > SOURCE_SIDE:
+        small.thumbnail((SOURCE_SIDE, SOURCE_SIDE), Image.Resampling.BOX)
+    return Preview(tuple(image.size), small)
+
+
+def compute_signals(candidate: Path | Preview, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:
+    """The signals of one candidate, from its file or its ``Preview`` (see the module docstring); pixel
+    comparisons None when they cannot be made."""
+    preview = candidate if isinstance(candidate, Preview) else _preview_from_file(candidate)
+    width, height = preview.size
+    signals: dict[str, Any] = {"width": width, "height": height, "size_match": (width, height) == tuple(target),
+                               "aspect_match": aspect_matches((width, height), target),
+                               "unchanged": False, "ssim": None, "delta_e": None}
+    if reference is None:
+        return signals
+    from ..providers.images import IMAGE_WORK
+
+    small = REFERENCES.get(reference)
+    with IMAGE_WORK:  # a few at a time: dozens of calls in flight must not each hold their arrays (and the GIL)
+        ours = _at_common_size(preview, small.rgb.shape[1::-1])
+        signals["ssim"] = round(ssim(small.luma.astype(np.float64), luminance(ours)), 4)
+        signals["delta_e"] = round(float(np.sqrt(((small.lab - lab(ours)) ** 2).sum(axis=-1)).mean()), 3)
     signals["unchanged"] = signals["ssim"] >= UNCHANGED_SSIM and signals["delta_e"] <= UNCHANGED_DELTA_E
     return signals
+
+
+def _preview_from_file(candidate: Path) -> Preview:
+    """A candidate read back from disk (reused, not just bought): decoded once more, a few at a time."""
+    from PIL import Image
+
+    from ..providers.images import IMAGE_WORK
+
+    with IMAGE_WORK, Image.open(candidate) as image:
+        image.load()
+        return preview_of(image)
 
 
 def aspect_matches(size: tuple[int, int], target: tuple[int, int]) -> bool:
@@ -72,20 +117,12 @@ def common_size(width: int, height: int) -> tuple[int, int]:
     return max(8, round(width * scale)), max(8, round(height * scale))
 
 
-def _reduced(image, size: tuple[int, int]) -> np.ndarray:
-    """The image as RGB (alpha flattened on white) at ``size``: (height, width, 3) uint8."""
+def _at_common_size(preview: "Preview", size: tuple[int, int]) -> np.ndarray:
+    """A preview at ``size`` (the reference's common size): (height, width, 3) uint8.  References and
+    candidates take exactly the same path here, so an unchanged copy measures as unchanged."""
     from PIL import Image
 
-    if image.format == "JPEG":
-        image.draft("RGB", (size[0] * 2, size[1] * 2))  # decode at 1/2 .. 1/8 scale: the DCT allows it
-    factor = max(1, min(image.size[0] // (size[0] * 2), image.size[1] // (size[1] * 2)))
-    small = image.reduce(factor) if factor > 1 else image
-    if small.mode in ("RGBA", "LA", "PA") or "transparency" in small.info:
-        rgba = small.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, (255, 255, 255))
-        flat.paste(rgba, mask=rgba.getchannel("A"))
-        small = flat
-    return np.asarray(small.convert("RGB").resize(size, Image.Resampling.BOX), dtype=np.uint8)
+    return np.asarray(preview.image.resize(size, Image.Resampling.BOX), dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -98,7 +135,8 @@ class SmallReference:
 
     @classmethod
     def of(cls, rgb: np.ndarray) -> "SmallReference":
-        return cls(rgb, luminance(rgb), lab(rgb))
+        # float32 in the cache (a reference is kept for every repeat of every model); the SSIM sums in float64
+        return cls(rgb, luminance(rgb).astype(np.float32), lab(rgb))
 
 
 class _ReferenceCache:
@@ -106,7 +144,7 @@ class _ReferenceCache:
     in memory and, when the run has a cache folder, on disk (``<cache>/signals/``): a 5504 x 3072 WebP takes
     over half a second to decode, and each xdist worker would otherwise pay it once per task."""
 
-    def __init__(self, capacity: int = 64):
+    def __init__(self, capacity: int = 16):  # the pool works a task's repeats (and models) together
         self._items: OrderedDict[tuple, SmallReference] = OrderedDict()
         self._capacity, self._lock = capacity, threading.Lock()
 
@@ -128,8 +166,12 @@ class _ReferenceCache:
     def _reduce(self, path: Path, key: tuple) -> np.ndarray:
         from PIL import Image
 
-        with Image.open(path) as image:
-            rgb = _reduced(image, common_size(*image.size))
+        from ..providers.images import IMAGE_WORK
+
+        with IMAGE_WORK, Image.open(path) as image:
+            image.load()
+            preview = preview_of(image)
+        rgb = _at_common_size(preview, common_size(*preview.size))
         stored = _disk_path(key)
         if stored is not None:
             try:
@@ -157,7 +199,7 @@ def _disk_path(key: tuple) -> Path | None:
     cache = runtime.current().cache_dir
     if cache is None:
         return None
-    digest = hashlib.sha256(f"{key}:{COMMON_SIDE}".encode()).hexdigest()[:32]
+    digest = hashlib.sha256(f"{key}:{COMMON_SIDE}:preview-{SOURCE_SIDE}".encode()).hexdigest()[:32]
     return Path(cache).parent / "signals" / f"{digest}.npy"
 
 
@@ -201,13 +243,14 @@ _D65 = np.array([0.95047, 1.0, 1.08883])
 
 
 #: sRGB's transfer curve (IEC 61966-2-1) as a table of the 256 byte values: a lookup, not a power per pixel
-_LINEAR = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in np.arange(256) / 255.0])
+_LINEAR = np.array([c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in np.arange(256) / 255.0],
+                   dtype=np.float32)  # float32 throughout Lab: a mean Delta E is printed to 3 decimals, half the work
 
 
 def lab(rgb: np.ndarray) -> np.ndarray:
     """sRGB (0..255) -> CIE L*a*b* under D65 (IEC 61966-2-1 transfer curve, CIE 1976 formulas)."""
     linear = _LINEAR[rgb[..., :3]]
-    xyz = linear @ _SRGB_TO_XYZ.T / _D65
+    xyz = linear @ (_SRGB_TO_XYZ.T / _D65).astype(np.float32)
     delta = 6 / 29
     f = np.where(xyz > delta**3, np.cbrt(xyz), xyz / (3 * delta**2) + 4 / 29)
     return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], axis=-1)
@@ -218,9 +261,9 @@ def mean_delta_e(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(((lab(a) - lab(b)) ** 2).sum(axis=-1)).mean())
 
 
-def candidate_signals(task, candidate: Path, references) -> dict[str, Any]:
-    """The signals of a task's candidate (``references(task)`` gives the local reference images); {} when the
-    images cannot be read: a diagnostic never fails an item."""
+def candidate_signals(task, candidate: Path | Preview, references) -> dict[str, Any]:
+    """The signals of a task's candidate, from its file or its preview (``references(task)`` gives the local
+    reference images); {} when the images cannot be read: a diagnostic never fails an item."""
     try:
         found = references(task)
         return compute_signals(candidate, (task.width, task.height), found[0] if found else None)

@@ -165,15 +165,16 @@ class HttpProvider(Provider):
         """A checked Generation: the image (bytes, or a downloaded file) must decode (a truncated or foreign
         file is a Refusal)."""
         cost = self.spec.price if cost is None else cost
+        previews: list = []
         try:
-            ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost)
+            ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost, previews=previews)
         except Refusal:
             if isinstance(data, Path):
                 data.unlink(missing_ok=True)
             raise
         extra = {k: v for k, v in extra.items() if v is not None}
         return Generation(image=data, ext=ext, cost=cost, provider_model=self.spec.provider_model,
-                          seed=seed, request_id=request_id, extra=extra)
+                          seed=seed, request_id=request_id, extra=extra, preview=previews[0] if previews else None)
 
     def gone(self, reply: str, *, status: int | None = None) -> ModelGone:
         """The final error for the provider's "this model does not exist / was retired" reply (``reply`` quotes
@@ -197,12 +198,14 @@ class HttpProvider(Provider):
 # --------------------------------------------------------------------------- helpers
 
 
-def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None) -> str:
+def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None,
+                previews: list | None = None) -> str:
     """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (design.md: an
     undecodable file from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers
     accept only those.  So is an image of more pixels than ``images.MAX_IMAGE_PIXELS``, before it is decoded:
     the model answered, and paid for, with an image no one can use here (a 12000 x 12000 PNG is 140 KB on
-    the wire and 430 MB decoded), so it is the model's failed attempt, not a fault of the call to retry."""
+    the wire and 430 MB decoded), so it is the model's failed attempt, not a fault of the call to retry.
+    ``previews``: a list that receives the image's preview for the pixel signals (engine/signals.py)."""
     if isinstance(data, Path):
         with open(data, "rb") as handle:
             head, size = handle.read(16), data.stat().st_size
@@ -217,6 +220,10 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
         # a 2K image decoded is 12 MB: a few at a time
         with IMAGE_WORK, open_checked(source, f"the returned {ext} image") as image:
             image.load()
+            if previews is not None:  # the pixel signals' copy, while the image is decoded (engine/signals.py)
+                from ..engine.signals import preview_of
+
+                previews.append(preview_of(image))
     except PixelsTooMany as exc:
         raise Refusal(f"{what}: {exc}", cost=cost, request_id=request_id) from None
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... on bad files
