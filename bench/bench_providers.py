@@ -135,8 +135,12 @@ def run_pytest(folder: Path, env: dict, args: list[str]) -> tuple[float, int, su
 
 
 def last_line(done: subprocess.CompletedProcess) -> str:
+    """The run's summary line, after the lines of any items that ended in an error (a bench run should have
+    none: each is printed so that it is seen)."""
     lines = [line for line in done.stdout.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else done.stderr[-300:]
+    errors = [line for line in lines if line.startswith("ERROR") or " ERROR " in line][:10]
+    summary = lines[-1] if lines else done.stderr[-300:]
+    return "\n".join([*errors, summary]) if errors else summary
 
 
 # --------------------------------------------------------------------------- fakes for a bench

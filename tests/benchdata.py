@@ -6,10 +6,12 @@ import io
 import json
 import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 from PIL import Image
+
+from loopback import LoopbackHTTPServer
 
 
 def png_bytes(color=(200, 30, 30), size=(24, 16)) -> bytes:
@@ -80,7 +82,7 @@ class FileServer:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
         # a short poll: shutdown() waits for it, and every test that uses a server pays for the wait
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
                                        daemon=True)

@@ -35,10 +35,12 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
 
 from PIL import Image
+
+from loopback import LoopbackHTTPServer
 
 GENERIC_FAULTS = {"status", "malformed", "slow", "drop", "trickle", "endless", "bomb", "redirect", "headers",
                   "relocate"}
@@ -103,7 +105,7 @@ class FakeServer:
         self.faults: list[Fault] = []
         self._routes: list[tuple[str, re.Pattern, Callable[[Seen], Reply]]] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = LoopbackHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
         self.chaos = None  # a chaos.Chaos that queues faults every N requests
