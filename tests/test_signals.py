@@ -67,6 +67,38 @@ def test_an_unchanged_copy_a_changed_colour_and_the_target_size(tmp_path):
     assert compute_signals(reference, (640, 480), None)["ssim"] is None  # no reference: sizes only
 
 
+def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, monkeypatch):
+    # a task's ten repeats finish together: each decoding the same 4K reference would cost ten decodes
+    import threading
+
+    from pytest_hypeedit.engine import signals
+
+    cache = signals._ReferenceCache()
+    monkeypatch.setattr(signals, "_disk_path", lambda key: None)
+    reference = photo(tmp_path / "ref.png", (320, 240))
+    reduced, original = [], cache._reduce
+    start = threading.Barrier(8)
+
+    def slow_reduce(path, key):
+        reduced.append(path)
+        threading.Event().wait(0.2)  # long enough for every other thread to ask meanwhile
+        return original(path, key)
+
+    monkeypatch.setattr(cache, "_reduce", slow_reduce)
+    got = []
+
+    def ask():
+        start.wait()
+        got.append(cache.get(reference))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(reduced) == 1 and len(got) == 8 and all(small is got[0] for small in got)
+
+
 @pytest.fixture
 def bench(pytester, monkeypatch, tmp_path):
     write_split(pytester.path, "mini", make_tasks(4), pytester.path / "images")

@@ -147,21 +147,37 @@ class _ReferenceCache:
     def __init__(self, capacity: int = 16):  # the pool works a task's repeats (and models) together
         self._items: OrderedDict[tuple, SmallReference] = OrderedDict()
         self._capacity, self._lock = capacity, threading.Lock()
+        self._making: dict[tuple, threading.Lock] = {}  # one lock per reference being reduced
 
     def get(self, path: Path) -> SmallReference:
         stat = Path(path).stat()
         key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
+        small = self._cached(key)
+        if small is not None:
+            return small
+        with self._lock:
+            making = self._making.setdefault(key, threading.Lock())
+        # A task's ten repeats finish together: one thread reduces the reference, the others wait for it
+        # instead of each decoding the same 4K image.
+        with making:
+            small = self._cached(key)
+            if small is None:
+                stored = self._from_disk(key)
+                small = SmallReference.of(stored if stored is not None else self._reduce(path, key))
+                with self._lock:
+                    self._items[key] = small
+                    while len(self._items) > self._capacity:
+                        self._items.popitem(last=False)
+        with self._lock:
+            self._making.pop(key, None)
+        return small
+
+    def _cached(self, key: tuple) -> SmallReference | None:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        stored = self._from_disk(key)
-        small = SmallReference.of(stored if stored is not None else self._reduce(path, key))
-        with self._lock:
-            self._items[key] = small
-            while len(self._items) > self._capacity:
-                self._items.popitem(last=False)
-        return small
+        return None
 
     def _reduce(self, path: Path, key: tuple) -> np.ndarray:
         from PIL import Image
