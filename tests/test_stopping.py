@@ -244,7 +244,8 @@ def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_p
     assert took < 25, f"{took:.1f} s to stop"  # the calls' own 1.2 s, the workers' shutdown, a loaded machine
     assert "hypeedit: stopping: no new call starts" in out
     assert billed(fakes) < len(MODELS) * TASKS * REPEATS  # it stopped
-    assert not any(r.get("pending") for r in records(folder)), "a call was left without its reply"
+    left = [(r["model"], r["task_id"], r["repeat"], r["pending"]) for r in records(folder) if r.get("pending")]
+    assert not left, f"calls left without their reply: {left}\n{out[-3000:]}"
 
     rerun_to_completion(folder, args)
     assert_complete(folder)
@@ -333,3 +334,35 @@ def test_a_bad_grace_is_a_usage_error_naming_the_variable(pytester, monkeypatch)
                                 f"--images-base={tiny / 'images'}", "--judge", f"labels:{tiny / 'rater1.json'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*HYPEEDIT_STOP_GRACE_S='nan': give the seconds calls in flight may take*"])
+
+
+# --------------------------------------------------------------------------- one signal, two ways in
+
+
+def test_a_workers_first_signal_just_after_the_stop_file_still_gives_the_grace():
+    # A signal sent to the process group reaches the controller and each worker together; under load the stop
+    # file the controller writes can stop a worker's pool before the worker runs its own handler. That is the
+    # same signal, not a second one: leaving would abandon the calls in flight (a flake of the xdist-group run).
+    from pytest_hypeedit.glue.pool import SAME_SIGNAL_S, PoolPlugin
+    from pytest_hypeedit.glue.stopping import Stopper
+
+    class StoppedPool:
+        def __init__(self, ago):
+            self.ago = ago
+
+        def stopped_for(self):
+            return self.ago
+
+    plugin = PoolPlugin.__new__(PoolPlugin)
+    stops: list[str] = []
+    plugin.pool = StoppedPool(0.05)  # stopped by the controller's stop file a moment ago
+    just_stopped = Stopper(stops.append, plugin._first_signal_may_wait)
+    just_stopped._handle(signal.SIGTERM, None)  # waits: no KeyboardInterrupt
+    assert stops == ["interrupted (SIGTERM)"] and not just_stopped.leaving
+
+    plugin.pool = StoppedPool(SAME_SIGNAL_S + 5)  # stopped long ago (the user's first Ctrl-C): this one leaves
+    long_stopped = Stopper(stops.append, plugin._first_signal_may_wait)
+    with pytest.raises(KeyboardInterrupt):
+        long_stopped._handle(signal.SIGINT, None)
+    plugin.pool = StoppedPool(None)  # running
+    assert plugin._first_signal_may_wait()

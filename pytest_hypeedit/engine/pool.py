@@ -199,6 +199,10 @@ class CandidatePool:
     def stopping(self) -> str | None:
         return self._stop_reason
 
+    def stopped_for(self) -> float | None:
+        """Seconds since the pool was stopped; None while it is not."""
+        return None if self._stopped_at is None else time.monotonic() - self._stopped_at
+
     def shutdown(self, wait: bool = True) -> int:
         """Stop, wait for running steps until the grace (counted from the stop) is over or the run is leaving
         (``wait=False``: not at all), and end the threads; returns how many steps were still running (their

@@ -72,6 +72,11 @@ def read_stop(folder: Path) -> str | None:
 # --------------------------------------------------------------------------- every process that runs items
 
 
+#: A worker's first signal this soon after its pool was stopped is the signal that stopped it, come the other
+#: way (the controller's stop file): see PoolPlugin._first_signal_may_wait.
+SAME_SIGNAL_S = 2.0
+
+
 class PoolPlugin:
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -80,7 +85,7 @@ class PoolPlugin:
         self.gates: dict[tuple, RouteGate] = {}
         self.folder = state_dir(config)
         self.grace = _grace(config)
-        self.stopper = Stopper(self._stop_now, lambda: self.pool is not None and self.pool.stopping is None)
+        self.stopper = Stopper(self._stop_now, self._first_signal_may_wait)
         self._announced = False
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -96,6 +101,19 @@ class PoolPlugin:
             yield
         finally:
             self._report(self.pool.state())  # the final figures, for the live line's last word
+
+    def _first_signal_may_wait(self) -> bool:
+        """Whether this process's first signal gives the calls in flight their grace.  Not when the run was
+        stopped a while ago (the controller's first signal, through the stop file, or --maxfail): then this
+        signal is the user's second.  But a signal sent to the whole process group (a terminal's Ctrl-C, a CI
+        runner's kill of the group) reaches the controller and this worker together, and under load the stop
+        file the controller writes may stop this pool before this process runs its own handler: the same
+        signal, seen twice, is no reason to leave (a second one sent to the group reaches the controller too,
+        which then tells every worker to leave)."""
+        if self.pool is None:
+            return False
+        stopped_for = self.pool.stopped_for()
+        return stopped_for is None or stopped_for < SAME_SIGNAL_S
 
     def _stop_now(self, reason: str) -> None:
         """The first Ctrl-C or SIGTERM (in the main thread): stop starting calls, everywhere in the run, and end
