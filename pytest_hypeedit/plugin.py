@@ -70,8 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     prefer_one_line_failures(config)
     try:
-        if is_controller(config):  # workers are handed the controller's args (testpaths included)
-            refuse_test_paths(config)
+        refuse_test_paths(config)  # the controller refuses first: workers get the same arguments
         run = configure_run(config, controller=is_controller(config))
         if is_controller(config):
             register_controller_plugins(config, run)

@@ -88,7 +88,7 @@ def test_the_ini_files_testpaths_are_not_test_paths_given(pytester):
 
 
 def test_the_same_with_xdist_workers(pytester):
-    """Workers are handed the controller's args; the check is the controller's alone."""
+    """Under -n, with testpaths in the ini file, the run goes as without workers."""
     pytester.makeini("[pytest]\ntestpaths = tests\n")
     pytester.mkdir("tests")
     result = pytester.runpytest("--model", "identity", "--tasks", "example", "--judge", "labels:example",
