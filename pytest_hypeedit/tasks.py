@@ -189,7 +189,7 @@ def _checked_split_name(name: str, value: str) -> str:
 def shipped_manifest(value: str) -> Path | None:
     """The manifest a bare split name stands for (``--tasks public``, ``--tasks example``): one shipped in
     ``splits/``.  A file of that name in the folder pytest runs in wins, as a path always did."""
-    if not _SPLIT_NAME.fullmatch(value) or "." in value or Path(value).exists():
+    if not _SPLIT_NAME.fullmatch(value) or "." in value or Path(value).is_file():
         return None
     path = SPLITS_DIR / f"{value}.yaml"
     return path if path.is_file() else None

@@ -48,6 +48,13 @@ def test_a_file_of_that_name_in_the_folder_still_wins(tmp_path, monkeypatch):
     assert (source.location, source.images_base) == ("example", "images")
 
 
+def test_a_folder_of_that_name_does_not_hide_the_shipped_split(tmp_path, monkeypatch):
+    """A project's own public/ folder (web assets, say) is no task file: --tasks public is still the split."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "public").mkdir()
+    assert parse_tasks_option("public").location.startswith("https://")
+
+
 def test_labels_example_is_the_shipped_rater_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert expand_label_paths(["example"]) == [SHIPPED / "rater1.json"]
