@@ -214,10 +214,9 @@ def load_manifest(path: Path) -> SplitSource:
     data = _read_manifest(path)
     name = str(data.get("name") or path.stem)
     images = data.get("images_base")
-    images = _beside(path, images) if isinstance(images, str) and not is_url(images) else images
+    images = str(_beside(path, images)) if isinstance(images, str) and not is_url(images) else images
     if not is_url(data["source"]):
-        return SplitSource(name, str(_beside(path, data["source"])), data.get("sha256"),
-                           None if images is None else str(images), data.get("licence"))
+        return SplitSource(name, str(_beside(path, data["source"])), data.get("sha256"), images, data.get("licence"))
     variable = f"HYPEEDIT_{name.upper()}_SPLIT_URL"
     location = os.environ.get(variable) or data["source"]
     return SplitSource(name, location, data.get("sha256"), images, data.get("licence"), variable)
