@@ -22,6 +22,7 @@ from typing import Iterable, Mapping
 
 from .errors import LabelsError
 from .files import atomic_write_bytes
+from .tasks import shipped_labels
 from .engine.records import now_iso
 
 SCHEMA_VERSION = 2
@@ -212,9 +213,13 @@ DESIGN_FILE = "sample-design.json"
 
 def expand_label_paths(paths: Iterable[Path]) -> list[Path]:
     """Files as given; a folder stands for every rater file in it (``*.json``, hidden and temp files and the
-    sampling design left out)."""
+    sampling design left out); the name of a shipped split that has labels (``example``) for its rater files."""
     expanded: list[Path] = []
     for path in map(Path, paths):
+        shipped = None if path.exists() else shipped_labels(str(path))
+        if shipped:  # a shipped split's name: its labels (labels:example)
+            expanded.extend(shipped)
+            continue
         if not path.is_dir():
             expanded.append(path)
             continue

@@ -1,4 +1,4 @@
-"""The options, in one group: each is a command-line flag and an ini-file key at once.
+"""The options, in the sections of pytest --help: each is a command-line flag and an ini-file key at once.
 
 Kept apart from the hooks and free of heavy imports: every pytest process
 (each xdist worker too) reads it, benchmark run or not.
@@ -26,7 +26,46 @@ from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
 
-GROUP = ("hypeedit", "HYPE-EDIT-1 image-editing benchmark")
+#: pytest --help's sections of the plugin's options: (group name, title), in the order shown.
+GROUPS = (
+    ("hypeedit", "HYPE-EDIT-1 benchmark: run (what to run, where it goes)"),
+    ("hypeedit-money", "HYPE-EDIT-1 benchmark: models and money"),
+    ("hypeedit-judges", "HYPE-EDIT-1 benchmark: judges and human labels"),
+    ("hypeedit-statistics", "HYPE-EDIT-1 benchmark: statistics and CI gates"),
+    ("hypeedit-reports", "HYPE-EDIT-1 benchmark: reports"),
+)
+#: Each option's section of pytest --help (a group name of GROUPS).  A new option gets a line here; the
+#: reference (docs/reference/options.md) has one table per section, in the same order.
+GROUP_OF = {
+    "--model": "hypeedit", "--tasks": "hypeedit", "--images-base": "hypeedit", "--repeats": "hypeedit",
+    "--outputs": "hypeedit", "--results": "hypeedit", "--cache-dir": "hypeedit",
+    "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--possibly-paid": "hypeedit-money",
+    "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
+    "--judge": "hypeedit-judges", "--judge-base-url": "hypeedit-judges", "--rejudge": "hypeedit-judges",
+    "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
+    "--retry-cap": "hypeedit-statistics", "--review-seconds": "hypeedit-statistics",
+    "--review-rate": "hypeedit-statistics", "--gate": "hypeedit-statistics",
+    "--allow-incomplete": "hypeedit-statistics", "--bootstrap": "hypeedit-statistics",
+    "--bootstrap-seed": "hypeedit-statistics", "--baseline": "hypeedit-statistics",
+    "--html-views": "hypeedit-reports", "--html-max-mb": "hypeedit-reports",
+}
+#: An option not in GROUP_OF yet is still listed, in the first section, rather than lost.
+DEFAULT_GROUP = GROUPS[0][0]
+
+#: Printed after pytest --help's own text (pytest has no place for a plugin's environment variables).
+HELP_EPILOGUE = """HYPE-EDIT-1 benchmark: environment variables
+  provider keys            {keys}
+  HYPEEDIT_<PROVIDER>_BASE_URL  move a provider's API (a proxy, a regional endpoint), e.g. HYPEEDIT_ARK_BASE_URL
+  HYPEEDIT_JUDGE_API_KEY   the key of an openai:MODEL judge on a server of your own (--judge-base-url)
+  HYPEEDIT_JUDGE_SCRIPT_URL  a mirror (URL or path) of the upstream judge script; its sha256 pin holds
+  HYPEEDIT_PUBLIC_SPLIT_URL  a mirror of the public task file; its sha256 pin holds
+  HYPEEDIT_CACHE_DIR       the cache folder (default: the user cache dir; --cache-dir wins)
+  HYPEEDIT_STOP_GRACE_S    seconds calls in flight get to finish after Ctrl-C or SIGTERM (default 10)
+HYPE-EDIT-1 benchmark: commands
+  hypeedit-leaderboard     merge results JSON files into one RESULTS.md table (--with-published, --index)
+  hypeedit-review          the human review web app: label candidates PASS/FAIL (--sample for calibration)
+  the keyless try-out      pytest --model identity --tasks example --judge labels:example
+"""
 
 
 class NotFinite(argparse.ArgumentTypeError, ValueError):
@@ -214,10 +253,18 @@ def declared_options() -> tuple[Declared, ...]:
 
 
 def add_options(parser) -> None:
-    """Every option of the plugin (pytest --help lists the flags under one group, and the ini keys)."""
-    group = parser.getgroup(*GROUP)
+    """Every option of the plugin (pytest --help lists the flags in the sections of GROUPS, and the ini keys)."""
+    groups = {name: parser.getgroup(name, title) for name, title in GROUPS}
     for option in declared_options():
-        option.register(parser, group)
+        option.register(parser, groups[GROUP_OF.get(option.flag, DEFAULT_GROUP)])
+
+
+def help_epilogue() -> str:
+    """The environment variables and the commands, for the end of pytest --help."""
+    from .secrets import KEY_ENV
+
+    keys = ", ".join(dict.fromkeys(name for names in KEY_ENV.values() for name in names))
+    return HELP_EPILOGUE.format(keys=keys)
 
 
 # --------------------------------------------------------------------------- the ini file

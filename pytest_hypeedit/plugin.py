@@ -70,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     prefer_one_line_failures(config)
     try:
+        refuse_test_paths(config)  # the controller refuses first: workers get the same arguments
         run = configure_run(config, controller=is_controller(config))
         if is_controller(config):
             register_controller_plugins(config, run)
@@ -81,6 +82,17 @@ def pytest_configure(config: pytest.Config) -> None:
         from .report.html import register_gallery
 
         register_gallery(config, controller=is_controller(config))
+
+
+def refuse_test_paths(config: pytest.Config) -> None:
+    """``pytest tests --model X``: the paths given on the command line (not the ini file's testpaths, which
+    pytest uses only when none are given) would not run; say so before anything is read or paid for."""
+    from .glue.rootdir_guard import test_paths_message
+
+    message = test_paths_message([str(path) for path in config.option.file_or_dir or []],
+                                 config.getoption("hypeedit_models"))
+    if message:
+        raise pytest.UsageError(message)
 
 
 def prefer_one_line_failures(config: pytest.Config) -> None:
@@ -163,6 +175,10 @@ def pytest_configure_node(node) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if getattr(config.option, "help", False):  # pytest --help unconfigures right after printing its text
+        from .options import help_epilogue
+
+        config.get_terminal_writer().write("\n" + help_epilogue())
     runner = config.stash.get(RUNNER_KEY, None)
     if runner is not None:
         runner.close()

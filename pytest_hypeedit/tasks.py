@@ -169,8 +169,9 @@ def parse_tasks_option(value: str) -> SplitSource:
     match = re.match(r"^([A-Za-z0-9_][A-Za-z0-9_.\-]*)=(.+)$", value)
     if match and not is_url(value):
         name, location = match.groups()
-    if location.endswith((".yaml", ".yml")) and not is_url(location):
-        source = load_manifest(Path(location))
+    manifest = shipped_manifest(location)
+    if manifest or (location.endswith((".yaml", ".yml")) and not is_url(location)):
+        source = load_manifest(manifest or Path(location))
         name = _checked_split_name(name or source.name, value)  # a manifest's name becomes a folder too
         return SplitSource(name, source.location, source.sha256, source.images_base, source.licence,
                            source.url_variable)
@@ -185,18 +186,54 @@ def _checked_split_name(name: str, value: str) -> str:
     return name
 
 
+def shipped_manifest(value: str) -> Path | None:
+    """The manifest a bare split name stands for (``--tasks public``, ``--tasks example``): one shipped in
+    ``splits/``.  A file of that name in the folder pytest runs in wins, as a path always did."""
+    if not _SPLIT_NAME.fullmatch(value) or "." in value or Path(value).is_file():
+        return None
+    path = SPLITS_DIR / f"{value}.yaml"
+    return path if path.is_file() else None
+
+
+def shipped_labels(value: str) -> list[Path] | None:
+    """The rater files a shipped split lists under ``labels`` (``--judge labels:example``), or None."""
+    manifest = shipped_manifest(value)
+    if manifest is None:
+        return None
+    labels = _read_manifest(manifest).get("labels") or []
+    return [_beside(manifest, str(name)) for name in labels] or None
+
+
+def shipped_split_names() -> list[str]:
+    return sorted(path.stem for path in SPLITS_DIR.glob("*.yaml"))
+
+
 def load_manifest(path: Path) -> SplitSource:
-    """A split manifest (``splits/public.yaml``): name, source URL, sha256, images base, licence."""
+    """A split manifest (``splits/public.yaml``): name, source URL, sha256, images base, licence.  A local
+    ``source`` or ``images_base`` is read relative to the manifest (the example split ships beside it)."""
+    data = _read_manifest(path)
+    name = str(data.get("name") or path.stem)
+    images = data.get("images_base")
+    images = str(_beside(path, images)) if isinstance(images, str) and not is_url(images) else images
+    if not is_url(data["source"]):
+        return SplitSource(name, str(_beside(path, data["source"])), data.get("sha256"), images, data.get("licence"))
+    variable = f"HYPEEDIT_{name.upper()}_SPLIT_URL"
+    location = os.environ.get(variable) or data["source"]
+    return SplitSource(name, location, data.get("sha256"), images, data.get("licence"), variable)
+
+
+def _read_manifest(path: Path) -> dict:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read split manifest: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("source"), str):
         raise ConfigError(f"{path}: a split manifest needs at least 'name' and 'source' keys")
-    name = str(data.get("name") or path.stem)
-    variable = f"HYPEEDIT_{name.upper()}_SPLIT_URL"
-    location = os.environ.get(variable) or data["source"]
-    return SplitSource(name, location, data.get("sha256"), data.get("images_base"), data.get("licence"), variable)
+    return data
+
+
+def _beside(manifest: Path, location: str) -> Path:
+    return (manifest.parent / location).resolve()
 
 
 def default_sources() -> list[SplitSource]:

@@ -18,7 +18,8 @@ from pytest_hypeedit.secrets import KEY_ENV
 REPO = Path(__file__).resolve().parent.parent
 #: What a clone does not hold: git-ignored folders and what earlier runs wrote.
 NOT_IN_A_CLONE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", "build",
-                                        "dist", "hypeedit-outputs", "report.html", "assets", "hypeedit-assets")
+                                        "dist", "hypeedit-outputs", "report.html", "assets", "hypeedit-assets",
+                                        "site")
 
 
 def copy_repo(dest: Path) -> Path:
@@ -59,14 +60,14 @@ def keyless_tryout() -> str:
     return blocks[0]
 
 
-#: The folder the try-out block runs in, as the README says: it makes it and copies the example split there.
+#: The folder the try-out block runs in, as the README says: it makes it (empty) and runs there.
 TRYOUT = "try-hypeedit"
 
 
 def run_keyless_tryout(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """The try-out block, as written, from ``root``, beside which only the example split of a clone exists
-    (``root/pytest-hypeedit/examples/tiny-split``): the run itself happens in ``root/try-hypeedit``."""
-    shutil.copytree(REPO / "examples" / "tiny-split", root / "pytest-hypeedit" / "examples" / "tiny-split")
+    """The try-out block, as written, from the empty folder ``root``: the example split ships with the plugin,
+    nothing of a clone is needed.  The block makes ``root/try-hypeedit`` and runs there."""
+    assert not any(root.iterdir()), f"{root} should be empty"
     # No key, and any attempt to reach the network for the public split would fail loudly, not hang.
     env = {**env, "HYPEEDIT_PUBLIC_SPLIT_URL": "http://127.0.0.1:9/unreachable.json"}
     return subprocess.run(["bash", "-e", "-c", keyless_tryout()], cwd=root, env=env, capture_output=True,

@@ -1,5 +1,5 @@
-"""A newcomer's first run: the README's keyless try-out, run exactly as written, from a folder that holds only the
-example split."""
+"""A newcomer's first run: the README's keyless try-out, run exactly as written, from an empty folder (the
+example split ships with the plugin)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,26 @@ def check_tryout(done: subprocess.CompletedProcess, folder: Path) -> None:
     assert done.returncode == 1, out
     assert re.search(r"^=+ 50 failed\b", out, re.M), out
     table = out[out.index("HYPE-EDIT-1 results"):]
-    assert re.search(r"^identity\s+tiny\s+0\.0%\s+0\.0%\s+0\.0%\s+4\.00\s", table, re.M), table
+    assert re.search(r"^identity\s+example\s+0\.0%\s+0\.0%\s+0\.0%\s+4\.00\s", table, re.M), table
     results = json.loads((folder / "hypeedit-outputs" / "results.json").read_text())
     [row] = results["rows"]
-    assert (row["model"], row["split"], row["tasks"], row["judged"], row["errors"]) == ("identity", "tiny", 5, 50, 0)
-    candidates = sorted((folder / "hypeedit-outputs" / "tiny" / "identity").glob("*/0*.png"))
+    assert (row["model"], row["split"], row["tasks"], row["judged"], row["errors"]) == ("identity", "example", 5, 50, 0)
+    candidates = sorted((folder / "hypeedit-outputs" / "example" / "identity").glob("*/0*.png"))
     assert len(candidates) == 50
     report = (folder / "report" / "report.html").read_text(encoding="utf-8")
     assert "HYPE-EDIT-1" in report and "Swap the positions of the triangle and the square." in report
 
 
 def test_the_readme_keyless_tryout_runs_the_whole_pipeline_offline(tmp_path):
-    """From a folder that holds only the example split (the README copies it there), with this checkout's
-    install; tests/test_install.py runs the same block with the plugin installed from a wheel."""
-    done = run_keyless_tryout(tmp_path, keyless_env(tmp_path / "home"))
-    check_tryout(done, tmp_path / TRYOUT)
-    assert sorted(p.name for p in (tmp_path / TRYOUT).iterdir()) == [
-        ".pytest_cache", "hypeedit-outputs", "report", "tiny-split"]  # nothing else was needed or written
+    """From an empty folder, with this checkout's install; tests/test_install.py runs the same block with the
+    plugin installed from a wheel."""
+    root = tmp_path / "root"
+    root.mkdir()
+    done = run_keyless_tryout(root, keyless_env(tmp_path / "home"))
+    check_tryout(done, root / TRYOUT)
+    assert sorted(p.name for p in root.iterdir()) == [TRYOUT]
+    assert sorted(p.name for p in (root / TRYOUT).iterdir()) == [
+        ".pytest_cache", "hypeedit-outputs", "report"]  # nothing else was needed or written
 
 
 def test_the_shipped_tiny_split_is_what_its_script_makes(tmp_path):

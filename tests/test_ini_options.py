@@ -7,6 +7,7 @@ import re
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from test_command_line import help_sections
 
 from pytest_hypeedit.options import declared_options
 
@@ -52,10 +53,9 @@ def help_section(text: str, title: str) -> list[str]:
     return lines[start + 1:end]
 
 
-def test_help_lists_an_ini_key_for_every_option_of_the_group(pytester):
+def test_help_lists_an_ini_key_for_every_option_of_the_plugins_sections(pytester):
     text = pytester.runpytest("--help").stdout.str()
-    flags = {re.match(r"\s+(--[\w-]+)", line)[1] for line in help_section(text, "HYPE-EDIT-1 image-editing benchmark")
-             if re.match(r"\s+--", line)}
+    flags = {flag for section in help_sections(text).values() for flag in section}  # the plugin's sections
     ini_keys = {re.match(r"\s+(\w+) \(", line)[1] for line in help_section(text, "[pytest] ")  # "ini-options" or "configuration options", by version
                 if re.match(r"\s+hypeedit_\w+ \(", line)}
     declared = declared_options()

@@ -6,8 +6,8 @@ the clone.
 - the wheel holds every file of the package's folders: a data file (models.yaml, a split manifest, a prompt,
   the review app's static files, the report's assets) that pyproject's package-data misses fails here;
 - installed with its dependencies (from the package index, through pip's cache) into a new venv, the code that
-  opens each data file finds it there, and the README's keyless try-out runs from a folder that holds only
-  the example split, with nothing of this checkout on the path.
+  opens each data file finds it there, and the README's keyless try-out runs from an empty folder (the
+  example split ships in the package), with nothing of this checkout on the path.
 """
 
 from __future__ import annotations
@@ -94,7 +94,9 @@ def check_wheel_holds_the_package(wheel: Path) -> None:
     assert shipped == package_files()
     data = {name for name in shipped if not name.endswith(".py")}
     assert {f"{PACKAGE}/models.yaml", f"{PACKAGE}/splits/public.yaml", f"{PACKAGE}/judges/prompt.txt",
-            f"{PACKAGE}/report/published.yaml", f"{PACKAGE}/review/static/index.html"} <= data
+            f"{PACKAGE}/report/published.yaml", f"{PACKAGE}/review/static/index.html",
+            f"{PACKAGE}/splits/example.yaml", f"{PACKAGE}/splits/example/tiny.json",
+            f"{PACKAGE}/splits/example/rater1.json"} <= data
 
 
 def check_the_package_opens_its_data(venv: Path, cwd: Path) -> None:
@@ -108,14 +110,15 @@ def check_the_package_opens_its_data(venv: Path, cwd: Path) -> None:
 
 
 def check_the_tryout(venv: Path, root: Path) -> None:
-    """The README's try-out from a folder that holds only the example split, with this venv's commands."""
+    """The README's try-out from an empty folder, with this venv's commands."""
     root.mkdir()
-    env = keyless_env(root / "home", PATH=f"{venv}{os.pathsep}{os.environ.get('PATH', '')}",
+    env = keyless_env(root.parent / "try-home", PATH=f"{venv}{os.pathsep}{os.environ.get('PATH', '')}",
                       VIRTUAL_ENV=str(venv.parent))
     env.pop("PYTHONPATH", None)
     done = run_keyless_tryout(root, env)
     check_tryout(done, root / TRYOUT)
     assert f"rootdir: {root / TRYOUT}" in done.stdout and "hypeedit-0.1.0" in done.stdout
+    assert sorted(p.name for p in root.iterdir()) == [TRYOUT]  # the empty folder held nothing but the run
     results = root / TRYOUT / "hypeedit-outputs" / "results.json"
     leaderboard = run(str(venv / "hypeedit-leaderboard"), str(results), "--with-published", cwd=root, env=env)
     assert "| identity (judge) | 0.0% |" in leaderboard.stdout and "(published)" in leaderboard.stdout

@@ -25,6 +25,7 @@ invocation directory and node ids are ``hypeedit::...``.
 from __future__ import annotations
 
 import inspect
+import shlex
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -114,3 +115,18 @@ def trap_message(trapped: list[tuple[str, str]], chosen: Setup, expected: Setup)
 
 def _path_or_none(path: Any) -> Path | None:
     return Path(path) if path else None
+
+
+def test_paths_message(paths: Sequence[str], models: Sequence[str]) -> str | None:
+    """Test paths given with ``--model``: a benchmark run collects its own items only (plugin.py's
+    ``pytest_ignore_collect``), so ``pytest tests --model X`` would drop the folder without a word and
+    ``pytest tests/test_x.py --model X`` would count the file's tests as collected and run none of them.
+    The message says so and what to run instead; None when no path was given."""
+    if not paths:
+        return None
+    given = shlex.join(paths)
+    model_args = " ".join(f"--model {model}" for model in models)
+    return (f"test paths given with --model: {given}: a benchmark run collects only the benchmark's items, so "
+            f"these tests would not run. Run your own tests in a pytest run of their own, without --model "
+            f"(pytest {given}), and the benchmark without test paths (pytest {model_args} ...); to choose "
+            "benchmark items use -k, -m, --deselect or --lf. Nothing was run or paid for.")

@@ -167,6 +167,6 @@ def run(case: Case, spec: ModelSpec, folder: Path, monkeypatch) -> Comparison:
 
 
 def spec_of(name: str, route: str, provider_model: str, price: float = 0.1, **options: Any) -> ModelSpec:
-    """A model entry as models.yaml or a --models-file would give it (for the README's other-route examples)."""
+    """A model entry as models.yaml or a --models-file would give it (for the manual's other-route examples)."""
     return ModelSpec(name=name, route=route, provider_model=provider_model, price=price,
                      options=MappingProxyType(dict(options)))

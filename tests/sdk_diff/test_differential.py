@@ -1,4 +1,4 @@
-"""Our request for every model of models.yaml (and the README's other-route examples) against the same
+"""Our request for every model of models.yaml (and the manual's other-route examples) against the same
 request sent through the provider's official SDK: no difference may be left unexplained."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pytest_hypeedit.registry import load_registry
 from .cases import CASES, NO_WIRE
 from .harness import run, spec_of
 
-#: The README's "Other routes" examples (README.md, Models > Other routes): routes that no models.yaml
+#: The manual's "Other routes" examples (docs/how-to/models.md, Other routes): routes that no models.yaml
 #: entry uses are compared through these.
 EXAMPLES = (
     spec_of("qwen-image-edit-2511", "dashscope", "qwen-image-edit-plus-2025-12-15", 0.03),

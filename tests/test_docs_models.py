@@ -1,5 +1,5 @@
-"""The README's model table says what models.yaml and retirements.yaml say: every built-in model with its
-route, provider id, price, shutdown date and the key its route needs."""
+"""The manual's model table (docs/how-to/models.md) says what models.yaml and retirements.yaml say: every
+built-in model with its route, provider id, price, shutdown date and the key its route needs."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pytest_hypeedit import retirements
 from pytest_hypeedit.registry import load_registry
 from pytest_hypeedit.secrets import KEY_ENV
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "models.md"
 
 
 def table_rows() -> dict[str, list[str]]:
-    lines = README.read_text(encoding="utf-8").splitlines()
+    lines = PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index("| model | route | provider model id | USD / candidate | shutdown | notes | key |")
     rows = {}
     for line in lines[start + 2:]:
@@ -40,8 +40,8 @@ def test_every_builtin_model_is_in_the_table_as_models_yaml_has_it():
         assert ("stand-in" in notes) == bool(spec.note and "stand-in" in spec.note), name
 
 
-def test_the_retired_ids_the_readme_names_are_the_tables():
-    text = README.read_text(encoding="utf-8")
+def test_the_retired_ids_the_page_names_are_the_tables():
+    text = PAGE.read_text(encoding="utf-8")
     section = text[text.index("**Retired models.**"):text.index("- A run that must call")]
     named = set(re.findall(r"`([a-z0-9.\-]+)`", section)) - {"gpt-image-2", "gemini-3.6-flash"}
     table = {model for _, model in retirements.load_table()}
