@@ -94,9 +94,9 @@ def test_a_candidate_replaced_by_a_link_outside_is_refused_and_never_read(judged
                                 "followed*"])
     assert len(judge.requests) == ITEMS and len(model_calls(tmp_path)) == ITEMS  # nothing sent, nothing bought
     assert (folder / "001.jpg").is_symlink()  # left for the user to look at
-    assets = pytester.path / "hypeedit-assets"
-    copied = [p for p in assets.rglob("*") if p.is_file() and p.read_bytes() == outside.read_bytes()]
-    assert copied == []
+    assets = pytester.path / "hypeedit-assets" / "mini" / "paid" / "task-00"
+    assert sorted(p.name for p in assets.iterdir()) == ["002.thumb.webp"]  # nothing made of the file outside
+    assert "001.jpg: a symbolic link" in (pytester.path / "report.html").read_text()  # the row says why
 
 
 def test_a_link_to_etc_passwd_with_a_pass_record_is_not_counted(judged_run, tmp_path):
