@@ -50,11 +50,13 @@ def test_the_record_keeps_the_hash_of_the_bytes_its_verdict_judged(judged_run):
     assert len(judge.requests) == ITEMS and "hypeedit: warning" not in again.stdout.str()
 
 
-def test_a_candidate_replaced_by_its_reference_is_judged_again(judged_run, tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_candidate_replaced_by_its_reference_is_judged_again(judged_run, tmp_path, workers):
     pytester, judge, folder = judged_run
     old = record_of(folder)
+    assert old["signals"]["unchanged"] is False
     (folder / "001.jpg").write_bytes((pytester.path / "images" / "task-00" / "001.png").read_bytes())
-    again = pytester.runpytest(*args(judge))
+    again = pytester.runpytest(*args(judge), *workers)
     again.assert_outcomes(passed=ITEMS - 1, failed=1)  # the old PASS is not counted: the new verdict is
     assert len(judge.requests) == ITEMS + 1 and len(model_calls(tmp_path)) == ITEMS  # judged, not bought again
     again.stdout.fnmatch_lines(["*hypeedit: warning: *task-00?001.jpg: its bytes changed since its verdict; the old "
@@ -187,6 +189,10 @@ def test_the_store_refuses_a_linked_candidate_record_or_folder(tmp_path):
     (tmp_path / "elsewhere.json").write_text(json.dumps({"split": "s", "model": "m", "task_id": "t", "repeat": 1}))
     assert store.read_record("s", "m", "t", 1) is None  # a linked record is never read
     os.unlink(folder / "001.json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (tmp_path / "s" / "m" / "u").symlink_to(empty, target_is_directory=True)  # nothing in it yet: nothing written
+    assert "u: a symbolic link inside" in store.find("s", "m", "u", 1).refused
     (folder / "001.png").symlink_to(folder / "001.jpg")
     found = store.find("s", "m", "t", 1, named="001.jpg")
     assert found.candidate is None and "001.png: a symbolic link" in found.refused

@@ -59,8 +59,8 @@ def check(record: Record, candidate: Path, root: Path, references: Sequence[str]
         bind(record, digest, references)
         return Checked(bound=True)
     candidate_changed = digest != record.candidate_sha256
-    references_changed = bool(references) and bool(record.references_sha256) and \
-        list(references) != list(record.references_sha256)
+    kept = record.references_sha256 if isinstance(record.references_sha256, list) else []  # a record is untrusted
+    references_changed = bool(references) and bool(kept) and list(references) != kept
     if not (candidate_changed or references_changed):
         return Checked()
     if candidate_changed:
