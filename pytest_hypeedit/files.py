@@ -93,11 +93,11 @@ def open_regular(path: Path, root: Path) -> BinaryIO:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
-    except OSError as exc:
+    except OSError:
         if os.path.islink(path):
             raise NotRegularFile(f"{path}: a symbolic link; the outputs hold regular files only, it was not "
                                  "followed: replace it with the file itself, or remove it") from None
-        raise exc
+        raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise NotRegularFile(f"{path}: not a regular file; remove it")

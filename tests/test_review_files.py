@@ -8,10 +8,9 @@ import io
 import json
 import os
 
+import review_fixture as fixture
 from PIL import Image
 from test_review_sample import build, request, serve
-
-import review_fixture as fixture
 
 
 def candidate_folder(paths, model=0, task="task-1"):

@@ -22,9 +22,9 @@ the session's warning lines; it is cleared by the next run's look at the disk.  
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..files import open_regular, sha256_of
 from .records import Record, now_iso

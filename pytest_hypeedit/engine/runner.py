@@ -557,7 +557,7 @@ class Runner:
     def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
         """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
         record = self.store.read_record(split, model, task_id, repeat)
-        found = self.store.find(split, model, task_id, repeat, named=record and record.candidate)
+        found = self.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
         if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
             return False
         return not refused(record)
