@@ -196,3 +196,14 @@ def test_the_store_refuses_a_linked_candidate_record_or_folder(tmp_path):
     (folder / "001.png").symlink_to(folder / "001.jpg")
     found = store.find("s", "m", "t", 1, named="001.jpg")
     assert found.candidate is None and "001.png: a symbolic link" in found.refused
+
+
+def test_an_adopted_image_is_bound_to_its_bytes(judged_run, tmp_path):
+    pytester, judge, folder = judged_run
+    (folder / "002.json").unlink()  # a run killed between writing the image and its record: the image is adopted
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS - 1, failed=1)
+    assert record_of(folder, 2)["candidate_sha256"] == sha256_of(folder / "002.jpg", folder)
+    (folder / "002.jpg").write_bytes((pytester.path / "images" / "task-00" / "001.png").read_bytes())
+    judge.default = verdict_reply("PASS", "a third look")
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)  # judged once more: the bytes changed
+    assert len(judge.requests) == ITEMS + 2

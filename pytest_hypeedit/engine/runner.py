@@ -235,6 +235,14 @@ class Runner:
         except (HypeEditError, OSError):
             return []
 
+    def _bind_adopted(self, plan: "Plan") -> None:
+        try:
+            digest = sha256_of(plan.candidate, self.store.root)
+        except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
+            return
+        provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
+        plan.bound = True
+
     @staticmethod
     def _refuse(plan: "Plan") -> None:
         """A symbolic link where the candidate's files are: nothing is read, bought or written through it."""
@@ -277,8 +285,7 @@ class Runner:
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         if record.candidate_sha256 is None:  # an image adopted: its verdict will be of these bytes
-            provenance.bind(record, sha256_of(plan.candidate, self.store.root), self._reference_hashes(plan.task))
-            plan.bound = True
+            self._bind_adopted(plan)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
         if plan.needs_verdict and self._held(record, JUDGE):
