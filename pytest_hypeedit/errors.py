@@ -9,7 +9,8 @@ option) and says what to do next; none ever contains an API key.
     │   ├── TaskFileError    a task file that is unreadable, not JSON, or not the schema
     │   ├── ImageError       a reference image that is missing, truncated or corrupt
     │   ├── LabelsError      a human-labels file that is not the upstream schema
-    │   └── JudgeScriptError the upstream judge script is not the pinned file, or holds no prompt
+    │   ├── JudgeScriptError the upstream judge script is not the pinned file, or holds no prompt
+    │   └── NotRegularFile   a file of the outputs that is a symbolic link, not a regular file, or outside them
     ├── CallError            a paid call failed after its retries: outcome "error"
     │   ├── ProviderError    the image model's API failed (network, 5xx, auth, quota)
     │   │   ├── JobExpired   a journaled job's result is gone at the provider: submit again
@@ -58,6 +59,12 @@ class LabelsError(InputError):
 
 class JudgeScriptError(InputError):
     """The upstream judge script (judges/upstream.py) does not match its pin, or its prompt cannot be found."""
+
+
+class NotRegularFile(InputError, OSError):
+    """A file of the outputs tree that is not a regular file reached inside it: a symbolic link (the file or one of
+    its folders), a folder or device under a file's name, or a path that leads out.  Never followed or read; an
+    OSError too, so a reader that treats an unreadable file as absent treats this one so as well."""
 
 
 class CallError(HypeEditError):

@@ -1,16 +1,29 @@
-"""Writing a file so that a crash never leaves half of it under its real name.
+"""Writing a file so that a crash never leaves half of it under its real name; reading one of the outputs
+only when it is a regular file inside them.
 
 Used by everything that writes a result (candidates, records, results, labels,
 report assets) and by the cross-worker state files (budget, rate limits): the
 data goes to a temporary file in the same folder, then is renamed over the
 destination, which is atomic on one filesystem.
+
+Every reader of the outputs tree (the run, the pixel signals, the report, the review app) opens its files with
+``open_regular``: a symbolic link (the file, or a task, model or split folder on the way to it) is refused, never
+followed, so a link to ``/etc/passwd`` or to another image is neither judged, copied into a report nor shown.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
+
+from .errors import NotRegularFile
+
+#: How much of a file ``sha256_of`` reads at a time: a 4K candidate is hashed in a few reads, in constant memory.
+HASH_CHUNK = 1024 * 1024
 
 
 def atomic_write_bytes(dest: Path, data: bytes, *, durable: bool = False) -> None:
@@ -44,3 +57,68 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def check_regular(path: Path, root: Path) -> None:
+    """Raise NotRegularFile unless ``path`` is a regular file inside ``root`` reached without a symbolic link
+    (``root`` itself may be one: the user chose it); FileNotFoundError when it is missing.  Walks up from the
+    file with ``lstat`` (never following a link) until it meets ``root``: one call per level of the tree."""
+    try:
+        top = os.stat(root)
+    except OSError as exc:
+        raise FileNotFoundError(exc.errno, exc.strerror, str(root)) from None
+    here = Path(os.path.abspath(path))
+    mode = os.lstat(here).st_mode  # FileNotFoundError when missing
+    if stat.S_ISLNK(mode):
+        raise NotRegularFile(f"{path}: a symbolic link; the outputs hold regular files only, it was not followed: "
+                             "replace it with the file itself, or remove it")
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path}: not a regular file (a folder or a device under a file's name); remove it")
+    while here.parent != here:
+        parent = here.parent
+        info = os.stat(parent)
+        if (info.st_dev, info.st_ino) == (top.st_dev, top.st_ino):
+            return
+        if stat.S_ISLNK(os.lstat(parent).st_mode):
+            raise NotRegularFile(f"{parent}: a symbolic link inside {root}; the outputs hold real folders only, "
+                                 f"it was not followed (for {path.name}): replace it with the folder itself")
+        here = parent
+    raise NotRegularFile(f"{path}: not inside {root}; it was not read")
+
+
+def open_regular(path: Path, root: Path) -> BinaryIO:
+    """``path`` opened for reading when ``check_regular`` allows it; O_NOFOLLOW (where the platform has it) refuses
+    a link swapped in between the check and the open, and the opened file is checked again (fstat)."""
+    check_regular(path, root)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        if os.path.islink(path):
+            raise NotRegularFile(f"{path}: a symbolic link; the outputs hold regular files only, it was not "
+                                 "followed: replace it with the file itself, or remove it") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFile(f"{path}: not a regular file; remove it")
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path, root: Path) -> bytes:
+    """The bytes of ``path``, a regular file inside ``root`` (``open_regular``)."""
+    with open_regular(path, root) as handle:
+        return handle.read()
+
+
+def sha256_of(path: Path, root: Path | None) -> str:
+    """The SHA-256 (hex) of ``path``'s bytes, a regular file inside ``root`` (any file when None: not one of the
+    outputs), read in HASH_CHUNK pieces."""
+    digest = hashlib.sha256()
+    with (open_regular(path, root) if root is not None else open(path, "rb")) as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

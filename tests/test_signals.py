@@ -67,6 +67,28 @@ def test_an_unchanged_copy_a_changed_colour_and_the_target_size(tmp_path):
     assert compute_signals(reference, (640, 480), None)["ssim"] is None  # no reference: sizes only
 
 
+def rotated_jpeg(path, upright_path):
+    """``upright_path``'s picture stored on its side, with the EXIF orientation (6) that shows it upright."""
+    with Image.open(upright_path) as image:
+        turned = image.convert("RGB").transpose(Image.Transpose.ROTATE_90)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    turned.save(path, format="JPEG", quality=95, exif=exif)
+    return path
+
+
+def test_a_byte_identical_copy_of_a_rotated_reference_is_measured_upright_and_unchanged(tmp_path):
+    upright = photo(tmp_path / "upright.png", (640, 480))
+    reference = rotated_jpeg(tmp_path / "ref.jpg", upright)
+    copy = tmp_path / "001.jpg"
+    copy.write_bytes(reference.read_bytes())
+    same = compute_signals(copy, (640, 480), reference)
+    assert (same["width"], same["height"], same["size_match"], same["unchanged"]) == (640, 480, True, True)
+    assert same["ssim"] == 1.0
+    # the picture a viewer sees, saved upright without EXIF, is the same picture too
+    assert compute_signals(upright, (640, 480), reference)["unchanged"]
+
+
 def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, monkeypatch):
     # a task's ten repeats finish together: each decoding the same 4K reference would cost ten decodes
     import threading

@@ -87,6 +87,11 @@ class Record:
     # signals computed from pixels beside the verdict, never used as one (analysis of what failed):
     # {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
     signals: dict[str, Any] = field(default_factory=dict)
+    # the bytes the verdicts and signals above were computed on: the SHA-256 (hex) of the candidate file and of
+    # each reference image, in the task's order (engine/runner.py checks them before reusing a verdict: a file
+    # changed on disk is judged again); None / [] in a record written before they were kept
+    candidate_sha256: str | None = None
+    references_sha256: list[str] = field(default_factory=list)
     # what went wrong, when outcome is "error" or "skipped"
     error: str | None = None
     # whether this run reused a candidate / verdict from disk instead of paying

@@ -1,7 +1,9 @@
 """One candidate, from task to verdict: reuse what is on disk, else pay for it once.
 
     record on disk? candidate on disk? -> reuse them (no call, no key needed); the candidate is the file
-                                          the record names, other images beside it are strays (store.py)
+                                          the record names, other images beside it are strays (store.py);
+                                          its bytes are those its verdict judged, else it is judged again
+                                          (provenance.py); a symbolic link is refused, never followed
     a journaled job in the record?     -> resume it (no new submission, no new budget)
     a paid call pending, its reply lost? -> possibly paid: buy again (--possibly-paid rebuy) or hold it
     otherwise: budget (the verdict's worst case held, then the call's) -> pending call written
@@ -30,7 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, ProviderError, Refusal
+from ..errors import (BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, NotRegularFile,
+                      ProviderError, Refusal)
+from ..files import sha256_bytes, sha256_of
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
@@ -39,6 +43,7 @@ from ..secrets import redact
 from .store import Store
 from ..tasks import Task
 from . import journal as paid
+from . import provenance
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
 
 T = TypeVar("T")
@@ -69,6 +74,8 @@ class Plan:
     held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
     lost: str | None = None  # the image the record names, gone from the disk: bought again
     verdict_hold: object | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
+    refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
+    bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -110,7 +117,8 @@ class Runner:
         """What this candidate still needs, read from the disk (no call, no claim)."""
         plan = Plan(task, spec, repeat, self._read_or_new(task, spec, repeat), None)
         self._look_on_disk(plan)
-        self._settle_plan(plan)
+        if plan.refused is None:
+            self._settle_plan(plan)
         return plan
 
     def generate_step(self, plan: "Plan") -> "Plan":
@@ -118,6 +126,8 @@ class Runner:
         with self.store.claim(*plan.record.key):
             plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
             self._look_on_disk(plan)
+            if plan.refused is not None:
+                return plan
             self.settle_abandoned(plan.record, plan.candidate)
             self._settle_plan(plan)
             if plan.held:
@@ -149,7 +159,9 @@ class Runner:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         with self.store.claim(*plan.record.key):
             on_disk = self.store.read_record(*plan.record.key)
-            if on_disk is not None and on_disk.candidate == plan.record.candidate:
+            # another process's verdict meanwhile counts when it judged these bytes (provenance.py)
+            if on_disk is not None and on_disk.candidate == plan.record.candidate \
+                    and provenance.judged_same_bytes(on_disk, plan.record):
                 if self.reusable_verdict(on_disk):
                     plan.record.judgements = on_disk.judgements
                 plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
@@ -169,7 +181,8 @@ class Runner:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
         hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is not None and not plan.held:
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold,
+                                  save=plan.bound)
             self._rejudge_for_stability(plan)
         else:
             self._settle(hold, 0.0)
@@ -192,8 +205,50 @@ class Runner:
         """The candidate is the file its record names (engine/store.py): other images beside it are strays,
         noted on the record (``extra["strays"]``) for the summary to report and never adopted."""
         found = self.store.find(*plan.record.key, named=plan.record.candidate)
-        plan.candidate, plan.lost = found.candidate, found.missing
+        plan.candidate, plan.lost, plan.refused = found.candidate, found.missing, found.refused
         self._note_strays(plan.record, found.strays)
+        plan.record.extra.pop(provenance.CHANGED, None)  # what an earlier run found: this run looks again
+        if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
+            self._check_bytes(plan)
+        if plan.refused is not None:
+            self._refuse(plan)
+
+    def _check_bytes(self, plan: "Plan") -> None:
+        """The candidate's bytes are those its verdict judged (engine/provenance.py), else it is judged again;
+        a file that is no image any more is a lost candidate, bought again."""
+        try:
+            checked = provenance.check(plan.record, plan.candidate, self.store.root, self._reference_hashes(plan.task))
+        except NotRegularFile as exc:  # swapped for a link since the store looked
+            plan.candidate, plan.refused = None, str(exc)
+            return
+        except OSError as exc:
+            checked = provenance.corrupt(plan.record, plan.candidate, exc.strerror or str(exc))
+        plan.bound = plan.bound or checked.bound
+        if checked.corrupt:
+            plan.candidate, plan.lost = None, plan.candidate.name
+
+    def _reference_hashes(self, task: Task) -> list[str]:
+        """The SHA-256 of the task's reference images; [] when they cannot be read (nothing to compare with: the
+        judge, which needs them, says what is wrong)."""
+        try:
+            return provenance.REFERENCES.of(self.references(task))
+        except (HypeEditError, OSError):
+            return []
+
+    def _bind_adopted(self, plan: "Plan") -> None:
+        try:
+            digest = sha256_of(plan.candidate, self.store.root)
+        except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
+            return
+        provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
+        plan.bound = True
+
+    @staticmethod
+    def _refuse(plan: "Plan") -> None:
+        """A symbolic link where the candidate's files are: nothing is read, bought or written through it."""
+        plan.candidate = plan.lost = None
+        plan.needs_generation = plan.needs_verdict = False
+        plan.record.outcome, plan.record.error = ERROR, plan.refused
 
     @staticmethod
     def _note_strays(record: Record, strays) -> None:
@@ -229,6 +284,8 @@ class Runner:
                 self._hold(plan, GENERATE)
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
+        if record.candidate_sha256 is None:  # an image adopted: its verdict will be of these bytes
+            self._bind_adopted(plan)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
         if plan.needs_verdict and self._held(record, JUDGE):
@@ -333,6 +390,7 @@ class Runner:
             record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
+            record.candidate_sha256, record.references_sha256 = None, []  # and so were these
 
     def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
@@ -391,6 +449,7 @@ class Runner:
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
+        record.references_sha256 = self._reference_hashes(task)  # what the verdict will be of, with the image
         path = self._save_generation(record, spec, generation, time.monotonic() - started)
         if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
             self._signals(task, generation.preview, record)
@@ -465,6 +524,9 @@ class Runner:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
         record.judgements, record.pending, record.signals = {}, None, {}
+        # hashed from the bytes in memory (a downloaded file: from disk, once)
+        record.candidate_sha256 = (sha256_of(path, self.store.root) if isinstance(gen.image, Path)
+                                   else sha256_bytes(gen.image))
         self.store.write_record(record)  # the paid image is safe before the judge is asked
         return path
 
@@ -502,7 +564,8 @@ class Runner:
     def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
         """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
         record = self.store.read_record(split, model, task_id, repeat)
-        if self.store.find_candidate(split, model, task_id, repeat, named=record and record.candidate) is not None:
+        found = self.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
+        if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
             return False
         return not refused(record)
 
@@ -516,10 +579,11 @@ class Runner:
         return None
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
-                         hold=None) -> None:
-        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here)."""
+                         hold=None, save: bool = False) -> None:
+        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
+        ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
         judge = self.judge
-        new_signals = self._signals(task, candidate, record)
+        new_signals = self._signals(task, candidate, record) or save
         stored = self.reusable_verdict(record)
         if stored:
             self._settle(hold, 0.0)

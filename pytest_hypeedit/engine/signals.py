@@ -4,7 +4,7 @@ Never a verdict: they say where to look ("judged PASS but unchanged", "the wrong
 decide.  Stored once in the record (``signals``), computed where the candidate is judged; a rerun that finds
 them does not compute them again.  numpy and Pillow only.
 
-    width, height   the candidate's size, from its header
+    width, height   the candidate's size as a viewer shows it (its EXIF orientation applied)
     size_match      exactly the task's target width x height
     aspect_match    its aspect ratio within 2% of the target's
     ssim            structural similarity of the luminance of the first reference image and the candidate
@@ -59,10 +59,14 @@ class Preview:
 
 def preview_of(image) -> Preview:
     """The preview of a loaded PIL image: reduced by a whole factor, alpha flattened on white, then box-filtered
-    into SOURCE_SIDE x SOURCE_SIDE (never up).  The same two steps for every candidate, fresh or read from
-    disk, so a candidate's signals do not depend on where it was measured."""
+    into SOURCE_SIDE x SOURCE_SIDE (never up), and turned upright by its EXIF orientation (providers.images
+    .orientation: the report and the review app show it so too).  The same steps for every candidate and
+    reference, fresh or read from disk, so a candidate's signals do not depend on where it was measured."""
     from PIL import Image
 
+    from ..providers.images import orientation, upright, upright_size
+
+    turn = orientation(image)  # read from the original: reduce and convert drop the EXIF block
     factor = max(1, min(image.size) // (2 * SOURCE_SIDE))
     small = image.reduce(factor) if factor > 1 else image
     if small.mode in ("RGBA", "LA", "PA") or "transparency" in small.info:
@@ -73,7 +77,7 @@ def preview_of(image) -> Preview:
     small = small.convert("RGB")
     if max(small.size) > SOURCE_SIDE:
         small.thumbnail((SOURCE_SIDE, SOURCE_SIDE), Image.Resampling.BOX)
-    return Preview(tuple(image.size), small)
+    return Preview(upright_size(image.size, turn), upright(small, turn))
 
 
 def compute_signals(candidate: Path | Preview, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:

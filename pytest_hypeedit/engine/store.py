@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..files import atomic_write_bytes
+from ..errors import NotRegularFile
+from ..files import atomic_write_bytes, check_regular, read_regular
 from ..tasks import IMAGE_SUFFIXES
 from .limits import exclusive
 from .records import Record
@@ -114,6 +115,7 @@ class Found:
     candidate: Path | None  # the file the record names; else, with no record naming one, the image on disk
     strays: tuple[Path, ...] = ()  # other images of the same repeat: never adopted, only reported
     missing: str | None = None  # the file the record names, when it is not on disk (or is no file name of ours)
+    refused: str | None = None  # a symbolic link (file or folder) where the candidate's files are: nothing is used
 
 
 class Store:
@@ -136,7 +138,10 @@ class Store:
     def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
         """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
         on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray."""
-        images = self._images(split, model, task_id, repeat)
+        images, refused = self._images(split, model, task_id, repeat)
+        refused = refused or self._linked_folder(split, model, task_id) or self._linked_record(split, model, task_id, repeat)
+        if refused is not None:
+            return Found(None, missing=named, refused=refused)
         if named is None:
             return Found(images[0], tuple(images[1:])) if images else Found(None)
         chosen = next((path for path in images if path.name == named), None)
@@ -147,14 +152,39 @@ class Store:
     def find_candidate(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Path | None:
         return self.find(split, model, task_id, repeat, named).candidate
 
-    def _images(self, split: str, model: str, task_id: str, repeat: int) -> list[Path]:
+    def _images(self, split: str, model: str, task_id: str, repeat: int) -> tuple[list[Path], str | None]:
+        """The repeat's images (regular, not empty), and why one is refused (a link), if one is."""
         folder = self.task_dir(split, model, task_id)
         found = []
         for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return
             path = folder / f"{repeat_stem(repeat)}{suffix}"
-            if path.is_file() and path.stat().st_size > 0:
+            try:
+                check_regular(path, self.root)
+            except NotRegularFile as exc:
+                return [], str(exc)
+            except OSError:  # missing (or unreadable): not an image of this repeat
+                continue
+            if path.stat().st_size > 0:
                 found.append(path)
-        return found
+        return found, None
+
+    def _linked_folder(self, split: str, model: str, task_id: str) -> str | None:
+        """A split, model or task folder that is a symbolic link (even with no file in it yet: nothing is written
+        through it)."""
+        folder = self.root
+        for part in (split, model, task_id):
+            folder = folder / part
+            if folder.is_symlink():
+                return (f"{folder}: a symbolic link inside {self.root}; the outputs hold real folders only, it was "
+                        "not followed: replace it with the folder itself")
+        return None
+
+    def _linked_record(self, split: str, model: str, task_id: str, repeat: int) -> str | None:
+        path = self.record_path(split, model, task_id, repeat)
+        if path.is_symlink():
+            return (f"{path}: a symbolic link; the outputs hold regular files only, it was not followed: replace it "
+                    "with the record itself, or remove it")
+        return None
 
     def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
         return self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.json"
@@ -163,7 +193,7 @@ class Store:
         """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(path, self.root).decode("utf-8"))  # a link is not followed
             record = Record.from_dict(data) if isinstance(data, dict) else None  # e.g. a list: not a record
         except (OSError, ValueError, TypeError):
             return None

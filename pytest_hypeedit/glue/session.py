@@ -13,6 +13,7 @@ import pytest
 
 from ..config import RunConfig
 from .items import parse_nodeid
+from ..engine.provenance import CHANGED
 from ..engine.records import ERROR, Record, records_from_properties
 from ..report.terminal import summary_lines
 
@@ -66,7 +67,8 @@ class BenchmarkSession:
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")
-        for line in stray_lines(self.records.values(), self.run.outputs):
+        for line in stray_lines(self.records.values(), self.run.outputs) + changed_lines(self.records.values(),
+                                                                                        self.run.outputs):
             terminalreporter.write_line(line, yellow=True)
 
 
@@ -85,4 +87,18 @@ def stray_lines(records, outputs: Path) -> list[str]:
                          "adopted over a paid verdict: move it away")
     if len(lines) > MAX_STRAY_LINES:
         lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more stray images"]
+    return lines
+
+
+def changed_lines(records, outputs: Path) -> list[str]:
+    """A warning per candidate whose bytes were not those its record's verdict judged (engine/provenance.py)."""
+    lines = []
+    for record in records:
+        found = record.extra.get(CHANGED)
+        if isinstance(found, dict):
+            path = outputs / record.split / record.model / record.task_id / str(found.get("file"))
+            lines.append(f"hypeedit: warning: {path}: {found.get('why')}; the old verdict is not counted, the "
+                         f"candidate was {found.get('then')}")
+    if len(lines) > MAX_STRAY_LINES:
+        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more changed candidates"]
     return lines

@@ -78,6 +78,36 @@ def open_checked(source: "str | Path | IO[bytes]", what: str) -> Image.Image:
     return image
 
 
+#: EXIF orientation (tag 0x0112) -> the transposition that shows the image upright, as Pillow's
+#: ImageOps.exif_transpose reads it; 1 (or no tag) is upright already.
+_UPRIGHT = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+            5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+            8: Image.Transpose.ROTATE_90}
+_SIDEWAYS = {Image.Transpose.TRANSPOSE, Image.Transpose.TRANSVERSE, Image.Transpose.ROTATE_90,
+             Image.Transpose.ROTATE_270}
+
+
+def orientation(image: Image.Image) -> "Image.Transpose | None":
+    """The transposition that shows an opened image as a viewer does (its EXIF orientation), None when it is
+    upright.  The one rule of every reader of a candidate or a reference: the pixel signals (engine/signals.py),
+    the report (report/assets.py) and the review app (review/server.py), so a byte-identical copy of a rotated
+    reference measures as the same picture everywhere.  An unreadable EXIF block counts as upright."""
+    try:
+        return _UPRIGHT.get(image.getexif().get(0x0112, 1))
+    except Exception:  # noqa: BLE001 (a damaged EXIF block raises anything from SyntaxError to struct.error)
+        return None
+
+
+def upright(image: Image.Image, turn: "Image.Transpose | None") -> Image.Image:
+    """``image`` turned by ``turn`` (``orientation`` of the image it came from: read it before ``reduce`` or
+    ``convert``, which drop the EXIF block)."""
+    return image.transpose(turn) if turn is not None else image
+
+
+def upright_size(size: tuple[int, int], turn: "Image.Transpose | None") -> tuple[int, int]:
+    return (size[1], size[0]) if turn in _SIDEWAYS else (size[0], size[1])
+
+
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp", "bmp": "image/bmp",
         "tiff": "image/tiff", "gif": "image/gif"}
 EXT = {"png": "png", "jpeg": "jpg", "webp": "webp", "bmp": "bmp", "tiff": "tiff", "gif": "gif"}

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..files import atomic_write_bytes
+from ..files import atomic_write_bytes, read_regular, sha256_bytes
 
 ASSETS_DIR = "hypeedit-assets"
 CACHE_FILE = "cache.json"
@@ -85,6 +85,7 @@ class ImagePair:
     view: Built | None  # None when views are off (``--html-views 0``) or not built yet
     source: Path | None = None  # the original, and its content hash: what the view is built from
     source_hash: str = ""
+    root: Path | None = None  # the folder the original must lie in as a regular file (the outputs), if any
 
 
 # --------------------------------------------------------------------------- recipes (pure image work)
@@ -95,8 +96,7 @@ def content_key(*parts: str) -> str:
     return hashlib.sha256("\0".join((RECIPE_VERSION, *parts)).encode()).hexdigest()
 
 
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+digest = sha256_bytes
 
 
 def thumbnail_bytes(data: bytes, size: int = THUMB_SIZE) -> tuple[bytes, tuple[int, int]]:
@@ -149,9 +149,9 @@ def _fitted(size: tuple[int, int], box: int) -> tuple[int, int]:
 
 
 def _upright_rgb(image):
-    from PIL import ImageOps
+    from ..providers.images import orientation, upright
 
-    return ImageOps.exif_transpose(image).convert("RGB")
+    return upright(image.convert("RGB"), orientation(image))  # the one orientation rule (signals, review app)
 
 
 def _rotated(image) -> bool:
@@ -252,10 +252,11 @@ class AssetBuilder:
 
     # ---- submitting
 
-    def image_pair(self, source: Path, stem: str) -> Future:
+    def image_pair(self, source: Path, stem: str, root: Path | None = None) -> Future:
         """The thumbnail of ``source`` as ``<stem>.thumb.webp``; its full-size view ``<stem>.full.<ext>`` comes
-        from ``views`` once every thumbnail is made."""
-        return self._submit(f"pair:{stem}", self._build_pair, Path(source), stem)
+        from ``views`` once every thumbnail is made.  ``root``: ``source`` is read only as a regular file inside
+        it, never through a symbolic link (files.open_regular); the thumbnail's error says why otherwise."""
+        return self._submit(f"pair:{stem}", self._build_pair, Path(source), stem, root)
 
     def views(self, pairs: Sequence[ImagePair], budget: int | None) -> dict[str, Future]:
         """Start the full-size views of ``pairs`` (thumbnail name -> Future[Built]), each within an even share
@@ -307,16 +308,16 @@ class AssetBuilder:
 
     # ---- jobs (run on the pool)
 
-    def _build_pair(self, source: Path, stem: str) -> ImagePair:
+    def _build_pair(self, source: Path, stem: str, root: Path | None) -> ImagePair:
         try:
-            data = source.read_bytes()
+            data = _read(source, root)
         except OSError as exc:
             error = f"cannot read {source.name}: {exc.strerror or exc}"
             return ImagePair(Built(f"{stem}{THUMB_SUFFIX}", error=error), None)
         source_hash = digest(data)
         thumb = self._cached_or_built(f"{stem}{THUMB_SUFFIX}", content_key("thumb", str(THUMB_SIZE), source_hash),
                                       lambda: thumbnail_bytes(data))
-        return ImagePair(thumb, None, source if self.view_side else None, source_hash)
+        return ImagePair(thumb, None, source if self.view_side else None, source_hash, root)
 
     def _view(self, pair: ImagePair, share: int | None) -> Built:
         stem = pair.thumb.name.removesuffix(THUMB_SUFFIX)
@@ -326,7 +327,7 @@ class AssetBuilder:
         if cached:
             return cached
         try:
-            data = pair.source.read_bytes()
+            data = _read(pair.source, pair.root)
             encoded, ext, size = view_bytes(data, self.view_side, share, self._density(pair.thumb))
         except OSError as exc:
             return Built(f"{stem}.full.jpg", error=f"cannot read {pair.source.name}: {exc.strerror or exc}")
@@ -353,6 +354,10 @@ class AssetBuilder:
     def _write(self, name: str, data: bytes, size: tuple[int, int], key: str) -> Built:
         atomic_write_bytes(self.root / name, data)
         return Built(name, size, key=key, written=True)
+
+
+def _read(source: Path, root: Path | None) -> bytes:
+    return read_regular(source, root) if root is not None else source.read_bytes()
 
 
 def _built_of(result) -> list[Built]:

@@ -33,6 +33,7 @@ from urllib.parse import quote
 import pytest
 
 from ..engine.records import ERROR, FAIL, REFUSED, Record
+from ..engine.store import Store
 from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, ImagePair, clear_folder
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
@@ -63,6 +64,9 @@ class ReportSource:
     results: Callable[[], Mapping[str, Any] | None] = lambda: None
     records: Callable[[], Iterable[Record]] = lambda: ()
     gate_lines: Callable[[], list[str]] = lambda: []
+    #: the outputs folder: a candidate is read only as a regular file inside it (files.open_regular), never
+    #: through a symbolic link; None (a test's source): read as given
+    outputs: Path | None = None
 
 
 def _safe(make: Callable[[], Any], default: Any) -> Any:
@@ -184,9 +188,10 @@ class ReportPlugin:
                 for path in _safe(lambda: self.source.references(record), [])
             ]
         candidate = _safe(lambda: self.source.candidate(record), None)
-        if record.key not in self.thumbs and candidate is not None and candidate.is_file():
+        if record.key not in self.thumbs and candidate is not None and os.path.lexists(candidate):
             stem = f"{record.split}/{record.model}/{record.task_id}/{record.repeat:03d}"
-            self.thumbs[record.key] = self.builder.image_pair(candidate, stem)
+            # a link is not followed: the row says so instead of a picture (assets.py)
+            self.thumbs[record.key] = self.builder.image_pair(candidate, stem, root=self.source.outputs)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         records = sorted(self.source.records(), key=lambda r: r.key)
@@ -308,7 +313,12 @@ def report_source(config: pytest.Config) -> ReportSource:
         return config.stash[RUNNER_KEY].references(tasks[(record.split, record.task_id)])
 
     def candidate(record: Record) -> Path | None:
-        return run.outputs / record.split / record.model / record.task_id / record.candidate if record.candidate else None
+        """The file the record names, as the run chose it (Store.find): never a stray beside it."""
+        if not record.candidate:
+            return None
+        found = Store(run.outputs).find(*record.key, named=record.candidate)
+        return found.candidate or (run.outputs / record.split / record.model / record.task_id / record.candidate
+                                   if found.refused else None)
 
     def instruction(record: Record) -> str:
         task = tasks.get((record.split, record.task_id))
@@ -324,4 +334,5 @@ def report_source(config: pytest.Config) -> ReportSource:
         results=lambda: session_attr("results", None),
         records=lambda: list((session_attr("records", None) or {}).values()),
         gate_lines=lambda: config.stash.get(GATES_KEY, []),
+        outputs=run.outputs,
     )

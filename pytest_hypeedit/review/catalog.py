@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from ..engine.store import Store
 from ..tasks import Task, is_plain_name
 
 CANDIDATE_FILE = re.compile(r"^(\d{3,4})\.(webp|png|jpg|jpeg)$", re.IGNORECASE)
@@ -54,32 +55,41 @@ def opaque_id(*parts: object) -> str:
 
 
 def scan_outputs(split_dir: Path, task_ids: set[str]) -> tuple[dict[str, list[tuple[str, int, Path]]], list[str]]:
-    """model -> [(task_id, repeat, path)] under ``<outputs>/<split>``, and warnings on what was skipped."""
+    """model -> [(task_id, repeat, path)] under ``<outputs>/<split>``, and warnings on what was skipped.  The
+    candidate of a repeat is the one the run judged (engine/store.py ``Store.find``: the file its record names,
+    never a stray beside it), so a rater's verdict lands on the file the run counted; a symbolic link (file or
+    folder) is skipped, never followed."""
     found: dict[str, list[tuple[str, int, Path]]] = {}
     warnings: list[str] = []
-    root = split_dir.resolve()
+    store, split = Store(split_dir.parent), split_dir.name
     for model_dir in sorted(p for p in split_dir.iterdir() if p.is_dir() and is_plain_name(p.name)):
         for task_dir in sorted(p for p in model_dir.iterdir() if p.is_dir()):
             if task_dir.name not in task_ids:
                 warnings.append(f"{task_dir}: not a task of the split; skipped")
                 continue
-            found.setdefault(model_dir.name, []).extend(_task_candidates(task_dir, root, warnings))
+            found.setdefault(model_dir.name, []).extend(
+                _task_candidates(store, split, model_dir.name, task_dir, warnings))
     return found, warnings
 
 
-def _task_candidates(task_dir: Path, root: Path, warnings: list[str]) -> list[tuple[str, int, Path]]:
-    by_repeat: dict[int, Path] = {}
-    for path in sorted(task_dir.iterdir()):
-        match = CANDIDATE_FILE.match(path.name)
-        if not match or not path.is_file() or int(match.group(1)) < 1:
+def _task_candidates(store: Store, split: str, model: str, task_dir: Path,
+                     warnings: list[str]) -> list[tuple[str, int, Path]]:
+    repeats = sorted({int(m.group(1)) for m in map(CANDIDATE_FILE.match, (p.name for p in task_dir.iterdir()))
+                      if m and int(m.group(1)) >= 1})
+    chosen = []
+    for repeat in repeats:
+        record = store.read_record(split, model, task_dir.name, repeat)
+        found = store.find(split, model, task_dir.name, repeat, named=record.candidate if record else None)
+        if found.refused:
+            warnings.append(f"{found.refused}; skipped")
             continue
-        if not path.resolve().is_relative_to(root):  # a symlink pointing out of the outputs
-            warnings.append(f"{path}: links outside the outputs folder; skipped")
-        elif int(match.group(1)) in by_repeat:
-            warnings.append(f"{path}: a second file for repeat {match.group(1)}; kept {by_repeat[int(match.group(1))].name}")
-        else:
-            by_repeat[int(match.group(1))] = path
-    return [(task_dir.name, repeat, path) for repeat, path in sorted(by_repeat.items())]
+        for stray in found.strays:
+            named = (f"the candidate is {found.candidate.name}" if found.candidate
+                     else f"its record names {found.missing}, which is gone")
+            warnings.append(f"{stray}: not the file its record names ({named}); skipped")
+        if found.candidate is not None:
+            chosen.append((task_dir.name, repeat, found.candidate))
+    return chosen
 
 
 def assign_aliases(models: Iterable[str], seed: int, existing: Mapping[str, str] | None = None) -> dict[str, str]:

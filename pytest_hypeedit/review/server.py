@@ -4,11 +4,11 @@ Nothing is ever served from a path taken from the URL.  The routes are an
 exact-match table (three static files, two JSON endpoints) plus
 ``/img/<id>``, where ``<id>`` is looked up in a table built at start-up from
 the scanned outputs and the tasks' reference images.  A file is served only
-while its real path (links followed) lies inside the folder it was found in
-(the split's outputs for a candidate; the images folder or the cache for a
-reference), checked at start-up and again on every request: a file swapped
-for a symbolic link to elsewhere after the start is refused like one that
-was a link from the beginning.  Every image is decoded
+while it is a regular file inside the folder it was found in, reached without
+a symbolic link (the split's outputs for a candidate; the images folder or the
+cache for a reference), checked at start-up and again on every request: a file
+swapped for a symbolic link after the start is refused like one that was a
+link from the beginning.  Every image is decoded
 and re-encoded as PNG without metadata, so neither the file format nor any
 embedded metadata (software tags, C2PA manifests) can tell the rater which
 model made it.  Requests whose Host is not the address the server listens on
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import socket
 import sys
@@ -30,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..files import check_regular
 from .catalog import Catalog, opaque_id
 from .store import LabelsStore
 
@@ -44,12 +46,15 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def inside(path: Path, roots: list[Path]) -> Path | None:
-    """The real path of ``path`` (every link followed) when it lies inside one of ``roots``, else None."""
-    try:
-        real = path.resolve(strict=True)
-    except (OSError, RuntimeError):  # missing, or a loop of links
-        return None
-    return real if any(real.is_relative_to(root) for root in roots) else None
+    """The real path of ``path`` when it is a regular file inside one of ``roots`` reached without a symbolic
+    link (files.check_regular: the run and the report refuse links alike), else None."""
+    for root in roots:
+        try:
+            check_regular(path, root)
+            return path.resolve(strict=True)
+        except (OSError, RuntimeError):  # missing, a link, or not under this root
+            continue
+    return None
 
 
 class ImageTable:
@@ -105,15 +110,23 @@ class ImageTable:
 def _reencode_png(path: Path) -> bytes | None:
     from PIL import Image
 
+    from ..providers.images import orientation, upright
+
     try:
-        with Image.open(path) as image:
+        with open(path, "rb", opener=_no_follow) as handle, Image.open(handle) as image:
             image.load()
             mode = "RGBA" if "A" in image.getbands() or "transparency" in image.info else "RGB"
             out = io.BytesIO()
-            image.convert(mode).save(out, format="PNG", compress_level=1)  # no info: metadata dropped
+            shown = upright(image.convert(mode), orientation(image))  # as the report and the signals see it
+            shown.save(out, format="PNG", compress_level=1)  # no info: metadata dropped
             return out.getvalue()
     except Exception:  # an undecodable candidate is shown as unavailable, not a crash
         return None
+
+
+def _no_follow(path: str, flags: int) -> int:
+    """``open``'s opener: a file swapped for a link since it was checked is not followed (where O_NOFOLLOW is)."""
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
 
 class ReviewApp:
