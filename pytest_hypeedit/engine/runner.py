@@ -33,7 +33,7 @@ from typing import Callable, TypeVar
 from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, ProviderError, Refusal
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
 from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
@@ -184,9 +184,18 @@ class Runner:
         return plan.record
 
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
-        return self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
-            split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
-        )
+        """The record on disk, or a new one; a file there that is no record (untrusted: a wrong type, too deep,
+        not JSON) is treated as absent and noted on the new record (``extra["discarded_record"]``: why) for the
+        summary to warn about, naming the file."""
+        found, problem = self.store.load_record(task.split, spec.name, task.task_id, repeat)
+        if found is not None:
+            found.extra.pop(DISCARDED, None)  # a note of an earlier run, about a file since rewritten
+            return found
+        record = Record(split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat,
+                        task_types=list(task.task_types))
+        if problem:
+            record.extra[DISCARDED] = problem
+        return record
 
     def _look_on_disk(self, plan: "Plan") -> None:
         """The candidate is the file its record names (engine/store.py): other images beside it are strays,
