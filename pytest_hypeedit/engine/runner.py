@@ -38,6 +38,7 @@ from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
 from ..tasks import Task
+from ..text import ERROR_LIMIT, clean_text
 from . import journal as paid
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
 
@@ -486,7 +487,8 @@ class Runner:
 
     def _failed(self, record: Record, spec: ModelSpec, exc: Exception, note: str = "") -> None:
         # the error names model and route already; the item adds task and repeat
-        record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc)) + note
+        # any exception of a plugin's provider: its text is cleaned and capped where it is stored (text.py)
+        record.outcome, record.route, record.error = ERROR, spec.route, clean_text(redact(str(exc)) + note, ERROR_LIMIT)
         self.store.write_record(record)  # visible in the outputs; the next run retries it
         return None
 
@@ -555,7 +557,8 @@ class Runner:
             # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
             paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
             self._settle(reservation, paid_for)
-            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
+            record.outcome, record.error = ERROR, clean_text(redact(f"judge {judge.id}: {exc}") + self._lost_note(lost),
+                                                       ERROR_LIMIT)
             self.store.write_record(record)
             return
         self.end_call(record)
