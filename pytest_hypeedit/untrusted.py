@@ -30,8 +30,9 @@ RECORD_BYTES = 1 << 20
 TASK_FILE_BYTES = 64 << 20
 #: One rater's labels: about 100 bytes per verdict, notes up to 2,000 characters; 64 MiB is far beyond a panel's.
 LABELS_BYTES = 64 << 20
-#: A models file lists a few models and routes in a few KB; a split manifest is a few lines.
-MODELS_BYTES = MANIFEST_BYTES = 1 << 20
+#: A models file lists a few models and routes in a few KB; a split manifest is a few lines; a sampling design
+#: (review/design.py) names a few hundred candidates.
+MODELS_BYTES = MANIFEST_BYTES = DESIGN_BYTES = 1 << 20
 
 
 class UntrustedInput(ValueError):
@@ -129,7 +130,7 @@ def load_yaml_file(path: Path, max_bytes: int) -> Any:
     raised)."""
     try:
         text = read_bounded(path, max_bytes).decode("utf-8")
-        return yaml.load(text, Loader=BoundedLoader)  # noqa: S506 (a SafeLoader subclass)
+        return yaml.load(text, Loader=BoundedLoader)  # a SafeLoader subclass: safe tags only
     except UnicodeDecodeError as exc:
         raise UntrustedInput(f"not UTF-8 text ({exc})") from None
     except yaml.YAMLError as exc:

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Iterator
 
 from ..files import atomic_write_bytes
-from ..untrusted import RECORD_BYTES, load_json_file
 from ..tasks import IMAGE_SUFFIXES
+from ..untrusted import RECORD_BYTES, load_json_file
 from .limits import exclusive
 from .records import Record
 

@@ -190,11 +190,11 @@ def missing_references_error(missing: dict[str, list[str]], images_base: str) ->
     lines = [f"  task {task_id}: {', '.join(names)}" for task_id, names in list(missing.items())[:MAX_MISSING_LINES]]
     if len(missing) > MAX_MISSING_LINES:
         lines.append(f"  ... and {len(missing) - MAX_MISSING_LINES} more tasks")
-    return "\n".join([f"hypeedit-review: error: the reference images of {len(missing)} task(s) cannot be found "
-                      f"under {images_base}, and a rater must not label an edit without its original:", *lines,
-                      "Fix --images-base (the folder or URL holding <task_id>/<image>), or pass "
-                      "--allow-missing-references to start anyway (those tasks then say their references are "
-                      "missing)."])
+    head = (f"hypeedit-review: error: the reference images of {len(missing)} task(s) cannot be found under "
+            f"{images_base}, and a rater must not label an edit without its original:")
+    tail = ("Fix --images-base (the folder or URL holding <task_id>/<image>), or pass --allow-missing-references to "
+            "start anyway (those tasks then say their references are missing).")
+    return "\n".join([head, *lines, tail])
 
 
 def serve(server, app, path: Path) -> int:
