@@ -100,7 +100,8 @@ class HostileProvider(Provider):
             if request.repeat == 1:
                 raise ImageError(HOSTILE + "i" * 200_000)  # one of ours, but not a call error
             raise ValueError(HOSTILE)  # a bug of the adapter, quoting what it got
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01, provider_model="h-1")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01, provider_model="h-1",
+                          request_id=HOSTILE if os.environ.get("HOSTILE") else "req-1")
 
 class HostileJudge(Judge):
     '''A paid judge (its verdicts are reused) whose reasoning is hostile and huge when HOSTILE is set.'''
@@ -115,7 +116,7 @@ class HostileJudge(Judge):
 def pytest_hypeedit_record(config, record):
     # what a plugin sees of each record on the controller, written as it is
     with open("hook.log", "a", encoding="utf-8") as log:
-        log.write(f"{record.reasoning}\\n{record.error}\\n{record.refusal}\\n{record.votes}\\n")
+        log.write(f"{record.reasoning}\\n{record.error}\\n{record.refusal}\\n{record.votes}\\n{record.request_id}\\n")
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_add_models(config):

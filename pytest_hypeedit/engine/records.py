@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_entries, clean_optional
+from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
 
 #: Outcomes of one candidate (design.md, "Outcomes of one candidate").
 PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
@@ -250,8 +250,10 @@ def _json_type(value: Any) -> str:
             dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-#: The text fields taken from outside (a provider's reply, a judge's reply, a rater) and their caps (text.py).
-_OUTSIDE_TEXTS = {"reasoning": REASONING_LIMIT, "error": ERROR_LIMIT, "refusal": ERROR_LIMIT}
+#: The text fields taken from outside (a provider's reply, a judge's reply, a rater) and their caps (text.py);
+#: a request id is a provider's header, one line.
+_OUTSIDE_TEXTS = {"reasoning": REASONING_LIMIT, "error": ERROR_LIMIT, "refusal": ERROR_LIMIT,
+                  "request_id": SHORT_LIMIT}
 
 
 def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
