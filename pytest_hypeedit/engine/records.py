@@ -183,7 +183,10 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
     "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,), "cost": _NUMBER,
     "judged_at": _TEXT, "extra": (dict,),
 }
-_NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None}
+#: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
+#: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
+_NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {"cost", "judge_cost",
+                                                                                "resubmitted_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:
