@@ -166,18 +166,22 @@ class MalformedRecord(ValueError):
 
 
 _TEXT, _NUMBER, _INT, _BOOL = (str,), (int, float), (int,), (bool,)
+_SCALARS = (str, int, float, bool)
 #: The type of every field a record may hold (None is allowed where the default is None).  A field not listed
 #: (one added later, e.g. a content hash) may be any JSON scalar.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
-    "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "seed": _INT,
+    "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "seed": _SCALARS,
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
     "judge_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,), "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
 }
-_SCALARS = (str, int, float, bool)
+#: Text fields that only inform (a plugin's provider may give its request id or model as a number): a number
+#: there is kept as text, never a reason to throw away the record and its paid verdict.
+_INFORMATIVE = {"route", "provider_model", "request_id", "generated_at", "judged_at", "refusal", "error",
+                "reasoning"}
 #: The fields of one verdict (a ``judgements`` entry), as runner._verdict_entry writes them.
 _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
     "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,), "cost": _NUMBER,
@@ -194,7 +198,9 @@ def check_fields(fields: dict[str, Any]) -> None:
     missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
     if missing:
         raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
-    for name, value in fields.items():
+    for name, value in list(fields.items()):
+        if name in _INFORMATIVE and _is(value, _NUMBER):
+            fields[name] = value = str(value)
         kinds = _FIELD_TYPES.get(name, _SCALARS)
         if value is None and (name in _NULLABLE or name not in _FIELD_TYPES):
             continue
