@@ -131,6 +131,10 @@ def test_the_validator_names_the_field_and_accepts_unknown_scalar_fields():
         Record.from_dict({**base, "judgements": {"j": []}})
     # a field this version does not know is dropped; one it knows but has no type for may be any JSON scalar
     assert Record.from_dict({**base, "candidate_sha256": "ab" * 32, "later": {"x": 1}}).key == ("s", "m", "t", 1)
+    from pytest_hypeedit.engine import records, signals
+
+    assert records._SIGNALS == set(signals.SIGNAL_KEYS)  # the pixel signals checked are the ones computed
+    Record.from_dict({**base, "signals": {"ssim": 0.9, "later": {"sha256": "ab"}}})  # a later key: not checked
     # what only informs is kept as text when a plugin's provider gave a number; a null amount counts 0
     record = Record.from_dict({**base, "request_id": 123, "seed": "s-1", "cost": None, "judge_cost": None})
     assert (record.request_id, record.seed, record.spent) == ("123", "s-1", 0.0)

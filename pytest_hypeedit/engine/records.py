@@ -182,6 +182,9 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
 #: there is kept as text, never a reason to throw away the record and its paid verdict.
 _INFORMATIVE = {"route", "provider_model", "request_id", "generated_at", "judged_at", "refusal", "error",
                 "reasoning"}
+#: The pixel signals the analysis compares (engine/signals.py's SIGNAL_KEYS, named again here so that reading a
+#: record needs no numpy): numbers or true/false; other keys are not checked.
+_SIGNALS = {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
 #: The fields of one verdict (a ``judgements`` entry), as runner._verdict_entry writes them.
 _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
     "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,), "cost": _NUMBER,
@@ -214,7 +217,7 @@ def check_fields(fields: dict[str, Any]) -> None:
     for judge, entry in (fields.get("judgements") or {}).items():
         _check_verdict_entry(entry, f"judgements[{judge!r:.40}]")
     for key, value in (fields.get("signals") or {}).items():
-        if value is not None and not _is(value, _SCALARS):
+        if key in _SIGNALS and value is not None and not _is(value, _SCALARS):
             raise MalformedRecord(f"signals[{key!r:.40}] must be a number, text or true/false, not {_json_type(value)}")
     human = fields.get("human")
     if human is not None:
