@@ -121,6 +121,16 @@ def test_a_record_past_the_bounds_is_reported_by_name_and_treated_as_absent(benc
     assert str(RECORD) in warning
 
 
+def test_every_field_of_a_record_has_its_type_listed():
+    """A field added to Record is listed in records._FIELD_TYPES too, so a doctored record cannot put any value
+    in it (unlisted, it would be read unchecked)."""
+    import dataclasses
+
+    from pytest_hypeedit.engine import records
+
+    assert {field.name for field in dataclasses.fields(Record)} == set(records._FIELD_TYPES)
+
+
 def test_the_validator_names_the_field_and_accepts_unknown_scalar_fields():
     base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
     with pytest.raises(MalformedRecord, match="'signals' must be an object, not text"):
@@ -129,7 +139,7 @@ def test_the_validator_names_the_field_and_accepts_unknown_scalar_fields():
         Record.from_dict({**base, "repeat": True})
     with pytest.raises(MalformedRecord, match=r"judgements\['j'\] must be an object"):
         Record.from_dict({**base, "judgements": {"j": []}})
-    # a field this version does not know is dropped; one it knows but has no type for may be any JSON scalar
+    # a field this version does not know is dropped (a field added later is listed in _FIELD_TYPES when added)
     assert Record.from_dict({**base, "candidate_sha256": "ab" * 32, "later": {"x": 1}}).key == ("s", "m", "t", 1)
     from pytest_hypeedit.engine import records, signals
 

@@ -168,7 +168,7 @@ class MalformedRecord(ValueError):
 _TEXT, _NUMBER, _INT, _BOOL = (str,), (int, float), (int,), (bool,)
 _SCALARS = (str, int, float, bool)
 #: The type of every field a record may hold (None is allowed where the default is None).  A field not listed
-#: (one added later, e.g. a content hash) may be any JSON scalar.
+#: (one added later, e.g. a content hash) is not checked here: list it when it is added.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
     "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "seed": _SCALARS,
@@ -204,8 +204,8 @@ def check_fields(fields: dict[str, Any]) -> None:
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and _is(value, _NUMBER):
             fields[name] = value = str(value)
-        kinds = _FIELD_TYPES.get(name, _SCALARS)
-        if value is None and (name in _NULLABLE or name not in _FIELD_TYPES):
+        kinds = _FIELD_TYPES.get(name)
+        if kinds is None or (value is None and name in _NULLABLE):
             continue
         if not _is(value, kinds):
             raise MalformedRecord(f"{name!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
