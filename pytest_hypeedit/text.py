@@ -45,12 +45,18 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 # Line breaks other than \n that a terminal or a log reader may honour: each becomes \n, so the line check sees it.
 _BREAKS = re.compile("\r\n?|[\u2028\u2029\x85\x0b\x0c]")
 _COMMAND_LINE = re.compile(r"^([ \t]*)(?=::|##\[|##vso\[)", re.MULTILINE | re.IGNORECASE)
+# A text with none of these is left as it is (most are: a replay cleans thousands of records' texts).
+_WORK = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_WORK_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def clean_text(text: str, limit: int, *, multiline: bool = True) -> str:
     """``text`` without control characters, escape sequences or bidi overrides, no line of it a CI workflow
     command, at most ``limit`` characters (plus a note of how many were cut).  ``multiline=False`` also turns
     line breaks and tabs into spaces, for a text shown on one line."""
+    if (len(text) <= limit and "::" not in text and "##" not in text
+            and not (_WORK_MULTILINE if multiline else _WORK).search(text)):
+        return text
     cut = len(text) - limit if len(text) > limit else 0
     text = text[:limit] if cut else text  # cut first: never run the patterns over a huge text
     text = _CONTROLS.sub("", _ESCAPES.sub("", _BREAKS.sub("\n", text)))

@@ -71,16 +71,17 @@ def loads_json(text: str) -> Any:
 
 
 def check_depth(value: Any) -> None:
-    """Refuse a parsed value nested deeper than MAX_DEPTH (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
+    """Refuse a parsed value nested deeper than MAX_DEPTH: walked level by level, containers only, no recursion
+    (a replay reads thousands of records: only what can nest is visited)."""
+    level, depth = [value] if isinstance(value, (dict, list)) else [], 1
+    while level:
         if depth > MAX_DEPTH:
             raise UntrustedInput(_too_deep())
-        stack.extend((child, depth + 1) for child in children)
+        inner = []
+        for item in level:
+            inner.extend(child for child in (item.values() if isinstance(item, dict) else item)
+                         if isinstance(child, (dict, list)))
+        level, depth = inner, depth + 1
 
 
 def _too_deep() -> str:
