@@ -43,6 +43,12 @@ def test_clean_text_drops_escapes_controls_and_bidi_and_marks_command_lines():
     assert "bad red  " in cleaned and "evil" in cleaned and "\n" in cleaned
 
 
+@pytest.mark.parametrize("text, cleaned", [("::add-mask::x", "| ::add-mask::x"), ("##[error]y", "| ##[error]y"),
+                                           ("ok\n  ::error::z", "ok\n  | ::error::z"), ("##vso[task]w", "| ##vso[task]w")])
+def test_a_command_line_with_nothing_else_to_clean_is_marked_too(text, cleaned):
+    assert clean_text(text, 100) == cleaned
+
+
 def test_clean_text_keeps_honest_text_as_it_is():
     honest = "The car is gone.\n\tThe sky: unchanged; a::b and std::string stay. ünïcode 漢字 ✓"
     assert clean_text(honest, 1000) == honest
