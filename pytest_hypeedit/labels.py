@@ -204,8 +204,9 @@ def _note(value, where: str) -> str | None:
 def clean_note(text: str) -> str | None:
     """Whitespace (newlines, tabs) made single spaces and other control characters dropped, so a note is one
     line in a terminal and a table; cut at MAX_NOTE characters.  None when nothing is left."""
-    text = "".join(ch for ch in " ".join(text.split()) if ch.isprintable())[:MAX_NOTE]
-    return clean_text(text, MAX_NOTE, multiline=False) or None  # a note that reads as a CI command is marked
+    text = clean_text(text, MAX_NOTE, multiline=False)  # escapes dropped whole; a CI command line is marked
+    text = "".join(ch for ch in " ".join(text.split()) if ch.isprintable())
+    return text[:MAX_NOTE] or None
 
 
 #: The sampling design the review app writes beside a sample's labels (review/design.py): not a rater's file.

@@ -16,7 +16,12 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 
 from pytest_hypeedit.engine.records import MalformedRecord, Record
-from pytest_hypeedit.untrusted import MAX_DEPTH, UntrustedInput, load_json_file, load_yaml_file
+from pytest_hypeedit.untrusted import (
+    MAX_DEPTH,
+    UntrustedInput,
+    load_json_file,
+    load_yaml_file,
+)
 
 TASKS, REPEATS = 2, 2
 

@@ -14,7 +14,12 @@ from benchdata import make_tasks, write_split
 
 from pytest_hypeedit.errors import JudgeError, ProviderError, Refusal
 from pytest_hypeedit.judges.base import Verdict
-from pytest_hypeedit.text import COMMAND_MARKER, ERROR_LIMIT, REASONING_LIMIT, clean_text
+from pytest_hypeedit.text import (
+    COMMAND_MARKER,
+    ERROR_LIMIT,
+    REASONING_LIMIT,
+    clean_text,
+)
 
 HOSTILE = ("bad \x1b[31mred\x1b[0m \x1b]0;pwned-title\x07 \x1b]52;c;ZXZpbA==\x1b\\ bell\x07 nul\x00 del\x7f "
            "c1\x9b2J \u202eevil\u202c\r\n::add-mask::secret-value\n  ::stop-commands::tok123\r::error file=x::boom\n"
@@ -47,6 +52,13 @@ def test_clean_text_drops_escapes_controls_and_bidi_and_marks_command_lines():
                                            ("ok\n  ::error::z", "ok\n  | ::error::z"), ("##vso[task]w", "| ##vso[task]w")])
 def test_a_command_line_with_nothing_else_to_clean_is_marked_too(text, cleaned):
     assert clean_text(text, 100) == cleaned
+
+
+def test_a_rater_note_that_reads_as_a_command_is_marked_and_one_line():
+    from pytest_hypeedit.labels import clean_note
+
+    assert clean_note("::add-mask::x\n::error::y") == "| ::add-mask::x ::error::y"
+    assert clean_note("\x1b[31mred\x1b[0m \u202eok") == "red ok"  # escape sequences go whole
 
 
 def test_clean_text_keeps_honest_text_as_it_is():
