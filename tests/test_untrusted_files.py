@@ -111,6 +111,18 @@ def test_a_malformed_record_is_reported_by_name_and_treated_as_absent(bench, how
     assert "not a valid record" not in rerun.stdout.str()  # said once, for the run that found it
 
 
+def test_a_malformed_record_is_reported_under_xdist_too(bench):
+    run(bench).assert_outcomes(passed=TASKS * REPEATS)
+    path = bench.path / RECORD
+    path.write_text(json.dumps({**json.loads(path.read_text()), "judgements": []}))
+    result = run(bench, "-n", "2")
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert len(calls(bench)) == TASKS * REPEATS
+    [warning] = [line for line in result.stdout.lines if "not a valid record" in line]
+    assert str(RECORD) in warning and "'judgements' must be an object, not a list" in warning
+
+
 @pytest.mark.parametrize("content", [DEEP_JSON, '{"reasoning": "' + "x" * (2 << 20) + '"}', "[1, 2]", "{bad"],
                          ids=["nested 100,000 deep", "over 1 MiB", "a list", "not JSON"])
 def test_a_record_past_the_bounds_is_reported_by_name_and_treated_as_absent(bench, content):
