@@ -32,6 +32,8 @@ it was not sent again, and the candidate counts as possibly paid
 
 from __future__ import annotations
 
+from .text import ERROR_LIMIT, clean_text
+
 
 class HypeEditError(Exception):
     """Base of every error the plugin raises on purpose."""
@@ -78,7 +80,7 @@ class CallError(HypeEditError):
 
     def __init__(self, message: str, *, retryable: bool | None = None, status: int | None = None,
                  reply_lost: bool = False):
-        super().__init__(message)
+        super().__init__(clean_text(str(message), ERROR_LIMIT))  # it quotes a provider's or judge's reply
         if retryable is not None:
             self.retryable = retryable
         self.status = status
@@ -116,6 +118,7 @@ class Refusal(HypeEditError):
     """The model answered, but gave no usable image (moderation, no image part, undecodable file)."""
 
     def __init__(self, reason: str, *, cost: float | None = None, request_id: str | None = None):
+        reason = clean_text(str(reason), ERROR_LIMIT)  # the provider's words
         super().__init__(reason)
         self.reason = reason
         self.cost = cost

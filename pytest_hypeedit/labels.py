@@ -24,6 +24,8 @@ from .errors import LabelsError
 from .files import atomic_write_bytes
 from .tasks import shipped_labels
 from .engine.records import now_iso
+from .text import clean_text
+from .untrusted import LABELS_BYTES, UntrustedInput, load_json_file
 
 SCHEMA_VERSION = 2
 LabelKey = tuple[str, str, int]  # (task_id, model, repeat)
@@ -145,10 +147,10 @@ def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterL
 
 def _load_json(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_file(path, LABELS_BYTES)
     except OSError as exc:
         raise LabelsError(f"{path}: cannot read labels file ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UntrustedInput as exc:
         raise LabelsError(f"{path}: not a JSON labels file ({exc})") from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
         found = data.get("schema_version") if isinstance(data, dict) else type(data).__name__
@@ -203,6 +205,7 @@ def _note(value, where: str) -> str | None:
 def clean_note(text: str) -> str | None:
     """Whitespace (newlines, tabs) made single spaces and other control characters dropped, so a note is one
     line in a terminal and a table; cut at MAX_NOTE characters.  None when nothing is left."""
+    text = clean_text(text, MAX_NOTE, multiline=False)  # escapes dropped whole; a CI command line is marked
     text = "".join(ch for ch in " ".join(text.split()) if ch.isprintable())
     return text[:MAX_NOTE] or None
 

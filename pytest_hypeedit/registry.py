@@ -15,9 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-import yaml
-
 from .errors import ConfigError
+from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
 
 BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -79,13 +78,15 @@ def parse_rate_limit(text: str) -> tuple[str, RouteLimits]:
 
 def read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = load_yaml_file(Path(path), MODELS_BYTES) or {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read models file ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models", {}), dict):
+    except UntrustedInput as exc:
+        raise ConfigError(f"{path}: models file refused: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models") or {}, dict):
         raise ConfigError(f"{path}: a models file is a mapping with a 'models:' mapping of name -> entry")
+    if not isinstance(data.get("routes") or {}, dict):
+        raise ConfigError(f"{path}: 'routes:' must be a mapping of route -> limits (rpm, inflight)")
     return data
 
 
@@ -104,6 +105,8 @@ def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry
             raw_models[str(name)] = {**raw_models.get(str(name), {}), **entry}
             origin[str(name)] = where
         for route, limits in (data.get("routes") or {}).items():
+            if not isinstance(limits or {}, dict):
+                raise ConfigError(f"{where}: routes.{route} must be a mapping of 'rpm' and 'inflight'")
             raw_routes[str(route)] = {**raw_routes.get(str(route), {}), **(limits or {})}
     models = {name: _model_spec(name, entry, origin[name]) for name, entry in raw_models.items()}
     routes = {route: _limits(limits, f"routes.{route}") for route, limits in raw_routes.items()}
@@ -122,6 +125,9 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
     if not _finite_number(price) or price < 0:
         raise ConfigError(f"{where}: model {name}: 'price' must be a finite number >= 0 (USD per candidate), "
                           f"got {price!r}")
+    for key in ("provider_model", "note"):
+        if entry.get(key) is not None and not isinstance(entry[key], str):
+            raise ConfigError(f"{where}: model {name}: {key!r} must be text, got {type(entry[key]).__name__}")
     options = entry.get("options") or {}
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: model {name}: 'options' must be a mapping")

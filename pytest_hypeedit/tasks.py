@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
 from .errors import ConfigError, ImageError, InputError, TaskFileError
+from .untrusted import MANIFEST_BYTES, TASK_FILE_BYTES, UntrustedInput, load_yaml_file, loads_json, read_bounded
 
 #: A plain file or directory name: no separators, no "..", no leading dot.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
@@ -224,11 +223,14 @@ def load_manifest(path: Path) -> SplitSource:
 
 def _read_manifest(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data = load_yaml_file(path, MANIFEST_BYTES)
+    except (OSError, UntrustedInput) as exc:
         raise ConfigError(f"{path}: cannot read split manifest: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("source"), str):
         raise ConfigError(f"{path}: a split manifest needs at least 'name' and 'source' keys")
+    for key in ("name", "sha256", "images_base", "licence"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise ConfigError(f"{path}: split manifest key {key!r} must be text, got {type(data[key]).__name__}")
     return data
 
 
@@ -244,13 +246,15 @@ def load_split(source: SplitSource, cache_dir: Path, *, fetch=None) -> Split:
     """Read (downloading once into the cache if remote) and validate one split."""
     path = _task_file_path(source, cache_dir, fetch)
     try:
-        raw = path.read_bytes()
+        raw = read_bounded(path, TASK_FILE_BYTES)
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read task file ({exc.strerror}); check the --tasks path") from None
+    except UntrustedInput as exc:
+        raise TaskFileError(f"{path}: task file refused: {exc}") from None
     _check_sha256(raw, source, path)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, UntrustedInput) as exc:
         raise TaskFileError(f"{path}: not a JSON task file ({exc}); expected a JSON list of tasks") from None
     return Split(source, parse_tasks(data, source=str(path), split=source.name), path)
 
@@ -333,7 +337,7 @@ class CheckedImages:
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = loads_json(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = {}  # none yet, or unreadable: every image is decoded once more
         self._seen: dict[str, list[int]] = data if isinstance(data, dict) else {}

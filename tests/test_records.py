@@ -19,7 +19,9 @@ def full_record() -> Record:
                   job={"id": "j1", "polling_url": None}, resubmitted=1, verdict="FAIL", reasoning="the car is there",
                   judge="gemini-3-flash", votes=[{"judge": "a", "verdict": "FAIL"}], judge_cost=0.002,
                   judged_at="2026-01-01T00:00:01+00:00",
-                  judgements={"gemini-3-flash": {"verdict": "FAIL"}}, reused_candidate=True, extra={"size": "2K"})
+                  judgements={"gemini-3-flash": {"verdict": "FAIL", "judge": "gemini-3-flash", "reasoning": "the car is there",
+                                                   "votes": [], "judged_at": "2026-01-01T00:00:01+00:00"}},
+                  reused_candidate=True, extra={"size": "2K"})
 
 
 def test_a_record_rides_on_user_properties_as_json_and_comes_back_equal():

@@ -34,8 +34,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 class Server:
     """``python -m pytest_hypeedit.review`` in a subprocess; ``url`` is read from what it prints."""
 
-    def __init__(self, paths: dict, rater: str = "ann", port: int = 0):
-        args = [sys.executable, "-m", "pytest_hypeedit.review", *fixture.server_args(paths, rater, port)]
+    def __init__(self, paths: dict, rater: str = "ann", port: int = 0, extra: tuple[str, ...] = ()):
+        args = [sys.executable, "-m", "pytest_hypeedit.review", *fixture.server_args(paths, rater, port), *extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                      env={**os.environ, "PYTHONUNBUFFERED": "1"})
         lines: queue.Queue[str] = queue.Queue()
@@ -252,4 +252,61 @@ def test_a_note_goes_with_the_verdict_and_can_be_changed_later(browser, servers,
     wait_saved(page)
     rater = labels.read_labels(labels_file, known_models=fixture.MODELS)
     assert list(rater.notes.values()) == ["the logo is cut off"] and list(rater.verdicts.values()) == [False]
+    context.close()
+
+
+def click(page, selector: str) -> None:
+    before = current(page)
+    page.click(selector)
+    page.wait_for_function("b => document.body.dataset.item !== b", arg=before, timeout=5000)
+
+
+def test_pass_and_fail_buttons_label_like_the_keys(browser, servers, tmp_path):
+    paths = fixture.build(tmp_path)
+    servers.append(Server(paths, rater="dee"))
+    state = servers[0].state()
+    order, by_id = [i["id"] for i in state["items"]], {i["id"]: i for i in state["items"]}
+    context = new_context(browser)
+    page = open_page(context, servers[0].url, Traffic())
+    assert page.is_visible("#button-pass") and page.is_visible("#button-fail")
+    click(page, "#button-pass")
+    click(page, "#button-fail")
+    page.keyboard.press("Enter")  # the button clicked last does not keep the focus: Enter presses nothing
+    page.keyboard.press(" ")
+    page.keyboard.press(" ")  # Space flips there and back, and does not press a button either
+    page.wait_for_timeout(300)
+    assert current(page) == order[2] and page.inner_text("#stage-label") == "CANDIDATE"
+    press(page, "p")  # the keys still work beside the buttons
+    assert current(page) == order[3]
+    page.keyboard.press(" ")
+    assert page.inner_text("#stage-label") == "REFERENCE 1" and current(page) == order[3]
+    wait_saved(page)
+    saved = saved_verdicts(paths["labels"] / "dee.json")
+    key = lambda i: (by_id[order[i]]["task"], by_id[order[i]]["alias"], f"{by_id[order[i]]['repeat']:03d}.png")
+    assert saved == {key(0): "PASS", key(1): "FAIL", key(2): "PASS"}
+    context.close()
+
+
+def test_missing_references_stop_the_start_unless_allowed_and_then_each_task_says_so(browser, servers, tmp_path):
+    import shutil
+
+    paths = fixture.build(tmp_path)
+    shutil.rmtree(paths["images"] / "task-1")
+    refused = subprocess.run([sys.executable, "-m", "pytest_hypeedit.review", *fixture.server_args(paths)],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2
+    assert "reference images of 1 task(s) cannot be found" in refused.stderr
+    assert "task task-1: 001.png" in refused.stderr and "--allow-missing-references" in refused.stderr
+    assert "open http" not in refused.stdout  # never served
+
+    servers.append(Server(paths, rater="eve", extra=("--allow-missing-references",)))
+    state = servers[0].state()
+    assert state["tasks"]["task-1"]["refs_missing"] == 1 and state["tasks"]["task-0"]["refs_missing"] == 0
+    context = new_context(browser)
+    page = open_page(context, servers[0].url, Traffic())
+    page.select_option("#filter-type", "colour")  # task-1 only
+    assert page.inner_text("#meta").split(" · ")[1] == "task task-1"
+    assert page.is_visible("#refs-missing") and "missing" in page.inner_text("#refs-missing")
+    page.select_option("#filter-type", "object")  # task-3: its references are there
+    assert not page.is_visible("#refs-missing")
     context.close()

@@ -131,3 +131,126 @@ def test_one_server_per_rater_file_and_a_clear_error_without_candidates(tmp_path
     args[args.index("--outputs") + 1] = str(tmp_path / "empty")
     assert cli.main(args) == 2
     assert "no candidates under" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- bounds and binding
+
+
+def test_the_host_and_origin_checks_hold_on_any_address_not_only_the_loopback_names(tmp_path):
+    from pytest_hypeedit.review import server as review_server
+
+    paths = fixture.build(tmp_path)
+    args = cli.parse_args(fixture.server_args(paths))
+    split, images_base = cli.load_tasks(args)
+    app, _ = cli.build_app(args, split, images_base, cli.labels_path(args, split.name))
+    server = make_server(app, "127.0.0.2", 0)  # not one of the names LOOPBACK lists
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        def get(host):
+            conn = http.client.HTTPConnection("127.0.0.2", port, timeout=10)
+            conn.request("GET", "/api/state", headers={"Host": host})
+            status = conn.getresponse().status
+            conn.close()
+            return status
+        assert get("evil.example") == 421 and get(f"evil.example:{port}") == 421
+        assert get(f"127.0.0.2:{port}") == 200 and get(f"localhost:{port}") == 200
+        conn = http.client.HTTPConnection("127.0.0.2", port, timeout=10)
+        conn.request("POST", "/api/verdicts", body="{}", headers={"Host": f"127.0.0.2:{port}", "Content-Type":
+                                                                 "application/json", "Origin": "http://evil.example"})
+        assert conn.getresponse().status == 403
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "127.0.0.2" in review_server.host_names("127.0.0.2")
+    import socket
+    assert socket.gethostname().lower() in review_server.host_names("0.0.0.0")  # a wildcard: this machine's names
+    assert "proxy.example" in review_server.host_names("0.0.0.0", ("Proxy.Example",))
+
+
+def test_a_server_beyond_loopback_is_warned_about():
+    from pytest_hypeedit.review.server import exposure_warning
+
+    assert exposure_warning("127.0.0.1", 8765, "ann") is None and exposure_warning("::1", 8765, "ann") is None
+    warning = exposure_warning("0.0.0.0", 8765, "ann")
+    assert "0.0.0.0:8765" in warning and "label them as ann" in warning and "--allow-host" in warning
+
+
+def test_a_burst_of_connections_waits_in_the_listen_queue_not_in_syn_retries(served):
+    """50 connections at once, none accepted yet (the server's loop is not running): each completes its handshake
+    into the listen queue at once.  With the stdlib's queue of 5, the seventh waits for SYN retries (1 s, 3 s...)."""
+    import socket
+
+    _, app, _ = served
+    server = make_server(app, "127.0.0.1", 0)  # never serve_forever: nothing is accepted
+    port = server.server_address[1]
+    sockets = []
+    try:
+        for _ in range(50):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=0.8)
+            sockets.append(sock)
+    finally:
+        for sock in sockets:
+            sock.close()
+        server.server_close()
+    assert len(sockets) == 50
+
+
+def big_png_table(tmp_path, count, **kwargs):
+    """An image table of ``count`` noisy 700x700 images (each a PNG of about 1.4 MB once re-encoded)."""
+    import os as _os
+
+    from PIL import Image
+
+    from pytest_hypeedit.review.catalog import Catalog
+    from pytest_hypeedit.review.server import ImageTable
+
+    paths = []
+    for i in range(count):
+        path = tmp_path / f"ref{i}.png"
+        Image.frombytes("RGB", (700, 700), _os.urandom(700 * 700 * 3)).save(path)
+        paths.append(path)
+    catalog = Catalog("s", {}, (), {})
+    table = ImageTable(catalog, {"task": paths}, **kwargs)
+    return table, table.reference_images["task"]
+
+
+def test_the_image_cache_is_bounded_by_bytes(tmp_path):
+    table, ids = big_png_table(tmp_path, 6, cache_bytes=8 << 20)
+    sizes = [len(table.png(image_id)) for image_id in ids]
+    assert sum(sizes) > 8 << 20 and max(sizes) < 2 << 20  # more than the bound in all, each under a quarter of it
+    assert 0 < table.cached_bytes <= 8 << 20
+    assert table.png(ids[0]) is not None and table.cached_bytes <= 8 << 20  # the oldest, decoded again
+
+
+def test_an_image_larger_than_a_quarter_of_the_cache_is_served_not_kept(tmp_path):
+    table, ids = big_png_table(tmp_path, 1, cache_bytes=4 << 20)
+    assert len(table.png(ids[0])) > 1 << 20 and table.cached_bytes == 0
+
+
+def test_at_most_two_images_are_decoded_at_once(tmp_path, monkeypatch):
+    import time
+
+    from pytest_hypeedit.review import server as review_server
+
+    table, ids = big_png_table(tmp_path, 6)
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def slow_reencode(path):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return b"png"
+
+    monkeypatch.setattr(review_server, "_reencode_png", slow_reencode)
+    threads = [threading.Thread(target=table.png, args=(image_id,)) for image_id in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert peak[0] <= review_server.DECODES == 2  # six requests at once, two decodes at a time

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
+
 #: Outcomes of one candidate (design.md, "Outcomes of one candidate").
 PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
 OUTCOMES = (PASS, FAIL, REFUSED, ERROR, SKIPPED)
@@ -23,6 +25,9 @@ OUTCOMES = (PASS, FAIL, REFUSED, ERROR, SKIPPED)
 PROPERTY_KEY = "hypeedit_record"
 
 RECORD_SCHEMA = "hypeedit-record/1"
+
+#: ``extra`` key of a new record made where a file on disk was no record (engine/store.py): why it was not used.
+DISCARDED = "discarded_record"
 
 
 def now_iso() -> str:
@@ -143,17 +148,156 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Record:
+        """A record from its JSON fields, which are untrusted (a file on disk, a report from a worker): a field of
+        the wrong type raises MalformedRecord naming it; the texts taken from outside are cleaned and capped."""
+        if not isinstance(data, dict):
+            raise MalformedRecord(f"not a JSON object but {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         fields = {k: v for k, v in data.items() if k in names}
         if fields.get("job") is not None and not isinstance(fields["job"], dict):
             # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
             # paid job), as an object without an id that the adapter refuses with a message naming the record.
             fields["job"] = {"malformed": fields["job"]}
-        return cls(**fields)
+        check_fields(fields)
+        return cls(**clean_fields(fields))
 
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(json.loads(text))
+
+
+class MalformedRecord(ValueError):
+    """A record whose fields are not of their types: treated as absent (engine/store.py), never a crash."""
+
+
+_TEXT, _NUMBER, _INT, _BOOL = (str,), (int, float), (int,), (bool,)
+_SCALARS = (str, int, float, bool)
+#: The type of every field a record may hold (None is allowed where the default is None).  A field not listed
+#: (one added later, e.g. a content hash) is not checked here: list it when it is added.
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
+    "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "seed": _SCALARS,
+    "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
+    "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
+    "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
+    "judge_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,), "human": (dict,), "signals": (dict,),
+    "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,),
+}
+#: Text fields that only inform (a plugin's provider may give its request id or model as a number): a number
+#: there is kept as text, never a reason to throw away the record and its paid verdict.
+_INFORMATIVE = {"route", "provider_model", "request_id", "generated_at", "judged_at", "refusal", "error",
+                "reasoning"}
+#: The pixel signals the analysis compares (engine/signals.py's SIGNAL_KEYS, named again here so that reading a
+#: record needs no numpy): numbers or true/false; other keys are not checked.
+_SIGNALS = {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
+#: The fields of one verdict (a ``judgements`` entry), as runner._verdict_entry writes them.
+_VERDICT_TYPES: dict[str, tuple[type, ...]] = {
+    "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,), "cost": _NUMBER,
+    "judged_at": _TEXT, "extra": (dict,),
+}
+#: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
+#: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
+_NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {"cost", "judge_cost",
+                                                                                "resubmitted_cost"}
+
+
+def check_fields(fields: dict[str, Any]) -> None:
+    """Raise MalformedRecord for the first field (or verdict entry, vote, signal) not of its type."""
+    missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
+    if missing:
+        raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
+    for name, value in list(fields.items()):
+        if name in _INFORMATIVE and _is(value, _NUMBER):
+            fields[name] = value = str(value)
+        kinds = _FIELD_TYPES.get(name)
+        if kinds is None or (value is None and name in _NULLABLE):
+            continue
+        if not _is(value, kinds):
+            raise MalformedRecord(f"{name!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
+    _check_items(fields.get("task_types", []), _TEXT, "task_types")
+    _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
+    for name in ("votes", "possibly_paid"):
+        _check_items(fields.get(name, []), (dict,), name)
+    if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:
+        raise MalformedRecord(f"'outcome' must be one of {', '.join(OUTCOMES)}, not {fields['outcome']!r:.40}")
+    for judge, entry in (fields.get("judgements") or {}).items():
+        _check_verdict_entry(entry, f"judgements[{judge!r:.40}]")
+    for key, value in (fields.get("signals") or {}).items():
+        if key in _SIGNALS and value is not None and not _is(value, _SCALARS):
+            raise MalformedRecord(f"signals[{key!r:.40}] must be a number, text or true/false, not {_json_type(value)}")
+    human = fields.get("human")
+    if human is not None:
+        if not _is(human.get("votes", []), (list,)):
+            raise MalformedRecord("'human.votes' must be a list")
+        _check_items(human.get("votes", []), (dict,), "human.votes")
+
+
+def _check_verdict_entry(entry: Any, where: str) -> None:
+    if not isinstance(entry, dict):
+        raise MalformedRecord(f"{where} must be an object, not {_json_type(entry)}")
+    for name, kinds in _VERDICT_TYPES.items():
+        value = entry.get(name)
+        if value is not None and not _is(value, kinds):
+            raise MalformedRecord(f"{where}.{name} must be {_kind_names(kinds)}, not {_json_type(value)}")
+    if entry.get("verdict") not in ("PASS", "FAIL"):
+        raise MalformedRecord(f"{where} needs a 'verdict', PASS or FAIL, not {entry.get('verdict')!r:.40}")
+    _check_items(entry.get("votes") or [], (dict,), f"{where}.votes")
+
+
+def _check_items(values: list, kinds: tuple[type, ...], where: str) -> None:
+    for value in values:
+        if not _is(value, kinds):
+            raise MalformedRecord(f"every item of {where!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
+
+
+def _is(value: Any, kinds: tuple[type, ...]) -> bool:
+    """JSON's types: a bool is not a number (Python's bool is an int)."""
+    if isinstance(value, bool):
+        return bool in kinds or kinds == _SCALARS
+    return isinstance(value, kinds)
+
+
+def _kind_names(kinds: tuple[type, ...]) -> str:
+    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false", list: "a list",
+             dict: "an object"}
+    return " or ".join(dict.fromkeys(names[kind] for kind in kinds))
+
+
+def _json_type(value: Any) -> str:
+    return {bool: "true/false", int: "a number", float: "a number", str: "text", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+#: The text fields taken from outside (a provider's reply, a judge's reply, a rater) and their caps (text.py);
+#: a request id is a provider's header, one line.
+_OUTSIDE_TEXTS = {"reasoning": REASONING_LIMIT, "error": ERROR_LIMIT, "refusal": ERROR_LIMIT,
+                  "request_id": SHORT_LIMIT}
+
+
+def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """The record's outside texts (reasoning, error, refusal, votes' notes and reasoning, earlier verdicts' and
+    the human panel's) cleaned of control characters and CI commands and capped (text.py): a record read back
+    may have been written by anyone."""
+    fields = _cleaned(fields, _OUTSIDE_TEXTS)
+    if fields.get("judgements"):
+        # every key a reused verdict is applied from (runner._apply_verdict), the judge's id by default its key
+        fields["judgements"] = {judge: {"judge": judge, "reasoning": None, "votes": [], "judged_at": None,
+                                        **_cleaned(entry, {"reasoning": REASONING_LIMIT})}
+                                for judge, entry in fields["judgements"].items()}
+    if fields.get("human"):
+        fields["human"] = _cleaned(fields["human"], {})
+    return fields
+
+
+def _cleaned(entry: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
+    entry = dict(entry)
+    for name, limit in limits.items():
+        if name in entry:
+            entry[name] = clean_optional(entry[name], limit)
+    if "votes" in entry:
+        entry["votes"] = clean_entries(entry["votes"])
+    return entry
 
 
 def record_to_property(record: Record) -> tuple[str, str]:

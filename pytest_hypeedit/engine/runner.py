@@ -37,11 +37,12 @@ from ..errors import (BudgetExceeded, CallError, HypeEditError, JobExpired, Judg
 from ..files import sha256_bytes, sha256_of
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
 from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
 from ..tasks import Task
+from ..text import ERROR_LIMIT, clean_text
 from . import journal as paid
 from . import provenance
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
@@ -197,9 +198,18 @@ class Runner:
         return plan.record
 
     def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
-        return self.store.read_record(task.split, spec.name, task.task_id, repeat) or Record(
-            split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat, task_types=list(task.task_types)
-        )
+        """The record on disk, or a new one; a file there that is no record (untrusted: a wrong type, too deep,
+        not JSON) is treated as absent and noted on the new record (``extra["discarded_record"]``: why) for the
+        summary to warn about, naming the file."""
+        found, problem = self.store.load_record(task.split, spec.name, task.task_id, repeat)
+        if found is not None:
+            found.extra.pop(DISCARDED, None)  # a note of an earlier run, about a file since rewritten
+            return found
+        record = Record(split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat,
+                        task_types=list(task.task_types))
+        if problem:
+            record.extra[DISCARDED] = problem
+        return record
 
     def _look_on_disk(self, plan: "Plan") -> None:
         """The candidate is the file its record names (engine/store.py): other images beside it are strays,
@@ -539,7 +549,8 @@ class Runner:
 
     def _failed(self, record: Record, spec: ModelSpec, exc: Exception, note: str = "") -> None:
         # the error names model and route already; the item adds task and repeat
-        record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc)) + note
+        # any exception of a plugin's provider: its text is cleaned and capped where it is stored (text.py)
+        record.outcome, record.route, record.error = ERROR, spec.route, clean_text(redact(str(exc)) + note, ERROR_LIMIT)
         self.store.write_record(record)  # visible in the outputs; the next run retries it
         return None
 
@@ -610,7 +621,8 @@ class Runner:
             # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
             paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
             self._settle(reservation, paid_for)
-            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
+            record.outcome, record.error = ERROR, clean_text(redact(f"judge {judge.id}: {exc}") + self._lost_note(lost),
+                                                       ERROR_LIMIT)
             self.store.write_record(record)
             return
         self.end_call(record)

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import NotRegularFile
-from ..files import atomic_write_bytes, check_regular, read_regular
+from ..files import atomic_write_bytes, check_regular, open_regular
 from ..tasks import IMAGE_SUFFIXES
+from ..untrusted import RECORD_BYTES, load_json_file
 from .limits import exclusive
 from .records import Record
 
@@ -191,13 +192,24 @@ class Store:
 
     def read_record(self, split: str, model: str, task_id: str, repeat: int) -> Record | None:
         """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""
+        return self.load_record(split, model, task_id, repeat)[0]
+
+    def load_record(self, split: str, model: str, task_id: str, repeat: int) -> tuple[Record | None, str | None]:
+        """(the record on disk, None), or (None, why it is not used) when a file is there but is no record of
+        this candidate: unreadable, not JSON, past the size or depth bounds, or a field of the wrong type.  Such
+        a file is untrusted input, treated as absent (and rewritten), never a crash.  (None, None): no file."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            data = json.loads(read_regular(path, self.root).decode("utf-8"))  # a link is not followed
-            record = Record.from_dict(data) if isinstance(data, dict) else None  # e.g. a list: not a record
-        except (OSError, ValueError, TypeError):
-            return None
-        return record if record is not None and record.key == (split, model, task_id, repeat) else None
+            record = Record.from_dict(load_json_file(path, RECORD_BYTES, lambda p: open_regular(p, self.root)))  # no link followed
+        except FileNotFoundError:
+            return None, None
+        except OSError as exc:
+            return None, f"cannot be read ({exc.strerror or exc})"
+        except ValueError as exc:  # UntrustedInput, MalformedRecord
+            return None, str(exc)
+        if record.key != (split, model, task_id, repeat):
+            return None, f"its split, model, task_id and repeat are {record.key!r:.200}, not this candidate's"
+        return record, None
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,
                         ext: str) -> Path:

@@ -23,6 +23,7 @@ from ..registry import ModelSpec
 from ..engine.pool import NotStarted
 from .stash import POOL_KEY, RUNNER_KEY
 from ..tasks import Task
+from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_text
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -45,6 +46,12 @@ def parse_nodeid(nodeid: str) -> tuple[str, str, str, int] | None:
     if not match:
         return None
     return parts[1], match["model"], match["task"], int(match["repeat"])
+
+
+def printable(message: str) -> str:
+    """A failure message as pytest shows it (terminal, ``--tb`` styles, junit XML): it quotes a judge's reasoning
+    or a provider's text, cleaned where stored and here again, whatever path it took (text.py)."""
+    return clean_text(message, REASONING_LIMIT + ERROR_LIMIT)
 
 
 class CandidateFailed(Exception):
@@ -71,10 +78,10 @@ class CandidateItem(pytest.Item):
         self.record = record_for(self)
         self.user_properties.append(record_to_property(self.record))
         if self.record.outcome == SKIPPED:
-            pytest.skip(self.record.error or "skipped")
+            pytest.skip(printable(self.record.error or "skipped"))
         if self.record.outcome == ERROR:
             # pytrace=False: a failed call is one line naming task, model and repeat, not a traceback
-            pytest.fail(f"{self._label}: {self.record.error}", pytrace=False)
+            pytest.fail(printable(f"{self._label}: {self.record.error}"), pytrace=False)
 
     def runtest(self) -> None:
         record = self.record
@@ -90,7 +97,7 @@ class CandidateItem(pytest.Item):
     def repr_failure(self, excinfo, style=None):
         # A verdict is not a bug: the failure is one line with the judge's reasoning, no traceback.
         if isinstance(excinfo.value, (CandidateFailed, HypeEditError)):
-            return f"{self._label}: {excinfo.value}"
+            return printable(f"{self._label}: {excinfo.value}")
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):

@@ -14,7 +14,8 @@ import pytest
 from ..config import RunConfig
 from .items import parse_nodeid
 from ..engine.provenance import CHANGED
-from ..engine.records import ERROR, Record, records_from_properties
+from ..engine.records import DISCARDED, ERROR, Record, records_from_properties
+from ..text import ERROR_LIMIT, clean_text
 from ..report.terminal import summary_lines
 
 
@@ -70,6 +71,8 @@ class BenchmarkSession:
         for line in stray_lines(self.records.values(), self.run.outputs) + changed_lines(self.records.values(),
                                                                                         self.run.outputs):
             terminalreporter.write_line(line, yellow=True)
+        for line in discarded_lines(self.records.values(), self.run.outputs):
+            terminalreporter.write_line(line, yellow=True)
 
 
 #: Stray files named one per line, at most; the rest are counted.
@@ -101,4 +104,19 @@ def changed_lines(records, outputs: Path) -> list[str]:
                          f"candidate was {found.get('then')}")
     if len(lines) > MAX_STRAY_LINES:
         lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more changed candidates"]
+    return lines
+
+
+def discarded_lines(records, outputs: Path) -> list[str]:
+    """A warning per record file on disk that was no record (engine/store.py): named, with why, treated as
+    absent (the candidate on disk, if any, was adopted; the record rewritten)."""
+    lines = []
+    for record in records:
+        problem = record.extra.get(DISCARDED)
+        if problem:
+            path = outputs / record.split / record.model / record.task_id / f"{record.repeat:03d}.json"
+            lines.append(clean_text(f"hypeedit: warning: {path}: not a valid record ({problem}); ignored and "
+                                    "rewritten", ERROR_LIMIT, multiline=False))
+    if len(lines) > MAX_STRAY_LINES:
+        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more invalid records"]
     return lines

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..tasks import Task
+from ..text import REASONING_LIMIT, clean_entries, clean_text
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class Verdict:
     votes: list[dict[str, Any]] = field(default_factory=list)  # one per juror / rater
     cost: float = 0.0  # USD, when the judge's price is known
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The reasoning and the votes' notes are a judge's or a rater's words: cleaned and capped where they
+        # enter (text.py), before any record, terminal line or report holds them.
+        self.reasoning = clean_text(str(self.reasoning), REASONING_LIMIT)
+        self.votes = clean_entries(self.votes)
 
     @property
     def label(self) -> str:

@@ -2,7 +2,7 @@
 
     hypeedit-review --outputs OUT --rater ann [--tasks PATH] [--images-base DIR|URL]
                     [--labels DIR|FILE] [--seed N] [--sample N|P% [--sample-seed S]]
-                    [--host 127.0.0.1] [--port 8765]
+                    [--host 127.0.0.1] [--port 8765] [--allow-host NAME] [--allow-missing-references]
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample-seed", type=int, default=0, metavar="S",
                         help="seed of the sample (default 0); the same outputs, size and seed draw the same sample")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="another name the server is reached by (a proxy, a DNS name), for its Host and Origin "
+                             "checks; repeat for several")
+    parser.add_argument("--allow-missing-references", action="store_true",
+                        help="start even when some tasks' reference images cannot be found (those tasks are shown "
+                             "with a warning in place of their references); by default the app refuses to start")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT}; 0 = any free port). Restart on the same port so the "
                              "browser can resend verdicts it holds")
@@ -129,7 +135,7 @@ def lock_labels_file(path: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .server import make_server
+    from .server import exposure_warning, make_server
 
     args = parse_args(argv)
     try:
@@ -147,13 +153,48 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hypeedit-review: error: no candidates under {args.outputs / split.name} "
               f"(<outputs>/<split>/<model>/<task_id>/NNN.png|webp|jpg); check --outputs and --tasks", file=sys.stderr)
         return 2
+    missing = missing_references(app)
+    if missing and not args.allow_missing_references:
+        print(missing_references_error(missing, images_base), file=sys.stderr)
+        return 2
     try:
-        server = make_server(app, args.host, args.port, verbose=args.verbose)
+        server = make_server(app, args.host, args.port, verbose=args.verbose, allow_hosts=tuple(args.allow_host))
     except OSError as exc:
         print(f"hypeedit-review: error: cannot listen on {args.host}:{args.port} ({exc.strerror}); "
               "try another --port, or --port 0 for any free one", file=sys.stderr)
         return 2
+    exposed = exposure_warning(args.host, server.server_address[1], args.rater)
+    if exposed:
+        print(f"hypeedit-review: warning: {exposed}", file=sys.stderr, flush=True)
     return serve(server, app, path)
+
+
+def missing_references(app) -> dict[str, list[str]]:
+    """task id -> the reference images it lacks, for every task with a candidate to label: a rater must not
+    judge an edit without its original."""
+    missing = {}
+    for task_id in sorted({c.task_id for c in app.catalog.candidates}):
+        task = app.catalog.tasks[task_id]
+        servable = len(app.images.reference_images.get(task_id, []))
+        if servable < len(task.input_images):
+            missing[task_id] = (list(task.input_images) if not servable
+                                else [f"{len(task.input_images) - servable} of {len(task.input_images)} images"])
+    return missing
+
+
+#: Tasks named one by one in the refusal, at most; the rest are counted.
+MAX_MISSING_LINES = 20
+
+
+def missing_references_error(missing: dict[str, list[str]], images_base: str) -> str:
+    lines = [f"  task {task_id}: {', '.join(names)}" for task_id, names in list(missing.items())[:MAX_MISSING_LINES]]
+    if len(missing) > MAX_MISSING_LINES:
+        lines.append(f"  ... and {len(missing) - MAX_MISSING_LINES} more tasks")
+    head = (f"hypeedit-review: error: the reference images of {len(missing)} task(s) cannot be found under "
+            f"{images_base}, and a rater must not label an edit without its original:")
+    tail = ("Fix --images-base (the folder or URL holding <task_id>/<image>), or pass --allow-missing-references to "
+            "start anyway (those tasks then say their references are missing).")
+    return "\n".join([head, *lines, tail])
 
 
 def serve(server, app, path: Path) -> int:

@@ -35,6 +35,7 @@ from ..errors import InputError
 from ..files import atomic_write_bytes
 from ..labels import DESIGN_FILE
 from ..tasks import is_plain_name
+from ..untrusted import DESIGN_BYTES, UntrustedInput, load_json_file
 
 DESIGN_SCHEMA = "hypeedit-sample-design/1"
 #: The fewest a stratum is given when it has that many: a model's judge error needs labels of its own.
@@ -155,10 +156,10 @@ def read_design(path: Path) -> Design:
     """The design in ``path``, checked field by field (a doctored or foreign file is refused by name)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_file(path, DESIGN_BYTES)  # a few KB: the sample's keys and its seed
     except OSError as exc:
         raise InputError(f"{path}: cannot read the sampling design ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UntrustedInput as exc:
         raise InputError(f"{path}: the sampling design is not JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("schema") != DESIGN_SCHEMA:
         raise InputError(f"{path}: not a sampling design (expected schema {DESIGN_SCHEMA!r}); it is read because "

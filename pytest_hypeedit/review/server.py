@@ -11,8 +11,12 @@ swapped for a symbolic link after the start is refused like one that was a
 link from the beginning.  Every image is decoded
 and re-encoded as PNG without metadata, so neither the file format nor any
 embedded metadata (software tags, C2PA manifests) can tell the rater which
-model made it.  Requests whose Host is not the address the server listens on
-are refused (DNS rebinding), and POSTs must be JSON from the same origin.
+model made it.  Requests whose Host is not a name of the address the server listens on
+are refused (DNS rebinding), whatever that address, and POSTs must be JSON from the same origin.
+
+Memory is bounded whatever the images: re-encoded PNGs are cached up to ``CACHE_BYTES`` in all (20 references
+of 5504x3072 once held 741 MB when the cache counted images), and at most ``DECODES`` images are decoded at
+once (six parallel requests once peaked at 2.3 GB); the other requests wait their turn.
 """
 
 from __future__ import annotations
@@ -43,6 +47,13 @@ MAX_BODY = 1 << 20
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+#: The most the cache of re-encoded PNGs holds, in bytes: a few dozen full-size references, a few hundred
+#: candidates of the usual sizes.  A PNG larger than a quarter of it is served but not kept.
+CACHE_BYTES = 192 << 20
+#: Images decoded at once: a 5504x3072 image takes about 200 MB while it is decoded and re-encoded.
+DECODES = 2
+#: The listen backlog (the stdlib's 5 made a burst of 50 requests wait up to 7.7 s).
+BACKLOG = 128
 
 
 def inside(path: Path, roots: list[Path]) -> Path | None:
@@ -64,7 +75,8 @@ class ImageTable:
     folders are not known (tests that build a table by hand), every file given is allowed."""
 
     def __init__(self, catalog: Catalog, reference_paths: dict[str, list[Path]],
-                 roots: dict[str, list[Path]] | None = None, cache_size: int = 48):
+                 roots: dict[str, list[Path]] | None = None, cache_bytes: int = CACHE_BYTES,
+                 decodes: int = DECODES):
         self.paths: dict[str, Path] = {}
         self.roots: dict[str, list[Path]] = {}
         self.candidate_image: dict[str, str] = {}
@@ -76,8 +88,9 @@ class ImageTable:
             found = [self._add(p, "reference", task_id, p.name) for p in paths]
             self.reference_images[task_id] = [image_id for image_id in found if image_id is not None]
         self._cache: OrderedDict[str, bytes] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache_bytes, self.cached_bytes = cache_bytes, 0
         self._lock = threading.Lock()
+        self._decoding = threading.BoundedSemaphore(decodes)
 
     def _add(self, path: Path, kind: str, *parts: str) -> str | None:
         image_id = opaque_id(kind, *parts)
@@ -95,16 +108,36 @@ class ImageTable:
         real = inside(self.paths[image_id], self.roots[image_id])  # again now: the file may have been swapped
         if real is None:
             return None
+        cached = self._cached(image_id)
+        if cached is not None:
+            return cached
+        with self._decoding:  # at most ``decodes`` images in memory being decoded
+            cached = self._cached(image_id)  # a request that waited for the same image finds it done
+            if cached is not None:
+                return cached
+            data = _reencode_png(real)
+        if data is not None:
+            self._keep(image_id, data)
+        return data
+
+    def _cached(self, image_id: str) -> bytes | None:
         with self._lock:
             if image_id in self._cache:
                 self._cache.move_to_end(image_id)
                 return self._cache[image_id]
-        data = _reencode_png(real)
+        return None
+
+    def _keep(self, image_id: str, data: bytes) -> None:
+        if len(data) > self._cache_bytes // 4:
+            return  # served, not kept: one huge image must not push out every other
         with self._lock:
+            if image_id in self._cache:
+                return
             self._cache[image_id] = data
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-        return data
+            self.cached_bytes += len(data)
+            while self.cached_bytes > self._cache_bytes:
+                _, dropped = self._cache.popitem(last=False)
+                self.cached_bytes -= len(dropped)
 
 
 def _reencode_png(path: Path) -> bytes | None:
@@ -142,7 +175,8 @@ class ReviewApp:
         """The whole session for the browser: aliases and opaque ids only, never a model name or a path."""
         shown = {c.task_id for c in self.catalog.candidates}
         tasks = {tid: {"instruction": t.instruction, "types": list(t.task_types), "size": [t.width, t.height],
-                       "refs": self.images.reference_images.get(tid, [])}
+                       "refs": self.images.reference_images.get(tid, []),
+                       "refs_missing": len(t.input_images) - len(self.images.reference_images.get(tid, []))}
                  for tid, t in self.catalog.tasks.items()
                  if tid in shown}
         items = [self._item(c) for c in self.catalog.candidates]
@@ -252,15 +286,51 @@ class Handler(BaseHTTPRequestHandler):
 class ReviewServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a restart right after a kill gets the same port back
+    request_queue_size = BACKLOG
 
 
-def make_server(app: ReviewApp, host: str = "127.0.0.1", port: int = 0, verbose: bool = False) -> ReviewServer:
+def make_server(app: ReviewApp, host: str = "127.0.0.1", port: int = 0, verbose: bool = False,
+                allow_hosts: tuple[str, ...] = ()) -> ReviewServer:
+    """A server on ``host``:``port`` that answers only requests naming it (``Host``, ``Origin``): by its loopback
+    names, the address it listens on, and ``allow_hosts`` (names it is reached by, e.g. through a proxy); on a
+    wildcard address, also this machine's name and addresses."""
     handler = type("BoundHandler", (Handler,), {"app": app, "verbose": verbose})
     server_class = ReviewServer
     if ":" in host:
         server_class = type("ReviewServer6", (ReviewServer,), {"address_family": socket.AF_INET6})
     server = server_class((host, port), handler)
     bound_port = server.server_address[1]
-    if host in LOOPBACK:  # a loopback server only answers to its own names: no DNS rebinding
-        app.allowed_hosts = {f"{name}:{bound_port}" for name in ("127.0.0.1", "localhost", "[::1]")}
+    app.allowed_hosts = {_host_header(name, bound_port) for name in host_names(host, allow_hosts)}
     return server
+
+
+def is_loopback(host: str) -> bool:
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def host_names(host: str, allow_hosts: tuple[str, ...] = ()) -> set[str]:
+    """The names a request may call the server by (lower case, no port)."""
+    names = {"127.0.0.1", "localhost", "::1", host.lower(), *(name.lower() for name in allow_hosts)}
+    if host in ("", "0.0.0.0", "::"):  # every address of this machine: its names and their addresses
+        machine = {socket.gethostname(), socket.getfqdn()}
+        names |= {name.lower() for name in machine}
+        for name in machine:
+            try:
+                names |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+            except OSError:
+                pass
+    names.discard("")
+    return names
+
+
+def _host_header(name: str, port: int) -> str:
+    return f"[{name}]:{port}" if ":" in name else f"{name}:{port}"
+
+
+def exposure_warning(host: str, port: int, rater: str) -> str | None:
+    """What to tell the user when the server listens beyond this machine, else None."""
+    if is_loopback(host):
+        return None
+    return (f"listening on {host or '0.0.0.0'}:{port}, not on this machine only: anyone who can reach it can see "
+            f"the candidates and label them as {rater}; requests must name the server by one of its addresses "
+            "(add others with --allow-host NAME). Use the default --host 127.0.0.1 unless you need this")

@@ -51,6 +51,10 @@ async function start() {
   undoStack = load("undo", []).filter((u) => byId.has(u.item));
   queue.forEach((op) => { const it = byId.get(op.item); it.verdict = op.verdict; it.ms = op.ms; it.note = op.note ?? null; });
   $("note").addEventListener("change", noteChanged);
+  // The buttons do what P and F do; each gives the focus back, so Space (flip) never presses one again.
+  for (const [id, verdict] of [["button-pass", "PASS"], ["button-fail", "FAIL"]]) {
+    $(id).addEventListener("click", (e) => { e.currentTarget.blur(); judge(verdict); });
+  }
   setupFilters();
   current = firstUnlabelled(view(false)) ?? (view(false)[0] || {}).id ?? null;
   resetTimer();
@@ -214,8 +218,12 @@ function render() {
 }
 
 function drawRefs(task) {
-  const box = $("refs");
+  const box = $("refs"), banner = $("refs-missing");
   box.replaceChildren();
+  banner.hidden = !task.refs_missing;
+  banner.textContent = task.refs_missing
+    ? `${task.refs_missing} of ${task.refs.length + task.refs_missing} reference images of this task are missing: `
+      + "do not label it until they are found (fix --images-base)" : "";
   if (!task.refs.length) { box.textContent = "reference images unavailable"; return; }
   task.refs.forEach((ref, i) => {
     const fig = document.createElement("figure"), img = new Image(), cap = document.createElement("figcaption");
