@@ -33,7 +33,7 @@ from typing import Callable, TypeVar
 from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, ProviderError, Refusal
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
+from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
 from ..secrets import redact
 from .store import Store
@@ -205,13 +205,17 @@ class Runner:
     def _forget_lost_candidate(self, plan: "Plan") -> None:
         """The record names an image that is gone: its verdict can be neither shown nor checked, so the
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
-        new image and its record adopts the new image rather than paying a third time."""
+        new image and its record adopts the new image rather than paying a third time.  What the lost image and
+        its verdict cost was paid all the same: it moves to ``resubmitted_cost`` (earlier purchases of this
+        candidate that left no image), so ``spent`` keeps every purchase, not only the last."""
         if plan.lost is None:
             return
         record = plan.record
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
-                                           {"file": plan.lost, "cost": record.cost, "verdict": record.verdict}]
-        record.candidate = None
+                                           {"file": plan.lost, "cost": record.cost, "judge_cost": record.judge_cost,
+                                            "verdict": record.verdict}]
+        record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost) + usd(record.judge_cost)
+        record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
         self.store.write_record(record)
         plan.lost = None
 
