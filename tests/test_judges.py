@@ -325,6 +325,8 @@ def test_the_judge_key_variable_is_chosen_by_origin(monkeypatch, base, variable)
 
 def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, monkeypatch, upstream_stub):
     monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    # the chosen server is not OpenAI's origin (nor that of HYPEEDIT_OPENAI_BASE_URL): it gets its own key
+    monkeypatch.setenv("HYPEEDIT_JUDGE_API_KEY", FAKE_OPENAI_KEY)
     fake_chat.queue(chat_verdict())
     judge = OpenAICompatJudge("m", JudgeOptions(openai_base_url=fake_chat.base_url, policy=FAST))
     assert judge.judge(request_).passed

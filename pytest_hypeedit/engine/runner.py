@@ -35,7 +35,8 @@ from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
-from ..secrets import redact
+from ..secrets import KEY_ENV, redact
+from .refusedkeys import RefusedKeys
 from .store import Store
 from ..tasks import Task
 from . import journal as paid
@@ -48,6 +49,13 @@ def _same_verdict(old: dict, new: dict) -> bool:
     """Two verdict entries that say the same (they differ only in when they were given)."""
     keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
     return all(old.get(key) == new.get(key) for key in keys)
+
+
+def judge_key_variables(judge: Judge) -> tuple[str, ...]:
+    """The variables a paid judge's key is read from (``key_variables`` when the judge says, e.g. the openai
+    judge on another server than OpenAI's; else its ``key_env``, else its route's)."""
+    named = getattr(judge, "key_variables", None) or judge.key_env
+    return tuple(named) or tuple(v for route in judge.routes for v in KEY_ENV.get(route.removesuffix("-judge"), ()))
 
 
 def refused(record: Record | None) -> bool:
@@ -94,6 +102,8 @@ class Runner:
     _judge: Judge | None = None
     _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
+    refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
@@ -131,6 +141,10 @@ class Runner:
         """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
         also judge is not bought (it would be paid for and left unjudged)."""
         plan.needs_generation = plan.needs_verdict = False
+        stopped = self._key_stopped(plan.spec)
+        if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
+            plan.record.outcome, plan.record.error = ERROR, stopped
+            return
         try:
             plan.verdict_hold = self._hold_verdict(plan)
         except BudgetExceeded as exc:
@@ -390,7 +404,9 @@ class Runner:
             self._settle(reservation, float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
             if record.job and not journal.resumed:
                 record.cost = self._job_cost(record, worst)
-            return self._failed(record, spec, exc, note=self._lost_note(lost))
+            refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
+                                             variables=self._provider_key_variables(spec))
+            return self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
         self.end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
@@ -399,6 +415,24 @@ class Runner:
         if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
             self._signals(task, generation.preview, record)
         return path
+
+    @staticmethod
+    def _model_scope(spec: ModelSpec) -> str:
+        return f"{spec.route} model {spec.provider_model}"
+
+    def _provider_key_variables(self, spec: ModelSpec) -> tuple[str, ...]:
+        return tuple(getattr(self.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
+
+    def _key_stopped(self, spec: ModelSpec) -> str | None:
+        """Why this candidate is not bought: its route's (or model's) key was refused, or the paid judge's was
+        (a candidate bought now would be paid for and left unjudged); None when nothing stops it."""
+        stopped = self.refused_keys.stopped(spec.route, self._model_scope(spec))
+        if stopped:
+            return stopped
+        judge = self.judge
+        if judge.routes and (stopped := self.refused_keys.stopped(*judge.routes)):
+            return f"judge {judge.id}: {stopped}"
+        return None
 
     def _journal_generation(self, record: Record, spec: ModelSpec, price: float, request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
@@ -533,6 +567,11 @@ class Runner:
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
+        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
+            self._settle(hold, 0.0)
+            record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
+            return
         reservation = hold
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
@@ -550,7 +589,9 @@ class Runner:
             # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
             paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
             self._settle(reservation, paid_for)
-            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost)
+            refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
+                                             variables=judge_key_variables(judge)) if judge.routes else ""
+            record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost) + refused
             self.store.write_record(record)
             return
         self.end_call(record)

@@ -69,6 +69,11 @@ class OpenAICompatJudge(Judge):
         self._lock = threading.Lock()
 
     @property
+    def key_variables(self) -> tuple[str, ...]:
+        """The variable this judge's key is read from (engine/refusedkeys.py names it when it is refused)."""
+        return (key_variable_for(self.base),)
+
+    @property
     def id(self) -> str:
         return f"openai-rubric:{self.model}" if self.prompt.kind == RUBRIC_KIND else f"openai:{self.model}"
 
