@@ -162,11 +162,7 @@ class Runner:
     def judge_step(self, plan: "Plan") -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         with self.store.claim(*plan.record.key):
-            on_disk = self.store.read_record(*plan.record.key)
-            if on_disk is not None and on_disk.candidate == plan.record.candidate:
-                if self.reusable_verdict(on_disk):
-                    plan.record.judgements = on_disk.judgements
-                plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+            self.merge_from_disk(plan.record)
             self.settle_abandoned(plan.record, plan.candidate)
             hold, plan.verdict_hold = plan.verdict_hold, None
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
@@ -180,14 +176,37 @@ class Runner:
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
-        """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
+        """The record of a candidate that needs no paid step: reused verdict, free judge, or no image.  Its
+        record is written under the candidate's claim, re-read first: the plan was read without it (maybe long
+        ago, at triage), and a verdict another process paid for meanwhile must not be overwritten."""
         hold, plan.verdict_hold = plan.verdict_hold, None
-        if plan.candidate is not None and not plan.held:
-            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
-            self._rejudge_for_stability(plan)
-        else:
+        if plan.candidate is None or plan.held:
             self._settle(hold, 0.0)
+            return plan.record
+        with self.store.claim(*plan.record.key):
+            self.merge_from_disk(plan.record)
+            self.settle_abandoned(plan.record, plan.candidate)
+            self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+        self._rejudge_for_stability(plan)
         return plan.record
+
+    def merge_from_disk(self, record: Record) -> None:
+        """(Under the candidate's claim.)  What other processes wrote into the record since ``record`` was read:
+        the journal of paid calls, and, while the record still names the same candidate, every verdict (a judge's
+        entry on disk wins unless ours is newer).  Written back with ours, so a second writer never clobbers a
+        paid verdict."""
+        on_disk = self.store.read_record(*record.key)
+        if on_disk is None:
+            return
+        record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        if on_disk.candidate != record.candidate:
+            return
+        theirs = on_disk.judgements if isinstance(on_disk.judgements, dict) else {}
+        for judge_id, entry in theirs.items():
+            mine = record.judgements.get(judge_id)
+            if isinstance(entry, dict) and (not isinstance(mine, dict)
+                                            or str(entry.get("judged_at") or "") >= str(mine.get("judged_at") or "")):
+                record.judgements[judge_id] = entry
 
     def unreachable(self, plan: "Plan", reason: str) -> Record:
         """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
