@@ -24,18 +24,21 @@ steps in order, for callers without a pool.  Knows nothing of pytest.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, ProviderError, Refusal
+from ..errors import (BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, JudgeError, ProviderError,
+                      Refusal)
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
 from .records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
+from . import room
 from .refusedkeys import RefusedKeys
 from .store import Store
 from ..tasks import Task
@@ -49,6 +52,11 @@ def _same_verdict(old: dict, new: dict) -> bool:
     """Two verdict entries that say the same (they differ only in when they were given)."""
     keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
     return all(old.get(key) == new.get(key) for key in keys)
+
+
+def _unexpected(who: str, exc: Exception) -> str:
+    return redact(f"{who}: failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug of the plugin or of the "
+                  "adapter, please report it with this line")
 
 
 def judge_key_variables(judge: Judge) -> tuple[str, ...]:
@@ -104,6 +112,12 @@ class Runner:
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
     #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
     refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
+    #: free bytes on the disk of a folder (engine/room.py; a test gives a nearly full disk)
+    free_bytes: Callable[[Path], int] | None = None
+    #: why nothing more is bought in this process: the outputs' disk is full (engine/room.py)
+    disk_full: str | None = None
+    _room_held: int = 0  # bytes of the outputs' disk held for purchases running in this process
+    _room_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
@@ -145,6 +159,17 @@ class Runner:
         if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
             plan.record.outcome, plan.record.error = ERROR, stopped
             return
+        full, held = self._hold_room(plan.spec)
+        if full:  # as a budget stop: not bought, nothing written (there is no room to write it)
+            self._skip(plan.record, full)
+            return
+        try:
+            self._buy_with_room(plan)
+        finally:
+            with self._room_lock:
+                self._room_held -= held
+
+    def _buy_with_room(self, plan: "Plan") -> None:
         try:
             plan.verdict_hold = self._hold_verdict(plan)
         except BudgetExceeded as exc:
@@ -307,7 +332,13 @@ class Runner:
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
         record.extra.pop(paid.HELD, None)
-        self.store.write_record(record)
+        try:
+            self.store.write_record(record)
+        except OSError as exc:  # not journaled, so not sent: nothing was paid
+            if not room.no_room(exc):
+                raise
+            record.pending = None
+            raise DiskFull(f"not sent: {self.stop_for_disk(exc)}") from exc
         with self._live_lock:
             self._live[record.key] = record
 
@@ -323,8 +354,7 @@ class Runner:
         record.pending = None
         return None
 
-    @staticmethod
-    def _call(fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
+    def _call(self, fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
         """``fn()``, with an exception that is not one of ours (a bug in an adapter or a judge, e.g. a reply of an
         unexpected shape) turned into a call error that says so: the item errors with one line, the record is
         written, and a paid request that was already sent counts as possibly paid, since nobody can tell
@@ -333,10 +363,33 @@ class Runner:
             return fn()
         except (HypeEditError, KeyboardInterrupt, SystemExit):
             raise
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+            # the result (a download) found no room where it lands: paid, and lost if the reply was
+            raise DiskFull(self.stop_for_disk(exc), reply_lost=record.pending is not None) from exc
         except Exception as exc:
-            raise error(redact(f"{who}: failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug of the "
-                               "plugin or of the adapter, please report it with this line"), retryable=True,
-                        reply_lost=record.pending is not None) from exc
+            raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+
+    def stop_for_disk(self, exc: OSError) -> str:
+        """A write found no room: nothing more is bought in this process; the line that says so."""
+        where = Path(os.path.abspath(Path(exc.filename).parent if exc.filename else self.store.root))
+        message = room.no_room_message(where, f"{exc.strerror or 'no space left'} (errno {exc.errno})")
+        self.disk_full = self.disk_full or message
+        return message
+
+    def _hold_room(self, spec: ModelSpec) -> tuple[str | None, int]:
+        """Room on the outputs' disk for one purchase of ``spec``, held beside those running in this process:
+        (None, bytes held), or (why the buying stops, 0) when the disk cannot take it (engine/room.py)."""
+        needed = room.room_needed(spec.options)
+        with self._room_lock:
+            if self.disk_full is None:
+                free = (self.free_bytes or room.free_bytes)(self.store.root) - self._room_held
+                self.disk_full = room.short_of_room(Path(os.path.abspath(self.store.root)), free, spec)
+            if self.disk_full is not None:
+                return self.disk_full, 0
+            self._room_held += needed
+            return None, needed
 
     def _lost_note(self, lost: dict | None) -> str:
         if lost is None:
@@ -395,7 +448,7 @@ class Runner:
 
         try:
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
-                                        spec, journal=journal)
+                                        spec, journal=journal, landing=self.store.task_dir(*record.key[:3]))
             provider = self.provider(spec)
             if not journal.resumed:  # a resumed job was paid for when it was submitted
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
@@ -430,7 +483,10 @@ class Runner:
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
-        path = self._save_generation(record, spec, generation, time.monotonic() - started)
+        try:
+            path = self._save_generation(record, spec, generation, time.monotonic() - started)
+        except DiskFull as exc:
+            return self._failed(record, spec, exc)
         if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
             self._signals(task, generation.preview, record)
         return path
@@ -512,7 +568,19 @@ class Runner:
             reservation.commit(actual) if actual else reservation.release()
 
     def _save_generation(self, record: Record, spec: ModelSpec, gen: Generation, latency: float) -> Path:
-        path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image, gen.ext)
+        """The paid image and its record, written at once; DiskFull when the disk has no room: an image that could
+        not be written is counted as paid and lost (``resubmitted_cost``); one written before its record failed
+        stays on disk, and the next run adopts it without paying."""
+        try:
+            path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image,
+                                              gen.ext)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(gen.cost)
+            if isinstance(gen.image, Path):
+                gen.image.unlink(missing_ok=True)
+            raise DiskFull(self.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
         record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
@@ -522,7 +590,13 @@ class Runner:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
         record.judgements, record.pending, record.signals = {}, None, {}
-        self.store.write_record(record)  # the paid image is safe before the judge is asked
+        try:
+            self.store.write_record(record)  # the paid image is safe before the judge is asked
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            raise DiskFull(self.stop_for_disk(exc) + f"; the image is kept at {path}, and the next run adopts it "
+                           "without paying") from exc
         return path
 
     def _refused(self, record: Record, spec: ModelSpec, exc: Refusal) -> None:
@@ -535,7 +609,12 @@ class Runner:
     def _failed(self, record: Record, spec: ModelSpec, exc: Exception, note: str = "") -> None:
         # the error names model and route already; the item adds task and repeat
         record.outcome, record.route, record.error = ERROR, spec.route, redact(str(exc)) + note
-        self.store.write_record(record)  # visible in the outputs; the next run retries it
+        try:
+            self.store.write_record(record)  # visible in the outputs; the next run retries it
+        except OSError as write_error:
+            if not room.no_room(write_error):
+                raise
+            self.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it
         return None
 
     @staticmethod
@@ -582,12 +661,14 @@ class Runner:
             self._settle(hold, 0.0)
             self._apply_verdict(record, stored, reused=True)
             if new_signals:
-                self.store.write_record(record)  # stored once: the next run reads them
+                self._write_judged(record)  # stored once: the next run reads them
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
-        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
+        if judge.routes and self.disk_full:  # a paid verdict with no room to keep it: not asked for
+            stopped = f"not sent: {self.disk_full}"
+        if stopped:  # the judge's key was refused, or the disk is full: nothing sent
             self._settle(hold, 0.0)
             record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
             return
@@ -611,7 +692,7 @@ class Runner:
             refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
                                              variables=judge_key_variables(judge)) if judge.routes else ""
             record.outcome, record.error = ERROR, redact(f"judge {judge.id}: {exc}") + self._lost_note(lost) + refused
-            self.store.write_record(record)
+            self._write_judged(record)
             return
         self.end_call(record)
         self._settle(reservation, verdict.cost)
@@ -624,10 +705,22 @@ class Runner:
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
             if new_signals:
-                self.store.write_record(record)
+                self._write_judged(record)
             return
         self._apply_verdict(record, entry, reused=False)
-        self.store.write_record(record)
+        self._write_judged(record)
+
+    def _write_judged(self, record: Record) -> None:
+        """The record with its verdict; a disk with no room stops the buying, and the item says what was lost."""
+        try:
+            self.store.write_record(record)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            message = self.stop_for_disk(exc)
+            if record.outcome != ERROR:
+                record.outcome, record.error = ERROR, (f"{message}; its verdict ({record.verdict}) could not be "
+                                                       "saved, so the next run asks for it again")
 
     def _journal_judge_call(self, record: Record, judge: Judge, request: JudgeRequest) -> None:
         self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
