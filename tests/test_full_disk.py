@@ -174,3 +174,86 @@ def test_no_room_while_saving_a_paid_image_says_disk_full_and_stops_buying(bench
                                  "left on device (errno 28); nothing more is bought in this run*"])
     run(pytester, 4).assert_outcomes(passed=items)
     assert bought(ark) == first + (items - kept)  # every image kept is reused: only the lost ones and the rest
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def test_room_needed_is_the_models_image_cap_and_a_margin(tmp_path):
+    from types import SimpleNamespace
+
+    from pytest_hypeedit.engine import room
+
+    big = SimpleNamespace(name="m", options={})
+    small = SimpleNamespace(name="m", options={"max_image_mb": 8})
+    assert room.room_needed(big.options) == 97 * room.MiB and room.room_needed(small.options) == 9 * room.MiB
+    assert room.short_of_room(tmp_path, 97 * room.MiB, big) is None
+    line = room.short_of_room(tmp_path, 96 * room.MiB, big)
+    assert line.startswith(f"disk full at {tmp_path}: 96.0 MB free, and a m image may take up to 97 MB")
+    assert room.short_of_room(tmp_path, 96 * room.MiB, small) is None  # a model whose cap is lower needs less
+    assert room.free_bytes(tmp_path / "not" / "yet") == room.free_bytes(tmp_path) > 0  # the outputs may not exist
+
+
+def test_only_a_write_that_found_no_room_is_a_full_disk():
+    import errno
+
+    from pytest_hypeedit.engine import room
+
+    assert room.no_room(OSError(errno.ENOSPC, "No space left on device"))
+    assert room.no_room(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    assert not room.no_room(OSError(errno.EACCES, "Permission denied"))
+    assert not room.no_room(ValueError("x"))
+
+
+def test_after_a_write_found_no_room_a_paid_judge_is_not_asked_and_the_image_is_kept(tmp_path, monkeypatch):
+    import errno
+    import os
+    from types import MappingProxyType
+
+    from providers_fakes.contract import make_request
+    from pytest_hypeedit.engine.runner import Runner
+    from pytest_hypeedit.engine.store import Store
+    from pytest_hypeedit.judges.base import Judge, Verdict
+    from pytest_hypeedit.providers.ark import ArkProvider
+    from pytest_hypeedit.providers.http import RetryPolicy
+    from pytest_hypeedit.providers.runtime import Runtime
+    from pytest_hypeedit.registry import ModelSpec
+
+    class PaidJudge(Judge):
+        name, routes, needs_images, calls = "paid", ("paid-judge",), False, 0
+
+        def judge(self, request):
+            PaidJudge.calls += 1
+            return Verdict(True, "ok", "paid")
+
+    spec = ModelSpec(MODEL, "ark", "seedream-4-5-251128", 0.04, MappingProxyType({"timeout_s": 5.0}))
+    task = make_request(tmp_path, spec).task
+    refs = list(make_request(tmp_path, spec).references)
+    store, full = Store(tmp_path / "out"), []
+    write_record = store.write_record
+
+    def no_room_once_full(record):  # the disk fills up once the first candidate is bought (a journal entry,
+        if full and record.candidate:  # written before the request is sent, still fits)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_record(record)
+
+    store.write_record = no_room_once_full
+    with FakeArk() as ark:
+        monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", ark.base)
+        monkeypatch.setenv("ARK_API_KEY", ark.key)
+        runtime = Runtime(cache_dir=tmp_path / "cache", policy=RetryPolicy(max_attempts=2, base_delay=0.01))
+        runner = Runner(store=store, make_provider=lambda s: ArkProvider(s, runtime=runtime),
+                        make_judge=PaidJudge, references=lambda t: refs)
+        first = runner.generate_step(runner.plan(task, spec, 1))
+        assert first.candidate is not None and first.needs_verdict
+        full.append(True)
+        second = runner.run(task, spec, 2)  # bought, its image written, its record not: the image is kept
+        assert second.outcome == "error" and "disk full at " in second.error
+        assert "the image is kept at " in second.error and "bug of the plugin" not in second.error
+        assert (tmp_path / "out" / "public" / MODEL / task.task_id / "002.png").is_file()
+        judged = runner.judge_step(first)  # a paid verdict that could not be journaled (nor kept) is not asked for
+        assert judged.outcome == "error" and judged.error.startswith("judge paid: not sent: disk full at ")
+        third = runner.run(task, spec, 3)  # and nothing more is bought
+        assert third.outcome == "skipped" and third.error.startswith("disk full at ")
+        runner.close()
+    assert PaidJudge.calls == 0 and len(ark.seen("/images/generations")) == 2

@@ -116,8 +116,6 @@ class Runner:
     free_bytes: Callable[[Path], int] | None = None
     #: why nothing more is bought in this process: the outputs' disk is full (engine/room.py)
     disk_full: str | None = None
-    #: a write into the outputs found no room: a paid verdict is not asked for either (it could not be kept)
-    writes_fail: bool = False
     _room_held: int = 0  # bytes of the outputs' disk held for purchases running in this process
     _room_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -377,7 +375,7 @@ class Runner:
         """A write found no room: nothing more is bought in this process; the line that says so."""
         where = Path(os.path.abspath(Path(exc.filename).parent if exc.filename else self.store.root))
         message = room.no_room_message(where, f"{exc.strerror or 'no space left'} (errno {exc.errno})")
-        self.disk_full, self.writes_fail = self.disk_full or message, True
+        self.disk_full = self.disk_full or message
         return message
 
     def _hold_room(self, spec: ModelSpec) -> tuple[str | None, int]:
@@ -669,9 +667,7 @@ class Runner:
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
-        if judge.routes and self.writes_fail:  # a paid verdict with no room to keep it: not asked for
-            stopped = f"not sent: {self.disk_full}"
-        if stopped:  # the judge's key was refused, or the disk is full: nothing sent
+        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
             self._settle(hold, 0.0)
             record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
             return
