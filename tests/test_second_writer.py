@@ -106,3 +106,79 @@ def test_a_labels_run_beside_a_paid_judge_run_loses_no_paid_verdict(project, tmp
     finished(launch(folder, tmp_path, "again", *paid))
     assert len(judge.requests) == ITEMS  # nothing judged, or paid for, twice
     assert (tmp_path / "calls").read_text().splitlines() == calls
+
+
+# --------------------------------------------------------------------------- the store API, two runners
+
+
+class _Png:
+    """A provider that makes a PNG and counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, spec):
+        import io
+
+        from PIL import Image
+
+        from pytest_hypeedit.providers.base import Generation, Provider
+
+        outer = self
+
+        class Png(Provider):
+            route = "paid"
+
+            def generate(self, request):
+                outer.calls += 1
+                buffer = io.BytesIO()
+                Image.new("RGB", (8, 8), (outer.calls * 40, 0, 0)).save(buffer, format="PNG")
+                return Generation(image=buffer.getvalue(), ext="png", cost=0.04, provider_model="paid-v1")
+
+        return Png(spec)
+
+
+def _runner(tmp_path, make_provider, judge_id: str):
+    from pytest_hypeedit.engine.runner import Runner
+    from pytest_hypeedit.engine.store import Store
+    from pytest_hypeedit.judges.base import Judge, Verdict
+
+    class Free(Judge):
+        name, routes, needs_images = judge_id, (), False
+
+        @property
+        def id(self):
+            return judge_id
+
+        def judge(self, request):
+            return Verdict(True, f"by {judge_id}", judge_id)
+
+    return Runner(store=Store(tmp_path / "out"), make_provider=make_provider, make_judge=Free,
+                  references=lambda task: [], signals=False)
+
+
+def test_a_stale_plan_never_writes_its_verdicts_over_a_record_bought_again_meanwhile(tmp_path):
+    from types import MappingProxyType
+
+    from pytest_hypeedit.registry import ModelSpec
+    from pytest_hypeedit.tasks import Task
+
+    task = Task(task_id="t1", input_images=("001.png",), task_types=("object_edit",), instruction="x", width=8,
+                height=8, split="mini")
+    spec = ModelSpec("paid", "paid", "paid-v1", 0.04, MappingProxyType({}))
+    provider = _Png()
+    first = _runner(tmp_path, provider, "judge-a")
+    first.run(task, spec, 1)
+    stale = first.plan(task, spec, 1)  # read now, finished later (a long run's late item)
+    assert stale.record.judgements["judge-a"]["verdict"] == "PASS"
+    image = tmp_path / "out" / "mini" / "paid" / "t1" / "001.png"
+    image.unlink()  # another process finds the image gone, and buys the candidate again
+    other = _runner(tmp_path, provider, "judge-b")
+    bought = other.run(task, spec, 1)
+    assert provider.calls == 2 and bought.judgements.keys() == {"judge-b"}
+    record = first.finish(stale)  # the stale plan's verdict was of the earlier image: not written back
+    assert record.generated_at == bought.generated_at and "judge-b" in record.judgements
+    assert record.judgements["judge-a"]["judged_at"] >= bought.generated_at  # judged again, on the new image
+    on_disk = first.store.read_record("mini", "paid", "t1", 1)
+    assert on_disk.cost == 0.04 and on_disk.resubmitted_cost == 0.04  # the second purchase's accounts, kept
+    assert on_disk.judgements.keys() == {"judge-a", "judge-b"}

@@ -59,6 +59,13 @@ def _unexpected(who: str, exc: Exception) -> str:
                   "adapter, please report it with this line")
 
 
+def _purchase(record: Record) -> tuple:
+    """What tells one purchase of a candidate from the next: a candidate bought again (its image lost) has a
+    lost_candidates entry more, and its own generation time and request id."""
+    lost = record.extra.get("lost_candidates") if isinstance(record.extra, dict) else None
+    return record.candidate, record.generated_at, record.request_id, len(lost) if isinstance(lost, list) else 0
+
+
 def judge_key_variables(judge: Judge) -> tuple[str, ...]:
     """The variables a paid judge's key is read from (``key_variables`` when the judge says, e.g. the openai
     judge on another server than OpenAI's; else its ``key_env``, else its route's)."""
@@ -187,7 +194,10 @@ class Runner:
     def judge_step(self, plan: "Plan") -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         with self.store.claim(*plan.record.key):
-            self.merge_from_disk(plan.record)
+            if not self._refreshed(plan):
+                self._settle(plan.verdict_hold, 0.0)
+                plan.verdict_hold, plan.needs_verdict = None, False
+                return plan.record
             self.settle_abandoned(plan.record, plan.candidate)
             hold, plan.verdict_hold = plan.verdict_hold, None
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
@@ -209,29 +219,53 @@ class Runner:
             self._settle(hold, 0.0)
             return plan.record
         with self.store.claim(*plan.record.key):
-            self.merge_from_disk(plan.record)
+            if not self._refreshed(plan):
+                self._settle(hold, 0.0)
+                return plan.record
             self.settle_abandoned(plan.record, plan.candidate)
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         self._rejudge_for_stability(plan)
         return plan.record
 
-    def merge_from_disk(self, record: Record) -> None:
+    def merge_from_disk(self, record: Record) -> bool:
         """(Under the candidate's claim.)  What other processes wrote into the record since ``record`` was read:
-        the journal of paid calls, and, while the record still names the same candidate, every verdict (a judge's
+        the journal of paid calls, and, while the record still holds the same purchase, every verdict (a judge's
         entry on disk wins unless ours is newer).  Written back with ours, so a second writer never clobbers a
-        paid verdict."""
+        paid verdict.  False when the record on disk holds another purchase (its verdicts are not merged)."""
         on_disk = self.store.read_record(*record.key)
         if on_disk is None:
-            return
+            return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
+            return False
         if on_disk.candidate != record.candidate:
-            return
+            return True
         theirs = on_disk.judgements if isinstance(on_disk.judgements, dict) else {}
         for judge_id, entry in theirs.items():
             mine = record.judgements.get(judge_id)
             if isinstance(entry, dict) and (not isinstance(mine, dict)
                                             or str(entry.get("judged_at") or "") >= str(mine.get("judged_at") or "")):
                 record.judgements[judge_id] = entry
+        return True
+
+    def _refreshed(self, plan: "Plan") -> bool:
+        """(Under the candidate's claim.)  The plan's record merged with the disk's, or replaced by it when another
+        process bought the candidate again meanwhile; False (the record says why) when no image is left to judge."""
+        if not self.merge_from_disk(plan.record):
+            self._take_other_purchase(plan)
+        if plan.candidate is None:
+            plan.record.outcome, plan.record.error = ERROR, (
+                "its image was replaced or removed by another process while this run waited; rerun")
+            return False
+        return True
+
+    def _take_other_purchase(self, plan: "Plan") -> None:
+        """Another process bought this candidate again since the plan was read: its record is the one to judge
+        and write (the plan's verdicts were of the earlier image)."""
+        on_disk = self.store.read_record(*plan.record.key)
+        if on_disk is not None:
+            vars(plan.record).update(vars(on_disk))
+        self._look_on_disk(plan)
 
     def unreachable(self, plan: "Plan", reason: str) -> Record:
         """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
