@@ -17,7 +17,8 @@ option) and says what to do next; none ever contains an API key.
     │   │   ├── JobFailed    a journaled job ended without an image: forgotten, the next run submits anew
     │   │   ├── RouteUnreachable  nothing answers on a route: no more calls start on it (engine/routes.py)
     │   │   └── ModelGone    the provider says the model id does not exist (retired): final, never retried
-    │   └── JudgeError       the judge failed or its reply could not be parsed
+    │   ├── JudgeError       the judge failed or its reply could not be parsed
+    │   └── DiskFull         no room on the outputs' disk: the run stops buying; what was paid is kept
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
 
@@ -112,6 +113,11 @@ class ModelGone(ProviderError):
 
 class JudgeError(CallError):
     """The judge failed, or gave a reply that cannot be parsed as a verdict."""
+
+
+class DiskFull(CallError):
+    """A write into the outputs found no room (ENOSPC, EDQUOT): nothing more is bought in this run
+    (engine/room.py)."""
 
 
 class Refusal(HypeEditError):

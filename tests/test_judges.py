@@ -287,8 +287,46 @@ def test_openai_key_never_goes_to_another_judge_server(tmp_path, request_, monke
     assert [r.headers.get("authorization") for r in server.requests] == [None, "Bearer local-vllm-key-123"]
 
 
+def test_openai_key_goes_by_origin_not_by_host_name(tmp_path, request_, monkeypatch, upstream_stub):
+    # HYPEEDIT_OPENAI_BASE_URL moves OpenAI's API to a proxy on 127.0.0.1; a --judge-base-url server on the same
+    # host but another port is another server: OPENAI_API_KEY stays with the proxy, the judge server gets
+    # HYPEEDIT_JUDGE_API_KEY.
+    from genai_fakes import FakeChat
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret-for-the-proxy-only")
+    monkeypatch.setenv("HYPEEDIT_JUDGE_API_KEY", "local-judge-key-456")
+    with FakeChat() as proxy, FakeChat() as other:
+        monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", proxy.base_url)
+        assert "127.0.0.1" in proxy.base_url and "127.0.0.1" in other.base_url and proxy.base_url != other.base_url
+        for server in (proxy, other):
+            server.queue(chat_reply('{"verdict": "PASS", "reasoning": "ok"}'))
+            judge = OpenAICompatJudge("llava", JudgeOptions(openai_base_url=server.base_url, policy=FAST))
+            assert judge.judge(request_).passed
+            judge.close()
+    assert [r.headers.get("authorization") for r in proxy.requests] == ["Bearer sk-openai-secret-for-the-proxy-only"]
+    assert [r.headers.get("authorization") for r in other.requests] == ["Bearer local-judge-key-456"]
+
+
+@pytest.mark.parametrize("base, variable", [
+    ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    ("https://API.openai.com:443/v1", "OPENAI_API_KEY"),  # the default port, written out
+    ("http://api.openai.com/v1", "HYPEEDIT_JUDGE_API_KEY"),  # another scheme: another origin
+    ("https://api.openai.com:8443/v1", "HYPEEDIT_JUDGE_API_KEY"),  # another port
+    ("http://127.0.0.1:7001/v1", "OPENAI_API_KEY"),  # HYPEEDIT_OPENAI_BASE_URL itself
+    ("http://127.0.0.1:7002/v1", "HYPEEDIT_JUDGE_API_KEY"),
+    ("https://127.0.0.1:7001/v1", "HYPEEDIT_JUDGE_API_KEY"),
+])
+def test_the_judge_key_variable_is_chosen_by_origin(monkeypatch, base, variable):
+    from pytest_hypeedit.judges.openai_compat import key_variable_for
+
+    monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", "http://127.0.0.1:7001/v1")
+    assert key_variable_for(base) == variable
+
+
 def test_judge_base_url_option_wins_over_the_environment(fake_chat, request_, monkeypatch, upstream_stub):
     monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there
+    # the chosen server is not OpenAI's origin (nor that of HYPEEDIT_OPENAI_BASE_URL): it gets its own key
+    monkeypatch.setenv("HYPEEDIT_JUDGE_API_KEY", FAKE_OPENAI_KEY)
     fake_chat.queue(chat_verdict())
     judge = OpenAICompatJudge("m", JudgeOptions(openai_base_url=fake_chat.base_url, policy=FAST))
     assert judge.judge(request_).passed

@@ -123,6 +123,26 @@ def test_a_record_naming_a_file_that_is_gone_buys_it_once_and_adopts_no_stray(pa
     assert len(model_calls(tmp_path)) == ITEMS + 1  # bought once, not on every run
 
 
+def test_a_candidate_bought_again_keeps_the_cost_of_its_first_purchase(paid_run, tmp_path):
+    # The first image and its verdict were paid; when the image goes missing the candidate is bought again, and
+    # the results' spent is both purchases (it used to be the last one only: $0.82 spent, $0.41 reported).
+    pytester, judge = paid_run
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)
+    first = json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]["spent"]
+    assert first == pytest.approx(0.04 * ITEMS)
+    (pytester.path / "out" / "mini" / "paid" / "task-00" / "002.jpg").unlink()
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)
+    assert len(model_calls(tmp_path)) == ITEMS + 1
+    row = json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]
+    assert row["spent"] == pytest.approx(0.04 * len(model_calls(tmp_path)))  # what the model billed, all of it
+    assert row["spent_breakdown"]["resubmitted"] == pytest.approx(0.04)
+    record = json.loads((pytester.path / "out" / "mini" / "paid" / "task-00" / "002.json").read_text())
+    assert record["extra"]["lost_candidates"][0]["cost"] == 0.04 and record["cost"] == 0.04
+    pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)  # a third run reuses: same spend, once
+    assert json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]["spent"] == \
+        pytest.approx(0.04 * (ITEMS + 1))
+
+
 # --------------------------------------------------------------------------- the store's own rules
 
 

@@ -67,7 +67,9 @@ class Record:
     # so that no later attempt submits it again (engine/journal.py)
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
-    resubmitted_cost: float = 0.0  # USD those expired jobs cost (paid, and their images never arrived)
+    # USD of earlier purchases of this candidate that left no image: expired jobs (paid, their images never
+    # arrived) and candidates bought again because their image went missing (extra["lost_candidates"])
+    resubmitted_cost: float = 0.0
     # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
     # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
     # a run that finds one it did not send knows the call may have been paid

@@ -26,20 +26,23 @@ steps in order, for callers without a pool.  Knows nothing of pytest.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import (BudgetExceeded, CallError, HypeEditError, JobExpired, JudgeError, NotRegularFile,
+from ..errors import (BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, JudgeError, NotRegularFile,
                       ProviderError, Refusal)
 from ..files import sha256_bytes, sha256_of
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
-from ..secrets import redact
+from ..secrets import KEY_ENV, redact
+from . import room
+from .refusedkeys import RefusedKeys
 from .store import Store
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
@@ -54,6 +57,25 @@ def _same_verdict(old: dict, new: dict) -> bool:
     """Two verdict entries that say the same (they differ only in when they were given)."""
     keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
     return all(old.get(key) == new.get(key) for key in keys)
+
+
+def _unexpected(who: str, exc: Exception) -> str:
+    return redact(f"{who}: failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug of the plugin or of the "
+                  "adapter, please report it with this line")
+
+
+def _purchase(record: Record) -> tuple:
+    """What tells one purchase of a candidate from the next: a candidate bought again (its image lost) has a
+    lost_candidates entry more, and its own generation time and request id."""
+    lost = record.extra.get("lost_candidates") if isinstance(record.extra, dict) else None
+    return record.candidate, record.generated_at, record.request_id, len(lost) if isinstance(lost, list) else 0
+
+
+def judge_key_variables(judge: Judge) -> tuple[str, ...]:
+    """The variables a paid judge's key is read from (``key_variables`` when the judge says, e.g. the openai
+    judge on another server than OpenAI's; else its ``key_env``, else its route's)."""
+    named = getattr(judge, "key_variables", None) or judge.key_env
+    return tuple(named) or tuple(v for route in judge.routes for v in KEY_ENV.get(route.removesuffix("-judge"), ()))
 
 
 def refused(record: Record | None) -> bool:
@@ -102,6 +124,14 @@ class Runner:
     _judge: Judge | None = None
     _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
+    refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
+    #: free bytes on the disk of a folder (engine/room.py; a test gives a nearly full disk)
+    free_bytes: Callable[[Path], int] | None = None
+    #: why nothing more is bought in this process: the outputs' disk is full (engine/room.py)
+    disk_full: str | None = None
+    _room_held: int = 0  # bytes of the outputs' disk held for purchases running in this process
+    _room_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
@@ -142,6 +172,21 @@ class Runner:
         """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
         also judge is not bought (it would be paid for and left unjudged)."""
         plan.needs_generation = plan.needs_verdict = False
+        stopped = self._key_stopped(plan.spec)
+        if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
+            plan.record.outcome, plan.record.error = ERROR, stopped
+            return
+        full, held = self._hold_room(plan.spec)
+        if full:  # as a budget stop: not bought, nothing written (there is no room to write it)
+            self._skip(plan.record, full)
+            return
+        try:
+            self._buy_with_room(plan)
+        finally:
+            with self._room_lock:
+                self._room_held -= held
+
+    def _buy_with_room(self, plan: "Plan") -> None:
         try:
             plan.verdict_hold = self._hold_verdict(plan)
         except BudgetExceeded as exc:
@@ -159,13 +204,10 @@ class Runner:
     def judge_step(self, plan: "Plan") -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         with self.store.claim(*plan.record.key):
-            on_disk = self.store.read_record(*plan.record.key)
-            # another process's verdict meanwhile counts when it judged these bytes (provenance.py)
-            if on_disk is not None and on_disk.candidate == plan.record.candidate \
-                    and provenance.judged_same_bytes(on_disk, plan.record):
-                if self.reusable_verdict(on_disk):
-                    plan.record.judgements = on_disk.judgements
-                plan.record.pending, plan.record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+            if not self._refreshed(plan):
+                self._settle(plan.verdict_hold, 0.0)
+                plan.verdict_hold, plan.needs_verdict = None, False
+                return plan.record
             self.settle_abandoned(plan.record, plan.candidate)
             hold, plan.verdict_hold = plan.verdict_hold, None
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
@@ -179,15 +221,62 @@ class Runner:
         return plan.record
 
     def finish(self, plan: "Plan") -> Record:
-        """The record of a candidate that needs no paid step: reused verdict, free judge, or no image."""
+        """The record of a candidate that needs no paid step: reused verdict, free judge, or no image.  Its
+        record is written under the candidate's claim, re-read first: the plan was read without it (maybe long
+        ago, at triage), and a verdict another process paid for meanwhile must not be overwritten."""
         hold, plan.verdict_hold = plan.verdict_hold, None
-        if plan.candidate is not None and not plan.held:
+        if plan.candidate is None or plan.held:
+            self._settle(hold, 0.0)
+            return plan.record
+        with self.store.claim(*plan.record.key):
+            if not self._refreshed(plan):
+                self._settle(hold, 0.0)
+                return plan.record
+            self.settle_abandoned(plan.record, plan.candidate)
             self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold,
                                   save=plan.bound)
-            self._rejudge_for_stability(plan)
-        else:
-            self._settle(hold, 0.0)
+        self._rejudge_for_stability(plan)
         return plan.record
+
+    def merge_from_disk(self, record: Record) -> bool:
+        """(Under the candidate's claim.)  What other processes wrote into the record since ``record`` was read:
+        the journal of paid calls, and, while the record still holds the same purchase, every verdict (a judge's
+        entry on disk wins unless ours is newer).  Written back with ours, so a second writer never clobbers a
+        paid verdict.  False when the record on disk holds another purchase (its verdicts are not merged)."""
+        on_disk = self.store.read_record(*record.key)
+        if on_disk is None:
+            return True
+        record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
+            return False
+        if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):
+            return True  # verdicts of other bytes are not ours to count (provenance.py)
+        theirs = on_disk.judgements if isinstance(on_disk.judgements, dict) else {}
+        for judge_id, entry in theirs.items():
+            mine = record.judgements.get(judge_id)
+            if isinstance(entry, dict) and (not isinstance(mine, dict)
+                                            or str(entry.get("judged_at") or "") >= str(mine.get("judged_at") or "")):
+                record.judgements[judge_id] = entry
+        return True
+
+    def _refreshed(self, plan: "Plan") -> bool:
+        """(Under the candidate's claim.)  The plan's record merged with the disk's, or replaced by it when another
+        process bought the candidate again meanwhile; False (the record says why) when no image is left to judge."""
+        if not self.merge_from_disk(plan.record):
+            self._take_other_purchase(plan)
+        if plan.candidate is None:
+            plan.record.outcome, plan.record.error = ERROR, (
+                "its image was replaced or removed by another process while this run waited; rerun")
+            return False
+        return True
+
+    def _take_other_purchase(self, plan: "Plan") -> None:
+        """Another process bought this candidate again since the plan was read: its record is the one to judge
+        and write (the plan's verdicts were of the earlier image)."""
+        on_disk = self.store.read_record(*plan.record.key)
+        if on_disk is not None:
+            vars(plan.record).update(vars(on_disk))
+        self._look_on_disk(plan)
 
     def unreachable(self, plan: "Plan", reason: str) -> Record:
         """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
@@ -270,13 +359,17 @@ class Runner:
     def _forget_lost_candidate(self, plan: "Plan") -> None:
         """The record names an image that is gone: its verdict can be neither shown nor checked, so the
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
-        new image and its record adopts the new image rather than paying a third time."""
+        new image and its record adopts the new image rather than paying a third time.  What the lost image and
+        its verdict cost was paid all the same: it moves to ``resubmitted_cost`` (earlier purchases of this
+        candidate that left no image), so ``spent`` keeps every purchase, not only the last."""
         if plan.lost is None:
             return
         record = plan.record
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
-                                           {"file": plan.lost, "cost": record.cost, "verdict": record.verdict}]
-        record.candidate = None
+                                           {"file": plan.lost, "cost": record.cost, "judge_cost": record.judge_cost,
+                                            "verdict": record.verdict}]
+        record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost) + usd(record.judge_cost)
+        record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
         self.store.write_record(record)
         plan.lost = None
 
@@ -337,7 +430,13 @@ class Runner:
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
         record.extra.pop(paid.HELD, None)
-        self.store.write_record(record)
+        try:
+            self.store.write_record(record)
+        except OSError as exc:  # not journaled, so not sent: nothing was paid
+            if not room.no_room(exc):
+                raise
+            record.pending = None
+            raise DiskFull(f"not sent: {self.stop_for_disk(exc)}") from exc
         with self._live_lock:
             self._live[record.key] = record
 
@@ -353,8 +452,7 @@ class Runner:
         record.pending = None
         return None
 
-    @staticmethod
-    def _call(fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
+    def _call(self, fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
         """``fn()``, with an exception that is not one of ours (a bug in an adapter or a judge, e.g. a reply of an
         unexpected shape) turned into a call error that says so: the item errors with one line, the record is
         written, and a paid request that was already sent counts as possibly paid, since nobody can tell
@@ -363,10 +461,33 @@ class Runner:
             return fn()
         except (HypeEditError, KeyboardInterrupt, SystemExit):
             raise
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+            # the result (a download) found no room where it lands: paid, and lost if the reply was
+            raise DiskFull(self.stop_for_disk(exc), reply_lost=record.pending is not None) from exc
         except Exception as exc:
-            raise error(redact(f"{who}: failed unexpectedly ({type(exc).__name__}: {exc}); this is a bug of the "
-                               "plugin or of the adapter, please report it with this line"), retryable=True,
-                        reply_lost=record.pending is not None) from exc
+            raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+
+    def stop_for_disk(self, exc: OSError) -> str:
+        """A write found no room: nothing more is bought in this process; the line that says so."""
+        where = Path(os.path.abspath(Path(exc.filename).parent if exc.filename else self.store.root))
+        message = room.no_room_message(where, f"{exc.strerror or 'no space left'} (errno {exc.errno})")
+        self.disk_full = self.disk_full or message
+        return message
+
+    def _hold_room(self, spec: ModelSpec) -> tuple[str | None, int]:
+        """Room on the outputs' disk for one purchase of ``spec``, held beside those running in this process:
+        (None, bytes held), or (why the buying stops, 0) when the disk cannot take it (engine/room.py)."""
+        needed = room.room_needed(spec.options)
+        with self._room_lock:
+            if self.disk_full is None:
+                free = (self.free_bytes or room.free_bytes)(self.store.root) - self._room_held
+                self.disk_full = room.short_of_room(Path(os.path.abspath(self.store.root)), free, spec)
+            if self.disk_full is not None:
+                return self.disk_full, 0
+            self._room_held += needed
+            return None, needed
 
     def _lost_note(self, lost: dict | None) -> str:
         if lost is None:
@@ -426,7 +547,7 @@ class Runner:
 
         try:
             request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
-                                        spec, journal=journal)
+                                        spec, journal=journal, landing=self.store.task_dir(*record.key[:3]))
             provider = self.provider(spec)
             if not journal.resumed:  # a resumed job was paid for when it was submitted
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
@@ -454,16 +575,40 @@ class Runner:
             self._settle(reservation, float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
             if record.job and not journal.resumed:
                 record.cost = self._job_cost(record, worst)
-            return self._failed(record, spec, exc, note=self._lost_note(lost))
+            refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
+                                             variables=self._provider_key_variables(spec))
+            return self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
         self.end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         record.references_sha256 = self._reference_hashes(task)  # what the verdict will be of, with the image
-        path = self._save_generation(record, spec, generation, time.monotonic() - started)
+        try:
+            path = self._save_generation(record, spec, generation, time.monotonic() - started)
+        except DiskFull as exc:
+            self._failed(record, spec, exc)
+            return None
         if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
             self._signals(task, generation.preview, record)
         return path
+
+    @staticmethod
+    def _model_scope(spec: ModelSpec) -> str:
+        return f"{spec.route} model {spec.provider_model}"
+
+    def _provider_key_variables(self, spec: ModelSpec) -> tuple[str, ...]:
+        return tuple(getattr(self.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
+
+    def _key_stopped(self, spec: ModelSpec) -> str | None:
+        """Why this candidate is not bought: its route's (or model's) key was refused, or the paid judge's was
+        (a candidate bought now would be paid for and left unjudged); None when nothing stops it."""
+        stopped = self.refused_keys.stopped(spec.route, self._model_scope(spec))
+        if stopped:
+            return stopped
+        judge = self.judge
+        if judge.routes and (stopped := self.refused_keys.stopped(*judge.routes)):
+            return f"judge {judge.id}: {stopped}"
+        return None
 
     def _journal_generation(self, record: Record, spec: ModelSpec, price: float, request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
@@ -524,7 +669,19 @@ class Runner:
             reservation.commit(actual) if actual else reservation.release()
 
     def _save_generation(self, record: Record, spec: ModelSpec, gen: Generation, latency: float) -> Path:
-        path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image, gen.ext)
+        """The paid image and its record, written at once; DiskFull when the disk has no room: an image that could
+        not be written is counted as paid and lost (``resubmitted_cost``); one written before its record failed
+        stays on disk, and the next run adopts it without paying."""
+        try:
+            path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image,
+                                              gen.ext)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(gen.cost)
+            if isinstance(gen.image, Path):
+                gen.image.unlink(missing_ok=True)
+            raise DiskFull(self.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
         record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
@@ -537,7 +694,13 @@ class Runner:
         # hashed from the bytes in memory (a downloaded file: from disk, once)
         record.candidate_sha256 = (sha256_of(path, self.store.root) if isinstance(gen.image, Path)
                                    else sha256_bytes(gen.image))
-        self.store.write_record(record)  # the paid image is safe before the judge is asked
+        try:
+            self.store.write_record(record)  # the paid image is safe before the judge is asked
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            raise DiskFull(self.stop_for_disk(exc) + f"; the image is kept at {path}, and the next run adopts it "
+                           "without paying") from exc
         return path
 
     def _refused(self, record: Record, spec: ModelSpec, exc: Refusal) -> None:
@@ -551,7 +714,12 @@ class Runner:
         # the error names model and route already; the item adds task and repeat
         # any exception of a plugin's provider: its text is cleaned and capped where it is stored (text.py)
         record.outcome, record.route, record.error = ERROR, spec.route, clean_text(redact(str(exc)) + note, ERROR_LIMIT)
-        self.store.write_record(record)  # visible in the outputs; the next run retries it
+        try:
+            self.store.write_record(record)  # visible in the outputs; the next run retries it
+        except OSError as write_error:
+            if not room.no_room(write_error):
+                raise
+            self.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it
         return None
 
     @staticmethod
@@ -600,10 +768,15 @@ class Runner:
             self._settle(hold, 0.0)
             self._apply_verdict(record, stored, reused=True)
             if new_signals:
-                self.store.write_record(record)  # stored once: the next run reads them
+                self._write_judged(record)  # stored once: the next run reads them
             return
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
+        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
+            self._settle(hold, 0.0)
+            record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
+            return
         reservation = hold
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
@@ -621,9 +794,11 @@ class Runner:
             # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
             paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
             self._settle(reservation, paid_for)
-            record.outcome, record.error = ERROR, clean_text(redact(f"judge {judge.id}: {exc}") + self._lost_note(lost),
-                                                       ERROR_LIMIT)
-            self.store.write_record(record)
+            refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
+                                             variables=judge_key_variables(judge)) if judge.routes else ""
+            record.outcome, record.error = ERROR, clean_text(
+                redact(f"judge {judge.id}: {exc}") + self._lost_note(lost) + refused, ERROR_LIMIT)
+            self._write_judged(record)
             return
         self.end_call(record)
         self._settle(reservation, verdict.cost)
@@ -636,10 +811,22 @@ class Runner:
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
             if new_signals:
-                self.store.write_record(record)
+                self._write_judged(record)
             return
         self._apply_verdict(record, entry, reused=False)
-        self.store.write_record(record)
+        self._write_judged(record)
+
+    def _write_judged(self, record: Record) -> None:
+        """The record with its verdict; a disk with no room stops the buying, and the item says what was lost."""
+        try:
+            self.store.write_record(record)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            message = self.stop_for_disk(exc)
+            if record.outcome != ERROR:
+                record.outcome, record.error = ERROR, (f"{message}; its verdict ({record.verdict}) could not be "
+                                                       "saved, so the next run asks for it again")
 
     def _journal_judge_call(self, record: Record, judge: Judge, request: JudgeRequest) -> None:
         self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),

@@ -81,8 +81,9 @@ def rejudge(runner, plan, k: int) -> None:
         return
     with runner.store.claim(*record.key):
         on_disk = runner.store.read_record(*record.key)
-        if on_disk is not None:  # a re-judgement an ended run sent and never heard back from: possibly paid
-            record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        # a re-judgement an ended run sent and never heard back from (possibly paid), a verdict another process
+        # wrote meanwhile: kept, never overwritten
+        runner.merge_from_disk(record)
         runner.settle_abandoned(record, plan.candidate)
         entry = (kept(on_disk, judge.id) if on_disk else None) or kept(record, judge.id) or \
             {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [], "cost": 0.0}

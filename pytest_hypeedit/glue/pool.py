@@ -221,7 +221,10 @@ class PoolPlugin:
         return None
 
     def _report(self, state: PoolState, final: bool = False) -> None:
-        write_status(self.folder, state, final=final)
+        try:
+            write_status(self.folder, state, final=final)
+        except OSError:  # e.g. the cache's disk is full: the live line misses an update, the run goes on
+            pass
 
 
 def _grace(config: pytest.Config) -> float:

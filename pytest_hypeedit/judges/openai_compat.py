@@ -37,14 +37,13 @@ from ..providers.base import sniff_image_ext
 from ..providers.body import InlineImage, json_request
 from ..providers.http import (SUBMITS, error_details, is_retryable, make_http_client, may_have_reached_provider,
                               retryable_transport)
-from ..providers.keyhosts import key_hosts
+from ..providers.keyhosts import key_hosts, origin
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
 from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed, http_plumbing,
                         make_prompt, message_pieces, stale_reason)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-OPENAI_HOST = "api.openai.com"
 KEY_VARIABLE = "OPENAI_API_KEY"
 #: The key of a judge server that is not OpenAI's (a vLLM or Ollama started with an API key): OPENAI_API_KEY
 #: never goes there, since a key goes to its own provider's hosts only.
@@ -65,9 +64,14 @@ class OpenAICompatJudge(Judge):
         self.base = (getattr(options, "openai_base_url", None) or base_url("openai", DEFAULT_BASE_URL)).rstrip("/")
         # OpenAI's own API answers 401 without its key: say so before anything is paid.  A local server
         # (vLLM, Ollama) may need none, so there a missing key is not an error.
-        self.key_env = (KEY_VARIABLE,) if httpx.URL(self.base).host == OPENAI_HOST else ()
+        self.key_env = (KEY_VARIABLE,) if origin(self.base) == origin(DEFAULT_BASE_URL) else ()
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+
+    @property
+    def key_variables(self) -> tuple[str, ...]:
+        """The variable this judge's key is read from (engine/refusedkeys.py names it when it is refused)."""
+        return (key_variable_for(self.base),)
 
     @property
     def id(self) -> str:
@@ -122,9 +126,11 @@ class OpenAICompatJudge(Judge):
 
 def key_variable_for(base: str) -> str:
     """Which variable holds the key for the judge server at ``base``: OpenAI's own key for OpenAI's API (its
-    host, or the HYPEEDIT_OPENAI_BASE_URL that moves it, e.g. a proxy), another server's own otherwise."""
-    own = {OPENAI_HOST, httpx.URL(base_url("openai", DEFAULT_BASE_URL)).host}
-    return KEY_VARIABLE if httpx.URL(base).host in own else OTHER_SERVER_KEY
+    origin, or the HYPEEDIT_OPENAI_BASE_URL that moves it, e.g. a proxy), another server's own otherwise.
+    Origins (scheme, host, port), not host names: a server on another port or scheme of the same host (a
+    local vLLM beside a local proxy of OpenAI's API) is another server, and OPENAI_API_KEY never goes there."""
+    own = {origin(DEFAULT_BASE_URL), origin(base_url("openai", DEFAULT_BASE_URL))}
+    return KEY_VARIABLE if origin(base) in own else OTHER_SERVER_KEY
 
 
 def _make_client(options, model: str, base: str) -> httpx.Client:

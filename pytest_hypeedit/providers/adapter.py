@@ -144,9 +144,12 @@ class HttpProvider(Provider):
                                 retryable=True, status=response.status_code) from None
 
     def download(self, url: str, what: str, *, headers: dict[str, str] | None = None,
-                 gone: Callable[[int], Exception | None] | None = None) -> bytes | Path:
+                 gone: Callable[[int], Exception | None] | None = None,
+                 request: GenerationRequest | None = None) -> bytes | Path:
         """Fetch a returned image URL at once (signed URLs expire) with the same client and policy, straight
-        into a file (a 2K image in flight is held on disk, not in memory); a data URL's bytes as they are."""
+        into a file (a 2K image in flight is held on disk, not in memory) in the request's landing folder (the
+        candidate's folder in the outputs: paid bytes never depend on the cache's disk); a data URL's bytes as
+        they are."""
         if url.startswith("data:"):
             return decode_data_url(url, what)
 
@@ -156,7 +159,9 @@ class HttpProvider(Provider):
             return ProviderError(redact(f"{what}: the result URL answered HTTP {status} (expired or gone); "
                                         "the image was generated but cannot be fetched"), retryable=True, status=status)
 
-        return download_to(self.client, url, self.runtime.downloads_dir(), route=self.route, model=self.spec.name,
+        folder = request.landing if request is not None and request.landing is not None \
+            else self.runtime.downloads_dir()
+        return download_to(self.client, url, folder, route=self.route, model=self.spec.name,
                            headers=headers, gone=gone or expired)
 
     # ------------------------------------------------------------------ outputs

@@ -169,7 +169,7 @@ class ArkProvider(HttpProvider):
             return decode_base64(item["b64_json"], self.what(request))
         if not item.get("url"):
             raise self.refusal(request, "the image item has neither url nor b64_json", request_id=request_id)
-        return self.download(item["url"], self.what(request))
+        return self.download(item["url"], self.what(request), request=request)
 
     def raise_reply_error(self, request: GenerationRequest, error: Any, request_id: str | None, *, where: str):
         """The ``Error{code, message}`` of a 200 reply: a refusal when it is moderation, else a ProviderError."""

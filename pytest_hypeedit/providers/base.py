@@ -28,6 +28,10 @@ class GenerationRequest:
     #: Where a route that answers with a job (submit, then poll) records it before the first poll, and
     #: finds the job of an earlier attempt to resume instead of submitting again (engine/journal.py).
     journal: Journal = field(default_factory=Journal, compare=False)
+    #: The folder a result file is downloaded into: the candidate's own folder in the outputs (set by the
+    #: runner), so paid bytes land on the outputs' filesystem and the move into place is a rename; a full
+    #: cache cannot lose them.  None (a library user, a unit test): the run's downloads folder.
+    landing: Path | None = field(default=None, compare=False)
 
 
 @dataclass

@@ -196,4 +196,5 @@ class JobPoller:
                 return self.expired(f"its result URL answered HTTP {status} ({keeps})", status=status)
             return None
 
-        return self.read(lambda: self.provider.download(url, self.what, headers=headers, gone=gone))
+        return self.read(lambda: self.provider.download(url, self.what, headers=headers, gone=gone,
+                                                        request=self.request))
