@@ -66,6 +66,9 @@ class BenchmarkTerminal:
         ci = self.config.pluginmanager.get_plugin("hypeedit-ci")
         if ci is not None:
             ci.write_gates(terminalreporter)
+        if session is not None:  # last: what the run left out, and the exit status the process returns
+            status = getattr(getattr(terminalreporter, "_session", None), "exitstatus", 0)
+            session.write_verdict(terminalreporter, status)
 
 
 # --------------------------------------------------------------------------- one line per item

@@ -87,6 +87,8 @@ def _totals(rows: list[dict], results: dict) -> str:
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
     status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
+    if not results["complete"] and results.get("coverage"):
+        status = "INCOMPLETE (why: the last line)"
     resubmitted = sum(r.get("resubmitted", 0) for r in own)
     again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
     return (

@@ -1,0 +1,106 @@
+"""A run's results say what happened (issue 22): complete only when every item asked for ended with a record,
+a subset or a run cut short says so (and never replaces a complete run's results), spend counts what the pool
+bought ahead of the items reported, figures are finite, and the exit status is the one printed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+
+PAID_CONFTEST = """
+import os, pytest
+from pytest_hypeedit.providers.base import Generation, Provider
+
+class PaidProvider(Provider):
+    route = "paid"
+    key_env = ("PAID_API_KEY",)
+
+    def generate(self, request):
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
+                          provider_model="paid-v1", seed=request.seed)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04},
+            {"name": "paid-b", "route": "paid", "provider_model": "paid-v2", "price": 0.10}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    if spec.route == "paid":
+        return PaidProvider(spec)
+"""
+TASKS, REPEATS = 4, 3
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, monkeypatch, tmp_path):
+    pytester.makeconftest(PAID_CONFTEST)
+    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("PAID_API_KEY", "paid-secret-value-123")
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    verdicts = {(f"task-{t:02d}", m, r): (t + r) % 2 == 0
+                for t in range(TASKS) for m in ("paid", "paid-b", "identity") for r in range(1, REPEATS + 1)}
+    write_labels(pytester.path / "r1.json", verdicts)
+    return pytester
+
+
+def args(*extra: str) -> list[str]:
+    return ["--tasks", "mini.json", "--images-base", "images", "--repeats", str(REPEATS), "--outputs", "out",
+            "--judge", "labels:r1.json", "-p", "no:randomly", *extra]
+
+
+def read(pytester, name: str = "results.json") -> dict:
+    return json.loads((pytester.path / "out" / name).read_text())
+
+
+def last_lines(result, n: int = 1) -> str:
+    """The run's own last lines, above pytest's closing "= 1 failed in 0.1s =" line."""
+    lines = [line for line in result.stdout.lines if line.strip() and not line.startswith("=")]
+    return "\n".join(lines[-n:])
+
+
+def test_a_full_run_is_complete_and_covers_every_planned_item(bench):
+    result = bench.runpytest(*args("--model", "paid"))
+    data = read(bench)
+    assert data["complete"] is True
+    assert data["coverage"]["planned"] == data["coverage"]["recorded"] == TASKS * REPEATS
+    assert data["coverage"]["reasons"] == []
+    assert data["rows"][0]["planned"] == data["rows"][0]["selected"] == TASKS * REPEATS
+    assert "INCOMPLETE" not in result.stdout.str()
+
+
+def test_a_k_selection_is_a_subset_and_never_replaces_a_complete_runs_results(bench):
+    bench.runpytest(*args("--model", "paid"))
+    complete = read(bench)
+    result = bench.runpytest(*args("--model", "paid", "-k", "task-01"))
+    assert read(bench) == complete  # the complete run's file is kept
+    partial = read(bench, "results.partial.json")
+    assert partial["complete"] is False
+    assert partial["coverage"]["subset"] is True
+    assert (partial["coverage"]["selected"], partial["coverage"]["deselected"]) == (REPEATS, (TASKS - 1) * REPEATS)
+    assert [r["reason"] for r in partial["coverage"]["reasons"]] == ["subset"]
+    assert (bench.path / "out" / "results.partial.md").exists()
+    assert "results.partial.json" in result.stdout.str()
+    assert "run INCOMPLETE" in last_lines(result, 1)
+    assert "9 deselected" in last_lines(result, 1)
+    assert result.ret != 0
+
+
+def test_a_subset_of_passing_items_exits_non_zero_unless_allowed(bench):
+    selection = ("-k", "r002 and (task-00 or task-02)")  # (t + r) % 2 == 0: both pass
+    result = bench.runpytest(*args("--model", "paid", *selection))
+    result.assert_outcomes(passed=2, deselected=10)
+    assert result.ret == 1
+    assert last_lines(result).startswith("run INCOMPLETE (2 of 12 planned items have a record): a subset")
+    assert last_lines(result).endswith("exit status 1")
+    allowed = bench.runpytest(*args("--model", "paid", *selection, "--allow-incomplete"))
+    assert allowed.ret == 0
+    assert last_lines(allowed).endswith("exit status 0")
+    assert read(bench)["complete"] is False  # allowed, still not called complete
