@@ -61,8 +61,9 @@ def read(pytester, name: str = "results.json") -> dict:
 
 
 def last_lines(result, n: int = 1) -> str:
-    """The run's own last lines, above pytest's closing "= 1 failed in 0.1s =" line."""
-    lines = [line for line in result.stdout.lines if line.strip() and not line.startswith("=")]
+    """The run's own last lines, above pytest's own closing lines ("!! stopping after 2 failures !!",
+    "= 1 failed in 0.1s =")."""
+    lines = [line for line in result.stdout.lines if line.strip() and not line.startswith(("=", "!"))]
     return "\n".join(lines[-n:])
 
 
@@ -104,3 +105,86 @@ def test_a_subset_of_passing_items_exits_non_zero_unless_allowed(bench):
     assert allowed.ret == 0
     assert last_lines(allowed).endswith("exit status 0")
     assert read(bench)["complete"] is False  # allowed, still not called complete
+
+
+def calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def billed(tmp_path: Path) -> float:
+    price = {"paid": 0.04, "paid-b": 0.10}
+    return sum(price[line.split()[1]] for line in calls(tmp_path))
+
+
+@pytest.mark.parametrize("stop", [("--maxfail", "2"), ("-x",)])
+def test_an_early_stop_counts_what_the_pool_bought_ahead(bench, tmp_path, stop):
+    result = bench.runpytest(*args("--model", "paid", "--model", "paid-b", *stop))
+    data = read(bench)
+    coverage = data["coverage"]
+    reported = sum(row["candidates"] for row in data["rows"])
+    assert len(calls(tmp_path)) > reported, "the pool bought nothing ahead: the test proves nothing"
+    assert sum(row["spent"] for row in data["rows"]) == pytest.approx(billed(tmp_path))
+    assert coverage["bought_unreported"] == len(calls(tmp_path)) - reported
+    assert coverage["without_record"] == 2 * TASKS * REPEATS - reported
+    assert coverage["stopped"].startswith("stopping after")
+    assert data["complete"] is False and {row["model"] for row in data["rows"]} == {"paid", "paid-b"}
+    reasons = [r["reason"] for r in coverage["reasons"]]
+    assert reasons[:3] == ["stopped_early", "without_record", "bought_unreported"]
+    assert last_lines(result).startswith("run INCOMPLETE")
+    assert f"{coverage['bought_unreported']} candidates bought ahead and not reported" in last_lines(result)
+    assert result.ret == 1
+
+
+SIGTERM_CONFTEST = """
+import os, signal, time, pytest
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the process a CI runner would signal: the controller
+        with open(os.environ["CONTROLLER_PID"], "w") as out:
+            out.write(str(os.getpid()))
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    provider = PaidProvider(spec) if spec.route == "paid" else None
+    if provider is not None:
+        generate = provider.generate
+
+        def slow_then_signal(request):
+            generation = generate(request)
+            time.sleep(0.2)  # calls stay in flight while pytest reports the first items
+            with open(os.environ["CALL_LOG"]) as log:
+                count = len(log.readlines())
+            if count >= int(os.environ["SIGNAL_AFTER"]):
+                try:
+                    os.close(os.open(os.environ["CONTROLLER_PID"] + ".sent", os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return generation
+                with open(os.environ["CONTROLLER_PID"]) as pid:
+                    os.kill(int(pid.read()), signal.SIGTERM)
+            return generation
+
+        provider.generate = slow_then_signal
+    return provider
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_sigterm_every_model_keeps_its_row_and_spent_covers_what_was_billed(bench, tmp_path, monkeypatch, workers):
+    bench.makeconftest(PAID_CONFTEST + SIGTERM_CONFTEST)
+    monkeypatch.setenv("CONTROLLER_PID", str(tmp_path / "controller.pid"))
+    monkeypatch.setenv("SIGNAL_AFTER", "6")
+    monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "20")
+    result = bench.runpytest_subprocess(*args("--model", "paid", "--model", "paid-b", "--concurrency", "4",
+                                              *workers), timeout=180)
+    assert (tmp_path / "controller.pid.sent").exists()
+    text = (bench.path / "out" / "results.json").read_text()
+    data = json.loads(text, parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    assert data["complete"] is False
+    assert {row["model"] for row in data["rows"]} == {"paid", "paid-b"}
+    assert sum(row["spent"] for row in data["rows"]) >= billed(tmp_path) - 1e-9 > 0
+    assert data["coverage"]["reasons"][0] == {"reason": "interrupted", "count": None, "detail": "interrupted (SIGTERM)"}
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    last = last_lines(result)
+    assert last.startswith("run INCOMPLETE") and "interrupted (SIGTERM)" in last, last
+    assert last.endswith("exit status 2")

@@ -150,7 +150,10 @@ def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
 
     if summary["stopped"]:
         interrupted = any(word in summary["stopped"] for word in ("interrupt", "SIGTERM", "signal", "Ctrl-C"))
-        add("interrupted" if interrupted else "stopped_early", None, summary["stopped"])
+        if interrupted:
+            add("interrupted", None, summary["stopped"])
+        else:
+            add("stopped_early", None, f"stopped early: {summary['stopped']} (-x, --maxfail, --sw)")
     if summary["deselected"]:
         add("subset", summary["deselected"], f"a subset: {summary['selected']} of {summary['planned']} items "
                                              f"selected ({summary['deselected']} deselected by -k, -m, --lf, --sw "
