@@ -188,3 +188,25 @@ def test_sigterm_every_model_keeps_its_row_and_spent_covers_what_was_billed(benc
     last = last_lines(result)
     assert last.startswith("run INCOMPLETE") and "interrupted (SIGTERM)" in last, last
     assert last.endswith("exit status 2")
+
+
+def test_budget_zero_measures_nothing_exits_non_zero_and_condenses_skips_under_an_ini_ra(bench, tmp_path):
+    bench.makeini("[pytest]\naddopts = -ra\n")
+    result = bench.runpytest(*args("--model", "paid", "--budget", "0"))
+    result.assert_outcomes(skipped=TASKS * REPEATS)
+    assert calls(tmp_path) == []
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "SKIPPED [" not in out  # not a line per item (pytest folds none: each reason names its item)
+    skips = [line for line in result.stdout.lines if line.startswith("skipped: ")]
+    assert len(skips) == 1 and skips[0].startswith(f"skipped: {TASKS * REPEATS} items (paid {TASKS * REPEATS}): "
+                                                   "--budget 0 USD reached"), skips
+    last = last_lines(result)
+    assert "nothing was measured" in last and f"{TASKS * REPEATS} skipped by --budget" in last, last
+    assert last.endswith("exit status 1")
+    assert read(bench)["coverage"]["reasons"][0]["reason"] == "nothing_measured"
+
+
+def test_skips_asked_for_on_the_command_line_stay_one_line_each(bench):
+    result = bench.runpytest(*args("--model", "paid", "--budget", "0", "-rs"))
+    assert result.stdout.str().count("SKIPPED [1]") == TASKS * REPEATS

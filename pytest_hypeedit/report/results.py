@@ -164,10 +164,13 @@ def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
     if summary["bought_unreported"]:
         add("bought_unreported", summary["bought_unreported"], f"{summary['bought_unreported']} candidates bought "
                                                                "ahead and not reported (their cost is in spent)")
-    for key, reason, what in (("errors", "errors", "errors"), ("skipped", "skipped", "skipped")):
+    if summary["selected"] and not sum(row.get("judged", 0) for row in rows):
+        add("nothing_measured", None, "nothing was measured: no candidate was judged")
+    for key, what in (("errors", "errors (the next run tries them again)"),
+                      ("skipped", "skipped by --budget (raise it and run again: what was paid is reused)")):
         count = sum(row.get(key, 0) for row in rows)
         if count:
-            add(reason, count, f"{count} {what}")
+            add(key, count, f"{count} {what}")
     disk = sum(row.get("disk_full", 0) for row in rows)
     if disk:
         add("disk_full", disk, f"{disk} of the errors are a full disk (No space left on device): free space "
