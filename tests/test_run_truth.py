@@ -210,3 +210,61 @@ def test_budget_zero_measures_nothing_exits_non_zero_and_condenses_skips_under_a
 def test_skips_asked_for_on_the_command_line_stay_one_line_each(bench):
     result = bench.runpytest(*args("--model", "paid", "--budget", "0", "-rs"))
     assert result.stdout.str().count("SKIPPED [1]") == TASKS * REPEATS
+
+
+DISK_FULL_CONFTEST = """
+import errno, os
+
+_real_replace = os.replace
+
+def _full_for_results(src, dst, *args, **kwargs):
+    # the disk fills up at the end of the run: the results files cannot be written, the records could
+    if os.path.basename(str(dst)).startswith("results"):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(dst))
+    return _real_replace(src, dst, *args, **kwargs)
+
+def pytest_sessionstart(session):
+    os.replace = _full_for_results
+
+def pytest_unconfigure(config):
+    os.replace = _real_replace
+"""
+
+
+def test_a_full_disk_at_the_end_still_prints_the_table_and_names_the_folder(bench, tmp_path):
+    bench.makeconftest(PAID_CONFTEST + DISK_FULL_CONFTEST)
+    verdicts = {(f"task-{t:02d}", "paid", r): True for t in range(TASKS) for r in range(1, REPEATS + 1)}
+    write_labels(bench.path / "all-pass.json", verdicts)
+    result = bench.runpytest(*args("--model", "paid", "--judge", "labels:all-pass.json"))
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert "HYPE-EDIT-1 results" in out and any(line.startswith("paid ") for line in result.stdout.lines)
+    failed = [line for line in result.stdout.lines if "could not write the results" in line]
+    assert len(failed) == 1, failed
+    assert failed[0].startswith("hypeedit: could not write the results into out (No space left on device)")
+    assert last_lines(result, 1) == failed[0]
+    assert not (bench.path / "out" / "results.json").exists()
+    assert result.ret == 1
+    assert len(calls(tmp_path)) == TASKS * REPEATS  # the records were written: a rerun buys nothing
+
+
+def test_absurd_amounts_in_records_on_disk_keep_spent_finite_and_are_named(bench):
+    bench.runpytest(*args("--model", "paid"))
+    folder = bench.path / "out" / "mini" / "paid"
+    doctored = {"task-00/001.json": "1e308", "task-00/002.json": "1e308", "task-01/001.json": "NaN",
+                "task-01/002.json": "-5", "task-02/001.json": "Infinity"}
+    for name, amount in doctored.items():
+        path = folder / name
+        text = path.read_text()
+        path.write_text(text.replace('"cost": 0.04', f'"cost": {amount}'))
+        assert amount in path.read_text()
+    result = bench.runpytest(*args("--model", "paid"))
+    text = (bench.path / "out" / "results.json").read_text()
+    data = json.loads(text, parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    row = data["rows"][0]
+    assert math.isfinite(row["spent"]) and row["spent"] == pytest.approx((TASKS * REPEATS - 5) * 0.04)
+    assert row["implausible_amounts"] == 5
+    assert "warning: 5 amounts in records on disk not believed" in result.stdout.str()
+    md = (bench.path / "out" / "results.md").read_text()
+    assert "inf" not in md.lower() and "nan" not in md.lower()

@@ -120,7 +120,8 @@ def _add_coverage(row: dict, recorded: set, coverage: Coverage, mine) -> None:
     row["bought_unreported_cost"] = _money(sum(u.spent + u.pending for u in ahead))
     row["spent"] = _money(row["spent"] + row["bought_unreported_cost"])
     row["spent_this_run"] = _money(row["spent_this_run"] + sum(u.this_run + u.pending for u in ahead))
-    row["spent_breakdown"]["unreported"] = row["bought_unreported_cost"]
+    if ahead:  # a part of its own, present only when some items were bought ahead and never reported
+        row["spent_breakdown"]["unreported"] = row["bought_unreported_cost"]
     row["possibly_paid"] += len(pending)
     row["possibly_paid_cost"] = _money(row["possibly_paid_cost"] + sum(u.pending for u in pending))
     row["complete"] = row["complete"] and row["without_record"] == 0 and len(selected) == planned
