@@ -268,3 +268,37 @@ def test_absurd_amounts_in_records_on_disk_keep_spent_finite_and_are_named(bench
     assert "warning: 5 amounts in records on disk not believed" in result.stdout.str()
     md = (bench.path / "out" / "results.md").read_text()
     assert "inf" not in md.lower() and "nan" not in md.lower()
+
+
+def test_the_live_line_counts_what_the_controller_saw_reported():
+    from pytest_hypeedit.report.progress import Progress
+
+    # two pools that each finished an item the other also ran (worksteal took it back from one of them)
+    statuses = [{"done": 28, "spent": 1.0}, {"done": 28, "spent": 1.0}]
+    assert Progress(started=0.0, total=50).line(statuses, 10.0).startswith("hypeedit 56/50 done")  # the sum
+    assert Progress(started=0.0, total=50).line(statuses, 10.0, reported=47).startswith("hypeedit 47/50 done")
+    assert "$inf" not in Progress(started=0.0, total=50).line([{"done": 1, "spent": math.inf}], 1.0)
+
+
+SLOW_B = """
+import time
+_generate = PaidProvider.generate
+
+def _slow_b(self, request):
+    if request.spec.name == "paid-b":
+        time.sleep(0.3)
+    return _generate(self, request)
+
+PaidProvider.generate = _slow_b
+"""
+
+
+def test_under_worksteal_the_live_line_never_reads_more_done_than_planned(bench):
+    bench.makeconftest(PAID_CONFTEST + SLOW_B)
+    result = bench.runpytest(*args("--model", "paid", "--model", "paid-b", "-n", "2", "--dist", "worksteal"))
+    shown = [line for line in result.stdout.lines if line.startswith("hypeedit ") and " done" in line]
+    assert shown, result.stdout.str()
+    for line in shown:
+        done, total = line.split()[1].split("/")
+        assert int(done) <= int(total), line
+    assert shown[-1].startswith(f"hypeedit {2 * TASKS * REPEATS}/{2 * TASKS * REPEATS} done")

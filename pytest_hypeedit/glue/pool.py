@@ -400,6 +400,8 @@ class LiveLine:
         self.progress = Progress(started=time.monotonic())
         self.session: pytest.Session | None = None
         self.writer = LineWriter()
+        # under -n, done is what the controller saw reported (report/progress.py Progress.line says why)
+        self.reported: int | None = 0 if config.getoption("dist", default="no") != "no" else None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -430,6 +432,10 @@ class LiveLine:
             return "skipped", "", "SKIPPED"
         return "", "", ""
 
+    def pytest_runtest_logreport(self, report) -> None:
+        if self.reported is not None and report.when == "teardown" and report.nodeid.startswith("hypeedit::"):
+            self.reported += 1
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.writer.close()
 
@@ -443,7 +449,7 @@ class LiveLine:
         if session is not None:  # the xdist controller has no items of its own, only their count
             self.progress.total = len(session.items) or getattr(session, "testscollected", 0)
         now = time.monotonic()
-        line = self.progress.line(read_statuses(self.folder), now)
+        line = self.progress.line(read_statuses(self.folder), now, self.reported)
         if final:
             line += f" | in {duration(now - self.progress.started)}"
         self.writer.draw(line, final=final)
