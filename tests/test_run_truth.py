@@ -117,8 +117,10 @@ def billed(tmp_path: Path) -> float:
     return sum(price[line.split()[1]] for line in calls(tmp_path))
 
 
-@pytest.mark.parametrize("stop", [("--maxfail", "2"), ("-x",)])
-def test_an_early_stop_counts_what_the_pool_bought_ahead(bench, tmp_path, stop):
+@pytest.mark.parametrize("stop, why, status", [(("--maxfail", "2"), "stopping after 2 failures", 1),
+                                               (("-x",), "stopping after 1 failures", 1),
+                                               (("--sw",), "Test failed, continuing from this test next run.", 2)])
+def test_an_early_stop_counts_what_the_pool_bought_ahead(bench, tmp_path, stop, why, status):
     result = bench.runpytest(*args("--model", "paid", "--model", "paid-b", *stop))
     data = read(bench)
     coverage = data["coverage"]
@@ -127,13 +129,14 @@ def test_an_early_stop_counts_what_the_pool_bought_ahead(bench, tmp_path, stop):
     assert sum(row["spent"] for row in data["rows"]) == pytest.approx(billed(tmp_path))
     assert coverage["bought_unreported"] == len(calls(tmp_path)) - reported
     assert coverage["without_record"] == 2 * TASKS * REPEATS - reported
-    assert coverage["stopped"].startswith("stopping after")
+    assert coverage["stopped"] == why
     assert data["complete"] is False and {row["model"] for row in data["rows"]} == {"paid", "paid-b"}
     reasons = [r["reason"] for r in coverage["reasons"]]
     assert reasons[:3] == ["stopped_early", "without_record", "bought_unreported"]
     assert last_lines(result).startswith("run INCOMPLETE")
     assert f"{coverage['bought_unreported']} candidates bought ahead and not reported" in last_lines(result)
-    assert result.ret == 1
+    assert result.ret == status  # pytest's own: --sw ends the session as interrupted
+    assert last_lines(result).endswith(f"exit status {status}")
 
 
 SIGTERM_CONFTEST = """
@@ -176,7 +179,7 @@ def test_sigterm_every_model_keeps_its_row_and_spent_covers_what_was_billed(benc
     monkeypatch.setenv("SIGNAL_AFTER", "6")
     monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "20")
     result = bench.runpytest_subprocess(*args("--model", "paid", "--model", "paid-b", "--concurrency", "4",
-                                              *workers), timeout=180)
+                                              "--gate", "pass_rate>=0", *workers), timeout=180)
     assert (tmp_path / "controller.pid.sent").exists()
     text = (bench.path / "out" / "results.json").read_text()
     data = json.loads(text, parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
@@ -188,6 +191,8 @@ def test_sigterm_every_model_keeps_its_row_and_spent_covers_what_was_billed(benc
     last = last_lines(result)
     assert last.startswith("run INCOMPLETE") and "interrupted (SIGTERM)" in last, last
     assert last.endswith("exit status 2")
+    gates = [line for line in result.stdout.lines if line.startswith("metric gate FAILED")]
+    assert gates and gates[0].startswith("metric gate FAILED: exit status 2"), gates  # the status returned
 
 
 def test_budget_zero_measures_nothing_exits_non_zero_and_condenses_skips_under_an_ini_ra(bench, tmp_path):
@@ -302,3 +307,27 @@ def test_under_worksteal_the_live_line_never_reads_more_done_than_planned(bench)
         done, total = line.split()[1].split("/")
         assert int(done) <= int(total), line
     assert shown[-1].startswith(f"hypeedit {2 * TASKS * REPEATS}/{2 * TASKS * REPEATS} done")
+
+
+def test_lf_after_a_complete_run_covers_the_failures_only_and_keeps_the_complete_results(bench):
+    first = bench.runpytest(*args("--model", "paid"))
+    complete = read(bench)
+    failed = first.parseoutcomes()["failed"]
+    result = bench.runpytest(*args("--model", "paid", "--lf"))
+    result.assert_outcomes(failed=failed, deselected=TASKS * REPEATS - failed)
+    assert read(bench) == complete
+    partial = read(bench, "results.partial.json")
+    assert (partial["complete"], partial["coverage"]["selected"], partial["rows"][0]["pass_rate"]) == (False, failed, 0.0)
+    assert partial["coverage"]["reasons"][0]["reason"] == "subset"
+
+
+def test_a_gate_on_a_subset_says_what_it_left_out_and_fails(bench):
+    result = bench.runpytest(*args("--model", "paid", "-k", "task-00 or task-01", "--gate", "pass_rate>=0.1"))
+    gate = [line for line in result.stdout.lines if "pass_rate" in line and "incomplete run" in line]
+    assert gate and f"a subset: 6 of {TASKS * REPEATS} items selected (6 deselected" in gate[0], gate
+    assert any(line.startswith("metric gate FAILED: exit status 1") for line in result.stdout.lines)
+    assert result.ret == 1
+    allowed = bench.runpytest(*args("--model", "paid", "-k", "task-00 or task-01", "--gate", "pass_rate>=0.1",
+                                    "--allow-incomplete"))
+    assert any(line.startswith("all gates hold: exit status 0") for line in allowed.stdout.lines)
+    assert allowed.ret == 0

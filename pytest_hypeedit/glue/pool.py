@@ -125,9 +125,10 @@ class PoolPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's own, which may take seconds to draw the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
+        reason = interrupt_reason(excinfo)
         if self.pool is not None:
-            self.pool.stop("interrupted (Ctrl-C)")
-        write_stop(self.config, "interrupted (Ctrl-C)")
+            self.pool.stop(reason)
+        write_stop(self.config, reason)
         if self.stopper.leaving:
             write_leave(self.folder)
 
@@ -336,9 +337,17 @@ class StopSignal:
 
     @pytest.hookimpl(tryfirst=True)  # the workers hear it before pytest draws the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        write_stop(self.config, "interrupted (Ctrl-C)")
+        write_stop(self.config, interrupt_reason(excinfo))
         if self.stopper.leaving:
             write_leave(self.folder)
+
+
+def interrupt_reason(excinfo) -> str:
+    """What stopped the run: pytest's own stop (--sw's "Test failed, continuing from this test next run.") is a
+    KeyboardInterrupt too, and the results say which it was."""
+    if isinstance(excinfo.value, pytest.Session.Interrupted) and str(excinfo.value):
+        return str(excinfo.value)
+    return "interrupted (Ctrl-C)"
 
 
 def _say(config: pytest.Config, line: str) -> None:

@@ -38,7 +38,8 @@ class BenchmarkSession:
         self.selected = (self.selected or set()) | keys_of(ids)
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        self.interrupted = "interrupted (Ctrl-C)"
+        if not isinstance(excinfo.value, pytest.Session.Interrupted):  # --sw's stop is one too: its reason is kept
+            self.interrupted = "interrupted (Ctrl-C)"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The teardown report carries every property the item gathered (pytest-notes §1),
@@ -111,7 +112,7 @@ class BenchmarkSession:
             written = read_stop(state_dir(self.config))
         except RuntimeError:  # pragma: no cover - startup always configures it
             written = None
-        reason = written or self.interrupted or session.shouldstop or session.shouldfail
+        reason = written or session.shouldfail or session.shouldstop or self.interrupted
         if not reason and session.exitstatus == pytest.ExitCode.INTERRUPTED:
             reason = "interrupted"
         return str(reason) if reason else None
