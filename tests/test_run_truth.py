@@ -331,3 +331,12 @@ def test_a_gate_on_a_subset_says_what_it_left_out_and_fails(bench):
                                     "--allow-incomplete"))
     assert any(line.startswith("all gates hold: exit status 0") for line in allowed.stdout.lines)
     assert allowed.ret == 0
+
+
+def test_under_xdist_the_controller_knows_the_selection_from_the_workers(bench):
+    result = bench.runpytest(*args("--model", "paid", "-k", "task-01", "-n", "2"))
+    data = read(bench)
+    assert (data["coverage"]["selected"], data["coverage"]["deselected"]) == (REPEATS, (TASKS - 1) * REPEATS)
+    assert [r["reason"] for r in data["coverage"]["reasons"]] == ["subset"]
+    assert data["rows"][0]["without_record"] == 0
+    assert result.ret == 1
