@@ -46,7 +46,7 @@ def _believable(value: Any) -> bool:
             and 0 <= value <= MAX_CALL_USD)
 
 
-def implausible_amounts(record: "Record") -> int:
+def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
     amounts = [record.cost, record.judge_cost, record.resubmitted_cost]

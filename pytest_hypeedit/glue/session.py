@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ..config import RunConfig
+from ..errors import HypeEditError
 from .items import parse_nodeid
 from ..engine.records import ERROR, Record, now_iso, records_from_properties
 from ..report.terminal import summary_lines
@@ -83,9 +84,10 @@ class BenchmarkSession:
         A full disk (or any OSError) is one line naming the folder, and a non-zero exit status (glue/ci.py)."""
         from ..report.results import where_to_write, write_results
 
-        path = where_to_write(self.results, self.run.results)
+        results = self.results or {}
+        path = where_to_write(results, self.run.results)
         try:
-            write_results(self.results, path)
+            write_results(results, path)
         except OSError as exc:
             self.write_failed = (f"hypeedit: could not write the results into {path.parent} "
                                  f"({exc.strerror or exc}): free space there (or pass --results PATH elsewhere) and "
@@ -169,6 +171,10 @@ def planned_keys(run: RunConfig):
                     yield (split.name, spec.name, task.task_id, repeat)
 
 
+#: What reading an untrusted record may raise (engine/store.py, and records.py's validation of its fields).
+UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError, HypeEditError)
+
+
 def unreported_on_disk(outputs: Path, keys, since: str):
     """The records on disk of items without a report that show money paid since ``since`` (this run): the pool
     bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot be read is absent."""
@@ -179,9 +185,9 @@ def unreported_on_disk(outputs: Path, keys, since: str):
     for key in keys:
         try:
             record = store.read_record(*key)
-            found = record is not None and paid_since(record, since)
-        except Exception:  # a malformed record is absent, never a crash at the end of a paid run
-            continue
+            found = paid_since(record, since) if record is not None else None
+        except UNREADABLE:  # a malformed record is absent, never a crash at the end of a paid run
+            found = None
         if found:
             yield Unreported(key, *found)
 

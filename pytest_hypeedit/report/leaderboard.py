@@ -381,8 +381,9 @@ def take_incomplete(runs: Sequence[tuple[str, dict[str, Any]]], allowed: bool) -
 
 def incomplete_why(results: Mapping[str, Any]) -> str:
     """Why a results file is not a complete run ("" when it is): its coverage's reasons, else its rows'."""
-    coverage = results.get("coverage") if isinstance(results.get("coverage"), Mapping) else {}
-    reasons = [str(r.get("detail")) for r in coverage.get("reasons") or () if isinstance(r, Mapping)]
+    coverage = results.get("coverage")
+    listed = (coverage.get("reasons") if isinstance(coverage, Mapping) else None) or ()
+    reasons = [str(r.get("detail")) for r in listed if isinstance(r, Mapping)]
     rows = [r for r in results.get("rows") or () if isinstance(r, Mapping)]
     reasons += [f"{_cell(r.get('model'))} ({_cell(r.get('split'))}) not complete" for r in rows
                 if r.get("complete") is False and not reasons]

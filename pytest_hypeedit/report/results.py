@@ -74,11 +74,12 @@ def build_results(
                             splits=tuple(split_names))
             if _has_something(combined):
                 rows.append(combined)
-    results = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
-               "rows": rows}
+    results: dict = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
+                     "rows": rows}
     if coverage is not None:
-        results["coverage"] = coverage_summary(records, coverage, rows)
-        results["complete"] = results["complete"] and not results["coverage"]["reasons"]
+        covered = coverage_summary(records, coverage, rows)
+        results["coverage"] = covered
+        results["complete"] = results["complete"] and not covered["reasons"]
     return results
 
 

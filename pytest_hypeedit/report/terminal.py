@@ -32,9 +32,9 @@ def implausible_lines(rows: list[dict]) -> list[str]:
     count = sum(row.get("implausible_amounts") or 0 for row in rows if row["split"] != COMBINED)
     if not count:
         return []
-    return [f"warning: {count} amount{'s' if count != 1 else ''} in records on disk not believed (negative, not a "
-            "finite number, or above $10,000 a call) and counted as $0 in spent: a record was edited or corrupted; "
-            "its candidate's record names the amount"]
+    return [(f"warning: {count} amount{'s' if count != 1 else ''} in records on disk not believed (negative, not "
+             "a finite number, or above $10,000 a call) and counted as $0 in spent: a record was edited or corrupted; "
+             "its candidate's record names the amount")]
 
 
 def possibly_paid_lines(rows: list[dict]) -> list[str]:
