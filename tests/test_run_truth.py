@@ -89,9 +89,13 @@ def test_a_k_selection_is_a_subset_and_never_replaces_a_complete_runs_results(be
     assert [r["reason"] for r in partial["coverage"]["reasons"]] == ["subset"]
     assert (bench.path / "out" / "results.partial.md").exists()
     assert "results.partial.json" in result.stdout.str()
+    assert "out/results.json holds a complete run's results and is kept" in result.stdout.str()
     assert "run INCOMPLETE" in last_lines(result, 1)
     assert "9 deselected" in last_lines(result, 1)
     assert result.ret != 0
+    bench.runpytest(*args("--model", "paid"))  # complete again: the partial file would contradict it
+    assert not (bench.path / "out" / "results.partial.json").exists()
+    assert not (bench.path / "out" / "results.partial.md").exists()
 
 
 def test_a_subset_of_passing_items_exits_non_zero_unless_allowed(bench):
