@@ -7,6 +7,7 @@ Records ride on the reports, so the results are the same with and without -n.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
@@ -89,11 +90,14 @@ class BenchmarkSession:
         try:
             write_results(results, path)
         except OSError as exc:
+            remedy = "free space there" if exc.errno == errno.ENOSPC else "make it writable"
             self.write_failed = (f"hypeedit: could not write the results into {path.parent} "
-                                 f"({exc.strerror or exc}): free space there (or pass --results PATH elsewhere) and "
-                                 "run again; every candidate and verdict is on disk, nothing is bought again")
+                                 f"({exc.strerror or exc}): {remedy} (or pass --results PATH elsewhere) and run "
+                                 "again; every candidate and verdict is on disk, nothing is bought again")
             return
         self.results_path = path
+        if results.get("complete"):  # a partial run's file beside it would now contradict it
+            remove_partial(path)
 
     def _coverage(self, session: pytest.Session):
         """What the run was asked for, what was selected, why it stopped, and what was bought ahead unreported."""
@@ -144,6 +148,16 @@ class BenchmarkSession:
             terminalreporter.write_line(self.write_failed, red=True, bold=True)
         if self.results and not self.results.get("complete", True):
             terminalreporter.write_line(incomplete_line(self.results, exitstatus), red=True, bold=True)
+
+
+def remove_partial(path: Path) -> None:
+    from ..report.results import partial_path
+
+    for stale in (partial_path(path), partial_path(path).with_suffix(".md")):
+        try:
+            stale.unlink(missing_ok=True)
+        except OSError:  # left in place: it says what it covered
+            pass
 
 
 def incomplete_line(results: dict, exitstatus: int) -> str:
