@@ -344,3 +344,14 @@ def test_under_xdist_the_controller_knows_the_selection_from_the_workers(bench):
     assert [r["reason"] for r in data["coverage"]["reasons"]] == ["subset"]
     assert data["rows"][0]["without_record"] == 0
     assert result.ret == 1
+
+
+def test_junit_xml_and_results_md_say_what_a_subset_covered(bench):
+    import xml.etree.ElementTree as ET
+
+    bench.runpytest(*args("--model", "paid", "-k", "task-01", "--junitxml", "junit.xml"))
+    properties = {p.get("name"): p.get("value") for p in ET.parse(bench.path / "junit.xml").iter("property")}
+    assert properties["hypeedit.complete"] == "false"
+    assert (properties["hypeedit.coverage.planned"], properties["hypeedit.coverage.selected"],
+            properties["hypeedit.coverage.recorded"]) == (str(TASKS * REPEATS), str(REPEATS), str(REPEATS))
+    assert "| paid (incomplete) |" in (bench.path / "out" / "results.md").read_text()

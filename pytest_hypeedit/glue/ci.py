@@ -29,6 +29,8 @@ GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
                  "first_attempt_pass_rate", "hype_gap")
 JUNIT_COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "skipped", "spent")
+#: What the run covered (report/results.py coverage_summary), for a CI system that reads the junit XML only.
+JUNIT_COVERAGE = ("planned", "selected", "recorded", "without_record", "bought_unreported")
 #: Exit statuses the gates may override; an interruption or an internal error stays what it is.
 GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
 
@@ -187,6 +189,8 @@ def junit_properties(results: dict | None, gate_results: list[GateResult]) -> li
                 props += [(f"{prefix}.{key}.low", _scalar(bounds[0])), (f"{prefix}.{key}.high", _scalar(bounds[1]))]
     if results is not None:
         props.append(("hypeedit.complete", str(bool(results.get("complete", True))).lower()))
+        coverage = results.get("coverage") or {}
+        props += [(f"hypeedit.coverage.{key}", str(coverage[key])) for key in JUNIT_COVERAGE if key in coverage]
     if gate_results:
         props.append(("hypeedit.gates", "passed" if all_hold(gate_results) else "failed"))
         props += [(f"hypeedit.gate.{i}", r.line()) for i, r in enumerate(gate_results, start=1)]
