@@ -355,3 +355,25 @@ def test_junit_xml_and_results_md_say_what_a_subset_covered(bench):
     assert (properties["hypeedit.coverage.planned"], properties["hypeedit.coverage.selected"],
             properties["hypeedit.coverage.recorded"]) == (str(TASKS * REPEATS), str(REPEATS), str(REPEATS))
     assert "| paid (incomplete) |" in (bench.path / "out" / "results.md").read_text()
+
+
+FULL_WHILE_BUYING = """
+import errno, os
+_generate = PaidProvider.generate
+
+def _full(self, request):
+    if request.repeat == 2:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "out/mini")
+    return _generate(self, request)
+
+PaidProvider.generate = _full
+"""
+
+
+def test_errors_that_are_a_full_disk_are_named_as_such(bench):
+    bench.makeconftest(PAID_CONFTEST + FULL_WHILE_BUYING)
+    result = bench.runpytest(*args("--model", "paid"))
+    data = read(bench)
+    assert data["complete"] is False and data["rows"][0]["disk_full"] == TASKS
+    assert [r["reason"] for r in data["coverage"]["reasons"]] == ["errors", "disk_full"]
+    assert f"{TASKS} of the errors are a full disk (No space left on device)" in last_lines(result)
