@@ -89,7 +89,10 @@ def test_budget_zero_makes_no_paid_judge_call_even_with_rejudge(paid):
     again.assert_outcomes(skipped=TASKS * REPEATS)
     assert (len(bfl.charged), len(gemini.requests)) == calls  # nothing more paid, to either
     again.stdout.fnmatch_lines(["*--budget 0 USD reached: judge gemini-3-flash-rubric on flux-2-max * could cost up to*"])
-    assert row(pytester)["spent_this_run"] == 0
+    # a run that judged nothing is not complete: its results go beside the complete run's, never over them
+    partial = json.loads((pytester.path / "out" / "results.partial.json").read_text())["rows"][0]
+    assert partial["spent_this_run"] == 0
+    assert row(pytester)["spent_this_run"] > 0  # the complete run's file, kept
 
 
 def test_spent_counts_the_judge_and_shows_it_apart(paid):

@@ -139,3 +139,26 @@ def test_a_file_that_is_not_results_is_named(tmp_path):
     path.write_text(json.dumps({"schema_version": 2}))
     with pytest.raises(InputError, match="labels.json: not a results file"):
         load_results(path)
+
+
+def test_an_incomplete_results_file_is_refused_unless_taken_and_then_marked(tmp_path, capsys):
+    full, partial = tmp_path / "full.json", tmp_path / "partial.json"
+    full.write_text(json.dumps({**results(make_row("seedream-4.5", "public")), "complete": True}))
+    cut = {**results(make_row("riverflow-2-b1", "public", complete=False), make_row("riverflow-2-b1", "private")),
+           "complete": False, "coverage": {"reasons": [
+               {"reason": "interrupted", "count": None, "detail": "interrupted (SIGTERM)"},
+               {"reason": "without_record", "count": 250, "detail": "250 of 500 selected items ended without a record"}]}}
+    partial.write_text(json.dumps(cut))
+    assert main([str(full), str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert f"{partial}: the results of an incomplete run (interrupted (SIGTERM); 250 of 500" in err
+    assert "--allow-incomplete" in err and str(full) not in err
+    merged = tmp_path / "merged.json"
+    assert main([str(full), str(partial), "--allow-incomplete", "--json", str(merged)]) == 0
+    out = capsys.readouterr().out
+    assert "| riverflow-2-b1 (incomplete) | 84.8%" in out and "| riverflow-2-b1 (incomplete) | 80.6%" in out
+    assert "| seedream-4.5 | 34.8%" in out
+    rows = {(r["model"], r["split"]): r for r in load_results(merged)["rows"]}
+    assert rows[("riverflow-2-b1", "public")]["incomplete"] is True
+    assert rows[("riverflow-2-b1", "combined")]["incomplete"] is True
+    assert "incomplete" not in rows[("seedream-4.5", "public")]

@@ -35,12 +35,28 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+#: The most one candidate's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
+#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
+MAX_CALL_USD = 10_000.0
+
+
 def usd(value: Any) -> float:
     """A record's amount as a number: a record read from disk is untrusted, and a made-up amount (not a finite,
-    non-negative number) counts as 0."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-        return float(value)
-    return 0.0
+    non-negative number up to MAX_CALL_USD) counts as 0; ``implausible_amounts`` counts them, to say so."""
+    return float(value) if _believable(value) else 0.0
+
+
+def _believable(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and 0 <= value <= MAX_CALL_USD)
+
+
+def implausible_amounts(record: Record) -> int:
+    """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
+    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
+    amounts = [record.cost, record.judge_cost, record.resubmitted_cost]
+    amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
+    return sum(1 for value in amounts if value is not None and not _believable(value))
 
 
 @dataclass

@@ -29,6 +29,8 @@ GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
                  "first_attempt_pass_rate", "hype_gap")
 JUNIT_COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "skipped", "spent")
+#: What the run covered (report/results.py coverage_summary), for a CI system that reads the junit XML only.
+JUNIT_COVERAGE = ("planned", "selected", "recorded", "without_record", "bought_unreported")
 #: Exit statuses the gates may override; an interruption or an internal error stays what it is.
 GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED)
 
@@ -48,6 +50,7 @@ class CiPlugin:
             raise pytest.UsageError(f"--bootstrap {option.hypeedit_bootstrap}: must be 0 (off) or a number of resamples >= 2")
         self.gate_results: list[GateResult] = []
         self.incomplete_reasons: list[str] = []
+        self.session: pytest.Session | None = None
 
     @property
     def analysis(self):
@@ -68,6 +71,7 @@ class CiPlugin:
         if self.config.option.collectonly:
             return
         results = _session_results(self.config)
+        self.session = session
         if self.gates:
             self.incomplete_reasons = _run_level_problems(session, self.config)
             self.gate_results = evaluate(self.gates, results or {}, (self.baseline or {}).get("rows"),
@@ -76,7 +80,20 @@ class CiPlugin:
             if session.exitstatus in GATEABLE:
                 held = all_hold(self.gate_results)
                 session.exitstatus = pytest.ExitCode.OK if held else pytest.ExitCode.TESTS_FAILED
+        if session.exitstatus == pytest.ExitCode.OK and self._unfinished(results):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_junit_properties(self.config, results, self.gate_results)
+
+    def _unfinished(self, results: dict | None) -> bool:
+        """A run whose results were not written, or that is not complete (stopped, a subset, errors, nothing
+        measured), does not exit 0, unless --allow-incomplete says a partial run is what was wanted."""
+        from .stash import SESSION_KEY
+
+        if getattr(self.config.stash.get(SESSION_KEY, None), "write_failed", None):
+            return True
+        if results is None or self.config.option.hypeedit_allow_incomplete:
+            return False
+        return not results.get("complete", True)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -97,9 +114,12 @@ class CiPlugin:
         for result in self.gate_results:
             terminalreporter.write_line(result.line(), green=result.passed, red=not result.passed)
         held = all_hold(self.gate_results)
-        verdict = "all gates hold: exit status 0" if held else "metric gate FAILED: exit status 1"
-        terminalreporter.write_line(verdict + " (the gates decide the exit status, not single items)", bold=True,
-                                    green=held, red=not held)
+        status = int(self.session.exitstatus) if self.session is not None else int(not held)
+        verdict = f"all gates hold: exit status {status}" if held else f"metric gate FAILED: exit status {status}"
+        why = "the gates decide the exit status, not single items"
+        if held and status != 0:  # an interrupted, stopped or incomplete run: the status says so, not the gates
+            why = "the gates hold, but the run did not finish (its last line says why)"
+        terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=held and status == 0, red=not held)
 
 
 def _load_baseline(path: str | None) -> dict[str, Any] | None:
@@ -138,11 +158,19 @@ def _run_level_problems(session: pytest.Session, config: pytest.Config) -> list[
     """Items that ended without a record (a crashed worker, -x, an internal error) make a run incomplete."""
     from .stash import SESSION_KEY
 
+    results = getattr(config.stash.get(SESSION_KEY, None), "results", None) or {}
+    covered = results.get("coverage")
+    if covered:  # the results' own account (glue/session.py): stopped, a subset, items without a record
+        return [r["detail"] for r in covered.get("reasons") or () if r["reason"] not in ROW_REASONS]
     recorded = len(getattr(config.stash.get(SESSION_KEY, None), "records", {}) or {})
     collected = session.testscollected or 0
     if recorded < collected:
         return [f"{collected - recorded} of {collected} items ended without a record"]
     return []
+
+
+#: Reasons each row already shows to its gate (analysis/gates.py incompleteness): not repeated at run level.
+ROW_REASONS = ("errors", "skipped", "disk_full")
 
 
 # --------------------------------------------------------------------------- junit XML
@@ -161,6 +189,8 @@ def junit_properties(results: dict | None, gate_results: list[GateResult]) -> li
                 props += [(f"{prefix}.{key}.low", _scalar(bounds[0])), (f"{prefix}.{key}.high", _scalar(bounds[1]))]
     if results is not None:
         props.append(("hypeedit.complete", str(bool(results.get("complete", True))).lower()))
+        coverage = results.get("coverage") or {}
+        props += [(f"hypeedit.coverage.{key}", str(coverage[key])) for key in JUNIT_COVERAGE if key in coverage]
     if gate_results:
         props.append(("hypeedit.gates", "passed" if all_hold(gate_results) else "failed"))
         props += [(f"hypeedit.gate.{i}", r.line()) for i, r in enumerate(gate_results, start=1)]

@@ -125,9 +125,10 @@ class PoolPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's own, which may take seconds to draw the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
+        reason = interrupt_reason(excinfo)
         if self.pool is not None:
-            self.pool.stop("interrupted (Ctrl-C)")
-        write_stop(self.config, "interrupted (Ctrl-C)")
+            self.pool.stop(reason)
+        write_stop(self.config, reason)
         if self.stopper.leaving:
             write_leave(self.folder)
 
@@ -339,9 +340,17 @@ class StopSignal:
 
     @pytest.hookimpl(tryfirst=True)  # the workers hear it before pytest draws the traceback
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        write_stop(self.config, "interrupted (Ctrl-C)")
+        write_stop(self.config, interrupt_reason(excinfo))
         if self.stopper.leaving:
             write_leave(self.folder)
+
+
+def interrupt_reason(excinfo) -> str:
+    """What stopped the run: pytest's own stop (--sw's "Test failed, continuing from this test next run.") is a
+    KeyboardInterrupt too, and the results say which it was."""
+    if isinstance(excinfo.value, pytest.Session.Interrupted) and str(excinfo.value):
+        return str(excinfo.value)
+    return "interrupted (Ctrl-C)"
 
 
 def _say(config: pytest.Config, line: str) -> None:
@@ -403,6 +412,8 @@ class LiveLine:
         self.progress = Progress(started=time.monotonic())
         self.session: pytest.Session | None = None
         self.writer = LineWriter()
+        # under -n, done is what the controller saw reported (report/progress.py Progress.line says why)
+        self.reported: int | None = 0 if config.getoption("dist", default="no") != "no" else None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -433,6 +444,10 @@ class LiveLine:
             return "skipped", "", "SKIPPED"
         return "", "", ""
 
+    def pytest_runtest_logreport(self, report) -> None:
+        if self.reported is not None and report.when == "teardown" and report.nodeid.startswith("hypeedit::"):
+            self.reported += 1
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.writer.close()
 
@@ -446,7 +461,7 @@ class LiveLine:
         if session is not None:  # the xdist controller has no items of its own, only their count
             self.progress.total = len(session.items) or getattr(session, "testscollected", 0)
         now = time.monotonic()
-        line = self.progress.line(read_statuses(self.folder), now)
+        line = self.progress.line(read_statuses(self.folder), now, self.reported)
         if final:
             line += f" | in {duration(now - self.progress.started)}"
         self.writer.draw(line, final=final)

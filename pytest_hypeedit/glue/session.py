@@ -7,14 +7,16 @@ Records ride on the reports, so the results are the same with and without -n.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import pytest
 
 from ..config import RunConfig
+from ..errors import HypeEditError
 from .items import parse_nodeid
 from ..engine.provenance import CHANGED
-from ..engine.records import DISCARDED, ERROR, Record, records_from_properties
+from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
 from ..text import ERROR_LIMIT, clean_text
 from ..report.terminal import summary_lines
 
@@ -25,6 +27,23 @@ class BenchmarkSession:
         self.records: dict[tuple, Record] = {}
         self.results: dict | None = None
         self.results_path: Path | None = None
+        self.write_failed: str | None = None  # the one line saying why the results files were not written
+        self.started_at = now_iso()  # records on disk stamped since were bought by this run
+        self.selected: set[tuple] | None = None  # the items left after -k, -m, --lf, --sw, --deselect
+        self.interrupted: str | None = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The serial session's selection (under -n the controller collects nothing: the workers tell it)."""
+        self.selected = keys_of(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """Under -n: each worker's collection, after its -k/-m/--lf (every worker collects the same)."""
+        self.selected = (self.selected or set()) | keys_of(ids)
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        if not isinstance(excinfo.value, pytest.Session.Interrupted):  # --sw's stop is one too: its reason is kept
+            self.interrupted = "interrupted (Ctrl-C)"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The teardown report carries every property the item gathered (pytest-notes §1),
@@ -44,21 +63,67 @@ class BenchmarkSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.records:
+        if self.config.option.collectonly:
             return
         run = self.run
-        from ..report.results import build_results, write_results  # numpy: only once the records are in
+        from ..report.results import build_results  # numpy: only once the records are in
 
+        coverage = self._coverage(session)
+        if not self.records and not coverage.unreported and not coverage.chosen:
+            return
         self.results = build_results(
             self.records.values(),
             models=run.models,
             split_names=[s.name for s in run.splits],
             settings=run.metric_settings,
             settings_json=run.settings_json(),
+            coverage=coverage,
         )
         self.config.hook.pytest_hypeedit_results(config=self.config, results=self.results)
-        self.results_path = run.results
-        write_results(self.results, run.results)
+        self._write_results()
+
+    def _write_results(self) -> None:
+        """results.json and .md; beside a complete run's as results.partial.json when this run is not complete.
+        A full disk (or any OSError) is one line naming the folder, and a non-zero exit status (glue/ci.py)."""
+        from ..report.results import where_to_write, write_results
+
+        results = self.results or {}
+        path = where_to_write(results, self.run.results)
+        try:
+            write_results(results, path)
+        except OSError as exc:
+            remedy = "free space there" if exc.errno == errno.ENOSPC else "make it writable"
+            self.write_failed = (f"hypeedit: could not write the results into {path.parent} "
+                                 f"({exc.strerror or exc}): {remedy} (or pass --results PATH elsewhere) and run "
+                                 "again; every candidate and verdict is on disk, nothing is bought again")
+            return
+        self.results_path = path
+        if results.get("complete"):  # a partial run's file beside it would now contradict it
+            remove_partial(path)
+
+    def _coverage(self, session: pytest.Session):
+        """What the run was asked for, what was selected, why it stopped, and what was bought ahead unreported."""
+        from ..report.results import Coverage
+
+        planned = frozenset(planned_keys(self.run))
+        selected = frozenset(self.selected & planned) if self.selected is not None else None
+        chosen = planned if selected is None else selected
+        missing = [key for key in chosen if key not in self.records]
+        return Coverage(planned, selected, self._stop_reason(session),
+                        tuple(unreported_on_disk(self.run.outputs, missing, self.started_at)))
+
+    def _stop_reason(self, session: pytest.Session) -> str | None:
+        """Why the run stopped early: a signal (the stop file every process of the run shares), -x, --maxfail."""
+        from .pool import read_stop, state_dir
+
+        try:
+            written = read_stop(state_dir(self.config))
+        except RuntimeError:  # pragma: no cover - startup always configures it
+            written = None
+        reason = written or session.shouldfail or session.shouldstop or self.interrupted
+        if not reason and session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            reason = "interrupted"
+        return str(reason) if reason else None
 
     def write_table(self, terminalreporter) -> None:
         """The results table and the run's totals: printed last, by glue/terminal.py."""
@@ -67,12 +132,99 @@ class BenchmarkSession:
         terminalreporter.write_sep("=", "HYPE-EDIT-1 results")
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
-        terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")
-        for line in stray_lines(self.records.values(), self.run.outputs) + changed_lines(self.records.values(),
-                                                                                        self.run.outputs):
+        if self.results_path is not None:
+            terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})"
+                                        + self._kept_note())
+        records = self.records.values()
+        for line in (stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
+                     + discarded_lines(records, self.run.outputs)):
             terminalreporter.write_line(line, yellow=True)
-        for line in discarded_lines(self.records.values(), self.run.outputs):
-            terminalreporter.write_line(line, yellow=True)
+
+    def _kept_note(self) -> str:
+        if self.results_path == self.run.results:
+            return ""
+        return f"; {self.run.results} holds a complete run's results and is kept (a partial run never replaces it)"
+
+    def write_verdict(self, terminalreporter, exitstatus: int) -> None:
+        """The run's last lines: results not written (a full disk), and an incomplete run, why, with counts and
+        the exit status the process returns; printed last, by glue/terminal.py."""
+        if self.write_failed:
+            terminalreporter.write_line(self.write_failed, red=True, bold=True)
+        if self.results and not self.results.get("complete", True):
+            terminalreporter.write_line(incomplete_line(self.results, exitstatus), red=True, bold=True)
+
+
+def remove_partial(path: Path) -> None:
+    from ..report.results import partial_path
+
+    for stale in (partial_path(path), partial_path(path).with_suffix(".md")):
+        try:
+            stale.unlink(missing_ok=True)
+        except OSError:  # left in place: it says what it covered
+            pass
+
+
+def incomplete_line(results: dict, exitstatus: int) -> str:
+    """``run INCOMPLETE: interrupted (Ctrl-C); 100 of 200 selected items ended without a record; ...``"""
+    reasons = [r["detail"] for r in (results.get("coverage") or {}).get("reasons") or []]
+    if not reasons:  # no coverage (a results dict from elsewhere): what the rows say
+        reasons = ["errors or skipped candidates"]
+    covered = results.get("coverage") or {}
+    counts = ""
+    if covered:
+        counts = f" ({covered.get('recorded', 0)} of {covered.get('planned', 0)} planned items have a record)"
+    return f"run INCOMPLETE{counts}: " + "; ".join(reasons) + f"; exit status {int(exitstatus)}"
+
+
+def keys_of(nodeids) -> set[tuple]:
+    return {key for key in map(parse_nodeid, nodeids) if key is not None}
+
+
+def planned_keys(run: RunConfig):
+    """Every item the run was asked for: splits x tasks x models x repeats (as glue/items.py makes them)."""
+    for split in run.splits:
+        for task in split.tasks:
+            for spec in run.models:
+                for repeat in range(1, run.repeats + 1):
+                    yield (split.name, spec.name, task.task_id, repeat)
+
+
+#: What reading an untrusted record may raise (engine/store.py, and records.py's validation of its fields).
+UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError, HypeEditError)
+
+
+def unreported_on_disk(outputs: Path, keys, since: str):
+    """The records on disk of items without a report that show money paid since ``since`` (this run): the pool
+    bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot be read is absent."""
+    from ..engine.store import Store
+    from ..report.results import Unreported
+
+    store = Store(outputs)
+    for key in keys:
+        try:
+            record = store.read_record(*key)
+            found = paid_since(record, since) if record is not None else None
+        except UNREADABLE:  # a malformed record is absent, never a crash at the end of a paid run
+            found = None
+        if found:
+            yield Unreported(key, *found)
+
+
+def paid_since(record: Record, since: str) -> tuple[float, float, float] | None:
+    """(spent, bought by this run, pending price) of a record written by this run; None when it shows nothing
+    paid since ``since``.  Timestamps are ISO strings in UTC (records.now_iso), compared as text."""
+    from ..engine.records import usd
+
+    def since_then(stamp) -> bool:
+        return isinstance(stamp, str) and stamp >= since
+
+    this_run = (usd(record.cost) if since_then(record.generated_at) and not record.reused_candidate else 0.0) + \
+        (usd(record.judge_cost) if since_then(record.judged_at) else 0.0)
+    pending = record.pending if isinstance(record.pending, dict) else {}
+    open_price = usd(pending.get("price")) if since_then(pending.get("sent_at")) else 0.0
+    if not this_run and not open_price:
+        return None
+    return record.spent, this_run, open_price
 
 
 #: Stray files named one per line, at most; the rest are counted.

@@ -49,14 +49,18 @@ class BenchmarkTerminal:
         if style == "line" and summary:
             write_one_line_sections(terminalreporter)
             self.config.option.tbstyle = "no"  # pytest's own sections would print every item again
+        skips_asked = condensed and "s" in terminalreporter.reportchars  # an ini file's -ra: one line, not 100
         if condensed:
-            terminalreporter.reportchars = terminalreporter.reportchars.replace("f", "").replace("E", "")
+            terminalreporter.reportchars = "".join(c for c in terminalreporter.reportchars if c not in "fEs")
         try:
             return (yield)
         finally:
             self.config.option.tbstyle = style
             if condensed:
                 write_condensed_summary(terminalreporter, self.config)
+            if skips_asked:
+                for line in skip_lines(terminalreporter.stats):
+                    terminalreporter.write_line(line, yellow=True)
             self.write_answer(terminalreporter)
 
     def write_answer(self, terminalreporter) -> None:
@@ -66,6 +70,9 @@ class BenchmarkTerminal:
         ci = self.config.pluginmanager.get_plugin("hypeedit-ci")
         if ci is not None:
             ci.write_gates(terminalreporter)
+        if session is not None:  # last: what the run left out, and the exit status the process returns
+            status = getattr(getattr(terminalreporter, "_session", None), "exitstatus", 0)
+            session.write_verdict(terminalreporter, status)
 
 
 # --------------------------------------------------------------------------- one line per item
@@ -135,6 +142,39 @@ def outcome_counts(stats: dict, config: pytest.Config) -> dict[str, Counter]:
             outcome = REFUSED if stat == "failed" and getattr(record, "outcome", None) == REFUSED else stat
             counts.setdefault(model, Counter())[outcome] += 1
     return counts
+
+
+#: Kinds of skip reason shown, each with its count and one example; the rest are counted.
+MAX_SKIP_LINES = 5
+
+
+def skip_lines(stats: dict) -> list[str]:
+    """Our skipped items condensed: one line per kind of reason (the text before its first ": ", e.g.
+    "--budget 2 USD reached" or "not started"), with the count, the models and one example, where pytest's -rs
+    prints a line per item (a budget stop skips hundreds)."""
+    kinds: dict[str, list] = {}
+    for report in stats.get("skipped") or []:
+        key = parse_nodeid(report.nodeid)
+        if key is None:
+            continue
+        reason = _skip_reason(report)
+        kinds.setdefault(reason.split(": ", 1)[0], []).append((key[1], reason))
+    lines = []
+    for kind, items in list(kinds.items())[:MAX_SKIP_LINES]:
+        models = Counter(model for model, _ in items)
+        by_model = ", ".join(f"{model} {count}" for model, count in models.items())
+        lines.append(f"skipped: {len(items)} item{'s' if len(items) != 1 else ''} ({by_model}): {kind} "
+                     f"(e.g. {squeeze(items[0][1])[:300]})")
+    rest = sum(len(items) for items in list(kinds.values())[MAX_SKIP_LINES:])
+    if rest:
+        lines.append(f"skipped: {rest} more items for other reasons")
+    return lines
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return str(text).removeprefix("Skipped: ")
 
 
 def describe(counts: Counter) -> str:

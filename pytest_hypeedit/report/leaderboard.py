@@ -142,7 +142,8 @@ def _table(rows: list[Mapping[str, Any]], cells) -> str:
 def _model_cell(row: Mapping[str, Any]) -> str:
     if row.get("published"):
         return _cell(row.get("model")) + " (published)"
-    return _cell(row.get("model")) + (f" ({row['figures']})" if row.get("figures") else "")
+    marked = " (incomplete)" if row.get("incomplete") or row.get("complete") is False else ""
+    return _cell(row.get("model")) + (f" ({row['figures']})" if row.get("figures") else "") + marked
 
 
 def _beside_published(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -293,6 +294,8 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
         pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(_number(v) for v, _ in values) else None
     if _number(pooled["pass_at_10"]) and _number(pooled["first_attempt_pass_rate"]):
         pooled["hype_gap"] = pooled["pass_at_10"] - pooled["first_attempt_pass_rate"]
+    if any(r.get("incomplete") or r.get("complete") is False for r in rows):
+        pooled["incomplete"] = True
     pooled["cost_per_candidate"] = rows[0].get("cost_per_candidate")
     pooled["effective_cost"] = _effective_cost(pooled, review_cost)
     return pooled
@@ -326,6 +329,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--allow-mixed-settings", action="store_true", help="merge runs with different retry caps or review costs")
     parser.add_argument(
+        "--allow-incomplete", action="store_true",
+        help="take results files of incomplete runs (stopped early, a -k/--lf subset, errors, skipped items); "
+             "their rows are marked (incomplete) in the Markdown and \"incomplete\": true in the JSON",
+    )
+    parser.add_argument(
         "--with-published", action="store_true",
         help="show the paper's published figures (public, private, combined) beside the runs' rows, marked "
              "(published); with no results file, the published table alone",
@@ -345,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("give one or more results JSON files (or --with-published for the paper's table alone)")
     try:
         runs = [(str(path), load_results(path)) for path in args.results]
+        take_incomplete(runs, args.allow_incomplete)
         merged = merge_results(runs, _prefer_name(args.prefer), args.allow_mixed_settings) if runs else _no_run()
         published = _published() if args.with_published else None
     except HypeEditError as exc:
@@ -352,6 +361,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     _write_outputs(args, merged, [(path, results) for path, (_, results) in zip(args.results, runs)], published)
     return 0
+
+
+def take_incomplete(runs: Sequence[tuple[str, dict[str, Any]]], allowed: bool) -> None:
+    """Refuse a results file of an incomplete run (its figures cover part of what was asked), unless ``allowed``:
+    then mark each of its rows ``incomplete``, which the tables show."""
+    for name, results in runs:
+        why = incomplete_why(results)
+        if not why:
+            continue
+        if not allowed:
+            raise InputError(f"{name}: the results of an incomplete run ({why}); its figures cover part of what "
+                             "was asked. Finish the run (the same command reuses what is on disk), or pass "
+                             "--allow-incomplete to take it anyway, its rows marked (incomplete)")
+        for row in results.get("rows") or []:
+            if isinstance(row, dict):
+                row["incomplete"] = True
+
+
+def incomplete_why(results: Mapping[str, Any]) -> str:
+    """Why a results file is not a complete run ("" when it is): its coverage's reasons, else its rows'."""
+    coverage = results.get("coverage")
+    listed = (coverage.get("reasons") if isinstance(coverage, Mapping) else None) or ()
+    reasons = [str(r.get("detail")) for r in listed if isinstance(r, Mapping)]
+    rows = [r for r in results.get("rows") or () if isinstance(r, Mapping)]
+    reasons += [f"{_cell(r.get('model'))} ({_cell(r.get('split'))}) not complete" for r in rows
+                if r.get("complete") is False and not reasons]
+    if not reasons and results.get("complete") is False:
+        reasons = ["marked not complete"]
+    return "; ".join(reasons)
 
 
 def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict]], published) -> None:

@@ -8,6 +8,7 @@ plain lines at a slower pace otherwise (a CI log).
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -21,8 +22,11 @@ class Progress:
     started: float
     total: int = 0
 
-    def line(self, statuses: list[dict], now: float) -> str:
-        done = sum(s.get("done", 0) for s in statuses)
+    def line(self, statuses: list[dict], now: float, reported: int | None = None) -> str:
+        """``reported``: the items whose reports reached the controller, counted there, under -n.  The pools'
+        own counts are not summed then: an item one worker's pool finished ahead and another worker ran
+        (``--dist worksteal`` takes queued items back) is done in both, which read "56/50 done"."""
+        done = sum(s.get("done", 0) for s in statuses) if reported is None else reported
         parts = [f"hypeedit {done}/{self.total or '?'} done"]
         routes = route_cells(statuses)
         parts.append("in flight " + (", ".join(routes) if routes else "0"))
@@ -32,7 +36,8 @@ class Progress:
         skipped = sum(s.get("skipped", 0) for s in statuses)
         if skipped:
             parts.append(f"{skipped} skipped")
-        parts.append(f"${sum(s.get('spent', 0.0) for s in statuses):.2f} spent")
+        spent = sum(s.get("spent", 0.0) for s in statuses)
+        parts.append(f"${spent:.2f} spent" if math.isfinite(spent) else "spent: not a finite figure (see the results)")
         eta = self.eta(done, now)
         if eta:
             parts.append(f"ETA {eta}")

@@ -8,7 +8,9 @@ plus a pooled ``combined`` row per model when the run has several splits.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -16,40 +18,168 @@ from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
-from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, usd
+from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, implausible_amounts, usd
 from ..engine.stability import stability_cost, stability_of
 
 
+Key = tuple[str, str, str, int]
+
+
+@dataclass(frozen=True)
+class Unreported:
+    """A selected item that ended without a report, whose record on disk shows money paid by this run (the pool
+    bought it ahead of the items pytest reported before the run stopped): read by the glue, counted here."""
+
+    key: Key
+    spent: float  # what the record says the candidate cost (as ``spent`` counts a reported record)
+    this_run: float  # of it, bought by this run
+    pending: float = 0.0  # a paid call sent by this run and never answered: possibly paid (its price)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What the run was asked for and what it got to (the controller's knowledge, not the records'):
+    ``planned`` every item of the splits x models x repeats, ``selected`` those left after -k, -m, --lf,
+    --sw, --deselect (None: all of them), ``stopped`` why the run stopped early (Ctrl-C, SIGTERM, -x,
+    --maxfail), and the records on disk of items bought ahead and never reported."""
+
+    planned: frozenset = frozenset()
+    selected: frozenset | None = None
+    stopped: str | None = None
+    unreported: tuple[Unreported, ...] = field(default=())
+
+    @property
+    def chosen(self) -> frozenset:
+        return self.planned if self.selected is None else self.selected
+
+
 def build_results(
-    records: Iterable[Record], *, models: Sequence, split_names: Sequence[str], settings: MetricSettings, settings_json: dict
+    records: Iterable[Record], *, models: Sequence, split_names: Sequence[str], settings: MetricSettings,
+    settings_json: dict, coverage: Coverage | None = None,
 ) -> dict:
-    """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order."""
+    """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
+    (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run."""
+    records = list(records)
     by_pair: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
         by_pair[(record.model, record.split)].append(record)
     rows = []
     for spec in models:
-        pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings) for split in split_names]
-        rows += [row for row in pair_rows if row["candidates"]]
+        pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings, coverage=coverage)
+                     for split in split_names]
+        rows += [row for row in pair_rows if _has_something(row)]
         if len(split_names) > 1:
             pooled = [r for split in split_names for r in by_pair.get((spec.name, split), [])]
-            if pooled:
-                rows.append(_row(spec, COMBINED, pooled, settings, pooled_keys=True))
-    return {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows), "rows": rows}
+            combined = _row(spec, COMBINED, pooled, settings, pooled_keys=True, coverage=coverage,
+                            splits=tuple(split_names))
+            if _has_something(combined):
+                rows.append(combined)
+    results: dict = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
+                     "rows": rows}
+    if coverage is not None:
+        covered = coverage_summary(records, coverage, rows)
+        results["coverage"] = covered
+        results["complete"] = results["complete"] and not covered["reasons"]
+    return results
 
 
-def _row(spec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False) -> dict:
+def _has_something(row: dict) -> bool:
+    """A row is shown when it has a record, was selected, or bought something (a model whose items were all
+    bought ahead and never reported keeps its row, with what it spent)."""
+    return bool(row["candidates"] or row.get("selected") or row["spent"])
+
+
+def _row(spec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False,
+         coverage: Coverage | None = None, splits: tuple[str, ...] = ()) -> dict:
     tallies = tallies_of(records, pooled_keys)
     counts = _counts(records)
     row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price}
     row.update(compute_metrics(tallies, spec.price, settings))
     row["by_task_type"] = metrics_by_task_type(tallies, spec.price, settings)
     row["complete"] = counts["errors"] == 0 and counts["skipped"] == 0
+    if coverage is not None:
+        mine = (lambda key: key[1] == spec.name and key[0] in splits) if split == COMBINED else \
+            (lambda key: key[1] == spec.name and key[0] == split)
+        _add_coverage(row, {r.key for r in records}, coverage, mine)
     row["signals_summary"] = signals_summary(records)
     stability = stability_of(records)
     if stability is not None:
         row["judge_stability"] = stability
     return row
+
+
+def _add_coverage(row: dict, recorded: set, coverage: Coverage, mine) -> None:
+    """The row's share of the plan: items planned, selected, ended without a record, and what the items bought
+    ahead and never reported cost (added to ``spent``: it was bought)."""
+    planned = sum(1 for key in coverage.planned if mine(key))
+    selected = [key for key in coverage.chosen if mine(key)]
+    row["planned"], row["selected"] = planned, len(selected)
+    row["without_record"] = sum(1 for key in selected if key not in recorded)
+    ahead = [u for u in coverage.unreported if mine(u.key) and u.key not in recorded]
+    pending = [u for u in ahead if u.pending]
+    row["bought_unreported"] = len(ahead)
+    row["bought_unreported_cost"] = _money(sum(u.spent + u.pending for u in ahead))
+    row["spent"] = _money(row["spent"] + row["bought_unreported_cost"])
+    row["spent_this_run"] = _money(row["spent_this_run"] + sum(u.this_run + u.pending for u in ahead))
+    if ahead:  # a part of its own, present only when some items were bought ahead and never reported
+        row["spent_breakdown"]["unreported"] = row["bought_unreported_cost"]
+    row["possibly_paid"] += len(pending)
+    row["possibly_paid_cost"] = _money(row["possibly_paid_cost"] + sum(u.pending for u in pending))
+    row["complete"] = row["complete"] and row["without_record"] == 0 and len(selected) == planned
+
+
+def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict]) -> dict:
+    """The run-level ``coverage`` object: counts, and ``reasons`` (each ``{"reason", "count", "detail"}``) why
+    the run is not complete, empty when it is."""
+    recorded = {r.key for r in records}
+    chosen = coverage.chosen
+    own = [row for row in rows if row["split"] != COMBINED]
+    summary = {"planned": len(coverage.planned), "selected": len(chosen),
+               "deselected": len(coverage.planned - chosen), "recorded": len(recorded & chosen),
+               "without_record": len(chosen - recorded),
+               "bought_unreported": sum(row.get("bought_unreported", 0) for row in own),
+               "subset": bool(coverage.planned - chosen), "stopped": coverage.stopped}
+    summary["reasons"] = incomplete_reasons(summary, own)
+    return summary
+
+
+def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
+    """Why a run is not complete, in the order a user acts on them: stopped, not covered, not measured."""
+    reasons = []
+
+    def add(reason: str, count: int | None, detail: str) -> None:
+        reasons.append({"reason": reason, "count": count, "detail": detail})
+
+    if summary["stopped"]:
+        interrupted = any(word in summary["stopped"] for word in ("interrupt", "SIGTERM", "signal", "Ctrl-C"))
+        if interrupted:
+            add("interrupted", None, summary["stopped"])
+        else:
+            add("stopped_early", None, f"stopped early: {summary['stopped']} (-x, --maxfail, --sw)")
+    if summary["deselected"]:
+        add("subset", summary["deselected"], f"a subset: {summary['selected']} of {summary['planned']} items "
+                                             f"selected ({summary['deselected']} deselected by -k, -m, --lf, --sw "
+                                             "or --deselect)")
+    if summary["without_record"]:
+        add("without_record", summary["without_record"], f"{summary['without_record']} of {summary['selected']} "
+                                                         "selected items ended without a record")
+    if summary["bought_unreported"]:
+        add("bought_unreported", summary["bought_unreported"], f"{summary['bought_unreported']} candidates bought "
+                                                               "ahead and not reported (their cost is in spent)")
+    if summary["selected"] and not sum(row.get("judged", 0) for row in rows):
+        add("nothing_measured", None, "nothing was measured: no candidate was judged")
+    disk_skipped = sum(row.get("disk_full_skipped", 0) for row in rows)
+    for key, what, besides in (("errors", "errors (the next run tries them again)", 0),
+                               ("skipped", "skipped by --budget (raise it and run again: what was paid is reused)",
+                                disk_skipped)):
+        count = sum(row.get(key, 0) for row in rows) - besides
+        if count:
+            add(key, count, f"{count} {what}")
+    disk = sum(row.get("disk_full", 0) for row in rows)
+    if disk:
+        add("disk_full", disk, f"{disk} items ended by a full disk (No space left on device: "
+                               f"{disk - disk_skipped} errors, {disk_skipped} not bought): free space and run again")
+    return reasons
 
 
 def signals_summary(records: list[Record]) -> dict:
@@ -83,6 +213,10 @@ def _counts(records: list[Record]) -> dict:
                    + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
     return {
         "candidates": len(records),
+        # a write that found no room is an error; the items after it are not bought (engine/room.py)
+        "disk_full": sum(1 for r in records if r.outcome in (ERROR, SKIPPED) and _disk_full(r.error)),
+        "disk_full_skipped": sum(1 for r in records if r.outcome == SKIPPED and _disk_full(r.error)),
+        "implausible_amounts": sum(implausible_amounts(r) for r in records),
         "judged": sum(1 for r in records if r.judged),
         "errors": sum(1 for r in records if r.outcome == ERROR),
         "refusals": sum(1 for r in records if r.outcome == REFUSED),
@@ -90,10 +224,21 @@ def _counts(records: list[Record]) -> dict:
         "resubmitted": sum(r.resubmitted for r in records),
         **_rejudged_stale(records),
         **_possibly_paid(records),
-        "spent": round(spent, 6),
+        "spent": _money(spent),
         "spent_breakdown": _spent_breakdown(records),
-        "spent_this_run": round(this_run, 6),
+        "spent_this_run": _money(this_run),
     }
+
+
+def _disk_full(error: str | None) -> bool:
+    text = str(error or "")
+    return "Errno 28" in text or "No space left" in text or text.startswith("disk full at ")
+
+
+def _money(value: float) -> float:
+    """A sum of amounts, rounded; never infinite or NaN (every amount read is capped: records.usd), so the
+    results stay strict JSON."""
+    return round(value, 6) if math.isfinite(value) else 0.0
 
 
 def _possibly_paid(records: list[Record]) -> dict:
@@ -143,8 +288,34 @@ def _paid_earlier(record: Record) -> bool:
 
 
 def write_results(results: dict, path: Path) -> Path:
-    """Write the JSON and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
-    atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False) + "\n").encode("utf-8"))
+    """Write the JSON (strict: a NaN or infinity is a bug, refused here rather than written for a parser to
+    refuse) and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
+    atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False, allow_nan=False) + "\n").encode("utf-8"))
     markdown = path.with_suffix(".md")
     atomic_write_bytes(markdown, results_markdown(results).encode("utf-8"))
     return markdown
+
+
+#: The name a partial run's results take beside a complete run's: ``results.json`` -> ``results.partial.json``.
+PARTIAL_SUFFIX = ".partial"
+
+
+def partial_path(path: Path) -> Path:
+    return path.with_name(f"{path.stem}{PARTIAL_SUFFIX}{path.suffix or '.json'}")
+
+
+def where_to_write(results: dict, path: Path) -> Path:
+    """Where this run's results go: ``path``, unless this run is not complete (a subset, stopped early, errors)
+    and ``path`` holds a complete run's results, which a partial run never replaces: then beside it
+    (``results.partial.json``)."""
+    if results.get("complete") or not _holds_complete_results(path):
+        return path
+    return partial_path(path)
+
+
+def _holds_complete_results(path: Path) -> bool:
+    try:
+        existing = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(existing, dict) and existing.get("complete") is True

@@ -23,7 +23,18 @@ def summary_lines(results: dict) -> list[str]:
     lines.append(_totals(rows, results))
     lines += rejudged_lines(rows)
     lines += possibly_paid_lines(rows)
+    lines += implausible_lines(rows)
     return lines
+
+
+def implausible_lines(rows: list[dict]) -> list[str]:
+    """Amounts in records on disk that were not believed (negative, not finite, absurd) and counted as 0."""
+    count = sum(row.get("implausible_amounts") or 0 for row in rows if row["split"] != COMBINED)
+    if not count:
+        return []
+    return [(f"warning: {count} amount{'s' if count != 1 else ''} in records on disk not believed (negative, not "
+             "a finite number, or above $10,000 a call) and counted as $0 in spent: a record was edited or corrupted; "
+             "its candidate's record names the amount")]
 
 
 def possibly_paid_lines(rows: list[dict]) -> list[str]:
@@ -87,6 +98,8 @@ def _totals(rows: list[dict], results: dict) -> str:
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
     status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
+    if not results["complete"] and results.get("coverage"):
+        status = "INCOMPLETE (why: the last line)"
     resubmitted = sum(r.get("resubmitted", 0) for r in own)
     again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
     return (
