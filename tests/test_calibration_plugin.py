@@ -162,3 +162,73 @@ def test_a_bad_calibrate_option_is_a_usage_error_before_the_run(bench):
     result = run(bench, "--calibrate", "labels:broken")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*sample-design.json: not a sampling design*"])
+
+
+def test_results_md_carries_the_calibrated_figures_with_their_intervals(bench):
+    sample_panel(bench)
+    run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    markdown = (bench.path / "out" / "results.md").read_text()
+    entry = row["calibrated"]["pass_rate"]
+    assert "Calibrated with a human sample (95% intervals for the population of tasks" in markdown
+    assert (f"| identity | {100 * entry['value']:.1f}% ({100 * entry['low']:.1f}% – {100 * entry['high']:.1f}%) "
+            "| n/a |") in markdown
+    assert "- identity: needs at least 8 human PASS and 8 human FAIL labels" in markdown
+
+
+BOOM = """
+import pytest_hypeedit.analysis.calibration as calibration
+
+original = calibration.calibrate
+
+def pytest_configure(config):
+    def boom(*args, **kwargs):
+        raise OverflowError("planted: (34, 'Numerical result out of range')")
+    calibration.calibrate = boom
+
+def pytest_unconfigure(config):
+    calibration.calibrate = original
+"""
+
+
+def test_a_calibration_that_fails_never_aborts_the_run_and_names_the_problem(bench):
+    sample_panel(bench)
+    bench.makeconftest(CAPTURE + BOOM)
+    result = run(bench, "--calibrate", "labels:panel")
+    assert result.ret == 1  # the run's own outcome (the judge failed 17 candidates), not an internal error
+    row = row_of(bench)  # the results were written
+    assert "calibrated" not in row and row["pass_rate"] is not None
+    (problem,) = row["calibration"]["problems"]
+    assert problem.startswith("calibration failed (OverflowError: planted")
+    result.stdout.fnmatch_lines(["  ! calibration failed (OverflowError: planted*", "*HYPE-EDIT-1 results*"])
+    assert "Traceback" not in result.stdout.str()
+    assert (bench.path / "out" / "results.md").is_file()
+
+
+def test_a_model_without_labels_of_its_own_gets_no_calibrated_figures_and_says_why(bench):
+    drawn, sampled = sample_panel(bench, size=8)
+    outside = next(k for k in KEYS if k not in sampled)  # a label, but of a candidate the design did not draw
+    write_labels(bench.path / "panel" / "ann.json", {outside: TRUTH[outside]})
+    result = run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    assert "calibrated" not in row and row["calibration"]["n_human"] == 0
+    assert row["calibration"]["problems"] == ["no human label of this model's own: no calibrated figures (another "
+                                              "model's judge error is not borrowed: it differs by model); label "
+                                              "some of its candidates"]
+    result.stdout.fnmatch_lines(["  ! no human label of this model's own: no calibrated figures*"])
+
+
+def test_labels_without_a_design_drawn_mostly_from_judge_fails_are_flagged(bench):
+    folder = bench.mkdir("panel")
+    fails = {key: TRUTH[key] for key, passed in JUDGE.items() if not passed}
+    one_pass = next(key for key, passed in JUDGE.items() if passed)
+    write_labels(folder / "ann.json", {**fails, one_pass: TRUTH[one_pass]})
+    run(bench, "--calibrate", "labels:panel/ann.json")
+    problems = row_of(bench)["calibration"]["problems"]
+    judge_pass = sum(JUDGE.values())
+    assert any(p.startswith(f"the labels are not a simple random sample: 1 of {judge_pass} judge PASS but "
+                            f"{32 - judge_pass} of {32 - judge_pass} judge FAIL were labelled") for p in problems)
+    # a design-free sample labelled alike on both sides is not flagged
+    write_labels(folder / "ann.json", {key: TRUTH[key] for key in KEYS[::2]})
+    run(bench, "--calibrate", "labels:panel/ann.json")
+    assert not any("not a simple random sample" in p for p in row_of(bench)["calibration"]["problems"])
