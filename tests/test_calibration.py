@@ -297,3 +297,15 @@ def test_sensitivity_and_specificity_are_weighted_by_the_design():
     result = calibrate(task_evidence(units), 0.04, n_resamples=0)
     assert result.judge_error["human_pass"] == 5
     assert result.judge_error["sensitivity"] == pytest.approx(6 / 8, abs=0.01)
+
+
+def test_this_run_s_all_human_pass_rate_is_exact_when_everything_is_labelled_and_wider_with_fewer_labels():
+    from pytest_hypeedit.analysis.calibration_evidence import this_run_pass_rate
+
+    units, truth, _ = simulated(12, labelled=400)  # every candidate labelled: the all-human figure, no interval
+    entry = this_run_pass_rate(units)
+    assert entry["value"] == pytest.approx(truth.mean()) and entry["low"] == entry["high"] == pytest.approx(truth.mean())
+    assert entry["target"] == "this_run" and entry["level"] == 0.95
+    widths = [this_run_pass_rate(simulated(12, labelled=n)[0]) for n in (40, 200)]
+    assert widths[0]["high"] - widths[0]["low"] > widths[1]["high"] - widths[1]["low"] > 0
+    assert this_run_pass_rate(simulated(12, labelled=0)[0]) is None

@@ -81,6 +81,8 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
     correction = sum(TRUTH[k] - JUDGE[k] for k in sampled) / 12
     assert row["calibrated"]["pass_rate"]["value"] == pytest.approx(judge_rate + correction)
     assert row["pass_rate"] == pytest.approx(judge_rate)  # today's key is still the judge's own
+    this_run = row["calibrated_this_run"]["pass_rate"]
+    assert this_run["target"] == "this_run" and this_run["value"] == pytest.approx(judge_rate + correction)
     figures = [f"{100 * row['calibrated']['pass_rate']['value']:.1f}%", "n/a"]
     judge_figures = [f"{100 * row[k]:.1f}%" for k in ("pass_rate", "pass_at_4")]
     result.stdout.fnmatch_lines([  # the details first, the results table last (the terminal leads with it)
@@ -89,6 +91,7 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
         "  ! needs at least 8 human PASS and 8 human FAIL labels of this model's own*",
         "  ! only 12 human labels (fewer than 30)*",
         "  calibrated (95% intervals for the population of tasks): pass_rate *; pass_at_4 n/a (too few labels*",
+        "  this run, all human (what a full review of these candidates would give): pass_rate *%*",
         "Model * Split * Figures * Pass rate*",
         f"identity * mini * calibrated * {figures[0]} * {figures[1]} *",
         f"* judge * {judge_figures[0]} * {judge_figures[1]} *",

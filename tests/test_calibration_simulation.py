@@ -142,3 +142,30 @@ def test_a_model_with_no_label_of_its_own_gets_no_calibrated_figure():
     for _ in range(3):
         evidence, _, _ = simulated_run(MODELS[1], 0, rng)
         assert calibrate(evidence, 0.04, n_resamples=20) is None
+
+
+def test_this_run_s_all_human_pass_rate_covers_the_run_s_own_figure():
+    # Target: this run's all-human pass rate (what a full review of the same candidates would give), not the
+    # population's: only the labels' draw varies.  100 labels of 500, 150 runs over the three models.
+    from calibration_sim import REPEATS, TASKS
+
+    from pytest_hypeedit.analysis.calibration import Unit
+    from pytest_hypeedit.analysis.calibration_evidence import this_run_pass_rate
+
+    rng = np.random.default_rng(99)
+    covered, errors = [], []
+    for run in range(150):
+        model = MODELS[run % 3]
+        truth = rng.random((TASKS, REPEATS)) < rng.beta(*model.beta(), TASKS)[:, None]
+        noise = rng.random((TASKS, REPEATS))
+        judge = np.where(truth, noise < model.sensitivity, noise > model.specificity)
+        chosen = np.zeros(TASKS * REPEATS, bool)
+        chosen[rng.choice(TASKS * REPEATS, 100, replace=False)] = True
+        chosen = chosen.reshape(TASKS, REPEATS)
+        units = [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
+                      0.2 if chosen[t, r] else None) for t in range(TASKS) for r in range(REPEATS)]
+        entry = this_run_pass_rate(units)
+        covered.append(entry["low"] <= truth.mean() <= entry["high"])
+        errors.append(entry["value"] - truth.mean())
+    print(f"this run: coverage {np.mean(covered):.3f} of 150, bias {np.mean(errors):+.4f}")
+    assert np.mean(covered) >= 0.90 and abs(np.mean(errors)) <= 0.01

@@ -189,3 +189,44 @@ def labelling_rates_differ(labelled_pass: int, judged_pass: int, labelled_fail: 
             statistic += max(abs(table[i][j] - expected) - 0.5, 0.0) ** 2 / expected
     p_value = math.erfc(math.sqrt(statistic / 2))
     return p_value < alpha, p_value
+
+
+def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict | None:
+    """The pass rate a full human review of *this run's* candidates would give: estimate and interval.
+
+    The estimate is the prediction-powered one (the judge's pass rate plus the sample's weighted correction);
+    only the drawing of the labels varies for this target, so the interval is the finite-population one of a
+    Horvitz-Thompson total, stratum by stratum (candidates sharing an inclusion probability: one cell of the
+    design), with its finite-population correction: 0 wide when every candidate is labelled.  None without a
+    label; no interval when a partly sampled cell holds a single label (its spread is unknown)."""
+    from .calibration_intervals import entry, t_quantile
+
+    by_task: dict[str, int] = {}
+    for unit in units:
+        by_task[unit.task_id] = by_task.get(unit.task_id, 0) + 1
+    tasks = len(by_task)
+    labelled = [u for u in units if u.human_pass is not None]
+    if not tasks or not labelled:
+        return None
+    weight = {task: 1.0 / (tasks * n) for task, n in by_task.items()}
+    estimate = sum(weight[u.task_id] * bool(u.judge_pass) for u in units)
+    cells: dict[float, list[float]] = {}
+    for unit in labelled:
+        cells.setdefault(unit.inclusion, []).append(weight[unit.task_id] * (int(unit.human_pass) - int(bool(unit.judge_pass))))
+    variance = 0.0
+    for inclusion, errors in cells.items():
+        estimate += sum(errors) / inclusion
+        population = len(errors) / inclusion
+        if inclusion < 1 and len(errors) < 2:
+            return entry(estimate, None, level, None, key="pass_rate", retry_cap=1) | {"target": "this_run"}
+        spread = _sample_variance(errors) if len(errors) > 1 else 0.0
+        variance += population**2 * (1 - inclusion) * spread / len(errors)
+    half = t_quantile(level, max(1, len(labelled) - len(cells))) * math.sqrt(variance)
+    interval = (max(0.0, estimate - half), min(1.0, estimate + half))
+    return entry(estimate, interval, level, "finite-population, the labels' draw only", key="pass_rate",
+                 retry_cap=1) | {"target": "this_run"}
+
+
+def _sample_variance(values: Sequence[float]) -> float:
+    mean = sum(values) / len(values)
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)

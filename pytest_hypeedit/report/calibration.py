@@ -193,6 +193,7 @@ def add_calibration(results: dict, records: Iterable[Record], sample: HumanSampl
 
 def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settings: Settings, baseline) -> None:
     from ..analysis.calibration import METHOD, calibrate, task_evidence
+    from ..analysis.calibration_evidence import this_run_pass_rate
     from ..analysis.calibration_intervals import TARGET, TARGET_TEXT
 
     found = row_sample(records, sample, pooled_keys=row["split"] == COMBINED)
@@ -211,13 +212,16 @@ def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settin
     if result is None:
         return
     row["calibrated"], row["human_sample"], row["judge_error"] = result.calibrated, result.human_sample, result.judge_error
+    this_run = this_run_pass_rate(found.units, settings.level)
+    if this_run is not None:
+        row["calibrated_this_run"] = {"pass_rate": this_run}
     if baseline is not None:
         row.update(calibrated_baseline(row, evidence, settings, baseline))
 
 
 def _failed_row(row: dict, exc: Exception) -> None:
     """The row keeps its judge figures; the calibration says what went wrong instead of aborting the run."""
-    for key in ("calibrated", "human_sample", "judge_error", "calibration_evidence"):
+    for key in ("calibrated", "human_sample", "judge_error", "calibration_evidence", "calibrated_this_run"):
         row.pop(key, None)
     problem = (f"calibration failed ({type(exc).__name__}: {exc}); the judge's figures stand alone for this row: "
                "please report it with the labels and results files")
@@ -338,6 +342,11 @@ def terminal_lines(results: Mapping[str, Any]) -> list[str]:
         if row.get("calibrated"):
             level = f"{100 * info['level']:g}% intervals" if info.get("level") else "intervals"
             lines.append(f"  calibrated ({level} for the population of tasks): " + "; ".join(cells))
+        this_run = (row.get("calibrated_this_run") or {}).get("pass_rate")
+        if this_run and this_run.get("low") is not None:
+            lines.append(f"  this run, all human (what a full review of these candidates would give): pass_rate "
+                         f"{format_value(this_run['value'], 'percent')} [{format_value(this_run['low'], 'percent')}, "
+                         f"{format_value(this_run['high'], 'percent')}]")
         lines += _baseline_lines(row)
     return lines
 
