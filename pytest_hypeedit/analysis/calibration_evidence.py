@@ -212,7 +212,8 @@ def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict | Non
     estimate = sum(weight[u.task_id] * bool(u.judge_pass) for u in units)
     cells: dict[float, list[float]] = {}
     for unit in labelled:
-        cells.setdefault(unit.inclusion, []).append(weight[unit.task_id] * (int(unit.human_pass) - int(bool(unit.judge_pass))))
+        error = weight[unit.task_id] * (int(bool(unit.human_pass)) - int(bool(unit.judge_pass)))
+        cells.setdefault(float(unit.inclusion or 1.0), []).append(error)  # a labelled unit has one (_check_unit)
     variance = 0.0
     for inclusion, errors in cells.items():
         estimate += sum(errors) / inclusion
