@@ -235,3 +235,41 @@ def test_labels_without_a_design_drawn_mostly_from_judge_fails_are_flagged(bench
     write_labels(folder / "ann.json", {key: TRUTH[key] for key in KEYS[::2]})
     run(bench, "--calibrate", "labels:panel/ann.json")
     assert not any("not a simple random sample" in p for p in row_of(bench)["calibration"]["problems"])
+
+
+def test_a_design_stratified_by_the_judge_s_verdict_weighs_each_label_by_its_stratum(bench):
+    # The judge's FAILs labelled at a higher rate than its PASSes, as the design's verdict strata record: the
+    # prediction-powered pass rate weighs each label by its own stratum's inclusion probability.
+    from pytest_hypeedit.review.design import Design, Stratum
+
+    folder = bench.mkdir("panel")
+    positions = {verdict: [(t, r) for t, _, r in KEYS if JUDGE[(t, MODEL, r)] == (verdict == "PASS")]
+                 for verdict in ("PASS", "FAIL")}
+    drawn = {"PASS": positions["PASS"][::4], "FAIL": positions["FAIL"][::2]}
+    strata = tuple(Stratum(MODEL, "mini", tuple(positions[v]), tuple(drawn[v]), v) for v in ("PASS", "FAIL"))
+    write_design(design_path(folder), Design("mini", 1, 12, strata))
+    labelled = {(t, MODEL, r): TRUTH[(t, MODEL, r)] for v in drawn for t, r in drawn[v]}
+    write_labels(folder / "ann.json", labelled)
+    run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    assert row["calibration"]["stratified_by_verdict"] is True
+    assert "stratified by the judge's verdict" in row["calibration"]["note"]
+    n = len(KEYS)
+    correction = sum((TRUTH[(t, MODEL, r)] - JUDGE[(t, MODEL, r)]) * len(positions[v]) / len(drawn[v])
+                     for v in drawn for t, r in drawn[v]) / n
+    expected = sum(JUDGE.values()) / n + correction  # every task has 4 candidates: a plain mean
+    assert row["calibrated"]["pass_rate"]["value"] == pytest.approx(min(1.0, max(0.0, expected)))
+    unweighted = sum(JUDGE.values()) / n + sum(TRUTH[k] - JUDGE[k] for k in labelled) / len(labelled)
+    assert abs(expected - unweighted) > 0.01  # the weights matter here: the test could tell them apart
+
+
+def test_a_design_stratum_with_an_unknown_verdict_is_refused_by_name(tmp_path):
+    from pytest_hypeedit.errors import InputError
+    from pytest_hypeedit.review.design import read_design
+
+    path = tmp_path / "sample-design.json"
+    path.write_text(json.dumps({"schema": "hypeedit-sample-design/1", "split": "mini", "seed": 1, "requested": 1,
+                                "strata": [{"model": MODEL, "split": "mini", "verdict": "MAYBE",
+                                            "population": [["task-00", 1]], "sample": [["task-00", 1]]}]}))
+    with pytest.raises(InputError, match=r"strata\[0\]\.verdict must be \"PASS\" or \"FAIL\".*got 'MAYBE'"):
+        read_design(path)
