@@ -94,9 +94,9 @@ from .stats import leave_one_out_index, resample_index
 #: The metrics reported three ways (judge, human sample, calibrated), in the order tables show them.
 CALIBRATED_KEYS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
                    "first_attempt_pass_rate", "hype_gap")
-METHOD = ("prediction-powered inference (pass rate); imputation of unlabelled candidates from the judge's "
-          "sensitivity and specificity, in expectation (other metrics); BCa task bootstrap re-estimating the "
-          "judge's error in every replicate")
+METHOD = ("prediction-powered inference (pass rate; cluster t interval over tasks); imputation of unlabelled "
+          "candidates from the judge's sensitivity and specificity, in expectation (other metrics; BCa task "
+          "bootstrap re-estimating the judge's error in every replicate)")
 #: Elements per block of replicates x tasks x grid x counts (memory of one block: 8 bytes each).
 BLOCK_ELEMENTS = 1_500_000
 

@@ -5,17 +5,21 @@ designs beside them (review/design.py) are read once at configure time (a bad fi
 anything is paid for); at the end of the run each row's candidates are paired with the panel's majority where
 the sample has one, each label weighed by its candidate's inclusion probability, and the row gains
 
-    calibrated    {metric: {"value", "low", "high"}}   the judge's figures corrected with the sample
-    human_sample  {metric: {"value", "low", "high"}}   the sample alone, the judge ignored
-    judge_error   {"n_human", "sensitivity", "specificity", "pooled"}
-    calibration   {"method", "design": "recorded" | "assumed-srs", "n_human", "note", ...}
+    calibrated    {metric: {"value", "low", "high", "level", "target"}}   the judge's figures corrected with the
+                  sample (or {"value": None, ..., "reason"}: too few labels of the model's own for that metric)
+    human_sample  {metric: {"value", "low", "high", ...}}   the sample alone, the judge ignored
+    calibrated_this_run  {"pass_rate": {...}}   what a full human review of this run would give
+    judge_error   {"n_human", "sensitivity", "specificity", "pooled", "human_pass", "human_fail", ...}
+    calibration   {"method", "design": "recorded" | "assumed-srs", "n_human", "note", "problems", ...}
     calibration_evidence   per-task counts, so that a later run can compare itself with this one (--baseline)
 
 Which candidates count: a row's judged candidates (PASS, FAIL, or refused: a refusal is a FAIL to everyone and
 needs no label).  With a design recorded for the row's model and split, only the labels of the candidates it
 drew are used, and the inclusion probability is the labelled share of the stratum; without one, every label
 of a judged candidate is used and the labels are taken as a simple random sample within the model and split
-(``design: "assumed-srs"``, said in the note).  A tied panel gives no label.
+(``design: "assumed-srs"``, said in the note; flagged when the labelling rate differs between the judge's PASS
+and FAIL).  A design stratified by the judge's verdict weighs each label by its verdict stratum.  A tied panel
+gives no label.  A row whose calibration fails keeps its judge figures and names the problem: never an abort.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ record holds a PASS or FAIL verdict) and writes its design beside the labels, as
                  "population": [["<task_id>", 1], ...],     every candidate that could have been drawn
                  "sample": [["<task_id>", 7], ...]}]}        the ones that were
 
-A stratum is one model on one split.  The sample is stratified: each stratum gets its share of the requested
+A stratum is one model on one split (or, in a design written by other means, one judge verdict of it:
+``"verdict": "PASS"`` or ``"FAIL"``, a sample stratified by the judge's verdict; --calibrate weighs each label by
+its verdict stratum).  The sample is stratified: each stratum gets its share of the requested
 size in proportion to its population (largest remainders; at least two where it has two, so the judge's error
 can be estimated per model), drawn without replacement, so every candidate of a stratum had the same inclusion
 probability ``len(sample) / len(population)``.  Within a split one seeded permutation of the (task, repeat)
