@@ -18,6 +18,7 @@ effective cost against the population truth (the target), and how often each was
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -74,9 +75,10 @@ def main() -> None:
                     widths[(key, "judge")].append(judged[key])
                     for kind, figures in (("human", result.human_sample), ("calibrated", result.calibrated)):
                         entry = figures[key]
-                        if entry["low"] is not None:
-                            widths[(key, kind)].append(entry["high"] - entry["low"])
-        cells = ["".join(f"{scale * statistics.median(widths[(key, kind)]):{8 if kind == 'judge' else 9}.2f}"
+                        if entry.get("low") is not None:  # refused (too few labels) rows give no width
+                            high = math.inf if entry["high"] is None else entry["high"]
+                            widths[(key, kind)].append(high - entry["low"])
+        cells = ["".join(_median_cell(widths[(key, kind)], scale, 8 if kind == "judge" else 9)
                          for kind in ("judge", "human", "calibrated")) for key, _, scale, _ in KEYS]
         print(f"{size:>12} {size / 500:>6.0%} | " + " | ".join(f"{c:>26}" for c in cells))
     print(f"CPU per row (calibrated and human-sample figures, {args.resamples} replicates): median "
@@ -84,6 +86,11 @@ def main() -> None:
     print("population truth: " + "; ".join(
         f"{m.name} pass rate {truths[m.name]['pass_rate']:.3f}, Pass@4 {truths[m.name]['pass_at_4']:.3f}, "
         f"effective cost ${truths[m.name]['effective_cost']:.2f}" for m in MODELS))
+
+
+def _median_cell(widths: list[float], scale: float, size: int) -> str:
+    """The median width, or "-" when no row gave one (every calibrated figure refused for too few labels)."""
+    return f"{scale * statistics.median(widths):{size}.2f}" if widths else f"{'-':>{size}}"
 
 
 def cases(runs: int, resamples: int) -> None:
