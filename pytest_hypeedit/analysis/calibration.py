@@ -284,9 +284,10 @@ def calibrate(evidence: Sequence[TaskEvidence], cost: float, settings: MetricSet
 
 
 def _too_few(own: ErrorCounts) -> str:
-    return (f"needs at least {MIN_PER_CLASS} human PASS and {MIN_PER_CLASS} human FAIL labels of this model's own "
-            f"to estimate the judge's error; the sample holds {own.true_pass + own.false_fail} PASS and "
-            f"{own.false_pass + own.true_fail} FAIL (other models' judge error is not borrowed: it differs by model)")
+    return (f"needs at least {MIN_PER_CLASS} human PASS and {MIN_PER_CLASS} human FAIL labels of this model's own, "
+            f"and {SMALL_SAMPLE} in all, to estimate the judge's error; the sample holds "
+            f"{own.true_pass + own.false_fail} PASS and {own.false_pass + own.true_fail} FAIL (other models' judge "
+            "error is not borrowed: it differs by model)")
 
 
 def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer_ppi: bool,
