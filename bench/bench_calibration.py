@@ -1,6 +1,7 @@
 """How many human labels buy how much interval width: calibrated 95% intervals against the human sample's size.
 
     python bench/bench_calibration.py [--runs 20] [--resamples 400] [--sizes 25,50,100,200,500]
+    python bench/bench_calibration.py --cases [--runs 200] [--resamples 200]
 
 Simulated runs of tests/calibration_sim.py (50 tasks x 10 repeats per model, task rates spread like the
 published table, a judge whose error differs by model).  For each sample size (labels per model, of its 500
@@ -8,11 +9,16 @@ candidates) prints the median width of the 95% interval of pass rate, Pass@4 and
 task bootstrap, blind to the judge's error), the human sample alone, and calibrated; then the mean bias of the
 judge's figures and of the calibrated ones against the population truth.  Also the CPU time of one row's
 calibration (both estimates, all replicates).
+
+``--cases``: the off-the-happy-path cases of tests/test_calibration_simulation.py, each run ``--runs`` times (200
+for the figures in docs/explanation/statistics.md): coverage and bias of the calibrated pass rate, Pass@4 and
+effective cost against the population truth (the target), and how often each was refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -21,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from calibration_sim import COST, MODELS, population_truth, simulated_run  # noqa: E402
+from calibration_sim import COST, MODELS, NEAR_ONE, NEAR_ZERO, population_truth, run_case, simulated_run  # noqa: E402
 
 from pytest_hypeedit.analysis.calibration import calibrate  # noqa: E402
 from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json  # noqa: E402
@@ -44,7 +50,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--resamples", type=int, default=400)
     parser.add_argument("--sizes", default="25,50,100,200,500")
+    parser.add_argument("--cases", action="store_true", help="the off-the-happy-path cases instead of the widths")
     args = parser.parse_args()
+    if args.cases:
+        return cases(args.runs, args.resamples)
     sizes = [int(x) for x in args.sizes.split(",")]
     rng = np.random.default_rng(7)
     truths = {m.name: population_truth(m) for m in MODELS}
@@ -66,9 +75,10 @@ def main() -> None:
                     widths[(key, "judge")].append(judged[key])
                     for kind, figures in (("human", result.human_sample), ("calibrated", result.calibrated)):
                         entry = figures[key]
-                        if entry["low"] is not None:
-                            widths[(key, kind)].append(entry["high"] - entry["low"])
-        cells = ["".join(f"{scale * statistics.median(widths[(key, kind)]):{8 if kind == 'judge' else 9}.2f}"
+                        if entry.get("low") is not None:  # refused (too few labels) rows give no width
+                            high = math.inf if entry["high"] is None else entry["high"]
+                            widths[(key, kind)].append(high - entry["low"])
+        cells = ["".join(_median_cell(widths[(key, kind)], scale, 8 if kind == "judge" else 9)
                          for kind in ("judge", "human", "calibrated")) for key, _, scale, _ in KEYS]
         print(f"{size:>12} {size / 500:>6.0%} | " + " | ".join(f"{c:>26}" for c in cells))
     print(f"CPU per row (calibrated and human-sample figures, {args.resamples} replicates): median "
@@ -76,6 +86,35 @@ def main() -> None:
     print("population truth: " + "; ".join(
         f"{m.name} pass rate {truths[m.name]['pass_rate']:.3f}, Pass@4 {truths[m.name]['pass_at_4']:.3f}, "
         f"effective cost ${truths[m.name]['effective_cost']:.2f}" for m in MODELS))
+
+
+def _median_cell(widths: list[float], scale: float, size: int) -> str:
+    """The median width, or "-" when no row gave one (every calibrated figure refused for too few labels)."""
+    return f"{scale * statistics.median(widths):{size}.2f}" if widths else f"{'-':>{size}}"
+
+
+def cases(runs: int, resamples: int) -> None:
+    """Coverage and bias per case; target: the population truth (calibration_sim.population_truth)."""
+    keys = ("pass_rate", "pass_at_4", "effective_cost")
+    table = [
+        ("verdict-stratified (FAILs x2, 100 labels, design)", MODELS[0], dict(labelled=100, fail_ratio=2.0)),
+        ("10 labels", MODELS[0], dict(labelled=10)),
+        ("20 labels", MODELS[0], dict(labelled=20)),
+        ("30 labels", MODELS[0], dict(labelled=30)),
+        ("near zero (2%), 100 labels", NEAR_ZERO, dict(labelled=100)),
+        ("near one (98%), 100 labels", NEAR_ONE, dict(labelled=100)),
+    ]
+    print(f"{runs} runs per case, {resamples} replicates; target: the population truth; 95% intervals")
+    print(f"{'case':<52} {'metric':<15} {'coverage':>8} {'bias':>9} {'truth':>8} {'refused':>8}")
+    for name, model, options in table:
+        found = run_case(model, runs, resamples, seed=2511, keys=keys, **options)
+        for key in keys:
+            given = len(found.found[key])
+            scale = found.target[key] if key == "effective_cost" else 1.0
+            coverage = f"{found.coverage(key):8.3f}" if given else f"{'-':>8}"
+            bias = f"{found.bias(key) / scale:+9.4f}" if given else f"{'-':>9}"
+            print(f"{name:<52} {key:<15} {coverage} {bias} {found.target[key]:8.3f} {found.refused[key]:>8}")
+    print("bias: points for rates, relative to the truth for effective cost")
 
 
 if __name__ == "__main__":

@@ -93,3 +93,79 @@ def calibrated_figures(evidence, n_resamples: int, seed: int) -> dict:
 
     setup = calibration._Setup(calibration._Columns.of(evidence), calibration.ErrorSource(), COST, MetricSettings())
     return calibration._figures(setup, n_resamples, seed, 0.95, prefer_ppi=True)
+
+
+# --------------------------------------------------------------------------- off the happy path (issue 25)
+
+#: Models at the edges: a near-zero and a near-one pass rate (judge error like seedream's).
+NEAR_ZERO = SimModel("near-zero", 0.02, 0.12, sensitivity=0.80, specificity=0.92)
+NEAR_ONE = SimModel("near-one", 0.98, 0.999, sensitivity=0.90, specificity=0.80)
+
+
+def verdict_stratified_run(model: SimModel, labelled: int, fail_ratio: float, rng: np.random.Generator):
+    """One run whose human sample draws the judge's FAILs ``fail_ratio`` times as often as its PASSes, each
+    stratum a simple random sample of fixed size with its true inclusion probability (what a design file with
+    verdict strata records).  (evidence, judge metrics, all-human metrics)."""
+    rates = rng.beta(*model.beta(), TASKS)
+    truth = rng.random((TASKS, REPEATS)) < rates[:, None]
+    noise = rng.random((TASKS, REPEATS))
+    judge = np.where(truth, noise < model.sensitivity, noise > model.specificity).ravel()
+    passes, fails = np.flatnonzero(judge), np.flatnonzero(~judge)
+    # n_p / N_p = pi_p, n_f / N_f = fail_ratio pi_p, n_p + n_f = labelled
+    pi_pass = labelled / (len(passes) + fail_ratio * len(fails))
+    pi = {True: min(1.0, pi_pass), False: min(1.0, fail_ratio * pi_pass)}
+    chosen = np.zeros(TASKS * REPEATS, bool)
+    inclusion = np.zeros(TASKS * REPEATS)
+    for verdict, members in ((True, passes), (False, fails)):
+        size = min(len(members), round(pi[verdict] * len(members)))
+        chosen[rng.choice(members, size, replace=False)] = True
+        inclusion[members] = size / len(members) if len(members) else 0.0
+    flat_truth = truth.ravel()
+    units = [Unit(f"t{i // REPEATS:02d}", i % REPEATS + 1, bool(judge[i]), bool(flat_truth[i]) if chosen[i] else None,
+                  float(inclusion[i]) if chosen[i] else None) for i in range(TASKS * REPEATS)]
+    return task_evidence(units), metrics(judge.reshape(TASKS, REPEATS)), metrics(truth)
+
+
+@dataclass
+class CaseResult:
+    """Per metric: (value, low, high) of each run whose figure was given, and the runs refused."""
+
+    found: dict
+    refused: dict
+    target: dict  # the population truth the intervals are for
+
+    def coverage(self, key: str) -> float:
+        rows = np.array(self.found[key], dtype=float)
+        high = np.where(np.isnan(rows[:, 2]), np.inf, rows[:, 2])  # an unbounded upper bound covers
+        return float(np.mean((rows[:, 1] <= self.target[key]) & (self.target[key] <= high)))
+
+    def bias(self, key: str) -> float:
+        return float(np.mean(np.array(self.found[key], dtype=float)[:, 0]) - self.target[key])
+
+    def standard_error(self, key: str) -> float:
+        values = np.array(self.found[key], dtype=float)[:, 0]
+        return float(values.std() / math.sqrt(len(values)))
+
+
+def run_case(model: SimModel, runs: int, resamples: int, seed: int, *, labelled: int = 100,
+             fail_ratio: float | None = None, keys=("pass_rate", "pass_at_4", "effective_cost")) -> CaseResult:
+    """``runs`` simulated runs of one model calibrated as the plugin does (analysis.calibration.calibrate, with
+    its refusals): simple random samples of ``labelled`` candidates, or verdict-stratified ones (fail_ratio)."""
+    from pytest_hypeedit.analysis.calibration import calibrate
+
+    rng = np.random.default_rng(seed)
+    found = {key: [] for key in keys}
+    refused = {key: 0 for key in keys}
+    for run in range(runs):
+        if fail_ratio is None:
+            evidence, _, _ = simulated_run(model, labelled, rng)
+        else:
+            evidence, _, _ = verdict_stratified_run(model, labelled, fail_ratio, rng)
+        result = calibrate(evidence, COST, n_resamples=resamples, seed=run)
+        for key in keys:
+            entry = result.calibrated[key]
+            if entry["value"] is None:
+                refused[key] += 1
+            else:
+                found[key].append((entry["value"], entry["low"], np.nan if entry["high"] is None else entry["high"]))
+    return CaseResult(found, refused, population_truth(model))

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from pytest_hypeedit.analysis.calibration import (CALIBRATED_KEYS, ErrorCounts, TaskEvidence, Unit, calibrate,
-                                                  error_counts, paired_calibrated, task_evidence)
+from pytest_hypeedit.analysis.calibration import (
+    CALIBRATED_KEYS,
+    ErrorCounts,
+    TaskEvidence,
+    Unit,
+    calibrate,
+    error_counts,
+    task_evidence,
+)
+from pytest_hypeedit.analysis.calibration_paired import paired_calibrated
 from pytest_hypeedit.analysis.metrics import compute_metrics, tally_tasks
 
 #: The judge's error known for certain: sensitivity 0.8, specificity 0.9 from millions of labels.
@@ -39,7 +49,8 @@ def test_the_pass_rate_is_the_judge_s_plus_the_sample_s_correction_by_hand():
     # PASS (pi .25).  PPI per task: a (2 + (0 - 1)/.25) / 2 = -1; b (0 + (1 - 0)/.25) / 2 = 2; mean 0.5.
     units = [Unit("a", 1, True), Unit("a", 2, True, False, 0.25), Unit("b", 1, False, True, 0.25), Unit("b", 2, False)]
     result = calibrate(task_evidence(units), 0.04, n_resamples=0)
-    assert result.calibrated["pass_rate"] == {"value": pytest.approx(0.5), "low": None, "high": None}
+    assert result.calibrated["pass_rate"] == {"value": pytest.approx(0.5), "low": None, "high": None, "level": 0.95,
+                                              "target": "population"}
     assert result.human_sample["pass_rate"]["value"] == pytest.approx(((1 / 0.25) / 2) / 2)  # labels alone: b's
     assert result.pass_rate_method == "prediction-powered"
 
@@ -59,8 +70,8 @@ def test_imputation_of_two_tasks_by_hand():
         assert result.calibrated[key]["value"] == pytest.approx(expected, abs=1e-4), key
     assert result.calibrated["hype_gap"]["value"] == pytest.approx(0, abs=2e-3)
     assert result.pass_rate_method == "imputation"  # no label of its own: nothing to correct the mean with
-    assert result.judge_error == {"n_human": 0, "sensitivity": pytest.approx(0.8), "specificity": pytest.approx(0.9),
-                                  "pooled": True}
+    assert {key: result.judge_error[key] for key in ("n_human", "sensitivity", "specificity", "pooled")} == {
+        "n_human": 0, "sensitivity": pytest.approx(0.8), "specificity": pytest.approx(0.9), "pooled": True}
     assert all(v["value"] is None for v in result.human_sample.values())
 
 
@@ -190,3 +201,121 @@ def test_a_clearly_better_release_is_better_calibrated_too():
     assert comparison["pass_rate"]["low"] > 0
     with pytest.raises(ValueError, match="no task has calibration evidence in both runs"):
         paired_calibrated(task_evidence([Unit("x", 1, True)]), task_evidence(worse), 0.04, 0.04, n_resamples=10)
+
+
+# --------------------------------------------------------------------------- off the happy path (issue 25)
+
+
+def near_zero(seed: int = 1):
+    """A 2% model: of 50 tasks x 10 repeats only task t00 holds true PASS (5 of them), 41 labels, a 90% judge."""
+    rng = np.random.default_rng(seed)
+    labelled = set(rng.choice(500, 40, replace=False).tolist()) | {3}
+    units = []
+    for t in range(50):
+        for r in range(10):
+            truth = t == 0 and r < 5
+            judge = truth if rng.random() < 0.9 else not truth
+            i = t * 10 + r
+            units.append(Unit(f"t{t:02d}", r + 1, bool(judge), bool(truth) if i in labelled else None,
+                              41 / 500 if i in labelled else None))
+    return task_evidence(units)
+
+
+def test_leave_one_out_values_near_1e116_do_not_overflow_the_bca_interval():
+    # Leaving out the one task with a human PASS makes effective cost ~1e116: cubing it overflowed (a raw
+    # OverflowError that aborted the run, 7 of 200 simulated runs of a 2% model).
+    from pytest_hypeedit.analysis.stats import bca_interval
+
+    jack = np.full(50, 46.0)
+    jack[0] = 1e116
+    boot = np.random.default_rng(0).lognormal(3.8, 0.3, 200)
+    boot[:5] = 1e116
+    low, high = bca_interval(46.0, boot, jack)
+    assert 0 < low < 46 < high
+
+
+def test_a_near_zero_model_gets_no_absurd_bound_and_an_unbounded_cost_says_so():
+    # With a known judge error the imputation runs on a near-zero model: bootstrap resamples without task t00
+    # put Pass@4 near 1e-117 and effective cost near 1e116.  The cost's upper bound is then "unbounded" (null,
+    # high_unbounded), never $1e116, and every bound lies in its metric's range.
+    result = calibrate(near_zero(), 0.04, pooled=KNOWN, n_resamples=200, seed=5)
+    cost = result.calibrated["effective_cost"]
+    assert cost["high"] is None and cost["high_unbounded"] is True and 0 < cost["low"] < cost["value"]
+    for key, (low, high) in {"pass_rate": (0, 1), "pass_at_4": (0, 1), "pass_at_10": (0, 1),
+                             "expected_attempts": (1, 4), "hype_gap": (-1, 1)}.items():
+        entry = result.calibrated[key]
+        assert low <= entry["low"] <= entry["value"] <= entry["high"] <= high, (key, entry)
+    json.dumps(result.calibrated, allow_nan=False)  # finite JSON: no inf, no NaN
+
+
+def test_a_near_zero_model_s_own_few_labels_calibrate_its_pass_rate_only_and_say_why():
+    result = calibrate(near_zero(), 0.04, n_resamples=200, seed=5)
+    assert result.calibrated["pass_rate"]["value"] is not None
+    assert 0 <= result.calibrated["pass_rate"]["low"] <= result.calibrated["pass_rate"]["high"] <= 1
+    for key in CALIBRATED_KEYS[1:]:
+        entry = result.calibrated[key]
+        assert entry["value"] is None and "at least 8 human PASS and 8 human FAIL" in entry["reason"], key
+        assert "1 PASS and 40 FAIL" in entry["reason"]
+    assert any("fewer than 30" not in p and "8 human PASS" in p for p in result.problems)
+    assert result.judge_error["pooled"] is False and result.judge_error["human_pass"] == 1
+
+
+def test_the_pass_rate_interval_is_the_cluster_t_interval_of_the_per_task_values():
+    units, _, _ = simulated(11, labelled=20)
+    evidence = task_evidence(units)
+    entry = calibrate(evidence, 0.04, n_resamples=100, seed=1).calibrated["pass_rate"]
+    values = np.array([t.ppi for t in evidence])
+    half = 2.0226909 * values.std(ddof=1) / np.sqrt(values.size)  # t quantile, 39 degrees of freedom, 95%
+    assert entry["value"] == pytest.approx(values.mean())
+    assert (entry["low"], entry["high"]) == (pytest.approx(max(0, values.mean() - half)),
+                                             pytest.approx(min(1, values.mean() + half)))
+    assert entry["interval_method"] == "cluster t over tasks" and entry["level"] == 0.95
+    assert entry["target"] == "population"
+
+
+def test_a_tiny_sample_s_bounds_stay_inside_the_metric_s_range_and_it_is_warned_about():
+    # 4 labels, all on judge FAILs that people passed: the per-task corrections are huge (1 / pi = 100), and an
+    # unclipped t interval ran below 0 and above 1
+    units = [Unit(f"t{t:02d}", r + 1, False, True if (t < 4 and r == 0) else None, 0.01 if (t < 4 and r == 0) else None)
+             for t in range(40) for r in range(10)]
+    result = calibrate(task_evidence(units), 0.04, n_resamples=100, seed=1)
+    entry = result.calibrated["pass_rate"]
+    assert 0 <= entry["low"] < entry["high"] == 1.0 and entry["value"] == 1.0  # unclipped: up to 1.97
+    assert any("only 4 human labels (fewer than 30)" in p for p in result.problems)
+
+
+def test_sensitivity_and_specificity_are_weighted_by_the_design():
+    # The judge is right on 3 of 4 true PASS.  The sample takes every judge FAIL (pi 1) but half the judge
+    # PASS (pi 1/2): unweighted, the labels show 3 correct PASS of 5 (se .6) where the candidates hold 6 of 8.
+    units = []
+    for t in range(8):
+        judged_pass = t < 6
+        labelled = not judged_pass or t % 2 == 0
+        pi = 1.0 if not judged_pass else 0.5
+        units.append(Unit(f"t{t}", 1, judged_pass, True if labelled else None, pi if labelled else None))
+    units += [Unit(f"f{t}", 1, False, False, 1.0) for t in range(9)]
+    result = calibrate(task_evidence(units), 0.04, n_resamples=0)
+    assert result.judge_error["human_pass"] == 5
+    assert result.judge_error["sensitivity"] == pytest.approx(6 / 8, abs=0.01)
+
+
+def test_this_run_s_all_human_pass_rate_is_exact_when_everything_is_labelled_and_wider_with_fewer_labels():
+    from pytest_hypeedit.analysis.calibration_evidence import this_run_pass_rate
+
+    units, truth, _ = simulated(12, labelled=400)  # every candidate labelled: the all-human figure, no interval
+    entry = this_run_pass_rate(units)
+    assert entry["value"] == pytest.approx(truth.mean()) and entry["low"] == entry["high"] == pytest.approx(truth.mean())
+    assert entry["target"] == "this_run" and entry["level"] == 0.95
+    widths = [this_run_pass_rate(simulated(12, labelled=n)[0]) for n in (40, 200)]
+    assert widths[0]["high"] - widths[0]["low"] > widths[1]["high"] - widths[1]["low"] > 0
+    assert this_run_pass_rate(simulated(12, labelled=0)[0]) is None
+
+
+def test_twenty_labels_with_ten_of_each_kind_are_still_too_few_for_the_judge_s_error():
+    # 8 of each kind but 20 labels in all: in simulation Pass@4 covered 84% of such runs, so it is refused
+    units = [Unit(f"t{t:02d}", r + 1, r % 2 == 0, (t + r) % 2 == 0 if t < 10 and r < 2 else None,
+                  20 / 400 if t < 10 and r < 2 else None) for t in range(40) for r in range(10)]
+    result = calibrate(task_evidence(units), 0.04, n_resamples=50, seed=1)
+    assert result.judge_error["human_pass"] == 10 and result.judge_error["human_fail"] == 10
+    assert result.calibrated["pass_at_4"]["value"] is None and "and 30 in all" in result.calibrated["pass_at_4"]["reason"]
+    assert result.calibrated["pass_rate"]["value"] is not None

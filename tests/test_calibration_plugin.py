@@ -65,7 +65,12 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
     for key in ("calibrated", "human_sample"):
         assert set(row[key]) == {"pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
                                  "first_attempt_pass_rate", "hype_gap"}
-        assert all(set(v) == {"value", "low", "high"} for v in row[key].values())
+        assert all({"value", "low", "high"} <= set(v) for v in row[key].values())
+    # 4 human PASS and 8 FAIL: too few for the judge's error, so only the (prediction-powered) pass rate is
+    # calibrated; the others are refused with the reason, never borrowed from another model
+    assert row["calibrated"]["pass_rate"]["level"] == 0.95 and row["calibrated"]["pass_rate"]["target"] == "population"
+    assert all(row["calibrated"][k]["value"] is None and "8 human PASS" in row["calibrated"][k]["reason"]
+               for k in ("pass_at_4", "effective_cost"))
     calibration = row["calibration"]
     assert calibration["design"] == "recorded" and calibration["n_human"] == 12
     assert "12 of 32 judged candidates labelled (37.5%)" in calibration["note"]
@@ -76,11 +81,17 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
     correction = sum(TRUTH[k] - JUDGE[k] for k in sampled) / 12
     assert row["calibrated"]["pass_rate"]["value"] == pytest.approx(judge_rate + correction)
     assert row["pass_rate"] == pytest.approx(judge_rate)  # today's key is still the judge's own
-    figures = [f"{100 * row['calibrated'][k]['value']:.1f}%" for k in ("pass_rate", "pass_at_4")]
+    this_run = row["calibrated_this_run"]["pass_rate"]
+    assert this_run["target"] == "this_run" and this_run["value"] == pytest.approx(judge_rate + correction)
+    figures = [f"{100 * row['calibrated']['pass_rate']['value']:.1f}%", "n/a"]
     judge_figures = [f"{100 * row[k]:.1f}%" for k in ("pass_rate", "pass_at_4")]
     result.stdout.fnmatch_lines([  # the details first, the results table last (the terminal leads with it)
         "*calibrated with a human sample (--calibrate)*",
-        "identity (mini): judge sensitivity *, specificity *",
+        "identity (mini): judge sensitivity * from * human PASS, specificity * from * human FAIL*",
+        "  ! needs at least 8 human PASS and 8 human FAIL labels of this model's own*",
+        "  ! only 12 human labels (fewer than 30)*",
+        "  calibrated (95% intervals for the population of tasks): pass_rate *; pass_at_4 n/a (too few labels*",
+        "  this run, all human (what a full review of these candidates would give): pass_rate *%*",
         "Model * Split * Figures * Pass rate*",
         f"identity * mini * calibrated * {figures[0]} * {figures[1]} *",
         f"* judge * {judge_figures[0]} * {judge_figures[1]} *",
@@ -154,3 +165,111 @@ def test_a_bad_calibrate_option_is_a_usage_error_before_the_run(bench):
     result = run(bench, "--calibrate", "labels:broken")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*sample-design.json: not a sampling design*"])
+
+
+def test_results_md_carries_the_calibrated_figures_with_their_intervals(bench):
+    sample_panel(bench)
+    run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    markdown = (bench.path / "out" / "results.md").read_text()
+    entry = row["calibrated"]["pass_rate"]
+    assert "Calibrated with a human sample (95% intervals for the population of tasks" in markdown
+    assert (f"| identity | {100 * entry['value']:.1f}% ({100 * entry['low']:.1f}% – {100 * entry['high']:.1f}%) "
+            "| n/a |") in markdown
+    assert "- identity: needs at least 8 human PASS and 8 human FAIL labels" in markdown
+
+
+BOOM = """
+import pytest_hypeedit.analysis.calibration as calibration
+
+original = calibration.calibrate
+
+def pytest_configure(config):
+    def boom(*args, **kwargs):
+        raise OverflowError("planted: (34, 'Numerical result out of range')")
+    calibration.calibrate = boom
+
+def pytest_unconfigure(config):
+    calibration.calibrate = original
+"""
+
+
+def test_a_calibration_that_fails_never_aborts_the_run_and_names_the_problem(bench):
+    sample_panel(bench)
+    bench.makeconftest(CAPTURE + BOOM)
+    result = run(bench, "--calibrate", "labels:panel")
+    assert result.ret == 1  # the run's own outcome (the judge failed 17 candidates), not an internal error
+    row = row_of(bench)  # the results were written
+    assert "calibrated" not in row and row["pass_rate"] is not None
+    (problem,) = row["calibration"]["problems"]
+    assert problem.startswith("calibration failed (OverflowError: planted")
+    result.stdout.fnmatch_lines(["  ! calibration failed (OverflowError: planted*", "*HYPE-EDIT-1 results*"])
+    assert "Traceback" not in result.stdout.str()
+    assert (bench.path / "out" / "results.md").is_file()
+
+
+def test_a_model_without_labels_of_its_own_gets_no_calibrated_figures_and_says_why(bench):
+    drawn, sampled = sample_panel(bench, size=8)
+    outside = next(k for k in KEYS if k not in sampled)  # a label, but of a candidate the design did not draw
+    write_labels(bench.path / "panel" / "ann.json", {outside: TRUTH[outside]})
+    result = run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    assert "calibrated" not in row and row["calibration"]["n_human"] == 0
+    assert row["calibration"]["problems"] == ["no human label of this model's own: no calibrated figures (another "
+                                              "model's judge error is not borrowed: it differs by model); label "
+                                              "some of its candidates"]
+    result.stdout.fnmatch_lines(["  ! no human label of this model's own: no calibrated figures*"])
+
+
+def test_labels_without_a_design_drawn_mostly_from_judge_fails_are_flagged(bench):
+    folder = bench.mkdir("panel")
+    fails = {key: TRUTH[key] for key, passed in JUDGE.items() if not passed}
+    one_pass = next(key for key, passed in JUDGE.items() if passed)
+    write_labels(folder / "ann.json", {**fails, one_pass: TRUTH[one_pass]})
+    run(bench, "--calibrate", "labels:panel/ann.json")
+    problems = row_of(bench)["calibration"]["problems"]
+    judge_pass = sum(JUDGE.values())
+    assert any(p.startswith(f"the labels are not a simple random sample: 1 of {judge_pass} judge PASS but "
+                            f"{32 - judge_pass} of {32 - judge_pass} judge FAIL were labelled") for p in problems)
+    # a design-free sample labelled alike on both sides is not flagged
+    write_labels(folder / "ann.json", {key: TRUTH[key] for key in KEYS[::2]})
+    run(bench, "--calibrate", "labels:panel/ann.json")
+    assert not any("not a simple random sample" in p for p in row_of(bench)["calibration"]["problems"])
+
+
+def test_a_design_stratified_by_the_judge_s_verdict_weighs_each_label_by_its_stratum(bench):
+    # The judge's FAILs labelled at a higher rate than its PASSes, as the design's verdict strata record: the
+    # prediction-powered pass rate weighs each label by its own stratum's inclusion probability.
+    from pytest_hypeedit.review.design import Design, Stratum
+
+    folder = bench.mkdir("panel")
+    positions = {verdict: [(t, r) for t, _, r in KEYS if JUDGE[(t, MODEL, r)] == (verdict == "PASS")]
+                 for verdict in ("PASS", "FAIL")}
+    drawn = {"PASS": positions["PASS"][::4], "FAIL": positions["FAIL"][::2]}
+    strata = tuple(Stratum(MODEL, "mini", tuple(positions[v]), tuple(drawn[v]), v) for v in ("PASS", "FAIL"))
+    write_design(design_path(folder), Design("mini", 1, 12, strata))
+    labelled = {(t, MODEL, r): TRUTH[(t, MODEL, r)] for v in drawn for t, r in drawn[v]}
+    write_labels(folder / "ann.json", labelled)
+    run(bench, "--calibrate", "labels:panel")
+    row = row_of(bench)
+    assert row["calibration"]["stratified_by_verdict"] is True
+    assert "stratified by the judge's verdict" in row["calibration"]["note"]
+    n = len(KEYS)
+    correction = sum((TRUTH[(t, MODEL, r)] - JUDGE[(t, MODEL, r)]) * len(positions[v]) / len(drawn[v])
+                     for v in drawn for t, r in drawn[v]) / n
+    expected = sum(JUDGE.values()) / n + correction  # every task has 4 candidates: a plain mean
+    assert row["calibrated"]["pass_rate"]["value"] == pytest.approx(min(1.0, max(0.0, expected)))
+    unweighted = sum(JUDGE.values()) / n + sum(TRUTH[k] - JUDGE[k] for k in labelled) / len(labelled)
+    assert abs(expected - unweighted) > 0.01  # the weights matter here: the test could tell them apart
+
+
+def test_a_design_stratum_with_an_unknown_verdict_is_refused_by_name(tmp_path):
+    from pytest_hypeedit.errors import InputError
+    from pytest_hypeedit.review.design import read_design
+
+    path = tmp_path / "sample-design.json"
+    path.write_text(json.dumps({"schema": "hypeedit-sample-design/1", "split": "mini", "seed": 1, "requested": 1,
+                                "strata": [{"model": MODEL, "split": "mini", "verdict": "MAYBE",
+                                            "population": [["task-00", 1]], "sample": [["task-00", 1]]}]}))
+    with pytest.raises(InputError, match=r"strata\[0\]\.verdict must be \"PASS\" or \"FAIL\".*got 'MAYBE'"):
+        read_design(path)

@@ -122,3 +122,12 @@ def test_interval_bound_gate_and_undefined_value():
     assert not all_hold(evaluate([parse_gate("pass_rate.low>=0.6")], run))
     [undefined] = evaluate([parse_gate("effective_cost<=2")], run)
     assert not undefined.passed and "effective_cost = n/a" in undefined.line()
+
+
+def test_a_calibrated_gate_on_a_refused_figure_fails_and_gives_the_reason():
+    reason = "needs at least 8 human PASS and 8 human FAIL labels of this model's own"
+    run = results(row(calibrated={"pass_rate": {"value": 0.6, "low": 0.5, "high": 0.7},
+                                  "pass_at_4": {"value": None, "low": None, "high": None, "reason": reason}}))
+    [refused] = evaluate([parse_gate("calibrated.pass_at_4>=0.5")], run)
+    assert not refused.passed and f"is not defined for this row ({reason})" in refused.line()
+    assert all_hold(evaluate([parse_gate("calibrated.pass_rate>=0.5")], run))

@@ -228,12 +228,19 @@ def _check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons) -> Ga
         note = _join(note, "this row has no calibrated figures: give the run a human sample with --calibrate "
                            "labels:PATH (hypeedit-review --sample draws one)")
     elif value is None:
-        note = _join(note, f"{gate.measured} is not defined for this row")
+        note = _join(note, f"{gate.measured} is not defined for this row{_refusal(row, gate)}")
     problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(row)
     if problems:
         holds = False
         note = _join(note, f"incomplete run ({'; '.join(problems)}): rerun to finish it, or pass --allow-incomplete")
     return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(holds), note)
+
+
+def _refusal(row: Mapping[str, Any], gate: Gate) -> str:
+    """Why a calibrated figure is not given (too few human labels of the model's own), when it says."""
+    entry = (row.get("calibrated") or {}).get(gate.metric) if gate.calibrated else None
+    reason = entry.get("reason") if isinstance(entry, Mapping) else None
+    return f" ({reason})" if isinstance(reason, str) and reason else ""
 
 
 def _value(row: Mapping[str, Any], metric: str, bound: str | None, calibrated: bool = False) -> float | None:

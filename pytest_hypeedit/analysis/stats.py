@@ -103,6 +103,12 @@ def _acceleration(jackknife: np.ndarray) -> float:
     if values.size < 2:
         return 0.0
     spread = values.mean() - values
+    # a is scale-free: divide by the largest deviation first, so leave-one-out values near 1e116 (a ratio whose
+    # denominator all but vanishes without one task) cannot overflow the cubes
+    scale = float(np.abs(spread).max())
+    if not math.isfinite(scale) or scale == 0:
+        return 0.0
+    spread = spread / scale
     denominator = 6.0 * float(np.sum(spread**2)) ** 1.5
     return float(np.sum(spread**3)) / denominator if denominator > 0 else 0.0
 

@@ -5,17 +5,21 @@ designs beside them (review/design.py) are read once at configure time (a bad fi
 anything is paid for); at the end of the run each row's candidates are paired with the panel's majority where
 the sample has one, each label weighed by its candidate's inclusion probability, and the row gains
 
-    calibrated    {metric: {"value", "low", "high"}}   the judge's figures corrected with the sample
-    human_sample  {metric: {"value", "low", "high"}}   the sample alone, the judge ignored
-    judge_error   {"n_human", "sensitivity", "specificity", "pooled"}
-    calibration   {"method", "design": "recorded" | "assumed-srs", "n_human", "note", ...}
+    calibrated    {metric: {"value", "low", "high", "level", "target"}}   the judge's figures corrected with the
+                  sample (or {"value": None, ..., "reason"}: too few labels of the model's own for that metric)
+    human_sample  {metric: {"value", "low", "high", ...}}   the sample alone, the judge ignored
+    calibrated_this_run  {"pass_rate": {...}}   what a full human review of this run would give
+    judge_error   {"n_human", "sensitivity", "specificity", "pooled", "human_pass", "human_fail", ...}
+    calibration   {"method", "design": "recorded" | "assumed-srs", "n_human", "note", "problems", ...}
     calibration_evidence   per-task counts, so that a later run can compare itself with this one (--baseline)
 
 Which candidates count: a row's judged candidates (PASS, FAIL, or refused: a refusal is a FAIL to everyone and
 needs no label).  With a design recorded for the row's model and split, only the labels of the candidates it
 drew are used, and the inclusion probability is the labelled share of the stratum; without one, every label
 of a judged candidate is used and the labels are taken as a simple random sample within the model and split
-(``design: "assumed-srs"``, said in the note).  A tied panel gives no label.
+(``design: "assumed-srs"``, said in the note; flagged when the labelling rate differs between the judge's PASS
+and FAIL).  A design stratified by the judge's verdict weighs each label by its verdict stratum.  A tied panel
+gives no label.  A row whose calibration fails keeps its judge figures and names the problem: never an abort.
 """
 
 from __future__ import annotations
@@ -59,12 +63,13 @@ class HumanSample:
         return cls(paths, read_panel(paths, known_models), designs_beside(paths))
 
     def design_for(self, model: str, split: str):
-        """The recorded stratum of this model and split, and its design; (None, None) when none was recorded."""
+        """The recorded strata of this model and split (one per judge verdict when the sample was stratified by
+        it), and their design; ((), None) when none was recorded."""
         for design in self.designs:
-            stratum = design.stratum(model, split)
-            if stratum is not None:
-                return stratum, design
-        return None, None
+            strata = design.strata_of(model, split)
+            if strata:
+                return strata, design
+        return (), None
 
 
 # --------------------------------------------------------------------------- a row's units
@@ -83,6 +88,9 @@ class RowSample:
     designs: list[str] = field(default_factory=list)  # files of the designs used
     assumed: bool = False  # some stratum had no design: its labels taken as a simple random sample
     seeds: list[int] = field(default_factory=list)
+    by_verdict: bool = False  # a recorded design stratified by the judge's verdict: weighted per verdict
+    # judged and labelled candidates by the judge's verdict where no design was recorded (the rate check)
+    unrecorded: dict = field(default_factory=lambda: {PASS: [0, 0], FAIL: [0, 0]})
 
 
 def row_sample(records: Sequence[Record], sample: HumanSample, pooled_keys: bool) -> RowSample:
@@ -93,14 +101,38 @@ def row_sample(records: Sequence[Record], sample: HumanSample, pooled_keys: bool
     for (model, split), members in _strata(records).items():
         labels = _stratum_labels(members, model, split, sample, out)
         judged = [r for r in members if r.outcome in (PASS, FAIL)]
-        inclusion = len(labels) / len(judged) if judged else None
+        inclusion = _inclusions(judged, labels, sample.design_for(model, split)[0], out)
         out.judged, out.labelled = out.judged + len(judged), out.labelled + len(labels)
         for record in members:
             task = f"{record.split}/{record.task_id}" if pooled_keys else record.task_id
             judge_pass = None if record.outcome == REFUSED else record.outcome == PASS
             human = labels.get(record.key)
-            out.units.append(Unit(task, record.repeat, judge_pass, human, inclusion if human is not None else None))
+            out.units.append(Unit(task, record.repeat, judge_pass, human,
+                                  inclusion[record.key] if human is not None else None))
     return out
+
+
+def _inclusions(judged: list[Record], labels: dict, strata, out: RowSample) -> dict:
+    """record key -> its inclusion probability: the labelled share of its cell.  A cell is the model and split,
+    or, when the recorded design drew the judge's PASS and FAIL at different rates, the verdict's stratum."""
+    verdict_strata = [s for s in strata if s.verdict]
+    out.by_verdict = out.by_verdict or bool(verdict_strata)
+
+    def cell(record: Record) -> str:
+        if not verdict_strata:
+            return ""
+        position = (record.task_id, record.repeat)
+        return next((s.verdict for s in verdict_strata if position in s.population), record.outcome)
+
+    cells: dict[str, list[int]] = {}
+    for record in judged:
+        counts = cells.setdefault(cell(record), [0, 0])
+        counts[0] += 1
+        counts[1] += record.key in labels
+        if not strata:
+            tally = out.unrecorded[record.outcome]
+            tally[0], tally[1] = tally[0] + 1, tally[1] + (record.key in labels)
+    return {record.key: cells[cell(record)][1] / cells[cell(record)][0] for record in judged}
 
 
 def _strata(records: Sequence[Record]) -> dict[tuple[str, str], list[Record]]:
@@ -113,14 +145,14 @@ def _strata(records: Sequence[Record]) -> dict[tuple[str, str], list[Record]]:
 
 def _stratum_labels(members: list[Record], model: str, split: str, sample: HumanSample, out: RowSample) -> dict:
     """record key -> the panel's majority (True = PASS) for the stratum's usable labels."""
-    stratum, design = sample.design_for(model, split)
-    drawn = None if stratum is None else set(stratum.sample)
-    if stratum is None:
+    strata, design = sample.design_for(model, split)
+    drawn = {p for s in strata for p in s.sample} if strata else None
+    if not strata:
         out.assumed = True
     else:
         out.designs.append(str(design.path or design.split))
         out.seeds.append(design.seed)
-        population = set(stratum.population)
+        population = {p for s in strata for p in s.population}
         out.after_design += sum(1 for r in members if r.outcome in (PASS, FAIL) and (r.task_id, r.repeat) not in population)
     labels = {}
     for record in members:
@@ -150,63 +182,84 @@ class Settings:
 def add_calibration(results: dict, records: Iterable[Record], sample: HumanSample, settings: Settings,
                     baseline: Mapping[str, Any] | None = None) -> dict:
     """Add the calibration keys to every row of ``results`` (in place); see the module docstring."""
-    from ..analysis.calibration import error_counts, task_evidence
-
     records = list(records)
-    prepared = []
     for row in results.get("rows") or []:
-        mine = [r for r in records if r.model == row["model"] and (row["split"] == COMBINED or r.split == row["split"])]
-        found = row_sample(mine, sample, pooled_keys=row["split"] == COMBINED)
-        prepared.append((row, found, task_evidence(found.units)))
-    pools = _pools([(row, error_counts(evidence)) for row, _, evidence in prepared])
-    for row, found, evidence in prepared:
-        _calibrate_row(row, found, evidence, pools[_pool_key(row)], settings, baseline)
+        try:
+            _calibrate_row(row, [r for r in records if r.model == row["model"]
+                                 and (row["split"] == COMBINED or r.split == row["split"])], sample, settings, baseline)
+        except Exception as exc:  # noqa: BLE001 -- a calibration problem must never cost the run its results
+            _failed_row(row, exc)
     results.setdefault("settings", {})["calibration"] = {"labels": [str(p) for p in sample.paths],
                                                          "raters": len(sample.panel.raters),
                                                          "designs": [str(d.path) for d in sample.designs]}
     return results
 
 
-def _pool_key(row: Mapping[str, Any]) -> str:
-    return str(row["split"])
+def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settings: Settings, baseline) -> None:
+    from ..analysis.calibration import METHOD, calibrate, task_evidence
+    from ..analysis.calibration_evidence import this_run_pass_rate
+    from ..analysis.calibration_intervals import TARGET, TARGET_TEXT
 
-
-def _pools(counted) -> dict[str, Any]:
-    """Per split (and for ``combined``): the labels of every model's row together."""
-    from ..analysis.calibration import ErrorCounts
-
-    pools: dict[str, Any] = {}
-    for row, counts in counted:
-        pools[_pool_key(row)] = pools.get(_pool_key(row), ErrorCounts()) + counts
-    return pools
-
-
-def _calibrate_row(row: dict, found: RowSample, evidence, pooled, settings: Settings, baseline) -> None:
-    from ..analysis.calibration import METHOD, calibrate, error_counts
-
+    found = row_sample(records, sample, pooled_keys=row["split"] == COMBINED)
+    evidence = task_evidence(found.units)
     cost = float(row.get("cost_per_candidate") or 0.0)
-    result = calibrate(evidence, cost, settings.metrics, pooled=pooled, n_resamples=settings.bootstrap,
-                       seed=settings.seed, level=settings.level)
+    result = calibrate(evidence, cost, settings.metrics, n_resamples=settings.bootstrap, seed=settings.seed,
+                       level=settings.level)
     design = "assumed-srs" if found.assumed or not found.designs else "recorded"
+    problems = _problems(found, result, design)
     row["calibration"] = {"method": METHOD, "design": design, "n_human": found.labelled,
-                          "note": _note(found, result, row, error_counts(evidence), pooled, design),
+                          "note": _note(found, result, design), "problems": problems,
+                          "level": settings.level, "target": TARGET, "target_text": TARGET_TEXT,
                           "sampled_share": found.labelled / found.judged if found.judged else None,
-                          "design_seeds": sorted(set(found.seeds))}
-    row["calibration_evidence"] = {"tasks": [t.to_json() for t in evidence], "pooled_counts": list(pooled.astuple())}
+                          "design_seeds": sorted(set(found.seeds)), "stratified_by_verdict": found.by_verdict}
+    row["calibration_evidence"] = {"tasks": [t.to_json() for t in evidence]}
     if result is None:
         return
     row["calibrated"], row["human_sample"], row["judge_error"] = result.calibrated, result.human_sample, result.judge_error
+    this_run = this_run_pass_rate(found.units, settings.level)
+    if this_run is not None:
+        row["calibrated_this_run"] = {"pass_rate": this_run}
     if baseline is not None:
-        row.update(calibrated_baseline(row, evidence, pooled, settings, baseline))
+        row.update(calibrated_baseline(row, evidence, settings, baseline))
 
 
-def _note(found: RowSample, result, row, own, pooled, design: str) -> str:
-    from ..analysis.calibration import MIN_PER_CLASS
+def _failed_row(row: dict, exc: Exception) -> None:
+    """The row keeps its judge figures; the calibration says what went wrong instead of aborting the run."""
+    for key in ("calibrated", "human_sample", "judge_error", "calibration_evidence", "calibrated_this_run"):
+        row.pop(key, None)
+    problem = (f"calibration failed ({type(exc).__name__}: {exc}); the judge's figures stand alone for this row: "
+               "please report it with the labels and results files")
+    info = row.setdefault("calibration", {})
+    info["problems"] = [*info.get("problems", []), problem]
+    info["note"] = problem
 
+
+def _problems(found: RowSample, result, design: str) -> list[str]:
+    """What a reader of the calibrated figures must know first: each is also printed."""
+    from ..analysis.calibration_evidence import RATE_CHECK_ALPHA, labelling_rates_differ
+
+    problems = []
+    if result is None:
+        problems.append("no human label of this model's own: no calibrated figures (another model's judge error "
+                        "is not borrowed: it differs by model); label some of its candidates")
+    else:
+        problems += list(result.problems)
+    (judged_pass, labelled_pass), (judged_fail, labelled_fail) = found.unrecorded[PASS], found.unrecorded[FAIL]
+    flagged, p_value = labelling_rates_differ(labelled_pass, judged_pass, labelled_fail, judged_fail)
+    if design == "assumed-srs" and flagged:
+        problems.append(f"the labels are not a simple random sample: {labelled_pass} of {judged_pass} judge PASS "
+                        f"but {labelled_fail} of {judged_fail} judge FAIL were labelled (chi-square p = {p_value:.2g} "
+                        f"< {RATE_CHECK_ALPHA}); without the sampling design the calibrated figures are biased: "
+                        "draw the sample with hypeedit-review --sample, which records it")
+    return problems
+
+
+def _note(found: RowSample, result, design: str) -> str:
     share = f"{100 * found.labelled / found.judged:.1f}%" if found.judged else "n/a"
     parts = [f"{found.labelled} of {found.judged} judged candidates labelled ({share})"]
     if design == "recorded":
-        parts.append(f"sample drawn as recorded in {', '.join(sorted(set(found.designs)))}")
+        parts.append(f"sample drawn as recorded in {', '.join(sorted(set(found.designs)))}"
+                     + (", stratified by the judge's verdict (each label weighted by its stratum)" if found.by_verdict else ""))
     else:
         parts.append("no sampling design recorded: the labels are taken as a simple random sample within each "
                      "model and split")
@@ -217,24 +270,19 @@ def _note(found: RowSample, result, row, own, pooled, design: str) -> str:
     if found.after_design:
         parts.append(f"{found.after_design} candidates judged after the sample was drawn are counted in its strata")
     if result is None:
-        parts.append("no label in this row and none to borrow: not calibrated")
-    elif result.judge_error["pooled"]:
-        parts.append(f"judge error pooled over every model of split {row['split']} ({pooled.n} labels): this "
-                     f"row's sample holds {own.true_pass + own.false_fail} human PASS and "
-                     f"{own.false_pass + own.true_fail} human FAIL (at least {MIN_PER_CLASS} of each for its own)")
+        parts.append("no label of this model's own: not calibrated")
     else:
         parts.append("judge error estimated from this row's own labels")
-    if result is not None and result.pass_rate_method == "imputation":
-        parts.append("pass rate by imputation (no label to correct it with)")
     return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- baseline
 
 
-def calibrated_baseline(row, evidence, pooled, settings: Settings, baseline: Mapping[str, Any]) -> dict:
+def calibrated_baseline(row, evidence, settings: Settings, baseline: Mapping[str, Any]) -> dict:
     """The paired comparison of calibrated figures with the baseline's row, when it was calibrated too."""
-    from ..analysis.calibration import ErrorCounts, TaskEvidence, paired_calibrated
+    from ..analysis.calibration import TaskEvidence
+    from ..analysis.calibration_paired import paired_calibrated
     from ..analysis.enrich import baseline_row
 
     old = baseline_row(row, baseline)
@@ -243,10 +291,8 @@ def calibrated_baseline(row, evidence, pooled, settings: Settings, baseline: Map
                                              "--calibrate on a sample drawn with the same design)"}
     try:
         before = [TaskEvidence.from_json(t) for t in old["calibration_evidence"]["tasks"]]
-        old_pool = ErrorCounts(*(int(x) for x in old["calibration_evidence"].get("pooled_counts") or (0, 0, 0, 0)))
         comparison = paired_calibrated(evidence, before, float(row.get("cost_per_candidate") or 0.0),
                                        float(old.get("cost_per_candidate") or 0.0), settings.metrics,
-                                       pooled_current=pooled, pooled_baseline=old_pool,
                                        n_resamples=settings.bootstrap or 1000, seed=settings.seed, level=settings.level)
     except (ValueError, KeyError, TypeError) as exc:
         return {"calibrated_baseline_error": f"the baseline's calibration evidence cannot be used ({exc})"}
@@ -284,18 +330,27 @@ def terminal_lines(results: Mapping[str, Any]) -> list[str]:
             continue
         where = f"{row['model']} ({row['split']})"
         if error:
-            lines.append(f"{where}: judge sensitivity {_rate(error['sensitivity'])}, specificity {_rate(error['specificity'])}"
-                         f"{' (pooled)' if error['pooled'] else ''}; {info['note']}")
+            lines.append(f"{where}: judge {_measured('sensitivity', error, 'human_pass', 'PASS')}, "
+                         f"{_measured('specificity', error, 'human_fail', 'FAIL')}; {info['note']}")
         else:
             lines.append(f"{where}: {info['note']}")
+        lines += [f"  ! {problem}" for problem in info.get("problems") or ()]
         cells = []
         for key in ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap"):
             entry = (row.get("calibrated") or {}).get(key) or {}
             kind = METRIC_KINDS[key]
-            ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]" if entry.get("low") is not None else ""
-            cells.append(f"{key} {format_value(entry.get('value'), kind)}{ci}")
+            high = "unbounded" if entry.get("high_unbounded") else format_value(entry.get("high"), kind)
+            ci = f" [{format_value(entry['low'], kind)}, {high}]" if entry.get("low") is not None else ""
+            cells.append(f"{key} {format_value(entry.get('value'), kind)}{ci}" if entry.get("value") is not None
+                         else f"{key} n/a" + (" (too few labels: see above)" if entry.get("reason") else ""))
         if row.get("calibrated"):
-            lines.append("  calibrated: " + "; ".join(cells))
+            level = f"{100 * info['level']:g}% intervals" if info.get("level") else "intervals"
+            lines.append(f"  calibrated ({level} for the population of tasks): " + "; ".join(cells))
+        this_run = (row.get("calibrated_this_run") or {}).get("pass_rate")
+        if this_run and this_run.get("low") is not None:
+            lines.append(f"  this run, all human (what a full review of these candidates would give): pass_rate "
+                         f"{format_value(this_run['value'], 'percent')} [{format_value(this_run['low'], 'percent')}, "
+                         f"{format_value(this_run['high'], 'percent')}]")
         lines += _baseline_lines(row)
     return lines
 
@@ -338,6 +393,11 @@ def stability_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _rate(value) -> str:
-    """A sensitivity or specificity, or why there is none (no human label of that kind in the sample)."""
-    return f"{value:.2f}" if isinstance(value, (int, float)) else "n/a (no human label of that kind)"
+def _measured(name: str, error: Mapping[str, Any], count_key: str, kind: str) -> str:
+    """"sensitivity 0.93 [0.80, 0.98] from 14 human PASS": a figure measured on few labels shows how few."""
+    value, interval, count = error.get(name), error.get(f"{name}_interval"), error.get(count_key)
+    if not isinstance(value, (int, float)):
+        return f"{name} n/a (no human {kind} label)"
+    bounds = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    source = f" from {count} human {kind}" if count is not None else ""
+    return f"{name} {value:.2f}{bounds}{source}{' (pooled)' if error.get('pooled') else ''}"

@@ -117,6 +117,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), _metric_cells)]
     if any(r.get("intervals") for r in rows):
         lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
+    lines += _calibrated_section(rows)
     notes = [_row_note(r) for r in rows if _row_note(r)]
     if notes:
         lines += [""] + [f"- {note}" for note in notes]
@@ -162,6 +163,35 @@ def _interval_cells(row: Mapping[str, Any]) -> list[str]:
     for key, _, kind in COLUMNS:
         bounds = intervals.get(key)
         cells.append(f"{format_metric(bounds[0], kind)} – {format_metric(bounds[1], kind)}" if bounds else "n/a")
+    return cells
+
+
+def _calibrated_section(rows: list[Mapping[str, Any]]) -> list[str]:
+    """The figures corrected with a human sample (--calibrate), each with its interval, and what to know."""
+    calibrated = [r for r in rows if isinstance(r.get("calibration"), Mapping)]
+    if not calibrated:
+        return []
+    levels = {(r["calibration"].get("level"), r["calibration"].get("target")) for r in calibrated}
+    level = next(iter(levels))[0] if len(levels) == 1 and next(iter(levels))[0] else None
+    title = (f"Calibrated with a human sample ({f'{100 * level:g}% intervals' if level else 'intervals'} for the "
+             "population of tasks, judged by people; n/a: not calibrated, see below):")
+    lines = ["", title, "", _table(calibrated, _calibrated_cells)]
+    for row in calibrated:
+        lines += [f"- {_cell(row.get('model'))}: {_cell(problem)}" for problem in row["calibration"].get("problems") or ()]
+    return lines
+
+
+def _calibrated_cells(row: Mapping[str, Any]) -> list[str]:
+    figures = row.get("calibrated") if isinstance(row.get("calibrated"), Mapping) else {}
+    cells = []
+    for key, _, kind in COLUMNS:
+        entry = figures.get(key) if isinstance(figures.get(key), Mapping) else {}
+        value = format_metric(entry.get("value"), kind)
+        if entry.get("value") is None or entry.get("low") is None:
+            cells.append(value)
+            continue
+        high = "unbounded" if entry.get("high_unbounded") else format_metric(entry.get("high"), kind)
+        cells.append(f"{value} ({format_metric(entry.get('low'), kind)} – {high})")
     return cells
 
 

@@ -9,7 +9,9 @@ record holds a PASS or FAIL verdict) and writes its design beside the labels, as
                  "population": [["<task_id>", 1], ...],     every candidate that could have been drawn
                  "sample": [["<task_id>", 7], ...]}]}        the ones that were
 
-A stratum is one model on one split.  The sample is stratified: each stratum gets its share of the requested
+A stratum is one model on one split (or, in a design written by other means, one judge verdict of it:
+``"verdict": "PASS"`` or ``"FAIL"``, a sample stratified by the judge's verdict; --calibrate weighs each label by
+its verdict stratum).  The sample is stratified: each stratum gets its share of the requested
 size in proportion to its population (largest remainders; at least two where it has two, so the judge's error
 can be estimated per model), drawn without replacement, so every candidate of a stratum had the same inclusion
 probability ``len(sample) / len(population)``.  Within a split one seeded permutation of the (task, repeat)
@@ -53,6 +55,9 @@ class Stratum:
     split: str
     population: tuple[Position, ...]
     sample: tuple[Position, ...]
+    # "PASS" or "FAIL": a stratum of the model's candidates the judge gave that verdict (a sample stratified by
+    # the judge's verdict, each with its own inclusion probability); None: the model's candidates whatever it said
+    verdict: str | None = None
 
     @property
     def inclusion(self) -> float:
@@ -72,6 +77,10 @@ class Design:
     def stratum(self, model: str, split: str) -> Stratum | None:
         return next((s for s in self.strata if s.model == model and s.split == split), None)
 
+    def strata_of(self, model: str, split: str) -> tuple[Stratum, ...]:
+        """Every stratum of a model and split: one, or one per judge verdict when the sample was stratified by it."""
+        return tuple(s for s in self.strata if s.model == model and s.split == split)
+
     @property
     def size(self) -> int:
         return sum(len(s.sample) for s in self.strata)
@@ -83,7 +92,8 @@ class Design:
     def to_json(self) -> dict:
         return {"schema": DESIGN_SCHEMA, "split": self.split, "seed": self.seed, "requested": self.requested,
                 "created_at": self.created_at, "method": METHOD,
-                "strata": [{"model": s.model, "split": s.split, "population_size": len(s.population),
+                "strata": [{"model": s.model, "split": s.split, **({"verdict": s.verdict} if s.verdict else {}),
+                            "population_size": len(s.population),
                             "sample_size": len(s.sample), "inclusion_probability": s.inclusion,
                             "population": [list(p) for p in s.population], "sample": [list(p) for p in s.sample]}
                            for s in self.strata]}
@@ -179,10 +189,17 @@ def _stratum(entry, path: Path, i: int) -> Stratum:
         raise InputError(f"{path}: {where} must be an object with model, split, population and sample")
     stratum = Stratum(_name(entry.get("model"), path, f"{where}.model"), _name(entry.get("split"), path, f"{where}.split"),
                       _positions(entry.get("population"), path, f"{where}.population"),
-                      _positions(entry.get("sample"), path, f"{where}.sample"))
+                      _positions(entry.get("sample"), path, f"{where}.sample"), _verdict(entry.get("verdict"), path, where))
     if not set(stratum.sample) <= set(stratum.population):
         raise InputError(f"{path}: {where}: the sample holds candidates outside the stratum's population")
     return stratum
+
+
+def _verdict(value, path: Path, where: str) -> str | None:
+    if value is None or value in ("PASS", "FAIL"):
+        return value
+    raise InputError(f"{path}: {where}.verdict must be \"PASS\" or \"FAIL\" (the judge's verdict the stratum holds), "
+                     f"got {value!r}")
 
 
 def _positions(value, path: Path, where: str) -> tuple[Position, ...]:
