@@ -66,6 +66,30 @@ def test_a_thumbnail_of_every_candidate_and_a_view_of_every_failure_inside_the_r
     assert SCRIPT_INSTRUCTION not in text and 'onerror="alert(2)"' not in text
 
 
+def test_the_summary_says_what_ran_and_the_browser_keeps_the_task_files_order(bench):
+    split = json.loads((bench.path / "mini.json").read_text())
+    (bench.path / "mini.json").write_text(json.dumps(split[::-1]))  # task-03 first: not the ids' order
+    bench.runpytest(*args()).assert_outcomes(passed=4, failed=8)
+    # the first run's records were made between 10:00 and 11:30; the rerun below reuses them all
+    for at, path in enumerate(sorted((bench.path / "out" / "mini").glob("identity/*/*.json"))):
+        record = json.loads(path.read_text())
+        record["generated_at"] = "2026-01-01T10:00:00+00:00" if at == 0 else "2026-01-01T10:30:00+00:00"
+        for entry in [record] + list(record["judgements"].values()):
+            entry["judged_at"] = "2026-01-01T12:30:00+01:00" if at == 5 else "2026-01-01T10:40:00+00:00"
+        path.write_text(json.dumps(record))
+    bench.runpytest(*args("--html", "rep/report.html")).assert_outcomes(passed=4, failed=8)
+    report = bench.path / "rep" / "report.html"
+    assert [task["id"] for task in page_data(report)["tasks"]] == ["task-03", "task-02", "task-01", "task-00"]
+    facts = re.search(r'<dl class="hx-run-facts">(.*?)</dl>', report.read_text(), re.S).group(1)
+    pairs = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", facts))
+    assert pairs["Judge"] == "labels:r1.json" and pairs["Repeats"] == "3" and pairs["Retry cap"] == "4"
+    assert pairs["Task files"].startswith("mini: ") and pairs["Task files"].endswith("mini.json")
+    assert pairs["Review"] == "20 s per candidate at $50.00/h = $0.28 per candidate"
+    assert pairs["Price tier"] == "standard"
+    assert pairs["Duration"].startswith("1 h 30 min 00 s: ")  # both runs' records, not the rerun's seconds
+    assert "2026-01-01 10:00:00 to 2026-01-01 11:30:00 UTC" in pairs["Duration"]
+
+
 def hostile_record() -> Record:
     return Record("mini", "m<1>", "t1", 1, outcome="refused", refusal="</script><script>r()</script>",
                   reasoning=HTML_REASONING, error="<b>e</b>", route="<r>", provider_model="<pm>", request_id="<id>",

@@ -36,7 +36,7 @@ from ..engine.records import ERROR, FAIL, REFUSED, Record
 from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, ImagePair, clear_folder
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
-from .summary import summary_html
+from .summary import run_span, summary_html
 from .tables import split_order
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
@@ -63,6 +63,8 @@ class ReportSource:
     results: Callable[[], Mapping[str, Any] | None] = lambda: None
     records: Callable[[], Iterable[Record]] = lambda: ()
     gate_lines: Callable[[], list[str]] = lambda: []
+    #: (split, task id) -> the task's position in its task file: the browser's "task order"
+    task_order: Mapping[tuple[str, str], int] = dataclasses.field(default_factory=dict)
 
 
 def _safe(make: Callable[[], Any], default: Any) -> Any:
@@ -171,6 +173,7 @@ class ReportPlugin:
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
         self.max_bytes = _max_bytes(config)
         self.browser = ""
+        self.span = None  # when the records shown were made (summary.run_span)
         self.tally: tuple[int, int] | None = None  # images written, reused
 
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
@@ -198,6 +201,7 @@ class ReportPlugin:
         images = self._with_views(records, images)
         self.tally = self.builder.finish()
         self.browser = browser_html(self._data(records, images))
+        self.span = run_span(stamp for r in records for stamp in (r.generated_at, r.judged_at) if stamp)
         if self.self_contained:
             clear_folder(self.builder.root)  # its images are inlined now
 
@@ -205,7 +209,7 @@ class ReportPlugin:
         rows = (self.source.results() or {}).get("rows") or []
         return browser_data(records, instruction=self.source.instruction, images=images, url=self.urls.of,
                             models=[str(r.get("model")) for r in rows], splits=split_order(rows),
-                            self_contained=self.self_contained)
+                            self_contained=self.self_contained, task_order=self.source.task_order)
 
     def _with_views(self, records: list[Record], images: Images) -> Images:
         """The full-size views of the failures and the references, last: each gets an even share of what the
@@ -235,7 +239,7 @@ class ReportPlugin:
         counts = table_counts(self.config)
         listed = sum(counts.get(name, 0) for name in TABLE_VISIBLE)
         prefix.append(style_html() + table_script(listed)
-                      + summary_html(self.source.results(), self.source.gate_lines()) + self.browser)
+                      + summary_html(self.source.results(), self.source.gate_lines(), self.span) + self.browser)
         postfix.append(table_note(counts, listed))
 
     @pytest.hookimpl(trylast=True)
@@ -303,6 +307,7 @@ def report_source(config: pytest.Config) -> ReportSource:
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}
+    task_order = {(split.name, task.task_id): at for split in run.splits for at, task in enumerate(split.tasks)}
 
     def references(record: Record) -> list[Path]:
         return config.stash[RUNNER_KEY].references(tasks[(record.split, record.task_id)])
@@ -324,4 +329,5 @@ def report_source(config: pytest.Config) -> ReportSource:
         results=lambda: session_attr("results", None),
         records=lambda: list((session_attr("records", None) or {}).values()),
         gate_lines=lambda: config.stash.get(GATES_KEY, []),
+        task_order=task_order,
     )

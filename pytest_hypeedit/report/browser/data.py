@@ -49,12 +49,13 @@ class Images:
 
 def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], str], images: Images,
                  url: Callable[[Built], str | None], models: Sequence[str] = (), splits: Sequence[str] = (),
-                 self_contained: bool = False) -> dict[str, Any]:
-    """The JSON the page renders from: tasks in split order, models in run order, repeats in order."""
+                 self_contained: bool = False, task_order: Mapping[tuple[str, str], int] | None = None) -> dict[str, Any]:
+    """The JSON the page renders from: tasks in split order, then in their task file's order (``task_order``:
+    (split, task id) -> position; a task it lacks comes after, by id), models in run order, repeats in order."""
     records = [r for r in records if isinstance(r, Record)]
     model_order = _order(models, (r.model for r in records))
     split_order = _order(splits, (r.split for r in records))
-    groups = _group(records, split_order, model_order)
+    groups = _group(records, split_order, model_order, task_order or {})
     tasks, rows, types, flags = [], [], set(), set()
     for (split, task_id), by_model in groups.items():
         first = next(iter(by_model.values()))[0]
@@ -75,9 +76,12 @@ def _order(given: Sequence[str], seen: Iterable[str]) -> list[str]:
     return [name for name in given if name in found] + [name for name in found if name not in given]
 
 
-def _group(records: list[Record], splits: list[str], models: list[str]) -> dict[tuple[str, str], dict[str, list[Record]]]:
-    """(split, task) -> model -> records by repeat; tasks in split order then by id, models in run order."""
-    ordered = sorted(records, key=lambda r: (splits.index(r.split), r.task_id, models.index(r.model), r.repeat))
+def _group(records: list[Record], splits: list[str], models: list[str],
+           task_order: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], dict[str, list[Record]]]:
+    """(split, task) -> model -> records by repeat; tasks in split order then in file order, models in run order."""
+    unknown = len(task_order)
+    ordered = sorted(records, key=lambda r: (splits.index(r.split), task_order.get((r.split, r.task_id), unknown),
+                                             r.task_id, models.index(r.model), r.repeat))
     groups: dict[tuple[str, str], dict[str, list[Record]]] = {}
     for record in ordered:
         groups.setdefault((record.split, record.task_id), {}).setdefault(record.model, []).append(record)
