@@ -93,6 +93,9 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=120.0, metavar="MB",
         help="with --html: the report folder's size goal (default 120); the failures' views share what the "
              "page and the thumbnails leave, each down to 320 px; 0: no goal, every view at --html-views")
+    add("--html-full-resolution", dest="hypeedit_html_full_resolution", action="store_true",
+        help="with --html: keep every full-size view at its original's resolution (the original itself when a "
+             "browser shows it), with no size goal: a heavy report folder")
     _declare_ci(add)
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "
@@ -120,7 +123,10 @@ def _declare_ci(add: Callable[..., None]) -> None:
         help="seed of the bootstrap, so intervals are reproducible (default 0)")
     add("--baseline", dest="hypeedit_baseline", metavar="RESULTS.json",
         help="results JSON of an earlier release on the same tasks: paired per-task comparison, and gates "
-             "like 'pass_rate>=baseline-0.02'")
+             "like 'pass_rate>=baseline-0.02'; with --html its candidates are shown beside this run's")
+    add("--baseline-outputs", dest="hypeedit_baseline_outputs", metavar="DIR",
+        help="with --baseline and --html: the baseline's outputs folder (default: where its results file says, "
+             "else the results file's own folder)")
 
 
 # --------------------------------------------------------------------------- declarations

@@ -51,15 +51,15 @@ def test_a_thumbnail_of_every_candidate_and_a_view_of_every_failure_inside_the_r
     assets = bench.path / "rep" / "hypeedit-assets"
     thumbs = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.thumb.webp"))
     assert thumbs == [f"mini/identity/task-{t:02d}/{r:03d}.thumb.webp" for t in range(4) for r in (1, 2, 3)]
-    # the candidates are PNGs: their full-size views are JPEGs of the same pixel size, failures only
+    # the candidates are PNGs: their full-size views are WebPs of the same pixel size, failures only
     views = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.full.*"))
-    assert views == [f"mini/identity/task-{t:02d}/{r:03d}.full.jpg" for t in range(4) for r in (1, 3)]
+    assert views == [f"mini/identity/task-{t:02d}/{r:03d}.full.webp" for t in range(4) for r in (1, 3)]
     assert not (assets / "collages").exists()  # the browser's task cards took the collages' place
     data = page_data(bench.path / "rep" / "report.html")
     [row] = [r for r in data["rows"] if data["tasks"][r["t"]]["id"] == "task-00"]
     assert [c["r"] for c in row["c"]] == [1, 2, 3] and [c["o"] for c in row["c"]] == ["fail", "pass", "fail"]
     assert row["c"][0]["img"]["src"] == "hypeedit-assets/mini/identity/task-00/001.thumb.webp"  # linked, not embedded
-    assert row["c"][0]["img"]["view"] == "hypeedit-assets/mini/identity/task-00/001.full.jpg"
+    assert row["c"][0]["img"]["view"] == "hypeedit-assets/mini/identity/task-00/001.full.webp"
     assert "view" not in row["c"][1]["img"]  # a pass keeps its thumbnail only
     text = (bench.path / "rep" / "report.html").read_text()
     assert "../out/" not in text and "data:image" not in text

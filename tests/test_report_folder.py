@@ -91,7 +91,7 @@ def test_a_rerun_writes_no_image_and_a_changed_candidate_is_redrawn(bench):
     candidate.write_bytes(png(colour=(0, 200, 0)))  # another image under the same name
     html_run(bench).stdout.fnmatch_lines(["HTML report images in *: 2 written, * reused from an earlier run"])
     changed = {name for name, stat in asset_files(bench.path / "rep").items() if first.get(name) != stat}
-    assert changed == {"mini/identity/task-02/003.thumb.webp", "mini/identity/task-02/003.full.jpg"}
+    assert changed == {"mini/identity/task-02/003.thumb.webp", "mini/identity/task-02/003.full.webp"}
 
 
 def test_files_a_rerun_no_longer_shows_are_removed(bench, monkeypatch):
@@ -130,13 +130,15 @@ def encoded(fmt: str, size: tuple[int, int]) -> bytes:
 
 def test_full_size_view_rule():
     jpeg = encoded("JPEG", (800, 600))
-    assert view_bytes(jpeg, 1024) == (jpeg, "jpg", (800, 600))  # small JPEG: the original itself
+    assert view_bytes(jpeg, 1280) == (jpeg, "jpg", (800, 600))  # small JPEG: the original itself
     webp = encoded("WEBP", (300, 200))
-    assert view_bytes(webp, 1024)[:2] == (webp, "webp")
-    data, ext, size = view_bytes(encoded("PNG", (640, 480)), 1024)
-    assert (ext, size) == ("jpg", (640, 480)) and data[:2] == b"\xff\xd8"  # PNG: re-encoded, same pixels
-    data, ext, size = view_bytes(encoded("JPEG", (2048, 1536)), 1024)
-    assert (ext, size) == ("jpg", (1024, 768))  # larger than the cap: scaled to fit it
+    assert view_bytes(webp, 1280)[:2] == (webp, "webp")
+    data, ext, size = view_bytes(encoded("PNG", (640, 480)), 1280)
+    assert (ext, size) == ("webp", (640, 480)) and data[8:12] == b"WEBP"  # PNG: re-encoded, same pixels
+    data, ext, size = view_bytes(encoded("JPEG", (4096, 3072)), 1280)
+    assert (ext, size) == ("webp", (1280, 960)) and data[8:12] == b"WEBP"  # larger than the cap: scaled to fit it
+    png = encoded("PNG", (2048, 1536))
+    assert view_bytes(png, 0) == (png, "png", (2048, 1536))  # --html-full-resolution: the original as it is
 
 
 def test_an_unreadable_candidate_gets_a_placeholder_not_a_crash(tmp_path):
@@ -174,7 +176,7 @@ def test_views_share_the_folder_budget_and_stay_larger_than_their_thumbnails(tmp
     weights = [(tmp_path / "assets" / view.name).stat().st_size for view in views.values()]
     assert sum(weights) <= 1.25 * budget, weights
     for view in views.values():
-        assert view.name.endswith(".full.jpg") and VIEW_FLOOR <= max(view.size) < 1024, view
+        assert view.name.endswith(".full.webp") and VIEW_FLOOR <= max(view.size) < 1024, view
 
 
 def test_views_without_a_budget_are_the_originals(tmp_path):

@@ -33,7 +33,8 @@ from urllib.parse import quote
 import pytest
 
 from ..engine.records import ERROR, FAIL, REFUSED, Record
-from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, ImagePair, clear_folder
+from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
+from .baseline import BaselineOutputs, baseline_models, counterpart, read_candidates, repeats_of, worse_tasks
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
 from .summary import run_span, summary_html
@@ -65,6 +66,17 @@ class ReportSource:
     gate_lines: Callable[[], list[str]] = lambda: []
     #: (split, task id) -> the task's position in its task file: the browser's "task order"
     task_order: Mapping[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    #: --baseline: the release compared with, and where its outputs are (None without one)
+    baseline: Callable[[], "BaselineSource | None"] = lambda: None
+
+
+@dataclass(frozen=True)
+class BaselineSource:
+    """The --baseline results file (its path as given, its settings) and where its candidates were found."""
+
+    path: str
+    settings: Mapping[str, Any]
+    outputs: BaselineOutputs
 
 
 def _safe(make: Callable[[], Any], default: Any) -> Any:
@@ -167,13 +179,16 @@ class ReportPlugin:
         view_side = _view_side(config)
         root = Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained else report_dir(config) / ASSETS_DIR
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
-                                    use_cache=not self.self_contained)
+                                    use_cache=not self.self_contained,
+                                    full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
+                                                                          default=False)))
         self.urls = Urls(root, inline=self.self_contained)
         self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
         self.max_bytes = _max_bytes(config)
         self.browser = ""
         self.span = None  # when the records shown were made (summary.run_span)
+        self.notes: list[str] = []  # what the report says once, above the gates (a baseline without images)
         self.tally: tuple[int, int] | None = None  # images written, reused
 
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
@@ -195,9 +210,13 @@ class ReportPlugin:
         records = sorted(self.source.records(), key=lambda r: r.key)
         for record in records:
             self._submit_images(record)  # no-op for those submitted as they arrived
+        baseline = self._baseline_thumbs(records)
         images = Images({key: future.result() for key, future in self.thumbs.items()},
                         {task: [(name, future.result()) for name, future in entries]
-                         for task, entries in self.references.items()})
+                         for task, entries in self.references.items()},
+                        baseline={group: (old, [(record, future.result() if future else None)
+                                                for record, future in entries])
+                                  for group, (old, entries) in baseline.items()})
         images = self._with_views(records, images)
         self.tally = self.builder.finish()
         self.browser = browser_html(self._data(records, images))
@@ -211,21 +230,61 @@ class ReportPlugin:
                             models=[str(r.get("model")) for r in rows], splits=split_order(rows),
                             self_contained=self.self_contained, task_order=self.source.task_order)
 
+    def _baseline_thumbs(self, records: list[Record]) -> dict[tuple, tuple[str, list]]:
+        """--baseline: per (split, model, task) of this run, the baseline model compared with and its candidates
+        of that task, each with its thumbnail started (``baseline/<split>/<model>/<task>/<NNN>``)."""
+        source = _safe(self.source.baseline, None)
+        models = baseline_models((self.source.results() or {}).get("rows") or [])
+        if source is None or not models or self.self_contained:
+            return {}
+        root = source.outputs.root
+        if root is None:
+            self.notes.append(source.outputs.missing_note(source.path))
+            return {}
+        repeats = repeats_of(source.settings, max((r.repeat for r in records), default=1))
+        found = {}
+        for split, model, task_id in dict.fromkeys((r.split, r.model, r.task_id) for r in records):
+            old = models.get((model, split))
+            if old is None:
+                continue
+            entries = [(c.record, self.builder.image_pair(c.image, f"baseline/{split}/{old}/{task_id}/{c.record.repeat:03d}")
+                        if c.image else None) for c in read_candidates(root, split, old, task_id, repeats)]
+            found[(split, model, task_id)] = (old, entries)
+        return found
+
     def _with_views(self, records: list[Record], images: Images) -> Images:
-        """The full-size views of the failures and the references, last: each gets an even share of what the
-        thumbnails and the page leave of the folder's budget."""
-        failed = {r.key for r in records if r.outcome in VIEW_OUTCOMES}
-        pairs = [pair for key, pair in images.candidates.items() if key in failed]
+        """The full-size views, last: of the failures, of every candidate of a task that got worse against the
+        baseline and of its baseline counterpart, and of the references; each gets an even share of what the
+        thumbnails and the page leave of the folder's budget (the difference images count as views)."""
+        worse = worse_tasks((self.source.results() or {}).get("rows") or []) if images.baseline else set()
+        wanted = {r.key for r in records if r.outcome in VIEW_OUTCOMES or (r.model, r.split, r.task_id) in worse}
+        pairs = [pair for key, pair in images.candidates.items() if key in wanted]
+        against = {key: pair for key in wanted if (pair := _counterpart_pair(images, key)) is not None}
+        pairs += list({pair.thumb.name: pair for pair in against.values()}.values())
         pairs += [pair for entries in images.references.values() for _, pair in entries if pair is not None]
         budget = None
-        if self.max_bytes is not None:
+        if self.max_bytes is not None and pairs:
             page = (HTML_BYTES_PER_CANDIDATE * len(records) + len(data_script(self._data(records, images)))
-                    + VIEW_ENTRY_BYTES * len(pairs))
-            budget = max(0, self.max_bytes - self.builder.used_bytes() - page)
+                    + VIEW_ENTRY_BYTES * (len(pairs) + len(against)))
+            budget = max(0, self.max_bytes - self.builder.used_bytes() - page) * len(pairs) // (len(pairs) + len(against))
         views = {name: future.result() for name, future in self.builder.views(pairs, budget).items()}
         return Images({key: _with_view(pair, views) for key, pair in images.candidates.items()},
                       {task: [(name, _with_view(pair, views)) for name, pair in entries]
-                       for task, entries in images.references.items()})
+                       for task, entries in images.references.items()},
+                      baseline={group: (old, [(record, _with_view(pair, views)) for record, pair in entries])
+                                for group, (old, entries) in images.baseline.items()},
+                      diffs=self._differences(images, against, views))
+
+    def _differences(self, images: Images, against: Mapping[tuple, ImagePair], views: Mapping[str, Built]) -> dict:
+        """Each candidate's difference image from its baseline counterpart, where both have a view."""
+        futures = {}
+        for key, old in against.items():
+            pair = images.candidates.get(key)
+            mine, theirs = views.get(pair.thumb.name) if pair else None, views.get(old.thumb.name)
+            if mine is not None and theirs is not None and not mine.error and not theirs.error:
+                split, model, task_id, repeat = key
+                futures[key] = self.builder.difference(mine, theirs, f"{split}/{model}/{task_id}/{repeat:03d}")
+        return {key: future.result() for key, future in futures.items()}
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.builder.cancel()  # after an internal error there was no session finish: leave at once
@@ -239,12 +298,15 @@ class ReportPlugin:
         counts = table_counts(self.config)
         listed = sum(counts.get(name, 0) for name in TABLE_VISIBLE)
         prefix.append(style_html() + table_script(listed)
-                      + summary_html(self.source.results(), self.source.gate_lines(), self.span) + self.browser)
+                      + summary_html(self.source.results(), self.source.gate_lines(), self.span, self.notes)
+                      + self.browser)
         postfix.append(table_note(counts, listed))
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
         path = self.config.getoption("htmlpath", default=None)
+        for note in self.notes:
+            terminalreporter.write_line(f"HTML report: {note}", yellow=True)
         if self.tally is not None and not self.self_contained:
             written, reused = self.tally
             terminalreporter.write_line(f"HTML report images in {self.builder.root}: {written} written, "
@@ -272,6 +334,14 @@ class ReportPlugin:
                 f"{self.max_bytes / 1e6:g}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
                 "or keep no views with --html-views 0 (the originals stay in the outputs folder).",
                 yellow=True, bold=True)
+
+
+def _counterpart_pair(images: Images, key: tuple) -> ImagePair | None:
+    """The baseline candidate a candidate is compared with (``baseline.counterpart``), when it has a thumbnail."""
+    split, model, task_id, repeat = key
+    _, entries = images.baseline.get((split, model, task_id), (None, []))
+    found = counterpart([(record.repeat, pair) for record, pair in entries if pair is not None], repeat)
+    return found if found is not None and not found.thumb.error else None
 
 
 def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | None:
@@ -303,6 +373,8 @@ def _max_bytes(config: pytest.Config) -> int | None:
 def report_source(config: pytest.Config) -> ReportSource:
     """The report's view of a benchmark run: the run config, the runner's references, the session."""
     from ..glue.ci import GATES_KEY
+    from .baseline import locate_outputs
+    from .leaderboard import load_results
     from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
@@ -319,6 +391,16 @@ def report_source(config: pytest.Config) -> ReportSource:
         task = tasks.get((record.split, record.task_id))
         return task.instruction if task else ""
 
+    def baseline() -> BaselineSource | None:
+        path = config.getoption("hypeedit_baseline", default=None)
+        if not path:
+            return None
+        old = load_results(Path(path))  # glue/ci.py refused an unreadable one at start
+        outputs = locate_outputs(Path(path), old.get("settings"), config.getoption("hypeedit_baseline_outputs", None),
+                                 [split.name for split in run.splits])
+        settings = old.get("settings")
+        return BaselineSource(str(path), settings if isinstance(settings, Mapping) else {}, outputs)
+
     def session_attr(name: str, default):
         return getattr(config.stash.get(SESSION_KEY, None), name, default)
 
@@ -330,4 +412,5 @@ def report_source(config: pytest.Config) -> ReportSource:
         records=lambda: list((session_attr("records", None) or {}).values()),
         gate_lines=lambda: config.stash.get(GATES_KEY, []),
         task_order=task_order,
+        baseline=baseline,
     )

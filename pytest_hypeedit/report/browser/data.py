@@ -3,13 +3,14 @@
 Shape (keys left out when empty, to keep 7,000 candidates light)::
 
     {"models": [...], "splits": [...], "types": [...], "outcomes": [...], "flags": [[key, label], ...],
-     "selfContained": bool,
+     "selfContained": bool, "baseline": bool (some row has a baseline),
      "tasks": [{"key": "<split>/<task_id>", "split", "id", "types": [...], "instruction", "refs": [image]}],
-     "rows":  [{"t": task index, "m": model index, "pass": k, "judged": n, "c": [candidate]}]}
+     "rows":  [{"t": task index, "m": model index, "pass": k, "judged": n, "c": [candidate],
+                "b": {"m": baseline model, "pass", "judged", "c": [{"r", "o", "img"}]} (--baseline)}]}
 
     candidate = {"r": repeat, "o": outcome, "img": image, "verdict", "judge", "reasoning", "votes": [vote],
                  "human": {"verdict", "votes": [vote] (left out when they are the judge's: a labels judge)}, "signals": {...}, "flags": [...], "facts": [[label, text]],
-                 "refusal", "error"}
+                 "refusal", "error", "diff": URL of its difference from the baseline's counterpart}
     image = {"src", "w", "h", "view", "vw", "vh", "name"} or {"error": why}
     vote = {"who", "verdict", "reasoning", "note", "other": [[key, text]]}
 
@@ -45,6 +46,11 @@ class Images:
 
     candidates: Mapping[tuple, ImagePair] = field(default_factory=dict)
     references: Mapping[tuple[str, str], Sequence[tuple[str, ImagePair | None]]] = field(default_factory=dict)
+    #: --baseline: (split, model, task) -> (the baseline model, [(its record, its images)] by repeat)
+    baseline: Mapping[tuple[str, str, str], tuple[str, Sequence[tuple[Record, ImagePair | None]]]] = \
+        field(default_factory=dict)
+    #: record key -> the difference image from its baseline counterpart
+    diffs: Mapping[tuple, Built] = field(default_factory=dict)
 
 
 def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], str], images: Images,
@@ -68,7 +74,7 @@ def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], s
     return {"models": model_order, "splits": split_order, "types": sorted(types),
             "outcomes": [o for o in OUTCOMES if any(r.outcome == o for r in records)],
             "flags": [[key, label] for key, label in FLAGS if key in flags],
-            "selfContained": self_contained, "tasks": tasks, "rows": rows}
+            "selfContained": self_contained, "baseline": any("b" in row for row in rows), "tasks": tasks, "rows": rows}
 
 
 def _order(given: Sequence[str], seen: Iterable[str]) -> list[str]:
@@ -103,9 +109,30 @@ def _safe_text(instruction: Callable[[Record], str], record: Record) -> str:
 
 
 def _row(task: int, model: int, group: list[Record], images: Images, url: Callable[[Built], str | None]) -> dict:
-    return {"t": task, "m": model, "pass": sum(r.outcome == PASS for r in group),
-            "judged": sum(r.judged for r in group),
-            "c": [candidate_json(r, images.candidates.get(r.key), url) for r in group]}
+    row = {"t": task, "m": model, "pass": sum(r.outcome == PASS for r in group),
+           "judged": sum(r.judged for r in group),
+           "c": [_with_diff(candidate_json(r, images.candidates.get(r.key), url), images.diffs.get(r.key), url)
+                 for r in group]}
+    first = group[0]
+    old = images.baseline.get((first.split, first.model, first.task_id))
+    if old is not None:
+        row["b"] = baseline_row_json(*old, url)
+    return row
+
+
+def baseline_row_json(model: str, entries: Sequence[tuple[Record, ImagePair | None]],
+                      url: Callable[[Built], str | None]) -> dict[str, Any]:
+    """The baseline release's candidates of a task: its model, PASS count, and each repeat's outcome and image."""
+    return {"m": model, "pass": sum(r.outcome == PASS for r, _ in entries),
+            "judged": sum(r.judged for r, _ in entries),
+            "c": [{"r": r.repeat, "o": r.outcome if r.outcome in OUTCOMES else SKIPPED, "img": image_json(pair, url)}
+                  for r, pair in entries]}
+
+
+def _with_diff(entry: dict[str, Any], diff: Built | None, url: Callable[[Built], str | None]) -> dict[str, Any]:
+    if diff is not None and not diff.error and url(diff):
+        entry["diff"] = url(diff)
+    return entry
 
 
 def image_json(pair: ImagePair | None, url: Callable[[Built], str | None]) -> dict[str, Any]:
