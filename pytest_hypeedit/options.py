@@ -87,6 +87,10 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
              "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "
              "flight grow while the provider keeps up and are cut back on 429")
+    add("--signals", dest="hypeedit_signals", action="store_true",
+        help="also measure the pixel signals (size, SSIM, colour difference) of candidates read back from disk "
+             "whose records lack them: a full decode of each, minutes for thousands of large images (a candidate "
+             "bought by the run is always measured)")
     add("--html-views", dest="hypeedit_html_views", type=int, default=1024, metavar="PX",
         help="with --html: the report folder keeps a full-size view of every failure, at most PX pixels on "
              "its long side (default 1024); 0 keeps none (thumbnails only)")

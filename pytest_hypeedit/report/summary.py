@@ -292,14 +292,32 @@ def signals_table(rows: list[Mapping[str, Any]]) -> str:
         sig = row.get("signals_summary")
         if not isinstance(sig, Mapping):
             continue
-        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_text(sig.get('size_mismatch'))}</td>"
+        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_measured(sig, row)}</td>"
+                     f"<td>{_text(sig.get('size_mismatch'))}</td>"
                      f"<td>{_text(sig.get('unchanged'))}</td><td>{_text(sig.get('unchanged_pass'))}</td>"
                      f"<td>{_text(_float(sig.get('ssim_mean'), 3))}</td><td>{_text(_float(sig.get('delta_e_mean'), 2))}</td></tr>")
     if not lines:
         return ""
-    head = ("<tr><th>Model</th><th>Size differs from the task's target</th><th>Unchanged</th>"
+    head = ("<tr><th>Model</th><th>Measured</th><th>Size differs from the task's target</th><th>Unchanged</th>"
             "<th>Judged PASS but unchanged</th><th>Mean SSIM</th><th>Mean &Delta;E</th></tr>")
-    return f"<h4>Pixel signals</h4>{_table(head, lines)}"
+    return f"<h4>Pixel signals</h4>{_table(head, lines)}{_unmeasured_note(rows)}"
+
+
+def _measured(signals: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    measured, unmeasured = signals.get("measured"), signals.get("unmeasured")
+    if not isinstance(measured, int) or not isinstance(unmeasured, int):
+        return ""
+    return _text(f"{measured} of {measured + unmeasured}")
+
+
+def _unmeasured_note(rows: list[Mapping[str, Any]]) -> str:
+    """The counts above are of the candidates measured; the others were not computed, never guessed."""
+    missing = sum(sig["unmeasured"] for row in rows if isinstance(sig := row.get("signals_summary"), Mapping)
+                  and isinstance(sig.get("unmeasured"), int) and sig["unmeasured"] > 0)
+    if not missing:
+        return ""
+    return (f'<p class="hx-note">Signals not computed for {missing} candidates read back from disk whose records '
+            "lack them (the counts and means above leave them out): run with --signals to measure them.</p>")
 
 
 def _float(value: Any, digits: int) -> str:
