@@ -91,12 +91,13 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="also measure the pixel signals (size, SSIM, colour difference) of candidates read back from disk "
              "whose records lack them: a full decode of each, minutes for thousands of large images (a candidate "
              "bought by the run is always measured)")
-    add("--html-views", dest="hypeedit_html_views", type=int, default=1024, metavar="PX",
-        help="with --html: the report folder keeps a full-size view of every failure, at most PX pixels on "
-             "its long side (default 1024); 0 keeps none (thumbnails only)")
-    add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=120.0, metavar="MB",
-        help="with --html: the report folder's size goal (default 120); the failures' views share what the "
-             "page and the thumbnails leave, each down to 320 px; 0: no goal, every view at --html-views")
+    add("--html-views", dest="hypeedit_html_views", type=int, default=1280, metavar="PX",
+        help="with --html: the report folder keeps a full-size view (WebP) of every failure, at most PX pixels "
+             "on its long side (default 1280); 0 keeps none (thumbnails only)")
+    add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=None, metavar="MB",
+        help="with --html: the report folder's size goal (default: 55 up to 500 candidates, 13 KB more per "
+             "candidate beyond, at most 140); the views share what the page and the thumbnails leave, each down "
+             "to 320 px; 0: no goal, every view at --html-views")
     add("--html-full-resolution", dest="hypeedit_html_full_resolution", action="store_true",
         help="with --html: keep every full-size view at its original's resolution (the original itself when a "
              "browser shows it), with no size goal: a heavy report folder")

@@ -183,3 +183,23 @@ def test_views_without_a_budget_are_the_originals(tmp_path):
     sources, views = build_views(tmp_path, None, count=2)
     for source, view in zip(sources, views.values()):
         assert (tmp_path / "assets" / view.name).read_bytes() == source.read_bytes()
+
+
+def test_the_default_size_goal_follows_the_candidates_a_ci_artifact_carries():
+    from pytest_hypeedit.report.html import goal_bytes
+
+    assert goal_bytes(None, 120) == goal_bytes(None, 500) == 55_000_000  # the public split once: at most 60 MB
+    assert goal_bytes(None, 7000) == 139_500_000  # the paper's full table: under 150 MB
+    assert goal_bytes(None, 50_000) == 140_000_000
+    assert goal_bytes(0, 7000) is None and goal_bytes(30, 7000) == 30_000_000  # --html-max-mb wins
+
+
+def test_full_resolution_keeps_each_failure_as_its_original(bench):
+    html_run(bench, "--html-full-resolution").assert_outcomes(passed=4, failed=FAILURES)
+    assets = bench.path / "rep" / "hypeedit-assets"
+    views = sorted(assets.glob("mini/identity/*/*.full.*"))
+    assert len(views) == FAILURES
+    for view in views:
+        task, stem = view.parent.name, view.name.split(".")[0]
+        assert view.suffix == ".png"
+        assert view.read_bytes() == (bench.path / "out" / "mini" / "identity" / task / f"{stem}.png").read_bytes()

@@ -41,9 +41,11 @@ from .summary import run_span, summary_html
 from .tables import split_order
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
-#: The report folder's size goal (--html-max-mb): the paper's full table (7,000 candidates, ~4,300 failures)
-#: with a view of every failure at about 330 px of a heavy photo-like image (bench/bench_report.py).
-DEFAULT_MAX_MB = 120.0
+#: The report folder's size goal when --html-max-mb is not given: what a CI artifact carries per run.  55 MB for a
+#: run of up to 500 candidates (the public split once: its ~300 failures' views at about 700 px of a heavy 4K
+#: picture), 13 KB more per candidate beyond (a view near its floor and a thumbnail), at most 140 MB: the
+#: paper's full table (7,000 candidates, ~4,300 failures) stays under 150 MB (bench/bench_report.py).
+AUTO_BASE_MB, AUTO_BASE_CANDIDATES, AUTO_KB_PER_CANDIDATE, AUTO_MAX_MB = 55.0, 500, 13.0, 140.0
 #: What pytest-html's own part of the page weighs per candidate (measured: about 1.7 KB a row).
 HTML_BYTES_PER_CANDIDATE = 2000
 #: A full-size view's entry in the browser's data (its URL and size), set aside with the page.
@@ -185,7 +187,8 @@ class ReportPlugin:
         self.urls = Urls(root, inline=self.self_contained)
         self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
-        self.max_bytes = _max_bytes(config)
+        self.max_bytes: int | None = None  # the folder's size goal, set once the candidates are counted
+        self.max_mb = _max_mb(config)
         self.browser = ""
         self.span = None  # when the records shown were made (summary.run_span)
         self.notes: list[str] = []  # what the report says once, above the gates (a baseline without images)
@@ -217,6 +220,7 @@ class ReportPlugin:
                         baseline={group: (old, [(record, future.result() if future else None)
                                                 for record, future in entries])
                                   for group, (old, entries) in baseline.items()})
+        self.max_bytes = goal_bytes(self.max_mb, len(records) + sum(len(e) for _, e in images.baseline.values()))
         images = self._with_views(records, images)
         self.tally = self.builder.finish()
         self.browser = browser_html(self._data(records, images))
@@ -331,7 +335,7 @@ class ReportPlugin:
         if used > self.max_bytes * 1.05:
             terminalreporter.write_line(
                 f"WARNING: the report folder weighs {used / 1e6:.0f} MB, over --html-max-mb "
-                f"{self.max_bytes / 1e6:g}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
+                f"{self.max_bytes / 1e6:.0f}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
                 "or keep no views with --html-views 0 (the originals stay in the outputs folder).",
                 yellow=True, bold=True)
 
@@ -351,23 +355,33 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 
 
 def _view_side(config: pytest.Config) -> int:
-    from .assets import THUMB_SIZE
+    from .assets import THUMB_SIZE, VIEW_SIDE
 
-    side = config.getoption("hypeedit_html_views", default=1024)
+    side = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
     if side != 0 and side < THUMB_SIZE:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
     return side
 
 
-def _max_bytes(config: pytest.Config) -> int | None:
-    megabytes = config.getoption("hypeedit_html_max_mb", default=DEFAULT_MAX_MB)
-    if megabytes is None or megabytes == 0:
-        return None
-    if megabytes < 0:
+def _max_mb(config: pytest.Config) -> float | None:
+    """--html-max-mb: None (not given: the goal follows the candidates, ``goal_bytes``), 0 (no goal) or MB."""
+    megabytes = config.getoption("hypeedit_html_max_mb", default=None)
+    if megabytes is not None and megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
-                                f"(default {DEFAULT_MAX_MB:g}), or 0 for no goal (every view at --html-views pixels)")
-    return int(megabytes * 1_000_000)
+                                f"(default: {AUTO_BASE_MB:g} up to {AUTO_BASE_CANDIDATES} candidates, "
+                                f"{AUTO_KB_PER_CANDIDATE:g} KB more per candidate beyond, at most {AUTO_MAX_MB:g}), "
+                                "or 0 for no goal (every view at --html-views pixels)")
+    return megabytes
+
+
+def goal_bytes(megabytes: float | None, candidates: int) -> int | None:
+    """The folder's size goal in bytes: ``megabytes`` when given (0: none), else the default for ``candidates``
+    (those shown, the baseline's included)."""
+    if megabytes is None:
+        beyond = max(0, candidates - AUTO_BASE_CANDIDATES) * AUTO_KB_PER_CANDIDATE / 1000
+        megabytes = min(AUTO_MAX_MB, AUTO_BASE_MB + beyond)
+    return int(megabytes * 1_000_000) if megabytes else None
 
 
 def report_source(config: pytest.Config) -> ReportSource:
