@@ -287,3 +287,26 @@ def test_500_candidate_report_is_small_and_opens_fast(tmp_path):
     all_views = sum(v.stat().st_size for v in (tmp_path / "report").rglob("*.full.*"))  # references' too
     assert total < 30e6 and total - all_views < 3e6  # the thumbnails and the page
     assert bench_report.chromium_load_seconds(tmp_path / "report" / "report.html") < 3.0
+
+
+def test_baseline_candidates_are_read_from_their_outputs_only(tmp_path):
+    from pytest_hypeedit.report.baseline import locate_outputs, read_candidates
+
+    old = tmp_path / "old"
+    folder = old / "mini" / "m" / "t1"
+    folder.mkdir(parents=True)
+    for repeat in (1, 2, 3):
+        (folder / f"{repeat:03d}.json").write_text(json.dumps(Record("mini", "m", "t1", repeat, outcome="pass").to_dict()))
+    (folder / "001.png").write_bytes(b"png")
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not the outputs'")
+    (folder / "002.png").symlink_to(secret)  # a doctored baseline pointing outside its outputs
+    found = read_candidates(old, "mini", "m", "t1", 3)
+    assert [(c.record.repeat, c.image) for c in found] == [(1, folder / "001.png"), (2, None), (3, None)]
+    assert read_candidates(old, "mini", "../m", "t1", 3) == []  # a name from the file that is no plain name
+    results = old / "results.json"
+    assert locate_outputs(results, {"outputs": str(tmp_path / "gone")}, None, ["mini"]).root == old  # its folder
+    assert locate_outputs(results, {"outputs": "."}, None, ["mini"]).root == old  # relative to the file
+    missing = locate_outputs(results, {"outputs": str(tmp_path / "gone")}, None, ["other"])
+    assert missing.root is None and missing.tried == (str(tmp_path / "gone"), str(old))
+    assert locate_outputs(results, {}, str(tmp_path), ["mini"]).root is None  # --baseline-outputs: only there

@@ -97,9 +97,17 @@ def read_candidates(root: Path, split: str, model: str, task_id: str, repeats: i
         record = store.read_record(split, model, task_id, repeat)
         if record is None:
             continue
-        found.append(BaselineCandidate(record, store.find_candidate(split, model, task_id, repeat,
-                                                                    named=record.candidate)))
+        image = store.find_candidate(split, model, task_id, repeat, named=record.candidate)
+        found.append(BaselineCandidate(record, image if image is not None and _inside(image, root) else None))
     return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """A regular file inside the baseline's outputs: a link (to a key file, to /etc) is never read."""
+    try:
+        return not path.is_symlink() and path.resolve().is_relative_to(Path(root).resolve())
+    except OSError:
+        return False
 
 
 def counterpart(entries: list[tuple[int, Any]], repeat: int) -> Any:
