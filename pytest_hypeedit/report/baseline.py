@@ -73,7 +73,7 @@ def baseline_models(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
     for row in rows:
         model, split, old = row.get("model"), row.get("split"), row.get("baseline_model")
         if row.get("baseline") and all(isinstance(v, str) and is_plain_name(v) for v in (model, split, old)):
-            found[(model, split)] = old
+            found[(str(model), str(split))] = str(old)
     return found
 
 

@@ -37,7 +37,7 @@ from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clea
 from .baseline import BaselineOutputs, baseline_models, counterpart, read_candidates, repeats_of, worse_tasks
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
-from .summary import run_span, summary_html
+from .summary import RunSpan, run_span, summary_html
 from .tables import split_order
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
@@ -190,7 +190,7 @@ class ReportPlugin:
         self.max_bytes: int | None = None  # the folder's size goal, set once the candidates are counted
         self.max_mb = _max_mb(config)
         self.browser = ""
-        self.span = None  # when the records shown were made (summary.run_span)
+        self.span: RunSpan | None = None  # when the records shown were made (summary.run_span)
         self.notes: list[str] = []  # what the report says once, above the gates (a baseline without images)
         self.tally: tuple[int, int] | None = None  # images written, reused
 
