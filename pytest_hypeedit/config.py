@@ -71,6 +71,8 @@ class RunConfig:
             "judge": self.judge,
             "budget": self.budget,
             "splits": {s.name: {"location": s.source.location, "sha256": s.source.sha256} for s in self.splits},
+            # where the candidates are: a later run given this file as --baseline shows them beside its own
+            "outputs": str(self.outputs.resolve()),
         }
 
 

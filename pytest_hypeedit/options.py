@@ -48,6 +48,8 @@ GROUP_OF = {
     "--allow-incomplete": "hypeedit-statistics", "--bootstrap": "hypeedit-statistics",
     "--bootstrap-seed": "hypeedit-statistics", "--baseline": "hypeedit-statistics",
     "--html-views": "hypeedit-reports", "--html-max-mb": "hypeedit-reports",
+    "--html-full-resolution": "hypeedit-reports", "--baseline-outputs": "hypeedit-reports",
+    "--signals": "hypeedit-reports",
 }
 #: An option not in GROUP_OF yet is still listed, in the first section, rather than lost.
 DEFAULT_GROUP = GROUPS[0][0]
@@ -126,12 +128,20 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
              "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "
              "flight grow while the provider keeps up and are cut back on 429")
-    add("--html-views", dest="hypeedit_html_views", type=int, default=1024, metavar="PX",
-        help="with --html: the report folder keeps a full-size view of every failure, at most PX pixels on "
-             "its long side (default 1024); 0 keeps none (thumbnails only)")
-    add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=120.0, metavar="MB",
-        help="with --html: the report folder's size goal (default 120); the failures' views share what the "
-             "page and the thumbnails leave, each down to 320 px; 0: no goal, every view at --html-views")
+    add("--signals", dest="hypeedit_signals", action="store_true",
+        help="also measure the pixel signals (size, SSIM, colour difference) of candidates read back from disk "
+             "whose records lack them: a full decode of each, minutes for thousands of large images (a candidate "
+             "bought by the run is always measured)")
+    add("--html-views", dest="hypeedit_html_views", type=int, default=1280, metavar="PX",
+        help="with --html: the report folder keeps a full-size view (WebP) of every failure, at most PX pixels "
+             "on its long side (default 1280); 0 keeps none (thumbnails only)")
+    add("--html-max-mb", dest="hypeedit_html_max_mb", type=finite_float, default=None, metavar="MB",
+        help="with --html: the report folder's size goal (default: 55 up to 500 candidates, 13 KB more per "
+             "candidate beyond, at most 140); the views share what the page and the thumbnails leave, each down "
+             "to 320 px; 0: no goal, every view at --html-views")
+    add("--html-full-resolution", dest="hypeedit_html_full_resolution", action="store_true",
+        help="with --html: keep every full-size view at its original's resolution (the original itself when a "
+             "browser shows it), with no size goal: a heavy report folder")
     _declare_ci(add)
     add("--agreement", dest="hypeedit_agreement", metavar="labels:PATH[,PATH...]",
         help="compare the judge with a human panel (rater files or a folder of them): agreement, "
@@ -159,7 +169,10 @@ def _declare_ci(add: Callable[..., None]) -> None:
         help="seed of the bootstrap, so intervals are reproducible (default 0)")
     add("--baseline", dest="hypeedit_baseline", metavar="RESULTS.json",
         help="results JSON of an earlier release on the same tasks: paired per-task comparison, and gates "
-             "like 'pass_rate>=baseline-0.02'")
+             "like 'pass_rate>=baseline-0.02'; with --html its candidates are shown beside this run's")
+    add("--baseline-outputs", dest="hypeedit_baseline_outputs", metavar="DIR",
+        help="with --baseline and --html: the baseline's outputs folder (default: where its results file says, "
+             "else the results file's own folder)")
 
 
 # --------------------------------------------------------------------------- declarations

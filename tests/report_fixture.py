@@ -40,21 +40,31 @@ from pytest_hypeedit.providers.base import Generation, Provider
 RATER_NOTE = %(rater_note)r
 JUDGE_NOTE = %(judge_note)r
 
+OLD = os.environ.get("HX_RELEASE") == "old"  # the baseline release (make_compare_report)
+
 class FlakyProvider(Provider):
-    """Returns the reference; task-00 repeat 1 fails with a 503."""
+    """Returns the reference (the old release: its negative); task-00 repeat 1 fails with a 503."""
     route = "flaky"
 
     def generate(self, request):
         if request.task.task_id == "task-00" and request.repeat == 1:
             raise ProviderError("HTTP 503 from flaky after 3 attempts")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
+        image = request.references[0].read_bytes()
+        if OLD:
+            import io
+            from PIL import Image, ImageOps
+            out = io.BytesIO()
+            ImageOps.invert(Image.open(io.BytesIO(image)).convert("RGB")).save(out, format="PNG")
+            image = out.getvalue()
+        return Generation(image=image, ext="png", cost=request.spec.price,
                           provider_model="flaky-v1", seed=1234 + request.repeat)
 
 def passes(task, model, repeat):
-    # identity passes repeats 2 and 4 of every task; flaky passes only task-02 and task-03 (the models differ)
+    # identity passes repeats 2 and 4 of every task; flaky passes only task-02 and task-03 (the models differ);
+    # the old release's flaky passed every repeat of task-03 (so task-03 got worse, and only it)
     if model == "identity":
         return repeat %% 2 == 0
-    return task in ("task-02", "task-03") and repeat != 3
+    return task in ("task-02", "task-03") and (repeat != 3 or (OLD and task == "task-03"))
 
 class PanelJudge(Judge):
     """A judge whose reasoning is full of HTML and whose votes carry notes (like the labels judge's)."""
@@ -156,19 +166,36 @@ def write_bench(root: Path) -> None:
     (root / "old.json").write_text(json.dumps(baseline()))
 
 
-def command(*extra: str) -> list[str]:
+def command(*extra: str, baseline: str = "old.json", outputs: str = "out", html: bool = True) -> list[str]:
     models = [arg for model in MODELS for arg in ("--model", model)]
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *models, "--tasks", "mini.json",
-            "--images-base", "images", "--repeats", str(REPEATS), "--outputs", "out", "--judge", "paneljudge",
-            "--baseline", "old.json", "--gate", "pass_rate>=0.9", "--gate", "pass_rate>=0.1",
-            "--bootstrap", "200", "--html", "report/report.html", *extra]
+            "--images-base", "images", "--repeats", str(REPEATS), "--outputs", outputs, "--judge", "paneljudge",
+            *(["--baseline", baseline] if baseline else []), "--gate", "pass_rate>=0.9", "--gate", "pass_rate>=0.1",
+            "--bootstrap", "200", *(["--html", "report/report.html"] if html else []), *extra]
 
 
 def make_report(root: Path, *extra: str) -> Path:
     """Run the benchmark in ``root``; returns the report's path."""
     write_bench(root)
+    return _report(root, command(*extra))
+
+
+def make_compare_report(root: Path) -> Path:
+    """The old release (``HX_RELEASE=old``: flaky returns negatives and passed all of task-03) into ``old-out``,
+    then this release against it with --baseline old-out/results.json (its outputs found from its settings)."""
+    write_bench(root)
+    env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(root / "cache"), "HX_RELEASE": "old"}
+    done = subprocess.run(command(baseline="", outputs="old-out", html=False), cwd=root, capture_output=True,
+                          text=True, env=env, timeout=300)
+    if not (root / "old-out" / "results.json").is_file():
+        raise RuntimeError(f"no baseline (exit {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    return _report(root, command(baseline="old-out/results.json"))
+
+
+def _report(root: Path, command: list[str]) -> Path:
     env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(root / "cache")}
-    done = subprocess.run(command(*extra), cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    env.pop("HX_RELEASE", None)
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env, timeout=300)
     report = root / "report" / "report.html"
     if not report.is_file():
         raise RuntimeError(f"no report (exit {done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")

@@ -51,19 +51,43 @@ def test_a_thumbnail_of_every_candidate_and_a_view_of_every_failure_inside_the_r
     assets = bench.path / "rep" / "hypeedit-assets"
     thumbs = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.thumb.webp"))
     assert thumbs == [f"mini/identity/task-{t:02d}/{r:03d}.thumb.webp" for t in range(4) for r in (1, 2, 3)]
-    # the candidates are PNGs: their full-size views are JPEGs of the same pixel size, failures only
+    # the candidates are PNGs: their full-size views are WebPs of the same pixel size, failures only
     views = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.full.*"))
-    assert views == [f"mini/identity/task-{t:02d}/{r:03d}.full.jpg" for t in range(4) for r in (1, 3)]
+    assert views == [f"mini/identity/task-{t:02d}/{r:03d}.full.webp" for t in range(4) for r in (1, 3)]
     assert not (assets / "collages").exists()  # the browser's task cards took the collages' place
     data = page_data(bench.path / "rep" / "report.html")
     [row] = [r for r in data["rows"] if data["tasks"][r["t"]]["id"] == "task-00"]
     assert [c["r"] for c in row["c"]] == [1, 2, 3] and [c["o"] for c in row["c"]] == ["fail", "pass", "fail"]
     assert row["c"][0]["img"]["src"] == "hypeedit-assets/mini/identity/task-00/001.thumb.webp"  # linked, not embedded
-    assert row["c"][0]["img"]["view"] == "hypeedit-assets/mini/identity/task-00/001.full.jpg"
+    assert row["c"][0]["img"]["view"] == "hypeedit-assets/mini/identity/task-00/001.full.webp"
     assert "view" not in row["c"][1]["img"]  # a pass keeps its thumbnail only
     text = (bench.path / "rep" / "report.html").read_text()
     assert "../out/" not in text and "data:image" not in text
     assert SCRIPT_INSTRUCTION not in text and 'onerror="alert(2)"' not in text
+
+
+def test_the_summary_says_what_ran_and_the_browser_keeps_the_task_files_order(bench):
+    split = json.loads((bench.path / "mini.json").read_text())
+    (bench.path / "mini.json").write_text(json.dumps(split[::-1]))  # task-03 first: not the ids' order
+    bench.runpytest(*args()).assert_outcomes(passed=4, failed=8)
+    # the first run's records were made between 10:00 and 11:30; the rerun below reuses them all
+    for at, path in enumerate(sorted((bench.path / "out" / "mini").glob("identity/*/*.json"))):
+        record = json.loads(path.read_text())
+        record["generated_at"] = "2026-01-01T10:00:00+00:00" if at == 0 else "2026-01-01T10:30:00+00:00"
+        for entry in [record] + list(record["judgements"].values()):
+            entry["judged_at"] = "2026-01-01T12:30:00+01:00" if at == 5 else "2026-01-01T10:40:00+00:00"
+        path.write_text(json.dumps(record))
+    bench.runpytest(*args("--html", "rep/report.html")).assert_outcomes(passed=4, failed=8)
+    report = bench.path / "rep" / "report.html"
+    assert [task["id"] for task in page_data(report)["tasks"]] == ["task-03", "task-02", "task-01", "task-00"]
+    facts = re.search(r'<dl class="hx-run-facts">(.*?)</dl>', report.read_text(), re.S).group(1)
+    pairs = dict(re.findall(r"<dt>(.*?)</dt><dd>(.*?)</dd>", facts))
+    assert pairs["Judge"] == "labels:r1.json" and pairs["Repeats"] == "3" and pairs["Retry cap"] == "4"
+    assert pairs["Task files"].startswith("mini: ") and pairs["Task files"].endswith("mini.json")
+    assert pairs["Review"] == "20 s per candidate at $50.00/h = $0.28 per candidate"
+    assert pairs["Price tier"] == "standard"
+    assert pairs["Duration"].startswith("1 h 30 min 00 s: ")  # both runs' records, not the rerun's seconds
+    assert "2026-01-01 10:00:00 to 2026-01-01 11:30:00 UTC" in pairs["Duration"]
 
 
 def hostile_record() -> Record:
@@ -263,3 +287,26 @@ def test_500_candidate_report_is_small_and_opens_fast(tmp_path):
     all_views = sum(v.stat().st_size for v in (tmp_path / "report").rglob("*.full.*"))  # references' too
     assert total < 30e6 and total - all_views < 3e6  # the thumbnails and the page
     assert bench_report.chromium_load_seconds(tmp_path / "report" / "report.html") < 3.0
+
+
+def test_baseline_candidates_are_read_from_their_outputs_only(tmp_path):
+    from pytest_hypeedit.report.baseline import locate_outputs, read_candidates
+
+    old = tmp_path / "old"
+    folder = old / "mini" / "m" / "t1"
+    folder.mkdir(parents=True)
+    for repeat in (1, 2, 3):
+        (folder / f"{repeat:03d}.json").write_text(json.dumps(Record("mini", "m", "t1", repeat, outcome="pass").to_dict()))
+    (folder / "001.png").write_bytes(b"png")
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"not the outputs'")
+    (folder / "002.png").symlink_to(secret)  # a doctored baseline pointing outside its outputs
+    found = read_candidates(old, "mini", "m", "t1", 3)
+    assert [(c.record.repeat, c.image) for c in found] == [(1, folder / "001.png"), (2, None), (3, None)]
+    assert read_candidates(old, "mini", "../m", "t1", 3) == []  # a name from the file that is no plain name
+    results = old / "results.json"
+    assert locate_outputs(results, {"outputs": str(tmp_path / "gone")}, None, ["mini"]).root == old  # its folder
+    assert locate_outputs(results, {"outputs": "."}, None, ["mini"]).root == old  # relative to the file
+    missing = locate_outputs(results, {"outputs": str(tmp_path / "gone")}, None, ["other"])
+    assert missing.root is None and missing.tried == (str(tmp_path / "gone"), str(old))
+    assert locate_outputs(results, {}, str(tmp_path), ["mini"]).root is None  # --baseline-outputs: only there

@@ -139,7 +139,7 @@ def test_the_summary_comes_first_with_calibrated_figures_failed_gates_and_the_ta
     judge = page.locator("h4", has_text="The judge").locator("xpath=following-sibling::div[1]").inner_text()
     assert "91.0%" in judge and "83.0%" in judge and "2 of 16" in judge
     assert "Judged PASS but unchanged" in page.locator("h4", has_text="Pixel signals").locator("xpath=following-sibling::div[1]").inner_text()
-    assert "Possibly paid" in page.locator(".hx-warning").inner_text()
+    assert "Possibly paid" in page.locator(".hx-warning", has_text="Possibly paid").inner_text()
     screenshot(page, shots, "summary")
     worse = page.locator(".hx-worse-tasks a[href$='model=flaky']", has_text="task-00")  # 3/4 before, 0/3 now
     assert worse.locator("xpath=..").inner_text() == "task-00: 3/4 → 0/3 PASS (-75.0 pts)"
@@ -197,7 +197,7 @@ def test_clicking_a_candidate_opens_its_full_view_with_reasoning_votes_notes_and
     candidate = viewer.locator(".hx-full-cand img")
     assert ".full." in candidate.get_attribute("src")
     wait_images_loaded(page, viewer)
-    assert viewer.locator(".hx-full-cand a").get_attribute("href").endswith(".full.jpg")
+    assert viewer.locator(".hx-full-cand a").get_attribute("href").endswith(".full.webp")
     text = viewer.inner_text()
     assert '<img src=x onerror="alert(2)"> the car is still there' in text  # shown as text, not markup
     assert viewer.locator("img[src='x']").count() == 0
@@ -386,3 +386,98 @@ def test_pytest_html_table_lists_the_errored_item_and_each_failed_row_opens_its_
     key = unquote(link.get_attribute("href").split("=", 1)[1])
     link.click()
     assert viewer_open(page) and hash_params(page)["open"] == key
+
+
+# --------------------------------------------------------------------------- against the baseline release
+
+
+@pytest.fixture(scope="module")
+def compare_folder(tmp_path_factory) -> Path:
+    """A release compared with an earlier one (report_fixture.make_compare_report), its report folder copied
+    alone and the old release's outputs deleted: what a CI artifact holds."""
+    root = tmp_path_factory.mktemp("compare-run")
+    report = fixture.make_compare_report(root)
+    artifact = tmp_path_factory.mktemp("compare-artifact") / "report"
+    shutil.copytree(report.parent, artifact)
+    shutil.rmtree(root / "old-out")
+    shutil.rmtree(root / "out")
+    return artifact
+
+
+@pytest.fixture
+def compare_page(browser, compare_folder):
+    page = browser.new_page(viewport={"width": WIDTH, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("requestfailed", lambda request: problems.append("failed: " + request.url))
+    goto(page, (compare_folder / "report.html").as_uri())
+    yield page
+    page.close()
+    assert problems == []
+
+
+def loaded_sources(page, selector: str) -> list[str]:
+    images = page.locator(selector)
+    page.wait_for_function("els => els.every(i => i.complete && i.naturalWidth > 0)", arg=images.element_handles())
+    return [unquote(src) for src in images.evaluate_all("els => els.map(i => i.getAttribute('src'))")]
+
+
+def test_the_baseline_release_is_beside_this_one_and_the_task_that_got_worse_comes_first(compare_page, compare_folder, shots):
+    page = compare_page
+    # flaky passed every repeat of task-03 in the old release and 3 of 4 now: the only task that got worse
+    assert page.locator(".hx-task").first.get_attribute("data-task") == "mini/task-03"
+    assert page.locator("#hx-sort").input_value() == "regressed"
+    row = card(page, "task-03").locator(".hx-row[data-model='flaky']")
+    assert row.locator(".hx-base-model").inner_text() == "baseline: flaky"
+    assert [b.strip() for b in row.locator(".hx-base-badge").all_inner_texts()] == ["PASS 1", "PASS 2", "PASS 3", "PASS 4"]
+    sources = loaded_sources(page, ".hx-task[data-task='mini/task-03'] .hx-row[data-model='flaky'] .hx-base-cand img")
+    assert sources == [f"hypeedit-assets/baseline/mini/flaky/task-03/{r:03d}.thumb.webp" for r in range(1, 5)]
+    assert all((compare_folder / src).is_file() for src in sources)  # copied into the report folder
+    screenshot(page, shots, "compare-card")
+
+
+def test_the_viewer_compares_side_by_side_as_a_slider_a_flip_and_a_difference(compare_page, compare_folder, shots):
+    page = compare_page
+    mine = "hypeedit-assets/mini/flaky/task-03/003.full.webp"
+    theirs = "hypeedit-assets/baseline/mini/flaky/task-03/003.full.webp"
+    card(page, "task-03").locator(".hx-row[data-model='flaky'] .hx-cand[data-key='mini/task-03/flaky/3']").click()
+    assert viewer_open(page) and page.locator(".hx-compare").get_attribute("data-mode") == "side"
+    assert loaded_sources(page, ".hx-compare .hx-side img") == [mine, theirs]
+    screenshot(page, shots, "compare-side")
+
+    page.locator(".hx-mode[data-mode='slider']").click()
+    assert loaded_sources(page, ".hx-slider img") == [theirs, mine]  # the baseline under, this run over it
+    stage = page.locator(".hx-slider").bounding_box()
+    page.mouse.move(stage["x"] + stage["width"] * 0.5, stage["y"] + stage["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(stage["x"] + stage["width"] * 0.2, stage["y"] + stage["height"] / 2, steps=4)
+    page.mouse.up()
+    assert int(page.locator(".hx-slider-range").input_value()) in range(18, 23)
+    clip = page.locator(".hx-slider-over").evaluate("i => i.style.clipPath")
+    assert re.fullmatch(r"inset\(0(px)? (7[7-9]|8[0-2])% 0(px)? 0(px)?\)", clip), clip
+    screenshot(page, shots, "compare-slider")
+
+    page.keyboard.press("f")  # the flip's key opens the flip, then flips
+    flip = page.locator(".hx-flip-image")
+    assert flip.get_attribute("data-showing") == "current" and unquote(flip.get_attribute("src")) == mine
+    page.keyboard.press("f")
+    assert flip.get_attribute("data-showing") == "baseline" and unquote(flip.get_attribute("src")) == theirs
+    page.locator(".hx-flip").click()
+    assert flip.get_attribute("data-showing") == "current"
+    assert loaded_sources(page, ".hx-flip-image") == [mine]
+
+    page.locator(".hx-mode[data-mode='diff']").click()
+    [diff] = loaded_sources(page, "img.hx-diff")
+    assert diff == "hypeedit-assets/mini/flaky/task-03/003.diff.webp"
+    size = page.locator("img.hx-diff").evaluate("i => [i.naturalWidth, i.naturalHeight, i.clientWidth, i.clientHeight]")
+    assert min(size) > 0
+    with Image.open(compare_folder / diff) as image:  # this run returns the reference, the old one its negative
+        assert image.size == (256, 192) and max(image.convert("L").getextrema()) > 100
+    screenshot(page, shots, "compare-diff")
+
+
+def test_a_baseline_whose_outputs_are_not_found_is_said_once_and_the_report_still_builds(page):
+    # report_fixture's old.json is a results file alone: no outputs folder anywhere
+    notes = page.locator(".hx-summary .hx-warning", has_text="The baseline's images were not found")
+    assert notes.count() == 1 and "--baseline-outputs DIR" in notes.inner_text()
+    assert page.locator(".hx-base-row").count() == 0 and page.locator(".hx-task").count() > 0

@@ -91,7 +91,7 @@ def test_a_rerun_writes_no_image_and_a_changed_candidate_is_redrawn(bench):
     candidate.write_bytes(png(colour=(0, 200, 0)))  # another image under the same name
     html_run(bench).stdout.fnmatch_lines(["HTML report images in *: 2 written, * reused from an earlier run"])
     changed = {name for name, stat in asset_files(bench.path / "rep").items() if first.get(name) != stat}
-    assert changed == {"mini/identity/task-02/003.thumb.webp", "mini/identity/task-02/003.full.jpg"}
+    assert changed == {"mini/identity/task-02/003.thumb.webp", "mini/identity/task-02/003.full.webp"}
 
 
 def test_files_a_rerun_no_longer_shows_are_removed(bench, monkeypatch):
@@ -130,13 +130,15 @@ def encoded(fmt: str, size: tuple[int, int]) -> bytes:
 
 def test_full_size_view_rule():
     jpeg = encoded("JPEG", (800, 600))
-    assert view_bytes(jpeg, 1024) == (jpeg, "jpg", (800, 600))  # small JPEG: the original itself
+    assert view_bytes(jpeg, 1280) == (jpeg, "jpg", (800, 600))  # small JPEG: the original itself
     webp = encoded("WEBP", (300, 200))
-    assert view_bytes(webp, 1024)[:2] == (webp, "webp")
-    data, ext, size = view_bytes(encoded("PNG", (640, 480)), 1024)
-    assert (ext, size) == ("jpg", (640, 480)) and data[:2] == b"\xff\xd8"  # PNG: re-encoded, same pixels
-    data, ext, size = view_bytes(encoded("JPEG", (2048, 1536)), 1024)
-    assert (ext, size) == ("jpg", (1024, 768))  # larger than the cap: scaled to fit it
+    assert view_bytes(webp, 1280)[:2] == (webp, "webp")
+    data, ext, size = view_bytes(encoded("PNG", (640, 480)), 1280)
+    assert (ext, size) == ("webp", (640, 480)) and data[8:12] == b"WEBP"  # PNG: re-encoded, same pixels
+    data, ext, size = view_bytes(encoded("JPEG", (4096, 3072)), 1280)
+    assert (ext, size) == ("webp", (1280, 960)) and data[8:12] == b"WEBP"  # larger than the cap: scaled to fit it
+    png = encoded("PNG", (2048, 1536))
+    assert view_bytes(png, 0) == (png, "png", (2048, 1536))  # --html-full-resolution: the original as it is
 
 
 def test_an_unreadable_candidate_gets_a_placeholder_not_a_crash(tmp_path):
@@ -174,10 +176,30 @@ def test_views_share_the_folder_budget_and_stay_larger_than_their_thumbnails(tmp
     weights = [(tmp_path / "assets" / view.name).stat().st_size for view in views.values()]
     assert sum(weights) <= 1.25 * budget, weights
     for view in views.values():
-        assert view.name.endswith(".full.jpg") and VIEW_FLOOR <= max(view.size) < 1024, view
+        assert view.name.endswith(".full.webp") and VIEW_FLOOR <= max(view.size) < 1024, view
 
 
 def test_views_without_a_budget_are_the_originals(tmp_path):
     sources, views = build_views(tmp_path, None, count=2)
     for source, view in zip(sources, views.values()):
         assert (tmp_path / "assets" / view.name).read_bytes() == source.read_bytes()
+
+
+def test_the_default_size_goal_follows_the_candidates_a_ci_artifact_carries():
+    from pytest_hypeedit.report.html import goal_bytes
+
+    assert goal_bytes(None, 120) == goal_bytes(None, 500) == 55_000_000  # the public split once: at most 60 MB
+    assert goal_bytes(None, 7000) == 139_500_000  # the paper's full table: under 150 MB
+    assert goal_bytes(None, 50_000) == 140_000_000
+    assert goal_bytes(0, 7000) is None and goal_bytes(30, 7000) == 30_000_000  # --html-max-mb wins
+
+
+def test_full_resolution_keeps_each_failure_as_its_original(bench):
+    html_run(bench, "--html-full-resolution").assert_outcomes(passed=4, failed=FAILURES)
+    assets = bench.path / "rep" / "hypeedit-assets"
+    views = sorted(assets.glob("mini/identity/*/*.full.*"))
+    assert len(views) == FAILURES
+    for view in views:
+        task, stem = view.parent.name, view.name.split(".")[0]
+        assert view.suffix == ".png"
+        assert view.read_bytes() == (bench.path / "out" / "mini" / "identity" / task / f"{stem}.png").read_bytes()

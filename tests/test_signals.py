@@ -145,7 +145,8 @@ def test_signals_are_kept_once_summarised_per_row_and_set_against_disagreements(
     assert record["signals"]["unchanged"] is True and record["signals"]["ssim"] == 1.0
     summary = results["rows"][0]["signals_summary"]
     # the identity control hands back the 24 x 16 reference for a 640 x 480 target: unchanged, wrong size
-    assert summary == {"size_mismatch": 8, "unchanged": 8, "unchanged_pass": 4, "ssim_mean": 1.0, "delta_e_mean": 0.0}
+    assert summary == {"measured": 8, "unmeasured": 0, "size_mismatch": 8, "unchanged": 8, "unchanged_pass": 4,
+                       "ssim_mean": 1.0, "delta_e_mean": 0.0}
     signals = results["agreement"]["signals"]
     assert signals["disagreements"] == 4 and signals["judge_pass_unchanged"] == 4  # "judge PASS but unchanged"
     assert signals["false_pass"]["n"] == 4 and signals["both_fail"]["unchanged"] == 4
@@ -156,3 +157,24 @@ def test_signals_are_kept_once_summarised_per_row_and_set_against_disagreements(
     run(bench)
     again = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["signals_summary"]
     assert again["ssim_mean"] == pytest.approx((7 * 1.0 + 0.5) / 8)
+
+
+def test_candidates_read_back_without_signals_are_measured_only_when_asked(bench):
+    run(bench).assert_outcomes(passed=4, failed=4)
+    records = sorted((bench.path / "out" / "mini" / "identity").glob("*/*.json"))
+    for path in records:  # records written before the signals existed
+        record = json.loads(path.read_text())
+        record.pop("signals", None)
+        path.write_text(json.dumps(record))
+    run(bench, "--html", "rep/report.html").assert_outcomes(passed=4, failed=4)
+    summary = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["signals_summary"]
+    assert summary["measured"] == 0 and summary["unmeasured"] == 8 and summary["ssim_mean"] is None
+    assert all(not json.loads(path.read_text()).get("signals") for path in records)  # nothing made up either
+    page = (bench.path / "rep" / "report.html").read_text()
+    assert "<td>0 of 8</td>" in page
+    assert "Signals not computed for 8 candidates read back from disk" in page and "run with --signals" in page
+
+    run(bench, "--signals").assert_outcomes(passed=4, failed=4)
+    summary = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["signals_summary"]
+    assert summary["measured"] == 8 and summary["unmeasured"] == 0 and summary["ssim_mean"] == 1.0
+    assert all(json.loads(path.read_text())["signals"]["unchanged"] is True for path in records)  # stored once

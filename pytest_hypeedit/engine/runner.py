@@ -119,6 +119,9 @@ class Runner:
     #: again (REBUY) or held as an error for review (REVIEW)
     on_possibly_paid: str = REBUY
     signals: bool = True  # pixel diagnostics beside each verdict (engine/signals.py), once per candidate
+    #: --signals: also measure candidates read back from disk whose records lack them (a full decode of each;
+    #: a replay of thousands of large images would spend minutes on it, so only when asked)
+    signals_from_disk: bool = False
     stability: dict = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
@@ -859,6 +862,10 @@ class Runner:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
         if not self.signals or record.signals:
+            return False
+        if record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra:
+            # left unmeasured, and said so in the report: never a figure that was not computed (bytes that changed
+            # since their verdict are judged again now, and measured with it)
             return False
         from .signals import candidate_signals
 

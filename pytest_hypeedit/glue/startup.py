@@ -75,6 +75,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
         on_possibly_paid=run.possibly_paid,
         stability=stability_for(config, run),
+        signals_from_disk=bool(config.getoption("hypeedit_signals", default=False)),
     )
 
 

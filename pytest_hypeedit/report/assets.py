@@ -6,19 +6,23 @@ folder (the HTML file, pytest-html's ``assets/`` and this folder) is a CI artifa
 
     <split>/<model>/<task_id>/<NNN>.thumb.webp   every candidate's thumbnail (the failure browser's rows)
     <split>/<model>/<task_id>/<NNN>.full.<ext>   a failed candidate's full-size view (opened by a click)
+    <split>/<model>/<task_id>/<NNN>.diff.webp    with a baseline: its difference from the baseline's candidate
     <split>/references/<task_id>/<name>.thumb.webp, .full.<ext>   the same for a reference image
+    baseline/<split>/<model>/<task_id>/<NNN>.*   the baseline release's candidates (--baseline), copied in
     cache.json                                    what each file was built from (the cache)
 
 **Thumbnails** are WebP, 160 px on their long side (the browser shows them about 88 px wide,
 so they stay sharp on a high-density screen): about 1.7 KB for a 1024 px photo-like image,
 against 2.4 KB as a JPEG of the same size (measured with bench/bench_report.py's pictures).
-Views stay JPEG: WebP saved 12% at 400 px for three to four times the encoding time.
+Views are WebP too (quality 80, method 2): 9% lighter than JPEG quality 85 at 1280 px on a noisy
+picture, for about three times the encoding time, which the views' count (the failures) bounds.
 
 **The full-size view rule**: a candidate that is already a JPEG or WebP of at most
 ``view_side`` pixels on its long side, and within its share of the folder's budget, is
 copied byte for byte (it *is* the original); anything else (PNG, larger images, heavier
-files) is scaled down (never up) and re-encoded as JPEG quality 85.  ``view_side`` is 1024
-by default (``--html-views``).  The views are built last, once the run knows how many
+files) is scaled down (never up) and re-encoded as WebP.  ``view_side`` is 1280 by default
+(``--html-views``); ``--html-full-resolution`` keeps every view at its original's size (the
+original itself when a browser shows its format) and sets no budget.  The views are built last, once the run knows how many
 there are and what the thumbnails and the page weigh: each gets an even share of what is
 left of the folder's budget (``--html-max-mb``), and its side is chosen to fit that share
 (judged from its thumbnail's weight per pixel), down to ``VIEW_FLOOR`` pixels: a view is
@@ -53,8 +57,11 @@ CACHE_FILE = "cache.json"
 THUMB_SIZE = 160  # the browser shows thumbnails about 88 px wide: sharp at twice that density
 THUMB_QUALITY = 70
 THUMB_SUFFIX = ".thumb.webp"
-VIEW_SIDE = 1024  # default long side of a full-size view (--html-views)
-VIEW_QUALITY = 85
+VIEW_SIDE = 1280  # default long side of a full-size view (--html-views): a person can judge an edit at it
+VIEW_QUALITY = 80
+#: The difference image (against the baseline's candidate) is brightened this many times: most edits are subtle.
+DIFF_GAIN = 3
+DIFF_QUALITY = 70
 #: The smallest view side a budget may force: below this a view would show little more than its thumbnail.
 VIEW_FLOOR = 320
 #: A view's byte share is rounded down to this step, so a rerun whose other files moved by a few bytes reuses
@@ -62,8 +69,10 @@ VIEW_FLOOR = 320
 SHARE_STEP = 4096
 #: Formats a browser shows that are already compact: copied as they are when small enough.
 COPYABLE_FORMATS = {"JPEG": "jpg", "WEBP": "webp"}
+#: What --html-full-resolution copies as it is: every format a browser shows.
+FULL_FORMATS = {**COPYABLE_FORMATS, "PNG": "png"}
 #: Bumped whenever a recipe below changes, so a rerun rebuilds instead of reusing stale files.
-RECIPE_VERSION = "2"
+RECIPE_VERSION = "3"
 
 
 @dataclass(frozen=True)
@@ -112,13 +121,17 @@ def thumbnail_bytes(data: bytes, size: int = THUMB_SIZE) -> tuple[bytes, tuple[i
 
 def view_bytes(data: bytes, side: int, share: int | None = None,
                density: float | None = None) -> tuple[bytes, str, tuple[int, int]]:
-    """The full-size view: the original when it is a small JPEG/WebP (within ``share`` bytes), else a JPEG
+    """The full-size view: the original when it is a small JPEG/WebP (within ``share`` bytes), else a WebP
     fitting side x side, smaller when ``share`` asks: sized from ``density`` (the thumbnail's bytes per pixel,
-    how hard the picture is to compress) and re-encoded once more if it came out well over."""
+    how hard the picture is to compress) and re-encoded once more if it came out well over.  ``side`` 0: full
+    resolution (--html-full-resolution), the original as it is when a browser shows it."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
         fmt, size = image.format, image.size
+        if not side and fmt in FULL_FORMATS and not _rotated(image):
+            return data, FULL_FORMATS[fmt], size
+        side = side or max(size)
         if (fmt in COPYABLE_FORMATS and max(size) <= side and not _rotated(image)
                 and (share is None or len(data) <= share)):
             return data, COPYABLE_FORMATS[fmt], size
@@ -126,12 +139,24 @@ def view_bytes(data: bytes, side: int, share: int | None = None,
         image.draft("RGB", _fitted(size, target))  # JPEG: decode at a reduced scale when the view is small
         rgb = _upright_rgb(image)
     rgb.thumbnail((target, target))
-    encoded = _jpeg(rgb, VIEW_QUALITY)
+    encoded = _webp(rgb, VIEW_QUALITY)
     if share is not None and len(encoded) > 1.25 * share and max(rgb.size) > VIEW_FLOOR:
         smaller = max(VIEW_FLOOR, int(max(rgb.size) * (share / len(encoded)) ** 0.5))
         rgb.thumbnail((smaller, smaller))
-        encoded = _jpeg(rgb, VIEW_QUALITY)
-    return encoded, "jpg", rgb.size
+        encoded = _webp(rgb, VIEW_QUALITY)
+    return encoded, "webp", rgb.size
+
+
+def difference_bytes(current: bytes, baseline: bytes) -> tuple[bytes, tuple[int, int]]:
+    """The pixel difference of two views (the baseline's scaled to the current one's size), brightened
+    DIFF_GAIN times, as a WebP: black where the two releases' candidates agree."""
+    from PIL import Image, ImageChops
+
+    with Image.open(io.BytesIO(current)) as a, Image.open(io.BytesIO(baseline)) as b:
+        ours = _upright_rgb(a)
+        theirs = _upright_rgb(b).resize(ours.size, Image.Resampling.BILINEAR)
+    difference = ImageChops.difference(ours, theirs).point(lambda v: min(255, v * DIFF_GAIN))
+    return _webp(difference, DIFF_QUALITY), ours.size
 
 
 def _side_for(share: int, density: float | None, side: int, original: int) -> int:
@@ -166,12 +191,6 @@ def _webp(image, quality: int) -> bytes:
     out = io.BytesIO()
     # method 2: a fifth of the default's (4) time at a thumbnail's size, for 1% more bytes (measured)
     image.save(out, format="WEBP", quality=quality, method=2)
-    return out.getvalue()
-
-
-def _jpeg(image, quality: int) -> bytes:
-    out = io.BytesIO()
-    image.save(out, format="JPEG", quality=quality, optimize=True)
     return out.getvalue()
 
 
@@ -243,6 +262,7 @@ class AssetBuilder:
     root: Path
     view_side: int = VIEW_SIDE
     use_cache: bool = True
+    full_resolution: bool = False  # --html-full-resolution: views are the originals, at their own size
     workers: int = field(default_factory=lambda: os.cpu_count() or 2)
 
     def __post_init__(self) -> None:
@@ -263,10 +283,14 @@ class AssetBuilder:
         of ``budget`` bytes (None: no budget, each at ``view_side``)."""
         wanted = [pair for pair in pairs if pair.source is not None and not pair.thumb.error]
         share = None
-        if budget is not None and wanted:
+        if budget is not None and wanted and not self.full_resolution:
             share = max(SHARE_STEP, budget // len(wanted) // SHARE_STEP * SHARE_STEP)
         return {pair.thumb.name: self._submit(f"view:{pair.thumb.name}", self._view, pair, share)
                 for pair in wanted}
+
+    def difference(self, current: Built, baseline: Built, stem: str) -> Future:
+        """``<stem>.diff.webp``: the difference of two built views (``difference_bytes``) -> Future[Built]."""
+        return self._submit(f"diff:{stem}", self._difference, current, baseline, stem)
 
     def used_bytes(self) -> int:
         """What the files built so far weigh (the views' budget is what is left)."""
@@ -321,19 +345,25 @@ class AssetBuilder:
 
     def _view(self, pair: ImagePair, share: int | None) -> Built:
         stem = pair.thumb.name.removesuffix(THUMB_SUFFIX)
-        key = content_key("view", str(self.view_side), str(share), pair.source_hash)
+        side = 0 if self.full_resolution else self.view_side
+        key = content_key("view", str(side), str(share), pair.source_hash)
         name = self.cache.find(stem + ".full", key) if self.cache else None
         cached = self.cache.hit(self.root, name, key) if name else None
         if cached:
             return cached
         try:
             data = _read(pair.source, pair.root)
-            encoded, ext, size = view_bytes(data, self.view_side, share, self._density(pair.thumb))
+            encoded, ext, size = view_bytes(data, side, share, self._density(pair.thumb))
         except OSError as exc:
-            return Built(f"{stem}.full.jpg", error=f"cannot read {pair.source.name}: {exc.strerror or exc}")
+            return Built(f"{stem}.full.webp", error=f"cannot read {pair.source.name}: {exc.strerror or exc}")
         except Exception as exc:  # PIL raises many kinds for a corrupt file
-            return Built(f"{stem}.full.jpg", error=_image_error(exc))
+            return Built(f"{stem}.full.webp", error=_image_error(exc))
         return self._write(f"{stem}.full.{ext}", encoded, size, key)
+
+    def _difference(self, current: Built, baseline: Built, stem: str) -> Built:
+        key = content_key("diff", str(DIFF_GAIN), current.key or current.name, baseline.key or baseline.name)
+        return self._cached_or_built(f"{stem}.diff.webp", key, lambda: difference_bytes(
+            (self.root / current.name).read_bytes(), (self.root / baseline.name).read_bytes()))
 
     def _density(self, thumb: Built) -> float | None:
         """The thumbnail's bytes per pixel: how much a view of the same picture will weigh per pixel."""

@@ -34,16 +34,19 @@ import pytest
 
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
-from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, ImagePair, clear_folder
+from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
+from .baseline import BaselineOutputs, baseline_models, counterpart, read_candidates, repeats_of, worse_tasks
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
-from .summary import summary_html
+from .summary import RunSpan, run_span, summary_html
 from .tables import split_order
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
-#: The report folder's size goal (--html-max-mb): the paper's full table (7,000 candidates, ~4,300 failures)
-#: with a view of every failure at about 330 px of a heavy photo-like image (bench/bench_report.py).
-DEFAULT_MAX_MB = 120.0
+#: The report folder's size goal when --html-max-mb is not given: what a CI artifact carries per run.  55 MB for a
+#: run of up to 500 candidates (the public split once: its ~300 failures' views at about 700 px of a heavy 4K
+#: picture), 13 KB more per candidate beyond (a view near its floor and a thumbnail), at most 140 MB: the
+#: paper's full table (7,000 candidates, ~4,300 failures) stays under 150 MB (bench/bench_report.py).
+AUTO_BASE_MB, AUTO_BASE_CANDIDATES, AUTO_KB_PER_CANDIDATE, AUTO_MAX_MB = 55.0, 500, 13.0, 140.0
 #: What pytest-html's own part of the page weighs per candidate (measured: about 1.7 KB a row).
 HTML_BYTES_PER_CANDIDATE = 2000
 #: A full-size view's entry in the browser's data (its URL and size), set aside with the page.
@@ -67,6 +70,19 @@ class ReportSource:
     #: the outputs folder: a candidate is read only as a regular file inside it (files.open_regular), never
     #: through a symbolic link; None (a test's source): read as given
     outputs: Path | None = None
+    #: (split, task id) -> the task's position in its task file: the browser's "task order"
+    task_order: Mapping[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    #: --baseline: the release compared with, and where its outputs are (None without one)
+    baseline: Callable[[], "BaselineSource | None"] = lambda: None
+
+
+@dataclass(frozen=True)
+class BaselineSource:
+    """The --baseline results file (its path as given, its settings) and where its candidates were found."""
+
+    path: str
+    settings: Mapping[str, Any]
+    outputs: BaselineOutputs
 
 
 def _safe(make: Callable[[], Any], default: Any) -> Any:
@@ -169,12 +185,17 @@ class ReportPlugin:
         view_side = _view_side(config)
         root = Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained else report_dir(config) / ASSETS_DIR
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
-                                    use_cache=not self.self_contained)
+                                    use_cache=not self.self_contained,
+                                    full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
+                                                                          default=False)))
         self.urls = Urls(root, inline=self.self_contained)
         self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
-        self.max_bytes = _max_bytes(config)
+        self.max_bytes: int | None = None  # the folder's size goal, set once the candidates are counted
+        self.max_mb = _max_mb(config)
         self.browser = ""
+        self.span: RunSpan | None = None  # when the records shown were made (summary.run_span)
+        self.notes: list[str] = []  # what the report says once, above the gates (a baseline without images)
         self.tally: tuple[int, int] | None = None  # images written, reused
 
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
@@ -197,12 +218,18 @@ class ReportPlugin:
         records = sorted(self.source.records(), key=lambda r: r.key)
         for record in records:
             self._submit_images(record)  # no-op for those submitted as they arrived
+        baseline = self._baseline_thumbs(records)
         images = Images({key: future.result() for key, future in self.thumbs.items()},
                         {task: [(name, future.result()) for name, future in entries]
-                         for task, entries in self.references.items()})
+                         for task, entries in self.references.items()},
+                        baseline={group: (old, [(record, future.result() if future else None)
+                                                for record, future in entries])
+                                  for group, (old, entries) in baseline.items()})
+        self.max_bytes = goal_bytes(self.max_mb, len(records) + sum(len(e) for _, e in images.baseline.values()))
         images = self._with_views(records, images)
         self.tally = self.builder.finish()
         self.browser = browser_html(self._data(records, images))
+        self.span = run_span(stamp for r in records for stamp in (r.generated_at, r.judged_at) if stamp)
         if self.self_contained:
             clear_folder(self.builder.root)  # its images are inlined now
 
@@ -210,23 +237,64 @@ class ReportPlugin:
         rows = (self.source.results() or {}).get("rows") or []
         return browser_data(records, instruction=self.source.instruction, images=images, url=self.urls.of,
                             models=[str(r.get("model")) for r in rows], splits=split_order(rows),
-                            self_contained=self.self_contained)
+                            self_contained=self.self_contained, task_order=self.source.task_order)
+
+    def _baseline_thumbs(self, records: list[Record]) -> dict[tuple, tuple[str, list]]:
+        """--baseline: per (split, model, task) of this run, the baseline model compared with and its candidates
+        of that task, each with its thumbnail started (``baseline/<split>/<model>/<task>/<NNN>``)."""
+        source = _safe(self.source.baseline, None)
+        models = baseline_models((self.source.results() or {}).get("rows") or [])
+        if source is None or not models or self.self_contained:
+            return {}
+        root = source.outputs.root
+        if root is None:
+            self.notes.append(source.outputs.missing_note(source.path))
+            return {}
+        repeats = repeats_of(source.settings, max((r.repeat for r in records), default=1))
+        found = {}
+        for split, model, task_id in dict.fromkeys((r.split, r.model, r.task_id) for r in records):
+            old = models.get((model, split))
+            if old is None:
+                continue
+            entries = [(c.record, self.builder.image_pair(c.image, f"baseline/{split}/{old}/{task_id}/{c.record.repeat:03d}",
+                                                          root=root)  # a regular file inside its outputs, no link
+                        if c.image else None) for c in read_candidates(root, split, old, task_id, repeats)]
+            found[(split, model, task_id)] = (old, entries)
+        return found
 
     def _with_views(self, records: list[Record], images: Images) -> Images:
-        """The full-size views of the failures and the references, last: each gets an even share of what the
-        thumbnails and the page leave of the folder's budget."""
-        failed = {r.key for r in records if r.outcome in VIEW_OUTCOMES}
-        pairs = [pair for key, pair in images.candidates.items() if key in failed]
+        """The full-size views, last: of the failures, of every candidate of a task that got worse against the
+        baseline and of its baseline counterpart, and of the references; each gets an even share of what the
+        thumbnails and the page leave of the folder's budget (the difference images count as views)."""
+        worse = worse_tasks((self.source.results() or {}).get("rows") or []) if images.baseline else set()
+        wanted = {r.key for r in records if r.outcome in VIEW_OUTCOMES or (r.model, r.split, r.task_id) in worse}
+        pairs = [pair for key, pair in images.candidates.items() if key in wanted]
+        against = {key: pair for key in wanted if (pair := _counterpart_pair(images, key)) is not None}
+        pairs += list({pair.thumb.name: pair for pair in against.values()}.values())
         pairs += [pair for entries in images.references.values() for _, pair in entries if pair is not None]
         budget = None
-        if self.max_bytes is not None:
+        if self.max_bytes is not None and pairs:
             page = (HTML_BYTES_PER_CANDIDATE * len(records) + len(data_script(self._data(records, images)))
-                    + VIEW_ENTRY_BYTES * len(pairs))
-            budget = max(0, self.max_bytes - self.builder.used_bytes() - page)
+                    + VIEW_ENTRY_BYTES * (len(pairs) + len(against)))
+            budget = max(0, self.max_bytes - self.builder.used_bytes() - page) * len(pairs) // (len(pairs) + len(against))
         views = {name: future.result() for name, future in self.builder.views(pairs, budget).items()}
         return Images({key: _with_view(pair, views) for key, pair in images.candidates.items()},
                       {task: [(name, _with_view(pair, views)) for name, pair in entries]
-                       for task, entries in images.references.items()})
+                       for task, entries in images.references.items()},
+                      baseline={group: (old, [(record, _with_view(pair, views)) for record, pair in entries])
+                                for group, (old, entries) in images.baseline.items()},
+                      diffs=self._differences(images, against, views))
+
+    def _differences(self, images: Images, against: Mapping[tuple, ImagePair], views: Mapping[str, Built]) -> dict:
+        """Each candidate's difference image from its baseline counterpart, where both have a view."""
+        futures = {}
+        for key, old in against.items():
+            pair = images.candidates.get(key)
+            mine, theirs = views.get(pair.thumb.name) if pair else None, views.get(old.thumb.name)
+            if mine is not None and theirs is not None and not mine.error and not theirs.error:
+                split, model, task_id, repeat = key
+                futures[key] = self.builder.difference(mine, theirs, f"{split}/{model}/{task_id}/{repeat:03d}")
+        return {key: future.result() for key, future in futures.items()}
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.builder.cancel()  # after an internal error there was no session finish: leave at once
@@ -240,12 +308,15 @@ class ReportPlugin:
         counts = table_counts(self.config)
         listed = sum(counts.get(name, 0) for name in TABLE_VISIBLE)
         prefix.append(style_html() + table_script(listed)
-                      + summary_html(self.source.results(), self.source.gate_lines()) + self.browser)
+                      + summary_html(self.source.results(), self.source.gate_lines(), self.span, self.notes)
+                      + self.browser)
         postfix.append(table_note(counts, listed))
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
         path = self.config.getoption("htmlpath", default=None)
+        for note in self.notes:
+            terminalreporter.write_line(f"HTML report: {note}", yellow=True)
         if self.tally is not None and not self.self_contained:
             written, reused = self.tally
             terminalreporter.write_line(f"HTML report images in {self.builder.root}: {written} written, "
@@ -270,9 +341,17 @@ class ReportPlugin:
         if used > self.max_bytes * 1.05:
             terminalreporter.write_line(
                 f"WARNING: the report folder weighs {used / 1e6:.0f} MB, over --html-max-mb "
-                f"{self.max_bytes / 1e6:g}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
+                f"{self.max_bytes / 1e6:.0f}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
                 "or keep no views with --html-views 0 (the originals stay in the outputs folder).",
                 yellow=True, bold=True)
+
+
+def _counterpart_pair(images: Images, key: tuple) -> ImagePair | None:
+    """The baseline candidate a candidate is compared with (``baseline.counterpart``), when it has a thumbnail."""
+    split, model, task_id, repeat = key
+    _, entries = images.baseline.get((split, model, task_id), (None, []))
+    found = counterpart([(record.repeat, pair) for record, pair in entries if pair is not None], repeat)
+    return found if found is not None and not found.thumb.error else None
 
 
 def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | None:
@@ -282,32 +361,45 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 
 
 def _view_side(config: pytest.Config) -> int:
-    from .assets import THUMB_SIZE
+    from .assets import THUMB_SIZE, VIEW_SIDE
 
-    side = config.getoption("hypeedit_html_views", default=1024)
+    side = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
     if side != 0 and side < THUMB_SIZE:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
     return side
 
 
-def _max_bytes(config: pytest.Config) -> int | None:
-    megabytes = config.getoption("hypeedit_html_max_mb", default=DEFAULT_MAX_MB)
-    if megabytes is None or megabytes == 0:
-        return None
-    if megabytes < 0:
+def _max_mb(config: pytest.Config) -> float | None:
+    """--html-max-mb: None (not given: the goal follows the candidates, ``goal_bytes``), 0 (no goal) or MB."""
+    megabytes = config.getoption("hypeedit_html_max_mb", default=None)
+    if megabytes is not None and megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
-                                f"(default {DEFAULT_MAX_MB:g}), or 0 for no goal (every view at --html-views pixels)")
-    return int(megabytes * 1_000_000)
+                                f"(default: {AUTO_BASE_MB:g} up to {AUTO_BASE_CANDIDATES} candidates, "
+                                f"{AUTO_KB_PER_CANDIDATE:g} KB more per candidate beyond, at most {AUTO_MAX_MB:g}), "
+                                "or 0 for no goal (every view at --html-views pixels)")
+    return megabytes
+
+
+def goal_bytes(megabytes: float | None, candidates: int) -> int | None:
+    """The folder's size goal in bytes: ``megabytes`` when given (0: none), else the default for ``candidates``
+    (those shown, the baseline's included)."""
+    if megabytes is None:
+        beyond = max(0, candidates - AUTO_BASE_CANDIDATES) * AUTO_KB_PER_CANDIDATE / 1000
+        megabytes = min(AUTO_MAX_MB, AUTO_BASE_MB + beyond)
+    return int(megabytes * 1_000_000) if megabytes else None
 
 
 def report_source(config: pytest.Config) -> ReportSource:
     """The report's view of a benchmark run: the run config, the runner's references, the session."""
     from ..glue.ci import GATES_KEY
+    from .baseline import locate_outputs
+    from .leaderboard import load_results
     from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}
+    task_order = {(split.name, task.task_id): at for split in run.splits for at, task in enumerate(split.tasks)}
 
     def references(record: Record) -> list[Path]:
         return config.stash[RUNNER_KEY].references(tasks[(record.split, record.task_id)])
@@ -324,6 +416,16 @@ def report_source(config: pytest.Config) -> ReportSource:
         task = tasks.get((record.split, record.task_id))
         return task.instruction if task else ""
 
+    def baseline() -> BaselineSource | None:
+        path = config.getoption("hypeedit_baseline", default=None)
+        if not path:
+            return None
+        old = load_results(Path(path))  # glue/ci.py refused an unreadable one at start
+        outputs = locate_outputs(Path(path), old.get("settings"), config.getoption("hypeedit_baseline_outputs", None),
+                                 [split.name for split in run.splits])
+        settings = old.get("settings")
+        return BaselineSource(str(path), settings if isinstance(settings, Mapping) else {}, outputs)
+
     def session_attr(name: str, default):
         return getattr(config.stash.get(SESSION_KEY, None), name, default)
 
@@ -335,4 +437,6 @@ def report_source(config: pytest.Config) -> ReportSource:
         records=lambda: list((session_attr("records", None) or {}).values()),
         gate_lines=lambda: config.stash.get(GATES_KEY, []),
         outputs=run.outputs,
+        task_order=task_order,
+        baseline=baseline,
     )

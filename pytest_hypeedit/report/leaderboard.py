@@ -251,6 +251,8 @@ def _merged_settings(runs, allow_mixed: bool) -> dict[str, Any]:
                 )
         if other.get("judge") != settings.get("judge"):
             settings["judge"] = " / ".join(dict.fromkeys(filter(None, [settings.get("judge"), other.get("judge")])))
+        if other.get("outputs") != settings.get("outputs"):
+            settings.pop("outputs", None)  # runs in several folders: a merged file has no one place for its images
     if allow_mixed and any((r.get("settings") or {}).get("review_cost") != settings.get("review_cost") for _, r in runs):
         settings.pop("review_cost", None)
     return settings

@@ -188,6 +188,9 @@ def signals_summary(records: list[Record]) -> dict:
     ssim = [r.signals["ssim"] for r in measured if isinstance(r.signals.get("ssim"), (int, float))]
     delta_e = [r.signals["delta_e"] for r in measured if isinstance(r.signals.get("delta_e"), (int, float))]
     return {
+        "measured": len(measured),
+        # candidates with an image whose records lack them (read back from disk without --signals): not computed
+        "unmeasured": sum(1 for r in records if r.candidate and not r.signals),
         "size_mismatch": sum(1 for r in measured if r.signals.get("size_match") is False),
         "unchanged": sum(1 for r in measured if r.signals.get("unchanged") is True),
         "unchanged_pass": sum(1 for r in measured if r.signals.get("unchanged") is True and r.outcome == PASS),

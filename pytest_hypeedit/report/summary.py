@@ -13,8 +13,9 @@ Every string from a run (model, split and task names, gate lines) goes through `
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from html import escape
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from .charts import CHART_METRICS, format_value, metric_charts_svg
@@ -30,12 +31,16 @@ def _text(value: Any) -> str:
     return escape("" if value is None else str(value))
 
 
-def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str]) -> str:
-    """The summary block; "" parts are left out."""
+def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], span: "RunSpan | None" = None,
+                 notes: Sequence[str] = ()) -> str:
+    """The summary block; "" parts are left out.  ``span``: when the records shown were made (``run_span``);
+    ``notes``: lines the report has to say once (a baseline whose images were not found)."""
     if not results or not results.get("rows"):
         return '<section class="hx-summary"><h2>HYPE-EDIT-1</h2><p>No candidate was judged.</p></section>'
     rows = [r for r in results["rows"] if isinstance(r, Mapping)]
     parts = ['<section class="hx-summary" id="hx-summary"><h2>HYPE-EDIT-1 results</h2>',
+             run_facts_html(results.get("settings"), span),
+             "".join(f'<div class="hx-warning"><p>{_text(note)}</p></div>' for note in notes),
              possibly_paid_html(rows), gates_html(gate_lines)]
     for split in split_order(rows):
         parts.append(split_html(split, [r for r in rows if str(r.get("split")) == split]))
@@ -73,6 +78,81 @@ def _table(head: str, lines: list[str]) -> str:
 def _scroll(table: str) -> str:
     """A wide table scrolls inside its box: the page itself never scrolls sideways."""
     return f'<div class="hx-scroll">{table}</div>'
+
+
+# --------------------------------------------------------------------------- what ran
+
+#: The price tier a run's figures are at, when its settings do not name one (the providers' standard prices).
+DEFAULT_TIER = "standard"
+
+
+class RunSpan:
+    """When the records shown were made: from the earliest generation to the latest verdict, reruns included
+    (a record a rerun reused keeps the time it was first made)."""
+
+    def __init__(self, first: datetime, last: datetime, records: int):
+        self.first, self.last, self.records = first, last, records
+
+    @property
+    def seconds(self) -> float:
+        return (self.last - self.first).total_seconds()
+
+
+def run_span(stamps: Iterable[Any]) -> RunSpan | None:
+    """The span of the records' timestamps (``generated_at``, ``judged_at``; untrusted text: what does not
+    parse as an ISO time with a zone is left out); None when none does."""
+    times = []
+    for stamp in stamps:
+        try:
+            moment = datetime.fromisoformat(str(stamp))
+        except (TypeError, ValueError):
+            continue
+        if moment.tzinfo is not None:
+            times.append(moment.astimezone(timezone.utc))
+    return RunSpan(min(times), max(times), len(times)) if times else None
+
+
+def duration_text(seconds: float) -> str:
+    whole = int(round(seconds))
+    hours, rest = divmod(whole, 3600)
+    return f"{hours} h {rest // 60:02d} min {rest % 60:02d} s" if hours else f"{rest // 60} min {rest % 60:02d} s"
+
+
+def run_facts_html(settings: Any, span: RunSpan | None) -> str:
+    """What ran: the judge, repeats, task files, the retry cap, the review time and rate, the price tier, and how
+    long the records shown took to make."""
+    settings = settings if isinstance(settings, Mapping) else {}
+    facts = [("Judge", settings.get("judge")), ("Repeats", settings.get("repeats")),
+             ("Task files", _task_files(settings.get("splits"))), ("Retry cap", settings.get("retry_cap")),
+             ("Review", _review_text(settings)), ("Price tier", settings.get("tier") or DEFAULT_TIER),
+             ("Duration", _span_text(span))]
+    items = "".join(f"<dt>{_text(name)}</dt><dd>{_text(value)}</dd>" for name, value in facts
+                    if value not in (None, ""))
+    return f'<div class="hx-run"><h3>What ran</h3><dl class="hx-run-facts">{items}</dl></div>'
+
+
+def _task_files(splits: Any) -> str:
+    if not isinstance(splits, Mapping):
+        return ""
+    return "; ".join(f"{name}: {info.get('location')}" if isinstance(info, Mapping) and info.get("location")
+                     else str(name) for name, info in splits.items())
+
+
+def _review_text(settings: Mapping[str, Any]) -> str:
+    seconds, rate = settings.get("review_seconds"), settings.get("review_rate")
+    if not isinstance(seconds, (int, float)) or not isinstance(rate, (int, float)):
+        return ""
+    cost = settings.get("review_cost")
+    per = f" = {format_value(cost, 'dollars')} per candidate" if isinstance(cost, (int, float)) else ""
+    return f"{seconds:g} s per candidate at {format_value(rate, 'dollars')}/h{per}"
+
+
+def _span_text(span: RunSpan | None) -> str:
+    if span is None:
+        return "unknown (no record carries a time)"
+    return (f"{duration_text(span.seconds)}: the span of the records shown, from the first candidate's generation "
+            f"to the last verdict ({span.first:%Y-%m-%d %H:%M:%S} to {span.last:%Y-%m-%d %H:%M:%S} UTC), reruns "
+            "included")
 
 
 # --------------------------------------------------------------------------- gates and money
@@ -212,14 +292,32 @@ def signals_table(rows: list[Mapping[str, Any]]) -> str:
         sig = row.get("signals_summary")
         if not isinstance(sig, Mapping):
             continue
-        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_text(sig.get('size_mismatch'))}</td>"
+        lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_measured(sig, row)}</td>"
+                     f"<td>{_text(sig.get('size_mismatch'))}</td>"
                      f"<td>{_text(sig.get('unchanged'))}</td><td>{_text(sig.get('unchanged_pass'))}</td>"
                      f"<td>{_text(_float(sig.get('ssim_mean'), 3))}</td><td>{_text(_float(sig.get('delta_e_mean'), 2))}</td></tr>")
     if not lines:
         return ""
-    head = ("<tr><th>Model</th><th>Size differs from the task's target</th><th>Unchanged</th>"
+    head = ("<tr><th>Model</th><th>Measured</th><th>Size differs from the task's target</th><th>Unchanged</th>"
             "<th>Judged PASS but unchanged</th><th>Mean SSIM</th><th>Mean &Delta;E</th></tr>")
-    return f"<h4>Pixel signals</h4>{_table(head, lines)}"
+    return f"<h4>Pixel signals</h4>{_table(head, lines)}{_unmeasured_note(rows)}"
+
+
+def _measured(signals: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+    measured, unmeasured = signals.get("measured"), signals.get("unmeasured")
+    if not isinstance(measured, int) or not isinstance(unmeasured, int):
+        return ""
+    return _text(f"{measured} of {measured + unmeasured}")
+
+
+def _unmeasured_note(rows: list[Mapping[str, Any]]) -> str:
+    """The counts above are of the candidates measured; the others were not computed, never guessed."""
+    missing = sum(sig["unmeasured"] for row in rows if isinstance(sig := row.get("signals_summary"), Mapping)
+                  and isinstance(sig.get("unmeasured"), int) and sig["unmeasured"] > 0)
+    if not missing:
+        return ""
+    return (f'<p class="hx-note">Signals not computed for {missing} candidates read back from disk whose records '
+            "lack them (the counts and means above leave them out): run with --signals to measure them.</p>")
 
 
 def _float(value: Any, digits: int) -> str:

@@ -20,6 +20,10 @@
     ['flag', 'Diagnostics', DATA.flags.map(function (f) { return f[0]; }), flagLabel]
   ];
   var SORTS = [['task', 'task order'], ['worst', 'fewest passes first'], ['differ', 'models differ most']];
+  if (DATA.baseline) SORTS.unshift(['regressed', 'got worse against the baseline first']);
+  var DEFAULT_SORT = SORTS[0][0];  // with a baseline, the tasks that got worse come first
+  var MODES = [['side', 'Side by side'], ['slider', 'Slider'], ['flip', 'Flip (f)'], ['diff', 'Difference']];
+  var compare = {mode: 'side', flipped: false};  // how the viewer sets a candidate against the baseline's
 
   var state = emptyState();
   var shown = [];          // filtered task groups: {task, key, rows: [row]}
@@ -35,7 +39,7 @@
   });
 
   function emptyState() {
-    return {model: [], split: [], type: [], outcome: [], flag: [], sort: 'task', task: null, open: null};
+    return {model: [], split: [], type: [], outcome: [], flag: [], sort: DEFAULT_SORT, task: null, open: null};
   }
   function flagLabel(key) {
     for (var i = 0; i < DATA.flags.length; i++) if (DATA.flags[i][0] === key) return DATA.flags[i][1];
@@ -85,7 +89,7 @@
   function writeHash() {
     var params = new URLSearchParams();
     GROUPS.forEach(function (g) { if (state[g[0]].length) params.set(g[0], state[g[0]].join(',')); });
-    if (state.sort !== 'task') params.set('sort', state.sort);
+    if (state.sort !== DEFAULT_SORT) params.set('sort', state.sort);
     if (state.task) params.set('task', state.task);
     if (state.open) params.set('open', state.open);
     var hash = params.toString();
@@ -123,6 +127,14 @@
     shown = order.map(function (t) { return groups[t]; });
     if (state.sort === 'worst') shown.sort(function (a, b) { return passShare(a) - passShare(b); });
     if (state.sort === 'differ') shown.sort(function (a, b) { return spread(b) - spread(a); });
+    if (state.sort === 'regressed') shown.sort(function (a, b) { return change(a) - change(b); });
+  }
+  function change(group) {  // the largest fall of a model's pass share against its baseline (0: none)
+    var worst = 0;
+    group.rows.forEach(function (r) {
+      if (r.b && r.b.judged) worst = Math.min(worst, share(r) - r.b.pass / r.b.judged);
+    });
+    return worst;
   }
   function share(row) { return row.judged ? row.pass / row.judged : 0; }
   function passShare(group) {
@@ -221,6 +233,21 @@
     return el('div', {cls: 'hx-row', 'data-model': modelOf(row)},
       el('div', {cls: 'hx-row-head'}, el('span', {cls: 'hx-model', text: modelOf(row)}),
          el('span', {cls: 'hx-row-count', text: row.pass + '/' + row.judged + ' PASS'})),
+      strip, baselineRow(row, eager));
+  }
+
+  function baselineRow(row, eager) {  // the baseline release's repeats of the task, under this run's
+    if (!row.b) return null;
+    var strip = el('div', {cls: 'hx-strip hx-base-strip'});
+    row.b.c.forEach(function (c) {
+      var label = (LABELS[c.o] || c.o) + ' ' + c.r;
+      strip.appendChild(el('span', {cls: 'hx-base-cand hx-' + c.o, 'data-repeat': c.r, title: 'baseline ' + row.b.m + ', repeat ' + label},
+        picture(c.img, 'baseline ' + row.b.m + ' repeat ' + c.r, 'hx-thumb', eager),
+        el('span', {cls: 'hx-base-badge hx-badge-' + c.o, text: label})));
+    });
+    return el('div', {cls: 'hx-base-row'},
+      el('div', {cls: 'hx-row-head'}, el('span', {cls: 'hx-base-model', text: 'baseline: ' + row.b.m}),
+         el('span', {cls: 'hx-row-count', text: row.b.pass + '/' + row.b.judged + ' PASS'})),
       strip);
   }
 
@@ -339,8 +366,100 @@
   function viewerImages(task, row, cand) {
     var box = el('div', {cls: 'hx-viewer-images'});
     task.refs.forEach(function (ref) { box.appendChild(fullFigure(ref, 'reference' + (ref.name ? ' ' + ref.name : ''))); });
-    box.appendChild(fullFigure(cand.img, 'candidate, repeat ' + cand.r, cand));
+    var old = baselineOf(row, cand);
+    box.appendChild(old ? compareBlock(row, cand, old) : fullFigure(cand.img, 'candidate, repeat ' + cand.r, cand));
     return box;
+  }
+
+  // ------------------------------------------------------------------ against the baseline
+
+  function baselineOf(row, cand) {  // the same repeat where the baseline has it, else its first (as the report)
+    if (!row.b || !row.b.c.length) return null;
+    for (var i = 0; i < row.b.c.length; i++) if (row.b.c[i].r === cand.r) return row.b.c[i];
+    return row.b.c[0];
+  }
+  function srcOf(image) { return image && (image.view || image.src) || null; }
+
+  function compareBlock(row, cand, old) {
+    var oldLabel = 'baseline ' + row.b.m + ', repeat ' + old.r + ' (' + (LABELS[old.o] || old.o) + ')';
+    var newLabel = 'this run, repeat ' + cand.r + ' (' + (LABELS[cand.o] || cand.o) + ')';
+    var modes = el('div', {cls: 'hx-modes', role: 'group', 'aria-label': 'Compare with the baseline'});
+    MODES.forEach(function (m) {
+      var button = el('button', {type: 'button', cls: 'hx-mode', 'data-mode': m[0],
+                                 'aria-pressed': compare.mode === m[0] ? 'true' : 'false', text: m[1]});
+      button.addEventListener('click', function () { setMode(m[0]); });
+      modes.appendChild(button);
+    });
+    var body = {side: sideBySide, slider: slider, flip: flip, diff: difference}[compare.mode](cand, old, newLabel, oldLabel);
+    return el('section', {cls: 'hx-compare', 'data-mode': compare.mode},
+      el('div', {cls: 'hx-compare-head'}, el('b', {text: 'Against the baseline: '}), modes), body);
+  }
+
+  function setMode(mode) {
+    compare.mode = mode;
+    compare.flipped = false;
+    var found = byKey[state.open];
+    if (found) fillViewer(found.row, found.cand);
+  }
+
+  function sideBySide(cand, old, newLabel, oldLabel) {
+    return el('div', {cls: 'hx-side'}, fullFigure(cand.img, newLabel, cand), fullFigure(old.img, oldLabel, old));
+  }
+
+  function slider(cand, old, newLabel, oldLabel) {
+    if (!srcOf(cand.img) || !srcOf(old.img)) return sideBySide(cand, old, newLabel, oldLabel);
+    var under = el('img', {cls: 'hx-slider-under', src: srcOf(old.img), alt: oldLabel, draggable: 'false'});
+    var over = el('img', {cls: 'hx-slider-over', src: srcOf(cand.img), alt: newLabel, draggable: 'false'});
+    var handle = el('span', {cls: 'hx-slider-handle'});
+    var stage = el('div', {cls: 'hx-slider'}, under, over, handle);
+    var range = el('input', {type: 'range', min: '0', max: '100', value: '50', cls: 'hx-slider-range',
+                             'aria-label': 'Slider: left of it this run, right of it the baseline'});
+    function place(at) {
+      over.style.clipPath = 'inset(0 ' + (100 - at) + '% 0 0)';
+      handle.style.left = at + '%';
+      range.value = String(at);
+    }
+    function drag(event) {
+      var box = stage.getBoundingClientRect();
+      if (box.width) place(Math.max(0, Math.min(100, Math.round(100 * (event.clientX - box.left) / box.width))));
+    }
+    stage.addEventListener('pointerdown', function (event) {  // no image drag-and-drop: the slider follows the pointer
+      event.preventDefault();
+      stage.setPointerCapture(event.pointerId);
+      drag(event);
+    });
+    stage.addEventListener('pointermove', function (event) { if (stage.hasPointerCapture(event.pointerId)) drag(event); });
+    range.addEventListener('input', function () { place(Number(range.value)); });
+    place(50);
+    return el('figure', {cls: 'hx-full hx-full-cand'}, stage, range,
+              el('figcaption', {text: 'Drag: left, ' + newLabel + '; right, ' + oldLabel}));
+  }
+
+  function flip(cand, old, newLabel, oldLabel) {
+    var image = el('img', {cls: 'hx-flip-image'});
+    var caption = el('figcaption');
+    var button = el('button', {type: 'button', cls: 'hx-flip'});
+    function show() {
+      var which = compare.flipped ? old : cand;
+      image.setAttribute('src', srcOf(which.img) || '');
+      image.setAttribute('alt', compare.flipped ? oldLabel : newLabel);
+      image.setAttribute('data-showing', compare.flipped ? 'baseline' : 'current');
+      caption.textContent = 'Showing ' + (compare.flipped ? oldLabel : newLabel);
+      button.textContent = compare.flipped ? 'Show this run (f)' : 'Show the baseline (f)';
+    }
+    button.addEventListener('click', function () { compare.flipped = !compare.flipped; show(); });
+    show();
+    return el('figure', {cls: 'hx-full hx-full-cand hx-flipper'}, button, image, caption);
+  }
+
+  function difference(cand, old, newLabel, oldLabel) {
+    if (!cand.diff) {
+      return el('div', {cls: 'hx-noimage hx-full-empty', text: 'No difference image: it is made where both candidates ' +
+        'have a full-size view (failures, and every candidate of a task that got worse).'});
+    }
+    return el('figure', {cls: 'hx-full hx-full-cand'}, el('img', {cls: 'hx-diff', src: cand.diff, alt: 'difference'}),
+      el('figcaption', {text: 'Pixel difference of ' + newLabel + ' and ' + oldLabel +
+        ', brightened 3 times: black where they agree'}));
   }
 
   function fullFigure(image, caption, cand) {
@@ -427,6 +546,11 @@
     if (key === 'j' || key === 'k') { moveTask(key === 'j' ? 1 : -1); event.preventDefault(); return; }
     if (viewer.open) {
       if (key === 'ArrowRight' || key === 'ArrowLeft') { step(key === 'ArrowRight' ? 1 : -1); event.preventDefault(); }
+      var flipper = viewer.querySelector('.hx-flip');
+      if (key === 'f' && viewer.querySelector('.hx-compare')) {
+        if (flipper) flipper.click(); else setMode('flip');
+        event.preventDefault();
+      }
       return;  // Escape: the dialog closes itself
     }
     var onButton = target && target.tagName === 'BUTTON';

@@ -3,13 +3,14 @@
 Shape (keys left out when empty, to keep 7,000 candidates light)::
 
     {"models": [...], "splits": [...], "types": [...], "outcomes": [...], "flags": [[key, label], ...],
-     "selfContained": bool,
+     "selfContained": bool, "baseline": bool (some row has a baseline),
      "tasks": [{"key": "<split>/<task_id>", "split", "id", "types": [...], "instruction", "refs": [image]}],
-     "rows":  [{"t": task index, "m": model index, "pass": k, "judged": n, "c": [candidate]}]}
+     "rows":  [{"t": task index, "m": model index, "pass": k, "judged": n, "c": [candidate],
+                "b": {"m": baseline model, "pass", "judged", "c": [{"r", "o", "img"}]} (--baseline)}]}
 
     candidate = {"r": repeat, "o": outcome, "img": image, "verdict", "judge", "reasoning", "votes": [vote],
                  "human": {"verdict", "votes": [vote] (left out when they are the judge's: a labels judge)}, "signals": {...}, "flags": [...], "facts": [[label, text]],
-                 "refusal", "error"}
+                 "refusal", "error", "diff": URL of its difference from the baseline's counterpart}
     image = {"src", "w", "h", "view", "vw", "vh", "name"} or {"error": why}
     vote = {"who", "verdict", "reasoning", "note", "other": [[key, text]]}
 
@@ -45,16 +46,22 @@ class Images:
 
     candidates: Mapping[tuple, ImagePair] = field(default_factory=dict)
     references: Mapping[tuple[str, str], Sequence[tuple[str, ImagePair | None]]] = field(default_factory=dict)
+    #: --baseline: (split, model, task) -> (the baseline model, [(its record, its images)] by repeat)
+    baseline: Mapping[tuple[str, str, str], tuple[str, Sequence[tuple[Record, ImagePair | None]]]] = \
+        field(default_factory=dict)
+    #: record key -> the difference image from its baseline counterpart
+    diffs: Mapping[tuple, Built] = field(default_factory=dict)
 
 
 def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], str], images: Images,
                  url: Callable[[Built], str | None], models: Sequence[str] = (), splits: Sequence[str] = (),
-                 self_contained: bool = False) -> dict[str, Any]:
-    """The JSON the page renders from: tasks in split order, models in run order, repeats in order."""
+                 self_contained: bool = False, task_order: Mapping[tuple[str, str], int] | None = None) -> dict[str, Any]:
+    """The JSON the page renders from: tasks in split order, then in their task file's order (``task_order``:
+    (split, task id) -> position; a task it lacks comes after, by id), models in run order, repeats in order."""
     records = [r for r in records if isinstance(r, Record)]
     model_order = _order(models, (r.model for r in records))
     split_order = _order(splits, (r.split for r in records))
-    groups = _group(records, split_order, model_order)
+    groups = _group(records, split_order, model_order, task_order or {})
     tasks, rows, types, flags = [], [], set(), set()
     for (split, task_id), by_model in groups.items():
         first = next(iter(by_model.values()))[0]
@@ -67,7 +74,7 @@ def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], s
     return {"models": model_order, "splits": split_order, "types": sorted(types),
             "outcomes": [o for o in OUTCOMES if any(r.outcome == o for r in records)],
             "flags": [[key, label] for key, label in FLAGS if key in flags],
-            "selfContained": self_contained, "tasks": tasks, "rows": rows}
+            "selfContained": self_contained, "baseline": any("b" in row for row in rows), "tasks": tasks, "rows": rows}
 
 
 def _order(given: Sequence[str], seen: Iterable[str]) -> list[str]:
@@ -75,9 +82,12 @@ def _order(given: Sequence[str], seen: Iterable[str]) -> list[str]:
     return [name for name in given if name in found] + [name for name in found if name not in given]
 
 
-def _group(records: list[Record], splits: list[str], models: list[str]) -> dict[tuple[str, str], dict[str, list[Record]]]:
-    """(split, task) -> model -> records by repeat; tasks in split order then by id, models in run order."""
-    ordered = sorted(records, key=lambda r: (splits.index(r.split), r.task_id, models.index(r.model), r.repeat))
+def _group(records: list[Record], splits: list[str], models: list[str],
+           task_order: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], dict[str, list[Record]]]:
+    """(split, task) -> model -> records by repeat; tasks in split order then in file order, models in run order."""
+    unknown = len(task_order)
+    ordered = sorted(records, key=lambda r: (splits.index(r.split), task_order.get((r.split, r.task_id), unknown),
+                                             r.task_id, models.index(r.model), r.repeat))
     groups: dict[tuple[str, str], dict[str, list[Record]]] = {}
     for record in ordered:
         groups.setdefault((record.split, record.task_id), {}).setdefault(record.model, []).append(record)
@@ -99,9 +109,30 @@ def _safe_text(instruction: Callable[[Record], str], record: Record) -> str:
 
 
 def _row(task: int, model: int, group: list[Record], images: Images, url: Callable[[Built], str | None]) -> dict:
-    return {"t": task, "m": model, "pass": sum(r.outcome == PASS for r in group),
-            "judged": sum(r.judged for r in group),
-            "c": [candidate_json(r, images.candidates.get(r.key), url) for r in group]}
+    row = {"t": task, "m": model, "pass": sum(r.outcome == PASS for r in group),
+           "judged": sum(r.judged for r in group),
+           "c": [_with_diff(candidate_json(r, images.candidates.get(r.key), url), images.diffs.get(r.key), url)
+                 for r in group]}
+    first = group[0]
+    old = images.baseline.get((first.split, first.model, first.task_id))
+    if old is not None:
+        row["b"] = baseline_row_json(*old, url)
+    return row
+
+
+def baseline_row_json(model: str, entries: Sequence[tuple[Record, ImagePair | None]],
+                      url: Callable[[Built], str | None]) -> dict[str, Any]:
+    """The baseline release's candidates of a task: its model, PASS count, and each repeat's outcome and image."""
+    return {"m": model, "pass": sum(r.outcome == PASS for r, _ in entries),
+            "judged": sum(r.judged for r, _ in entries),
+            "c": [{"r": r.repeat, "o": r.outcome if r.outcome in OUTCOMES else SKIPPED, "img": image_json(pair, url)}
+                  for r, pair in entries]}
+
+
+def _with_diff(entry: dict[str, Any], diff: Built | None, url: Callable[[Built], str | None]) -> dict[str, Any]:
+    if diff is not None and not diff.error and url(diff):
+        entry["diff"] = url(diff)
+    return entry
 
 
 def image_json(pair: ImagePair | None, url: Callable[[Built], str | None]) -> dict[str, Any]:
