@@ -14,7 +14,7 @@ import pytest
 from ..config import RunConfig
 from .items import parse_nodeid
 from ..engine.records import ERROR, Record, records_from_properties
-from ..report.terminal import summary_lines
+from ..report.terminal import summary_lines, title
 
 
 class BenchmarkSession:
@@ -62,12 +62,13 @@ class BenchmarkSession:
         """The results table and the run's totals: printed last, by glue/terminal.py."""
         if not self.results:
             return
-        terminalreporter.write_sep("=", "HYPE-EDIT-1 results")
+        terminalreporter.write_sep("=", title(self.results))
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
         terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")
-        for line in stray_lines(self.records.values(), self.run.outputs):
-            terminalreporter.write_line(line, yellow=True)
+        from .terminal import write_folded
+
+        write_folded(terminalreporter, stray_lines(self.records.values(), self.run.outputs), yellow=True)
 
 
 #: Stray files named one per line, at most; the rest are counted.
