@@ -120,8 +120,8 @@ def check_task_lines(lines: list[str], failed: list[str], errors: list[str], tas
         after = after[1:]
     first = errors[0] if errors else None
     if errors:
-        assert after[0] == f"ERROR x{len(errors)} (first {first}): {ERROR_MESSAGE}"
-    for name in failed + errors:  # no line per item any more
+        assert after[0] == f"ERROR x{len(errors)}, e.g. {first}: {ERROR_MESSAGE}"
+    for name in failed + errors[1:]:  # no line per item any more (the first error's names its message)
         assert not lines_naming(lines, name + ":"), name
     assert not lines_naming(lines, "FAILED hypeedit::") and not lines_naming(lines, "ERROR hypeedit::")
 
@@ -176,7 +176,7 @@ def test_under_xdist_the_task_lines_keep_the_task_files_order(big):
     section = unfolded(summary_section(result.outlines))
     start = next(i for i, line in enumerate(section) if re.fullmatch(r"=+ FAILURES and ERRORS =+", line))
     assert section[start + 1:start + 11] == [task_line(t) for t in range(9, -1, -1)]
-    assert section[start + 11] == f"ERROR x{len(errors)} (first task-04 identity r001): {ERROR_MESSAGE}"
+    assert section[start + 11] == f"ERROR x{len(errors)}, e.g. task-04 identity r001: {ERROR_MESSAGE}"
     check_answer_last(result.outlines, failed, errors, candidates=100)
 
 
@@ -207,3 +207,89 @@ def test_no_summary_leaves_the_answer_alone(big):
     result = big.runpytest(*run_args("--no-summary", "-k", "task-00"))
     assert not lines_naming(result.outlines, "task-00 identity r001") and not lines_naming(result.outlines, "short test")
     assert any(re.fullmatch(TITLE, line) for line in result.outlines[-20:])
+
+
+# --------------------------------------------------------------------------- two models, two splits, calibrated
+
+TWIN = "identity-twin-with-a-much-longer-name"
+
+
+@pytest.fixture
+def wide(pytester: pytest.Pytester, monkeypatch, tmp_path):
+    """Two splits of 6 tasks, identity and a twin with a long name, 4 repeats, a judge's labels (some missing:
+    errors) and a human sample that calibrates every row."""
+    splits = {"gen": make_tasks(6), "alternative": make_tasks(6, prefix="alt")}
+    for name, tasks in splits.items():
+        write_split(pytester.path, name, tasks, pytester.path / "images")
+    (pytester.path / "twin.yaml").write_text(f"models:\n  {TWIN}: {{route: identity, provider_model: identity, "
+                                             "price: 0.0}\n")
+    keys = [(task["task_id"], model, r) for tasks in splits.values() for task in tasks
+            for model in ("identity", TWIN) for r in range(1, 5)]
+    judge = {key: (i * 7) % 5 < 2 for i, key in enumerate(keys) if i % 17 != 5}
+    write_labels(pytester.path / "r1.json", judge)
+    human = {key: judge[key] != (i % 10 == 0) for i, key in enumerate(keys) if i % 2 == 0 and key in judge}
+    write_labels(pytester.path / "human.json", human)  # agrees with the judge but for one in five
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    return pytester
+
+
+def wide_args(*extra: str) -> list[str]:
+    return ["--model", "identity", "--model", TWIN, "--models-file", "twin.yaml", "--tasks", "gen.json",
+            "--tasks", "alternative.json", "--images-base", "images", "--repeats", "4", "--outputs", "out",
+            "--judge", "labels:r1.json", "--calibrate", "labels:human.json", "--gate", "pass_rate>=0.5",
+            "--bootstrap", "200", *extra]
+
+
+def test_two_models_on_two_splits_with_calibrated_figures_fit_100_columns(wide):
+    result = wide.runpytest(*wide_args())
+    lines = result.outlines
+    check_fits(lines)
+    rows = json.loads((wide.path / "out" / "results.json").read_text())["rows"]
+    assert len(rows) == 6 and all(row.get("calibrated") for row in rows)  # 2 models x (2 splits + combined)
+    start = next(i for i, line in enumerate(lines) if re.fullmatch(TITLE, line))
+    table = lines[start + 1:]
+    assert re.match(r"Model\s+Split\s+Figures\s+Pass rate\s+Pass@4\s+Pass@10\s+Attempts\s+\$/success\s+Hype gap$",
+                    table[0]), table[0]
+    calibrated = [line for line in table if re.search(r"\s(alternative|gen|combined)\s+calibrated\s", line)]
+    assert len(calibrated) == 6
+    assert sum(line.startswith("identity-t~-name ") for line in calibrated) == 3  # shortened to fit the table
+    assert any(line.startswith(TWIN + " ") for line in table)  # whole in the counts table, which has room
+    assert not lines_naming(lines, "pass_at_4 ") and not lines_naming(lines, " s review: ")
+    assert any(line.startswith("-v shows every interval") for line in lines)
+
+
+def test_v_shows_every_interval_and_the_sensitivity_grid_within_100_columns(wide):
+    result = wide.runpytest(*wide_args("-v"))
+    lines = result.outlines
+    start = next(i for i, line in enumerate(lines) if "95% bootstrap intervals over tasks" in line)
+    details = lines[start + 1:next(i for i, line in enumerate(lines) if "calibrated with a human sample" in line)]
+    rows = [line for line in details if re.match(r"\S.* \((gen|alternative|combined)\): pass_rate ", line)]
+    assert len(rows) == 6
+    assert len(lines_naming(details, "pass_at_4 ")) == 6 and len(lines_naming(details, "hype_gap ")) == 6
+    assert lines_naming(details, "by review time x retry cap:") and lines_naming(details, " s review: ")
+    calibrated = [line for line in lines if line.startswith("  calibrated: pass_rate ")]
+    assert len(calibrated) == 6 and all("pass_at_4 " in line for line in calibrated)
+    assert max(len(line) for line in details) <= WIDTH, max(details, key=len)
+
+
+# --------------------------------------------------------------------------- the table alone (pure)
+
+
+def row(model: str, split: str = "public") -> dict:
+    figures = {"pass_rate": 0.452, "pass_at_4": 0.8, "pass_at_10": 0.95, "expected_attempts": 2.1,
+               "effective_cost": 1.234, "hype_gap": 0.5}
+    return {"model": model, "split": split, "candidates": 500, "judged": 500, "refusals": 0, "errors": 0,
+            "skipped": 0, "spent": 20.0, "spent_this_run": 20.0, **figures}
+
+
+def test_a_name_of_64_characters_is_shortened_and_every_line_fits():
+    long = "m" * 30 + "-middle-" + "z" * 26
+    results = {"rows": [row(long), row("seedream-4.5")], "complete": True,
+               "settings": {"judge": "gemini-3-flash", "retry_cap": 4}}
+    lines = summary_lines(results)
+    assert max(len(line) for line in lines) <= WIDTH, max(lines, key=len)
+    shortened = next(line for line in lines if line.startswith("mmmm"))
+    assert "~" in shortened and shortened.split()[0].endswith("zzzz")
+    assert fold("word " * 30)[1].startswith("  ") and fold("x" * 150) == ["x" * 150]  # a path is kept whole

@@ -53,7 +53,8 @@ class HumanLabelsPlugin:
             return
         if self.sample is not None:
             terminalreporter.write_sep("=", "calibrated with a human sample (--calibrate)")
-            write_folded(terminalreporter, terminal_lines(self.results))
+            every = self.config.get_verbosity() > 0  # -v: every calibrated interval, else the pass rate's
+            write_folded(terminalreporter, terminal_lines(self.results, every_interval=every))
         stability = stability_lines(self.results)
         if stability:
             terminalreporter.write_sep("=", "judge stability (--judge-stability)")

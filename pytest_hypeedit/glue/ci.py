@@ -198,16 +198,14 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
 # --------------------------------------------------------------------------- terminal
 
 
-INTERVAL_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap")
-
-
 def interval_lines(results: dict) -> list[str]:
     """-v: every metric of every row with its interval, a row's cells folded within the terminal's width."""
+    from ..report.tables import COLUMNS
     from ..report.terminal import fold_cells
 
     lines = []
     for row in results.get("rows") or []:
-        cells = [_with_interval(row, key) for key in INTERVAL_METRICS]
+        cells = [_with_interval(row, key) for key, _, _ in COLUMNS]
         lines += fold_cells(f"{row['model']} ({row['split']}):", cells)
     return lines
 

@@ -75,7 +75,7 @@ class BenchmarkTerminal:
 
 #: Task lines at most; the rest are counted (the report and -rfE list them all).
 MAX_TASK_LINES = 20
-#: Distinct error messages at most.
+#: Distinct refusal and error messages at most.
 MAX_ERROR_LINES = 5
 
 
@@ -100,7 +100,8 @@ def write_one_line_sections(terminalreporter) -> None:
     write_folded(terminalreporter, [one_line(report) for report in others])
     ours = in_task_order([(stat, report) for stat, report in reports if parse_nodeid(report.nodeid) is not None],
                          config)
-    write_folded(terminalreporter, task_lines(ours, config) + error_lines([r for stat, r in ours if stat == "error"]))
+    outcomes = candidate_outcomes(ours, config)
+    write_folded(terminalreporter, task_lines(outcomes) + reason_lines(outcomes))
 
 
 def section_title(stats: set) -> str:
@@ -121,20 +122,29 @@ def in_task_order(reports: list, config: pytest.Config) -> list:
     return sorted(reports, key=place)
 
 
-def task_lines(reports: list, config: pytest.Config) -> list[str]:
-    """``task-04 identity: FAIL r003 r005; REFUSED r007; ERROR r001`` per task and model, in the order of the
-    (sorted) reports, at most MAX_TASK_LINES of them."""
+def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple[tuple, str, object]]:
+    """(key, FAIL | REFUSED | ERROR, report) of each (stat, report): a failed item whose record says refused is
+    a refusal."""
     session = config.stash.get(SESSION_KEY, None)
     records = getattr(session, "records", {}) or {}
-    marks: dict[tuple, dict[str, list[int]]] = {}
+    found = []
     for stat, report in reports:
-        split, model, task_id, repeat = key = parse_nodeid(report.nodeid)
+        key = parse_nodeid(report.nodeid)
         outcome = "ERROR" if stat == "error" else "FAIL"
         if outcome == "FAIL" and getattr(records.get(key), "outcome", None) == REFUSED:
             outcome = "REFUSED"
+        found.append((key, outcome, report))
+    return found
+
+
+def task_lines(outcomes: list) -> list[str]:
+    """``task-04 identity: FAIL r003 r005; REFUSED r007; ERROR r001`` per task and model, in the order of the
+    outcomes, at most MAX_TASK_LINES of them."""
+    marks: dict[tuple, dict[str, list[int]]] = {}
+    for (split, model, task_id, repeat), outcome, _ in outcomes:
         marks.setdefault((split, task_id, model), {}).setdefault(outcome, []).append(repeat)
     several = len({split for split, _, _ in marks}) > 1
-    groups = list(marks)  # in the reports' order
+    groups = list(marks)
     lines = [_task_line(group, marks[group], several) for group in groups[:MAX_TASK_LINES]]
     if len(groups) > MAX_TASK_LINES:
         lines.append(f"... and {len(groups) - MAX_TASK_LINES} more tasks with failures: see the report (--html), or "
@@ -159,19 +169,19 @@ def _task_line(group: tuple, outcomes: dict[str, list[int]], several_splits: boo
     return f"{where} {model}: " + "; ".join(parts)
 
 
-def error_lines(reports: list) -> list[str]:
-    """Each error's message once, with how many candidates it ended and the first of them."""
-    messages: dict[str, list[str]] = {}
-    for report in reports:
-        split, model, task_id, repeat = parse_nodeid(report.nodeid)
-        own = label(task_id, model, repeat)
-        text = one_line(report)
-        messages.setdefault(text.removeprefix(own + ": "), []).append(own)
-    lines = [f"ERROR x{len(who)} (first {who[0]}): {message}" if len(who) > 1 else f"ERROR {who[0]}: {message}"
-             for message, who in messages.items()]
+def reason_lines(outcomes: list) -> list[str]:
+    """Why candidates were refused or errored: each message once, with how many it ended and the first of them
+    (``ERROR x10, e.g. task-04 identity r001: ...``); the judge's reasoning of a FAIL is in the report."""
+    messages: dict[tuple[str, str], list[str]] = {}
+    for (split, model, task_id, repeat), outcome, report in outcomes:
+        if outcome in ("REFUSED", "ERROR"):
+            own = label(task_id, model, repeat)
+            messages.setdefault((outcome, one_line(report).removeprefix(own + ": ")), []).append(own)
+    lines = [f"{outcome}{f' x{len(who)}, e.g.' if len(who) > 1 else ''} {who[0]}: {message}"
+             for (outcome, message), who in messages.items()]
     if len(lines) > MAX_ERROR_LINES:
-        lines[MAX_ERROR_LINES:] = [f"... and {len(lines) - MAX_ERROR_LINES} more error messages: rerun with -rE for "
-                                   "one line each"]
+        lines[MAX_ERROR_LINES:] = [f"... and {len(lines) - MAX_ERROR_LINES} more messages: rerun with -rfE for one "
+                                   "line each"]
     return lines
 
 

@@ -73,12 +73,12 @@ def table(headers: list[str], body: list[list[str]]) -> list[str]:
 
 
 def shorten(text: str, width: int) -> str:
-    """``text`` in ``width`` characters, its middle elided: two names alike at both ends stay told apart less
-    often than with the end cut, and the results JSON has them whole."""
+    """``text`` in ``width`` characters, a part of its middle elided ("~"): its start and its end stay, which
+    tell a family's variants apart more often than the start alone; the results JSON has the name whole."""
     if len(text) <= width:
         return text
-    head = width // 2
-    return text[:head] + "~" + text[len(text) - (width - 1 - head):]
+    tail = max(1, (width - 1) // 3)
+    return text[:width - 1 - tail] + "~" + text[len(text) - tail:]
 
 
 def fold(text: str, width: int = WIDTH, indent: str = "  ") -> list[str]:
