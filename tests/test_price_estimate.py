@@ -14,9 +14,15 @@ import pytest
 from benchdata import make_tasks, write_split
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import verdict_reply
-
 from providers_fakes.ark import FakeArk
-from pytest_hypeedit.engine.estimate import GENERATION_SECONDS, Estimate, Purchase, RouteLoad, route_load
+
+from pytest_hypeedit.engine.estimate import (
+    GENERATION_SECONDS,
+    Estimate,
+    Purchase,
+    RouteLoad,
+    route_load,
+)
 from pytest_hypeedit.judges import JudgeOptions, builtin_judge
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.registry import RouteLimits
@@ -89,7 +95,7 @@ def test_estimate_under_xdist_prints_once_and_starts_no_worker(ark_run):
 
 
 def test_a_paid_run_starts_with_its_price_and_the_next_estimate_sees_the_disk(ark_run):
-    pytester, ark, gemini = ark_run
+    pytester, ark, _gemini = ark_run
     first = pytester.runpytest(*args("-k", "task-00"))  # 2 of the 6 candidates
     first.assert_outcomes(passed=REPEATS)
     [line] = [line for line in first.outlines if "candidates to buy" in line]
@@ -110,13 +116,13 @@ def test_a_paid_run_starts_with_its_price_and_the_next_estimate_sees_the_disk(ar
 
 
 def test_a_paid_run_under_xdist_states_its_price_once(ark_run):
-    pytester, ark, gemini = ark_run
+    pytester, _ark, _gemini = ark_run
     result = pytester.runpytest(*args("-n", "2"))
     result.assert_outcomes(passed=TASKS * REPEATS)
     lines = [line for line in result.outlines if "candidates to buy" in line]
-    assert lines == [f"hypeedit: {TASKS * REPEATS} candidates to buy for seedream-4.5 (mini): at most "
-                     f"${TASKS * REPEATS * PRICE:.2f} generation + ${judge_worst_case():.2f} judge; about 12 s at "
-                     "ark's limits (8 in flight)"]
+    assert lines == [(f"hypeedit: {TASKS * REPEATS} candidates to buy for seedream-4.5 (mini): at most "
+                      f"${TASKS * REPEATS * PRICE:.2f} generation + ${judge_worst_case():.2f} judge; about 12 s at "
+                      "ark's limits (8 in flight)")]
 
 
 def test_the_ini_key_asks_for_the_estimate_too(ark_run):
@@ -127,7 +133,7 @@ def test_the_ini_key_asks_for_the_estimate_too(ark_run):
 
 
 def test_a_replay_from_disk_states_no_price(ark_run):
-    pytester, ark, gemini = ark_run
+    pytester, _ark, _gemini = ark_run
     pytester.runpytest(*args()).assert_outcomes(passed=TASKS * REPEATS)
     again = pytester.runpytest(*args())
     assert not [line for line in again.outlines if "candidates to buy" in line]

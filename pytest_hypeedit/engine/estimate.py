@@ -15,8 +15,8 @@ Retries, 429s and slow jobs make a real run longer, so it is printed as "about".
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..registry import ModelSpec, RouteLimits
 

@@ -96,8 +96,8 @@ class CiPlugin:
         lines += sensitivity_lines(results) if verbose else []
         write_folded(terminalreporter, lines + baseline_lines(results))
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
-            write_folded(terminalreporter, ["-v shows every interval and the effective cost by review time x retry "
-                                            "cap (all in results.json)"])
+            hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
+            write_folded(terminalreporter, [hint])
 
     def write_gates(self, terminalreporter) -> None:
         """One line per gate and the verdict, under the results table: printed last, by glue/terminal.py."""

@@ -11,7 +11,7 @@ nothing is paid for or sent to a provider, and pytest exits 0.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import pytest
 

@@ -180,8 +180,8 @@ def reason_lines(outcomes: list) -> list[str]:
     lines = [f"{outcome}{f' x{len(who)}, e.g.' if len(who) > 1 else ''} {who[0]}: {message}"
              for (outcome, message), who in messages.items()]
     if len(lines) > MAX_ERROR_LINES:
-        lines[MAX_ERROR_LINES:] = [f"... and {len(lines) - MAX_ERROR_LINES} more messages: rerun with -rfE for one "
-                                   "line each"]
+        more = f"... and {len(lines) - MAX_ERROR_LINES} more messages: rerun with -rfE for one line each"
+        lines[MAX_ERROR_LINES:] = [more]
     return lines
 
 
