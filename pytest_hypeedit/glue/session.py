@@ -65,10 +65,20 @@ class BenchmarkSession:
         terminalreporter.write_sep("=", title(self.results))
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
-        terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})")
+        shown = shown_path(self.results_path, Path(self.config.invocation_params.dir))
+        terminalreporter.write_line(f"results: {shown} (+ {self.results_path.with_suffix('.md').name})")
         from .terminal import write_folded
 
         write_folded(terminalreporter, stray_lines(self.records.values(), self.run.outputs), yellow=True)
+
+
+def shown_path(path: Path, here: Path) -> Path:
+    """``path`` as the user can type it from where pytest was started: relative when inside that folder (a
+    shorter line), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(here.resolve())
+    except ValueError:
+        return path
 
 
 #: Stray files named one per line, at most; the rest are counted.

@@ -32,7 +32,7 @@ def summary_lines(results: dict) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
     lines = metrics_table(rows, calibrated) + [legend(results)] + [""] + counts_table(rows)
-    lines += fold(_totals(rows, results))
+    lines += totals_lines(rows, results)
     for line in rejudged_lines(rows) + possibly_paid_lines(rows):
         lines += fold(line)
     return lines
@@ -159,19 +159,27 @@ def _join(cells: list[str], widths: list[int]) -> str:
     return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def _totals(rows: list[dict], results: dict) -> str:
+def totals_lines(rows: list[dict], results: dict) -> list[str]:
+    """The run's counts and spend (folded to the width), then its status on a line of its own."""
+    return fold(_totals(rows)) + [_status(results)]
+
+
+def _totals(rows: list[dict]) -> str:
     own = [r for r in rows if r["split"] != COMBINED]
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
-    status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
     resubmitted = sum(r.get("resubmitted", 0) for r in own)
     again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
     return (
         f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
         f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "
         f"skipped {sum(r['skipped'] for r in own)}{again}; spent ${spent:.2f} (${this_run:.2f} in this run"
-        f"{_spent_parts(own)}); run {status}"
+        f"{_spent_parts(own)})"
     )
+
+
+def _status(results: dict) -> str:
+    return "run complete" if results["complete"] else "run INCOMPLETE (errors or skipped candidates; rerun to finish)"
 
 
 def _spent_parts(rows: list[dict]) -> str:
