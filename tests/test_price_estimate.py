@@ -139,6 +139,10 @@ def test_a_replay_from_disk_states_no_price(ark_run):
     assert not [line for line in again.outlines if "candidates to buy" in line]
     assert hypeedit_lines(pytester.runpytest(*args("--estimate")))[0] == \
         "hypeedit: nothing to buy: every candidate of the run and its verdict are on disk ($0.00)"
+    # --rejudge: every candidate is on disk, every verdict is paid for again
+    assert hypeedit_lines(pytester.runpytest(*args("--estimate", "--rejudge")))[0].startswith(
+        f"hypeedit: 0 candidates to buy and {TASKS * REPEATS} verdicts for seedream-4.5 (mini): at most $0.00 "
+        f"generation + ${judge_worst_case():.2f} judge; about ")
 
 
 # --------------------------------------------------------------------------- the figures (pure)
