@@ -122,7 +122,7 @@ def in_task_order(reports: list, config: pytest.Config) -> list:
     return sorted(reports, key=place)
 
 
-def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple[tuple, str, object]]:
+def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple]:
     """(key, FAIL | REFUSED | ERROR, report) of each (stat, report): a failed item whose record says refused is
     a refusal."""
     session = config.stash.get(SESSION_KEY, None)
