@@ -39,7 +39,7 @@ GROUPS = (
 GROUP_OF = {
     "--model": "hypeedit", "--tasks": "hypeedit", "--images-base": "hypeedit", "--repeats": "hypeedit",
     "--outputs": "hypeedit", "--results": "hypeedit", "--cache-dir": "hypeedit",
-    "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--possibly-paid": "hypeedit-money",
+    "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--estimate": "hypeedit-money", "--possibly-paid": "hypeedit-money",
     "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
     "--judge": "hypeedit-judges", "--judge-base-url": "hypeedit-judges", "--rejudge": "hypeedit-judges",
     "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
@@ -120,6 +120,9 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="requests per minute and in flight for a route, across all workers (repeatable; overrides models.yaml)")
     add("--budget", dest="hypeedit_budget", type=finite_float, default=None, metavar="USD",
         help="hard cap on money spent by this run across all workers")
+    add("--estimate", dest="hypeedit_estimate", action="store_true",
+        help="print what the run would buy, the most it can cost and about how long it takes, per model and "
+             "route, then exit 0 without calling any provider (no API key needed)")
     add("--possibly-paid", dest="hypeedit_possibly_paid", default=None, metavar="rebuy|review",
         help="a candidate whose paid call may have been paid but whose reply never came (a kill, a lost "
              "connection): buy it again and count it as possibly paid (rebuy, the default), or leave it as an "

@@ -66,6 +66,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
     from .options import with_ini_origin
+    from .glue.estimate import estimating, register_price
     from .glue.startup import configure_run
 
     prefer_one_line_failures(config)
@@ -73,6 +74,9 @@ def pytest_configure(config: pytest.Config) -> None:
         refuse_test_paths(config)  # the controller refuses first: workers get the same arguments
         run = configure_run(config, controller=is_controller(config))
         if is_controller(config):
+            register_price(config, run)
+            if estimating(config):
+                return  # the price alone: no item runs, nothing is paid for, no results are written
             register_controller_plugins(config, run)
     except (HypeEditError, pytest.UsageError) as exc:
         # A bad value from the ini file gets the same message as from the command line, plus where it came from.

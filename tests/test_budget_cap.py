@@ -12,6 +12,7 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_split
+from terminal_text import said
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import _usage, verdict_reply
 
@@ -103,5 +104,5 @@ def test_spent_counts_the_judge_and_shows_it_apart(paid):
     assert spent["spent_breakdown"] == {"generation": pytest.approx(generation), "judge": pytest.approx(judge),
                                         "resubmitted": 0, "possibly_paid": 0}
     assert spent["spent"] == pytest.approx(generation + judge)
-    result.stdout.fnmatch_lines([f"*spent ${generation + judge:.2f} (${generation + judge:.2f} in this run; "
-                                 f"generation ${generation:.2f}, judge ${judge:.2f})*"])
+    said(result, f"spent ${generation + judge:.2f} (${generation + judge:.2f} in this run; generation "
+                 f"${generation:.2f}, judge ${judge:.2f})")

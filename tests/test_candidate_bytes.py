@@ -13,6 +13,7 @@ import pytest
 from benchdata import make_tasks, write_split
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from terminal_text import said
 from test_stray_files import ITEMS, JPEG_CONFTEST, args, model_calls
 
 from pytest_hypeedit.engine.store import Store
@@ -59,8 +60,8 @@ def test_a_candidate_replaced_by_its_reference_is_judged_again(judged_run, tmp_p
     again = pytester.runpytest(*args(judge), *workers)
     again.assert_outcomes(passed=ITEMS - 1, failed=1)  # the old PASS is not counted: the new verdict is
     assert len(judge.requests) == ITEMS + 1 and len(model_calls(tmp_path)) == ITEMS  # judged, not bought again
-    again.stdout.fnmatch_lines([("*hypeedit: warning: *task-00?001.jpg: its bytes changed since its verdict; the old "
-                                 "verdict is not counted, the candidate was judged again*")])
+    said(again, "*hypeedit: warning: *task-00?001.jpg: its bytes changed since its verdict; the old "
+               "verdict is not counted, the candidate was judged again*")
     record = record_of(folder)
     assert record["verdict"] == "FAIL" and record["candidate_sha256"] == sha256_of(folder / "001.jpg", folder)
     assert record["cost"] == old["cost"]  # the image paid for stays paid for
@@ -77,8 +78,8 @@ def test_a_candidate_replaced_by_a_text_file_is_bought_again(judged_run, tmp_pat
     again = pytester.runpytest(*args(judge))
     again.assert_outcomes(passed=ITEMS - 1, failed=1)
     assert model_calls(tmp_path)[ITEMS:] == ["task-00 1"] and len(judge.requests) == ITEMS + 1
-    again.stdout.fnmatch_lines([("*hypeedit: warning: *task-00?001.jpg: not a readable image any more (*); the old "
-                                 "verdict is not counted, the candidate was bought again*")])
+    said(again, "*hypeedit: warning: *task-00?001.jpg: not a readable image any more (*); the old "
+               "verdict is not counted, the candidate was bought again*")
     record = record_of(folder)
     assert record["extra"]["lost_candidates"][0]["verdict"] == "PASS"
     assert record["candidate_sha256"] == sha256_of(folder / "001.jpg", folder)
@@ -92,8 +93,8 @@ def test_a_candidate_replaced_by_a_link_outside_is_refused_and_never_read(judged
     (folder / "001.jpg").symlink_to(outside)
     again = pytester.runpytest(*args(judge), "--html", "report.html")
     again.assert_outcomes(passed=ITEMS - 1, errors=1)
-    again.stdout.fnmatch_lines([("*task-00?001.jpg: a symbolic link; the outputs hold regular files only, it was not "
-                                 "followed*")])
+    said(again, "*task-00?001.jpg: a symbolic link; the outputs hold regular files only, it was not "
+               "followed*")
     assert len(judge.requests) == ITEMS and len(model_calls(tmp_path)) == ITEMS  # nothing sent, nothing bought
     assert (folder / "001.jpg").is_symlink()  # left for the user to look at
     assets = pytester.path / "hypeedit-assets" / "mini" / "paid" / "task-00"
@@ -117,7 +118,7 @@ def test_a_linked_task_folder_is_refused(judged_run, tmp_path):
     folder.symlink_to(moved, target_is_directory=True)
     again = pytester.runpytest(*args(judge))
     again.assert_outcomes(passed=ITEMS - 2, errors=2)  # both repeats of task-00
-    again.stdout.fnmatch_lines(["*task-00: a symbolic link inside *; the outputs hold real folders only*"])
+    said(again, "*task-00: a symbolic link inside *; the outputs hold real folders only*")
     assert len(judge.requests) == ITEMS and len(model_calls(tmp_path)) == ITEMS
 
 
@@ -150,7 +151,7 @@ def test_changed_reference_images_send_the_verdict_back_to_the_judge(judged_run,
     (pytester.path / "images" / "task-00" / "001.png").write_bytes(png_bytes((1, 2, 3)))
     again = pytester.runpytest(*args(judge))
     again.assert_outcomes(passed=ITEMS - 2, failed=2)  # both repeats of task-00 judged again
-    again.stdout.fnmatch_lines(["*task-00?00?.jpg: the task's reference images changed since its verdict*"])
+    said(again, "*task-00?00?.jpg: the task's reference images changed since its verdict*")
     assert len(model_calls(tmp_path)) == ITEMS
 
 

@@ -19,6 +19,7 @@ def check_tryout(done: subprocess.CompletedProcess, folder: Path) -> None:
     assert re.search(r"^=+ 50 failed\b", out, re.M), out
     table = out[out.index("HYPE-EDIT-1 results"):]
     assert re.search(r"^identity\s+example\s+0\.0%\s+0\.0%\s+0\.0%\s+4\.00\s", table, re.M), table
+    assert max(len(line) for line in table.splitlines()) <= 100, table  # the answer never wraps
     results = json.loads((folder / "hypeedit-outputs" / "results.json").read_text())
     [row] = results["rows"]
     assert (row["model"], row["split"], row["tasks"], row["judged"], row["errors"]) == ("identity", "example", 5, 50, 0)

@@ -70,7 +70,8 @@ def test_a_note_reaches_the_record_and_the_fail_line(pytester: pytest.Pytester, 
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     write_labels(pytester.path / "ann.json", {A: False, B: True}, notes={A: "the sign still reads OPEN"})
     result = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--tasks", "mini.json", "--images-base",
-                                "images", "--repeats", "1", "--outputs", "out", "--judge", "labels:ann.json")
+                                "images", "--repeats", "1", "--outputs", "out", "--judge", "labels:ann.json",
+                                "--tb=short")  # the item's own message in full (by default: a line per task)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(['*task-00 identity r001: FAIL (labels[[]1 rater]): human panel: 0 PASS / 1 FAIL; '
                                  'ann (FAIL): "the sign still reads OPEN"*'])

@@ -52,7 +52,8 @@ def test_a_tied_panel_fails_the_candidate_and_says_it_was_a_tie(pytester: pytest
         write_labels(pytester.path / f"r{i}.json", {("task-00", MODEL, 1): i % 2 == 0, ("task-01", MODEL, 1): True})
     spec = "labels:" + ",".join(f"r{i}.json" for i in range(raters))
     result = pytester.runpytest("-p", "no:cacheprovider", "--model", MODEL, "--tasks", "mini.json", "--images-base",
-                                "images", "--repeats", "1", "--outputs", "out", "--judge", spec)
+                                "images", "--repeats", "1", "--outputs", "out", "--judge", spec,
+                                "--tb=short")  # the item's own message in full (by default: a line per task)
     result.assert_outcomes(passed=1, failed=1)
     half = raters // 2
     result.stdout.fnmatch_lines([f"*task-00 identity r001: FAIL (labels[[]{raters} raters]): "

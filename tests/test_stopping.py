@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from terminal_text import said
 
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
@@ -323,8 +324,8 @@ def test_a_blackholed_sync_endpoint_is_sent_one_request_per_candidate(pytester, 
         row = rows(pytester.path)[model]
         assert sum(fakes[model].ledger.submitted.values()) == 2 * TASKS * REPEATS
         assert (row["possibly_paid"], row["possibly_paid_open"]) == (TASKS * REPEATS, 0)
-    again.stdout.fnmatch_lines(["possibly paid: seedream-4.5 (mini): 6 candidates whose paid call was abandoned "
-                                "without its reply (up to $0.24, included in spent): 6 bought again"])
+    said(again, "possibly paid: seedream-4.5 (mini): 6 candidates whose paid call was abandoned without its reply "
+                "(up to $0.24, included in spent): 6 bought again")
 
 
 def test_a_bad_grace_is_a_usage_error_naming_the_variable(pytester, monkeypatch):

@@ -1,4 +1,5 @@
-"""A benchmark run prints each failure on one line: its FAILs are verdicts, not bugs."""
+"""A benchmark run prints its failures in one line per task and model: its FAILs are verdicts, not bugs; a chosen
+traceback style gives pytest's own section per item, with the item's message."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ def bench(pytester, monkeypatch, tmp_path):
     return pytester
 
 
-def test_failures_print_one_line_each_unless_a_traceback_style_is_chosen(bench):
+def test_failures_print_a_line_per_task_unless_a_traceback_style_is_chosen(bench):
     plain = bench.runpytest(*args(repeats=2, judge="htmljudge"))
     plain.assert_outcomes(passed=4, failed=4)
-    plain.stdout.fnmatch_lines(["*= FAILURES =*", "task-00 identity r001: FAIL (htmljudge): *"])
+    plain.stdout.fnmatch_lines(["*= FAILURES =*", "task-00 identity: FAIL r001*"])
     plain.stdout.no_fnmatch_line("*_ mini task-00 identity r001 _*")  # no per-failure section header
     long = bench.runpytest(*args("--tb=long", repeats=2, judge="htmljudge"))
     long.stdout.fnmatch_lines(["*_ mini task-00 identity r001 _*", "task-00 identity r001: FAIL (htmljudge): *"])

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from terminal_text import said
 
 from pytest_hypeedit.engine.records import MalformedRecord, Record
 from pytest_hypeedit.untrusted import (
@@ -119,8 +120,8 @@ def test_a_malformed_record_is_reported_under_xdist_too(bench):
     result.assert_outcomes(passed=TASKS * REPEATS)
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     assert len(calls(bench)) == TASKS * REPEATS
-    [warning] = [line for line in result.stdout.lines if "not a valid record" in line]
-    assert str(RECORD) in warning and "'judgements' must be an object, not a list" in warning
+    assert result.stdout.str().count("not a valid record") == 1
+    said(result, f"*hypeedit: warning: *{RECORD}: not a valid record ('judgements' must be an object, not a list)*")
 
 
 @pytest.mark.parametrize("content", [DEEP_JSON, '{"reasoning": "' + "x" * (2 << 20) + '"}', "[1, 2]", "{bad"],

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from benchdata import FileServer, make_tasks, write_split
+from terminal_text import said
 from genai_fakes.chat import verdict_reply as chat_verdict
 from genai_fakes.fixtures import fake_chat, fake_gemini  # noqa: F401 - fixtures
 from genai_fakes.gemini import png_bytes, verdict_reply
@@ -266,7 +267,7 @@ def test_stale_verdicts_are_judged_again_and_reported_and_current_ones_reused(be
     second.assert_outcomes(failed=2)
     assert len(fake_gemini.requests) == 4  # judged again, not reused
     reason = f"given under another prompt (the rubric {RUBRIC_SHA256[:12]}, now the upstream prompt "
-    second.stdout.fnmatch_lines([f"2 verdicts judged again: {reason}*"])
+    said(second, f"2 verdicts judged again: {reason}")
     row = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]
     assert row["rejudged_stale"] == 2 and list(row["rejudged_stale_reasons"].values()) == [2]
     for record in records(bench):

@@ -549,8 +549,7 @@ class Runner:
             return self._worst_case(spec, request)
 
         try:
-            request = GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)),
-                                        spec, journal=journal, landing=self.store.task_dir(*record.key[:3]))
+            request = self.generation_request(task, spec, repeat, journal)
             provider = self.provider(spec)
             if not journal.resumed:  # a resumed job was paid for when it was submitted
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
@@ -642,6 +641,24 @@ class Runner:
             return 0.0
         cost = record.job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
+
+    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None
+                           ) -> GenerationRequest:
+        """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
+        # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
+        return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec,
+                                 journal=journal or Journal(), landing=self.store.task_dir(task.split, spec.name,
+                                                                                           task.task_id))
+
+    def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""
+        return self.provider(spec).worst_case_cost(self.generation_request(task, spec, repeat))
+
+    def worst_case_verdict(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        """The most this candidate's verdict can cost: what --budget holds for it; 0 for a free judge."""
+        if not self.judge.routes:
+            return 0.0
+        return self.judge.worst_case_cost(self._verdict_request(task, spec, repeat))
 
     def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
         """The most ``request`` can cost; the list price when it cannot be said (e.g. its references failed)."""
@@ -840,9 +857,13 @@ class Runner:
         candidate will have (a judge's worst case does not depend on the image's content)."""
         if self.budget is None or not self.judge.routes:
             return None
-        references = tuple(self.references(plan.task)) if self.judge.needs_images else ()
-        to_be = self.store.task_dir(*plan.record.key[:3]) / f"{plan.repeat:03d}.png"
-        return self._reserve_verdict(JudgeRequest(plan.task, plan.spec.name, plan.repeat, to_be, references))
+        return self._reserve_verdict(self._verdict_request(plan.task, plan.spec, plan.repeat))
+
+    def _verdict_request(self, task: Task, spec: ModelSpec, repeat: int) -> JudgeRequest:
+        """The judge's request for a candidate before it is bought, with the path it will have."""
+        references = tuple(self.references(task)) if self.judge.needs_images else ()
+        to_be = self.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
+        return JudgeRequest(task, spec.name, repeat, to_be, references)
 
     def _reserve_verdict(self, request: JudgeRequest):
         """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from ..report.agreement import AgreementCheck, terminal_lines
+from .terminal import write_folded
 from ..errors import HypeEditError
 
 PLUGIN_NAME = "hypeedit-agreement"
@@ -33,8 +34,7 @@ class AgreementPlugin:
         if not self.results:
             return
         terminalreporter.write_sep("=", "judge vs human panel (--agreement)")
-        for line in terminal_lines(self.results):
-            terminalreporter.write_line(line)
+        write_folded(terminalreporter, terminal_lines(self.results))
 
 
 def register_agreement(config: pytest.Config, run) -> None:

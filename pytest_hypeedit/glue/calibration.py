@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import HypeEditError
+from .terminal import write_folded
 from ..report.calibration import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
 
 PLUGIN_NAME = "hypeedit-calibration"
@@ -52,13 +53,12 @@ class HumanLabelsPlugin:
             return
         if self.sample is not None:
             terminalreporter.write_sep("=", "calibrated with a human sample (--calibrate)")
-            for line in terminal_lines(self.results):
-                terminalreporter.write_line(line)
+            every = self.config.get_verbosity() > 0  # -v: every calibrated interval, else the pass rate's
+            write_folded(terminalreporter, terminal_lines(self.results, every_interval=every))
         stability = stability_lines(self.results)
         if stability:
             terminalreporter.write_sep("=", "judge stability (--judge-stability)")
-            for line in stability:
-                terminalreporter.write_line(line)
+            write_folded(terminalreporter, stability)
 
 
 def _agreement_panel(config: pytest.Config):

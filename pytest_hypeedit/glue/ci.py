@@ -97,22 +97,34 @@ class CiPlugin:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        """The details above the table: each row's pass rate with its interval, and the comparison with the
+        baseline; with -v every metric's interval and the effective cost by review time x retry cap (the
+        results JSON always has them all)."""
+        from .terminal import write_folded
+
         results = _session_results(self.config)
-        if results and results.get("rows") and self.analysis.bootstrap:
+        if not (results and results.get("rows")):
+            return
+        verbose = self.config.get_verbosity() > 0
+        lines = []
+        if self.analysis.bootstrap:
             terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
-            for line in interval_lines(results):
-                terminalreporter.write_line(line)
-        if results and results.get("rows"):
-            for line in sensitivity_lines(results) + baseline_lines(results):
-                terminalreporter.write_line(line)
+            lines += interval_lines(results) if verbose else headline_interval_lines(results)
+        lines += sensitivity_lines(results) if verbose else []
+        write_folded(terminalreporter, lines + baseline_lines(results))
+        if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
+            hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
+            write_folded(terminalreporter, [hint])
 
     def write_gates(self, terminalreporter) -> None:
         """One line per gate and the verdict, under the results table: printed last, by glue/terminal.py."""
         if not self.gates or self.config.option.collectonly:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
+        from .terminal import write_folded
+
         for result in self.gate_results:
-            terminalreporter.write_line(result.line(), green=result.passed, red=not result.passed)
+            write_folded(terminalreporter, [result.line()], green=result.passed, red=not result.passed)
         held = all_hold(self.gate_results)
         status = int(self.session.exitstatus) if self.session is not None else int(not held)
         verdict = f"all gates hold: exit status {status}" if held else f"metric gate FAILED: exit status {status}"
@@ -217,19 +229,28 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
 
 
 def interval_lines(results: dict) -> list[str]:
-    from ..analysis.gates import METRIC_KINDS
+    """-v: every metric of every row with its interval, a row's cells folded within the terminal's width."""
+    from ..report.tables import COLUMNS
+    from ..report.terminal import fold_cells
 
     lines = []
     for row in results.get("rows") or []:
-        intervals = row.get("intervals") or {}
-        cells = []
-        for key in ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap"):
-            kind = METRIC_KINDS[key]
-            bounds = intervals.get(key)
-            ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
-            cells.append(f"{key} {format_value(row.get(key), kind)}{ci}")
-        lines.append(f"{row['model']} ({row['split']}): " + "; ".join(cells))
+        cells = [_with_interval(row, key) for key, _, _ in COLUMNS]
+        lines += fold_cells(f"{row['model']} ({row['split']}):", cells)
     return lines
+
+
+def headline_interval_lines(results: dict) -> list[str]:
+    """The default: each row's pass rate and its interval."""
+    return [f"{row['model']} ({row['split']}): {_with_interval(row, 'pass_rate')}" for row in results.get("rows") or []]
+
+
+def _with_interval(row: dict, key: str) -> str:
+    from ..analysis.gates import METRIC_KINDS
+
+    kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
+    ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
+    return f"{key} {format_value(row.get(key), kind)}{ci}"
 
 
 def sensitivity_lines(results: dict) -> list[str]:

@@ -18,7 +18,7 @@ from .items import parse_nodeid
 from ..engine.provenance import CHANGED
 from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
 from ..text import ERROR_LIMIT, clean_text
-from ..report.terminal import summary_lines
+from ..report.terminal import summary_lines, title
 
 
 class BenchmarkSession:
@@ -129,16 +129,18 @@ class BenchmarkSession:
         """The results table and the run's totals: printed last, by glue/terminal.py."""
         if not self.results:
             return
-        terminalreporter.write_sep("=", "HYPE-EDIT-1 results")
+        terminalreporter.write_sep("=", title(self.results))
         for line in summary_lines(self.results):
             terminalreporter.write_line(line)
         if self.results_path is not None:
-            terminalreporter.write_line(f"results: {self.results_path} (+ {self.results_path.with_suffix('.md').name})"
+            shown = shown_path(self.results_path, Path(self.config.invocation_params.dir))
+            terminalreporter.write_line(f"results: {shown} (+ {self.results_path.with_suffix('.md').name})"
                                         + self._kept_note())
+        from .terminal import write_folded
+
         records = self.records.values()
-        for line in (stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
-                     + discarded_lines(records, self.run.outputs)):
-            terminalreporter.write_line(line, yellow=True)
+        write_folded(terminalreporter, stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
+                     + discarded_lines(records, self.run.outputs), yellow=True)
 
     def _kept_note(self) -> str:
         if self.results_path == self.run.results:
@@ -148,10 +150,12 @@ class BenchmarkSession:
     def write_verdict(self, terminalreporter, exitstatus: int) -> None:
         """The run's last lines: results not written (a full disk), and an incomplete run, why, with counts and
         the exit status the process returns; printed last, by glue/terminal.py."""
+        from .terminal import write_folded
+
         if self.write_failed:
-            terminalreporter.write_line(self.write_failed, red=True, bold=True)
+            write_folded(terminalreporter, [self.write_failed], red=True, bold=True)
         if self.results and not self.results.get("complete", True):
-            terminalreporter.write_line(incomplete_line(self.results, exitstatus), red=True, bold=True)
+            write_folded(terminalreporter, [incomplete_line(self.results, exitstatus)], red=True, bold=True)
 
 
 def remove_partial(path: Path) -> None:
@@ -272,3 +276,12 @@ def discarded_lines(records, outputs: Path) -> list[str]:
     if len(lines) > MAX_STRAY_LINES:
         lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more invalid records"]
     return lines
+
+
+def shown_path(path: Path, here: Path) -> Path:
+    """``path`` as the user can type it from where pytest was started: relative when inside that folder (a
+    shorter line), else as it is."""
+    try:
+        return Path(path).resolve().relative_to(here.resolve())
+    except ValueError:
+        return path

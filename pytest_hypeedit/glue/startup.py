@@ -36,7 +36,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     run = build_run_config(config.option, Path(config.invocation_params.dir), extra, load_tasks=False)
     config.stash[RUN_KEY] = run  # the judge's options come from it
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
-    if checking:
+    paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
+    if paying:
         check_keys_before_downloads(config, run, judge)
     run = dataclasses.replace(run, splits=load_splits(config.option.hypeedit_tasks, run.cache_dir))
     config.stash[RUN_KEY] = run
@@ -48,7 +49,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     config.stash[RUNNER_KEY] = runner
     if checking:
         check_retirements(config, run, runner)  # before any image is fetched: nothing to do for a retired id
-        check_keys(run, runner)
+        if paying:
+            check_keys(run, runner)
         check_judge(run, runner)
         check_outputs_writable(run, runner)
         check_reference_images(run, progress=startup_progress(config))

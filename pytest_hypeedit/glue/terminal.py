@@ -2,16 +2,19 @@
 
 From top to bottom, on the controller:
 
-    ERRORS, FAILURES      one line per errored or failed item: its own message, which names the task,
-                          model and repeat once (glue/items.py); pytest's ``--tb=line`` would print each
-                          twice, the message and then its first 50 characters again
-    the details           intervals, sensitivity, baseline, agreement, the HTML report (the plugins' summaries)
+    FAILURES and ERRORS   one line per task and model in the task files' order, its failed, refused and
+                          errored repeats (``task-04 identity: FAIL r003 r005; ERROR r001``), at most
+                          MAX_TASK_LINES, then each error's message once; the judge's reasoning of each FAIL
+                          is in the report and in the one line per item of ``-rfE``
+    the details           each row's pass rate and interval (-v: every interval, the effective-cost grid),
+                          baseline, agreement, the HTML report (the plugins' summaries)
     short test summary    condensed: a count per model and outcome, and the command that lists the items;
                           pytest's own line per item when ``-r`` is on the command line (or PYTEST_ADDOPTS)
     HYPE-EDIT-1 results   the table with the run's totals, the results file and the gates: the answer
     = 500 failed in 9s =  pytest's own last line
 
-The answer comes last because a run with hundreds of failures would otherwise scroll it away.  The
+The answer comes last because a run with hundreds of failures would otherwise scroll it away, and every line
+fits 100 columns (report/terminal.py: tables fit, prose is folded) so that none wraps.  The
 layout is one hook wrapper around everyone's ``pytest_terminal_summary``: before them it prints the
 one-line sections (and has pytest skip its own), after them, and after pytest's short summary, the answer.
 """
@@ -75,16 +78,118 @@ class BenchmarkTerminal:
             session.write_verdict(terminalreporter, status)
 
 
-# --------------------------------------------------------------------------- one line per item
+# --------------------------------------------------------------------------- failures by task
+
+#: Task lines at most; the rest are counted (the report and -rfE list them all).
+MAX_TASK_LINES = 20
+#: Distinct refusal and error messages at most.
+MAX_ERROR_LINES = 5
+
+
+def write_folded(terminalreporter, lines, **markup) -> None:
+    """Each line within the summary's width, folded at its spaces (report/terminal.py ``fold``)."""
+    from ..report.terminal import fold
+
+    for line in lines:
+        for part in fold(line):
+            terminalreporter.write_line(part, **markup)
 
 
 def write_one_line_sections(terminalreporter) -> None:
-    for stat, title in (("error", "ERRORS"), ("failed", "FAILURES")):
-        reports = terminalreporter.stats.get(stat) or []
-        if reports:
-            terminalreporter.write_sep("=", title)
-            for report in reports:
-                terminalreporter.write_line(one_line(report))
+    """The failed, refused and errored candidates, one line per task and model in the task files' order, and
+    each error's message once (with how many candidates it ended)."""
+    config = terminalreporter.config
+    reports = [(stat, report) for stat in ("failed", "error") for report in terminalreporter.stats.get(stat) or []]
+    if not reports:
+        return
+    terminalreporter.write_sep("=", section_title({stat for stat, _ in reports}))
+    others = [report for _, report in reports if parse_nodeid(report.nodeid) is None]  # e.g. a collection error
+    write_folded(terminalreporter, [one_line(report) for report in others])
+    ours = in_task_order([(stat, report) for stat, report in reports if parse_nodeid(report.nodeid) is not None],
+                         config)
+    outcomes = candidate_outcomes(ours, config)
+    write_folded(terminalreporter, task_lines(outcomes) + reason_lines(outcomes))
+
+
+def section_title(stats: set) -> str:
+    return " and ".join(title for stat, title in (("failed", "FAILURES"), ("error", "ERRORS")) if stat in stats)
+
+
+def in_task_order(reports: list, config: pytest.Config) -> list:
+    """(stat, report) pairs in the order of the task files, then of --model, then of the repeats (not in the
+    order they completed)."""
+    from .stash import RUN_KEY
+
+    order = task_order(config.stash.get(RUN_KEY, None))
+
+    def place(pair):
+        split, model, task_id, repeat = parse_nodeid(pair[1].nodeid)
+        return order.get((split, task_id, model), (len(order), split, task_id, model)), repeat
+
+    return sorted(reports, key=place)
+
+
+def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple]:
+    """(key, FAIL | REFUSED | ERROR, report) of each (stat, report): a failed item whose record says refused is
+    a refusal."""
+    session = config.stash.get(SESSION_KEY, None)
+    records = getattr(session, "records", {}) or {}
+    found = []
+    for stat, report in reports:
+        key = parse_nodeid(report.nodeid)
+        outcome = "ERROR" if stat == "error" else "FAIL"
+        if outcome == "FAIL" and getattr(records.get(key), "outcome", None) == REFUSED:
+            outcome = "REFUSED"
+        found.append((key, outcome, report))
+    return found
+
+
+def task_lines(outcomes: list) -> list[str]:
+    """``task-04 identity: FAIL r003 r005; REFUSED r007; ERROR r001`` per task and model, in the order of the
+    outcomes, at most MAX_TASK_LINES of them."""
+    marks: dict[tuple, dict[str, list[int]]] = {}
+    for (split, model, task_id, repeat), outcome, _ in outcomes:
+        marks.setdefault((split, task_id, model), {}).setdefault(outcome, []).append(repeat)
+    several = len({split for split, _, _ in marks}) > 1
+    groups = list(marks)
+    lines = [_task_line(group, marks[group], several) for group in groups[:MAX_TASK_LINES]]
+    if len(groups) > MAX_TASK_LINES:
+        lines.append(f"... and {len(groups) - MAX_TASK_LINES} more tasks with failures: see the report (--html), or "
+                     "rerun with -rfE for one line each")
+    return lines
+
+
+def task_order(run) -> dict[tuple, tuple]:
+    """(split, task_id, model) -> its place: the splits' and their task files' order, then --model's."""
+    if run is None:
+        return {}
+    models = [spec.name for spec in run.models]
+    return {(split.name, task.task_id, model): (s, t, m) for s, split in enumerate(run.splits)
+            for t, task in enumerate(split.tasks) for m, model in enumerate(models)}
+
+
+def _task_line(group: tuple, outcomes: dict[str, list[int]], several_splits: bool) -> str:
+    split, task_id, model = group
+    where = f"{split} {task_id}" if several_splits else task_id
+    parts = [f"{outcome} " + " ".join(f"r{repeat:03d}" for repeat in sorted(outcomes[outcome]))
+             for outcome in ("FAIL", "REFUSED", "ERROR") if outcome in outcomes]
+    return f"{where} {model}: " + "; ".join(parts)
+
+
+def reason_lines(outcomes: list) -> list[str]:
+    """Why candidates were refused or errored: each message once, with how many it ended and the first of them
+    (``ERROR x10, e.g. task-04 identity r001: ...``); the judge's reasoning of a FAIL is in the report."""
+    messages: dict[tuple[str, str], list[str]] = {}
+    for (split, model, task_id, repeat), outcome, report in outcomes:
+        if outcome in ("REFUSED", "ERROR"):
+            own = label(task_id, model, repeat)
+            messages.setdefault((outcome, one_line(report).removeprefix(own + ": ")), []).append(own)
+    lines = [f"{outcome}{f' x{len(who)}, e.g.' if len(who) > 1 else ''} {who[0]}: {message}"
+             for (outcome, message), who in messages.items()]
+    if len(lines) > MAX_ERROR_LINES:
+        more = f"... and {len(lines) - MAX_ERROR_LINES} more messages: rerun with -rfE for one line each"
+        lines[MAX_ERROR_LINES:] = [more]
+    return lines
 
 
 def one_line(report) -> str:
@@ -125,8 +230,7 @@ def write_condensed_summary(terminalreporter, config: pytest.Config) -> None:
     terminalreporter.write_sep("=", "short test summary: " + describe(totals))
     for model, by_outcome in counts.items():
         terminalreporter.write_line(f"{model}: {describe(by_outcome)}")
-    for line in listing_lines(config):
-        terminalreporter.write_line(line)
+    write_folded(terminalreporter, listing_lines(config))
 
 
 def outcome_counts(stats: dict, config: pytest.Config) -> dict[str, Counter]:
@@ -183,12 +287,26 @@ def describe(counts: Counter) -> str:
 
 
 def listing_lines(config: pytest.Config) -> list[str]:
-    args = shlex.join(["pytest", *without_file_outputs([str(a) for a in config.invocation_params.args])])
+    args = ["pytest", *without_file_outputs([str(a) for a in config.invocation_params.args]), "--lf", "--co", "-q"]
     lines = []
     if config.pluginmanager.has_plugin("cacheprovider"):
-        lines.append(f"list them: {args} --lf --co -q")
+        lines += command_lines("list them: ", args)
     lines.append("one line each: the same command with -rfE (reuses what is on disk; errors are tried again)")
     return lines
+
+
+def command_lines(lead: str, args: list[str]) -> list[str]:
+    """A shell command within the summary's width: continued with a backslash, so that it still pastes."""
+    from ..report.terminal import WIDTH
+
+    lines, current = [], lead + shlex.quote(args[0])
+    for word in map(shlex.quote, args[1:]):
+        if len(current) + 1 + len(word) > WIDTH - 2:
+            lines.append(current + " \\")
+            current = "    " + word
+        else:
+            current += " " + word
+    return lines + [current]
 
 
 def without_file_outputs(args: list[str]) -> list[str]:

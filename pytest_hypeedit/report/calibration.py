@@ -320,9 +320,13 @@ def human_of(panel: Panel | None, record: Record) -> dict | None:
 # --------------------------------------------------------------------------- terminal
 
 
-def terminal_lines(results: Mapping[str, Any]) -> list[str]:
+def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> list[str]:
+    """Per calibrated row: the judge's error and the sample, then its calibrated figures with their intervals
+    (the pass rate's alone unless ``every_interval``: -v, as for the judge's own intervals)."""
     from ..analysis.gates import METRIC_KINDS, format_value
+    from .tables import COLUMNS
 
+    shown = [key for key, _, _ in COLUMNS][:None if every_interval else 1]  # the table's metrics, pass rate first
     lines = []
     for row in results.get("rows") or []:
         info, error = row.get("calibration"), row.get("judge_error")
@@ -336,7 +340,7 @@ def terminal_lines(results: Mapping[str, Any]) -> list[str]:
             lines.append(f"{where}: {info['note']}")
         lines += [f"  ! {problem}" for problem in info.get("problems") or ()]
         cells = []
-        for key in ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap"):
+        for key in shown:
             entry = (row.get("calibrated") or {}).get(key) or {}
             kind = METRIC_KINDS[key]
             high = "unbounded" if entry.get("high_unbounded") else format_value(entry.get("high"), kind)

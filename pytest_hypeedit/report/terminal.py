@@ -1,30 +1,105 @@
-"""The terminal summary: a RESULTS.md-like table plus what was judged, refused, errored and spent.
+"""The terminal summary: the results table, what was judged, refused, errored and spent, in 100 columns.
 
-With a human sample (``--calibrate``) a row shows its calibrated figures first, marked "calibrated", and the
-judge's own on the line below, marked "judge"."""
+Two tables: the metrics (the answer; upstream's long titles abbreviated, a legend under them) and, per row, the
+candidates' counts and the money.  With a human sample (``--calibrate``) a row shows its calibrated figures
+first, marked "calibrated", and the judge's own on the line below, marked "judge".  A name too long for the
+table is shortened in the middle (the results JSON keeps it whole); a prose line longer than the width is
+folded at its spaces, never left for the terminal to wrap.  Pure: no I/O."""
 
 from __future__ import annotations
 
+import textwrap
+
 from .tables import COLUMNS, COMBINED, format_metric
 
+#: The terminal's width the summary keeps to (a CI log, a laptop's split screen).
+WIDTH = 100
+#: The metric columns' titles in the terminal: upstream's (tables.COLUMNS, the Markdown and HTML tables'), with
+#: the two long ones abbreviated; the legend under the table spells them out.
+SHORT_TITLES = {"expected_attempts": "Attempts", "effective_cost": "$/success"}
 COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
+#: The narrowest a shortened model or split name gets.
+MIN_NAME = 8
+
+
+def title(results: dict) -> str:
+    """The table's title, naming the judge whose verdicts the figures count."""
+    judge = (results.get("settings") or {}).get("judge")
+    return f"HYPE-EDIT-1 results (judge: {judge})" if judge else "HYPE-EDIT-1 results"
 
 
 def summary_lines(results: dict) -> list[str]:
-    rows = results["rows"]
-    headers = ["Model", "Split"] + [title for _, title, _ in COLUMNS] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
-    body = [_cells(row) for row in _ordered(rows)]
-    if any(row.get("calibrated") for row in rows):
-        headers.insert(2, "Figures")
-        body = [line for row in _ordered(rows) for line in _calibrated_first(row)]
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
-    lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
-    lines += [_join(cells, widths) for cells in body]
-    lines.append(_totals(rows, results))
-    lines += rejudged_lines(rows)
-    lines += possibly_paid_lines(rows)
-    lines += implausible_lines(rows)
+    rows = _ordered(results["rows"])
+    calibrated = any(row.get("calibrated") for row in rows)
+    lines = metrics_table(rows, calibrated) + [legend(results)] + [""] + counts_table(rows)
+    lines += totals_lines(rows, results)
+    for line in rejudged_lines(rows) + possibly_paid_lines(rows) + implausible_lines(rows):
+        lines += fold(line)
     return lines
+
+
+def metrics_table(rows: list[dict], calibrated: bool) -> list[str]:
+    headers = ["Model", "Split"] + [SHORT_TITLES.get(key, title) for key, title, _ in COLUMNS]
+    body = [[row["model"], row["split"], *_metrics(row)] for row in rows]
+    if calibrated:
+        headers.insert(2, "Figures")
+        body = [line for row in rows for line in _calibrated_first(row)]
+    return table(headers, body)
+
+
+def counts_table(rows: list[dict]) -> list[str]:
+    headers = ["Model", "Split"] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
+    return table(headers, [[row["model"], row["split"], *_counts(row)] for row in rows])
+
+
+def legend(results: dict) -> str:
+    cap = (results.get("settings") or {}).get("retry_cap")
+    within = f" within {cap} tries" if cap else ""
+    return f"Attempts: expected attempts{within}; $/success: effective cost per success, review included"
+
+
+def table(headers: list[str], body: list[list[str]]) -> list[str]:
+    """Aligned columns within WIDTH: the first two (model, split) give up what the others need."""
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *body)]
+    over = sum(widths) + 2 * (len(widths) - 1) - WIDTH
+    for index in (0, 1):
+        if over > 0:
+            cut = min(over, max(0, widths[index] - max(MIN_NAME, len(headers[index]))))
+            widths[index] -= cut
+            over -= cut
+    body = [[shorten(str(c), widths[i]) if i < 2 else c for i, c in enumerate(cells)] for cells in body]
+    lines = [_join(headers, widths), _join(["-" * w for w in widths], widths)]
+    return lines + [_join(cells, widths) for cells in body]
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, a part of its middle elided ("~"): its start and its end stay, which
+    tell a family's variants apart more often than the start alone; the results JSON has the name whole."""
+    if len(text) <= width:
+        return text
+    tail = max(1, (width - 1) // 3)
+    return text[:width - 1 - tail] + "~" + text[len(text) - tail:]
+
+
+def fold(text: str, width: int = WIDTH, indent: str = "  ") -> list[str]:
+    """A prose line within ``width``, folded at its spaces, the rest indented (a word longer than the width, a
+    path someone copies, is kept whole)."""
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+
+
+def fold_cells(head: str, cells: list[str], width: int = WIDTH, indent: str = "  ") -> list[str]:
+    """``head`` and "; "-separated cells within ``width``, never a cell split across lines."""
+    lines, current = [], head
+    for i, cell in enumerate(cells):
+        piece = cell + (";" if i < len(cells) - 1 else "")
+        if current.strip() and len(current) + 1 + len(piece) > width:
+            lines.append(current.rstrip())
+            current = indent + piece
+        else:
+            current = f"{current} {piece}" if current.strip() else current + piece
+    return lines + [current.rstrip()]
 
 
 def implausible_lines(rows: list[dict]) -> list[str]:
@@ -69,45 +144,56 @@ def _ordered(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["split"] == COMBINED, r["split"], -(r["pass_rate"] or 0), r["model"]))
 
 
-def _cells(row: dict) -> list[str]:
-    metrics = [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
+def _metrics(row: dict) -> list[str]:
+    return [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
+
+
+def _counts(row: dict) -> list[str]:
     counts = [f"{row[key]}/{row['candidates']}" if key == "judged" else str(row[key]) for _, key in COUNT_COLUMNS]
-    return [row["model"], row["split"], *metrics, *counts, f"${row['spent']:.2f}"]
+    return [*counts, f"${row['spent']:.2f}"]
 
 
 def _calibrated_first(row: dict) -> list[list[str]]:
     """A calibrated row's corrected figures first, marked "calibrated", then the judge's own on a line of
     their own marked "judge"; a row without a human sample shows its judge figures, marked so."""
-    judge = _cells(row)
-    judge.insert(2, "judge")
+    judge = [row["model"], row["split"], "judge", *_metrics(row)]
     calibrated = row.get("calibrated")
     if not calibrated:
         return [judge]
-    first = _cells({**row, **{key: (calibrated.get(key) or {}).get("value") for key, _, _ in COLUMNS}})
-    first.insert(2, "calibrated")
-    metrics_end = 3 + len(COLUMNS)
-    return [first, ["", "", "judge", *judge[3:metrics_end]] + [""] * (len(judge) - metrics_end)]
+    values = {key: (calibrated.get(key) or {}).get("value") for key, _, _ in COLUMNS}
+    first = [row["model"], row["split"], "calibrated", *_metrics({**row, **values})]
+    return [first, ["", "", *judge[2:]]]
 
 
 def _join(cells: list[str], widths: list[int]) -> str:
     return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def _totals(rows: list[dict], results: dict) -> str:
+def totals_lines(rows: list[dict], results: dict) -> list[str]:
+    """The run's counts and spend (folded to the width), then its status on a line of its own."""
+    return fold(_totals(rows)) + [_status(results)]
+
+
+def _totals(rows: list[dict]) -> str:
     own = [r for r in rows if r["split"] != COMBINED]
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
-    status = "complete" if results["complete"] else "INCOMPLETE (errors or skipped candidates; rerun to finish)"
-    if not results["complete"] and results.get("coverage"):
-        status = "INCOMPLETE (why: the last line)"
     resubmitted = sum(r.get("resubmitted", 0) for r in own)
     again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
     return (
         f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
         f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "
         f"skipped {sum(r['skipped'] for r in own)}{again}; spent ${spent:.2f} (${this_run:.2f} in this run"
-        f"{_spent_parts(own)}); run {status}"
+        f"{_spent_parts(own)})"
     )
+
+
+def _status(results: dict) -> str:
+    if results["complete"]:
+        return "run complete"
+    if results.get("coverage"):  # the run's last line says why, with counts (glue/session.py)
+        return "run INCOMPLETE (why: the last line)"
+    return "run INCOMPLETE (errors or skipped candidates; rerun to finish)"
 
 
 def _spent_parts(rows: list[dict]) -> str:

@@ -1,0 +1,100 @@
+"""The price before paying: the line a paid run starts with, and ``--estimate``, which prints it and stops.
+
+The price is that of the items the run will run (``-k``, ``-m`` and ``--lf`` applied), so it is stated once
+they are known and before the pool starts the first call: after the collection of a serial run, and under
+-n on the controller when the first worker has collected (the workers start nothing before the controller
+deals them the items).  Nothing is printed when the run pays for nothing (a replay, a free model with a free
+judge).  ``--estimate`` runs the same up-front checks, bar the API keys (an estimate calls nothing), collects
+the items in this process (no worker is started), prints the price per model and route, and runs no item:
+nothing is paid for or sent to a provider, and pytest exits 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pytest
+
+from ..config import RunConfig
+from .items import parse_nodeid
+from .stash import RUNNER_KEY
+
+
+def estimating(config: pytest.Config) -> bool:
+    return bool(config.getoption("hypeedit_estimate", default=False))
+
+
+class PriceLine:
+    """The paid run's first line(s), on the controller (once under -n)."""
+
+    def __init__(self, config: pytest.Config, run: RunConfig):
+        self.config, self.run, self.stated = config, run, False
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self.config.option.collectonly:  # the xdist controller collects nothing: see below
+            self.state([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+        self.state(ids)  # every worker collects the same items: the first one's say what the run will buy
+
+    def state(self, nodeids: Iterable[str]) -> None:
+        from ..report.estimate import price_lines
+
+        keys = {key for key in map(parse_nodeid, nodeids) if key is not None}
+        if self.stated or not keys:
+            return
+        self.stated = True
+        price = run_price(self.config, self.run, keys)
+        if price.paid:
+            write_lines(self.config, price_lines(price))
+
+
+class EstimateOnly:
+    """``--estimate``: the price of the collected items per model and route, in place of running them."""
+
+    def __init__(self, config: pytest.Config, run: RunConfig):
+        self.config, self.run = config, run
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        from ..report.estimate import estimate_lines
+
+        keys = {key for key in (parse_nodeid(item.nodeid) for item in session.items) if key is not None}
+        write_lines(self.config, estimate_lines(run_price(self.config, self.run, keys)))
+        return True  # no item runs
+
+
+def register_price(config: pytest.Config, run: RunConfig) -> None:
+    """On the controller: the price line of a paid run, or ``--estimate`` alone (no xdist worker, no pool)."""
+    if estimating(config):
+        # No xdist worker is started: its controller ("dsession") is made by xdist's pytest_configure, which runs
+        # after ours (both trylast) unless asked not to distribute, or before it, when it is taken away again.
+        config.option.dist, config.option.tx = "no", []
+        if config.pluginmanager.has_plugin("dsession"):
+            config.pluginmanager.unregister(name="dsession")
+        config.pluginmanager.register(EstimateOnly(config, run), "hypeedit-estimate")
+    else:
+        config.pluginmanager.register(PriceLine(config, run), "hypeedit-price")
+
+
+def run_price(config: pytest.Config, run: RunConfig, keys: set):
+    """The price of the run's items; a worst case that cannot be said (a reference that cannot be read) is a
+    usage error naming it, before anything is paid for."""
+    from ..engine.estimate import estimate
+    from ..errors import HypeEditError
+
+    try:
+        return estimate(config.stash[RUNNER_KEY], run.models, run.splits, run.repeats, limits_for=run.limits_for,
+                        concurrency=run.concurrency, selected=keys)
+    except HypeEditError as exc:
+        raise pytest.UsageError(f"the run's price cannot be stated: {exc}; nothing was paid for") from None
+
+
+def write_lines(config: pytest.Config, lines: list[str]) -> None:
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    for line in lines:
+        if terminal is not None:
+            terminal.write_line(line)
+        else:
+            print(line)
