@@ -229,6 +229,29 @@ def test_the_record_rides_on_the_report_and_ids_are_unchanged(bench, server, tmp
     assert rows[0]["candidates"] == 6 and rows[0]["judged"] == 6
 
 
+# --------------------------------------------------------------------------- an item run twice
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("on_disk", [False, True], ids=["fresh", "on-disk"])
+def test_a_result_asked_for_again_is_the_same_record(bench, server, tmp_path, workers, on_disk):
+    """pytest-rerunfailures runs a failed item again (setup included): the pool gives the record it settled,
+    never a second purchase, a hang (a signal nobody sets) or an empty record."""
+    server.delay = 0.05
+    run = args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4", *workers)
+    if on_disk:
+        bench.runpytest_subprocess(*run, timeout=90).assert_outcomes(passed=12, failed=12)
+    bought = len(calls(tmp_path))
+    result = bench.runpytest_subprocess(*run, "-p", "rerunfailures", "--reruns", "2", timeout=90)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed"), outcomes.get("rerun")) == (12, 12, 24), outcomes
+    assert "AttributeError" not in result.stdout.str()
+    assert len(calls(tmp_path)) == 24, "a rerun bought its candidate again"
+    assert bought == (24 if on_disk else 0)
+    rows = json.loads((bench.path / "out" / "results.json").read_text())["rows"]
+    assert rows[0]["candidates"] == 24 and rows[0]["judged"] == 24
+
+
 # --------------------------------------------------------------------------- stopping
 
 

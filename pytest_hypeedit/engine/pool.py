@@ -31,25 +31,24 @@ the glue; glue/stopping.py the signals).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..errors import HypeEditError
 from ..registry import ModelSpec
 from ..tasks import Task
 from .limits import Release, SlotSet
+from .jobs import (DONE, GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, TRIAGING, Entry, Job, Key,
+                   LeftInFlight, NotStarted)
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner
 
-# Job states.
-NEW, TRIAGING, MAIN, READY, RUNNING, INLINE, DONE, STOPPED = (
-    "new", "triaging", "main", "ready", "running", "inline", "done", "stopped")
-GENERATE, JUDGE = "generate", "judge"
+__all__ = ["CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_shares"]
 
 #: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
 TICK = 0.05
@@ -59,40 +58,11 @@ IDLE = 0.2
 #: How long the dispatcher waits before trying again when a route or slot it needs is held.
 RETRY = 0.02
 
-Key = tuple[str, str, str, int]
-Entry = tuple[Task, ModelSpec, int]
+#: Set to 1: check the counting invariants after every change (CandidatePool's docstring); the tests set it.
+DEBUG_ENV = "HYPEEDIT_DEBUG_INVARIANTS"
+
 #: A slot a step holds: the gate it came from (None for a candidate slot) and how to give it back.
 Taken = list[tuple["RouteGate | None", Release]]
-
-
-class NotStarted(HypeEditError):
-    """The run is stopping (-x, --maxfail, Ctrl-C) and this candidate's paid step never started."""
-
-
-class LeftInFlight(NotStarted):
-    """The run is stopping and this candidate's paid step did not end within the grace: it is left running."""
-
-
-@dataclass(eq=False)
-class Job:
-    task: Task
-    spec: ModelSpec
-    repeat: int
-    index: int  # position in the plan: the order pytest asks
-    state: str = NEW
-    step: str | None = None
-    plan: Plan | None = None
-    record: Record | None = None
-    error: BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def key(self) -> Key:
-        return (self.task.split, self.spec.name, self.task.task_id, self.repeat)
-
-    @property
-    def label(self) -> str:
-        return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}"
 
 
 @dataclass(frozen=True)
@@ -115,6 +85,22 @@ class PoolState:
 
 
 class CandidatePool:
+    """The pool of one process (see the module docstring; the jobs' states and moves: engine/jobs.py).
+
+    One lock (``_cond``) guards every field below; the main thread, the dispatcher and the workers take it.
+    Counting invariants, true whenever the lock is free (``breaches`` lists the broken ones; checked after
+    every change of the counts when ``HYPEEDIT_DEBUG_INVARIANTS=1``, as the test suite sets):
+
+    - ``_running`` (steps running: a thread holds a candidate slot for them) is between 0 and ``concurrency``,
+      and never more than the threads made;
+    - ``_held`` counts those steps per route: every count is >= 0 and they sum to ``_running``; a route holds
+      at least as many as its jobs in RUNNING;
+    - the jobs in READY are exactly the jobs in the queues (``_judge``, ``_generate``), each once;
+    - the candidate slots this process holds (``SlotSet.held_here``) are at least ``_running`` (a slot is
+      taken before its step is counted and given back after it is not);
+    - at rest (``at_rest``: nothing running, the threads ended) no candidate slot and no route slot is held.
+    """
+
     def __init__(self, runner: Runner, *, concurrency: int, gate_for: Callable[[ModelSpec], RouteGate],
                  judge_gates: Callable[[], list[RouteGate]], slots: SlotSet | None = None,
                  source: Callable[[], Iterable[Entry]] | None = None,
@@ -165,6 +151,8 @@ class CandidatePool:
             record = self._triage_here(job)
             if record is not None:
                 return record
+        if job.settled and job.done.is_set():  # asked again (a rerun of the item): the same outcome
+            return self._outcome(job)
         while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
             if on_wait is not None:
                 on_wait()
@@ -228,6 +216,50 @@ class CandidatePool:
         return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
                          totals["spent"], gates, jobs, waiting, cost)
 
+    # ------------------------------------------------------------------ invariants
+    def breaches(self) -> list[str]:
+        """The counting invariants (class docstring) that do not hold now; empty when all do."""
+        with self._cond:
+            return self._breaches()
+
+    def _breaches(self) -> list[str]:
+        found, running, held = [], self._running, self._held
+        if not 0 <= running <= self.concurrency or running > len(self._threads):
+            found.append(f"{running} steps running, concurrency {self.concurrency}, {len(self._threads)} threads")
+        if any(count < 0 for count in held.values()) or sum(held.values()) != running:
+            found.append(f"held per route {held} does not sum to the {running} steps running")
+        for job in self._order:
+            if job.state == RUNNING and held.get(job.spec.route, 0) < 1:
+                found.append(f"{job.label} runs without its route {job.spec.route} counted")
+        queued = [job for queue_ in (self._judge, *self._generate.values()) for job in queue_]
+        ready = [job for job in self._order if job.state == READY]
+        if len(queued) != len(set(map(id, queued))) or set(map(id, queued)) != set(map(id, ready)):
+            found.append(f"{len(ready)} jobs READY, {len(queued)} queued")
+        if self._slots is not None and self._slots.held_here() < running:
+            found.append(f"{self._slots.held_here()} candidate slots held for {running} steps running")
+        return found
+
+    def _check(self) -> None:
+        """(Under the lock.)  In debug mode, raise at the first broken invariant (a bug of the pool)."""
+        if os.environ.get(DEBUG_ENV) == "1":
+            found = self._breaches()
+            if found:
+                raise AssertionError("pool invariants broken: " + "; ".join(found))
+
+    def at_rest(self) -> list[str]:
+        """After ``shutdown`` with nothing left running: what is still held (empty when every slot is back)."""
+        for thread in self._threads:
+            thread.join(5)
+        found = self.breaches()
+        with self._cond:
+            if self._running:
+                found.append(f"{self._running} steps still running")
+        if self._slots is not None and self._slots.held_here():
+            found.append(f"{self._slots.held_here()} candidate slots not given back")
+        found += [f"route {gate.route}: {gate.in_flight} calls still in flight"
+                  for gate in self._known_gates() if gate.in_flight]
+        return found
+
     # ------------------------------------------------------------------ jobs
     def _add(self, task: Task, spec: ModelSpec, repeat: int) -> Job | None:
         key = (task.split, spec.name, task.task_id, repeat)
@@ -242,18 +274,26 @@ class CandidatePool:
         with self._cond:
             job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
             if job.state == NEW:
-                job.state = MAIN  # not triaged yet: the main thread reads the disk itself
+                job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job
 
     def _triage_here(self, job: Job) -> Record | None:
         """The main thread's own triage of a job the pool has not reached: finish it at once when nothing
-        is to be paid, else hand it to the pool ahead of everything else."""
-        plan = self.runner.plan(job.task, job.spec, job.repeat)
-        if not (plan.needs_generation or plan.needs_verdict):
-            return self._finish_inline(job, plan)
+        is to be paid, else hand it to the pool ahead of everything else.  A triage that fails settles the
+        job with its error, so asking again gives the error again rather than waiting for nobody."""
+        try:
+            plan = self.runner.plan(job.task, job.spec, job.repeat)
+            if not (plan.needs_generation or plan.needs_verdict):
+                return self._finish_inline(job, plan)
+        except Exception as exc:
+            with self._cond:
+                if not job.settled:
+                    job.settle(error=exc)
+                    job.done.set()
+            raise
         with self._cond:
             if self._stop_reason is not None:
-                job.state = STOPPED
+                job.move(STOPPED)
                 job.done.set()
             else:
                 self._make_ready(job, plan, urgent=True)
@@ -261,24 +301,29 @@ class CandidatePool:
         return None
 
     def _outcome(self, job: Job) -> Record:
+        """The job's outcome, the same however often it is asked: a settled job keeps its record or error."""
         if job.state == INLINE:
             return self._finish_inline(job, job.plan)
         if job.state == STOPPED:
             raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
         if job.error is not None:
             raise job.error
-        record, job.plan = job.record, None
-        return record
+        if job.record is None:  # pragma: no cover - a settled job always has one or the other
+            raise RuntimeError(f"{job.label}: the pool settled it without a record (a bug of the pool)")
+        return job.record
 
     def _finish_inline(self, job: Job, plan: Plan) -> Record:
+        """Nothing to pay: the runner's finishing write, on the main thread, once; the record is kept."""
         record = self.runner.finish(plan)
         with self._cond:
-            job.state, job.plan = DONE, None
+            job.settle(record)
+            job.done.set()
             self._count(record)
         return record
 
     def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None:
-        job.plan, job.state = plan, READY
+        job.move(READY)
+        job.plan = plan
         if plan.needs_generation:
             job.step = GENERATE
             queue_ = self._generate.setdefault(job.spec.route, deque())
@@ -332,9 +377,9 @@ class CandidatePool:
         with self._cond:
             self._closed = True
             for job in self._order:
-                if not job.done.is_set():
-                    job.error, job.state = exc, DONE
-                    job.done.set()
+                if not job.settled:
+                    job.settle(error=exc)
+                job.done.set()
 
     def _poll_outside(self) -> None:
         if self._source is not None:
@@ -354,19 +399,20 @@ class CandidatePool:
                 job = self._next_new()
                 if job is None:
                     return False
-                job.state = TRIAGING
+                job.move(TRIAGING)
             try:
                 plan = self.runner.plan(job.task, job.spec, job.repeat)
             except Exception as exc:  # e.g. the judge cannot be built here: the item shows it
                 with self._cond:
-                    job.error, job.state = exc, DONE
+                    job.settle(error=exc)
                     job.done.set()
                 continue
             with self._cond:
                 if plan.needs_generation or plan.needs_verdict:
                     self._make_ready(job, plan)
                 else:
-                    job.plan, job.state = plan, INLINE
+                    job.move(INLINE)
+                    job.plan = plan
                     job.done.set()
                 self._cond.notify_all()
         return True
@@ -387,7 +433,7 @@ class CandidatePool:
             for queue_ in [self._judge, *self._generate.values()]:
                 while queue_:
                     job = queue_.popleft()
-                    job.state = STOPPED
+                    job.move(STOPPED)
                     job.done.set()
 
     def _start_ready(self) -> tuple[int, float]:
@@ -414,10 +460,11 @@ class CandidatePool:
                         self._release(taken)
                         break
                     job = queue_.popleft()
-                    job.state = RUNNING
+                    job.move(RUNNING)
                     self._running += 1
                     self._hold(job.spec.route, +1)
-                self._submit(job, taken)
+                    self._submit(job, taken)
+                    self._check()
                 started += 1
             with self._cond:
                 if self._running >= self.concurrency:
@@ -433,7 +480,7 @@ class CandidatePool:
         for job in jobs:
             record = self.runner.unreachable(job.plan, reason)
             with self._cond:
-                job.record, job.state, job.plan = record, DONE, None
+                job.settle(record)
                 self._count(record)
                 job.done.set()
                 self._cond.notify_all()
@@ -492,11 +539,11 @@ class CandidatePool:
 
     # ------------------------------------------------------------------ the workers
     def _submit(self, job: Job, taken: Taken) -> None:
-        with self._cond:
-            while len(self._threads) < self._running:  # one thread per running step, made as needed
-                thread = threading.Thread(target=self._work, name=f"hypeedit-call-{len(self._threads)}", daemon=True)
-                self._threads.append(thread)
-                thread.start()
+        """(Under the lock, with the step counted in ``_running``.)  Hand the step to a thread."""
+        while len(self._threads) < self._running:  # one thread per running step, made as needed
+            thread = threading.Thread(target=self._work, name=f"hypeedit-call-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
         self._tasks.put((job, taken))
 
     def _work(self) -> None:
@@ -516,10 +563,12 @@ class CandidatePool:
                     job, routes = self._next_step_here(route)
                     route = job.spec.route if job is not None else route
             finally:
-                self._release(candidate)
-                with self._cond:
+                with self._cond:  # counted free first, given back next: the slots held never fall below
                     self._hold(route, -1)
                     self._running -= 1
+                    self._check()
+                self._release(candidate)
+                with self._cond:
                     self._cond.notify_all()
 
     def _finished_step(self, job: Job) -> None:
@@ -547,9 +596,10 @@ class CandidatePool:
             with self._cond:
                 if queue_:
                     job = queue_.popleft()
-                    job.state = RUNNING
+                    job.move(RUNNING)
                     self._hold(route, -1)
                     self._hold(job.spec.route, +1)
+                    self._check()
                     return job, taken
             self._release(taken)
         return None, []
@@ -612,10 +662,10 @@ class CandidatePool:
                 record = self.runner.judge_step(job.plan)
         except Exception as exc:  # a bug, not a call failure (the runner records those): show it on the item
             with self._cond:
-                job.error, job.state = exc, DONE
+                job.settle(error=exc)
             return
         with self._cond:
-            job.record, job.state = record, DONE
+            job.settle(record)
             self._count(record)
 
 
