@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import FileServer, make_tasks, png_bytes, write_labels, write_split
 from providers_fakes import FakeServer, Reply
 
 CONFTEST = """
@@ -250,6 +250,37 @@ def test_a_result_asked_for_again_is_the_same_record(bench, server, tmp_path, wo
     assert bought == (24 if on_disk else 0)
     rows = json.loads((bench.path / "out" / "results.json").read_text())["rows"]
     assert rows[0]["candidates"] == 24 and rows[0]["judged"] == 24
+
+
+# --------------------------------------------------------------------------- -W error
+
+
+class SlowImages(FileServer):
+    """The reference images, each after ``delay`` seconds: the start-up's progress line gets drawn."""
+
+    def __init__(self, files: dict[str, bytes], delay: float):
+        super().__init__(files)
+        handle = self.server.RequestHandlerClass.do_GET
+
+        def slow_get(handler):
+            time.sleep(delay)
+            handle(handler)
+        self.server.RequestHandlerClass.do_GET = slow_get
+
+
+def test_no_warning_of_ours_becomes_an_error_under_w_error(bench, server, tmp_path):
+    """``-W error`` (or ``filterwarnings = error``): a file handle left open by the reference images' progress
+    line (a ResourceWarning) turned a PASS into an ERROR."""
+    tasks = make_tasks(12)
+    write_split(bench.path, "slow", tasks, bench.path / "unused")
+    files = {f"/{t['task_id']}/001.png": png_bytes((i * 20, 9, 9)) for i, t in enumerate(tasks)}
+    with SlowImages(files, delay=0.35) as images:
+        result = bench.runpytest_subprocess(
+            "-W", "error", "-p", "no:cacheprovider", "--tasks", "slow.json", "--images-base", images.url,
+            "--repeats", "2", "--outputs", "out", "--model", "slow-a",
+            "--judge", labels(bench.path / "r.json", models=("slow-a",), tasks=12, repeats=2), timeout=90)
+    assert "reference images of 12/12 tasks ready" in result.stdout.str()  # the line the leak came from
+    result.assert_outcomes(passed=12, failed=12, errors=0)
 
 
 # --------------------------------------------------------------------------- stopping
