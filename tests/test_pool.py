@@ -399,3 +399,76 @@ def test_fair_shares_give_a_small_demand_all_it_wants_and_split_the_rest():
     assert fair_shares({"ark": 100}, 64) == {"ark": 64}
     assert fair_shares({"a": 10, "b": 10}, 64) == {"a": 10, "b": 10}
     assert fair_shares({"bfl": 8, "fal": 8}, 1) == {"bfl": 0, "fal": 0}  # nobody is owed the one slot
+
+
+# --------------------------------------------------------------------------- xdist's internals, other plugins' order
+
+
+def test_a_workers_queue_is_read_in_every_tested_xdist_shape():
+    """3.7+ holds a worker's dealt items in a TestQueue (``lock()``), 3.6 in a stdlib queue.Queue: both are
+    read without taking anything (reading 3.6's as nothing left one call in flight per worker)."""
+    import queue
+
+    from xdist.remote import TestQueue
+
+    from pytest_hypeedit.glue.xdist_internals import _queued
+
+    old = queue.Queue()
+    new = TestQueue(__import__("execnet").gateway_base.get_execmodel("thread"))
+    for torun in (old, new):
+        for index in (4, 7, 9):
+            torun.put(index)
+        assert _queued(torun) == [4, 7, 9]
+        assert _queued(torun) == [4, 7, 9], "reading took items from the queue"
+        assert torun.get() == 4
+
+
+@pytest.mark.parametrize("version, tested", [("3.5.0", False), ("3.6.1", True), ("3.8.0", True),
+                                             ("3.9.0", False), ("4.0.0.dev1", False)])
+def test_an_untested_xdist_falls_back_to_its_own_behaviour_and_says_so(monkeypatch, version, tested):
+    import xdist
+
+    from pytest_hypeedit.glue import xdist_internals
+
+    monkeypatch.setattr(xdist, "__version__", version)
+    assert xdist_internals.supported() is tested
+    line = xdist_internals.unsupported()
+    assert (line is None) is tested
+    if not tested:
+        assert f"pytest-xdist {version[:3]}" in line and ">=3.6,<3.9" in line
+        assert xdist_internals.deal_all_scheduler(None, None) is None
+
+
+def test_the_pyproject_pins_the_xdist_versions_the_adapter_was_tested_with():
+    from pytest_hypeedit.glue.xdist_internals import TESTED
+
+    text = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    low, high = (".".join(map(str, v)) for v in TESTED)
+    assert f'"pytest-xdist>={low},<{high}"' in text
+
+
+REVERSER = """
+import pytest
+
+class Reverser:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items):
+        items.reverse()  # what pytest-randomly or pytest-random-order do: a plugin's own order
+
+def pytest_configure(config):
+    # registered after every plugin (as an installed plugin may be): among the tryfirst ones, it goes first
+    config.pluginmanager.register(Reverser(), "reverser-late")
+"""
+
+
+def test_a_plugin_that_reorders_items_is_obeyed_and_the_pool_buys_in_its_order(bench, server, tmp_path):
+    """pytest-randomly printed a seed and never shuffled: the benchmark's items replaced its order afterwards."""
+    server.delay = 0.02
+    bench.makepyfile(reverser=REVERSER)
+    bench.syspathinsert()
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "1",
+                                   "--repeats", "1", "-v", "-p", "reverser"))
+    result.assert_outcomes(passed=0, failed=6)
+    ran = [line.split()[0] for line in result.stdout.lines if line.startswith("hypeedit::mini::")]
+    assert ran == [f"hypeedit::mini::task-{t:02d}[slow-a-r001]" for t in reversed(range(6))], ran
+    assert calls(tmp_path) == [f"task-{t:02d} slow-a 1" for t in reversed(range(6))]
