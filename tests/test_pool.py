@@ -3,6 +3,10 @@
 A loopback server stands in for the providers and the judge; it counts the
 requests it is serving at once, per path, so the tests see what a provider
 would see: how many calls are in flight, across every process of the run.
+
+The scheduling tests assert counts and order, never wall-clock gaps: where a test needs calls to overlap, the
+server *holds* them (``SlowServer.holds``) until the state it waits for is reached (say, 8 calls in flight),
+so a loaded machine makes the test slower, never wrong; a hold that is never released is a failure, named.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from benchdata import FileServer, make_tasks, png_bytes, write_labels, write_split
@@ -51,7 +56,8 @@ class SlowJudge(Judge):
     routes = ("judge-route",)
 
     def judge(self, request):
-        httpx.get(os.environ["SLOW_URL"] + "/judge-route", timeout=30).raise_for_status()
+        # the path names the model (the judge's route is still one): a test can hold one model's verdicts
+        httpx.get(os.environ["SLOW_URL"] + "/judge-route-of-" + request.model, timeout=60).raise_for_status()
         return Verdict(passed=request.repeat % 2 == 0, reasoning="slow verdict", judge="slowjudge", cost=0.001)
 
 @pytest.hookimpl(optionalhook=True)
@@ -71,6 +77,10 @@ def pytest_hypeedit_make_judge(config, name, argument):
 """
 
 
+#: The longest a held request waits for what it waits for (a scheduling bug would make it wait for ever).
+HOLD_MAX = 30.0
+
+
 class SlowServer(FakeServer):
     """Answers every GET after ``delay`` seconds; counts requests in flight per path (peak and total)."""
 
@@ -84,12 +94,18 @@ class SlowServer(FakeServer):
         self.total_peak = 0
         self.throttle_above: dict[str, int] = {}  # path -> answer 429 past this many in flight
         self.throttled = 0
+        self.finished: dict[str, int] = {}  # path -> requests answered
+        #: path -> hold each of its requests (before its delay) until this is true (read under the server's
+        #: lock); a hold still waiting after HOLD_MAX seconds lets go and is listed in ``held_too_long``
+        self.holds: dict[str, Callable[[], bool]] = {}
+        self.held_too_long: list[str] = []
         self._count_lock = threading.Lock()
+        self._changed = threading.Condition(self._count_lock)
         self.route("GET", r"/[a-z-]+", self.slow)
 
     def slow(self, seen) -> Reply:
         path = seen.path
-        with self._count_lock:
+        with self._changed:
             self.arrivals.setdefault(path, []).append(time.monotonic())
             self.active[path] = self.active.get(path, 0) + 1
             over = self.active[path] > self.throttle_above.get(path, 10 ** 6)
@@ -97,14 +113,20 @@ class SlowServer(FakeServer):
                 self.throttled += 1
             self.peak[path] = max(self.peak.get(path, 0), self.active[path])
             self.total_peak = max(self.total_peak, sum(self.active.values()))
+            self._changed.notify_all()
+            hold = self.holds.get(path)
+            if hold is not None and not over and not self._changed.wait_for(hold, timeout=HOLD_MAX):
+                self.held_too_long.append(path)
         try:
             if over:
                 return Reply(429, {"error": {"code": "rate_limited", "message": "slow down"}})
             time.sleep(self.delays.get(path, self.delay))
             return Reply(200, {"ok": True})
         finally:
-            with self._count_lock:
+            with self._changed:
                 self.active[path] -= 1
+                self.finished[path] = self.finished.get(path, 0) + 1
+                self._changed.notify_all()
 
 
 @pytest.fixture
@@ -142,18 +164,28 @@ def calls(tmp_path: Path) -> list[str]:
 # --------------------------------------------------------------------------- in flight
 
 
+def hold_until_peak(server: SlowServer, path: str, peak: int) -> None:
+    """Hold ``path``'s requests until ``peak`` of them were in flight at once (then a moment more, in which a
+    pool sending past its limit shows it)."""
+    server.delay = 0.1
+    server.holds[path] = lambda: server.peak.get(path, 0) >= peak
+
+
 def test_calls_in_flight_reach_the_concurrency_and_never_pass_it(bench, server, tmp_path):
-    server.delay = 0.8  # long enough that the eighth call starts before the first ends, even on a loaded machine
+    hold_until_peak(server, "/route-a", 8)
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "8"))
     result.assert_outcomes(passed=12, failed=12)
-    assert server.peak["/route-a"] == 8  # one at a time without the pool; never more than asked
+    assert not server.held_too_long, "8 calls were never in flight at once"  # one at a time without the pool
+    assert server.peak["/route-a"] == 8  # never more than asked
     assert len(calls(tmp_path)) == 24
 
 
 def test_the_total_holds_across_xdist_workers(bench, server, tmp_path):
+    hold_until_peak(server, "/route-a", 6)
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "6", "-n", "2"))
     result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "6 calls were never in flight at once"
     assert server.peak["/route-a"] == 6  # 3 per worker would also give 6: see the next test
     assert len(calls(tmp_path)) == 24
 
@@ -162,38 +194,39 @@ def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, 
     # One repeat of two models: items alternate slow-a, slow-b, so the round-robin deal gives worker gw0
     # every slow-a (slow) and gw1 every slow-b (fast). Once gw1 is done, gw0 may use every slot: the slots
     # are one pool for the run, not a fixed share per worker.
-    server.delays = {"/route-a": 1.0, "/route-b": 0.02}
+    hold_until_peak(server, "/route-a", 6)
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "6", "-n", "2", "--repeats", "1"))
     result.assert_outcomes(passed=0, failed=12)
+    assert not server.held_too_long, "gw0 never had the 6 slots once gw1 was done"
     assert server.peak["/route-a"] == 6
 
 
 def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
-    server.delays = {"/route-a": 2.0, "/route-b": 0.05}
+    # route-a's calls are held until every route-b call is answered: route-a's waiting candidates must hold no
+    # slot, so route-b gets the other two (a candidate waiting for route-a while holding a slot would starve it)
+    server.delay = 0.02
+    server.holds["/route-a"] = lambda: server.finished.get("/route-b", 0) >= 6
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "1"))
     result.assert_outcomes(passed=0, failed=12)
+    assert not server.held_too_long, "route-b never finished while route-a was at its limit"
     assert server.peak["/route-a"] == 2
-    # route-a's waiting candidates hold no slot: route-b uses the other two and is done long before
-    # route-a's second wave (a candidate waiting for route-a while holding a slot would starve it)
     assert server.peak["/route-b"] == 2
-    second_wave = sorted(server.arrivals["/route-a"])[2]
-    assert max(server.arrivals["/route-b"]) < second_wave
 
 
 def test_a_slow_route_is_never_kept_waiting_for_a_slot_by_a_fast_one(bench, server, tmp_path):
     # route-a takes one call at a time; every candidate keeps its slot while it is judged. Were the fast
-    # route to take every free slot, route-a's next call would wait for a slot after each of its calls
-    # (one wave of verdicts): its calls would start every two delays instead of back to back.
-    server.delay = 0.4
+    # route to take every free slot, route-a's next call would wait for its previous candidate's verdict.
+    # So route-b's calls and route-a's verdicts are held until route-a's second call has started: only a
+    # slot left to route-a (its fair share: one generating, one being judged) lets it start.
+    server.delay = 0.02
+    route_a_went_on = lambda: len(server.arrivals.get("/route-a", ())) >= 2  # noqa: E731
+    server.holds.update({"/route-b": route_a_went_on, "/judge-route-of-slow-a": route_a_went_on})
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
                                    "--concurrency", "4", "--rate-limit", "route-a=/1", "--repeats", "2"))
     result.assert_outcomes(passed=12, failed=12)
-    starts = sorted(server.arrivals["/route-a"])
-    # the first gaps, while route-b still has work (its 12 candidates take about six waves at its share)
-    gaps = [later - earlier for earlier, later in zip(starts[:4], starts[1:4])]
-    assert max(gaps) < 1.5 * server.delay, gaps
+    assert not server.held_too_long, "route-a waited for a slot while route-b held the others"
     assert server.total_peak <= 4
 
 
@@ -207,11 +240,15 @@ def test_one_slot_for_two_routes_is_taken_not_reserved(bench, server, tmp_path):
 
 
 def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
+    server.delay = 0.05
+    five = lambda: server.total_peak >= 5  # noqa: E731
+    server.holds.update({"/route-a": five, "/judge-route-of-slow-a": five})
     result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
     result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "5 calls were never in flight at once"
     assert server.total_peak == 5
     # a generated candidate is judged before new ones are generated: verdicts start while generations go on
-    assert min(server.arrivals["/judge-route"]) < max(server.arrivals["/route-a"])
+    assert min(server.arrivals["/judge-route-of-slow-a"]) < max(server.arrivals["/route-a"])
     assert len(calls(tmp_path)) == 24
 
 
