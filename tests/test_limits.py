@@ -122,14 +122,18 @@ def _hold_slots(url, state_dir, inflight, count):
 
 
 def test_inflight_holds_across_processes(tmp_path):
-    active, peak, lock = [0], [0], threading.Lock()
+    active, peak, changed, never = [0], [0], threading.Condition(), []
 
     def slow(seen):
-        with lock:
+        with changed:
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.05)
-        with lock:
+            changed.notify_all()
+            # held until the limit was reached once (a count, not a race against the clock on a loaded machine)
+            if not changed.wait_for(lambda: peak[0] >= 3, timeout=20):
+                never.append(seen.path)
+        time.sleep(0.02)  # a moment in which a fourth call, past the limit, would show
+        with changed:
             active[0] -= 1
         return Reply(200, {"ok": True})
 
@@ -143,6 +147,7 @@ def test_inflight_holds_across_processes(tmp_path):
         total = len(server.seen("/slow"))
     assert all(proc.exitcode == 0 for proc in procs)
     assert total == 3 * 3 * 4
+    assert not never, "3 calls were never in flight at once"
     assert peak[0] == 3  # never more than the limit, and the limit is used
 
 
