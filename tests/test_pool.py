@@ -363,14 +363,14 @@ def test_ctrl_c_stops_new_calls_saves_what_was_bought_and_the_rerun_buys_the_res
     deadline = time.monotonic() + 60
     while len(calls(tmp_path)) < 4 and time.monotonic() < deadline:  # the second wave is in flight
         time.sleep(0.05)
-    interrupted = time.monotonic()
+    before = len(calls(tmp_path))
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
-    took = time.monotonic() - interrupted
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
-    assert took < 8, f"the run took {took:.1f} s to end after Ctrl-C"
     first = calls(tmp_path)
-    assert len(first) < 24  # it stopped
+    # it stopped: at most the 3 calls that could start between the count above and the signal, no new wave
+    # (a count, not the seconds it took: a loaded machine makes those long)
+    assert len(first) <= before + 3, (before, len(first))
     saved = sorted(bench.path.glob("out/mini/slow-a/*/*.png"))
     assert len(saved) == len(first)  # every call that started was waited for and saved
     rerun = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json")))
