@@ -520,11 +520,12 @@ class FakeRunner:
     """The runner's side of the pool in memory: plans, steps and records, no disk and no network.  Each step
     asks the pool for its broken invariants while it runs (``breaches``), and can be made to wait (``gate``)."""
 
-    def __init__(self, *, on_disk=(), fail_plan=(), verdicts=True):
+    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), verdicts=True):
         from types import SimpleNamespace
 
         self.judge = SimpleNamespace(routes=("judge-route",) if verdicts else ())
-        self.on_disk, self.fail_plan = set(on_disk), set(fail_plan)
+        self.on_disk, self.fail_plan, self.fail_finish = set(on_disk), set(fail_plan), set(fail_finish)
+        self.finished: list[tuple] = []
         self.pool = None
         self.steps: list[tuple[str, tuple]] = []
         self.breaches: list[str] = []
@@ -562,6 +563,10 @@ class FakeRunner:
         return plan.record
 
     def finish(self, plan):
+        key = (plan.task.task_id, plan.spec.name, plan.repeat)
+        self.finished.append(key)
+        if key in self.fail_finish:
+            raise OSError(f"cannot write the record of {key}")
         if plan.record.outcome is None:
             plan.record.outcome = "pass"
         return plan.record
@@ -654,7 +659,8 @@ def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):
     triage that failed), asking again returns the same record or raises the same error, at once."""
     from pytest_hypeedit.engine.pool import CandidatePool  # noqa: F401 - the module under test
 
-    runner = FakeRunner(on_disk={("task-0", "m-a", 1), ("task-2", "m-b", 2)}, fail_plan={("task-1", "m-a", 2)})
+    runner = FakeRunner(on_disk={("task-0", "m-a", 1), ("task-2", "m-b", 2), ("task-3", "m-b", 1)},
+                        fail_plan={("task-1", "m-a", 2)}, fail_finish={("task-3", "m-b", 1)})
     pool, entries = engine_pool(tmp_path, runner)
     by_main = [e for e in entries if (e[0].task_id, e[1].name, e[2]) in (("task-0", "m-a", 1), ("task-1", "m-a", 2))]
     early = ask_all(pool, by_main)  # before the pool starts: the main thread triages these itself
@@ -665,8 +671,9 @@ def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):
     for a, b in zip(first, second):
         assert a is b, (a, b)
     assert [first[entries.index(e)] for e in by_main] == early
-    assert sum(isinstance(o, RuntimeError) for o in first) == 1
-    assert len([kind for kind, _ in runner.steps if kind == "generate"]) == len(entries) - 3
+    assert sum(isinstance(o, RuntimeError) for o in first) == 1 and sum(isinstance(o, OSError) for o in first) == 1
+    assert len([kind for kind, _ in runner.steps if kind == "generate"]) == len(entries) - 4
+    assert sorted(runner.finished) == sorted(set(runner.finished)), "a record was finished twice"
 
 
 def test_a_move_the_table_does_not_allow_raises():

@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Callable, Iterable, TypeVar
 
 from ..registry import ModelSpec
 from ..tasks import Task
@@ -47,6 +47,8 @@ from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner
+
+T = TypeVar("T")
 
 __all__ = ["CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_shares"]
 
@@ -275,16 +277,9 @@ class CandidatePool(Dispatcher):
         """The main thread's own triage of a job the pool has not reached: finish it at once when nothing
         is to be paid, else hand it to the pool ahead of everything else.  A triage that fails settles the
         job with its error, so asking again gives the error again rather than waiting for nobody."""
-        try:
-            plan = self.runner.plan(job.task, job.spec, job.repeat)
-            if not (plan.needs_generation or plan.needs_verdict):
-                return self._finish_inline(job, plan)
-        except Exception as exc:
-            with self._cond:
-                if not job.settled:
-                    job.settle(error=exc)
-                    job.done.set()
-            raise
+        plan = self._settle_here(job, lambda: self.runner.plan(job.task, job.spec, job.repeat))
+        if not (plan.needs_generation or plan.needs_verdict):
+            return self._settle_here(job, lambda: self._finish_inline(job, plan))
         with self._cond:
             if self._stop_reason is not None:
                 job.move(STOPPED)
@@ -294,10 +289,22 @@ class CandidatePool(Dispatcher):
                 self._cond.notify_all()
         return None
 
+    def _settle_here(self, job: Job, work: Callable[[], T]) -> T:
+        """``work()`` on the main thread; if it fails, the job is settled with the error, so asking again gives
+        the error again rather than waiting for nobody or doing the work twice."""
+        try:
+            return work()
+        except Exception as exc:
+            with self._cond:
+                if not job.settled:
+                    job.settle(error=exc)
+                job.done.set()
+            raise
+
     def _outcome(self, job: Job) -> Record:
         """The job's outcome, the same however often it is asked: a settled job keeps its record or error."""
         if job.state == INLINE:
-            return self._finish_inline(job, job.plan)
+            return self._settle_here(job, lambda: self._finish_inline(job, job.plan))
         if job.state == STOPPED:
             raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
         if job.error is not None:
