@@ -98,6 +98,8 @@ class Dispatcher:
         with self._cond:
             self._closed = True
             for job in self._order:
+                if job.done.is_set():  # settled, or INLINE: the main thread finishes it without the pool
+                    continue
                 if not job.settled:
                     job.settle(error=exc)
                 job.done.set()
