@@ -152,7 +152,7 @@ def register_pool_plugins(config: pytest.Config) -> None:
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
     if benchmark_mode(config) and config.getvalue("dist") == "load":
-        from .glue.pool import deal_all_scheduler
+        from .glue.xdist_internals import deal_all_scheduler
 
         return deal_all_scheduler(config, log)
     return None
@@ -163,12 +163,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if benchmark_mode(config) else None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list):
+    # A wrapper, and the items made before it yields: before every plugin's own pass over them, so a plugin
+    # that reorders (pytest-randomly, -p random_order) or deselects (-k, -m, --lf) works on the benchmark's
+    # items instead of having its order replaced.  The pool buys in the order pytest runs them.
     if benchmark_mode(config):
         from .glue.items import make_items
 
         items[:] = make_items(session, config.stash[RUN_KEY])
+    return (yield)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -17,3 +17,9 @@ import httpcore  # noqa: F401
 import numpy  # noqa: F401
 
 import pytest_hypeedit.analysis.metrics  # noqa: F401
+
+import os
+
+# Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
+# change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.
+os.environ.setdefault("HYPEEDIT_DEBUG_INVARIANTS", "1")

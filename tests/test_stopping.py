@@ -301,6 +301,66 @@ def test_sigkill_mid_call_then_rerun_counts_every_double_charge(tmp_path, fakes)
     assert "possibly paid: " in out and "whose paid call was abandoned without its reply" in out
 
 
+# --------------------------------------------------------------------------- pytest-timeout
+
+
+def test_pytest_timeouts_thread_method_loses_no_paid_call(tmp_path, fakes):
+    """pytest-timeout's thread method dumps the stacks and calls os._exit: whatever was only in memory is gone.
+    Every paid call is journaled on disk before it is sent, so the next run knows each one left without its
+    reply: with --possibly-paid review it buys none of them again and counts them; it buys only the rest."""
+    for fake in fakes.values():
+        fake.latency = 20.0  # the first item's setup waits longer than the timeout: killed with calls in flight
+    folder = tmp_path / "run"
+    args = prepare(folder)
+    process = launch(folder, [*args, "-p", "timeout", "--timeout", "4", "--timeout-method", "thread"])
+    out = process.communicate(timeout=90)[0]
+    assert "Timeout" in out and process.returncode != 0, out[-3000:]
+    first = billed(fakes)
+    pending = [r for r in records(folder) if r.get("pending")]
+    kept = [r for r in records(folder) if not r.get("pending") and r.get("outcome") not in (None, "error")]
+    assert first >= 6 and pending, f"{first} billed, {len(pending)} pending: nothing was left in flight"
+    assert first <= len(pending) + len(kept), "a billed call is neither saved nor journaled as pending on disk"
+
+    for fake in fakes.values():
+        fake.latency = 0.2
+    review = subprocess.run([sys.executable, "-m", "pytest", *args, "--possibly-paid", "review"], cwd=folder,
+                            env={**os.environ}, capture_output=True, text=True, timeout=180).stdout
+    total = len(MODELS) * TASKS * REPEATS
+    assert billed(fakes) - first == total - len(pending) - len(kept), review[-3000:]
+    for model in MODELS:
+        assert not billed_twice(fakes, model), f"{model}: a possibly paid call was bought again blindly"
+        assert rows(folder)[model]["possibly_paid"] == sum(r["model"] == model for r in pending), review[-3000:]
+    assert "held for review" in review
+
+    rerun_to_completion(folder, args)  # rebuy: what was held is bought again, and counted
+    assert_complete(folder)
+    assert_every_double_charge_is_counted(folder, fakes)
+
+
+def test_pytest_timeouts_signal_method_with_x_gives_the_calls_their_grace(tmp_path, fakes):
+    """The signal method fails the item that waited too long; -x then stops the run: no new call starts, the
+    calls in flight finish within the grace and are saved, and the rerun buys only the rest."""
+    for fake in fakes.values():
+        fake.latency = 5.0  # longer than the timeout, well within the grace
+    folder = tmp_path / "run"
+    args = prepare(folder)
+    done = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "timeout", "--timeout", "2",
+                           "--timeout-method", "signal", "-x"], cwd=folder, env={**os.environ},
+                          capture_output=True, text=True, timeout=120)
+    assert "Timeout" in done.stdout and done.returncode != 0, done.stdout[-3000:]
+    assert billed(fakes) < len(MODELS) * TASKS * REPEATS  # it stopped buying
+    left = [(r["model"], r["task_id"], r["repeat"]) for r in records(folder) if r.get("pending")]
+    assert not left, f"calls left without their reply: {left}\n{done.stdout[-3000:]}"
+
+    for fake in fakes.values():
+        fake.latency = 0.2
+    rerun_to_completion(folder, args)
+    assert_complete(folder)
+    for model in MODELS:
+        assert not billed_twice(fakes, model), f"{model} paid twice after a timeout and -x"
+        assert rows(folder)[model]["possibly_paid"] == 0
+
+
 # --------------------------------------------------------------------------- a synchronous endpoint that never answers
 
 

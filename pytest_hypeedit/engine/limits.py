@@ -135,6 +135,11 @@ class SlotSet:
             release()
         return give_back
 
+    def held_here(self) -> int:
+        """How many of the slots this process holds now."""
+        with self._lock:
+            return len(self._held)
+
     def take(self) -> Release:
         pause = MIN_POLL
         while True:

@@ -30,70 +30,32 @@ the glue; glue/stopping.py the signals).
 
 from __future__ import annotations
 
-import contextlib
+import os
 import queue
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from dataclasses import dataclass
+from typing import Callable, Iterable, TypeVar
 
-from ..errors import HypeEditError
 from ..registry import ModelSpec
 from ..tasks import Task
-from .limits import Release, SlotSet
+from .dispatch import Dispatcher, fair_shares
+from .jobs import (GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight,
+                   NotStarted)
+from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner
 
-# Job states.
-NEW, TRIAGING, MAIN, READY, RUNNING, INLINE, DONE, STOPPED = (
-    "new", "triaging", "main", "ready", "running", "inline", "done", "stopped")
-GENERATE, JUDGE = "generate", "judge"
+T = TypeVar("T")
 
-#: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
-TICK = 0.05
-REPORT_EVERY = 0.5
-#: The longest the dispatcher sleeps with nothing to start (it is woken by every event of its own process).
-IDLE = 0.2
-#: How long the dispatcher waits before trying again when a route or slot it needs is held.
-RETRY = 0.02
+__all__ = ["CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_shares"]
 
-Key = tuple[str, str, str, int]
-Entry = tuple[Task, ModelSpec, int]
-#: A slot a step holds: the gate it came from (None for a candidate slot) and how to give it back.
-Taken = list[tuple["RouteGate | None", Release]]
-
-
-class NotStarted(HypeEditError):
-    """The run is stopping (-x, --maxfail, Ctrl-C) and this candidate's paid step never started."""
-
-
-class LeftInFlight(NotStarted):
-    """The run is stopping and this candidate's paid step did not end within the grace: it is left running."""
-
-
-@dataclass(eq=False)
-class Job:
-    task: Task
-    spec: ModelSpec
-    repeat: int
-    index: int  # position in the plan: the order pytest asks
-    state: str = NEW
-    step: str | None = None
-    plan: Plan | None = None
-    record: Record | None = None
-    error: BaseException | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def key(self) -> Key:
-        return (self.task.split, self.spec.name, self.task.task_id, self.repeat)
-
-    @property
-    def label(self) -> str:
-        return f"{self.task.task_id} {self.spec.name} r{self.repeat:03d}"
-
+#: Set to 1: check the counting invariants after every change (CandidatePool's docstring); the tests set it.
+DEBUG_ENV = "HYPEEDIT_DEBUG_INVARIANTS"
+#: Up to this many jobs, the debug check also walks every job (READY ones queued, RUNNING ones counted).
+DEBUG_WALK_MAX = 500
 
 @dataclass(frozen=True)
 class PoolState:
@@ -114,7 +76,24 @@ class PoolState:
     unanswered_cost: float = 0.0
 
 
-class CandidatePool:
+class CandidatePool(Dispatcher):
+    """The pool of one process (see the module docstring; the jobs' states and moves: engine/jobs.py).
+
+    The threads' side (the dispatcher, the workers, the sharing of slots) is engine/dispatch.py.  One lock
+    (``_cond``) guards every field below; the main thread, the dispatcher and the workers take it.
+    Counting invariants, true whenever the lock is free (``breaches`` lists the broken ones; checked after
+    every change of the counts when ``HYPEEDIT_DEBUG_INVARIANTS=1``, as the test suite sets):
+
+    - ``_running`` (steps running: a thread holds a candidate slot for them) is between 0 and ``concurrency``,
+      and never more than the threads made;
+    - ``_held`` counts those steps per route: every count is >= 0 and they sum to ``_running``; a route holds
+      at least as many as its jobs in RUNNING;
+    - the jobs in READY are exactly the jobs in the queues (``_judge``, ``_generate``), each once;
+    - the candidate slots this process holds (``SlotSet.held_here``) are at least ``_running`` (a slot is
+      taken before its step is counted and given back after it is not);
+    - at rest (``at_rest``: nothing running, the threads ended) no candidate slot and no route slot is held.
+    """
+
     def __init__(self, runner: Runner, *, concurrency: int, gate_for: Callable[[ModelSpec], RouteGate],
                  judge_gates: Callable[[], list[RouteGate]], slots: SlotSet | None = None,
                  source: Callable[[], Iterable[Entry]] | None = None,
@@ -165,6 +144,8 @@ class CandidatePool:
             record = self._triage_here(job)
             if record is not None:
                 return record
+        if job.settled and job.done.is_set():  # asked again (a rerun of the item): the same outcome
+            return self._outcome(job)
         while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
             if on_wait is not None:
                 on_wait()
@@ -228,6 +209,53 @@ class CandidatePool:
         return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
                          totals["spent"], gates, jobs, waiting, cost)
 
+    # ------------------------------------------------------------------ invariants
+    def breaches(self) -> list[str]:
+        """The counting invariants (class docstring) that do not hold now; empty when all do."""
+        with self._cond:
+            return self._breaches()
+
+    def _breaches(self, *, every_job: bool = True) -> list[str]:
+        """``every_job=False``: the counts only (a walk over every job costs too much on a large run)."""
+        found, running, held = [], self._running, self._held
+        if not 0 <= running <= self.concurrency or running > len(self._threads):
+            found.append(f"{running} steps running, concurrency {self.concurrency}, {len(self._threads)} threads")
+        if any(count < 0 for count in held.values()) or sum(held.values()) != running:
+            found.append(f"held per route {held} does not sum to the {running} steps running")
+        if self._slots is not None and self._slots.held_here() < running:
+            found.append(f"{self._slots.held_here()} candidate slots held for {running} steps running")
+        if not every_job:
+            return found
+        for job in self._order:
+            if job.state == RUNNING and held.get(job.spec.route, 0) < 1:
+                found.append(f"{job.label} runs without its route {job.spec.route} counted")
+        queued = [job for queue_ in (self._judge, *self._generate.values()) for job in queue_]
+        ready = [job for job in self._order if job.state == READY]
+        if len(queued) != len(set(map(id, queued))) or set(map(id, queued)) != set(map(id, ready)):
+            found.append(f"{len(ready)} jobs READY, {len(queued)} queued")
+        return found
+
+    def _check(self) -> None:
+        """(Under the lock.)  In debug mode, raise at the first broken invariant (a bug of the pool)."""
+        if os.environ.get(DEBUG_ENV) == "1":
+            found = self._breaches(every_job=len(self._order) <= DEBUG_WALK_MAX)
+            if found:
+                raise AssertionError("pool invariants broken: " + "; ".join(found))
+
+    def at_rest(self) -> list[str]:
+        """After ``shutdown`` with nothing left running: what is still held (empty when every slot is back)."""
+        for thread in self._threads:
+            thread.join(5)
+        found = self.breaches()
+        with self._cond:
+            if self._running:
+                found.append(f"{self._running} steps still running")
+        if self._slots is not None and self._slots.held_here():
+            found.append(f"{self._slots.held_here()} candidate slots not given back")
+        found += [f"route {gate.route}: {gate.in_flight} calls still in flight"
+                  for gate in self._known_gates() if gate.in_flight]
+        return found
+
     # ------------------------------------------------------------------ jobs
     def _add(self, task: Task, spec: ModelSpec, repeat: int) -> Job | None:
         key = (task.split, spec.name, task.task_id, repeat)
@@ -242,43 +270,61 @@ class CandidatePool:
         with self._cond:
             job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
             if job.state == NEW:
-                job.state = MAIN  # not triaged yet: the main thread reads the disk itself
+                job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job
 
     def _triage_here(self, job: Job) -> Record | None:
         """The main thread's own triage of a job the pool has not reached: finish it at once when nothing
-        is to be paid, else hand it to the pool ahead of everything else."""
-        plan = self.runner.plan(job.task, job.spec, job.repeat)
+        is to be paid, else hand it to the pool ahead of everything else.  A triage that fails settles the
+        job with its error, so asking again gives the error again rather than waiting for nobody."""
+        plan = self._settle_here(job, lambda: self.runner.plan(job.task, job.spec, job.repeat))
         if not (plan.needs_generation or plan.needs_verdict):
-            return self._finish_inline(job, plan)
+            return self._settle_here(job, lambda: self._finish_inline(job, plan))
         with self._cond:
             if self._stop_reason is not None:
-                job.state = STOPPED
+                job.move(STOPPED)
                 job.done.set()
             else:
                 self._make_ready(job, plan, urgent=True)
                 self._cond.notify_all()
         return None
 
+    def _settle_here(self, job: Job, work: Callable[[], T]) -> T:
+        """``work()`` on the main thread; if it fails, the job is settled with the error, so asking again gives
+        the error again rather than waiting for nobody or doing the work twice."""
+        try:
+            return work()
+        except Exception as exc:
+            with self._cond:
+                if not job.settled:
+                    job.settle(error=exc)
+                job.done.set()
+            raise
+
     def _outcome(self, job: Job) -> Record:
+        """The job's outcome, the same however often it is asked: a settled job keeps its record or error."""
         if job.state == INLINE:
-            return self._finish_inline(job, job.plan)
+            return self._settle_here(job, lambda: self._finish_inline(job, job.plan))
         if job.state == STOPPED:
             raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
         if job.error is not None:
             raise job.error
-        record, job.plan = job.record, None
-        return record
+        if job.record is None:  # pragma: no cover - a settled job always has one or the other
+            raise RuntimeError(f"{job.label}: the pool settled it without a record (a bug of the pool)")
+        return job.record
 
     def _finish_inline(self, job: Job, plan: Plan) -> Record:
+        """Nothing to pay: the runner's finishing write, on the main thread, once; the record is kept."""
         record = self.runner.finish(plan)
         with self._cond:
-            job.state, job.plan = DONE, None
+            job.settle(record)
+            job.done.set()
             self._count(record)
         return record
 
     def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None:
-        job.plan, job.state = plan, READY
+        job.move(READY)
+        job.plan = plan
         if plan.needs_generation:
             job.step = GENERATE
             queue_ = self._generate.setdefault(job.spec.route, deque())
@@ -295,343 +341,3 @@ class CandidatePool:
         totals["skipped"] += record.outcome == SKIPPED
         totals["spent"] += (0 if record.reused_candidate else record.cost or 0) + (
             0 if record.reused_verdict else record.judge_cost or 0)
-
-    # ------------------------------------------------------------------ the dispatcher
-    def _dispatch_loop(self) -> None:
-        try:
-            self._dispatch()
-        except BaseException as exc:  # a bug in the pool itself: fail every waiting item rather than hang
-            self._fail_all(exc)
-            raise
-
-    def _dispatch(self) -> None:
-        next_source = next_report = 0.0
-        while True:
-            now = time.monotonic()
-            if now >= next_source:
-                next_source = now + TICK
-                self._poll_outside()
-            if now >= next_report and self._on_report is not None:
-                next_report = now + REPORT_EVERY
-                self._on_report(self.state())
-            with self._cond:
-                if self._closed:
-                    return
-                stopping = self._stop_reason is not None
-            more = False
-            if stopping:
-                self._drop_unstarted()
-            else:
-                more = self._triage_some()
-            started, wait = (0, IDLE) if stopping else self._start_ready()
-            with self._cond:
-                if not (started or more or self._closed):
-                    self._cond.wait(wait)
-
-    def _fail_all(self, exc: BaseException) -> None:
-        with self._cond:
-            self._closed = True
-            for job in self._order:
-                if not job.done.is_set():
-                    job.error, job.state = exc, DONE
-                    job.done.set()
-
-    def _poll_outside(self) -> None:
-        if self._source is not None:
-            self.add(self._source())
-        if self._should_stop is not None and self._stop_reason is None:
-            reason = self._should_stop()
-            if reason:
-                self.stop(reason)
-
-    def _triage_some(self, budget: int = 64) -> bool:
-        """Read the disk for the next planned jobs, until enough paid work is queued to fill the slots;
-        True when more jobs wait to be read."""
-        for _ in range(budget):
-            with self._cond:
-                if self._queued_generations() >= 2 * self.concurrency:
-                    return False
-                job = self._next_new()
-                if job is None:
-                    return False
-                job.state = TRIAGING
-            try:
-                plan = self.runner.plan(job.task, job.spec, job.repeat)
-            except Exception as exc:  # e.g. the judge cannot be built here: the item shows it
-                with self._cond:
-                    job.error, job.state = exc, DONE
-                    job.done.set()
-                continue
-            with self._cond:
-                if plan.needs_generation or plan.needs_verdict:
-                    self._make_ready(job, plan)
-                else:
-                    job.plan, job.state = plan, INLINE
-                    job.done.set()
-                self._cond.notify_all()
-        return True
-
-    def _next_new(self) -> Job | None:
-        while self._triage_at < len(self._order):
-            job = self._order[self._triage_at]
-            self._triage_at += 1
-            if job.state == NEW:
-                return job
-        return None
-
-    def _queued_generations(self) -> int:
-        return sum(len(q) for q in self._generate.values())
-
-    def _drop_unstarted(self) -> None:
-        with self._cond:
-            for queue_ in [self._judge, *self._generate.values()]:
-                while queue_:
-                    job = queue_.popleft()
-                    job.state = STOPPED
-                    job.done.set()
-
-    def _start_ready(self) -> tuple[int, float]:
-        """Start every ready step that its route and a candidate slot admit; (started, seconds to wait)."""
-        started, now, wait = 0, time.monotonic(), IDLE
-        for queue_, gates in self._queues_in_order():
-            reason = next((gate.unreachable for gate in gates if gate.unreachable), None)
-            if reason is not None:
-                self._end_unreachable(queue_, reason)
-                continue
-            while True:
-                with self._cond:
-                    if not queue_ or self._running >= self.concurrency:
-                        break
-                if queue_ is not self._judge and not self._fair_to_start(queue_[0].spec.route):
-                    break  # the slots left are other routes' share; a finishing step wakes the dispatcher
-                taken = self._admit(gates)
-                if taken is None:
-                    hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
-                    wait = min(wait, min(hints) if hints else RETRY)
-                    break
-                with self._cond:
-                    if not queue_:  # a stop emptied it meanwhile
-                        self._release(taken)
-                        break
-                    job = queue_.popleft()
-                    job.state = RUNNING
-                    self._running += 1
-                    self._hold(job.spec.route, +1)
-                self._submit(job, taken)
-                started += 1
-            with self._cond:
-                if self._running >= self.concurrency:
-                    return started, wait
-        return started, wait
-
-    def _end_unreachable(self, queue_: deque, reason: str) -> None:
-        """A route whose first calls all failed to connect (its gate's breaker, engine/routes.py): its waiting
-        candidates end at once with the breaker's one line, and none of their calls starts."""
-        with self._cond:
-            jobs = list(queue_)
-            queue_.clear()
-        for job in jobs:
-            record = self.runner.unreachable(job.plan, reason)
-            with self._cond:
-                job.record, job.state, job.plan = record, DONE, None
-                self._count(record)
-                job.done.set()
-                self._cond.notify_all()
-
-    def _queues_in_order(self) -> list[tuple[deque, list[RouteGate]]]:
-        """Judging first; then each route's generations, the route whose next item comes first first."""
-        with self._cond:
-            routes = sorted((q[0].index, route, q) for route, q in self._generate.items() if q)
-            queues = [(self._judge, self._judge_gate_list())] if self._judge else []
-            queues += [(q, [self._gate(q[0].spec)]) for _, _, q in routes]
-        return queues
-
-    def _admit(self, gates: list[RouteGate]) -> Taken | None:
-        """The route slots first, then a candidate slot; all or nothing."""
-        taken = self._admit_routes(gates)
-        if taken is None:
-            return None
-        if self._slots is not None:
-            release = self._slots.try_take()
-            if release is None:
-                self._release(taken)
-                return None
-            taken.append((None, release))
-        return taken
-
-    def _admit_routes(self, gates: list[RouteGate]) -> Taken | None:
-        taken: Taken = []
-        for gate in gates:
-            release = gate.try_enter()
-            if release is None:
-                self._release(taken)
-                return None
-            taken.append((gate, release))
-        return taken
-
-    @staticmethod
-    def _release(taken: Taken) -> None:
-        for _, release in reversed(taken):
-            release()
-
-    # ------------------------------------------------------------------ gates
-    def _gate(self, spec: ModelSpec) -> RouteGate:
-        gate = self._gate_for(spec)
-        self._gates[id(gate)] = gate
-        self._route_gates[spec.route] = gate
-        return gate
-
-    def _judge_gate_list(self) -> list[RouteGate]:
-        gates = self._judge_gates()
-        for gate in gates:
-            self._gates[id(gate)] = gate
-        return gates
-
-    def _known_gates(self) -> list[RouteGate]:
-        return list(self._gates.values())
-
-    # ------------------------------------------------------------------ the workers
-    def _submit(self, job: Job, taken: Taken) -> None:
-        with self._cond:
-            while len(self._threads) < self._running:  # one thread per running step, made as needed
-                thread = threading.Thread(target=self._work, name=f"hypeedit-call-{len(self._threads)}", daemon=True)
-                self._threads.append(thread)
-                thread.start()
-        self._tasks.put((job, taken))
-
-    def _work(self) -> None:
-        while True:
-            task = self._tasks.get()
-            if task is None:
-                return
-            job, taken = task
-            candidate = [entry for entry in taken if entry[0] is None]  # the candidate slot, kept between steps
-            routes = [entry for entry in taken if entry[0] is not None]
-            route = job.spec.route  # the route this thread's candidate slot is counted for
-            try:
-                while job is not None:
-                    with self._holding(routes):
-                        self._run_step(job)
-                    self._finished_step(job)
-                    job, routes = self._next_step_here(route)
-                    route = job.spec.route if job is not None else route
-            finally:
-                self._release(candidate)
-                with self._cond:
-                    self._hold(route, -1)
-                    self._running -= 1
-                    self._cond.notify_all()
-
-    def _finished_step(self, job: Job) -> None:
-        self._last_activity = time.monotonic()
-        with self._cond:
-            if job.state == DONE:  # only now: the route slots are back when pytest sees the result
-                job.done.set()
-            self._cond.notify_all()
-
-    def _next_step_here(self, route: str) -> tuple[Job | None, Taken]:
-        """The next step this thread may run at once, keeping its candidate slot: the verdict of the candidate
-        it just generated, another verdict, or the next generation whose route admits it.  Handing it to the
-        dispatcher instead would cost a thread switch and a slot given back and taken again, many times per
-        second when calls come back together.  ``route`` is the route of the candidate it just finished."""
-        for queue_, gates in self._queues_in_order():
-            with self._cond:
-                if self._stop_reason is not None or self._closed:
-                    return None, []
-                if not queue_ or (queue_ is not self._judge
-                                  and not self._fair_to_start(queue_[0].spec.route, giving_up=route)):
-                    continue
-            taken = self._admit_routes(gates)
-            if taken is None:
-                continue
-            with self._cond:
-                if queue_:
-                    job = queue_.popleft()
-                    job.state = RUNNING
-                    self._hold(route, -1)
-                    self._hold(job.spec.route, +1)
-                    return job, taken
-            self._release(taken)
-        return None, []
-
-    # ------------------------------------------------------------------ sharing the candidate slots
-    def _hold(self, route: str, change: int) -> None:
-        """(Under the lock.)  Count the candidates of each route whose step is running in this process."""
-        self._held[route] = self._held.get(route, 0) + change
-
-    def _fair_to_start(self, route: str, giving_up: str | None = None) -> bool:
-        """(Under the lock.)  May a generation on ``route`` take a candidate slot, leaving every other route
-        with work its fair share of the slots?  Without this, a fast route fills the pool, and a slow route
-        limited to a few calls in flight waits for a slot each time one of its calls ends instead of starting
-        the next at once: the run goes slower than its slowest route.  ``giving_up`` is the route of a slot
-        this thread hands on (it is counted as free)."""
-        held = dict(self._held)
-        running = self._running
-        if giving_up is not None:
-            held[giving_up] = held.get(giving_up, 0) - 1
-            running -= 1
-        demands = {}
-        for name in set(held) | set(self._generate):
-            wanted = held.get(name, 0) + len(self._generate.get(name, ()))
-            gate = self._route_gates.get(name)
-            if gate is not None:  # a candidate holds its slot while it is generated, then judged
-                wanted = min(wanted, 2 * max(1, int(gate.level)))
-            if wanted > 0:
-                demands[name] = wanted
-        if running <= 0:
-            return True  # nothing of this process is running: waiting could only stall it
-        shares = fair_shares(demands, self.concurrency)
-        owed = sum(max(0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
-        return self.concurrency - running - 1 >= owed
-
-    @staticmethod
-    @contextlib.contextmanager
-    def _holding(taken: Taken):
-        """Run a step inside its routes' calls (its requests take no second in-flight slot); give every
-        slot back at the end, whatever happens."""
-        with contextlib.ExitStack() as stack:
-            for gate, release in taken:
-                limiter = gate.limiter if gate is not None else None
-                if limiter is not None:
-                    stack.enter_context(limiter.call(release))
-                else:
-                    stack.callback(release)
-            yield
-
-    def _run_step(self, job: Job) -> None:
-        try:
-            if job.step == GENERATE:
-                plan = self.runner.generate_step(job.plan)
-                if plan.needs_verdict and self.runner.judge.routes:
-                    with self._cond:
-                        self._make_ready(job, plan)
-                        self._cond.notify_all()
-                    return
-                record = self.runner.judge_step(plan) if plan.needs_verdict else self.runner.finish(plan)
-            else:
-                record = self.runner.judge_step(job.plan)
-        except Exception as exc:  # a bug, not a call failure (the runner records those): show it on the item
-            with self._cond:
-                job.error, job.state = exc, DONE
-            return
-        with self._cond:
-            job.record, job.state = record, DONE
-            self._count(record)
-
-
-def fair_shares(demands: dict[str, int], total: int) -> dict[str, int]:
-    """Max-min fair shares of ``total`` slots, in whole slots: a route that wants less than an even split gets
-    what it wants, and the rest is split evenly among the others (water-filling).  Slots that do not split
-    evenly are nobody's share (any route may take them): with fewer slots than routes, no route is owed one,
-    so the first that can go goes rather than each waiting for a slot reserved for another."""
-    level = 0  # the water level: the most slots any route is owed
-    for candidate in sorted(set(demands.values())):
-        if sum(min(d, candidate) for d in demands.values()) > total:
-            break
-        level = candidate
-    else:
-        return dict(demands)  # every demand fits
-    below = [d for d in demands.values() if d <= level]
-    above = len(demands) - len(below)
-    level = max(level, (total - sum(below)) // above) if above else level
-    return {name: min(d, level) for name, d in demands.items()}

@@ -12,6 +12,7 @@
   ``-n``): every item is dealt at once, round robin, so each worker's pool can
   work ahead on its whole share.  xdist's own load scheduling hands a worker a
   few items at a time, which would starve the pool at the end of the run.
+  It and every other read of xdist's internals live in glue/xdist_internals.py.
 
 The one rule that holds it together: each process's pool gets a share of
 ``--concurrency`` through cross-process candidate slots, and each route's limits
@@ -40,6 +41,7 @@ from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
 from .stopping import GRACE_SECONDS  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
 from .stopping import Stopper, grace_seconds, in_flight, leaving, left_line, stopping_line, write_leave
+from .xdist_internals import unsupported, worker_queue
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
 STOP_FILE = "stop"
@@ -243,26 +245,6 @@ def runs_items(session: pytest.Session) -> bool:
     return not (session.testsfailed and not option.continue_on_collection_errors)
 
 
-def worker_queue(config: pytest.Config):
-    """A function that lists the indices of the items this xdist worker was dealt and has not started,
-    read from xdist's own queue (``WorkerInteractor.torun``); None when that is not there."""
-    interactor = next((p for p in config.pluginmanager.get_plugins()
-                       if type(p).__name__ == "WorkerInteractor" and hasattr(p, "torun")), None)
-    if interactor is None:
-        return None
-
-    def dealt() -> list[int]:
-        try:
-            with interactor.torun.lock() as queued:
-                waiting = [i for i in queued if isinstance(i, int)]
-        except Exception:  # pragma: no cover - xdist changed: the pool then works item by item
-            return []
-        upcoming = getattr(interactor, "nextitem_index", None)
-        return ([upcoming] if isinstance(upcoming, int) else []) + waiting
-
-    return dealt
-
-
 def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None:
     """This process's pool state, for the controller's live line and stopping messages; ``final`` once its calls
     are done with (finished, or left)."""
@@ -304,6 +286,9 @@ class StopSignal:
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session):
         self.stopper.install()
+        untested = unsupported()
+        if untested:
+            _say(self.config, untested)
         yield
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -362,41 +347,6 @@ def _say(config: pytest.Config, line: str) -> None:
     with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         reporter.ensure_newline()
         reporter.write_line(line)
-
-
-def deal_all_scheduler(config: pytest.Config, log):
-    """The scheduler of a benchmark run under ``-n``: every item dealt at once (see the module docstring)."""
-    from xdist.scheduler import LoadScheduling
-
-    class DealAllScheduling(LoadScheduling):
-        def schedule(self) -> None:
-            assert self.collection_is_completed
-            if self.collection is not None:  # a worker was replaced: xdist's own rules deal its items
-                for node in self.nodes:
-                    self.check_schedule(node)
-                return
-            if not self._check_nodes_have_same_collection():
-                self.log("**Different tests collected, aborting run**")
-                return
-            self.collection = next(iter(self.node2collection.values()))
-            nodes = sorted(self.nodes, key=lambda node: _natural(node.gateway.id))
-            shares: dict = {node: [] for node in nodes}
-            for index in range(len(self.collection)):
-                shares[nodes[index % len(nodes)]].append(index)  # round robin: every worker gets every route
-            self.pending[:] = []
-            for node, indices in shares.items():
-                if indices:
-                    self.node2pending[node].extend(indices)
-                    node.send_runtest_some(indices)
-            for node in self.nodes:
-                node.shutdown()
-
-    return DealAllScheduling(config, log)
-
-
-def _natural(name: str) -> tuple:
-    digits = "".join(ch for ch in name if ch.isdigit())
-    return (name.rstrip("0123456789"), int(digits) if digits else -1, name)
 
 
 # --------------------------------------------------------------------------- the live line (controller)

@@ -236,7 +236,9 @@ def startup_progress(config: pytest.Config):
         elapsed = time.monotonic() - started
         if elapsed < 0.5 and not shown:
             return  # a quick start (everything cached) says nothing
-        writer = shown.setdefault("writer", LineWriter())
+        if "writer" not in shown:  # once: each LineWriter opens its own copy of stdout, closed at the end
+            shown["writer"] = LineWriter()
+        writer = shown["writer"]
         final = done >= total
         writer.draw(f"hypeedit: reference images of {done}/{total} tasks ready ({elapsed:.1f} s)", final=final)
         if final:
