@@ -148,8 +148,8 @@ def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
                 continue
             family += [{"split": split, "a": a.model, "b": b.model, **entry} for entry in entries]
         for entry, adjusted in zip(family, holm([entry.pop("p") for entry in family])):
-            entry["p_adjusted"] = adjusted
-            entry["significant"] = adjusted < alpha
+            entry["p_adjusted"] = float(adjusted)
+            entry["significant"] = bool(adjusted < alpha)
         found += [_ordered(entry) for entry in family]
     return found
 
