@@ -3,6 +3,8 @@ equal, clearly different, or different only before the correction for multiple c
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,55 @@ def test_compare_pair_uses_the_shared_tasks_only():
     b = Entrant("b", tallies([0, 0]), 0.04)
     rate = next(e for e in compare_pair(a, b, MetricSettings()) if e["metric"] == "pass_rate")
     assert rate["difference"] == pytest.approx(1.0) and rate["tasks"] == 2
+
+
+# --- the leaderboard: merged runs ------------------------------------------------------------
+
+
+def results_file(tmp_path, name: str, model: str, passes: list[int] | None, split: str = "public"):
+    """One run's results JSON of one model: per-task tallies from ``passes`` (10 judged each), or none at all
+    (a file written before the tallies were kept)."""
+    rate = sum(passes or [5]) / (10 * len(passes or [5]))
+    row = {"model": model, "split": split, "tasks": len(passes or [5]), "candidates": 10 * len(passes or [5]),
+           "judged": 10 * len(passes or [5]), "errors": 0, "refusals": 0, "cost_per_candidate": 0.04, "spent": 1.0,
+           "pass_rate": rate, "complete": True}
+    if passes is not None:
+        row["task_tallies"] = [{"task_id": f"t{i:02d}", "passes": k, "judged": 10, "first_passed": k > 0,
+                                "task_types": []} for i, k in enumerate(passes)]
+    data = {"schema": "hypeedit-results/1", "settings": {"repeats": 10, "retry_cap": 4, "review_cost": 0.2778},
+            "complete": True, "rows": [row]}
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_leaderboard_groups_models_that_cannot_be_told_apart(tmp_path):
+    from pytest_hypeedit.report.leaderboard import main
+
+    spread = [(i * 7) % 11 for i in range(30)]
+    files = [results_file(tmp_path, "a.json", "twin-a", spread), results_file(tmp_path, "b.json", "twin-b", spread),
+             results_file(tmp_path, "c.json", "weaker", [max(0, k - 6) for k in spread])]
+    out, merged = tmp_path / "RESULTS.md", tmp_path / "merged.json"
+    assert main([*map(str, files), "-o", str(out), "--json", str(merged)]) == 0
+    data = json.loads(merged.read_text(), parse_constant=lambda name: pytest.fail(f"not strict JSON: {name}"))
+    rates = {(e["a"], e["b"]): e for e in data["pairwise"] if e["metric"] == "pass_rate"}
+    assert rates[("twin-a", "twin-b")]["significant"] is False
+    assert rates[("twin-a", "weaker")]["significant"] is True and rates[("twin-b", "weaker")]["significant"] is True
+    text = out.read_text()
+    assert "Cannot be told apart on pass rate (paired over tasks, Holm-adjusted" in text
+    assert "twin-a ~ twin-b." in text and "~ weaker" not in text
+
+
+def test_the_leaderboard_says_when_older_files_lack_tallies_and_skips_them(tmp_path):
+    from pytest_hypeedit.report.leaderboard import main
+
+    spread = [(i * 7) % 11 for i in range(30)]
+    files = [results_file(tmp_path, "a.json", "new", spread), results_file(tmp_path, "old.json", "old", None)]
+    out, merged = tmp_path / "RESULTS.md", tmp_path / "merged.json"
+    assert main([*map(str, files), "-o", str(out), "--json", str(merged)]) == 0
+    data = json.loads(merged.read_text())
+    assert "pairwise" not in data
+    assert data["pairwise_skipped"] == [{"split": "public", "model": "old", "reason":
+                                         "no per-task tallies (results written by an older version), so not in "
+                                         "the pairwise comparison; rerun it to compare"}]
+    assert "- old: no per-task tallies (results written by an older version)" in out.read_text()

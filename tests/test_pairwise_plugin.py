@@ -84,6 +84,9 @@ def test_two_equal_models_and_one_that_differs(bench):
     assert any("indistinguishable on pass_rate (mini): twin-a ~ twin-b" in line for line in result.stdout.lines)
     assert not any("~ weaker" in line or "weaker ~" in line for line in result.stdout.lines)
     assert all(len(line) <= 100 for line in result.stdout.lines if "pass_rate" in line)
+    markdown = (bench.path / "out" / "results.md").read_text()
+    assert "Cannot be told apart on pass rate (paired over tasks, Holm-adjusted" in markdown
+    assert "twin-a ~ twin-b." in markdown
 
 
 def test_one_model_has_no_pairwise(bench):
