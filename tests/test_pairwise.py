@@ -155,3 +155,19 @@ def test_the_leaderboard_says_when_older_files_lack_tallies_and_skips_them(tmp_p
                                          "no per-task tallies (results written by an older version), so not in "
                                          "the pairwise comparison; rerun it to compare"}]
     assert "- old: no per-task tallies (results written by an older version)" in out.read_text()
+
+
+def test_a_combined_row_rebuilt_from_several_files_is_compared_on_its_pooled_tasks(tmp_path):
+    from pytest_hypeedit.report.leaderboard import main
+
+    spread = [(i * 7) % 11 for i in range(30)]
+    worse = [max(0, k - 6) for k in spread]
+    files = [results_file(tmp_path, f"{model}-{split}.json", model, passes, split)
+             for model, passes in (("good", spread), ("bad", worse)) for split in ("public", "private")]
+    merged = tmp_path / "merged.json"
+    assert main([*map(str, files), "-o", str(tmp_path / "RESULTS.md"), "--json", str(merged)]) == 0
+    data = json.loads(merged.read_text())
+    combined = next(r for r in data["rows"] if r["split"] == "combined" and r["model"] == "good")
+    assert len(combined["task_tallies"]) == 60 and combined["task_tallies"][0]["task_id"] == "public/t00"
+    rate = next(e for e in data["pairwise"] if e["split"] == "combined" and e["metric"] == "pass_rate")
+    assert rate["tasks"] == 60 and rate["significant"] is True
