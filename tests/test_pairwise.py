@@ -171,3 +171,17 @@ def test_a_combined_row_rebuilt_from_several_files_is_compared_on_its_pooled_tas
     assert len(combined["task_tallies"]) == 60 and combined["task_tallies"][0]["task_id"] == "public/t00"
     rate = next(e for e in data["pairwise"] if e["split"] == "combined" and e["metric"] == "pass_rate")
     assert rate["tasks"] == 60 and rate["significant"] is True
+
+
+def test_a_malformed_tally_in_a_merged_file_is_a_clear_error(tmp_path, capsys):
+    from pytest_hypeedit.report.leaderboard import main
+
+    spread = [(i * 7) % 11 for i in range(30)]
+    broken = results_file(tmp_path, "b.json", "broken", spread)
+    data = json.loads(broken.read_text())
+    data["rows"][0]["task_tallies"][3]["passes"] = 99  # more PASS than judged candidates
+    broken.write_text(json.dumps(data))
+    assert main([str(results_file(tmp_path, "a.json", "fine", spread)), str(broken)]) == 2
+    error = capsys.readouterr().err
+    assert "hypeedit-leaderboard: error: the per-task tallies or settings of the results files cannot be compared" in error
+    assert "t03" in error and "Traceback" not in error

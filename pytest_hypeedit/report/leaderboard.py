@@ -238,8 +238,8 @@ def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> 
     from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
     from ..analysis.pairwise import PAIRWISE_METRICS
 
-    review = settings.get("review_cost")
-    cap = settings.get("retry_cap", DEFAULT_RETRY_CAP)
+    review: Any = settings.get("review_cost")
+    cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
     metrics = PAIRWISE_METRICS if _number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
     try:
         metric_settings = MetricSettings(cap, float(review)) if _number(review) else MetricSettings(cap)
