@@ -15,6 +15,11 @@ Keys added to each results row (design.md allows new keys):
     baseline_tasks [{task_id, passes, judged, baseline_passes, baseline_judged, difference}]
                   per shared task, the change in its pass rate, worst first (the report lists
                   the tasks that got worse)
+
+And at the top level, when a split has two or more models:
+
+    pairwise      [{split, a, b, metric, difference, interval, p_adjusted, significant, tasks}]
+                  every pair x headline metric, paired over tasks, Holm-adjusted per split (pairwise.py)
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .metrics import MetricSettings, TaskTally, sensitivity
+from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
 from .stats import bootstrap_intervals, paired_comparison
 
 SENSITIVITY_REVIEW_SECONDS = (10.0, 20.0, 60.0, 120.0)
@@ -58,8 +64,26 @@ def enrich_results(
         row["sensitivity"] = sensitivity_grid(row_tallies, cost, settings)
         if baseline is not None:
             row.update(baseline_entry(row, row_tallies, cost, baseline, settings))
+    compared = pairwise_of_rows(results.get("rows") or [], settings)
+    if compared is not None:
+        results["pairwise"] = compared
     results.setdefault("settings", {})["statistics"] = _statistics_settings(settings, baseline)
     return results
+
+
+def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettings,
+                     metrics: Sequence[str] = PAIRWISE_METRICS) -> list[dict[str, Any]] | None:
+    """The pairwise comparisons of rows carrying ``task_tallies``; None when no split has two models."""
+    splits: dict[str, list[Entrant]] = {}
+    for row in rows:
+        tallies = tuple(tally_from_json(t) for t in row.get("task_tallies") or ())
+        splits.setdefault(str(row.get("split")), []).append(
+            Entrant(str(row.get("model")), tallies, float(row.get("cost_per_candidate") or 0.0)))
+    several = {split: entrants for split, entrants in splits.items() if len(entrants) > 1}
+    if not several:
+        return None
+    return pairwise(several, settings.metrics, metrics, n_resamples=settings.bootstrap or 1000, seed=settings.seed,
+                    level=settings.level)
 
 
 def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:

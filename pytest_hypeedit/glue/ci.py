@@ -111,7 +111,9 @@ class CiPlugin:
             terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
             lines += interval_lines(results) if verbose else headline_interval_lines(results)
         lines += sensitivity_lines(results) if verbose else []
-        write_folded(terminalreporter, lines + baseline_lines(results))
+        from ..report.terminal import pairwise_lines
+
+        write_folded(terminalreporter, lines + baseline_lines(results) + pairwise_lines(results))
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
             hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
             write_folded(terminalreporter, [hint])

@@ -118,6 +118,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     if any(r.get("intervals") for r in rows):
         lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
     lines += _calibrated_section(rows)
+    lines += _pairwise_section(split, results)
     notes = [_row_note(r) for r in rows if _row_note(r)]
     if notes:
         lines += [""] + [f"- {note}" for note in notes]
@@ -202,6 +203,52 @@ def _row_note(row: Mapping[str, Any]) -> str:
     return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
 
 
+def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
+    """Under a split's tables: which models cannot be told apart on pass rate (analysis/pairwise.py), or why
+    they were not compared."""
+    lines = [f"- {_cell(skip.get('model'))}: {_cell(skip.get('reason'))}" for skip in results.get("pairwise_skipped")
+             or () if isinstance(skip, Mapping) and skip.get("split") == split]
+    entries = [e for e in results.get("pairwise") or () if isinstance(e, Mapping) and e.get("split") == split
+               and e.get("metric") == "pass_rate"]
+    if entries:
+        same = [f"{_cell(e.get('a'))} ~ {_cell(e.get('b'))}" for e in entries if not e.get("significant")]
+        method = "paired over tasks, Holm-adjusted over the split's pairs x metrics, 5%"
+        lines.insert(0, f"Cannot be told apart on pass rate ({method}): {'; '.join(same)}." if same else
+                     f"Every pair of models differs on pass rate ({method}).")
+    return ["", *lines] if lines else []
+
+
+def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``pairwise`` for merged rows carrying ``task_tallies``, and ``pairwise_skipped``: the rows of a split of
+    several models that carry none (an older version's results), left out and said so."""
+    by_split: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_split.setdefault(str(row.get("split")), []).append(row)
+    several = [row for split_rows in by_split.values() if len(split_rows) > 1 for row in split_rows]
+    skipped = [{"split": r.get("split"), "model": r.get("model"),
+                "reason": "no per-task tallies (results written by an older version), so not in the pairwise "
+                          "comparison; rerun it to compare"} for r in several if not r.get("task_tallies")]
+    compared = _pairwise_of(settings, [r for r in several if r.get("task_tallies")])
+    found: dict[str, Any] = {"pairwise": compared} if compared is not None else {}
+    return found | ({"pairwise_skipped": skipped} if skipped else {})
+
+
+def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict] | None:
+    from ..analysis.enrich import AnalysisSettings, pairwise_of_rows
+    from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
+    from ..analysis.pairwise import PAIRWISE_METRICS
+
+    review: Any = settings.get("review_cost")
+    cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
+    metrics = PAIRWISE_METRICS if _number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
+    try:
+        metric_settings = MetricSettings(cap, float(review)) if _number(review) else MetricSettings(cap)
+        return pairwise_of_rows(rows, AnalysisSettings(metric_settings), metrics)
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed tally or setting in a file from outside
+        raise InputError(f"the per-task tallies or settings of the results files cannot be compared ({exc}); "
+                         "check that each file is a results JSON written by pytest-hypeedit") from None
+
+
 # --------------------------------------------------------------------------- merging
 
 
@@ -232,6 +279,7 @@ def merge_results(runs: Sequence[tuple[str, Mapping[str, Any]]], prefer: str | N
     rows = [row for row, _ in chosen.values()]
     rows += _combined_rows(chosen, runs, settings)
     merged = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
+    merged.update(merged_pairwise(rows, settings))
     stamps = [str(r["generated_at"]) for _, r in runs if r.get("generated_at")]
     if stamps:
         merged["generated_at"] = max(stamps)
@@ -329,6 +377,9 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
     if any(r.get("incomplete") or r.get("complete") is False for r in rows):
         pooled["incomplete"] = True
     pooled["cost_per_candidate"] = rows[0].get("cost_per_candidate")
+    if all(r.get("task_tallies") for r in rows):  # as a run's own combined row keys them: split/task
+        pooled["task_tallies"] = [{**t, "task_id": f"{r.get('split')}/{t.get('task_id')}"}
+                                  for r in rows for t in r["task_tallies"]]
     pooled["effective_cost"] = _effective_cost(pooled, review_cost)
     return pooled
 

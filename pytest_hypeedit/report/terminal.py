@@ -207,3 +207,26 @@ def _spent_parts(rows: list[dict]) -> str:
         return ""
     shown = {name: value for name, value in totals.items() if value or name == "generation"}
     return "; " + ", ".join(f"{name.replace('_', ' ')} ${value:.2f}" for name, value in shown.items())
+
+
+#: Pairs a note lists before it says how many more there are (results.json has them all).
+MAX_PAIRS_SHOWN = 12
+
+
+def pairwise_lines(results: dict, metric: str = "pass_rate") -> list[str]:
+    """Per split with two or more models, the pairs not shown different on ``metric`` (Holm-adjusted, 5%), or
+    that every pair differs: a few folded lines (analysis/pairwise.py; every metric is in results.json)."""
+    entries = [e for e in results.get("pairwise") or () if isinstance(e, dict) and e.get("metric") == metric]
+    lines = []
+    for split in dict.fromkeys(str(e.get("split")) for e in entries):
+        mine = [e for e in entries if str(e.get("split")) == split]
+        same = [f"{e['a']} ~ {e['b']}" for e in mine if not e.get("significant")]
+        if not same:
+            lines += fold(f"every pair differs on {metric} ({split}): Holm-adjusted paired test over tasks, 5%")
+            continue
+        if len(same) > MAX_PAIRS_SHOWN:
+            same = same[:MAX_PAIRS_SHOWN] + [f"and {len(same) - MAX_PAIRS_SHOWN} more (results.json: pairwise)"]
+        lines += fold_cells(f"indistinguishable on {metric} ({split}):", same)
+    if lines:
+        lines.append("  (~: not shown different at 5%, Holm-corrected over the pairs x metrics of the split; not proven equal)")
+    return lines
