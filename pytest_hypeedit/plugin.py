@@ -65,9 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .engine.memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
-    from .options import with_ini_origin
     from .glue.estimate import estimating, register_price
     from .glue.startup import configure_run
+    from .options import with_ini_origin
 
     prefer_one_line_failures(config)
     try:

@@ -41,8 +41,7 @@ from typing import Callable, Iterable, TypeVar
 from ..registry import ModelSpec
 from ..tasks import Task
 from .dispatch import Dispatcher, fair_shares
-from .jobs import (GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight,
-                   NotStarted)
+from .jobs import GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight, NotStarted
 from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate

@@ -33,22 +33,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
-from ..errors import (BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, JudgeError, NotRegularFile,
-                      ProviderError, Refusal)
+from ..errors import (
+    BudgetExceeded,
+    CallError,
+    DiskFull,
+    HypeEditError,
+    JobExpired,
+    JudgeError,
+    NotRegularFile,
+    ProviderError,
+    Refusal,
+)
 from ..files import sha256_bytes, sha256_of
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
-from . import room
-from .refusedkeys import RefusedKeys
-from .store import Store
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
-from . import journal as paid
-from . import provenance
+from . import journal as paid, provenance, room
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
+from .refusedkeys import RefusedKeys
+from .store import Store
 
 T = TypeVar("T")
 

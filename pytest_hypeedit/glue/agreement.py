@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from ..errors import HypeEditError
 from ..report.agreement import AgreementCheck, terminal_lines
 from .terminal import write_folded
-from ..errors import HypeEditError
 
 PLUGIN_NAME = "hypeedit-agreement"
 

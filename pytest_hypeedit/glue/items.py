@@ -17,13 +17,13 @@ import re
 
 import pytest
 
-from ..errors import HypeEditError
-from ..engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
-from ..registry import ModelSpec
 from ..engine.pool import NotStarted
-from .stash import POOL_KEY, RUNNER_KEY
+from ..engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
+from ..errors import HypeEditError
+from ..registry import ModelSpec
 from ..tasks import Task
 from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_text
+from .stash import POOL_KEY, RUNNER_KEY
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 

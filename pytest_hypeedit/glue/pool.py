@@ -34,14 +34,23 @@ import pytest
 from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
-from ..files import atomic_write_bytes
 from ..errors import ConfigError
+from ..files import atomic_write_bytes
 from ..report.progress import LineWriter, Progress, duration
 from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
-from .stopping import GRACE_SECONDS  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
-from .stopping import Stopper, grace_seconds, in_flight, leaving, left_line, stopping_line, write_leave
+from .stopping import (
+    GRACE_SECONDS,  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
+    Stopper,
+    grace_seconds,
+    in_flight,
+    leaving,
+    left_line,
+    stopping_line,
+    write_leave,
+)
 from .xdist_internals import unsupported, worker_queue
+
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
 STOP_FILE = "stop"

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from ..engine.budget import Budget
 from ..config import RunConfig, build_run_config, load_splits, split_sources
+from ..engine.budget import Budget
+from ..engine.runner import Runner, refused
+from ..engine.store import Store, probe_writable
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
-from ..engine.runner import Runner, refused
-from .stash import RUN_KEY, RUNNER_KEY, run_id
-from ..engine.store import Store, probe_writable
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
+from .stash import RUN_KEY, RUNNER_KEY, run_id
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, NamedTuple, Union
+from typing import Any, Callable, ClassVar, NamedTuple
 
 from ..errors import HypeEditError, JudgeError
 from ..secrets import redact
@@ -120,7 +120,7 @@ def stale_reason(entry: dict, prompt: JudgePrompt) -> str | None:
 
 
 #: One piece of the judge's message: text, or an image file.
-Piece = Union[str, Path]
+Piece = str | Path
 
 
 def message_pieces(request: JudgeRequest, prompt: str) -> list[Piece]:

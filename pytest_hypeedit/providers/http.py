@@ -46,8 +46,20 @@ import httpx
 
 from ..errors import ProviderError
 from ..secrets import KEY_ENV, install_log_redaction, redact, register_secret
-from .bounds import (ACCEPT_ENCODING, IMAGE_CAP, JSON_CAP, BodyTooLarge, BoundedStream, DeadlinePassed,
-                     UnexpectedEncoding, arm, bounded_chunks, deadline_for, decoded_headers, network_transport)
+from .bounds import (
+    ACCEPT_ENCODING,
+    IMAGE_CAP,
+    JSON_CAP,
+    BodyTooLarge,
+    BoundedStream,
+    DeadlinePassed,
+    UnexpectedEncoding,
+    arm,
+    bounded_chunks,
+    deadline_for,
+    decoded_headers,
+    network_transport,
+)
 from .keyhosts import KeyHosts, KeyRefused, check_request, redirect_guard
 from .waits import daily_quota, daily_quota_message, error_body, header_wait, server_wait
 

@@ -23,11 +23,11 @@ from typing import IO, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
+from ..engine.limits import exclusive, safe_name
 from ..errors import ImageError
+from ..files import atomic_write_bytes
 from ..tasks import image_problem
 from .body import InlineImage
-from ..files import atomic_write_bytes
-from ..engine.limits import exclusive, safe_name
 
 #: The most pixels an image may have here, checked from its header before it is decoded.  The benchmark's
 #: largest reference is 5504 x 3072 (16.9 MP) and the largest outputs any route documents are 4K images of

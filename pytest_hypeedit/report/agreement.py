@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Iterable
 
 from ..analysis import agreement
+from ..engine.records import FAIL, PASS, Record
 from ..errors import ConfigError
 from ..labels import Panel, read_panel
-from ..engine.records import FAIL, PASS, Record
 
 PREFIX = "labels:"
 MAX_WARNINGS = 20

@@ -393,9 +393,9 @@ def goal_bytes(megabytes: float | None, candidates: int) -> int | None:
 def report_source(config: pytest.Config) -> ReportSource:
     """The report's view of a benchmark run: the run config, the runner's references, the session."""
     from ..glue.ci import GATES_KEY
+    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
     from .baseline import locate_outputs
     from .leaderboard import load_results
-    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}

@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import ConfigError, HypeEditError, InputError
-from .tables import (COLUMNS, COMBINED, SCHEMA, by_pass_rate, cell as _cell, format_metric, section_order,
-                     split_order)
+from .tables import COLUMNS, COMBINED, SCHEMA, by_pass_rate, cell as _cell, format_metric, section_order
 
 if TYPE_CHECKING:
     from .published import Published
