@@ -15,7 +15,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from .errors import ConfigError, ImageError, InputError, TaskFileError
 from .untrusted import MANIFEST_BYTES, TASK_FILE_BYTES, UntrustedInput, load_yaml_file, loads_json, read_bounded
@@ -75,7 +75,7 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
-def is_plain_name(name: Any) -> bool:
+def is_plain_name(name: Any) -> TypeGuard[str]:
     # fullmatch: "$" would also match before a trailing newline, and "task\n" is no plain folder name
     return isinstance(name, str) and bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
 

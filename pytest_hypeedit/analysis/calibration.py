@@ -210,7 +210,8 @@ def _given_rate(setup: _Setup, q1: np.ndarray, q0: np.ndarray) -> dict[str, np.n
     return given
 
 
-def _first_shares(first: np.ndarray, drawn: np.ndarray, posterior: np.ndarray, q1: np.ndarray, q0: np.ndarray):
+def _first_shares(first: np.ndarray, drawn: np.ndarray, posterior: np.ndarray, q1: np.ndarray, q0: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per replicate: the expected number of tasks whose repeat 1 truly passed, and of tasks with a repeat 1."""
     after_pass = np.einsum("rpg,rg->rp", posterior, q1)
     after_fail = np.einsum("rpg,rg->rp", posterior, q0)

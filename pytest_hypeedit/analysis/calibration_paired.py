@@ -65,7 +65,7 @@ def _paired_tables(setup: _Setup, index_sets, seed: int) -> list[dict[str, np.nd
 
 
 def error_counts_of(columns: _Columns) -> ErrorCounts:
-    return ErrorCounts(*(int(x) for x in columns.confusion.sum(axis=0)))  # type: ignore[arg-type]
+    return ErrorCounts(*(int(x) for x in columns.confusion.sum(axis=0)))
 
 
 def _paired_entry(tables, key: str, level: float, tasks: int) -> dict:

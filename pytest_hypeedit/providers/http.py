@@ -40,7 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import httpx
 
@@ -228,6 +228,7 @@ class PolicyTransport(httpx.BaseTransport):
         deadline = arm(request, self.bounds.deadline_s)
         if request.extensions.get(STREAM):
             return self._send_streamed(request, deadline)
+        slot: contextlib.AbstractContextManager[None]
         if self.limiter is None:
             slot = contextlib.nullcontext()
         elif request.extensions.get(DOWNLOAD):
@@ -253,7 +254,8 @@ class PolicyTransport(httpx.BaseTransport):
     @staticmethod
     def _read(response: httpx.Response, cap: int, deadline) -> bytes:
         try:
-            return b"".join(bounded_chunks(response.stream, response.headers, cap=cap, what="reply",
+            # A sync Client's reply: httpx types ``stream`` for the async client too.
+            return b"".join(bounded_chunks(cast(Iterable[bytes], response.stream), response.headers, cap=cap, what="reply",
                                            deadline=deadline))
         finally:
             response.close()
@@ -426,7 +428,7 @@ def retryable_transport(exc: Exception) -> bool:
 
 
 def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
-                headers: dict[str, str] | None = None, gone: Callable[[int], Exception] | None = None,
+                headers: dict[str, str] | None = None, gone: Callable[[int], Exception | None] | None = None,
                 attempts: int = 3) -> Path:
     """The file at ``url`` written into a new file in ``folder`` as it arrives; its path.  A status in
     ``gone``'s care (e.g. 403/404/410 of an expired signed URL) raises what ``gone`` returns; another error
