@@ -22,7 +22,9 @@ from .limits import Release, SlotSet
 from .routes import RouteGate
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from .pool import PoolState
+    from .records import Record
+    from .runner import Plan, Runner
 
 #: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
 TICK = 0.05
@@ -61,6 +63,14 @@ class Dispatcher:
     _gate_for: Callable[[ModelSpec], RouteGate]
     _judge_gates: Callable[[], list[RouteGate]]
     _last_activity: float
+
+    if TYPE_CHECKING:  # CandidatePool's methods the threads call: declared for the type checker only
+        def state(self) -> PoolState: ...
+        def add(self, entries: Iterable[Entry]) -> None: ...
+        def stop(self, reason: str) -> None: ...
+        def _check(self) -> None: ...
+        def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None: ...
+        def _count(self, record: Record) -> None: ...
 
     # ------------------------------------------------------------------ the dispatcher
     def _dispatch_loop(self) -> None:

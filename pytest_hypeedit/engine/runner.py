@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from ..errors import (
     BudgetExceeded,
@@ -56,6 +56,9 @@ from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
 from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from .refusedkeys import RefusedKeys
 from .store import Store
+
+if TYPE_CHECKING:
+    from .budget import Budget
 
 T = TypeVar("T")
 
@@ -121,7 +124,7 @@ class Runner:
     make_judge: Callable[[], Judge]
     references: Callable[[Task], list[Path]]
     rejudge: bool = False
-    budget: object | None = None  # budget.Budget: reserve(amount, what) -> Reservation
+    budget: Budget | None = None
     #: --possibly-paid: a candidate whose paid call may have been paid without its reply arriving is bought
     #: again (REBUY) or held as an error for review (REVIEW)
     on_possibly_paid: str = REBUY
@@ -225,6 +228,7 @@ class Runner:
                 self._hold(plan, JUDGE)
                 self.store.write_record(plan.record)
             else:
+                assert plan.candidate is not None  # _refreshed: an image is left to judge
                 self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         plan.needs_verdict = False
         self._rejudge_for_stability(plan)
@@ -318,23 +322,23 @@ class Runner:
         self._note_strays(plan.record, found.strays)
         plan.record.extra.pop(provenance.CHANGED, None)  # what an earlier run found: this run looks again
         if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
-            self._check_bytes(plan)
+            self._check_bytes(plan, plan.candidate)
         if plan.refused is not None:
             self._refuse(plan)
 
-    def _check_bytes(self, plan: "Plan") -> None:
+    def _check_bytes(self, plan: "Plan", candidate: Path) -> None:
         """The candidate's bytes are those its verdict judged (engine/provenance.py), else it is judged again;
         a file that is no image any more is a lost candidate, bought again."""
         try:
-            checked = provenance.check(plan.record, plan.candidate, self.store.root, self._reference_hashes(plan.task))
+            checked = provenance.check(plan.record, candidate, self.store.root, self._reference_hashes(plan.task))
         except NotRegularFile as exc:  # swapped for a link since the store looked
             plan.candidate, plan.refused = None, str(exc)
             return
         except OSError as exc:
-            checked = provenance.corrupt(plan.record, plan.candidate, exc.strerror or str(exc))
+            checked = provenance.corrupt(plan.record, candidate, exc.strerror or str(exc))
         plan.bound = plan.bound or checked.bound
         if checked.corrupt:
-            plan.candidate, plan.lost = None, plan.candidate.name
+            plan.candidate, plan.lost = None, candidate.name
 
     def _reference_hashes(self, task: Task) -> list[str]:
         """The SHA-256 of the task's reference images; [] when they cannot be read (nothing to compare with: the
@@ -344,9 +348,9 @@ class Runner:
         except (HypeEditError, OSError):
             return []
 
-    def _bind_adopted(self, plan: "Plan") -> None:
+    def _bind_adopted(self, plan: "Plan", candidate: Path) -> None:
         try:
-            digest = sha256_of(plan.candidate, self.store.root)
+            digest = sha256_of(candidate, self.store.root)
         except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
             return
         provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
@@ -398,7 +402,7 @@ class Runner:
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         if record.candidate_sha256 is None:  # an image adopted: its verdict will be of these bytes
-            self._bind_adopted(plan)
+            self._bind_adopted(plan, plan.candidate)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
         if plan.needs_verdict and self._held(record, JUDGE):
@@ -412,8 +416,9 @@ class Runner:
         if call == GENERATE and candidate is not None:
             record.pending = None
         elif call == JUDGE:
-            verdict = record.judgements.get(str(record.pending.get("judge")))
-            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(record.pending.get("sent_at")):
+            pending = record.pending or {}  # a JUDGE call is a pending entry
+            verdict = record.judgements.get(str(pending.get("judge")))
+            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(pending.get("sent_at")):
                 record.pending = None
 
     def settle_abandoned(self, record: Record, candidate: Path | None) -> None:
@@ -434,7 +439,7 @@ class Runner:
         plan.record.outcome, plan.record.error = ERROR, paid.held_message(plan.record, call)
         plan.record.extra[paid.HELD] = call
 
-    def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str,
+    def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
                       **fields) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
@@ -543,7 +548,8 @@ class Runner:
                 record.resubmitted += 1
                 record.job = None
                 if attempt == 2:
-                    return self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
+                    self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
+                    return None
                 record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
                 self.store.write_record(record)
         return None
@@ -571,7 +577,8 @@ class Runner:
         except Refusal as exc:
             self.end_call(record)
             self._settle(reservation, exc.cost or 0.0)
-            return self._refused(record, spec, exc)
+            self._refused(record, spec, exc)
+            return None
         except JobExpired:
             self.end_call(record)
             self._expired_job_paid(record, self._job_cost(record, worst), reservation)
@@ -586,7 +593,8 @@ class Runner:
                 record.cost = self._job_cost(record, worst)
             refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
                                              variables=self._provider_key_variables(spec))
-            return self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
+            self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
+            return None
         self.end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
@@ -830,7 +838,7 @@ class Runner:
         self.end_call(record)
         self._settle(reservation, verdict.cost)
         entry = self._verdict_entry(verdict)
-        if reason:
+        if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
         if stale and not judge.routes and _same_verdict(stale, entry) and record.judge == entry["judge"] \
                 and not record.error:
