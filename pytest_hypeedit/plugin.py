@@ -80,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
             register_controller_plugins(config, run)
     except (HypeEditError, pytest.UsageError) as exc:
         # A bad value from the ini file gets the same message as from the command line, plus where it came from.
-        raise pytest.UsageError(with_ini_origin(str(exc), config.stash.get(INI_ORIGINS_KEY, {}))) from None
+        origins: dict[str, str] = config.stash.get(INI_ORIGINS_KEY, {})
+        raise pytest.UsageError(with_ini_origin(str(exc), origins)) from None
     register_pool_plugins(config)
     if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
         from .report.html import register_gallery

@@ -122,7 +122,7 @@ def _parse_task(entry: Any, *, where: str, split: str) -> Task:
 
 def _require(entry: dict, key: str, kind: type, where: str):
     value = entry.get(key)
-    if not isinstance(value, kind) or (kind is str and not value.strip()):
+    if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
         raise TaskFileError(f"{where}: {key!r} must be a non-empty {kind.__name__}, got {value!r:.80}")
     return value
 

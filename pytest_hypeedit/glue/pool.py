@@ -129,6 +129,7 @@ class PoolPlugin:
     def _stop_now(self, reason: str) -> None:
         """The first Ctrl-C or SIGTERM (in the main thread): stop starting calls, everywhere in the run, and end
         the run loop after the item at hand, which waits for its call within the grace."""
+        assert self.pool is not None and self.session is not None  # the stopper is installed after both are set
         self.pool.stop(reason)
         write_stop(self.config, reason)
         self.session.shouldstop = reason
@@ -166,6 +167,7 @@ class PoolPlugin:
         """Say once what stopping does with the calls in flight, and what leaving now would cost."""
         if state.running and not self._announced:
             self._announced = True
+            assert self.pool is not None  # a state to announce comes from the pool
             grace = max(0.0, self.pool.grace - self._stopped_for())
             self._say(stopping_line(state.running, state.resumable, state.unanswered, state.unanswered_cost, grace))
 
@@ -173,6 +175,7 @@ class PoolPlugin:
         return self.stopper.leaving or leaving(self.folder)
 
     def _stopped_for(self) -> float:
+        assert self.pool is not None  # called by _announce only
         stopped_at = self.pool._stopped_at
         return 0.0 if stopped_at is None else time.monotonic() - stopped_at
 

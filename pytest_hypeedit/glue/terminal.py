@@ -224,7 +224,7 @@ def write_condensed_summary(terminalreporter, config: pytest.Config) -> None:
     counts = outcome_counts(terminalreporter.stats, config)
     if not counts:
         return
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for by_outcome in counts.values():
         totals.update(by_outcome)
     terminalreporter.write_sep("=", "short test summary: " + describe(totals))
