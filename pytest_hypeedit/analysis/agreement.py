@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 Z_95 = 1.959963984540054
 ALL_TYPES = "all"
@@ -190,7 +190,7 @@ def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> d
     return {name: judge_summary(tables[name]) for name in ordered}
 
 
-def raters_summary(votes: Mapping[object, Sequence[bool]], panel_size: int) -> dict:
+def raters_summary(votes: Mapping[Any, Sequence[bool]], panel_size: int) -> dict:
     """Agreement between raters: alpha over all units, Fleiss over units every rater labelled."""
     full = [v for v in votes.values() if len(v) == panel_size]
     return {

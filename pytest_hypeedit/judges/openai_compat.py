@@ -108,7 +108,7 @@ class OpenAICompatJudge(Judge):
 
     def judge(self, request: JudgeRequest) -> Verdict:
         content = _content(request, self.prompt.text())
-        body = {"model": self.model, "messages": [{"role": "user", "content": content}],
+        body: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "response_format": {"type": "json_object"}}
         temperature = getattr(self.options, "temperature", 0.0)
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
