@@ -5,8 +5,9 @@ sample's labels (each weighted by its inclusion probability) and the judge's err
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .calibration_intervals import SMALL_SAMPLE
 from .calibration_model import SMOOTH
@@ -53,13 +54,13 @@ class TaskEvidence:
     def judged(self) -> int:
         return self.judge_pass + self.judge_fail + sum(self.confusion) + self.refused
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "judge_pass": self.judge_pass, "judge_fail": self.judge_fail,
                 "confusion": list(self.confusion), "refused": self.refused, "first": self.first,
                 "ppi": self.ppi, "ht": self.ht, "weighted": list(self.weights)}
 
     @classmethod
-    def from_json(cls, data) -> "TaskEvidence":
+    def from_json(cls, data: Mapping[str, Any]) -> "TaskEvidence":
         confusion = tuple(int(x) for x in data["confusion"])
         if len(confusion) != 4 or min(confusion) < 0:
             raise ValueError(f"task {data.get('task_id')!r}: 'confusion' must be four counts >= 0")
@@ -201,7 +202,7 @@ def labelling_rates_differ(labelled_pass: int, judged_pass: int, labelled_fail: 
     return p_value < alpha, p_value
 
 
-def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict | None:
+def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict[str, Any] | None:
     """The pass rate a full human review of *this run's* candidates would give: estimate and interval.
 
     The estimate is the prediction-powered one (the judge's pass rate plus the sample's weighted correction);

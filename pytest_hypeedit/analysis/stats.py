@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -157,7 +158,7 @@ def _check_bootstrap(n_resamples: int, level: float) -> None:
 
 def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
-                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
     """Current minus baseline for every metric, on the tasks both runs judged.
 
     Paired: each resample draws one set of task indices and uses it for both
@@ -225,7 +226,7 @@ def _differences(now: TaskColumns, before: TaskColumns, index: np.ndarray, cost_
 
 
 def _comparison(now: float | None, before: float | None, diffs: dict[str, Paired] | None, name: str, level: float,
-                tasks: int) -> dict:
+                tasks: int) -> dict[str, Any]:
     difference = None if now is None or before is None else now - before
     interval = None
     if difference is not None and diffs is not None:
