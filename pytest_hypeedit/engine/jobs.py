@@ -81,7 +81,7 @@ class Job:
     index: int  # position in the plan: the order pytest asks
     state: JobState = NEW
     step: str | None = None
-    plan: Any = None  # the runner's Plan while a step is to run (Any: the runner imports this module)
+    plan: Any = None  # the runner's Plan while a step is to run (None otherwise; the pool checks the state first)
     record: Record | None = None
     error: BaseException | None = None
     #: Set once the outcome may be read: settled (DONE, STOPPED), or INLINE (the main thread finishes it).

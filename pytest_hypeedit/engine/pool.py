@@ -125,7 +125,7 @@ class CandidatePool(Dispatcher):
         self._stop_reason: str | None = None
         self._closed = False
         self._cond = threading.Condition()
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._tasks = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._dispatcher: threading.Thread | None = None
         self._totals: Totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}

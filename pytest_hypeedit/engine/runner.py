@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from ..errors import (
     BudgetExceeded,
@@ -58,12 +58,14 @@ from .refusedkeys import RefusedKeys
 from .store import Store
 
 if TYPE_CHECKING:
-    from .budget import Budget
+    from .budget import Budget, Reservation
+    from .jobs import Key
+    from .signals import Preview
 
 T = TypeVar("T")
 
 
-def _same_verdict(old: dict, new: dict) -> bool:
+def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Two verdict entries that say the same (they differ only in when they were given)."""
     keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
     return all(old.get(key) == new.get(key) for key in keys)
@@ -74,7 +76,7 @@ def _unexpected(who: str, exc: Exception) -> str:
                   "adapter, please report it with this line")
 
 
-def _purchase(record: Record) -> tuple:
+def _purchase(record: Record) -> tuple[Any, ...]:
     """What tells one purchase of a candidate from the next: a candidate bought again (its image lost) has a
     lost_candidates entry more, and its own generation time and request id."""
     lost = record.extra.get("lost_candidates") if isinstance(record.extra, dict) else None
@@ -106,7 +108,7 @@ class Plan:
     needs_verdict: bool = False  # a paid judge call
     held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
     lost: str | None = None  # the image the record names, gone from the disk: bought again
-    verdict_hold: object | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
+    verdict_hold: Reservation | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
     refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
     bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
 
@@ -132,10 +134,10 @@ class Runner:
     #: --signals: also measure candidates read back from disk whose records lack them (a full decode of each;
     #: a replay of thousands of large images would spend minutes on it, so only when asked)
     signals_from_disk: bool = False
-    stability: dict = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
+    stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
-    _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
+    _live: dict[Key, Record] = field(default_factory=dict)  # key -> record of a paid step running in this process
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
     #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
     refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
@@ -364,7 +366,7 @@ class Runner:
         plan.record.outcome, plan.record.error = ERROR, plan.refused
 
     @staticmethod
-    def _note_strays(record: Record, strays) -> None:
+    def _note_strays(record: Record, strays: tuple[Path, ...]) -> None:
         if strays:
             record.extra["strays"] = [path.name for path in strays]
         else:
@@ -440,7 +442,7 @@ class Runner:
         plan.record.extra[paid.HELD] = call
 
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
-                      **fields) -> None:
+                      **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
@@ -455,7 +457,7 @@ class Runner:
         with self._live_lock:
             self._live[record.key] = record
 
-    def end_call(self, record: Record, exc: BaseException | None = None) -> dict | None:
+    def end_call(self, record: Record, exc: BaseException | None = None) -> dict[str, Any] | None:
         """The paid step is over: a call whose reply was lost (``reply_lost``) becomes possibly paid (the
         entry is returned); any other end means the provider answered (the record's next write clears it)."""
         with self._live_lock:
@@ -504,7 +506,7 @@ class Runner:
             self._room_held += needed
             return None, needed
 
-    def _lost_note(self, lost: dict | None) -> str:
+    def _lost_note(self, lost: dict[str, Any] | None) -> str:
         if lost is None:
             return ""
         then = ("the next run buys it again" if self.on_possibly_paid == REBUY
@@ -635,7 +637,7 @@ class Runner:
 
     def _journal(self, record: Record, spec: ModelSpec) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
-        def save(job: dict | None) -> None:
+        def save(job: dict[str, Any] | None) -> None:
             record.job = job
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
@@ -684,14 +686,14 @@ class Runner:
         except HypeEditError:
             return spec.price
 
-    def _expired_job_paid(self, record: Record, cost: float, reservation) -> None:
+    def _expired_job_paid(self, record: Record, cost: float, reservation: Reservation | None) -> None:
         """A job whose result expired at the provider was paid for all the same: a cost of its own
         (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
         self._settle(reservation, cost)
         record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
         record.cost = 0.0  # the candidate's own generation is the next submission's
 
-    def _reserve(self, amount: float, what: str):
+    def _reserve(self, amount: float, what: str) -> Reservation | None:
         """Hold ``amount`` USD of --budget for a call (its worst case), or raise BudgetExceeded when the rest of
         the budget cannot cover it: such a call never starts."""
         if self.budget is None:
@@ -699,7 +701,7 @@ class Runner:
         return self.budget.reserve(amount, what)
 
     @staticmethod
-    def _settle(reservation, actual: float) -> None:
+    def _settle(reservation: Reservation | None, actual: float) -> None:
         if reservation is not None:
             reservation.commit(actual) if actual else reservation.release()
 
@@ -783,7 +785,7 @@ class Runner:
             return False
         return not refused(record)
 
-    def reusable_verdict(self, record: Record) -> dict | None:
+    def reusable_verdict(self, record: Record) -> dict[str, Any] | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""
         judge = self.judge
         if judge.reuse_verdicts and not self.rejudge:
@@ -793,7 +795,7 @@ class Runner:
         return None
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
-                         hold=None, save: bool = False) -> None:
+                         hold: Reservation | None = None, save: bool = False) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
         ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
         judge = self.judge
@@ -867,7 +869,7 @@ class Runner:
         self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                            call_id=request.call_id, judge=judge.id)
 
-    def _hold_verdict(self, plan: "Plan"):
+    def _hold_verdict(self, plan: "Plan") -> Reservation | None:
         """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
         candidate will have (a judge's worst case does not depend on the image's content)."""
         if self.budget is None or not self.judge.routes:
@@ -880,7 +882,7 @@ class Runner:
         to_be = self.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
         return JudgeRequest(task, spec.name, repeat, to_be, references)
 
-    def _reserve_verdict(self, request: JudgeRequest):
+    def _reserve_verdict(self, request: JudgeRequest) -> Reservation | None:
         """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
         if self.budget is None or not self.judge.routes:
             return None
@@ -894,7 +896,7 @@ class Runner:
 
             rejudge(self, plan, self.stability[plan.key])
 
-    def _signals(self, task: Task, candidate, record: Record) -> bool:
+    def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
         if not self.signals or record.signals:
@@ -909,7 +911,7 @@ class Runner:
         return bool(record.signals)
 
     @staticmethod
-    def _verdict_entry(verdict: Verdict) -> dict:
+    def _verdict_entry(verdict: Verdict) -> dict[str, Any]:
         return {
             "verdict": verdict.label,
             "reasoning": redact(verdict.reasoning),
@@ -921,7 +923,7 @@ class Runner:
         }
 
     @staticmethod
-    def _apply_verdict(record: Record, entry: dict, *, reused: bool) -> None:
+    def _apply_verdict(record: Record, entry: dict[str, Any], *, reused: bool) -> None:
         record.judgements[entry["judge"]] = entry
         record.verdict, record.reasoning, record.judge = entry["verdict"], entry["reasoning"], entry["judge"]
         record.votes, record.judged_at = entry["votes"], entry["judged_at"]
