@@ -39,10 +39,12 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))
 from benchdata import make_tasks, write_split  # noqa: E402
 from genai_fakes.chat import FakeChat, verdict_reply  # noqa: E402
-from providers_fakes import ark as ark_module  # noqa: E402
-from providers_fakes import dashscope as dashscope_module  # noqa: E402
-from providers_fakes import openai as openai_module  # noqa: E402
-from providers_fakes import make_image  # noqa: E402
+from providers_fakes import (  # noqa: E402
+    ark as ark_module,
+    dashscope as dashscope_module,
+    make_image,
+    openai as openai_module,  # noqa: E402
+)
 from providers_fakes.ark import FakeArk  # noqa: E402
 from providers_fakes.dashscope import FakeDashScope  # noqa: E402
 from providers_fakes.openai import FakeOpenAI  # noqa: E402

@@ -212,7 +212,7 @@ def write_candidate(out: Path, split: str, model: str, task: dict, repeat: int, 
     write_bytes(folder / f"{repeat:03d}.json", json.dumps(record.to_dict(), indent=2, sort_keys=True).encode())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_spec(name: str):
     from pytest_hypeedit.registry import load_registry
 
@@ -244,7 +244,7 @@ def large_command(*extra: str) -> list[str]:
 
 def bench_large(workdir: Path, views: int | None) -> None:
     built = make_large_benchmark(workdir)
-    print(f"7000-candidate fixture: {'built in %.1f s' % built if built else 'reused'} ({workdir})")
+    print(f"7000-candidate fixture: {f'built in {built:.1f} s' if built else 'reused'} ({workdir})")
     shutil.rmtree(workdir / "report", ignore_errors=True)
     html = ["--html", "report/report.html", *(["--html-views", str(views)] if views is not None else [])]
     # The fixture's records lack the pixel signals: without --signals a replay leaves them unmeasured (the report
@@ -366,7 +366,7 @@ def make_real_benchmark(workdir: Path) -> float:
 
 def bench_real(workdir: Path) -> None:
     built = make_real_benchmark(workdir)
-    print(f"500-real fixture: {'built in %.1f s' % built if built else 'reused'} ({workdir})")
+    print(f"500-real fixture: {f'built in {built:.1f} s' if built else 'reused'} ({workdir})")
     shutil.rmtree(workdir / "report", ignore_errors=True)
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--model", REAL_MODEL,
                "--tasks", "real=real.json", "--images-base", "images", "--outputs", "out",

@@ -12,7 +12,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .errors import ConfigError
 from .registry import ModelSpec, Registry, RouteLimits, load_registry, parse_rate_limit
@@ -84,7 +84,7 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
 
 
-def build_run_config(option: Any, invocation_dir: Path, extra_models: list[dict] = (), *,
+def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[dict[str, Any]] = (), *,
                      load_tasks: bool = True) -> RunConfig:
     """Validate the options (``config.option``) and load the registry and the task files.
 

@@ -114,6 +114,9 @@ class ModelGone(ProviderError):
 class JudgeError(CallError):
     """The judge failed, or gave a reply that cannot be parsed as a verdict."""
 
+    #: What was paid all the same (a panel's answered jurors, two answered but unreadable asks), when known.
+    cost: float | None = None
+
 
 class DiskFull(CallError):
     """A write into the outputs found no room (ENOSPC, EDQUOT): nothing more is bought in this run

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .engine.records import now_iso
 from .errors import LabelsError
 from .files import atomic_write_bytes
 from .tasks import shipped_labels
-from .engine.records import now_iso
 from .text import clean_text
 from .untrusted import LABELS_BYTES, UntrustedInput, load_json_file
 

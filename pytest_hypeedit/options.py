@@ -193,7 +193,7 @@ class Declared:
     @classmethod
     def of(cls, flag: str, *, ini: str | None = None, **argparse: Any) -> "Declared":
         action = argparse.get("action")
-        ini_type = ini or {"append": "args", "store_true": "bool"}.get(action, "string")
+        ini_type = ini or {"append": "args", "store_true": "bool"}.get(str(action), "string")
         return cls(flag, argparse["dest"], argparse, ini_type)
 
     @property

@@ -65,9 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .engine.memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
-    from .options import with_ini_origin
     from .glue.estimate import estimating, register_price
     from .glue.startup import configure_run
+    from .options import with_ini_origin
 
     prefer_one_line_failures(config)
     try:
@@ -80,7 +80,8 @@ def pytest_configure(config: pytest.Config) -> None:
             register_controller_plugins(config, run)
     except (HypeEditError, pytest.UsageError) as exc:
         # A bad value from the ini file gets the same message as from the command line, plus where it came from.
-        raise pytest.UsageError(with_ini_origin(str(exc), config.stash.get(INI_ORIGINS_KEY, {}))) from None
+        origins: dict[str, str] = config.stash.get(INI_ORIGINS_KEY, {})
+        raise pytest.UsageError(with_ini_origin(str(exc), origins)) from None
     register_pool_plugins(config)
     if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
         from .report.html import register_gallery

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
 from .errors import ConfigError
 from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
@@ -155,7 +155,7 @@ def _limits(data: Any, where: str) -> RouteLimits:
     return RouteLimits(rpm=None if rpm is None else float(rpm), inflight=None if inflight is None else int(inflight))
 
 
-def _finite_number(value: Any) -> bool:
+def _finite_number(value: Any) -> TypeGuard[float]:
     """A real number a price or a limit can be: not a bool, not nan, not inf (YAML reads .nan and .inf)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

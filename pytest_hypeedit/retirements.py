@@ -128,7 +128,8 @@ def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | N
         return "", None
     if entry.is_retired(day):
         return "retired", usage_error(spec, entry, models)
-    if entry.days_left(day) <= WARN_DAYS:
+    left = entry.days_left(day)  # an int: shutdown is set
+    if left is not None and left <= WARN_DAYS:
         return "retiring", warning(spec, entry, day, models)
     return "", None
 

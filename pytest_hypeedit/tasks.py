@@ -15,7 +15,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from .errors import ConfigError, ImageError, InputError, TaskFileError
 from .untrusted import MANIFEST_BYTES, TASK_FILE_BYTES, UntrustedInput, load_yaml_file, loads_json, read_bounded
@@ -75,7 +75,7 @@ def is_url(text: str) -> bool:
     return text.startswith(("http://", "https://"))
 
 
-def is_plain_name(name: Any) -> bool:
+def is_plain_name(name: Any) -> TypeGuard[str]:
     # fullmatch: "$" would also match before a trailing newline, and "task\n" is no plain folder name
     return isinstance(name, str) and bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
 
@@ -122,7 +122,7 @@ def _parse_task(entry: Any, *, where: str, split: str) -> Task:
 
 def _require(entry: dict, key: str, kind: type, where: str):
     value = entry.get(key)
-    if not isinstance(value, kind) or (kind is str and not value.strip()):
+    if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
         raise TaskFileError(f"{where}: {key!r} must be a non-empty {kind.__name__}, got {value!r:.80}")
     return value
 

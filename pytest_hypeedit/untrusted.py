@@ -78,7 +78,7 @@ def check_depth(value: Any) -> None:
     while level:
         if depth > MAX_DEPTH:
             raise UntrustedInput(_too_deep())
-        inner = []
+        inner: list[Any] = []
         for item in level:
             inner.extend(child for child in (item.values() if isinstance(item, dict) else item)
                          if isinstance(child, (dict, list)))

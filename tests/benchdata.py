@@ -9,9 +9,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from PIL import Image
-
 from loopback import LoopbackHTTPServer
+from PIL import Image
 
 
 def png_bytes(color=(200, 30, 30), size=(24, 16)) -> bytes:

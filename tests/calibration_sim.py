@@ -16,8 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_hypeedit.analysis.calibration import Unit, task_evidence
-from pytest_hypeedit.analysis.metrics import (compute_metrics, expected_attempts_for, review_cost,
-                                              success_probability, tally_tasks)
+from pytest_hypeedit.analysis.metrics import (
+    compute_metrics,
+    expected_attempts_for,
+    review_cost,
+    success_probability,
+    tally_tasks,
+)
 
 TASKS, REPEATS, COST = 50, 10, 0.04
 

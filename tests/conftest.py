@@ -13,12 +13,12 @@ recognises (a timeout escapes as httpcore.ReadTimeout, not retried); which
 tests failed depended on the order they ran in.
 """
 
+import os
+
 import httpcore  # noqa: F401
 import numpy  # noqa: F401
 
 import pytest_hypeedit.analysis.metrics  # noqa: F401
-
-import os
 
 # Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
 # change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.

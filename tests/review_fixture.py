@@ -27,7 +27,7 @@ def build(root: Path, repeats: int = 3) -> dict:
         for name in task["input_images"]:
             _png(root / "images" / task["task_id"] / name, (10 * i, 100, 200))
     for m, model in enumerate(MODELS):
-        for i, task in enumerate(tasks):
+        for _i, task in enumerate(tasks):
             for r in range(1, repeats + 1):
                 folder = root / "outputs" / "fixture" / model / task["task_id"]
                 # the model name in PNG metadata: the app must strip it

@@ -3,12 +3,12 @@ import io
 
 import pytest
 from PIL import Image
-
-from pytest_hypeedit.errors import ModelGone, ProviderError, Refusal
-from pytest_hypeedit.providers.base import GenerationRequest
-from pytest_hypeedit.providers.ark import ArkProvider
 from providers_fakes.ark import FakeArk
 from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request, reference_files
+
+from pytest_hypeedit.errors import ModelGone, ProviderError, Refusal
+from pytest_hypeedit.providers.ark import ArkProvider
+from pytest_hypeedit.providers.base import GenerationRequest
 
 
 class TestArk(AdapterContract, ExpiringUrlContract):
@@ -103,7 +103,6 @@ class TestArk(AdapterContract, ExpiringUrlContract):
         assert "padded_references" not in generation.extra
 
     def test_an_empty_error_object_on_a_successful_reply_is_no_error(self, fake, provider, tmp_path):
-        from providers_fakes.base import Reply
         real = fake.generate
 
         def with_empty_error(seen):

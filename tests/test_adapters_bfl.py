@@ -1,10 +1,10 @@
 import pytest
+from providers_fakes.bfl import FLUX3_INTERIM, FakeBfl
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
 
 from pytest_hypeedit.errors import ConfigError, JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.bfl import BflProvider, Flux3Provider
 from pytest_hypeedit.registry import ModelSpec
-from providers_fakes.bfl import FLUX3_INTERIM, FakeBfl
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
 
 
 class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):

@@ -1,9 +1,9 @@
 import pytest
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
+from providers_fakes.dashscope import FakeDashScope
 
 from pytest_hypeedit.errors import ImageError
 from pytest_hypeedit.providers.dashscope import DashScopeProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
-from providers_fakes.dashscope import FakeDashScope
 
 
 class TestDashScope(AdapterContract, ExpiringUrlContract):

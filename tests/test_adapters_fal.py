@@ -1,9 +1,9 @@
 import pytest
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
+from providers_fakes.fal import FakeFal
 
 from pytest_hypeedit.errors import JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.fal import FalProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
-from providers_fakes.fal import FakeFal
 
 
 class TestFal(AdapterContract, ExpiringUrlContract, JobContract):

@@ -1,12 +1,12 @@
 import dataclasses
 
 import pytest
+from providers_fakes.contract import AdapterContract, make_request
+from providers_fakes.openai import FakeOpenAI
 
 from pytest_hypeedit.errors import ModelGone, ProviderError
 from pytest_hypeedit.providers.openai import OpenAIProvider
 from pytest_hypeedit.providers.openai_models import gpt_image_2_output_tokens
-from providers_fakes.contract import AdapterContract, make_request
-from providers_fakes.openai import FakeOpenAI
 
 #: USD per 1M tokens as openai_models.py cites them (text in, image in, image out), written out again here so
 #: that a wrong constant or a wrong sum there shows.

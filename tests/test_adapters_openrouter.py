@@ -1,10 +1,10 @@
 import pytest
-
-from pytest_hypeedit.errors import ProviderError, Refusal
-from pytest_hypeedit.providers.openrouter import OpenRouterProvider
 from providers_fakes.base import Reply
 from providers_fakes.contract import AdapterContract, make_request
 from providers_fakes.openrouter import FakeOpenRouter
+
+from pytest_hypeedit.errors import ProviderError, Refusal
+from pytest_hypeedit.providers.openrouter import OpenRouterProvider
 
 
 class TestOpenRouter(AdapterContract):

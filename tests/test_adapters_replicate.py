@@ -2,11 +2,11 @@ import io
 
 import pytest
 from PIL import Image
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
+from providers_fakes.replicate import FakeReplicate
 
 from pytest_hypeedit.errors import JobExpired, JobFailed, Refusal
 from pytest_hypeedit.providers.replicate import ReplicateProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
-from providers_fakes.replicate import FakeReplicate
 
 
 class TestReplicateRiverflow(AdapterContract, ExpiringUrlContract, JobContract):

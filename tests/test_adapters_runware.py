@@ -1,11 +1,11 @@
 import dataclasses
 
 import pytest
+from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
+from providers_fakes.runware import RIVERFLOW_25_SIZES, RIVERFLOW_PRO_SIZES, FakeRunware
 
 from pytest_hypeedit.errors import ConfigError, JobExpired, ModelGone, ProviderError, Refusal
 from pytest_hypeedit.providers.runware import SIZES, RunwareProvider
-from providers_fakes.contract import AdapterContract, ExpiringUrlContract, JobContract, make_request
-from providers_fakes.runware import RIVERFLOW_25_SIZES, RIVERFLOW_PRO_SIZES, FakeRunware
 
 
 class TestRunware(AdapterContract, ExpiringUrlContract, JobContract):

@@ -14,13 +14,13 @@ from types import SimpleNamespace
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from upstream_stub import make_script, sha256
 
 from pytest_hypeedit.config import build_run_config
 from pytest_hypeedit.errors import ConfigError
 from pytest_hypeedit.judges import upstream
 from pytest_hypeedit.options import NotFinite, finite_float
 from pytest_hypeedit.registry import RouteLimits, build_registry, parse_rate_limit
-from upstream_stub import make_script, sha256
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_split
-from terminal_text import said
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import _usage, verdict_reply
-
 from providers_fakes.bfl import FakeBfl, bfl_credits
-from pytest_hypeedit.judges.gemini import PRICES, FLASH_MODEL
+from terminal_text import said
+
+from pytest_hypeedit.judges.gemini import FLASH_MODEL, PRICES
 
 TASKS, REPEATS, REFERENCES = 4, 2, 3
 FAST = """

@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 import pytest
-
 from calibration_sim import MODELS, calibrated_figures, population_truth, simulated_run
 
 RUNS, RESAMPLES = 150, 200

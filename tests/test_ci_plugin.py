@@ -5,8 +5,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from terminal_text import said
 from hype_ci_fixtures import args, results, setup_bench
+from terminal_text import said
 
 # identity with labels (t + r) % 3 == 0 on 4 tasks x 3 repeats: 4 of 12 pass, every task once
 PASS_RATE = 4 / 12

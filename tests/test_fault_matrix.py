@@ -18,11 +18,11 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-
 from benchdata import make_tasks, write_labels, write_split
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.base import gzip_bomb, huge_png
 from providers_fakes.bfl import FakeBfl
+
 from pytest_hypeedit import fetch
 from pytest_hypeedit.errors import InputError
 from pytest_hypeedit.tasks import Task, reference_image_paths

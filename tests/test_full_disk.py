@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes.ark import FakeArk
 
 TASKS = 3
@@ -211,6 +210,7 @@ def test_after_a_write_found_no_room_a_paid_judge_is_not_asked_and_the_image_is_
     from types import MappingProxyType
 
     from providers_fakes.contract import make_request
+
     from pytest_hypeedit.engine.runner import Runner
     from pytest_hypeedit.engine.store import Store
     from pytest_hypeedit.judges.base import Judge, Verdict

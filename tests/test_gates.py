@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hypeedit.errors import ConfigError
 from pytest_hypeedit.analysis.gates import all_hold, evaluate, incompleteness, parse_gate
+from pytest_hypeedit.errors import ConfigError
 
 
 def row(model="seedream-4.5", split="combined", **metrics):

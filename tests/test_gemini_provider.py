@@ -8,15 +8,23 @@ from types import MappingProxyType
 
 import httpx
 import pytest
-from PIL import Image
-
 from genai_fakes import Reply
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
-from genai_fakes.gemini import (block_reply, echo_key_error, error_reply, finish_reply, image_reply,
-                                malformed_reply, png_bytes, slow, text_reply)
+from genai_fakes.gemini import (
+    block_reply,
+    echo_key_error,
+    error_reply,
+    finish_reply,
+    image_reply,
+    malformed_reply,
+    png_bytes,
+    slow,
+    text_reply,
+)
+from PIL import Image
+
 from pytest_hypeedit.errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
-from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider
-from pytest_hypeedit.providers import gemini as gemini_module
+from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider, gemini as gemini_module
 from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.gemini import GeminiProvider, nearest_aspect_ratio
 from pytest_hypeedit.providers.http import RetryPolicy

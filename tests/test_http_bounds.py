@@ -12,10 +12,9 @@ import time
 import tracemalloc
 import zlib
 
-import httpx
 import pytest
-
 from providers_fakes import FakeServer, Reply
+
 from pytest_hypeedit.errors import ProviderError
 from pytest_hypeedit.providers import bounds
 from pytest_hypeedit.providers.bounds import MiB

@@ -2,12 +2,17 @@ import time
 
 import httpx
 import pytest
+from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.errors import ProviderError
 from pytest_hypeedit.providers.http import (
-    RetryPolicy, is_retryable, make_http_client, parse_retry_after, raise_for_status, send,
+    RetryPolicy,
+    is_retryable,
+    make_http_client,
+    parse_retry_after,
+    raise_for_status,
+    send,
 )
-from providers_fakes import FakeServer, Reply
 
 FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 KEY = "sk-live-KEYVALUE-abcdef123456"

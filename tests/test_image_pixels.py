@@ -11,13 +11,13 @@ import tracemalloc
 from types import MappingProxyType
 
 import pytest
-from PIL import Image
-
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import image_reply
+from PIL import Image
 from providers_fakes.base import huge_png, make_image
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.contract import FAST, make_request
+
 from pytest_hypeedit.errors import ImageError, Refusal
 from pytest_hypeedit.providers import images
 from pytest_hypeedit.providers.adapter import decoded_ext

@@ -96,7 +96,7 @@ def check_wheel_holds_the_package(wheel: Path) -> None:
     assert {f"{PACKAGE}/models.yaml", f"{PACKAGE}/splits/public.yaml", f"{PACKAGE}/judges/prompt.txt",
             f"{PACKAGE}/report/published.yaml", f"{PACKAGE}/review/static/index.html",
             f"{PACKAGE}/splits/example.yaml", f"{PACKAGE}/splits/example/tiny.json",
-            f"{PACKAGE}/splits/example/rater1.json"} <= data
+            f"{PACKAGE}/splits/example/rater1.json", f"{PACKAGE}/py.typed"} <= data
 
 
 def check_the_package_opens_its_data(venv: Path, cwd: Path) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import Chaos
 from providers_fakes.fal import FakeFal

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import io
-import time
 import json
+import time
 
 import pytest
-from PIL import Image
-
-from genai_fakes.chat import chat_reply
-from genai_fakes.chat import error_reply as chat_error
-from genai_fakes.chat import malformed_reply as chat_malformed
-from genai_fakes.chat import verdict_reply as chat_verdict
+from genai_fakes.chat import (
+    chat_reply,
+    error_reply as chat_error,
+    malformed_reply as chat_malformed,
+    verdict_reply as chat_verdict,
+)
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, FAKE_OPENAI_KEY, fake_chat, fake_gemini  # noqa: F401 - fixtures
 from genai_fakes.gemini import block_reply, error_reply, malformed_reply, png_bytes, text_reply, verdict_reply
+from PIL import Image
+from upstream_stub import sha256, upstream_stub  # noqa: F401 - fixture
+
 from pytest_hypeedit.errors import ConfigError, JudgeError
-from pytest_hypeedit.judges import (BUILTIN_JUDGES, JudgeOptions, builtin_judge, make_judge, parse_judge_spec)
+from pytest_hypeedit.judges import BUILTIN_JUDGES, JudgeOptions, builtin_judge, make_judge, parse_judge_spec
 from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.majority import MajorityJudge
@@ -24,7 +27,6 @@ from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
 from pytest_hypeedit.judges.prompting import RUBRIC, UnparseableReply, parse_verdict
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
-from upstream_stub import sha256, upstream_stub  # noqa: F401 - fixture
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
 OPTIONS = JudgeOptions(policy=FAST, timeout_s=5)
@@ -440,8 +442,7 @@ def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, req
 def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path, monkeypatch, upstream_stub):
     """A large reference goes at most 2048 px a side (OpenAI scales to that anyway), and a WebP is made a PNG
     once, into the cache, not at every verdict; a small PNG or JPEG goes as it is."""
-    from pytest_hypeedit.providers import images as images_module
-    from pytest_hypeedit.providers import runtime
+    from pytest_hypeedit.providers import images as images_module, runtime
 
     monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
     fits = []
@@ -472,8 +473,7 @@ def test_a_reference_judged_by_many_threads_at_once_is_converted_once(tmp_path, 
     import threading
 
     from pytest_hypeedit.judges import openai_compat
-    from pytest_hypeedit.providers import images as images_module
-    from pytest_hypeedit.providers import runtime
+    from pytest_hypeedit.providers import images as images_module, runtime
 
     monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
     fits = []

@@ -10,19 +10,17 @@ import json
 from pathlib import Path
 from types import MappingProxyType
 
-import httpx
 import pytest
-
 from benchdata import make_tasks, write_labels, write_split
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
-from genai_fakes.gemini import Reply as GeminiReply
-from genai_fakes.gemini import png_bytes, verdict_reply
+from genai_fakes.gemini import Reply as GeminiReply, png_bytes
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.contract import FAST, make_request
 from providers_fakes.fal import FakeFal
 from providers_fakes.replicate import FakeReplicate
-from pytest_hypeedit.engine.journal import Journal
+from upstream_stub import upstream_stub  # noqa: F401 - fixture
+
 from pytest_hypeedit.errors import JudgeError, ProviderError
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import JudgeRequest
@@ -37,7 +35,6 @@ from pytest_hypeedit.providers.replicate import ReplicateProvider
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
-from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
 KEY = "bfl-fake-key-0123456789"
 

@@ -6,10 +6,10 @@ import threading
 import time
 
 import pytest
+from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
-from providers_fakes import FakeServer, Reply
 
 fork = multiprocessing.get_context("fork")
 

@@ -11,19 +11,18 @@ import json
 import logging
 from pathlib import Path
 
-import pytest
-
 from benchdata import make_tasks, write_labels, write_split
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import verdict_reply
 from providers_fakes.bfl import FakeBfl
+from upstream_stub import upstream_stub  # noqa: F401 - fixture
+
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.secrets import MASK, install_log_redaction, register_secret
 from pytest_hypeedit.tasks import Task
-from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
 SECRET = "log-secret-value-0123456789"
 DEBUG_EVERYWHERE = ["--log-level=DEBUG", "-o", "log_cli=true", "--log-cli-level=DEBUG", "-o", "junit_logging=all",

@@ -18,7 +18,6 @@ from typing import Any, Callable
 import pytest
 import yaml
 from benchdata import write_labels
-
 from genai_fakes import FakeGemini
 from genai_fakes.gemini import block_reply, image_reply
 from providers_fakes.ark import FakeArk
@@ -26,6 +25,7 @@ from providers_fakes.bfl import FakeBfl
 from providers_fakes.fal import FakeFal
 from providers_fakes.openai import FakeOpenAI
 from providers_fakes.runware import FakeRunware
+
 from pytest_hypeedit import retirements
 from pytest_hypeedit.registry import load_registry
 

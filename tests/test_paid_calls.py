@@ -15,7 +15,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
@@ -30,7 +29,9 @@ from providers_fakes.openrouter import FakeOpenRouter
 from providers_fakes.replicate import FakeReplicate
 from providers_fakes.runware import FakeRunware
 from upstream_stub import upstream_stub  # noqa: F401 - fixture
-from pytest_hypeedit.engine.journal import Journal, REVIEW
+
+from pytest_hypeedit.analysis.metrics import MetricSettings
+from pytest_hypeedit.engine.journal import REVIEW, Journal
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
@@ -52,7 +53,6 @@ from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.providers.runware import RunwareProvider
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.report.results import build_results
-from pytest_hypeedit.analysis.metrics import MetricSettings
 
 #: The run's own number of attempts, with tiny waits: a paid request resent blindly would show as 5 requests.
 PATIENT = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02)
@@ -196,6 +196,7 @@ def test_a_gemini_reply_that_says_not_taken_is_retried(fake_gemini, tmp_path):
 
 def test_the_gemini_judge_call_is_sent_once(fake_gemini, tmp_path, upstream_stub):
     from genai_fakes.gemini import verdict_reply as gemini_verdict
+
     from pytest_hypeedit.judges.gemini import GeminiJudge
     fake_gemini.default = slow(gemini_verdict("PASS", "fine"), 1.0)
     judge = GeminiJudge(JudgeOptions(policy=PATIENT, timeout_s=0.3))

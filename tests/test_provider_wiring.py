@@ -6,7 +6,6 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes.ark import FakeArk
 
 TASKS, REPEATS = 4, 3

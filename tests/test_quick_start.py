@@ -9,7 +9,7 @@ from benchdata import make_tasks, write_labels, write_split
 
 from pytest_hypeedit import tasks as tasks_module
 from pytest_hypeedit.errors import ImageError
-from pytest_hypeedit.tasks import CheckedImages, Split, SplitSource, Task, reference_image_paths
+from pytest_hypeedit.tasks import CheckedImages, Task, reference_image_paths
 
 
 @pytest.fixture

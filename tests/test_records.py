@@ -7,7 +7,16 @@ import json
 import pytest
 
 from pytest_hypeedit.engine.records import (
-    ERROR, FAIL, OUTCOMES, PASS, PROPERTY_KEY, RECORD_SCHEMA, REFUSED, SKIPPED, Record, record_to_property,
+    ERROR,
+    FAIL,
+    OUTCOMES,
+    PASS,
+    PROPERTY_KEY,
+    RECORD_SCHEMA,
+    REFUSED,
+    SKIPPED,
+    Record,
+    record_to_property,
     records_from_properties,
 )
 

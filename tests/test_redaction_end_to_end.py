@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes import Reply, Seen
 from providers_fakes.ark import FakeArk
 from providers_fakes.contract import FAST, make_request
+
 from pytest_hypeedit.errors import ProviderError, Refusal
 from pytest_hypeedit.providers.ark import ArkProvider
 from pytest_hypeedit.providers.runtime import Runtime

@@ -14,8 +14,8 @@ import re
 import pytest
 from benchdata import make_tasks, write_labels, write_split
 from genai_fakes import FakeChat
-
 from providers_fakes.openai import FakeOpenAI
+
 from pytest_hypeedit.engine.refusedkeys import RefusedKeys, key_refused
 from pytest_hypeedit.errors import JobExpired, JudgeError, ProviderError
 

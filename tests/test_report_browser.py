@@ -19,9 +19,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from PIL import Image
-
 import report_fixture as fixture
+from PIL import Image
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

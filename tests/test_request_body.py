@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
+from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.providers.body import CHUNK, InlineImage, JsonBody, has_inline, json_request
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
-from providers_fakes import FakeServer, Reply
 
 
 @pytest.fixture

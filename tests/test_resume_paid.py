@@ -9,12 +9,12 @@ fake looks on disk for the candidate it was shown and for its record.
 from __future__ import annotations
 
 import json
-import time
 import re
+import time
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_split
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 

@@ -8,8 +8,8 @@ import datetime as dt
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes.openai import FakeOpenAI
+
 from pytest_hypeedit import retirements
 
 DAY = dt.date

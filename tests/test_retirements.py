@@ -7,6 +7,7 @@ import datetime as dt
 import json
 
 import pytest
+
 from pytest_hypeedit import retirements
 from pytest_hypeedit.errors import ConfigError, ModelGone
 from pytest_hypeedit.registry import ModelSpec, load_registry

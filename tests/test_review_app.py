@@ -17,10 +17,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import review_fixture as fixture
 
 from pytest_hypeedit import labels
-
-import review_fixture as fixture
 
 CHROMIUM = Path("/usr/bin/chromium")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
@@ -282,7 +281,8 @@ def test_pass_and_fail_buttons_label_like_the_keys(browser, servers, tmp_path):
     assert page.inner_text("#stage-label") == "REFERENCE 1" and current(page) == order[3]
     wait_saved(page)
     saved = saved_verdicts(paths["labels"] / "dee.json")
-    key = lambda i: (by_id[order[i]]["task"], by_id[order[i]]["alias"], f"{by_id[order[i]]['repeat']:03d}.png")
+    def key(i):
+        return by_id[order[i]]["task"], by_id[order[i]]["alias"], f"{by_id[order[i]]['repeat']:03d}.png"
     assert saved == {key(0): "PASS", key(1): "FAIL", key(2): "PASS"}
     context.close()
 

@@ -7,13 +7,12 @@ import json
 import threading
 
 import pytest
+import review_fixture as fixture
 
 from pytest_hypeedit import labels
 from pytest_hypeedit.review import __main__ as cli
 from pytest_hypeedit.review.catalog import assign_aliases
 from pytest_hypeedit.review.server import make_server
-
-import review_fixture as fixture
 
 
 @pytest.fixture(scope="module")

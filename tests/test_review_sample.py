@@ -11,17 +11,23 @@ import threading
 from collections import Counter
 
 import pytest
+import review_fixture as fixture
 from PIL import Image
 
 from pytest_hypeedit import labels
 from pytest_hypeedit.errors import InputError
 from pytest_hypeedit.review import __main__ as cli
-from pytest_hypeedit.review.design import (Design, Stratum, allocate, design_path, draw, parse_size, read_design,
-                                           write_design)
+from pytest_hypeedit.review.design import (
+    Design,
+    Stratum,
+    allocate,
+    design_path,
+    draw,
+    parse_size,
+    read_design,
+    write_design,
+)
 from pytest_hypeedit.review.server import make_server
-
-import review_fixture as fixture
-
 
 # --------------------------------------------------------------------------- drawing
 

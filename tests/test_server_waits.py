@@ -11,13 +11,13 @@ import json
 import logging
 from types import MappingProxyType
 
-import httpx
 import pytest
-from PIL import Image
-
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import image_reply, png_bytes, quota_reply, verdict_reply
+from PIL import Image
 from providers_fakes import FakeServer, Reply
+from upstream_stub import upstream_stub  # noqa: F401 - fixture
+
 from pytest_hypeedit.errors import JudgeError, ProviderError
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import JudgeRequest
@@ -29,7 +29,6 @@ from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, raise_
 from pytest_hypeedit.providers.waits import parse_duration, seconds
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
-from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
 POLICY = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02, jitter=0.0)
 BFL_429 = {"error": "rate_limit_exceeded", "message": "Too many concurrent requests", "retry_after": 5}

@@ -15,7 +15,6 @@ import pytest
 from benchdata import make_tasks, write_split
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
-
 from providers_fakes.ark import FakeArk
 
 TASKS, REPEATS = 3, 2

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-from terminal_text import said
-
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import JobLedger
 from providers_fakes.fal import FakeFal
 from providers_fakes.openai import FakeOpenAI
+from terminal_text import said
 
 MODELS = ("flux-2-max", "qwen-image-edit-2511", "seedream-4.5", "gpt-image-1.5")
 TASKS, REPEATS = 2, 3

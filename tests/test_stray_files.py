@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_split
-from terminal_text import said
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 from PIL import Image
+from terminal_text import said
 
 from pytest_hypeedit.engine.store import Store
 

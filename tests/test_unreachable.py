@@ -14,9 +14,9 @@ import time
 import httpx
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from providers_fakes.openai import FakeOpenAI
 from terminal_text import said
 
-from providers_fakes.openai import FakeOpenAI
 from pytest_hypeedit.engine.routes import OPEN_AFTER, Breaker, RouteGate
 from pytest_hypeedit.errors import RouteUnreachable
 

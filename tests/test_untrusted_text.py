@@ -148,7 +148,7 @@ def pytest_hypeedit_make_provider(config, spec):
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_judge(config, name, argument):
     return HostileJudge() if name == "hostilejudge" else None
-""" % HOSTILE
+""" % HOSTILE  # noqa: UP031 - the code's braces would all need doubling for format()
 
 ARGS = ["-p", "no:cacheprovider", "--model", "hostile", "--tasks", "mini.json", "--images-base", "images",
         "--repeats", "2", "--outputs", "out", "--judge", "hostilejudge", "--junitxml", "junit.xml",

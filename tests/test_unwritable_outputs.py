@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-
 from providers_fakes.ark import FakeArk
 
 TASKS, REPEATS = 2, 2

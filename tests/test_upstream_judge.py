@@ -12,22 +12,21 @@ import json
 from pathlib import Path
 
 import pytest
-from PIL import Image
-
 from benchdata import FileServer, make_tasks, write_split
-from terminal_text import said
 from genai_fakes.chat import verdict_reply as chat_verdict
 from genai_fakes.fixtures import fake_chat, fake_gemini  # noqa: F401 - fixtures
 from genai_fakes.gemini import png_bytes, verdict_reply
+from PIL import Image
+from terminal_text import said
+from upstream_stub import make_script, sha256, upstream_stub  # noqa: F401 - fixture
+
 from pytest_hypeedit.errors import JudgeScriptError
-from pytest_hypeedit.judges import JudgeOptions, builtin_judge, make_judge
-from pytest_hypeedit.judges import upstream
+from pytest_hypeedit.judges import JudgeOptions, builtin_judge, make_judge, upstream
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.prompting import RUBRIC, RUBRIC_SHA256, UpstreamPrompt
 from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task, load_manifest
-from upstream_stub import make_script, sha256, upstream_stub  # noqa: F401 - fixture
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=0.0)
 DEAD_URL = "http://127.0.0.1:9/judge_gemini_3_flash.py"  # nothing listens on the discard port
@@ -285,7 +284,6 @@ def test_stale_verdicts_are_judged_again_and_reported_and_current_ones_reused(be
 
 def test_the_fake_takes_what_google_genai_sends_and_refuses_what_the_api_refuses(fake_gemini):
     import httpx
-
     from genai_fakes.fixtures import FAKE_GEMINI_KEY
 
     url, headers = f"{fake_gemini.url}/v1beta/models/m:generateContent", {"x-goog-api-key": FAKE_GEMINI_KEY}

@@ -5,10 +5,10 @@ tokens) and for the judges (tokens at their max); and never below what a fake of
 from __future__ import annotations
 
 import pytest
-
 from genai_fakes.gemini import png_bytes
 from providers_fakes.bfl import FakeBfl, bfl_credits
 from providers_fakes.contract import make_request
+
 from pytest_hypeedit.judges import JudgeOptions, builtin_judge
 from pytest_hypeedit.judges.base import Judge, JudgeRequest
 from pytest_hypeedit.judges.gemini import FLASH_MODEL, IMAGE_TOKENS_MAX, MAX_OUTPUT_TOKENS, PART_TOKENS, PRICES

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from benchdata import FileServer
+
 from pytest_hypeedit.judges import upstream
 
 SCRIPT = '''"""A test judge in the upstream judge's shape."""

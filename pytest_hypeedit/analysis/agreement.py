@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 Z_95 = 1.959963984540054
 ALL_TYPES = "all"
@@ -164,7 +164,7 @@ def fleiss_kappa(units: Iterable[Sequence[bool]]) -> float | None:
 # --------------------------------------------------------------------------- summaries (JSON-ready)
 
 
-def judge_summary(table: Confusion) -> dict:
+def judge_summary(table: Confusion) -> dict[str, Any]:
     """The figures of one confusion table, as JSON values."""
     interval = kappa_interval(table)
     return {
@@ -179,7 +179,7 @@ def judge_summary(table: Confusion) -> dict:
     }
 
 
-def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> dict[str, dict]:
+def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> dict[str, dict[str, Any]]:
     """Summaries over all pairs ("all") and per task type; a multi-type candidate counts in each."""
     tables: dict[str, Confusion] = defaultdict(Confusion)
     tables[ALL_TYPES] = Confusion()
@@ -190,7 +190,7 @@ def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> d
     return {name: judge_summary(tables[name]) for name in ordered}
 
 
-def raters_summary(votes: Mapping[object, Sequence[bool]], panel_size: int) -> dict:
+def raters_summary(votes: Mapping[Any, Sequence[bool]], panel_size: int) -> dict[str, Any]:
     """Agreement between raters: alpha over all units, Fleiss over units every rater labelled."""
     full = [v for v in votes.values() if len(v) == panel_size]
     return {
@@ -210,7 +210,7 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def summary_lines(report: Mapping) -> list[str]:
+def summary_lines(report: Mapping[str, Any]) -> list[str]:
     """Terminal lines for an agreement report built by the plugin (see report/agreement.py)."""
     lines = [f"judge {report.get('judge', '?')} vs human panel ({report.get('panel', {}).get('raters', 0)} raters); "
              f"kappa interval: {KAPPA_METHOD}"]

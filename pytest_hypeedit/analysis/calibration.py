@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -142,7 +143,8 @@ class _Columns:
 
     @property
     def judged(self) -> np.ndarray:
-        return self.patterns.sum(axis=1)
+        result: np.ndarray = self.patterns.sum(axis=1)  # numpy types its arithmetic as Any
+        return result
 
     def multiplicity(self, index: np.ndarray) -> np.ndarray:
         """How many times each pattern is drawn in each row of ``index``: (R, P)."""
@@ -176,7 +178,7 @@ def _replicates(setup: _Setup, index: np.ndarray, rng: np.random.Generator | Non
     return merged, np.concatenate(mixings)
 
 
-def _block(setup: _Setup, index: np.ndarray, rng) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def _block(setup: _Setup, index: np.ndarray, rng: np.random.Generator | None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     columns = setup.columns
     drawn = columns.multiplicity(index)
     se, sp = setup.source.rates(columns, index, rng)
@@ -210,7 +212,8 @@ def _given_rate(setup: _Setup, q1: np.ndarray, q0: np.ndarray) -> dict[str, np.n
     return given
 
 
-def _first_shares(first: np.ndarray, drawn: np.ndarray, posterior: np.ndarray, q1: np.ndarray, q0: np.ndarray):
+def _first_shares(first: np.ndarray, drawn: np.ndarray, posterior: np.ndarray, q1: np.ndarray, q0: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """Per replicate: the expected number of tasks whose repeat 1 truly passed, and of tasks with a repeat 1."""
     after_pass = np.einsum("rpg,rg->rp", posterior, q1)
     after_fail = np.einsum("rpg,rg->rp", posterior, q0)
@@ -247,9 +250,9 @@ class Calibration:
     """A row's calibrated and human-only figures: {metric: {"value", "low", "high", "level", "target"}} each
     (or {"value": None, ..., "reason"} for a metric its sample cannot calibrate), and the judge's error."""
 
-    calibrated: dict[str, dict]
-    human_sample: dict[str, dict]
-    judge_error: dict
+    calibrated: dict[str, dict[str, Any]]
+    human_sample: dict[str, dict[str, Any]]
+    judge_error: dict[str, Any]
     pass_rate_method: str  # "prediction-powered" or "imputation" (a known error given, no label to correct with)
     problems: tuple[str, ...] = ()  # what a reader must know: refused metrics, a small sample
 
@@ -291,7 +294,7 @@ def _too_few(own: ErrorCounts) -> str:
 
 
 def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer_ppi: bool,
-             refuse: str | None = None) -> dict[str, dict]:
+             refuse: str | None = None) -> dict[str, dict[str, Any]]:
     """Each metric's entry.  ``refuse``: why the metrics needing the judge's error are not given (the pass
     rate, prediction-powered, needs none)."""
     tasks, labels = setup.columns.tasks, int(setup.columns.confusion.sum())
@@ -312,10 +315,12 @@ def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer
     return figures
 
 
-def _metric_entry(key: str, point, boot, jack, level: float, labels: int, setup: _Setup, *, linear: bool) -> dict:
+def _metric_entry(key: str, point: dict[str, np.ndarray], boot: dict[str, np.ndarray] | None,
+                  jack: dict[str, np.ndarray] | None, level: float, labels: int, setup: _Setup, *, linear: bool
+                  ) -> dict[str, Any]:
     cap, tasks = setup.settings.retry_cap, setup.columns.tasks
     scale = "success_per_attempt" if key == "effective_cost" else key  # cost: bounded scale, inverted after
-    if boot is None or not math.isfinite(float(point[key][0])):
+    if boot is None or jack is None or not math.isfinite(float(point[key][0])):  # both come, or neither
         return entry(point[key][0], None, level, None, key=key, retry_cap=cap)
     with np.errstate(invalid="ignore", over="ignore"):
         interval, method = interval_of(scale, float(point[scale][0]), boot[scale], jack[scale], level,
@@ -333,7 +338,7 @@ def _with_pass_rate(values: dict[str, np.ndarray], prefer_ppi: bool) -> dict[str
     return values
 
 
-def _undefined() -> dict[str, dict]:
+def _undefined() -> dict[str, dict[str, Any]]:
     return {key: {"value": None, "low": None, "high": None} for key in CALIBRATED_KEYS}
 
 

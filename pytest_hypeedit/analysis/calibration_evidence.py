@@ -5,8 +5,9 @@ sample's labels (each weighted by its inclusion probability) and the judge's err
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .calibration_intervals import SMALL_SAMPLE
 from .calibration_model import SMOOTH
@@ -53,13 +54,13 @@ class TaskEvidence:
     def judged(self) -> int:
         return self.judge_pass + self.judge_fail + sum(self.confusion) + self.refused
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"task_id": self.task_id, "judge_pass": self.judge_pass, "judge_fail": self.judge_fail,
                 "confusion": list(self.confusion), "refused": self.refused, "first": self.first,
                 "ppi": self.ppi, "ht": self.ht, "weighted": list(self.weights)}
 
     @classmethod
-    def from_json(cls, data) -> "TaskEvidence":
+    def from_json(cls, data: Mapping[str, Any]) -> "TaskEvidence":
         confusion = tuple(int(x) for x in data["confusion"])
         if len(confusion) != 4 or min(confusion) < 0:
             raise ValueError(f"task {data.get('task_id')!r}: 'confusion' must be four counts >= 0")
@@ -67,8 +68,8 @@ class TaskEvidence:
         weighted = tuple(float(x) for x in weighted) if weighted is not None else None
         if weighted is not None and (len(weighted) != 4 or not all(math.isfinite(x) and x >= 0 for x in weighted)):
             raise ValueError(f"task {data.get('task_id')!r}: 'weighted' must be four finite weights >= 0")
-        return cls(str(data["task_id"]), int(data["judge_pass"]), int(data["judge_fail"]), confusion,  # type: ignore[arg-type]
-                   int(data["refused"]), int(data["first"]), float(data["ppi"]), float(data["ht"]), weighted)  # type: ignore[arg-type]
+        return cls(str(data["task_id"]), int(data["judge_pass"]), int(data["judge_fail"]), confusion,
+                   int(data["refused"]), int(data["first"]), float(data["ppi"]), float(data["ht"]), weighted)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,12 @@ def _check_unit(unit: Unit) -> None:
                          f"probability in (0, 1], got {unit.inclusion!r}")
 
 
+def _inclusion(unit: Unit) -> float:
+    """A labelled unit's inclusion probability: _check_unit has refused a labelled unit without one."""
+    assert unit.inclusion is not None
+    return unit.inclusion
+
+
 def _evidence(task_id: str, units: list[Unit]) -> TaskEvidence:
     repeats = [u.repeat for u in units]
     if len(set(repeats)) != len(repeats):
@@ -139,8 +146,8 @@ def _evidence(task_id: str, units: list[Unit]) -> TaskEvidence:
     confusion = tuple(cells.count(cell) for cell in ((True, True), (True, False), (False, True), (False, False)))
     n = len(units)
     judged_pass = sum(1 for u in units if u.judge_pass)
-    correction = sum((int(u.human_pass) - int(bool(u.judge_pass))) / u.inclusion for u in labelled)
-    weighted = tuple(sum(1.0 / u.inclusion for u in labelled if (bool(u.human_pass), bool(u.judge_pass)) == cell)
+    correction = sum((int(bool(u.human_pass)) - int(bool(u.judge_pass))) / _inclusion(u) for u in labelled)
+    weighted = tuple(sum(1.0 / _inclusion(u) for u in labelled if (bool(u.human_pass), bool(u.judge_pass)) == cell)
                      for cell in ((True, True), (True, False), (False, True), (False, False)))
     return TaskEvidence(
         task_id=task_id,
@@ -150,7 +157,7 @@ def _evidence(task_id: str, units: list[Unit]) -> TaskEvidence:
         refused=sum(1 for u in units if u.judge_pass is None),
         first=_first_code(next((u for u in units if u.repeat == 1), None)),
         ppi=(judged_pass + correction) / n,
-        ht=sum(int(u.human_pass) / u.inclusion for u in labelled) / n,
+        ht=sum(int(bool(u.human_pass)) / _inclusion(u) for u in labelled) / n,
         weighted=weighted,  # type: ignore[arg-type]
     )
 
@@ -195,7 +202,7 @@ def labelling_rates_differ(labelled_pass: int, judged_pass: int, labelled_fail: 
     return p_value < alpha, p_value
 
 
-def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict | None:
+def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict[str, Any] | None:
     """The pass rate a full human review of *this run's* candidates would give: estimate and interval.
 
     The estimate is the prediction-powered one (the judge's pass rate plus the sample's weighted correction);

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -114,14 +115,15 @@ def clipped(interval: tuple[float, float] | None, key: str, retry_cap: int) -> t
     return min(max(interval[0], low), high), max(min(interval[1], high), low)
 
 
-def hull(first, second):
+def hull(first: tuple[float, float] | None, second: tuple[float, float] | None) -> tuple[float, float] | None:
     """The smallest interval holding both (either may be None)."""
     if first is None or second is None:
         return first or second
     return min(first[0], second[0]), max(first[1], second[1])
 
 
-def entry(value: float, interval, level: float, method: str | None, *, key: str, retry_cap: int, **extra) -> dict:
+def entry(value: float, interval: tuple[float, float] | None, level: float, method: str | None, *, key: str,
+          retry_cap: int, **extra: Any) -> dict[str, Any]:
     """A metric's JSON entry: finite values or null, the level and target it is stated for.
 
     The value is kept in the metric's range too: the prediction-powered pass rate is unbiased but can fall
@@ -137,16 +139,16 @@ def entry(value: float, interval, level: float, method: str | None, *, key: str,
     return found
 
 
-def refused(reason: str) -> dict:
+def refused(reason: str) -> dict[str, Any]:
     """A metric the sample cannot calibrate soundly: no figure, and why."""
     return {"value": None, "low": None, "high": None, "reason": reason}
 
 
-def _finite(value) -> float | None:
+def _finite(value: float | None) -> float | None:
     return float(value) if value is not None and math.isfinite(value) else None
 
 
-def cost_from_success_rate(rate_interval, unit_cost: float, retry_cap: int) -> tuple[tuple | None, bool]:
+def cost_from_success_rate(rate_interval: tuple[float, float] | None, unit_cost: float, retry_cap: int) -> tuple[tuple[float, float] | None, bool]:
     """Effective cost's interval from the interval of success per attempt: (interval, upper bound unbounded).
 
     cost = unit cost / (success per attempt), so the bounds swap; below 1 success per

@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .metrics import expected_attempts_for, success_probability
+
+if TYPE_CHECKING:
+    from .calibration import _Columns
 
 #: Task pass rates the mixing distribution G may put weight on.
 #: Pseudo-counts on each side of se and sp: keeps them inside (0, 1) with few labels, without pulling them
@@ -35,7 +38,7 @@ class ErrorSource:
     pooled: Any = None  # ErrorCounts  # None: the row's own labels (re-estimated in every replicate)
     ignore_judge: bool = False  # the human sample alone: se = sp = 1/2
 
-    def rates(self, columns, index: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+    def rates(self, columns: _Columns, index: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
         rows = index.shape[0]
         if self.ignore_judge:
             return np.full(rows, 0.5), np.full(rows, 0.5)
@@ -63,7 +66,7 @@ def weighted_rates(counts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray,
     return se, sp
 
 
-def judge_error_summary(evidence: Sequence[Any], own: Any, pooled: Any) -> dict:
+def judge_error_summary(evidence: Sequence[Any], own: Any, pooled: Any) -> dict[str, Any]:
     """Sensitivity and specificity as measured (weighted by the design), with their label counts and Wilson
     intervals; None for one with no human label of its kind (the imputation still uses its smoothed value)."""
     if pooled is not None:
@@ -91,7 +94,8 @@ def wilson_interval(rate: float, n: int, z: float = 1.959964) -> list[float]:
 
 def _log(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore"):
-        return np.log(x)
+        result: np.ndarray = np.log(x)  # numpy types its arithmetic as Any
+        return result
 
 
 def _xlogy(count: np.ndarray, logp: np.ndarray) -> np.ndarray:
@@ -102,7 +106,8 @@ def _xlogy(count: np.ndarray, logp: np.ndarray) -> np.ndarray:
 
 def judge_pass_probability(se: np.ndarray, sp: np.ndarray) -> np.ndarray:
     """P(J = PASS | p) on the grid, one row per replicate: (R, G)."""
-    return GRID[None, :] * se[:, None] + (1 - GRID[None, :]) * (1 - sp[:, None])
+    result: np.ndarray = GRID[None, :] * se[:, None] + (1 - GRID[None, :]) * (1 - sp[:, None])  # numpy types its arithmetic as Any
+    return result
 
 
 def task_likelihood(patterns: np.ndarray, a1: np.ndarray) -> np.ndarray:
@@ -110,7 +115,8 @@ def task_likelihood(patterns: np.ndarray, a1: np.ndarray) -> np.ndarray:
     counts = patterns.T[:, None, :, None].astype(float)  # (4, 1, P, 1)
     log_l = (_xlogy(counts[0], _log(a1)[:, None, :]) + _xlogy(counts[1], _log(1 - a1)[:, None, :])
              + _xlogy(counts[2], _log(GRID)[None, None, :]) + _xlogy(counts[3], _log(1 - GRID)[None, None, :]))
-    return np.exp(log_l - log_l.max(axis=2, keepdims=True))
+    result: np.ndarray = np.exp(log_l - log_l.max(axis=2, keepdims=True))  # numpy types its arithmetic as Any
+    return result
 
 
 def fit_mixing(likelihood: np.ndarray, drawn: np.ndarray, steps: int = SQUAREM_STEPS) -> np.ndarray:
@@ -142,18 +148,21 @@ def em_step(likelihood: np.ndarray, share: np.ndarray, weights: np.ndarray) -> n
     marginal = np.matmul(likelihood, weights[:, :, None])[:, :, 0]  # (R, P)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(marginal > 0, share / marginal, 0.0)
-    return weights * np.matmul(ratio[:, None, :], likelihood)[:, 0, :]
+    result: np.ndarray = weights * np.matmul(ratio[:, None, :], likelihood)[:, 0, :]  # numpy types its arithmetic as Any
+    return result
 
 
 def log_likelihood(likelihood: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.ndarray:
     marginal = np.matmul(likelihood, weights[:, :, None])[:, :, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.nan_to_num((share * np.log(marginal)).sum(axis=1), nan=-np.inf)
+        result: np.ndarray = np.nan_to_num((share * np.log(marginal)).sum(axis=1), nan=-np.inf)  # numpy types its arithmetic as Any
+        return result
 
 
 def task_posterior(likelihood: np.ndarray, weights: np.ndarray) -> np.ndarray:
     posterior = likelihood * weights[:, None, :]
-    return posterior / posterior.sum(axis=2, keepdims=True)
+    result: np.ndarray = posterior / posterior.sum(axis=2, keepdims=True)  # numpy types its arithmetic as Any
+    return result
 
 
 def true_pass_given_verdict(se: np.ndarray, sp: np.ndarray, a1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from .calibration import (
     CALIBRATED_KEYS,
     ErrorCounts,
-    ErrorSource,
     TaskEvidence,
     _Columns,
     _replicates,
@@ -22,6 +22,7 @@ from .calibration import (
     error_counts,
 )
 from .calibration_intervals import expanded_level, refused
+from .calibration_model import ErrorSource
 from .metrics import MetricSettings
 from .stats import bca_interval, leave_one_out_index, resample_index
 
@@ -29,7 +30,7 @@ from .stats import bca_interval, leave_one_out_index, resample_index
 def paired_calibrated(current: Sequence[TaskEvidence], baseline: Sequence[TaskEvidence], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
                       pooled_current: ErrorCounts | None = None, pooled_baseline: ErrorCounts | None = None,
-                      n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+                      n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
     """Calibrated current minus calibrated baseline per metric, on the tasks both have: each resample draws one
     set of tasks for both releases, and each re-estimates its own judge error from its own labels in it.  A
     metric needing the judge's error is refused (a reason, no figure) when either side has too few labels."""
@@ -48,14 +49,16 @@ def paired_calibrated(current: Sequence[TaskEvidence], baseline: Sequence[TaskEv
             else _paired_entry(tables, key, level, len(shared)) for key in CALIBRATED_KEYS}
 
 
-def _side(evidence, cost, settings, pooled) -> tuple[_Setup, str | None]:
+def _side(evidence: Sequence[TaskEvidence], cost: float, settings: MetricSettings, pooled: ErrorCounts | None
+          ) -> tuple[_Setup, str | None]:
     own = error_counts(evidence)
     use_pool = not own.enough and pooled is not None and pooled.n > own.n
     reason = None if own.enough or use_pool else _too_few(own)
     return _Setup(_Columns.of(evidence), ErrorSource(pooled=pooled if use_pool else None), cost, settings), reason
 
 
-def _paired_tables(setup: _Setup, index_sets, seed: int) -> list[dict[str, np.ndarray] | None]:
+def _paired_tables(setup: _Setup, index_sets: tuple[np.ndarray, np.ndarray, np.ndarray | None], seed: int
+                   ) -> list[dict[str, np.ndarray] | None]:
     point = _replicates(setup, index_sets[0], None)[0]
     prefer_ppi = error_counts_of(setup.columns).n > 0
     rng = np.random.default_rng([seed, 0xCA11B])
@@ -65,10 +68,11 @@ def _paired_tables(setup: _Setup, index_sets, seed: int) -> list[dict[str, np.nd
 
 
 def error_counts_of(columns: _Columns) -> ErrorCounts:
-    return ErrorCounts(*(int(x) for x in columns.confusion.sum(axis=0)))  # type: ignore[arg-type]
+    return ErrorCounts(*(int(x) for x in columns.confusion.sum(axis=0)))
 
 
-def _paired_entry(tables, key: str, level: float, tasks: int) -> dict:
+def _paired_entry(tables: Sequence[Sequence[Any]], key: str, level: float, tasks: int) -> dict[str, Any]:
+    """``tables``: each side's (point, bootstrap, jackknife) from _paired_tables; the jackknife None under 2 tasks."""
     (now, now_boot, now_jack), (before, before_boot, before_jack) = tables
     current, baseline = float(now[key][0]), float(before[key][0])
     entry = {"current": _finite(current), "baseline": _finite(baseline), "difference": None, "low": None,

@@ -125,12 +125,11 @@ def baseline_row(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> Mapping
     """
     same_split = [r for r in baseline.get("rows") or [] if r.get("split") == row.get("split")]
     named = [r for r in same_split if r.get("model") == row.get("model")]
-    if named:
-        return named[0]
-    return same_split[0] if len(same_split) == 1 else None
+    found: Mapping[str, Any] | None = named[0] if named else same_split[0] if len(same_split) == 1 else None
+    return found
 
 
-def baseline_entry(row, tallies: Sequence[TaskTally], cost: float, baseline: Mapping[str, Any],
+def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: float, baseline: Mapping[str, Any],
                    settings: AnalysisSettings) -> dict[str, Any]:
     old = baseline_row(row, baseline)
     if old is None:

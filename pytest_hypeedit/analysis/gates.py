@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
 from ..errors import ConfigError
 from ..report.tables import format_metric
@@ -114,7 +114,7 @@ def format_margin(margin: float | None, kind: str) -> str:
     return f"{margin:+.2f}"
 
 
-def _finite(value: Any) -> bool:
+def _finite(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -220,7 +220,8 @@ def _missing(gate: Gate, rows: list[Mapping[str, Any]]) -> GateResult:
     return GateResult(gate, gate.model, gate.split, None, None, False, note)
 
 
-def _check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons) -> GateResult:
+def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None,
+           allow_incomplete: bool, incomplete_reasons: Iterable[str]) -> GateResult:
     value = _value(row, gate.metric, gate.bound, gate.calibrated)
     threshold, note = _threshold(gate, row, baseline_rows)
     holds = _finite(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
@@ -255,7 +256,8 @@ def _value(row: Mapping[str, Any], metric: str, bound: str | None, calibrated: b
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _threshold(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
+def _threshold(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None
+               ) -> tuple[float | None, str]:
     if not gate.relative_to_baseline:
         return gate.threshold, ""
     old, note = _baseline_value(gate, row, baseline_rows)
@@ -264,7 +266,8 @@ def _threshold(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
     return old + gate.threshold, note
 
 
-def _baseline_value(gate: Gate, row, baseline_rows) -> tuple[float | None, str]:
+def _baseline_value(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None
+                    ) -> tuple[float | None, str]:
     """The baseline's value of the metric: the paired one (same tasks) when the row carries it."""
     kind = METRIC_KINDS[gate.metric]
     comparison = row.get("calibrated_baseline") if gate.calibrated else row.get("baseline")

@@ -26,8 +26,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, SupportsFloat
 
 import numpy as np
+import numpy.typing as npt
 
 DEFAULT_RETRY_CAP = 4
 DEFAULT_REVIEW_SECONDS = 20.0
@@ -94,12 +96,12 @@ class MetricSettings:
 # --- per-task quantities (work on floats and on numpy arrays alike) ----------
 
 
-def success_probability(p, retry_cap: int = DEFAULT_RETRY_CAP):
+def success_probability(p: npt.ArrayLike, retry_cap: int = DEFAULT_RETRY_CAP) -> Any:  # p's shape; a scalar p: a numpy scalar
     """S = 1 - (1 - p)^A: the chance that one of A independent tries passes."""
     return 1.0 - (1.0 - np.asarray(p, dtype=float)) ** retry_cap
 
 
-def expected_attempts_for(p, retry_cap: int = DEFAULT_RETRY_CAP):
+def expected_attempts_for(p: npt.ArrayLike, retry_cap: int = DEFAULT_RETRY_CAP) -> Any:  # as success_probability
     """E = S / p, the mean tries when stopping at the first PASS or at A; E = A at p = 0."""
     p = np.asarray(p, dtype=float)
     safe_p = np.where(p > 0, p, 1.0)  # avoids 0/0; the p = 0 branch is A (the limit of S/p)
@@ -206,7 +208,8 @@ def metric_table(columns: TaskColumns, index: np.ndarray, cost_per_candidate: fl
     infinite effective cost (no success at all) is +inf.
     """
     def mean(column: np.ndarray) -> np.ndarray:  # one mean per row of index
-        return column[index].mean(axis=1)
+        result: np.ndarray = column[index].mean(axis=1)  # numpy types its arithmetic as Any
+        return result
 
     with np.errstate(divide="ignore", invalid="ignore"):
         first_rate = columns.first_pass[index].sum(axis=1) / columns.first_known[index].sum(axis=1)
@@ -250,7 +253,7 @@ def compute_metrics(tallies: Sequence[TaskTally], cost_per_candidate: float,
     return result | {name: finite_or_none(values[0]) for name, values in table.items()}
 
 
-def finite_or_none(value) -> float | None:
+def finite_or_none(value: SupportsFloat) -> float | None:
     """A plain float for JSON, or None for NaN (undefined) and inf (no success)."""
     value = float(value)
     return value if math.isfinite(value) else None
@@ -262,7 +265,7 @@ def _check_cost(cost_per_candidate: float) -> None:
 
 
 def metrics_by_task_type(tallies: Sequence[TaskTally], cost_per_candidate: float,
-                         settings: MetricSettings = MetricSettings()) -> dict[str, dict]:
+                         settings: MetricSettings = MetricSettings()) -> dict[str, dict[str, Any]]:
     """``compute_metrics`` per task type, sorted by type; a task of several types counts in each.
 
     Tasks without a type appear in no group (every upstream task has one).
@@ -277,7 +280,7 @@ def metrics_by_task_type(tallies: Sequence[TaskTally], cost_per_candidate: float
 def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 review_seconds: Sequence[float] = (10, 20, 60, 120),
                 retry_caps: Sequence[int] = (1, 2, 4, 10),
-                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[dict]:
+                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[dict[str, Any]]:
     """Effective cost across review times x retry caps: how much the headline rests on the cost model."""
     rows = []
     for seconds in review_seconds:

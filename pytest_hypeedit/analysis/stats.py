@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 
@@ -140,7 +141,7 @@ def bootstrap_intervals(tallies: Sequence[TaskTally], cost_per_candidate: float,
     boot = metric_table(columns, resample_index(columns.tasks, n_resamples, seed), cost_per_candidate, settings)
     jack = metric_table(columns, leave_one_out_index(columns.tasks), cost_per_candidate, settings)
     return {
-        name: None if point[name] is None else bca_interval(point[name], boot[name], jack[name], level)
+        name: None if (value := point[name]) is None else bca_interval(value, boot[name], jack[name], level)
         for name in metric_names(settings)
     }
 
@@ -157,7 +158,7 @@ def _check_bootstrap(n_resamples: int, level: float) -> None:
 
 def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
-                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
     """Current minus baseline for every metric, on the tasks both runs judged.
 
     Paired: each resample draws one set of task indices and uses it for both
@@ -201,8 +202,12 @@ def _table_row(columns: TaskColumns, cost: float, settings: MetricSettings) -> d
     return {name: finite_or_none(v[0]) for name, v in metric_table(columns, everything, cost, settings).items()}
 
 
+#: One metric's (bootstrap differences, jackknife differences).
+Paired = tuple[np.ndarray, np.ndarray]
+
+
 def _paired_tables(now: TaskColumns, before: TaskColumns, cost_now: float, cost_before: float,
-                   settings: MetricSettings, n_resamples: int, seed: int) -> dict[str, tuple] | None:
+                   settings: MetricSettings, n_resamples: int, seed: int) -> dict[str, Paired] | None:
     """Per metric (bootstrap differences, jackknife differences); None with fewer than 2 tasks."""
     if now.tasks < 2:
         return None
@@ -220,8 +225,8 @@ def _differences(now: TaskColumns, before: TaskColumns, index: np.ndarray, cost_
         return {name: a[name] - b[name] for name in a}
 
 
-def _comparison(now: float | None, before: float | None, diffs: dict | None, name: str, level: float,
-                tasks: int) -> dict:
+def _comparison(now: float | None, before: float | None, diffs: dict[str, Paired] | None, name: str, level: float,
+                tasks: int) -> dict[str, Any]:
     difference = None if now is None or before is None else now - before
     interval = None
     if difference is not None and diffs is not None:

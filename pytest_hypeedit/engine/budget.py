@@ -77,12 +77,14 @@ class Budget:
     def spent(self) -> float:
         """USD committed so far (including reservations of dead processes)."""
         with exclusive(self._lock):
-            return self._read()["spent"] / MICRO
+            spent: int = self._read()["spent"]
+            return spent / MICRO
 
     def reserved(self) -> float:
         """USD held by calls in flight."""
         with exclusive(self._lock):
-            return sum(r["micro"] for r in self._read()["reservations"].values()) / MICRO
+            held: int = sum(r["micro"] for r in self._read()["reservations"].values())
+            return held / MICRO
 
     # ------------------------------------------------------------------ settling
     def _settle(self, token: str, actual: float | None, what: str) -> None:
@@ -100,6 +102,7 @@ class Budget:
 
     # ------------------------------------------------------------------ file
     def _read(self) -> dict[str, Any]:
+        state: dict[str, Any]
         try:
             state = json.loads(self._file.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ..registry import ModelSpec
 from .jobs import DONE, GENERATE, INLINE, NEW, RUNNING, STOPPED, TRIAGING, Entry, Job
@@ -22,7 +22,9 @@ from .limits import Release, SlotSet
 from .routes import RouteGate
 
 if TYPE_CHECKING:
-    from .runner import Runner
+    from .pool import PoolState
+    from .records import Record
+    from .runner import Plan, Runner
 
 #: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
 TICK = 0.05
@@ -52,15 +54,23 @@ class Dispatcher:
     _gates: dict[int, RouteGate]
     _stop_reason: str | None
     _closed: bool
-    _tasks: queue.SimpleQueue
+    _tasks: queue.SimpleQueue[tuple[Job, Taken] | None]  # None: a worker's signal to end
     _threads: list[threading.Thread]
     _slots: SlotSet | None
     _source: Callable[[], Iterable[Entry]] | None
     _should_stop: Callable[[], str | None] | None
-    _on_report: Callable | None
+    _on_report: Callable[[PoolState], None] | None
     _gate_for: Callable[[ModelSpec], RouteGate]
     _judge_gates: Callable[[], list[RouteGate]]
     _last_activity: float
+
+    if TYPE_CHECKING:  # CandidatePool's methods the threads call: declared for the type checker only
+        def state(self) -> PoolState: ...
+        def add(self, entries: Iterable[Entry]) -> None: ...
+        def stop(self, reason: str) -> None: ...
+        def _check(self) -> None: ...
+        def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None: ...
+        def _count(self, record: Record) -> None: ...
 
     # ------------------------------------------------------------------ the dispatcher
     def _dispatch_loop(self) -> None:
@@ -194,7 +204,7 @@ class Dispatcher:
                     return started, wait
         return started, wait
 
-    def _end_unreachable(self, queue_: deque, reason: str) -> None:
+    def _end_unreachable(self, queue_: deque[Job], reason: str) -> None:
         """A route whose first calls all failed to connect (its gate's breaker, engine/routes.py): its waiting
         candidates end at once with the breaker's one line, and none of their calls starts."""
         with self._cond:
@@ -208,7 +218,7 @@ class Dispatcher:
                 job.done.set()
                 self._cond.notify_all()
 
-    def _queues_in_order(self) -> list[tuple[deque, list[RouteGate]]]:
+    def _queues_in_order(self) -> list[tuple[deque[Job], list[RouteGate]]]:
         """Judging first; then each route's generations, the route whose next item comes first first."""
         with self._cond:
             routes = sorted((q[0].index, route, q) for route, q in self._generate.items() if q)
@@ -274,6 +284,7 @@ class Dispatcher:
             task = self._tasks.get()
             if task is None:
                 return
+            job: Job | None
             job, taken = task
             candidate = [entry for entry in taken if entry[0] is None]  # the candidate slot, kept between steps
             routes = [entry for entry in taken if entry[0] is not None]
@@ -359,7 +370,7 @@ class Dispatcher:
 
     @staticmethod
     @contextlib.contextmanager
-    def _holding(taken: Taken):
+    def _holding(taken: Taken) -> Iterator[None]:
         """Run a step inside its routes' calls (its requests take no second in-flight slot); give every
         slot back at the end, whatever happens."""
         with contextlib.ExitStack() as stack:

@@ -15,10 +15,17 @@ Retries, 429s and slow jobs make a real run longer, so it is printed as "about".
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..registry import ModelSpec, RouteLimits
+from .jobs import Key
+
+if TYPE_CHECKING:
+    from ..tasks import Split
+    from .records import Record
+    from .runner import Runner
 
 #: A typical image edit's call, submit to image in hand, in seconds: ten to twenty at the providers of
 #: models.yaml in our runs (a stated default, not a measured or published figure).
@@ -96,7 +103,8 @@ def route_load(route: str, calls: int, limits: RouteLimits, concurrency: int, se
     return RouteLoad(route, calls, max(1, inflight), limits.rpm, seconds_per_call)
 
 
-def plan_purchases(runner, spec: ModelSpec, split, repeats: int, selected: set | None = None) -> Purchase:
+def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, selected: set[Key] | None = None
+                   ) -> Purchase:
     """One model's plan on one split (its candidates in ``selected``, the run's items, when given), read from the
     disk, priced at the worst cases --budget reserves.  A task's price is asked once: it depends on its
     references and size, not on the repeat."""
@@ -119,7 +127,7 @@ def plan_purchases(runner, spec: ModelSpec, split, repeats: int, selected: set |
     return Purchase(spec.name, split.name, spec.route, to_buy, to_judge, generation, judge)
 
 
-def verdicts_needed(runner, key: tuple, bought: bool) -> int:
+def verdicts_needed(runner: Runner, key: Key, bought: bool) -> int:
     """Paid verdicts for one candidate: its own (when it is bought, or on disk without a verdict of this judge
     that can be reused), and the re-judgements --judge-stability still lacks for it.  A refusal has none."""
     from .runner import refused
@@ -131,7 +139,7 @@ def verdicts_needed(runner, key: tuple, bought: bool) -> int:
     return own + rejudgements_missing(runner, key, None if own else record)
 
 
-def rejudgements_missing(runner, key: tuple, judged) -> int:
+def rejudgements_missing(runner: Runner, key: Key, judged: Record | None) -> int:
     """--judge-stability's re-judgements of a candidate that its record (``judged``: None when it is still to
     be judged) does not keep yet."""
     wanted = runner.stability.get(key) or 0
@@ -143,8 +151,9 @@ def rejudgements_missing(runner, key: tuple, judged) -> int:
     return max(0, wanted - len(entry["verdicts"])) if entry else wanted
 
 
-def estimate(runner, models: Iterable[ModelSpec], splits, repeats: int, limits_for, concurrency: int,
-             selected: set | None = None) -> Estimate:
+def estimate(runner: Runner, models: Iterable[ModelSpec], splits: Iterable[Split], repeats: int,
+             limits_for: Callable[[ModelSpec], RouteLimits], concurrency: int, selected: set[Key] | None = None
+             ) -> Estimate:
     """The whole run's plan (its candidates in ``selected`` when given): a Purchase per model and split, and each route's load (the judge's routes
     included, each verdict going through every one of them: a panel asks each juror)."""
     purchases = tuple(plan_purchases(runner, spec, split, repeats, selected) for split in splits for spec in models)

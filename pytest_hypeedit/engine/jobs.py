@@ -22,6 +22,7 @@ from __future__ import annotations
 import enum
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import HypeEditError
 from ..registry import ModelSpec
@@ -80,7 +81,7 @@ class Job:
     index: int  # position in the plan: the order pytest asks
     state: JobState = NEW
     step: str | None = None
-    plan: object | None = None  # the runner's Plan while a step is to run
+    plan: Any = None  # the runner's Plan while a step is to run (None otherwise; the pool checks the state first)
     record: Record | None = None
     error: BaseException | None = None
     #: Set once the outcome may be read: settled (DONE, STOPPED), or INLINE (the main thread finishes it).

@@ -110,7 +110,7 @@ def new_call_id() -> str:
     return time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "".join(random.choices(alphabet, k=20))
 
 
-def sending(call: str, *, route: str, price: float, call_id: str, **fields: Any) -> dict[str, Any]:
+def sending(call: str, *, route: str, price: float, call_id: str | None, **fields: Any) -> dict[str, Any]:
     """The pending entry of a paid request about to be sent: what it is for, how the provider may know it,
     and the most it can cost."""
     return {"call": call, "route": route, "id": call_id, "sent_at": now_iso(), "price": round(float(price), 6),

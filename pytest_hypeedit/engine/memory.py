@@ -31,4 +31,5 @@ def limit_malloc_arenas(arenas: int = ARENAS) -> bool:
     except (OSError, AttributeError):  # not glibc
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return mallopt(M_ARENA_MAX, arenas) == 1
+    done: int = mallopt(M_ARENA_MAX, arenas)  # ctypes calls are untyped: restype is c_int
+    return done == 1

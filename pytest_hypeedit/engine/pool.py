@@ -36,13 +36,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, TypedDict, TypeVar
 
 from ..registry import ModelSpec
 from ..tasks import Task
 from .dispatch import Dispatcher, fair_shares
-from .jobs import (GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight,
-                   NotStarted)
+from .jobs import GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight, NotStarted
 from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
@@ -56,6 +55,16 @@ __all__ = ["CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_sha
 DEBUG_ENV = "HYPEEDIT_DEBUG_INVARIANTS"
 #: Up to this many jobs, the debug check also walks every job (READY ones queued, RUNNING ones counted).
 DEBUG_WALK_MAX = 500
+
+class Totals(TypedDict):
+    """The settled jobs' counts and what they spent."""
+
+    done: int
+    errors: int
+    refused: int
+    skipped: int
+    spent: float
+
 
 @dataclass(frozen=True)
 class PoolState:
@@ -116,10 +125,10 @@ class CandidatePool(Dispatcher):
         self._stop_reason: str | None = None
         self._closed = False
         self._cond = threading.Condition()
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._tasks = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._dispatcher: threading.Thread | None = None
-        self._totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
+        self._totals: Totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
         self._gates: dict[int, RouteGate] = {}
         self._last_activity = 0.0  # when a worker last finished a step (monotonic)
 
@@ -202,7 +211,7 @@ class CandidatePool(Dispatcher):
 
     def state(self) -> PoolState:
         with self._cond:
-            totals = dict(self._totals)
+            totals = self._totals.copy()
             planned, running = len(self._order), self._running
         gates = tuple(gate.state() for gate in self._known_gates())
         jobs, waiting, cost = self.runner.calls_in_flight()
@@ -269,6 +278,7 @@ class CandidatePool(Dispatcher):
     def _claim_for_main(self, task: Task, spec: ModelSpec, repeat: int) -> Job:
         with self._cond:
             job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
+            assert job is not None  # _add gives None only for a job already known, which get() found
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job

@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterable
 
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
 
@@ -263,7 +263,7 @@ def _check_verdict_entry(entry: Any, where: str) -> None:
     _check_items(entry.get("votes") or [], (dict,), f"{where}.votes")
 
 
-def _check_items(values: list, kinds: tuple[type, ...], where: str) -> None:
+def _check_items(values: list[Any], kinds: tuple[type, ...], where: str) -> None:
     for value in values:
         if not _is(value, kinds):
             raise MalformedRecord(f"every item of {where!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
@@ -327,5 +327,5 @@ def record_to_property(record: Record) -> tuple[str, str]:
     return (PROPERTY_KEY, record.to_json())
 
 
-def records_from_properties(user_properties) -> list[Record]:
+def records_from_properties(user_properties: Iterable[tuple[str, Any]]) -> list[Record]:
     return [Record.from_json(value) for key, value in user_properties if key == PROPERTY_KEY]

@@ -14,8 +14,12 @@ from __future__ import annotations
 import errno
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..providers.bounds import image_cap_of
+
+if TYPE_CHECKING:
+    from ..registry import ModelSpec
 
 MiB = 1024 * 1024
 #: Room kept beside the image: its record and the temporary copy an atomic write makes of it.
@@ -36,7 +40,7 @@ def free_bytes(folder: Path) -> int:
     return shutil.disk_usage(existing).free
 
 
-def room_needed(options) -> int:
+def room_needed(options: Mapping[str, Any]) -> int:
     """What one purchase may write: the model's image cap, and the margin."""
     return image_cap_of(options) + MARGIN
 
@@ -47,7 +51,7 @@ def no_room_message(folder: Path, why: str) -> str:
             "space there (or point --outputs at a disk with room), then rerun: only what is missing is bought")
 
 
-def short_of_room(folder: Path, free: int, spec) -> str | None:
+def short_of_room(folder: Path, free: int, spec: ModelSpec) -> str | None:
     """The line that stops the buying when ``free`` bytes cannot take a purchase of ``spec``; None when they can."""
     needed = room_needed(spec.options)
     if free >= needed:

@@ -31,29 +31,41 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from ..errors import (BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, JudgeError, NotRegularFile,
-                      ProviderError, Refusal)
+from ..errors import (
+    BudgetExceeded,
+    CallError,
+    DiskFull,
+    HypeEditError,
+    JobExpired,
+    JudgeError,
+    NotRegularFile,
+    ProviderError,
+    Refusal,
+)
 from ..files import sha256_bytes, sha256_of
 from ..judges.base import Judge, JudgeRequest, Verdict
 from ..providers.base import Generation, GenerationRequest, Provider, seed_for
-from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
-from . import room
-from .refusedkeys import RefusedKeys
-from .store import Store
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
-from . import journal as paid
-from . import provenance
+from . import journal as paid, provenance, room
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
+from .refusedkeys import RefusedKeys
+from .store import Store
+
+if TYPE_CHECKING:
+    from .budget import Budget, Reservation
+    from .jobs import Key
+    from .signals import Preview
 
 T = TypeVar("T")
 
 
-def _same_verdict(old: dict, new: dict) -> bool:
+def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """Two verdict entries that say the same (they differ only in when they were given)."""
     keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
     return all(old.get(key) == new.get(key) for key in keys)
@@ -64,7 +76,7 @@ def _unexpected(who: str, exc: Exception) -> str:
                   "adapter, please report it with this line")
 
 
-def _purchase(record: Record) -> tuple:
+def _purchase(record: Record) -> tuple[Any, ...]:
     """What tells one purchase of a candidate from the next: a candidate bought again (its image lost) has a
     lost_candidates entry more, and its own generation time and request id."""
     lost = record.extra.get("lost_candidates") if isinstance(record.extra, dict) else None
@@ -96,7 +108,7 @@ class Plan:
     needs_verdict: bool = False  # a paid judge call
     held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
     lost: str | None = None  # the image the record names, gone from the disk: bought again
-    verdict_hold: object | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
+    verdict_hold: Reservation | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
     refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
     bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
 
@@ -114,7 +126,7 @@ class Runner:
     make_judge: Callable[[], Judge]
     references: Callable[[Task], list[Path]]
     rejudge: bool = False
-    budget: object | None = None  # budget.Budget: reserve(amount, what) -> Reservation
+    budget: Budget | None = None
     #: --possibly-paid: a candidate whose paid call may have been paid without its reply arriving is bought
     #: again (REBUY) or held as an error for review (REVIEW)
     on_possibly_paid: str = REBUY
@@ -122,10 +134,10 @@ class Runner:
     #: --signals: also measure candidates read back from disk whose records lack them (a full decode of each;
     #: a replay of thousands of large images would spend minutes on it, so only when asked)
     signals_from_disk: bool = False
-    stability: dict = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
+    stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
-    _live: dict = field(default_factory=dict)  # key -> record of a paid step running in this process
+    _live: dict[Key, Record] = field(default_factory=dict)  # key -> record of a paid step running in this process
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
     #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
     refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
@@ -218,6 +230,7 @@ class Runner:
                 self._hold(plan, JUDGE)
                 self.store.write_record(plan.record)
             else:
+                assert plan.candidate is not None  # _refreshed: an image is left to judge
                 self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
         plan.needs_verdict = False
         self._rejudge_for_stability(plan)
@@ -311,23 +324,23 @@ class Runner:
         self._note_strays(plan.record, found.strays)
         plan.record.extra.pop(provenance.CHANGED, None)  # what an earlier run found: this run looks again
         if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
-            self._check_bytes(plan)
+            self._check_bytes(plan, plan.candidate)
         if plan.refused is not None:
             self._refuse(plan)
 
-    def _check_bytes(self, plan: "Plan") -> None:
+    def _check_bytes(self, plan: "Plan", candidate: Path) -> None:
         """The candidate's bytes are those its verdict judged (engine/provenance.py), else it is judged again;
         a file that is no image any more is a lost candidate, bought again."""
         try:
-            checked = provenance.check(plan.record, plan.candidate, self.store.root, self._reference_hashes(plan.task))
+            checked = provenance.check(plan.record, candidate, self.store.root, self._reference_hashes(plan.task))
         except NotRegularFile as exc:  # swapped for a link since the store looked
             plan.candidate, plan.refused = None, str(exc)
             return
         except OSError as exc:
-            checked = provenance.corrupt(plan.record, plan.candidate, exc.strerror or str(exc))
+            checked = provenance.corrupt(plan.record, candidate, exc.strerror or str(exc))
         plan.bound = plan.bound or checked.bound
         if checked.corrupt:
-            plan.candidate, plan.lost = None, plan.candidate.name
+            plan.candidate, plan.lost = None, candidate.name
 
     def _reference_hashes(self, task: Task) -> list[str]:
         """The SHA-256 of the task's reference images; [] when they cannot be read (nothing to compare with: the
@@ -337,9 +350,9 @@ class Runner:
         except (HypeEditError, OSError):
             return []
 
-    def _bind_adopted(self, plan: "Plan") -> None:
+    def _bind_adopted(self, plan: "Plan", candidate: Path) -> None:
         try:
-            digest = sha256_of(plan.candidate, self.store.root)
+            digest = sha256_of(candidate, self.store.root)
         except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
             return
         provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
@@ -353,7 +366,7 @@ class Runner:
         plan.record.outcome, plan.record.error = ERROR, plan.refused
 
     @staticmethod
-    def _note_strays(record: Record, strays) -> None:
+    def _note_strays(record: Record, strays: tuple[Path, ...]) -> None:
         if strays:
             record.extra["strays"] = [path.name for path in strays]
         else:
@@ -391,7 +404,7 @@ class Runner:
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         if record.candidate_sha256 is None:  # an image adopted: its verdict will be of these bytes
-            self._bind_adopted(plan)
+            self._bind_adopted(plan, plan.candidate)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
         if plan.needs_verdict and self._held(record, JUDGE):
@@ -405,8 +418,9 @@ class Runner:
         if call == GENERATE and candidate is not None:
             record.pending = None
         elif call == JUDGE:
-            verdict = record.judgements.get(str(record.pending.get("judge")))
-            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(record.pending.get("sent_at")):
+            pending = record.pending or {}  # a JUDGE call is a pending entry
+            verdict = record.judgements.get(str(pending.get("judge")))
+            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(pending.get("sent_at")):
                 record.pending = None
 
     def settle_abandoned(self, record: Record, candidate: Path | None) -> None:
@@ -427,8 +441,8 @@ class Runner:
         plan.record.outcome, plan.record.error = ERROR, paid.held_message(plan.record, call)
         plan.record.extra[paid.HELD] = call
 
-    def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str,
-                      **fields) -> None:
+    def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
+                      **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
@@ -443,7 +457,7 @@ class Runner:
         with self._live_lock:
             self._live[record.key] = record
 
-    def end_call(self, record: Record, exc: BaseException | None = None) -> dict | None:
+    def end_call(self, record: Record, exc: BaseException | None = None) -> dict[str, Any] | None:
         """The paid step is over: a call whose reply was lost (``reply_lost``) becomes possibly paid (the
         entry is returned); any other end means the provider answered (the record's next write clears it)."""
         with self._live_lock:
@@ -492,7 +506,7 @@ class Runner:
             self._room_held += needed
             return None, needed
 
-    def _lost_note(self, lost: dict | None) -> str:
+    def _lost_note(self, lost: dict[str, Any] | None) -> str:
         if lost is None:
             return ""
         then = ("the next run buys it again" if self.on_possibly_paid == REBUY
@@ -536,7 +550,8 @@ class Runner:
                 record.resubmitted += 1
                 record.job = None
                 if attempt == 2:
-                    return self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
+                    self._failed(record, spec, JobExpired(f"{expired}; submitted again, expired again"))
+                    return None
                 record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
                 self.store.write_record(record)
         return None
@@ -564,7 +579,8 @@ class Runner:
         except Refusal as exc:
             self.end_call(record)
             self._settle(reservation, exc.cost or 0.0)
-            return self._refused(record, spec, exc)
+            self._refused(record, spec, exc)
+            return None
         except JobExpired:
             self.end_call(record)
             self._expired_job_paid(record, self._job_cost(record, worst), reservation)
@@ -579,7 +595,8 @@ class Runner:
                 record.cost = self._job_cost(record, worst)
             refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
                                              variables=self._provider_key_variables(spec))
-            return self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
+            self._failed(record, spec, exc, note=self._lost_note(lost) + refused)
+            return None
         self.end_call(record)
         self._settle(reservation, generation.cost)
         if journal.resumed and record.job:
@@ -620,7 +637,7 @@ class Runner:
 
     def _journal(self, record: Record, spec: ModelSpec) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
-        def save(job: dict | None) -> None:
+        def save(job: dict[str, Any] | None) -> None:
             record.job = job
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
@@ -669,14 +686,14 @@ class Runner:
         except HypeEditError:
             return spec.price
 
-    def _expired_job_paid(self, record: Record, cost: float, reservation) -> None:
+    def _expired_job_paid(self, record: Record, cost: float, reservation: Reservation | None) -> None:
         """A job whose result expired at the provider was paid for all the same: a cost of its own
         (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
         self._settle(reservation, cost)
         record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
         record.cost = 0.0  # the candidate's own generation is the next submission's
 
-    def _reserve(self, amount: float, what: str):
+    def _reserve(self, amount: float, what: str) -> Reservation | None:
         """Hold ``amount`` USD of --budget for a call (its worst case), or raise BudgetExceeded when the rest of
         the budget cannot cover it: such a call never starts."""
         if self.budget is None:
@@ -684,7 +701,7 @@ class Runner:
         return self.budget.reserve(amount, what)
 
     @staticmethod
-    def _settle(reservation, actual: float) -> None:
+    def _settle(reservation: Reservation | None, actual: float) -> None:
         if reservation is not None:
             reservation.commit(actual) if actual else reservation.release()
 
@@ -768,7 +785,7 @@ class Runner:
             return False
         return not refused(record)
 
-    def reusable_verdict(self, record: Record) -> dict | None:
+    def reusable_verdict(self, record: Record) -> dict[str, Any] | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""
         judge = self.judge
         if judge.reuse_verdicts and not self.rejudge:
@@ -778,7 +795,7 @@ class Runner:
         return None
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
-                         hold=None, save: bool = False) -> None:
+                         hold: Reservation | None = None, save: bool = False) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
         ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
         judge = self.judge
@@ -823,7 +840,7 @@ class Runner:
         self.end_call(record)
         self._settle(reservation, verdict.cost)
         entry = self._verdict_entry(verdict)
-        if reason:
+        if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
         if stale and not judge.routes and _same_verdict(stale, entry) and record.judge == entry["judge"] \
                 and not record.error:
@@ -852,7 +869,7 @@ class Runner:
         self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                            call_id=request.call_id, judge=judge.id)
 
-    def _hold_verdict(self, plan: "Plan"):
+    def _hold_verdict(self, plan: "Plan") -> Reservation | None:
         """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
         candidate will have (a judge's worst case does not depend on the image's content)."""
         if self.budget is None or not self.judge.routes:
@@ -865,7 +882,7 @@ class Runner:
         to_be = self.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
         return JudgeRequest(task, spec.name, repeat, to_be, references)
 
-    def _reserve_verdict(self, request: JudgeRequest):
+    def _reserve_verdict(self, request: JudgeRequest) -> Reservation | None:
         """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
         if self.budget is None or not self.judge.routes:
             return None
@@ -879,7 +896,7 @@ class Runner:
 
             rejudge(self, plan, self.stability[plan.key])
 
-    def _signals(self, task: Task, candidate, record: Record) -> bool:
+    def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
         if not self.signals or record.signals:
@@ -896,7 +913,7 @@ class Runner:
         return bool(record.signals)
 
     @staticmethod
-    def _verdict_entry(verdict: Verdict) -> dict:
+    def _verdict_entry(verdict: Verdict) -> dict[str, Any]:
         return {
             "verdict": verdict.label,
             "reasoning": redact(verdict.reasoning),
@@ -908,7 +925,7 @@ class Runner:
         }
 
     @staticmethod
-    def _apply_verdict(record: Record, entry: dict, *, reused: bool) -> None:
+    def _apply_verdict(record: Record, entry: dict[str, Any], *, reused: bool) -> None:
         record.judgements[entry["judge"]] = entry
         record.verdict, record.reasoning, record.judge = entry["verdict"], entry["reasoning"], entry["judge"]
         record.votes, record.judged_at = entry["votes"], entry["judged_at"]

@@ -31,11 +31,19 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from ..files import atomic_write_bytes
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from ..tasks import Task
+
+#: A reference image as the cache knows it: (resolved path, size, mtime in ns).
+RefKey = tuple[str, int, int]
 
 COMMON_SIDE = 256
 #: The long side of a candidate's preview: twice the common size, so the last box filter averages real pixels.
@@ -57,7 +65,7 @@ class Preview:
     image: Any  # a PIL image in RGB
 
 
-def preview_of(image) -> Preview:
+def preview_of(image: Image.Image) -> Preview:
     """The preview of a loaded PIL image: reduced by a whole factor, alpha flattened on white, then box-filtered
     into SOURCE_SIDE x SOURCE_SIDE (never up), and turned upright by its EXIF orientation (providers.images
     .orientation: the report and the review app show it so too).  The same steps for every candidate and
@@ -149,9 +157,9 @@ class _ReferenceCache:
     over half a second to decode, and each xdist worker would otherwise pay it once per task."""
 
     def __init__(self, capacity: int = 16):  # the pool works a task's repeats (and models) together
-        self._items: OrderedDict[tuple, SmallReference] = OrderedDict()
+        self._items: OrderedDict[RefKey, SmallReference] = OrderedDict()
         self._capacity, self._lock = capacity, threading.Lock()
-        self._making: dict[tuple, threading.Lock] = {}  # one lock per reference being reduced
+        self._making: dict[RefKey, threading.Lock] = {}  # one lock per reference being reduced
 
     def get(self, path: Path) -> SmallReference:
         stat = Path(path).stat()
@@ -176,14 +184,14 @@ class _ReferenceCache:
             self._making.pop(key, None)
         return small
 
-    def _cached(self, key: tuple) -> SmallReference | None:
+    def _cached(self, key: RefKey) -> SmallReference | None:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
         return None
 
-    def _reduce(self, path: Path, key: tuple) -> np.ndarray:
+    def _reduce(self, path: Path, key: RefKey) -> np.ndarray:
         from PIL import Image
 
         from ..providers.images import IMAGE_WORK
@@ -203,7 +211,7 @@ class _ReferenceCache:
         return rgb
 
     @staticmethod
-    def _from_disk(key: tuple) -> np.ndarray | None:
+    def _from_disk(key: RefKey) -> np.ndarray | None:
         stored = _disk_path(key)
         try:
             rgb = np.load(stored, allow_pickle=False) if stored is not None and stored.is_file() else None
@@ -213,7 +221,7 @@ class _ReferenceCache:
         return rgb if ok else None
 
 
-def _disk_path(key: tuple) -> Path | None:
+def _disk_path(key: RefKey) -> Path | None:
     from ..providers import runtime
 
     cache = runtime.current().cache_dir
@@ -231,14 +239,16 @@ REFERENCES = _ReferenceCache()
 
 def luminance(rgb: np.ndarray) -> np.ndarray:
     """ITU-R BT.601 luma, as Pillow's convert("L"), as floats."""
-    return rgb[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    luma: np.ndarray = rgb[..., :3].astype(np.float64) @ np.array([0.299, 0.587, 0.114])
+    return luma
 
 
 def _box_means(x: np.ndarray, size: int) -> np.ndarray:
     """Means over every size x size window lying inside the image (an integral image: one pass)."""
     integral = np.pad(x, ((1, 0), (1, 0))).cumsum(axis=0).cumsum(axis=1)
     total = integral[size:, size:] - integral[:-size, size:] - integral[size:, :-size] + integral[:-size, :-size]
-    return total / (size * size)
+    means: np.ndarray = total / (size * size)
+    return means
 
 
 def ssim(a: np.ndarray, b: np.ndarray) -> float:
@@ -281,7 +291,8 @@ def mean_delta_e(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(((lab(a) - lab(b)) ** 2).sum(axis=-1)).mean())
 
 
-def candidate_signals(task, candidate: Path | Preview, references) -> dict[str, Any]:
+def candidate_signals(task: Task, candidate: Path | Preview, references: Callable[[Task], Sequence[Path]]
+                      ) -> dict[str, Any]:
     """The signals of a task's candidate, from its file or its preview (``references(task)`` gives the local
     reference images); {} when the images cannot be read: a diagnostic never fails an item."""
     try:

@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from ..errors import BudgetExceeded, CallError, ConfigError, HypeEditError
 from ..judges.base import JudgeRequest
 from ..secrets import redact
 from .journal import REJUDGE, new_call_id
 from .records import FAIL, PASS, Record, now_iso
+
+if TYPE_CHECKING:
+    from ..judges.base import Judge
+    from .budget import Reservation
+    from .runner import Plan, Runner
 
 _OPTION = re.compile(r"^\s*(?P<n>\d+)\s*(?:[xX]\s*(?P<k>\d+))?\s*$")
 DEFAULT_K = 2
@@ -61,7 +66,7 @@ def stability_sample(keys: Iterable[Key], size: int, k: int, seed: int) -> dict[
 # --------------------------------------------------------------------------- re-judging one candidate
 
 
-def kept(record: Record, judge_id: str) -> dict | None:
+def kept(record: Record, judge_id: str) -> dict[str, Any] | None:
     """The stability entry of the record, when it is this judge's on this candidate (else it starts afresh)."""
     entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
     if isinstance(entry, dict) and entry.get("judge") == judge_id and entry.get("candidate") == record.candidate \
@@ -70,7 +75,7 @@ def kept(record: Record, judge_id: str) -> dict | None:
     return None
 
 
-def rejudge(runner, plan, k: int) -> None:
+def rejudge(runner: Runner, plan: Plan, k: int) -> None:
     """Ask the judge K times more about the plan's candidate (those still missing), saving each answer at once."""
     record = plan.record
     judge = runner.judge
@@ -90,8 +95,9 @@ def rejudge(runner, plan, k: int) -> None:
         _ask(runner, plan, entry, k)
 
 
-def _ask(runner, plan, entry: dict, k: int) -> None:
+def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
     record, judge = plan.record, runner.judge
+    assert plan.candidate is not None  # rejudge() asks only about a candidate
     references = tuple(runner.references(plan.task)) if judge.needs_images else ()
     while len(entry["verdicts"]) < k:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
@@ -120,7 +126,7 @@ def _ask(runner, plan, entry: dict, k: int) -> None:
         runner.store.write_record(record)  # a paid verdict is never lost
 
 
-def _reserve(runner, judge, request, record: Record):
+def _reserve(runner: Runner, judge: Judge, request: JudgeRequest, record: Record) -> Reservation | Literal[False] | None:
     """The call's reservation in --budget (None without a budget); False when the budget cannot cover it."""
     if runner.budget is None:
         return None
@@ -131,7 +137,7 @@ def _reserve(runner, judge, request, record: Record):
         return False
 
 
-def _settle(reservation, cost: float | None) -> None:
+def _settle(reservation: Reservation | None, cost: float | None) -> None:
     if reservation:
         reservation.commit(cost) if cost else reservation.release()
 
@@ -139,7 +145,7 @@ def _settle(reservation, cost: float | None) -> None:
 # --------------------------------------------------------------------------- the results
 
 
-def stability_of(records: Iterable[Record]) -> dict | None:
+def stability_of(records: Iterable[Record]) -> dict[str, Any] | None:
     """A row's ``judge_stability``: candidates re-judged, K, flips and their rate (None when none was)."""
     candidates = rejudgements = flips = 0
     most, cost = 0, 0.0

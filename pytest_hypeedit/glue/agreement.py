@@ -7,11 +7,16 @@ is given.  It rides on the plugin's own hooks (``pytest_hypeedit_record``,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
+from ..errors import HypeEditError
 from ..report.agreement import AgreementCheck, terminal_lines
 from .terminal import write_folded
-from ..errors import HypeEditError
+
+if TYPE_CHECKING:
+    from ..engine.records import Record
 
 PLUGIN_NAME = "hypeedit-agreement"
 
@@ -19,7 +24,7 @@ PLUGIN_NAME = "hypeedit-agreement"
 class AgreementPlugin:
     def __init__(self, check: AgreementCheck, judge: str):
         self.check, self.judge = check, judge
-        self.records: dict[tuple, object] = {}
+        self.records: dict[tuple[str, str, str, int], Record] = {}
         self.results: dict | None = None
 
     def pytest_hypeedit_record(self, config: pytest.Config, record) -> None:

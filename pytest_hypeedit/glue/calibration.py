@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from ..errors import HypeEditError
-from .terminal import write_folded
 from ..report.calibration import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
+from .terminal import write_folded
 
 PLUGIN_NAME = "hypeedit-calibration"
 

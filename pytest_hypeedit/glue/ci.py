@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from ..errors import HypeEditError, InputError
 from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from ..errors import HypeEditError, InputError
 from ..report.leaderboard import load_results
 
 GATES_KEY = pytest.StashKey[list]()

@@ -14,16 +14,17 @@ so ``-k``, ``--lf`` and ``--deselect`` work; each task type is a marker
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import pytest
 
-from ..errors import HypeEditError
-from ..engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
-from ..registry import ModelSpec
 from ..engine.pool import NotStarted
-from .stash import POOL_KEY, RUNNER_KEY
+from ..engine.records import ERROR, FAIL, REFUSED, SKIPPED, Record, record_to_property
+from ..errors import HypeEditError
+from ..registry import ModelSpec
 from ..tasks import Task
 from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_text
+from .stash import POOL_KEY, RUNNER_KEY
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -85,6 +86,7 @@ class CandidateItem(pytest.Item):
 
     def runtest(self) -> None:
         record = self.record
+        assert record is not None  # setup() has read it
         if record.outcome == REFUSED:
             raise CandidateFailed(f"refused: {record.refusal}")  # the label names the model
         if record.outcome == FAIL:
@@ -109,7 +111,8 @@ def make_items(session: pytest.Session, run) -> list[CandidateItem]:
     items = _build_items(session, run)
     # Tell the terminal (and --lf) about them, as a collector's report would.
     session.config.hook.pytest_collectreport(
-        report=pytest.CollectReport("hypeedit", "passed", None, items)
+        # a list is invariant in its type; the report only reads the items
+        report=pytest.CollectReport("hypeedit", "passed", None, cast("list[pytest.Item | pytest.Collector]", items))
     )
     return items
 
@@ -131,7 +134,7 @@ def _build_items(session: pytest.Session, run) -> list[CandidateItem]:
     return items
 
 
-def record_for(item) -> object:
+def record_for(item: CandidateItem) -> Record:
     """The item's record from this process's pool (or straight from the runner without one)."""
     pool = item.config.stash.get(POOL_KEY, None)
     if pool is None:

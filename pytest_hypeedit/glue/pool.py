@@ -34,14 +34,23 @@ import pytest
 from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
-from ..files import atomic_write_bytes
 from ..errors import ConfigError
+from ..files import atomic_write_bytes
 from ..report.progress import LineWriter, Progress, duration
 from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
-from .stopping import GRACE_SECONDS  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
-from .stopping import Stopper, grace_seconds, in_flight, leaving, left_line, stopping_line, write_leave
+from .stopping import (
+    GRACE_SECONDS,  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
+    Stopper,
+    grace_seconds,
+    in_flight,
+    leaving,
+    left_line,
+    stopping_line,
+    write_leave,
+)
 from .xdist_internals import unsupported, worker_queue
+
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
 STOP_FILE = "stop"
@@ -120,6 +129,7 @@ class PoolPlugin:
     def _stop_now(self, reason: str) -> None:
         """The first Ctrl-C or SIGTERM (in the main thread): stop starting calls, everywhere in the run, and end
         the run loop after the item at hand, which waits for its call within the grace."""
+        assert self.pool is not None and self.session is not None  # the stopper is installed after both are set
         self.pool.stop(reason)
         write_stop(self.config, reason)
         self.session.shouldstop = reason
@@ -157,6 +167,7 @@ class PoolPlugin:
         """Say once what stopping does with the calls in flight, and what leaving now would cost."""
         if state.running and not self._announced:
             self._announced = True
+            assert self.pool is not None  # a state to announce comes from the pool
             grace = max(0.0, self.pool.grace - self._stopped_for())
             self._say(stopping_line(state.running, state.resumable, state.unanswered, state.unanswered_cost, grace))
 
@@ -164,6 +175,7 @@ class PoolPlugin:
         return self.stopper.leaving or leaving(self.folder)
 
     def _stopped_for(self) -> float:
+        assert self.pool is not None  # called by _announce only
         stopped_at = self.pool._stopped_at
         return 0.0 if stopped_at is None else time.monotonic() - stopped_at
 

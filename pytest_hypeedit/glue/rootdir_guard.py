@@ -52,7 +52,9 @@ def check_rootdir(early_config: Any, args: Sequence[str]) -> None:
     chosen = (Path(early_config.rootpath), _path_or_none(early_config.inipath))
     if without is None or chosen == without or chosen != with_ours:
         return  # not moved, or not by our values (or pytest's internals changed: nothing to compare)
-    outside = [pair for pair in trapped if without[0] not in existing_path(pair[1], invocation_dir).parents]
+    # trapped keeps only values that name an existing path (above)
+    outside = [pair for pair in trapped
+               if without[0] not in existing_path(pair[1], invocation_dir).parents]  # type: ignore[union-attr]
     raise ConfigError(trap_message(outside or trapped, chosen, without))
 
 
@@ -88,7 +90,7 @@ def pytest_setup(test_paths: list[str], namespace: Any, invocation_dir: Path) ->
     try:
         from _pytest.config.findpaths import determine_setup  # private, so every failure is tolerated
 
-        kwargs = {"inifile": getattr(namespace, "inifilename", None), "args": test_paths,
+        kwargs: dict[str, Any] = {"inifile": getattr(namespace, "inifilename", None), "args": test_paths,
                   "rootdir_cmd_arg": getattr(namespace, "rootdir", None) or None, "invocation_dir": invocation_dir}
         if "override_ini" in inspect.signature(determine_setup).parameters:  # pytest >= 9.0
             kwargs["override_ini"] = getattr(namespace, "override_ini", None)

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from ..config import RunConfig
-from ..errors import HypeEditError
-from .items import parse_nodeid
 from ..engine.provenance import CHANGED
 from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
-from ..text import ERROR_LIMIT, clean_text
+from ..errors import HypeEditError
 from ..report.terminal import summary_lines, title
+from ..text import ERROR_LIMIT, clean_text
+from .items import parse_nodeid
 
 
 class BenchmarkSession:

@@ -17,17 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from ..engine.budget import Budget
 from ..config import RunConfig, build_run_config, load_splits, split_sources
+from ..engine.budget import Budget
+from ..engine.runner import Runner, refused
+from ..engine.store import Store, probe_writable
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
-from ..engine.runner import Runner, refused
-from .stash import RUN_KEY, RUNNER_KEY, run_id
-from ..engine.store import Store, probe_writable
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
+from .stash import RUN_KEY, RUNNER_KEY, run_id
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -37,7 +37,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     config.stash[RUN_KEY] = run  # the judge's options come from it
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
     paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
-    if paying:
+    if paying and judge is not None:  # paying implies checking, which made the judge
         check_keys_before_downloads(config, run, judge)
     run = dataclasses.replace(run, splits=load_splits(config.option.hypeedit_tasks, run.cache_dir))
     config.stash[RUN_KEY] = run
@@ -230,7 +230,7 @@ def startup_progress(config: pytest.Config):
 
     if config.get_verbosity() < 0:
         return None
-    started, shown = time.monotonic(), {}
+    started, shown = time.monotonic(), dict[str, LineWriter]()
 
     def show(done: int, total: int) -> None:
         elapsed = time.monotonic() - started
@@ -318,9 +318,9 @@ def _missing_judge_keys(judge: Judge) -> list[str]:
 
 def _refuse_missing(problems: list[str | None], done: str) -> None:
     """One usage error naming every missing key (each route once), and what has not happened yet."""
-    problems = list(dict.fromkeys(p for p in problems if p))
-    if problems:
-        raise ConfigError("; ".join(problems) + f"; {done}")
+    named = list(dict.fromkeys(p for p in problems if p))
+    if named:
+        raise ConfigError("; ".join(named) + f"; {done}")
 
 
 def candidate_keys(run: RunConfig, spec: ModelSpec):

@@ -6,18 +6,25 @@ Light on purpose: the pytest entry module imports it in every process.
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:  # names only: this module stays light at run time
+    from ..config import RunConfig
+    from ..engine.pool import CandidatePool
+    from ..engine.runner import Runner
+    from .session import BenchmarkSession
+
 #: The validated RunConfig of a benchmark run (every process).
-RUN_KEY = pytest.StashKey["object"]()
+RUN_KEY: pytest.StashKey[RunConfig] = pytest.StashKey()
 #: The Runner that produces candidates (every process that runs items).
-RUNNER_KEY = pytest.StashKey["object"]()
+RUNNER_KEY: pytest.StashKey[Runner] = pytest.StashKey()
 #: The BenchmarkSession that aggregates records (the controller only).
-SESSION_KEY = pytest.StashKey["object"]()
+SESSION_KEY: pytest.StashKey[BenchmarkSession] = pytest.StashKey()
 
 #: {flag: where its value came from} for the options whose value came from the ini file (ini.py).
-INI_ORIGINS_KEY = pytest.StashKey[dict]()
+INI_ORIGINS_KEY = pytest.StashKey[dict[str, str]]()
 
 #: The workerinput key under which the controller hands its run id to every xdist worker.
 RUN_ID_KEY = "hypeedit_run_id"
@@ -27,9 +34,13 @@ def run_id(config: pytest.Config) -> str:
     """The id of this run, the same in the controller and every xdist worker (names the shared state folder)."""
     if hasattr(config, "workerinput"):
         return config.workerinput.get(RUN_ID_KEY) or "worker"
-    if not hasattr(config, "_hypeedit_run_id"):
-        config._hypeedit_run_id = uuid.uuid4().hex[:12]
-    return config._hypeedit_run_id
+    if _OWN_RUN_ID not in config.stash:
+        config.stash[_OWN_RUN_ID] = uuid.uuid4().hex[:12]
+    return config.stash[_OWN_RUN_ID]
+
+
+#: The run id a process without a controller made for itself (run_id).
+_OWN_RUN_ID = pytest.StashKey[str]()
 
 #: The CandidatePool of a process that runs items (engine/pool.py), once its run loop started.
-POOL_KEY = pytest.StashKey["object"]()
+POOL_KEY: pytest.StashKey[CandidatePool] = pytest.StashKey()

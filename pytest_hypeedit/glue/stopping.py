@@ -24,7 +24,7 @@ import os
 import signal
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
@@ -61,7 +61,7 @@ class Stopper:
         self.on_stop, self.can_wait = on_stop, can_wait
         self.signals = 0
         self.leaving = False
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, Any] = {}  # what signal.signal returned: a handler, SIG_DFL/SIG_IGN or None
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():

@@ -180,7 +180,7 @@ def reason_lines(outcomes: list) -> list[str]:
     """Why candidates were refused or errored: each message once, with how many it ended and the first of them
     (``ERROR x10, e.g. task-04 identity r001: ...``); the judge's reasoning of a FAIL is in the report."""
     messages: dict[tuple[str, str], list[str]] = {}
-    for (split, model, task_id, repeat), outcome, report in outcomes:
+    for (_split, model, task_id, repeat), outcome, report in outcomes:
         if outcome in ("REFUSED", "ERROR"):
             own = label(task_id, model, repeat)
             messages.setdefault((outcome, one_line(report).removeprefix(own + ": ")), []).append(own)
@@ -224,7 +224,7 @@ def write_condensed_summary(terminalreporter, config: pytest.Config) -> None:
     counts = outcome_counts(terminalreporter.stats, config)
     if not counts:
         return
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for by_outcome in counts.values():
         totals.update(by_outcome)
     terminalreporter.write_sep("=", "short test summary: " + describe(totals))

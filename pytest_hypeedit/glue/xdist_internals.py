@@ -101,6 +101,8 @@ def deal_all_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScheduling
 
     class DealAllScheduling(LoadScheduling):
+        collection: list[str] | None  # LoadScheduling's (untyped): the node ids, once every worker collected
+
         def schedule(self) -> None:
             assert self.collection_is_completed
             if self.collection is not None:  # a worker was replaced: xdist's own rules deal its items

@@ -54,16 +54,16 @@ class Judge:
 
     name: ClassVar[str] = ""
     #: Environment variables that hold this judge's key; any one of them will do.
-    key_env: ClassVar[tuple[str, ...]] = ()
+    key_env: tuple[str, ...] = ()  # a class default an instance may shadow (a panel, a local server)
     #: Whether the judge looks at the images (a labels judge does not).
-    needs_images: ClassVar[bool] = True
+    needs_images: bool = True
     #: The HTTP routes a verdict calls (each has its own limits); none for a free, instant judge
     #: (human labels), which the pool then runs without a slot.
     routes: tuple[str, ...] = ("judge",)
     #: Whether a verdict this judge gave in an earlier run may be reused.  A paid
     #: judge's verdict is (never pay twice); free human labels are read afresh,
     #: since raters keep adding files.
-    reuse_verdicts: ClassVar[bool] = True
+    reuse_verdicts: bool = True
 
     @property
     def id(self) -> str:

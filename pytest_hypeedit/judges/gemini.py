@@ -26,8 +26,18 @@ from ..providers.gemini import image_part
 from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
 from ..secrets import redact
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed,
-                        http_plumbing, make_prompt, message_pieces, stale_reason)
+from .prompting import (
+    RUBRIC_KIND,
+    UPSTREAM,
+    Answer,
+    JudgePrompt,
+    UnparseableReply,
+    ask_until_parsed,
+    http_plumbing,
+    make_prompt,
+    message_pieces,
+    stale_reason,
+)
 
 FLASH_MODEL = "gemini-3-flash-preview"
 ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model

@@ -42,8 +42,8 @@ class MajorityJudge(Judge):
 
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         """Stale when some juror's own verdict in it is (each juror's ``extra`` is kept under its id)."""
-        extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
-        kept = extra.get("jurors") if isinstance(extra.get("jurors"), dict) else {}
+        extra = found if isinstance(found := entry.get("extra"), dict) else {}
+        kept = jurors if isinstance(jurors := extra.get("jurors"), dict) else {}
         for juror in self.jurors:
             reason = juror.stale_reason({"extra": kept.get(juror.id) or {}})
             if reason:
@@ -69,7 +69,7 @@ class MajorityJudge(Judge):
             # what the panel was paid all the same: the verdicts given, and the failed jurors' answered asks
             error.cost = sum(o.cost if isinstance(o, Verdict) else getattr(o, "cost", 0.0) or 0.0 for o in outcomes)
             raise error
-        return self._combine(outcomes)
+        return self._combine([o for o in outcomes if isinstance(o, Verdict)])  # all of them: none failed
 
     def _combine(self, verdicts: list[Verdict]) -> Verdict:
         passes, total = sum(v.passed for v in verdicts), len(verdicts)
@@ -97,7 +97,7 @@ def _outcome(future) -> Verdict | Exception:
 
 
 def _vote(juror: Judge, verdict: Verdict) -> dict:
-    vote = {"judge": juror.id, "verdict": verdict.label, "reasoning": verdict.reasoning}
+    vote: dict[str, Any] = {"judge": juror.id, "verdict": verdict.label, "reasoning": verdict.reasoning}
     if verdict.votes:  # a juror that is itself a panel (human raters) keeps its own votes
         vote["votes"] = verdict.votes
     if verdict.cost:

@@ -35,13 +35,29 @@ import httpx
 from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
 from ..providers.body import InlineImage, json_request
-from ..providers.http import (SUBMITS, error_details, is_retryable, make_http_client, may_have_reached_provider,
-                              retryable_transport)
+from ..providers.http import (
+    SUBMITS,
+    error_details,
+    is_retryable,
+    make_http_client,
+    may_have_reached_provider,
+    retryable_transport,
+)
 from ..providers.keyhosts import key_hosts, origin
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
-from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed, http_plumbing,
-                        make_prompt, message_pieces, stale_reason)
+from .prompting import (
+    RUBRIC_KIND,
+    UPSTREAM,
+    Answer,
+    JudgePrompt,
+    UnparseableReply,
+    ask_until_parsed,
+    http_plumbing,
+    make_prompt,
+    message_pieces,
+    stale_reason,
+)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -92,7 +108,7 @@ class OpenAICompatJudge(Judge):
 
     def judge(self, request: JudgeRequest) -> Verdict:
         content = _content(request, self.prompt.text())
-        body = {"model": self.model, "messages": [{"role": "user", "content": content}],
+        body: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "response_format": {"type": "json_object"}}
         temperature = getattr(self.options, "temperature", 0.0)
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)

@@ -22,7 +22,7 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, NamedTuple, Union
+from typing import Any, Callable, ClassVar, NamedTuple
 
 from ..errors import HypeEditError, JudgeError
 from ..secrets import redact
@@ -85,6 +85,7 @@ class UpstreamPrompt(JudgePrompt):
                     self._error = exc  # a refused file stays refused: no download per candidate
             if self._error is not None:
                 raise self._error
+            assert self._text is not None  # loaded, or its error raised above
             return self._text
 
 
@@ -109,7 +110,7 @@ def _known_prompt(sha256: str) -> str:
 
 def stale_reason(entry: dict, prompt: JudgePrompt) -> str | None:
     """Why a stored verdict (a ``judgements`` entry) was not given under ``prompt``; None when it was."""
-    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
+    extra = found if isinstance(found := entry.get("extra"), dict) else {}
     recorded = extra.get("prompt_sha256")
     if recorded == prompt.sha256:
         return None
@@ -120,7 +121,7 @@ def stale_reason(entry: dict, prompt: JudgePrompt) -> str | None:
 
 
 #: One piece of the judge's message: text, or an image file.
-Piece = Union[str, Path]
+Piece = str | Path
 
 
 def message_pieces(request: JudgeRequest, prompt: str) -> list[Piece]:

@@ -23,7 +23,7 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeGuard
 
 from ..errors import InputError, JudgeScriptError
 
@@ -165,7 +165,7 @@ def _method_body(tree: ast.Module, pins: ScriptPins) -> list[ast.stmt]:
     return []
 
 
-def _assigns(node: ast.stmt, name: str) -> bool:
+def _assigns(node: ast.stmt, name: str) -> TypeGuard[ast.Assign]:
     return (isinstance(node, ast.Assign) and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name)
 

@@ -34,6 +34,7 @@ it does not stop a second one being billed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .adapter import HttpProvider, decode_base64, size_in_pixel_range
@@ -141,7 +142,7 @@ class ArkProvider(HttpProvider):
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         images = [image.inline_data_url() for image in self.references(request)]
-        body = {
+        body: dict[str, Any] = {
             "model": self.spec.provider_model,
             "prompt": request.task.instruction,
             "image": images[0] if len(images) == 1 else images,
@@ -156,7 +157,7 @@ class ArkProvider(HttpProvider):
             body["seed"] = request.seed  # honoured by "some models" only; effect on 4.x UNCONFIRMED
         return body
 
-    def image_bytes(self, request: GenerationRequest, reply: Any, request_id: str | None) -> bytes:
+    def image_bytes(self, request: GenerationRequest, reply: Any, request_id: str | None) -> bytes | Path:
         if isinstance(reply, dict) and is_set(reply.get("error")):
             self.raise_reply_error(request, reply["error"], request_id, where="in an HTTP 200 reply")
         items = reply.get("data") if isinstance(reply, dict) else None

@@ -36,7 +36,7 @@ class GenerationRequest:
 
 @dataclass
 class Generation:
-    image: bytes
+    image: bytes | Path  # a download is written straight to a file
     ext: str  # "png", "webp", "jpg": the format the provider returned
     cost: float  # USD actually spent on this candidate
     provider_model: str

@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 import urllib.request
 import zlib
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, cast
 
 import httpcore
 import httpx
@@ -170,7 +170,7 @@ def with_deadlines(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
     moves them, the deadline is still checked between the chunks of a body (``bounded_chunks``)."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if backend is not None and not isinstance(backend, DeadlineBackend):
+    if pool is not None and backend is not None and not isinstance(backend, DeadlineBackend):
         pool._network_backend = DeadlineBackend(backend)
     return transport
 
@@ -326,7 +326,8 @@ class BoundedStream(httpx.SyncByteStream):
         self.response, self.cap, self.what, self.deadline = response, cap, what, deadline
 
     def __iter__(self) -> Iterator[bytes]:
-        yield from bounded_chunks(self.response.stream, self.response.headers, cap=self.cap, what=self.what,
+        # A sync Client's reply: httpx types ``stream`` for the async client too.
+        yield from bounded_chunks(cast(Iterable[bytes], self.response.stream), self.response.headers, cap=self.cap, what=self.what,
                                   deadline=self.deadline)
 
     def close(self) -> None:

@@ -74,7 +74,7 @@ class DashScopeProvider(HttpProvider):
         return f"{width}*{height}"
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
-        content: list[dict[str, str]] = [{"image": image.inline_data_url()} for image in self.references(request)]
+        content: list[dict[str, Any]] = [{"image": image.inline_data_url()} for image in self.references(request)]
         content.append({"text": request.task.instruction})
         parameters: dict[str, Any] = {"n": 1, "size": self.size(request), "watermark": False, "seed": request.seed}
         for name in ("negative_prompt", "prompt_extend"):

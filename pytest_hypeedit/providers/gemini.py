@@ -20,13 +20,13 @@ import threading
 from typing import Any
 
 from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
+from ..retirements import model_gone
 from ..secrets import redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .bounds import image_cap_of, inline_cap
 from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
 from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
-from ..retirements import model_gone
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a

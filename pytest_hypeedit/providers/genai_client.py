@@ -29,8 +29,15 @@ import pydantic
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
 from .bounds import JSON_CAP
-from .http import (RETRY_STATUSES, SUBMITS, WAIT_REFUSED, RetryPolicy, make_http_client, may_have_reached_provider,
-                   retryable_transport)
+from .http import (
+    RETRY_STATUSES,
+    SUBMITS,
+    WAIT_REFUSED,
+    RetryPolicy,
+    make_http_client,
+    may_have_reached_provider,
+    retryable_transport,
+)
 from .keyhosts import key_hosts
 from .waits import daily_quota, daily_quota_message
 

@@ -40,14 +40,26 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import httpx
 
 from ..errors import ProviderError
 from ..secrets import KEY_ENV, install_log_redaction, redact, register_secret
-from .bounds import (ACCEPT_ENCODING, IMAGE_CAP, JSON_CAP, BodyTooLarge, BoundedStream, DeadlinePassed,
-                     UnexpectedEncoding, arm, bounded_chunks, deadline_for, decoded_headers, network_transport)
+from .bounds import (
+    ACCEPT_ENCODING,
+    IMAGE_CAP,
+    JSON_CAP,
+    BodyTooLarge,
+    BoundedStream,
+    DeadlinePassed,
+    UnexpectedEncoding,
+    arm,
+    bounded_chunks,
+    deadline_for,
+    decoded_headers,
+    network_transport,
+)
 from .keyhosts import KeyHosts, KeyRefused, check_request, redirect_guard
 from .waits import daily_quota, daily_quota_message, error_body, header_wait, server_wait
 
@@ -216,6 +228,7 @@ class PolicyTransport(httpx.BaseTransport):
         deadline = arm(request, self.bounds.deadline_s)
         if request.extensions.get(STREAM):
             return self._send_streamed(request, deadline)
+        slot: contextlib.AbstractContextManager[None]
         if self.limiter is None:
             slot = contextlib.nullcontext()
         elif request.extensions.get(DOWNLOAD):
@@ -241,7 +254,8 @@ class PolicyTransport(httpx.BaseTransport):
     @staticmethod
     def _read(response: httpx.Response, cap: int, deadline) -> bytes:
         try:
-            return b"".join(bounded_chunks(response.stream, response.headers, cap=cap, what="reply",
+            # A sync Client's reply: httpx types ``stream`` for the async client too.
+            return b"".join(bounded_chunks(cast(Iterable[bytes], response.stream), response.headers, cap=cap, what="reply",
                                            deadline=deadline))
         finally:
             response.close()
@@ -414,7 +428,7 @@ def retryable_transport(exc: Exception) -> bool:
 
 
 def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
-                headers: dict[str, str] | None = None, gone: Callable[[int], Exception] | None = None,
+                headers: dict[str, str] | None = None, gone: Callable[[int], Exception | None] | None = None,
                 attempts: int = 3) -> Path:
     """The file at ``url`` written into a new file in ``folder`` as it arrives; its path.  A status in
     ``gone``'s care (e.g. 403/404/410 of an expired signed URL) raises what ``gone`` returns; another error

@@ -23,11 +23,11 @@ from typing import IO, Sequence
 
 from PIL import Image, UnidentifiedImageError
 
+from ..engine.limits import exclusive, safe_name
 from ..errors import ImageError
+from ..files import atomic_write_bytes
 from ..tasks import image_problem
 from .body import InlineImage
-from ..files import atomic_write_bytes
-from ..engine.limits import exclusive, safe_name
 
 #: The most pixels an image may have here, checked from its header before it is decoded.  The benchmark's
 #: largest reference is 5504 x 3072 (16.9 MP) and the largest outputs any route documents are 4K images of
@@ -200,7 +200,7 @@ def padding_notes(sources: Sequence[Path], prepared: Sequence[PreparedImage], li
     for source, image in zip(sources, prepared):
         try:
             with Image.open(source) as original:  # reads the header only
-                size = original.size
+                size: tuple[int, int] = original.size
         except OSError:
             continue
         if padded_size(*size, limits.max_aspect_ratio) != size:
@@ -235,6 +235,7 @@ def fit(data: bytes, limits: ImageLimits, *, where: str = "image") -> tuple[byte
 
 def _fit(data: bytes, limits: ImageLimits, where: str) -> tuple[bytes, str]:
     image = _decode(data, where)
+    assert image.format is not None  # Image.open names the format of every image it reads
     fmt = image.format.lower()
     # The limits apply to the image as sent, padding included.
     padded = padded_size(image.width, image.height, limits.max_aspect_ratio)

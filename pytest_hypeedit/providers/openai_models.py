@@ -129,8 +129,8 @@ def usage_cost(usage: Any, prices: TokenPrices) -> float | None:
     details is priced as image tokens, output without its details as image tokens (the dearer of each)."""
     if not isinstance(usage, dict) or not _count(usage.get("output_tokens")) and not _count(usage.get("input_tokens")):
         return None
-    inputs = usage.get("input_tokens_details") if isinstance(usage.get("input_tokens_details"), dict) else {}
-    outputs = usage.get("output_tokens_details") if isinstance(usage.get("output_tokens_details"), dict) else {}
+    inputs = details if isinstance(details := usage.get("input_tokens_details"), dict) else {}
+    outputs = details if isinstance(details := usage.get("output_tokens_details"), dict) else {}
     text_in = _count(inputs.get("text_tokens"))
     image_in = _count(inputs.get("image_tokens")) if inputs else _count(usage.get("input_tokens"))
     text_out = _count(outputs.get("text_tokens"))

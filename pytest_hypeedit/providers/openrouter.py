@@ -147,7 +147,7 @@ class OpenRouterProvider(HttpProvider):
         if choice.get("error") or choice.get("finish_reason") == "error":
             # NonStreamingChoice.error?: ErrorResponse, with finish_reason "error" (api_reference/overview.mdx)
             self.raise_for_reply_error(request, error_object(choice), request_id, "on the choice", cost)
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        message = found if isinstance(found := choice.get("message"), dict) else {}
         images = [i for i in message.get("images") or [] if isinstance(i, dict)]
         url = ((images[0].get("image_url") or {}).get("url")) if images else None
         # finish_reason and native_finish_reason are both ``string | null`` in the response schema.

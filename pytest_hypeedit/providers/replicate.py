@@ -80,8 +80,9 @@ class ReplicateProvider(HttpProvider):
     image_limits = ImageLimits(max_count=10, max_side=2048, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")
 
+    # The base's class attribute is only ever read; here it depends on the model's options.
     @property
-    def timeout(self) -> float:
+    def timeout(self) -> float:  # type: ignore[override]
         # replicate-python reads with a 30 s timeout (replicate/client.py ``_build_httpx_client``:
         # httpx.Timeout(5.0, read=30.0, ...)); with ``Prefer: wait`` the reply may be held up to wait_s more.
         return 30.0 + max(0, int(self.spec.options.get("wait_s", 0)))

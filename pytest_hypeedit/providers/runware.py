@@ -162,8 +162,8 @@ class RunwareProvider(HttpProvider):
             task["width"], task["height"] = job.get("width", task["width"]), job.get("height", task["height"])
         poller = JobPoller(self, request, task["taskUUID"], what, default_wait=900, default_poll=1.0,
                            default_cap=10.0)
-        item = None if job else self.submit_async(request, task, what)
-        item = item or self.wait_for_item(request, task, poller)
+        submitted = None if job else self.submit_async(request, task, what)
+        item = submitted or self.wait_for_item(request, task, poller)
         return self.finish(request, task, item, what, poller)
 
     def finish(self, request: GenerationRequest, task: dict, item: dict, what: str, poller: JobPoller) -> Generation:
@@ -252,7 +252,7 @@ class RunwareProvider(HttpProvider):
         return self.items_of(self.json_of(response, poller.what), task_uuid)
 
     def item_error(self, request: GenerationRequest, item: dict, poller: JobPoller) -> Exception:
-        error = item.get("error") if isinstance(item.get("error"), dict) else {}
+        error = found if isinstance(found := item.get("error"), dict) else {}
         code, message = str(error.get("code", "")), str(error.get("message", ""))
         if code.lower() in MODEL_GONE_CODES:
             request.journal.forget()  # the task ended without an image: nothing to resume

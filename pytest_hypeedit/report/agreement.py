@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..analysis import agreement
+from ..engine.records import FAIL, PASS, Record
 from ..errors import ConfigError
 from ..labels import Panel, read_panel
-from ..engine.records import FAIL, PASS, Record
 
 PREFIX = "labels:"
 MAX_WARNINGS = 20
@@ -87,12 +87,12 @@ CELLS = {(True, True): "both_pass", (True, False): "false_pass", (False, True): 
 def signals_by_cell(records: list[Record], panel: Panel) -> dict:
     """How the pixel diagnostics (record.signals) fall in each cell of judge against panel, e.g. how many of
     the judge's PASS that people failed are unchanged copies of the reference."""
-    cells = {name: [] for name in CELLS.values()}
+    cells: dict[str, list[dict[str, Any]]] = {name: [] for name in CELLS.values()}
     for record in records:
         verdict = panel.verdict(record.task_id, record.model, record.repeat)
         if record.outcome in (PASS, FAIL) and verdict is not None:
             cells[CELLS[(record.outcome == PASS, verdict.passed)]].append(record.signals or {})
-    summary = {name: _signal_counts(found) for name, found in cells.items()}
+    summary: dict[str, Any] = {name: _signal_counts(found) for name, found in cells.items()}
     summary["disagreements"] = len(cells["false_pass"]) + len(cells["false_fail"])
     summary["judge_pass_unchanged"] = summary["false_pass"]["unchanged"]
     return summary

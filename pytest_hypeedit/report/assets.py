@@ -344,11 +344,12 @@ class AssetBuilder:
         return ImagePair(thumb, None, source if self.view_side else None, source_hash, root)
 
     def _view(self, pair: ImagePair, share: int | None) -> Built:
+        assert pair.source is not None  # views() asks only for pairs with a source
         stem = pair.thumb.name.removesuffix(THUMB_SUFFIX)
         side = 0 if self.full_resolution else self.view_side
         key = content_key("view", str(side), str(share), pair.source_hash)
         name = self.cache.find(stem + ".full", key) if self.cache else None
-        cached = self.cache.hit(self.root, name, key) if name else None
+        cached = self.cache.hit(self.root, name, key) if self.cache and name else None
         if cached:
             return cached
         try:

@@ -118,13 +118,13 @@ def _inclusions(judged: list[Record], labels: dict, strata, out: RowSample) -> d
     verdict_strata = [s for s in strata if s.verdict]
     out.by_verdict = out.by_verdict or bool(verdict_strata)
 
-    def cell(record: Record) -> str:
+    def cell(record: Record) -> str | None:
         if not verdict_strata:
             return ""
         position = (record.task_id, record.repeat)
         return next((s.verdict for s in verdict_strata if position in s.population), record.outcome)
 
-    cells: dict[str, list[int]] = {}
+    cells: dict[str | None, list[int]] = {}
     for record in judged:
         counts = cells.setdefault(cell(record), [0, 0])
         counts[0] += 1

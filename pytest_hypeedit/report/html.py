@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, overload
 from urllib.parse import quote
 
 import pytest
@@ -183,7 +183,9 @@ class ReportPlugin:
         self.config, self.source = config, source
         self.self_contained = bool(config.getoption("self_contained_html", default=False))
         view_side = _view_side(config)
-        root = Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained else report_dir(config) / ASSETS_DIR
+        # Made for --html only, so report_dir names a folder.
+        root = (Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained
+                else report_dir(config) / ASSETS_DIR)  # type: ignore[operator]
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
                                     use_cache=not self.self_contained,
                                     full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
@@ -354,6 +356,10 @@ def _counterpart_pair(images: Images, key: tuple) -> ImagePair | None:
     return found if found is not None and not found.thumb.error else None
 
 
+@overload
+def _with_view(pair: ImagePair, views: Mapping[str, Any]) -> ImagePair: ...
+@overload
+def _with_view(pair: None, views: Mapping[str, Any]) -> None: ...
 def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | None:
     if pair is None or pair.thumb.name not in views:
         return pair
@@ -393,9 +399,9 @@ def goal_bytes(megabytes: float | None, candidates: int) -> int | None:
 def report_source(config: pytest.Config) -> ReportSource:
     """The report's view of a benchmark run: the run config, the runner's references, the session."""
     from ..glue.ci import GATES_KEY
+    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
     from .baseline import locate_outputs
     from .leaderboard import load_results
-    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}

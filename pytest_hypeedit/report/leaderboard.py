@@ -23,11 +23,10 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeGuard
 
 from ..errors import ConfigError, HypeEditError, InputError
-from .tables import (COLUMNS, COMBINED, SCHEMA, by_pass_rate, cell as _cell, format_metric, section_order,
-                     split_order)
+from .tables import COLUMNS, COMBINED, SCHEMA, by_pass_rate, cell as _cell, format_metric, section_order
 
 if TYPE_CHECKING:
     from .published import Published
@@ -111,7 +110,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
         generated = published.source["generated_at"] if published else None
     title = f"## {split.capitalize()}" + (f" (generated at {str(generated)[:10]})" if generated else "")
     scope = [_scope_line(rows, results)] if rows else []
-    if theirs:
+    if theirs and published is not None:  # the paper's rows come with it
         scope.append(f"Published: {_scope_line(theirs, {'settings': published.settings})}")
     ours = _beside_published(rows) if published else rows
     lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), _metric_cells)]
@@ -125,7 +124,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     return "\n".join(lines) + "\n"
 
 
-def _scope_line(rows: list[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
+def _scope_line(rows: Sequence[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
     tasks = max((int(r.get("tasks") or 0) for r in rows), default=0)
     repeats = (results.get("settings") or {}).get("repeats")
     if not repeats and tasks:
@@ -148,7 +147,7 @@ def _model_cell(row: Mapping[str, Any]) -> str:
     return _cell(row.get("model")) + (f" ({row['figures']})" if row.get("figures") else "") + marked
 
 
-def _beside_published(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _beside_published(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     from .published import beside_published
 
     return beside_published(rows)
@@ -183,10 +182,10 @@ def _calibrated_section(rows: list[Mapping[str, Any]]) -> list[str]:
 
 
 def _calibrated_cells(row: Mapping[str, Any]) -> list[str]:
-    figures = row.get("calibrated") if isinstance(row.get("calibrated"), Mapping) else {}
+    figures = found if isinstance(found := row.get("calibrated"), Mapping) else {}
     cells = []
     for key, _, kind in COLUMNS:
-        entry = figures.get(key) if isinstance(figures.get(key), Mapping) else {}
+        entry = given if isinstance(given := figures.get(key), Mapping) else {}
         value = format_metric(entry.get("value"), kind)
         if entry.get("value") is None or entry.get("low") is None:
             cells.append(value)
@@ -370,7 +369,7 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
     for key in COUNTS:
         pooled[key] = sum(r.get(key) or 0 for r in rows)
     for key in TASK_MEANS:
-        values = [(r.get(key), int(r.get("tasks") or 0)) for r in rows]
+        values: list[tuple[Any, int]] = [(r.get(key), int(r.get("tasks") or 0)) for r in rows]
         pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(_number(v) for v, _ in values) else None
     if _number(pooled["pass_at_10"]) and _number(pooled["first_attempt_pass_rate"]):
         pooled["hype_gap"] = pooled["pass_at_10"] - pooled["first_attempt_pass_rate"]
@@ -386,12 +385,12 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
 
 def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float | None:
     attempts, pass_at_4, price = row.get("expected_attempts"), row.get("pass_at_4"), row.get("cost_per_candidate")
-    if not all(_number(v) for v in (attempts, pass_at_4, price, review_cost)) or pass_at_4 <= 0:
+    if not (_number(attempts) and _number(pass_at_4) and _number(price) and _number(review_cost)) or pass_at_4 <= 0:
         return None
     return attempts * (price + review_cost) / pass_at_4
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 

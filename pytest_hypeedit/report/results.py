@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..files import atomic_write_bytes
-from .leaderboard import COMBINED, SCHEMA, results_markdown
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, implausible_amounts, usd
 from ..engine.stability import stability_cost, stability_of
-
+from ..files import atomic_write_bytes
+from .leaderboard import COMBINED, SCHEMA, results_markdown
 
 Key = tuple[str, str, str, int]
 

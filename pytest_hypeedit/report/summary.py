@@ -241,7 +241,7 @@ def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
     return text + "; judge: the judge's figure alone."
 
 
-def _chart_rows(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _chart_rows(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     """The rows the charts draw: the calibrated figures when every row has them, else the judge's."""
     if not rows or not all(isinstance(r.get("calibrated"), Mapping) for r in rows):
         return rows
@@ -267,8 +267,8 @@ def judge_table(rows: list[Mapping[str, Any]]) -> str:
     """The judge against the humans (``judge_error``) and against itself (``judge_stability``)."""
     lines = []
     for row in rows:
-        error = row.get("judge_error") if isinstance(row.get("judge_error"), Mapping) else {}
-        stable = row.get("judge_stability") if isinstance(row.get("judge_stability"), Mapping) else {}
+        error = found if isinstance(found := row.get("judge_error"), Mapping) else {}
+        stable = given if isinstance(given := row.get("judge_stability"), Mapping) else {}
         if not error and not stable:
             continue
         flips = (f"{_text(stable.get('flips'))} of {_text(stable.get('candidates'))} "

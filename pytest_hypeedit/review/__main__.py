@@ -93,10 +93,9 @@ def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
     """Everything but the socket: catalog, labels store, image table."""
     from .. import labels
     from .catalog import build_catalog
+    from .sampling import restrict_to_sample
     from .server import ImageTable, ReviewApp
     from .store import LabelsStore
-
-    from .sampling import restrict_to_sample
 
     doc = labels.load_document(path) if path.exists() else None
     catalog = build_catalog(args.outputs, split.name, split.tasks, seed=args.seed, rater=args.rater,
@@ -105,7 +104,8 @@ def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
     warnings = list(catalog.warnings)
     shown = {c.task_id for c in catalog.candidates}
     refs = reference_paths([t for t in split.tasks if t.task_id in shown], images_base, cache_dir(args), warnings)
-    meta = {"sample_design": design.path.name, "sample_seed": design.seed} if design else {}
+    # restrict_to_sample's design always names the file it was read from or written to
+    meta = {"sample_design": design.path.name, "sample_seed": design.seed} if design else {}  # type: ignore[union-attr]
     store = LabelsStore.open(path, catalog, doc, dataset=split.name, rater=args.rater,
                              outputs_dir=str(args.outputs.resolve()), seed=args.seed, **meta)
     roots = allowed_roots(args, split.name, images_base)

@@ -119,11 +119,11 @@ def allocate(sizes: Mapping[str, int], requested: int) -> dict[str, int]:
 
 def draw(split: str, populations: Mapping[str, Iterable[Position]], requested: int, seed: int) -> Design:
     """A stratified sample of ``requested`` candidates of one split, ``populations`` by model."""
-    populations = {model: sorted(set(positions)) for model, positions in sorted(populations.items())}
-    shares = allocate({model: len(p) for model, p in populations.items()}, requested)
-    order = shared_order(split, populations, seed)
+    by_model = {model: sorted(set(positions)) for model, positions in sorted(populations.items())}
+    shares = allocate({model: len(p) for model, p in by_model.items()}, requested)
+    order = shared_order(split, by_model, seed)
     strata = []
-    for model, population in populations.items():
+    for model, population in by_model.items():
         members = set(population)
         chosen = [position for position in order if position in members][: shares[model]]
         strata.append(Stratum(model, split, tuple(population), tuple(sorted(chosen))))

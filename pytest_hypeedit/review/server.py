@@ -33,6 +33,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..files import check_regular
@@ -79,7 +80,7 @@ class ImageTable:
                  decodes: int = DECODES):
         self.paths: dict[str, Path] = {}
         self.roots: dict[str, list[Path]] = {}
-        self.candidate_image: dict[str, str] = {}
+        self.candidate_image: dict[str, str | None] = {}  # None: a link out of its folder, never served
         self.reference_images: dict[str, list[str]] = {}
         self._allowed = roots
         for candidate in catalog.candidates:
@@ -167,14 +168,14 @@ class ReviewApp:
 
     def __init__(self, catalog: Catalog, store: LabelsStore, images: ImageTable, rater: str):
         self.catalog, self.store, self.images, self.rater = catalog, store, images, rater
-        self.static = {route: (resources.files(__package__).joinpath("static", name).read_bytes(), kind)
+        self.static = {route: (resources.files(__package__).joinpath("static").joinpath(name).read_bytes(), kind)
                        for route, (name, kind) in STATIC.items()}
         self.allowed_hosts: set[str] | None = None  # set once the port is known
 
     def state(self) -> dict:
         """The whole session for the browser: aliases and opaque ids only, never a model name or a path."""
         shown = {c.task_id for c in self.catalog.candidates}
-        tasks = {tid: {"instruction": t.instruction, "types": list(t.task_types), "size": [t.width, t.height],
+        tasks: dict[str, dict[str, Any]] = {tid: {"instruction": t.instruction, "types": list(t.task_types), "size": [t.width, t.height],
                        "refs": self.images.reference_images.get(tid, []),
                        "refs_missing": len(t.input_images) - len(self.images.reference_images.get(tid, []))}
                  for tid, t in self.catalog.tasks.items()
@@ -297,7 +298,10 @@ def make_server(app: ReviewApp, host: str = "127.0.0.1", port: int = 0, verbose:
     handler = type("BoundHandler", (Handler,), {"app": app, "verbose": verbose})
     server_class = ReviewServer
     if ":" in host:
-        server_class = type("ReviewServer6", (ReviewServer,), {"address_family": socket.AF_INET6})
+        class ReviewServer6(ReviewServer):
+            address_family = socket.AF_INET6
+
+        server_class = ReviewServer6
     server = server_class((host, port), handler)
     bound_port = server.server_address[1]
     app.allowed_hosts = {_host_header(name, bound_port) for name in host_names(host, allow_hosts)}
@@ -316,7 +320,7 @@ def host_names(host: str, allow_hosts: tuple[str, ...] = ()) -> set[str]:
         names |= {name.lower() for name in machine}
         for name in machine:
             try:
-                names |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+                names |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}  # the address: text
             except OSError:
                 pass
     names.discard("")

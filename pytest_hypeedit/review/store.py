@@ -68,7 +68,8 @@ class LabelsStore:
         """Apply one verdict; the reason it was refused, or None."""
         if not isinstance(op, dict) or not isinstance(op.get("op"), str):
             return "an op is an object with an 'op' id"
-        candidate = self._by_id.get(op.get("item"))
+        item = op.get("item")
+        candidate = self._by_id.get(item) if isinstance(item, str) else None  # ids are text
         verdict, ms, note = op.get("verdict"), op.get("ms"), op.get("note")
         if candidate is None:
             return "unknown item"

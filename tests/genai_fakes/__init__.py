@@ -7,8 +7,8 @@ then from its ``default`` reply, and records every request it saw.  Both bind
 to 127.0.0.1 only: no test reaches outside the machine.
 """
 
-from .server import Reply, SeenRequest
-from .gemini import FakeGemini
 from .chat import FakeChat
+from .gemini import FakeGemini
+from .server import Reply, SeenRequest
 
 __all__ = ["Reply", "SeenRequest", "FakeGemini", "FakeChat"]

@@ -9,7 +9,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 from loopback import LoopbackHTTPServer
 
@@ -32,7 +32,7 @@ class Reply:
 
 
 #: A reply, or a function of the request that returns one (e.g. to echo what it got).
-Script = Union[Reply, Callable[["SeenRequest"], Reply]]
+Script = Reply | Callable[["SeenRequest"], Reply]
 
 
 @dataclass

@@ -38,9 +38,8 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
 
-from PIL import Image
-
 from loopback import LoopbackHTTPServer
+from PIL import Image
 
 GENERIC_FAULTS = {"status", "malformed", "slow", "drop", "trickle", "endless", "bomb", "redirect", "headers",
                   "relocate"}

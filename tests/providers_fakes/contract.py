@@ -10,8 +10,8 @@ appears in any error.
 from __future__ import annotations
 
 import dataclasses
-import re
 import io
+import re
 import time
 from pathlib import Path
 from types import MappingProxyType

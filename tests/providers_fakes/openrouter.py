@@ -15,7 +15,6 @@ from PIL import Image
 
 from .base import FakeServer, Reply, Seen, data_url, make_image, truncated
 
-
 #: The three kinds of HTTP 403 OpenRouter documents (api_reference/errors-and-debugging.mdx): a moderation
 #: flag (ModerationErrorMetadata: reasons, flagged_input, provider_name, model_slug), a guardrail block
 #: ("Request blocked: ..." with metadata.patterns) and a key without the permission (no moderation metadata).

@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+from urllib.parse import parse_qs
 
 from loopback import LoopbackHTTPServer
-from urllib.parse import parse_qs
 
 
 @dataclass(frozen=True)

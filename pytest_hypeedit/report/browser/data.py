@@ -62,7 +62,7 @@ def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], s
     model_order = _order(models, (r.model for r in records))
     split_order = _order(splits, (r.split for r in records))
     groups = _group(records, split_order, model_order, task_order or {})
-    tasks, rows, types, flags = [], [], set(), set()
+    tasks, rows, types, flags = [], [], set(), set[str]()
     for (split, task_id), by_model in groups.items():
         first = next(iter(by_model.values()))[0]
         types.update(first.task_types)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
@@ -72,6 +72,6 @@ def style_html() -> str:
     return f'<style id="hx-style">{_asset("browser.css")}</style>'
 
 
-@lru_cache(maxsize=None)
+@cache
 def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")

@@ -86,4 +86,4 @@ class BflCase(Case):
         try:
             validate(json.loads(ours.body))
         except fastjsonschema.JsonSchemaException as exc:
-            raise AssertionError(f"{call.spec.name}: our body fails BFL's schema for {ours.path}: {exc.message}")
+            raise AssertionError(f"{call.spec.name}: our body fails BFL's schema for {ours.path}: {exc.message}") from exc

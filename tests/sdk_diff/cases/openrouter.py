@@ -19,7 +19,6 @@ from ..typed import check, typed_dict_schema
 from ..wire import KEY
 from .openai import OpenAICase
 
-
 #: Body fields OpenRouter documents beyond the OpenAI API, sent through the SDK's ``extra_body``.
 OPENROUTER_EXTRAS = ("modalities", "image_config", "usage")
 

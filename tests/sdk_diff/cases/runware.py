@@ -24,7 +24,6 @@ from ..recorder import Recorded, Recorder, Reply
 from ..typed import typed_dict_schema
 from ..wire import KEY, Allow, both_uuid4
 
-
 #: Task fields whose values our adapter decides by the model's documentation (see RunwareCase.task).
 POLICY_FIELDS = ("width", "height", "resolution", "settings")
 
@@ -117,8 +116,7 @@ class RunwareCase(Case):
 async def _sdk_validation(task: dict, schemas_url: str) -> str | None:
     """The SDK's verdict on ``task`` (None when valid), with its schema URL pointed at ``schemas_url``."""
     import aiohttp
-    from runware import RunwareError
-    from runware import validate as sdk_validate
+    from runware import RunwareError, validate as sdk_validate
     from runware.logger import create_logger
 
     previous, sdk_validate.SCHEMAS_BASE_URL = sdk_validate.SCHEMAS_BASE_URL, schemas_url
