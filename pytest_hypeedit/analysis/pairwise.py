@@ -25,11 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
 from .metrics import (
     MetricSettings,
+    TaskColumns,
     TaskTally,
     judged_tallies,
     metric_table,
@@ -93,11 +95,11 @@ def bootstrap_p(replicates: np.ndarray) -> float:
         return 1.0
     below = np.count_nonzero(values <= 0) / values.size
     above = np.count_nonzero(values >= 0) / values.size
-    return min(1.0, 2.0 * min(below, above))
+    return float(min(1.0, 2.0 * min(below, above)))
 
 
 def compare_pair(a: Entrant, b: Entrant, settings: MetricSettings, metrics: Sequence[str] = PAIRWISE_METRICS, *,
-                 n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> list[dict]:
+                 n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> list[dict[str, Any]]:
     """a - b per metric on the shared tasks: ``metric``, ``difference``, ``interval``, ``p`` (raw), ``tasks``.
 
     A metric whose difference or interval is undefined (no success on a side, fewer than 2 shared
@@ -126,14 +128,14 @@ def compare_pair(a: Entrant, b: Entrant, settings: MetricSettings, metrics: Sequ
     return found
 
 
-def _columns(tallies: Sequence[TaskTally], task_ids: list[str], settings: MetricSettings):
+def _columns(tallies: Sequence[TaskTally], task_ids: list[str], settings: MetricSettings) -> TaskColumns:
     by_id = {t.task_id: t for t in judged_tallies(tallies)}
     return task_columns([by_id[task_id] for task_id in task_ids], settings.retry_cap)
 
 
 def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
              metrics: Sequence[str] = PAIRWISE_METRICS, *, n_resamples: int = 2000, seed: int = 0,
-             level: float = 0.95, alpha: float = ALPHA) -> list[dict]:
+             level: float = 0.95, alpha: float = ALPHA) -> list[dict[str, Any]]:
     """Every pair x metric of every split with 2+ models, Holm-adjusted per split (one family per split).
 
     Entries: ``split``, ``a``, ``b``, ``metric``, ``difference`` (a - b), ``interval``, ``p_adjusted``,
@@ -154,12 +156,12 @@ def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
     return found
 
 
-def _ordered(entry: dict) -> dict:
+def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
     keys = ("split", "a", "b", "metric", "difference", "interval", "p_adjusted", "significant", "tasks")
     return {key: entry[key] for key in keys}
 
 
-def indistinguishable(entries: Sequence[Mapping], split: str, metric: str = "pass_rate") -> list[tuple[str, str]]:
+def indistinguishable(entries: Sequence[Mapping[str, Any]], split: str, metric: str = "pass_rate") -> list[tuple[str, str]]:
     """The pairs of a split not shown different on ``metric``, in the order of ``entries``."""
     return [(e["a"], e["b"]) for e in entries
             if e.get("split") == split and e.get("metric") == metric and not e.get("significant")]
