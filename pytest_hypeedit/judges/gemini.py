@@ -11,7 +11,9 @@ verdict's ``extra`` for audit, never shown as the reasoning.
 rubric (prompt.txt): only the prompt differs, so comparing the two measures
 the prompt.  Each verdict records the sha256 of its prompt, and a verdict
 given under another prompt is judged again (``stale_reason``), never reused
-silently.  The cost is computed from the token usage at the published price
+silently.  Each verdict also records the model version that answered (the reply's ``modelVersion``,
+which google-genai reads as ``response.model_version``): Google serves a retired id with a newer model
+without saying so elsewhere (judges/versions.py).  The cost is computed from the token usage at the published price
 ($0.50 in, $3 out per million tokens; thinking is billed as output).
 """
 
@@ -26,6 +28,7 @@ from ..providers.gemini import image_part
 from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
 from ..secrets import redact
 from .base import Judge, JudgeRequest, Verdict
+from .versions import MODEL_VERSION, answering_model
 from .prompting import (RUBRIC_KIND, UPSTREAM, Answer, JudgePrompt, UnparseableReply, ask_until_parsed,
                         http_plumbing, make_prompt, message_pieces, stale_reason)
 
@@ -124,7 +127,8 @@ class GeminiJudge(Judge):
 
         response = call(generate, what=who, error=JudgeError)
         text, thoughts = _reply_texts(response, who)
-        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response)}
+        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response),
+                MODEL_VERSION: answering_model(getattr(response, "model_version", None))}
         if thoughts:
             kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
         return Answer(text, _cost(self.model, response), kept)

@@ -19,6 +19,7 @@ import binascii
 import io
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from .server import LoopbackServer, Reply, SeenRequest, snake_keys
@@ -49,6 +50,9 @@ class FakeGemini(LoopbackServer):
         super().__init__()
         self.expected_key = expected_key
         self.retired = set(RETIRED)
+        #: asked model id -> the model that answers it (its reply's ``modelVersion``): Google routes a retired
+        #: id to a newer model silently; an id not listed is answered by itself, as the real API does
+        self.answered_by: dict[str, str] = {}
 
     def handle(self, request: SeenRequest) -> Reply:
         match = _PATH.match(request.path.split("?")[0])
@@ -68,7 +72,15 @@ class FakeGemini(LoopbackServer):
         if problem:
             request.error = problem
             return error_reply(400, problem, "INVALID_ARGUMENT")
-        return self.next_reply(request)
+        return self._versioned(self.next_reply(request), match.group(2))
+
+    def _versioned(self, reply: Reply, model: str) -> Reply:
+        """A generateContent reply names the model version that answered (``modelVersion``) unless the script
+        set one itself."""
+        if reply.status != 200 or not isinstance(reply.body, dict) or "candidates" not in reply.body \
+                or "modelVersion" in reply.body:
+            return reply
+        return replace(reply, body={**reply.body, "modelVersion": self.answered_by.get(model, model)})
 
 
 def _parse_body(request: SeenRequest, model: str) -> str | None:
@@ -166,7 +178,7 @@ def _inline(data: bytes, mime: str, thought: bool = False) -> dict:
 
 def candidates_reply(parts: list[dict], finish: str = "STOP", usage: dict | None = None, **extra) -> Reply:
     candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
-    body = {"candidates": [candidate], "usageMetadata": usage or _usage(), "modelVersion": "fake", "responseId": "fake-resp-1"}
+    body = {"candidates": [candidate], "usageMetadata": usage or _usage(), "responseId": "fake-resp-1"}
     return Reply(200, {**body, **extra})
 
 
