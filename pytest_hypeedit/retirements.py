@@ -38,10 +38,15 @@ class Retirement:
     route: str
     provider_model: str
     shutdown: dt.date | None  # None: no shutdown announced (the entry only names a successor)
-    successor: str | None
+    successors: tuple[str, ...]  # in the provider's order; () when none is documented
     source: str
     announced: dt.date | None = None
     note: str | None = None
+
+    @property
+    def successor(self) -> str | None:
+        """The first successor the provider names (OpenAI names two for gpt-image-1.5)."""
+        return self.successors[0] if self.successors else None
 
     def is_retired(self, day: dt.date) -> bool:
         return self.shutdown is not None and day >= self.shutdown
@@ -84,8 +89,18 @@ def _entry(entry: Any, where: str) -> Retirement:
         raise ConfigError(f"{where}: unknown keys {unknown} or missing text for {missing}; keys: {sorted(_KEYS)}")
     return Retirement(route=entry["route"], provider_model=entry["provider_model"],
                       shutdown=_date(entry.get("shutdown"), f"{where}.shutdown"),
-                      successor=entry.get("successor") or None, source=entry["source"],
+                      successors=_successors(entry.get("successor"), f"{where}.successor"), source=entry["source"],
                       announced=_date(entry.get("announced"), f"{where}.announced"), note=entry.get("note"))
+
+
+def _successors(value: Any, where: str) -> tuple[str, ...]:
+    """One id, a list of ids (the provider names several: any of them replaces the model), or null."""
+    if value is None or value == "":
+        return ()
+    names = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if names is None or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"{where}: {value!r} is not a model id, a list of model ids, or null")
+    return tuple(names)
 
 
 def _date(value: Any, where: str) -> dt.date | None:
@@ -134,15 +149,18 @@ def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | N
 
 
 def successor_advice(spec, entry: Retirement, models: Iterable) -> str:
-    """What to run instead: a named model serving the successor when there is one."""
-    if not entry.successor:
+    """What to run instead: a named model serving one of the successors when there is one."""
+    if not entry.successors:
         return f"No successor is documented: choose another --model than {spec.name}."
-    named = [m.name for m in models if (m.route, m.provider_model) == (entry.route, entry.successor)
-             and m.name != spec.name]
+    documented = (f"Its documented successor is {entry.successor}" if len(entry.successors) == 1 else
+                  f"Its documented successors are {' or '.join(entry.successors)}")
+    models = list(models)
+    named = [m.name for successor in entry.successors for m in models
+             if (m.route, m.provider_model) == (entry.route, successor) and m.name != spec.name]
     if named:
-        return (f"Its documented successor is {entry.successor}: run --model {named[0]} instead (or point "
-                f"{spec.name} at another id with --models-file).")
-    return (f"Its documented successor is {entry.successor}: point {spec.name} at it with --models-file "
+        return (f"{documented}: run --model {named[0]} instead (or point {spec.name} at another id with "
+                "--models-file).")
+    return (f"{documented}: point {spec.name} at it with --models-file "
             f"({spec.name}: {{provider_model: {entry.successor}}}), or choose another --model.")
 
 
