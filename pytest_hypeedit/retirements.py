@@ -119,10 +119,10 @@ def lookup(route: str, provider_model: str, table: Mapping | None = None) -> Ret
 # --------------------------------------------------------------------------- what it means for a run
 
 
-def usage_error(spec, entry: Retirement, models: Iterable) -> ConfigError:
+def usage_error(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> ConfigError:
     """The error for a run that would call ``spec`` past its id's shutdown date."""
     return ConfigError(f"--model {spec.name}: {entry.route} shut down {entry.provider_model} on {entry.shutdown} "
-                       f"({entry.source}). {successor_advice(spec, entry, models)} Candidates of {spec.name} "
+                       f"({entry.source}). {successor_advice(spec, entry, models, day)} Candidates of {spec.name} "
                        "already on disk need no call and are reused.")
 
 
@@ -132,7 +132,7 @@ def warning(spec, entry: Retirement, day: dt.date, models: Iterable) -> str:
     when = "tomorrow" if left == 1 else f"in {left} days"
     return (f"{spec.name} ({entry.route} {entry.provider_model}) shuts down on {entry.shutdown}, {when} "
             f"({entry.source}); from that day a run that must call it is refused. "
-            f"{successor_advice(spec, entry, models)}")
+            f"{successor_advice(spec, entry, models, day)}")
 
 
 def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | None = None) -> tuple[str, Any]:
@@ -142,26 +142,43 @@ def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | N
     if entry is None or entry.shutdown is None:
         return "", None
     if entry.is_retired(day):
-        return "retired", usage_error(spec, entry, models)
+        return "retired", usage_error(spec, entry, models, day)
     if entry.days_left(day) <= WARN_DAYS:
         return "retiring", warning(spec, entry, day, models)
     return "", None
 
 
-def successor_advice(spec, entry: Retirement, models: Iterable) -> str:
-    """What to run instead: a named model serving one of the successors when there is one."""
+def successor_advice(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> str:
+    """What to run instead: a named model serving one of the successors still served on ``day`` (a successor
+    shut down itself since is replaced by its own) when there is one."""
     if not entry.successors:
         return f"No successor is documented: choose another --model than {spec.name}."
     documented = (f"Its documented successor is {entry.successor}" if len(entry.successors) == 1 else
                   f"Its documented successors are {' or '.join(entry.successors)}")
+    current = served_successors(entry, today() if day is None else day)
+    if current != entry.successors:
+        gone = [name for name in entry.successors if name not in current]
+        documented += f" ({', '.join(gone)} shut down since; now {' or '.join(current)})"
     models = list(models)
-    named = [m.name for successor in entry.successors for m in models
+    named = [m.name for successor in current for m in models
              if (m.route, m.provider_model) == (entry.route, successor) and m.name != spec.name]
     if named:
         return (f"{documented}: run --model {named[0]} instead (or point {spec.name} at another id with "
                 "--models-file).")
     return (f"{documented}: point {spec.name} at it with --models-file "
-            f"({spec.name}: {{provider_model: {entry.successor}}}), or choose another --model.")
+            f"({spec.name}: {{provider_model: {current[0]}}}), or choose another --model.")
+
+
+def served_successors(entry: Retirement, day: dt.date, seen: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The entry's successors as served on ``day``: one shut down by then stands for its own successors."""
+    served: list[str] = []
+    for name in entry.successors:
+        later = lookup(entry.route, name)
+        if later is not None and later.is_retired(day) and later.successors and name not in seen:
+            served += served_successors(later, day, (*seen, entry.provider_model, name))
+        else:
+            served.append(name)
+    return tuple(dict.fromkeys(served))
 
 
 # --------------------------------------------------------------------------- a provider's "no such model"

@@ -118,3 +118,13 @@ def test_the_builtin_models_are_all_served_today_but_the_one_kept_for_its_candid
     models = load_registry().models.values()
     retired = [m.name for m in models if retirements.check(m, models, day)[0] == "retired"]
     assert retired == ["gemini-3.1-flash-image"]
+
+
+def test_a_successor_shut_down_since_stands_for_its_own_successor():
+    preview = ModelSpec("flash-preview", "gemini", "gemini-3.1-flash-image-preview", 0.1)
+    models = list(load_registry().models.values())
+    _, error = retirements.check(preview, models, DAY(2026, 11, 26))
+    assert "successor is gemini-3.1-flash-image (gemini-3.1-flash-image shut down since; now gemini-nano-banana-2.1)" \
+        in str(error) and "run --model gemini-nano-banana-2.1 instead" in str(error)
+    _, error = retirements.check(preview, models, DAY(2026, 10, 1))  # before the flash image's own shutdown
+    assert "run --model gemini-3.1-flash-image instead" in str(error) and "since" not in str(error)
