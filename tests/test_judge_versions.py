@@ -72,6 +72,17 @@ def test_a_reply_that_names_no_usable_version_records_none_never_the_id_asked(fa
     assert verdict.passed and verdict.extra["model_version"] is None
 
 
+def test_a_version_that_echoes_the_key_is_recorded_masked(fake_gemini, request_, upstream_stub):
+    from genai_fakes.fixtures import FAKE_GEMINI_KEY
+
+    fake_gemini.answered_by[FLASH_MODEL] = f"models/{FAKE_GEMINI_KEY}"
+    fake_gemini.queue(verdict_reply("PASS", "ok"))
+    judge = GeminiJudge(OPTIONS)
+    version = judge.judge(request_).extra["model_version"]
+    judge.close()
+    assert version.startswith("models/") and FAKE_GEMINI_KEY not in version
+
+
 def test_the_openai_judge_records_the_reply_model(fake_chat, request_, upstream_stub):
     fake_chat.answered_by["gpt-4.1"] = "gpt-4.1-2025-04-14"
     fake_chat.queue(chat_verdict("PASS", "ok"))

@@ -8,13 +8,15 @@ way would change every verdict and show nowhere, so each verdict keeps the versi
 for; the run's results count them (``judge_versions``) and a judge answered by another model than the one
 asked is warned about once at the end of the run.
 
-Pure: records in, counts and warning lines out.
+Pure: records in, counts and warning lines out (a reply's version is masked of known keys).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Iterable
+
+from ..secrets import redact
 
 #: The key of a verdict's ``extra`` that names the model version that answered.
 MODEL_VERSION = "model_version"
@@ -25,13 +27,14 @@ _MAX_LENGTH = 200
 
 
 def answering_model(value: Any) -> str | None:
-    """The model version a reply names, or None when it names none (or something that is no identifier)."""
+    """The model version a reply names, or None when it names none (or something that is no identifier); a
+    known key in it is masked, as in everything else a reply says."""
     if not isinstance(value, str):
         return None
     value = value.strip()
     if not value or len(value) > _MAX_LENGTH or not value.isprintable():
         return None
-    return value
+    return redact(value)
 
 
 def judge_versions(records: Iterable) -> dict[str, dict[str, Any]]:
