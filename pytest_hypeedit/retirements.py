@@ -38,10 +38,15 @@ class Retirement:
     route: str
     provider_model: str
     shutdown: dt.date | None  # None: no shutdown announced (the entry only names a successor)
-    successor: str | None
+    successors: tuple[str, ...]  # in the provider's order; () when none is documented
     source: str
     announced: dt.date | None = None
     note: str | None = None
+
+    @property
+    def successor(self) -> str | None:
+        """The first successor the provider names (OpenAI names two for gpt-image-1.5)."""
+        return self.successors[0] if self.successors else None
 
     def is_retired(self, day: dt.date) -> bool:
         return self.shutdown is not None and day >= self.shutdown
@@ -84,8 +89,18 @@ def _entry(entry: Any, where: str) -> Retirement:
         raise ConfigError(f"{where}: unknown keys {unknown} or missing text for {missing}; keys: {sorted(_KEYS)}")
     return Retirement(route=entry["route"], provider_model=entry["provider_model"],
                       shutdown=_date(entry.get("shutdown"), f"{where}.shutdown"),
-                      successor=entry.get("successor") or None, source=entry["source"],
+                      successors=_successors(entry.get("successor"), f"{where}.successor"), source=entry["source"],
                       announced=_date(entry.get("announced"), f"{where}.announced"), note=entry.get("note"))
+
+
+def _successors(value: Any, where: str) -> tuple[str, ...]:
+    """One id, a list of ids (the provider names several: any of them replaces the model), or null."""
+    if value is None or value == "":
+        return ()
+    names = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if names is None or not all(isinstance(name, str) and name for name in names):
+        raise ConfigError(f"{where}: {value!r} is not a model id, a list of model ids, or null")
+    return tuple(names)
 
 
 def _date(value: Any, where: str) -> dt.date | None:
@@ -104,10 +119,10 @@ def lookup(route: str, provider_model: str, table: Mapping | None = None) -> Ret
 # --------------------------------------------------------------------------- what it means for a run
 
 
-def usage_error(spec, entry: Retirement, models: Iterable) -> ConfigError:
+def usage_error(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> ConfigError:
     """The error for a run that would call ``spec`` past its id's shutdown date."""
     return ConfigError(f"--model {spec.name}: {entry.route} shut down {entry.provider_model} on {entry.shutdown} "
-                       f"({entry.source}). {successor_advice(spec, entry, models)} Candidates of {spec.name} "
+                       f"({entry.source}). {successor_advice(spec, entry, models, day)} Candidates of {spec.name} "
                        "already on disk need no call and are reused.")
 
 
@@ -117,7 +132,7 @@ def warning(spec, entry: Retirement, day: dt.date, models: Iterable) -> str:
     when = "tomorrow" if left == 1 else f"in {left} days"
     return (f"{spec.name} ({entry.route} {entry.provider_model}) shuts down on {entry.shutdown}, {when} "
             f"({entry.source}); from that day a run that must call it is refused. "
-            f"{successor_advice(spec, entry, models)}")
+            f"{successor_advice(spec, entry, models, day)}")
 
 
 def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | None = None) -> tuple[str, Any]:
@@ -127,24 +142,44 @@ def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | N
     if entry is None or entry.shutdown is None:
         return "", None
     if entry.is_retired(day):
-        return "retired", usage_error(spec, entry, models)
+        return "retired", usage_error(spec, entry, models, day)
     left = entry.days_left(day)  # an int: shutdown is set
     if left is not None and left <= WARN_DAYS:
         return "retiring", warning(spec, entry, day, models)
     return "", None
 
 
-def successor_advice(spec, entry: Retirement, models: Iterable) -> str:
-    """What to run instead: a named model serving the successor when there is one."""
-    if not entry.successor:
+def successor_advice(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> str:
+    """What to run instead: a named model serving one of the successors still served on ``day`` (a successor
+    shut down itself since is replaced by its own) when there is one."""
+    if not entry.successors:
         return f"No successor is documented: choose another --model than {spec.name}."
-    named = [m.name for m in models if (m.route, m.provider_model) == (entry.route, entry.successor)
-             and m.name != spec.name]
+    documented = (f"Its documented successor is {entry.successor}" if len(entry.successors) == 1 else
+                  f"Its documented successors are {' or '.join(entry.successors)}")
+    current = served_successors(entry, today() if day is None else day)
+    if current != entry.successors:
+        gone = [name for name in entry.successors if name not in current]
+        documented += f" ({', '.join(gone)} shut down since; now {' or '.join(current)})"
+    models = list(models)
+    named = [m.name for successor in current for m in models
+             if (m.route, m.provider_model) == (entry.route, successor) and m.name != spec.name]
     if named:
-        return (f"Its documented successor is {entry.successor}: run --model {named[0]} instead (or point "
-                f"{spec.name} at another id with --models-file).")
-    return (f"Its documented successor is {entry.successor}: point {spec.name} at it with --models-file "
-            f"({spec.name}: {{provider_model: {entry.successor}}}), or choose another --model.")
+        return (f"{documented}: run --model {named[0]} instead (or point {spec.name} at another id with "
+                "--models-file).")
+    return (f"{documented}: point {spec.name} at it with --models-file "
+            f"({spec.name}: {{provider_model: {current[0]}}}), or choose another --model.")
+
+
+def served_successors(entry: Retirement, day: dt.date, seen: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The entry's successors as served on ``day``: one shut down by then stands for its own successors."""
+    served: list[str] = []
+    for name in entry.successors:
+        later = lookup(entry.route, name)
+        if later is not None and later.is_retired(day) and later.successors and name not in seen:
+            served += served_successors(later, day, (*seen, entry.provider_model, name))
+        else:
+            served.append(name)
+    return tuple(dict.fromkeys(served))
 
 
 # --------------------------------------------------------------------------- a provider's "no such model"

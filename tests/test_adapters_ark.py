@@ -1,6 +1,7 @@
 import base64
 import io
 
+import httpx
 import pytest
 from PIL import Image
 from providers_fakes.ark import FakeArk
@@ -182,3 +183,45 @@ class TestSeedream55(AdapterContract, ExpiringUrlContract):
     def test_an_unknown_fee_reserves_each_reference_at_the_price(self, fake, provider, tmp_path):
         request = make_request(tmp_path, provider.spec, images=3)
         assert provider.worst_case_cost(request) == pytest.approx(0.04 * 4)
+
+
+class TestSeedream50Pro(AdapterContract, ExpiringUrlContract):
+    """seedream-5-0-pro-260628 (second-hand facts, models.yaml): up to 4.19 MP, PNG asked, no
+    sequential_image_generation (the API refuses the field, "disabled" included), the first reference free."""
+
+    fake_class = FakeArk
+    provider_class = ArkProvider
+    model = "seedream-5.0-pro"
+    provider_model = "seedream-5-0-pro-260628"
+    price = 0.12
+    main_path = "/images/generations"
+
+    def check_success_request(self, fake, generation):
+        body = sent(fake)
+        assert body["model"] == "seedream-5-0-pro-260628" and body["output_format"] == "png"
+        assert "sequential_image_generation" not in body and "stream" not in body
+        assert pixels(body["size"]) <= 2048 * 2048 and generation.cost == 0.12
+
+    @pytest.mark.parametrize("width, height", [(4800, 3584), (5504, 3072), (2304, 4096), (4096, 4096)])
+    def test_the_size_never_passes_the_models_maximum(self, fake, provider, tmp_path, width, height):
+        provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))
+        area = pixels(sent(fake)["size"])
+        assert 4_100_000 < area <= 2048 * 2048
+
+    def test_the_fake_refuses_the_sequential_field_as_the_api_does(self, fake, provider, tmp_path):
+        buffer = io.BytesIO()
+        Image.new("RGB", (64, 48), (9, 9, 9)).save(buffer, format="PNG")
+        body = {"model": "seedream-5-0-pro-260628", "prompt": "x", "size": "2048x2048",
+                "image": "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()}
+        headers = {"Authorization": f"Bearer {fake.key}"}
+        assert httpx.post(f"{fake.base}/images/generations", json=body, headers=headers).status_code == 200
+        reply = httpx.post(f"{fake.base}/images/generations", json={**body, "sequential_image_generation": "disabled"},
+                           headers=headers)
+        assert reply.status_code == 400 and "sequential_image_generation" in reply.text
+
+    def test_the_first_reference_is_free_and_each_other_is_charged(self, fake, make_provider, tmp_path):
+        provider = make_provider(reference_fee=0.01)
+        assert provider.generate(make_request(tmp_path, provider.spec, images=1)).cost == pytest.approx(0.12)
+        request = make_request(tmp_path, provider.spec, images=3)
+        assert provider.worst_case_cost(request) == pytest.approx(0.14)
+        assert provider.generate(request).cost == pytest.approx(0.14)

@@ -144,3 +144,34 @@ class TestGptImage2(AdapterContract):
         assert worst == pytest.approx((tokens * 30 + 8000 * 8 + len(request.task.instruction) * 5) / 1e6)
         assert large.worst_case_cost(dataclasses.replace(request, spec=large.spec)) > worst
         assert small.generate(request).cost <= worst
+
+
+class TestGptImage26Sunburst(AdapterContract):
+    """GPT Image 2.6 (and 2.5), second-hand: gpt-image-2's size rule and token prices, no input_fidelity."""
+
+    fake_class = FakeOpenAI
+    provider_class = OpenAIProvider
+    model = "gpt-image-2.6-sunburst"
+    provider_model = "gpt-image-2.6-sunburst"
+    price = 0.19
+    options = {"quality": "high"}
+    main_path = "/images/edits"
+
+    def check_success_request(self, fake, generation):
+        fields = form_fields(fake)
+        assert fields["model"] == "gpt-image-2.6-sunburst" and fields["quality"] == "high"
+        assert "input_fidelity" not in fields and "complexity" not in fields
+        assert fields["size"] == "1456x1088"  # the task's own ratio, as gpt-image-2: not a listed size
+        assert generation.cost == pytest.approx(priced(generation.extra["usage"], "gpt-image-2"))
+
+
+@pytest.mark.parametrize("name", ["gpt-image-2.5-flare", "gpt-image-2.5-sunburst", "gpt-image-2.6-flare",
+                                  "gpt-image-2.6-sunburst"])
+def test_the_later_gpt_image_models_take_gpt_image_2s_rules(name):
+    from pytest_hypeedit.providers.openai_models import GPT_IMAGE_2, image_model
+    from pytest_hypeedit.registry import load_registry
+
+    model, spec = image_model(name), load_registry().get(name)
+    assert spec.route == "openai" and spec.provider_model == name
+    assert model.free_size == GPT_IMAGE_2.free_size and model.prices == GPT_IMAGE_2.prices
+    assert not model.takes_input_fidelity

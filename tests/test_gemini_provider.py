@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import io
 import time
 from types import MappingProxyType
@@ -347,3 +349,50 @@ def test_the_cost_and_worst_case_follow_the_size_and_the_references(fake_gemini,
     assert adapter.worst_case_cost(request) == pytest.approx(worst)
     assert adapter.generate(request).cost == pytest.approx(cost)
     adapter.close()
+
+
+# --------------------------------------------------------------------------- the models of November 2026
+
+BANANA = ModelSpec("gemini-nano-banana-2.1", "gemini", "gemini-nano-banana-2.1", 0.10,
+                   MappingProxyType({"image_size": "2K"}))
+LITE = ModelSpec("gemini-3.1-flash-lite-image", "gemini", "gemini-3.1-flash-lite-image", 0.06,
+                 MappingProxyType({"image_size": "1K"}))
+
+
+@pytest.mark.parametrize("spec, size", [(BANANA, "512"), (LITE, "2K"), (LITE, "512"), (LITE, "4K")])
+def test_a_size_the_model_does_not_take_is_a_config_error_naming_it(spec, size):
+    bad = dataclasses.replace(spec, options=MappingProxyType({"image_size": size}))
+    with pytest.raises(ConfigError, match=rf"model {spec.name}: options.image_size '{size}' is not one of") as caught:
+        GeminiProvider(bad, policy=FAST, timeout_s=5)
+    assert spec.provider_model in str(caught.value)
+
+
+@pytest.mark.parametrize("spec, size", [(BANANA, "512"), (LITE, "2K")])
+def test_the_fake_refuses_a_size_the_model_does_not_take(fake_gemini, spec, size):
+    body = {"contents": [{"parts": [{"text": "x"}]}],
+            "generationConfig": {"responseModalities": ["IMAGE"], "imageConfig": {"imageSize": size}}}
+    reply = httpx.post(f"{fake_gemini.url}/v1beta/models/{spec.provider_model}:generateContent", json=body,
+                       headers={"x-goog-api-key": FAKE_GEMINI_KEY})
+    assert reply.status_code == 400 and "image_size" in reply.text
+
+
+@pytest.mark.parametrize("width, height, ratio", [(4000, 1000, "4:1"), (1000, 8000, "1:8"), (900, 2100, "9:16")])
+def test_nano_banana_21_takes_its_14_aspect_ratios(fake_gemini, references, width, height, ratio):
+    fake_gemini.queue(image_reply())
+    adapter = GeminiProvider(BANANA, policy=FAST, timeout_s=5)
+    generation = adapter.generate(make_request(references, width=width, height=height, spec=BANANA))
+    adapter.close()
+    assert fake_gemini.requests[0].path == "/v1beta/models/gemini-nano-banana-2.1:generateContent"
+    assert fake_gemini.requests[0].parsed["config"]["image_config"] == {"aspect_ratio": ratio, "image_size": "2K"}
+    assert generation.cost == 0.10  # no per-size prices known: the model's price
+
+
+def test_the_retired_flash_image_names_nano_banana_21_as_its_successor():
+    from pytest_hypeedit import retirements
+    from pytest_hypeedit.registry import load_registry
+
+    models = list(load_registry().models.values())
+    state, error = retirements.check(FLASH, models, dt.date(2026, 11, 26))
+    assert state == "retired" and "on 2026-10-29" in str(error) and "UNCONFIRMED" in str(error)
+    assert "run --model gemini-nano-banana-2.1 instead" in str(error)
+    assert retirements.check(FLASH, models, dt.date(2026, 10, 28))[0] == "retiring"

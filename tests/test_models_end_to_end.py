@@ -4,8 +4,9 @@ provider does today: the shipped models.yaml entry as it is (only the polls made
 and counted (and not paid for again by a rerun, which calls nothing), the spend plausible for the model's price,
 and the fake's key nowhere in the output or on disk.
 
-The clock is the issue's today (2026-11-23), so gpt-image-1.5 (shut down 2026-12-01) still runs, with its
-warning, whatever day the suite runs on."""
+The clock is issue 24's today (2026-11-26), so gpt-image-1.5 (shut down 2026-12-01) still runs, with its
+warning, whatever day the suite runs on; gemini-3.1-flash-image (reported shut down 2026-10-29) runs on its
+last day, 2026-10-28 (on today's date it is refused: tests/test_retirements.py)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,14 @@ REPEATS = 2
 GEMINI_KEY = "fake-gemini-key-e2e-0123456789"
 
 
+TODAY = dt.date(2026, 11, 26)
+
+
 @dataclass
 class Case:
     fake: Callable[[], Any]
     refuse: Callable[[Any], None]  # queue one refusal on the fake
+    day: dt.date = TODAY  # the clock of the run (retirements.today)
 
 
 def gemini_refusal(fake) -> None:
@@ -55,7 +60,15 @@ CASES = {
     "qwen-image-edit-2511": Case(FakeFal, lambda fake: fake.inject("refusal")),
     # the current generation
     "gpt-image-2": Case(FakeOpenAI, lambda fake: fake.inject("refusal")),
-    "gemini-3.1-flash-image": Case(lambda: FakeGemini(expected_key=GEMINI_KEY), gemini_refusal),
+    "gemini-3.1-flash-image": Case(lambda: FakeGemini(expected_key=GEMINI_KEY), gemini_refusal,
+                                   day=dt.date(2026, 10, 28)),
+    "gemini-nano-banana-2.1": Case(lambda: FakeGemini(expected_key=GEMINI_KEY), gemini_refusal),
+    "gemini-3.1-flash-lite-image": Case(lambda: FakeGemini(expected_key=GEMINI_KEY), gemini_refusal),
+    "gpt-image-2.5-flare": Case(FakeOpenAI, lambda fake: fake.inject("refusal")),
+    "gpt-image-2.5-sunburst": Case(FakeOpenAI, lambda fake: fake.inject("refusal")),
+    "gpt-image-2.6-flare": Case(FakeOpenAI, lambda fake: fake.inject("refusal")),
+    "gpt-image-2.6-sunburst": Case(FakeOpenAI, lambda fake: fake.inject("refusal")),
+    "seedream-5.0-pro": Case(FakeArk, lambda fake: fake.inject("refusal")),
     "seedream-5.0": Case(FakeArk, lambda fake: fake.inject("refusal")),
     "seedream-5.5": Case(FakeArk, lambda fake: fake.inject("refusal")),
     "flux-3": Case(FakeBfl, lambda fake: fake.inject("refusal")),
@@ -95,7 +108,7 @@ def all_text(root: Path) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_model_runs_the_tiny_split_against_its_fake(pytester, monkeypatch, tmp_path, name):
     spec, case = load_registry().get(name), CASES[name]
-    monkeypatch.setattr(retirements, "today", lambda: dt.date(2026, 11, 23))
+    monkeypatch.setattr(retirements, "today", lambda: case.day)
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     quick_polls(pytester.path / "quick.yaml", name)
     labels(pytester.path / "r1.json", name)
@@ -118,3 +131,7 @@ def test_the_model_runs_the_tiny_split_against_its_fake(pytester, monkeypatch, t
     assert key not in output
     records = [json.loads(p.read_text()) for p in (pytester.path / "out").rglob("0*.json")]
     assert {r["provider_model"] for r in records} == {spec.provider_model}
+
+
+def test_every_model_of_models_yaml_has_a_fake():
+    assert set(CASES) == set(load_registry().models) - {"identity"}

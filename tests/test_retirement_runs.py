@@ -45,7 +45,7 @@ def test_a_model_past_its_shutdown_is_a_usage_error_before_any_call(openai_run, 
     result = run(pytester)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--model gpt-image-1.5: openai shut down gpt-image-1.5 on 2026-12-01*"
-                                 "run --model gpt-image-2 instead*"])
+                                 "run --model gpt-image-2.6-sunburst instead*"])
     assert fake.requests == []
 
 
@@ -78,3 +78,13 @@ def test_a_model_far_from_its_shutdown_gets_no_warning(openai_run, monkeypatch):
     result = run(pytester)
     result.assert_outcomes(passed=2 * REPEATS)
     assert "shuts down" not in result.stdout.str()
+
+
+def test_on_issue_24s_today_the_warning_names_the_successors_openai_names(openai_run, monkeypatch):
+    pytester, fake = openai_run
+    on(monkeypatch, DAY(2026, 11, 26))
+    result = run(pytester, "-q")
+    result.assert_outcomes(passed=2 * REPEATS)
+    text = " ".join(result.stdout.str().split())
+    assert "hypeedit: WARNING: gpt-image-1.5 (openai gpt-image-1.5) shuts down on 2026-12-01, in 5 days" in text
+    assert "successors are gpt-image-2.6-sunburst or gpt-image-2.6-flare: run --model gpt-image-2.6-sunburst" in text

@@ -16,6 +16,7 @@ from ..config import RunConfig
 from ..engine.provenance import CHANGED
 from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
 from ..errors import HypeEditError
+from ..judges.versions import judge_versions, version_warnings
 from ..report.terminal import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
 from .items import parse_nodeid
@@ -79,6 +80,8 @@ class BenchmarkSession:
             settings_json=run.settings_json(),
             coverage=coverage,
         )
+        # which model answered each judge (judges/versions.py): a provider may serve the id asked for with another
+        self.results["judge_versions"] = judge_versions(self.records.values())
         self.config.hook.pytest_hypeedit_results(config=self.config, results=self.results)
         self._write_results()
 
@@ -140,7 +143,8 @@ class BenchmarkSession:
 
         records = self.records.values()
         write_folded(terminalreporter, stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
-                     + discarded_lines(records, self.run.outputs), yellow=True)
+                     + discarded_lines(records, self.run.outputs)
+                     + version_warnings(self.results.get("judge_versions") or {}), yellow=True)
 
     def _kept_note(self) -> str:
         if self.results_path == self.run.results:

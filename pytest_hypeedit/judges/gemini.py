@@ -11,7 +11,9 @@ verdict's ``extra`` for audit, never shown as the reasoning.
 rubric (prompt.txt): only the prompt differs, so comparing the two measures
 the prompt.  Each verdict records the sha256 of its prompt, and a verdict
 given under another prompt is judged again (``stale_reason``), never reused
-silently.  The cost is computed from the token usage at the published price
+silently.  Each verdict also records the model version that answered (the reply's ``modelVersion``,
+which google-genai reads as ``response.model_version``): Google serves a retired id with a newer model
+without saying so elsewhere (judges/versions.py).  The cost is computed from the token usage at the published price
 ($0.50 in, $3 out per million tokens; thinking is billed as output).
 """
 
@@ -38,6 +40,7 @@ from .prompting import (
     message_pieces,
     stale_reason,
 )
+from .versions import MODEL_VERSION, answering_model
 
 FLASH_MODEL = "gemini-3-flash-preview"
 ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model
@@ -134,7 +137,8 @@ class GeminiJudge(Judge):
 
         response = call(generate, what=who, error=JudgeError)
         text, thoughts = _reply_texts(response, who)
-        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response)}
+        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response),
+                MODEL_VERSION: answering_model(getattr(response, "model_version", None))}
         if thoughts:
             kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
         return Answer(text, _cost(self.model, response), kept)

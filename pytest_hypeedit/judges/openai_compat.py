@@ -13,7 +13,8 @@ missing, it is a usage error at start-up, like a model's key.  It goes to OpenAI
 API only (or the HYPEEDIT_OPENAI_BASE_URL that moves it): a server elsewhere (a
 local vLLM or Ollama) gets ``HYPEEDIT_JUDGE_API_KEY`` when set, else no
 Authorization header at all.  The price of an arbitrary model is not
-known, so the cost is recorded as 0 and the token usage is kept in ``extra``.
+known, so the cost is recorded as 0 and the token usage is kept in ``extra``,
+with the reply's ``model`` (the model that answered: judges/versions.py).
 
 A verdict is a paid request sent once (``SUBMITS``): a reply lost to a read
 timeout or a dropped connection is not sent again, and is a JudgeError with
@@ -58,6 +59,7 @@ from .prompting import (
     message_pieces,
     stale_reason,
 )
+from .versions import MODEL_VERSION, answering_model
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
@@ -132,7 +134,8 @@ class OpenAICompatJudge(Judge):
             code, message = error_details(response)
             text = f"{who}: HTTP {response.status_code}" + (f": {code}" if code else "") + f": {message[:500]}"
             raise JudgeError(redact(text), retryable=is_retryable(response), status=response.status_code)
-        return Answer(_message_text(response), 0.0, {"usage": _usage(response)})
+        return Answer(_message_text(response), 0.0,
+                      {"usage": _usage(response), MODEL_VERSION: answering_model(_reply_model(response))})
 
     def close(self) -> None:
         if self._client is not None:
@@ -229,6 +232,12 @@ def _message_text(response: httpx.Response) -> str | None:
     if isinstance(content, list):  # some servers answer with content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content if isinstance(content, str) else None
+
+
+def _reply_model(response: httpx.Response) -> Any:
+    """The reply's ``model``: the model that answered (chat completions name a dated snapshot of an alias)."""
+    body = response.json()
+    return body.get("model") if isinstance(body, dict) else None
 
 
 def _usage(response: httpx.Response) -> dict[str, int]:

@@ -46,13 +46,19 @@ DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of every Seedream model
 #: Total pixels (min, max) a WxH size may have, per model: 4.0 1024^2-4096^2 and 4.5 3,686,400-16,777,216
 #: (providers.md section 2, second-hand copies of the model docs); 5.0 from 3,686,400 (gogogotoken's copy of
 #: ModelArk's price list: "total pixels must be >= 3,686,400") to 3072x3072, its 3K (apimart, apixo: 2K/3K);
-#: 5.5 from 0.92 MP to about 2048x2048 (providers.md section 10, UNCONFIRMED).
+#: 5.5 from 0.92 MP to about 2048x2048 (providers.md section 10, UNCONFIRMED); 5.0 Pro up to 4.19 MP (2048x2048)
+#: with a 1K preset as its smallest (APIYI's Seedream versions page, second-hand, UNCONFIRMED).
 PIXEL_RANGES = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5-251128": (3_686_400, 16_777_216),
-                "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048)}
-#: The models asked for PNG through ``output_format`` (5.0: png | jpeg, default jpeg).
-PNG_BY_REQUEST = ("seedream-5-0-260128",)
-#: Models that charge per reference image (5.5, second-hand; the amount is options.reference_fee).
-PER_REFERENCE_FEE = ("seedream-5-5-261028",)
+                "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048),
+                "seedream-5-0-pro-260628": (1024 * 1024, 2048 * 2048)}
+#: The models asked for PNG through ``output_format`` (5.0 and 5.0 Pro: png | jpeg, default jpeg).
+PNG_BY_REQUEST = ("seedream-5-0-260128", "seedream-5-0-pro-260628")
+#: Models that refuse ``sequential_image_generation`` (and ``stream``) whatever the value, "disabled" included,
+#: with a 400: 5.0 Pro (APIYI's and LaoZhang's notes, second-hand, UNCONFIRMED). It is left out for them.
+NO_SEQUENTIAL = ("seedream-5-0-pro-260628",)
+#: Models that charge per reference image, and how many references each call carries free: 5.5 (second-hand;
+#: the amount is options.reference_fee) and 5.0 Pro, whose first reference is free (LaoZhang's note, UNCONFIRMED).
+PER_REFERENCE_FEE = {"seedream-5-5-261028": 0, "seedream-5-0-pro-260628": 1}
 #: 404 codes of a model id ModelArk does not know (any more): InvalidEndpointOrModel.NotFound (providers.md
 #: section 10, second-hand) and InvalidEndpoint.NotFound (BytePlus's common error codes, 1299023).
 GONE_CODES = ("invalidendpointormodel.notfound", "invalidendpoint.notfound")
@@ -130,7 +136,7 @@ class ArkProvider(HttpProvider):
         """The model's price, plus its per-reference fee where it has one."""
         if self.spec.provider_model not in PER_REFERENCE_FEE:
             return self.spec.price
-        return round(self.spec.price + len(request.references) * self.reference_fee, 6)
+        return round(self.spec.price + self.charged_references(request) * self.reference_fee, 6)
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
         """A per-reference model's fee is unpublished: until options.reference_fee says, each reference counts
@@ -138,7 +144,11 @@ class ArkProvider(HttpProvider):
         if self.spec.provider_model not in PER_REFERENCE_FEE:
             return self.spec.price
         fee = self.reference_fee if "reference_fee" in self.spec.options else self.spec.price
-        return round(self.spec.price + len(request.references) * fee, 6)
+        return round(self.spec.price + self.charged_references(request) * fee, 6)
+
+    def charged_references(self, request: GenerationRequest) -> int:
+        """The references a call pays a fee for: those after the model's free ones."""
+        return max(0, len(request.references) - PER_REFERENCE_FEE.get(self.spec.provider_model, 0))
 
     def body(self, request: GenerationRequest) -> dict[str, Any]:
         images = [image.inline_data_url() for image in self.references(request)]
@@ -149,8 +159,9 @@ class ArkProvider(HttpProvider):
             "size": self.size(request),
             "response_format": "url",
             "watermark": False,  # the default appears to be true (UNCONFIRMED): always send false
-            "sequential_image_generation": "disabled",
         }
+        if self.spec.provider_model not in NO_SEQUENTIAL:
+            body["sequential_image_generation"] = "disabled"
         if self.spec.provider_model in PNG_BY_REQUEST:
             body["output_format"] = str(self.spec.options.get("output_format", "png"))
         if self.spec.options.get("send_seed", True):

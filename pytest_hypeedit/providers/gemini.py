@@ -1,4 +1,5 @@
-"""``gemini``: Gemini image models through google-genai (gemini-3-pro-image, gemini-3.1-flash-image).
+"""``gemini``: Gemini image models through google-genai (gemini-3-pro-image, gemini-3.1-flash-image,
+gemini-nano-banana-2.1, gemini-3.1-flash-lite-image).
 
 Wire format: providers.md section 1.  The request carries the instruction,
 then the reference images inline; ``imageConfig`` asks for the model's 2K size
@@ -34,9 +35,15 @@ from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
 #: gemini-3.1-flash-image adds 1:4, 4:1, 1:8, 8:1 and 9:21 (Google Cloud's model page,
 #: docs.cloud.google.com/vertex-ai/generative-ai/docs/models/gemini/3-1-flash-image; on the Gemini API UNCONFIRMED).
-MODEL_ASPECT_RATIOS = {"gemini-3.1-flash-image": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1", "9:21")}
+#: gemini-nano-banana-2.1 takes 14: gemini-3-pro-image's ten plus 1:4, 4:1, 1:8, 8:1 (tanstack/ai-gemini 0.36.0
+#: release notes, second-hand, UNCONFIRMED).
+MODEL_ASPECT_RATIOS = {"gemini-3.1-flash-image": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1", "9:21"),
+                       "gemini-nano-banana-2.1": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1")}
 #: "512" is gemini-3.1-flash-image's smallest size (the same page; providers.md section 10, second-hand).
 IMAGE_SIZES = ("512", "1K", "2K", "4K")
+#: Models that take fewer sizes (all second-hand, UNCONFIRMED): gemini-nano-banana-2.1 refuses "512" (tanstack,
+#: as above); gemini-3.1-flash-lite-image makes 1K images only (Vercel AI Gateway's model page).
+MODEL_IMAGE_SIZES = {"gemini-nano-banana-2.1": ("1K", "2K", "4K"), "gemini-3.1-flash-lite-image": ("1K",)}
 #: USD per output image by image_size, and per input image, of the ids whose prices we know: gemini-3-pro-image
 #: $0.134 at 1K/2K and $0.24 at 4K, about $0.0011 an input image (providers.md section 1, the preview's
 #: prices, second-hand; the GA id's UNCONFIRMED); gemini-3.1-flash-image 747/1120/1680/2520 output tokens at
@@ -171,9 +178,11 @@ class GeminiProvider(Provider):
 
 
 def _image_size(spec) -> str:
+    allowed = MODEL_IMAGE_SIZES.get(spec.provider_model, IMAGE_SIZES)
     size = str(spec.options.get("image_size", "2K")).upper()
-    if size not in IMAGE_SIZES:
-        raise ConfigError(f"model {spec.name}: options.image_size {size!r} is not one of {', '.join(IMAGE_SIZES)}")
+    if size not in allowed:
+        raise ConfigError(f"model {spec.name}: options.image_size {size!r} is not one of {', '.join(allowed)}"
+                          f" (the sizes {spec.provider_model} takes)")
     return size
 
 

@@ -102,10 +102,18 @@ GPT_IMAGE_1_OUTPUT_TOKENS = {
 
 GPT_IMAGE_15 = ImageModel("gpt-image-1.5", TokenPrices(text_in=5.0, image_in=8.0, image_out=32.0), None, True)
 GPT_IMAGE_2 = ImageModel("gpt-image-2", TokenPrices(text_in=5.0, image_in=8.0, image_out=30.0), FreeSize(), False)
+#: GPT Image 2.5 and 2.6, each as Flare and Sunburst (2.6 released 2026-11-04).  All second-hand, UNCONFIRMED:
+#: the custom size rule of gpt-image-2 (sides multiples of 16, longest edge <= 3840, ratio <= 3:1, 655,360 to
+#: 8,294,400 pixels: Comfy's GPT Image node docs), gpt-image-2's token prices ("unchanged": APIYI's 2.6 launch
+#: note) and, for want of a published table, gpt-image-2's output tokens.  input_fidelity is not sent: no
+#: source says these ids take it (gpt-image-2 ignores it).
+GPT_IMAGE_2X = {name: ImageModel(name, GPT_IMAGE_2.prices, FreeSize(), False)
+                for name in ("gpt-image-2.5-flare", "gpt-image-2.5-sunburst", "gpt-image-2.6-flare",
+                             "gpt-image-2.6-sunburst")}
 #: Provider model id -> what we know of it; other ids (a newer model) get the listed sizes and the model's
 #: flat price until they are added here.
 MODELS: dict[str, ImageModel] = {"gpt-image-1.5": GPT_IMAGE_15, "gpt-image-2": GPT_IMAGE_2,
-                                 "gpt-image-2-2026-04-21": GPT_IMAGE_2}
+                                 "gpt-image-2-2026-04-21": GPT_IMAGE_2, **GPT_IMAGE_2X}
 _DATED = re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}$")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import replace
 
 from .server import LoopbackServer, Reply, SeenRequest
 
@@ -18,6 +19,9 @@ class FakeChat(LoopbackServer):
     def __init__(self, expected_key: str | None = None) -> None:
         super().__init__()
         self.expected_key = expected_key
+        #: asked model -> the model that answers (the reply's ``model``; OpenAI answers an alias with a dated
+        #: snapshot); an id not listed is answered by itself
+        self.answered_by: dict[str, str] = {}
 
     @property
     def base_url(self) -> str:
@@ -32,7 +36,12 @@ class FakeChat(LoopbackServer):
         if problem:
             request.error = problem
             return error_reply(400, problem, "invalid_request_error")
-        return self.next_reply(request)
+        reply = self.next_reply(request)
+        if reply.status != 200 or not isinstance(reply.body, dict) or "choices" not in reply.body \
+                or "model" in reply.body:
+            return reply
+        model = request.json["model"]
+        return replace(reply, body={**reply.body, "model": self.answered_by.get(model, model)})
 
 
 def _parse_body(request: SeenRequest) -> str | None:
@@ -68,7 +77,7 @@ def _read_part(part: dict, texts: list, images: list) -> str | None:
 def chat_reply(content: str, usage: dict | None = None) -> Reply:
     usage = usage or {"prompt_tokens": 1500, "completion_tokens": 70, "total_tokens": 1570}
     choice = {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-    return Reply(200, {"id": "chatcmpl-fake", "object": "chat.completion", "model": "fake", "choices": [choice], "usage": usage})
+    return Reply(200, {"id": "chatcmpl-fake", "object": "chat.completion", "choices": [choice], "usage": usage})
 
 
 def verdict_reply(verdict: str = "PASS", reasoning: str = "All required edits are present.") -> Reply:

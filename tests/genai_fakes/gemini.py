@@ -19,6 +19,7 @@ import binascii
 import io
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from .server import LoopbackServer, Reply, SeenRequest, snake_keys
@@ -49,6 +50,9 @@ class FakeGemini(LoopbackServer):
         super().__init__()
         self.expected_key = expected_key
         self.retired = set(RETIRED)
+        #: asked model id -> the model that answers it (its reply's ``modelVersion``): Google routes a retired
+        #: id to a newer model silently; an id not listed is answered by itself, as the real API does
+        self.answered_by: dict[str, str] = {}
 
     def handle(self, request: SeenRequest) -> Reply:
         match = _PATH.match(request.path.split("?")[0])
@@ -68,7 +72,15 @@ class FakeGemini(LoopbackServer):
         if problem:
             request.error = problem
             return error_reply(400, problem, "INVALID_ARGUMENT")
-        return self.next_reply(request)
+        return self._versioned(self.next_reply(request), match.group(2))
+
+    def _versioned(self, reply: Reply, model: str) -> Reply:
+        """A generateContent reply names the model version that answered (``modelVersion``) unless the script
+        set one itself."""
+        if reply.status != 200 or not isinstance(reply.body, dict) or "candidates" not in reply.body \
+                or "modelVersion" in reply.body:
+            return reply
+        return replace(reply, body={**reply.body, "modelVersion": self.answered_by.get(model, model)})
 
 
 def _parse_body(request: SeenRequest, model: str) -> str | None:
@@ -85,7 +97,7 @@ def _parse_body(request: SeenRequest, model: str) -> str | None:
             if problem:
                 return problem
     parsed["config"] = body.get("generation_config") or {}
-    problem = _check_config(parsed["config"])
+    problem = _check_config(parsed["config"]) or _check_image_size(model, parsed["config"])
     if problem:
         return problem
     request.parsed = parsed
@@ -121,6 +133,18 @@ def _media_level(value: Any) -> tuple[str | None, str | None]:
     if level not in PART_MEDIA_LEVELS:
         return None, f"Invalid value at 'contents.parts.media_resolution.level', {level!r}"
     return level, None
+
+
+#: The image sizes a model takes, where it takes fewer than 512/1K/2K/4K (second-hand, as providers/gemini.py):
+#: Google answers another with 400 INVALID_ARGUMENT.
+IMAGE_SIZES = {"gemini-nano-banana-2.1": {"1K", "2K", "4K"}, "gemini-3.1-flash-lite-image": {"1K"}}
+
+
+def _check_image_size(model: str, config: dict) -> str | None:
+    size = (config.get("image_config") or {}).get("image_size")
+    if size is not None and model in IMAGE_SIZES and size not in IMAGE_SIZES[model]:
+        return f"Invalid value at 'generation_config.image_config.image_size' for {model}: {size!r}"
+    return None
 
 
 def _check_config(config: dict) -> str | None:
@@ -166,7 +190,7 @@ def _inline(data: bytes, mime: str, thought: bool = False) -> dict:
 
 def candidates_reply(parts: list[dict], finish: str = "STOP", usage: dict | None = None, **extra) -> Reply:
     candidate = {"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}
-    body = {"candidates": [candidate], "usageMetadata": usage or _usage(), "modelVersion": "fake", "responseId": "fake-resp-1"}
+    body = {"candidates": [candidate], "usageMetadata": usage or _usage(), "responseId": "fake-resp-1"}
     return Reply(200, {**body, **extra})
 
 

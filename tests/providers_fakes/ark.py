@@ -1,6 +1,7 @@
 """Fake BytePlus ModelArk ``images/generations`` (providers.md sections 2 and 10), answering as it does today.
 
-Models (``MODELS``, with the total pixels a WxH size may have): seedream 4.0, 4.5, 5.0 and 5.5; any other id,
+Models (``MODELS``, with the total pixels a WxH size may have): seedream 4.0, 4.5, 5.0, 5.0 Pro and 5.5 (5.0 Pro
+refuses ``sequential_image_generation`` and ``stream`` whatever their value); any other id,
 or one in ``retired``, answers 404 ``InvalidEndpointOrModel.NotFound``.  ``output_format`` is png or jpeg.
 Faults (``inject``): ``refusal`` (400 InputImageSensitiveContentDetected), ``reply_error`` (an error in a 200),
 ``truncated`` and ``expired`` (the result file), the generic ones.
@@ -19,7 +20,11 @@ from .files import FileStore
 
 PREFIX = "/api/v3"
 MODELS = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5-251128": (3_686_400, 16_777_216),
-          "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048)}
+          "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048),
+          "seedream-5-0-pro-260628": (1024 * 1024, 2048 * 2048)}
+#: Models that answer 400 to any ``sequential_image_generation`` or ``stream``, "disabled" included (5.0 Pro,
+#: second-hand: APIYI's and LaoZhang's notes).
+NO_SEQUENTIAL = {"seedream-5-0-pro-260628"}
 
 
 class FakeArk(FakeServer):
@@ -86,6 +91,9 @@ def _validate(body: dict) -> str | None:
         # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, providers.md [B6])
         if not 1 / 3 <= image.width / image.height <= 3:
             return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
+    refused = sorted({"sequential_image_generation", "stream"} & set(body)) if body["model"] in NO_SEQUENTIAL else []
+    if refused:
+        return f"{refused[0]} is not supported by {body['model']}"
     size = str(body.get("size", "2K"))
     if not re.fullmatch(r"\d+x\d+|[1-4]K", size):
         return f"bad size {size}"

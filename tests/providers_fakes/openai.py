@@ -21,8 +21,10 @@ from PIL import Image
 from .base import FakeServer, Reply, Seen, make_image, truncated
 
 SIZES = {"1024x1024", "1536x1024", "1024x1536", "auto"}
-MODELS = {"gpt-image-1.5", "gpt-image-2", "gpt-image-2-2026-04-21"}
-FREE_SIZE = {"gpt-image-2", "gpt-image-2-2026-04-21"}
+#: GPT Image 2.5 and 2.6 (Flare, Sunburst) take gpt-image-2's size rule (second-hand: Comfy's node docs).
+LATER = {"gpt-image-2.5-flare", "gpt-image-2.5-sunburst", "gpt-image-2.6-flare", "gpt-image-2.6-sunburst"}
+MODELS = {"gpt-image-1.5", "gpt-image-2", "gpt-image-2-2026-04-21", *LATER}
+FREE_SIZE = {"gpt-image-2", "gpt-image-2-2026-04-21", *LATER}
 #: Output tokens per megapixel at each quality (the fake's own scale; the guide's GPT image 1 table is of
 #: this order: 4160 at 1024x1024 high).
 TOKENS_PER_MP = {"low": 260, "medium": 1000, "high": 3970, "auto": 3970}

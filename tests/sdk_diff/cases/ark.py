@@ -53,10 +53,14 @@ class ArkCase(Case):
         from byteplussdkarkruntime import Ark
 
         extra = {"seed": call.request.seed} if call.options.get("send_seed", True) else {}
-        if call.spec.provider_model == "seedream-5-0-260128":  # 5.0 is asked for PNG (output_format png | jpeg,
-            extra["output_format"] = call.options.get("output_format", "png")  # a parameter of images.generate)
+        # 5.0 and 5.0 Pro are asked for PNG (output_format png | jpeg, a parameter of images.generate)
+        if call.spec.provider_model in ("seedream-5-0-260128", "seedream-5-0-pro-260628"):
+            extra["output_format"] = call.options.get("output_format", "png")
+        # 5.0 Pro answers 400 to sequential_image_generation whatever its value (second-hand: APIYI, LaoZhang)
+        if call.spec.provider_model != "seedream-5-0-pro-260628":
+            extra["sequential_image_generation"] = "disabled"
         client = Ark(api_key=KEY, base_url=f"{call.base}/api/v3", max_retries=0)
         client.images.generate(model=call.spec.provider_model, prompt=call.request.task.instruction,
                                image=[data_uri(path) for path in call.references],
                                size=call.provider.size(call.request), response_format="url", watermark=False,
-                               sequential_image_generation="disabled", **extra)
+                               **extra)
