@@ -602,14 +602,13 @@ class Runner:
         if journal.resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         record.references_sha256 = self._reference_hashes(task)  # what the verdict will be of, with the image
-        # measured now, from the copy the adapter made (no second decode), and written with the image: a run
-        # stopped before the verdict leaves them on disk, so its rerun measures what an uninterrupted run does
-        signals = self._signals_of_purchase(task, generation)
         try:
-            path = self._save_generation(record, spec, generation, time.monotonic() - started, signals)
+            path = self._save_generation(record, spec, generation, time.monotonic() - started)
         except DiskFull as exc:
             self._failed(record, spec, exc)
             return None
+        if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
+            self._signals(task, generation.preview, record)
         return path
 
     @staticmethod
@@ -706,8 +705,7 @@ class Runner:
         if reservation is not None:
             reservation.commit(actual) if actual else reservation.release()
 
-    def _save_generation(self, record: Record, spec: ModelSpec, gen: Generation, latency: float,
-                         signals: dict[str, Any] | None = None) -> Path:
+    def _save_generation(self, record: Record, spec: ModelSpec, gen: Generation, latency: float) -> Path:
         """The paid image and its record, written at once; DiskFull when the disk has no room: an image that could
         not be written is counted as paid and lost (``resubmitted_cost``); one written before its record failed
         stays on disk, and the next run adopts it without paying."""
@@ -729,7 +727,7 @@ class Runner:
         if record.job:
             record.job["finished_at"] = now_iso()
         record.verdict = record.reasoning = record.judge = None
-        record.judgements, record.pending, record.signals = {}, None, dict(signals or {})
+        record.judgements, record.pending, record.signals = {}, None, {}
         # hashed from the bytes in memory (a downloaded file: from disk, once)
         record.candidate_sha256 = (sha256_of(path, self.store.root) if isinstance(gen.image, Path)
                                    else sha256_bytes(gen.image))
@@ -898,29 +896,18 @@ class Runner:
 
             rejudge(self, plan, self.stability[plan.key])
 
-    def _signals_of_purchase(self, task: Task, generation: Generation) -> dict[str, Any]:
-        """The pixel signals of a candidate just bought: from its adapter's preview (no second decode), else from
-        its bytes or its downloaded file (a plugin's provider may make no preview); {} when off."""
-        if not self.signals:
-            return {}
-        from .signals import candidate_signals, preview_from_bytes
-
-        image = generation.preview
-        if image is None:
-            image = generation.image if isinstance(generation.image, Path) else preview_from_bytes(generation.image)
-        return candidate_signals(task, image, self.references) if image is not None else {}  # {} on image errors
-
     def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
         if not self.signals or record.signals:
             return False
-        if record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra:
-            # left unmeasured, and said so in the report: never a figure that was not computed (a candidate bought
-            # by this version has them from its purchase; bytes that changed since their verdict are judged again
-            # now, and measured with it)
+        if record.reused_candidate and record.judgements and not self.signals_from_disk:
+            # a record judged before without them (written before they existed) is left unmeasured: the report
+            # says so, never a figure that was not computed. A candidate with no verdict yet (its run stopped
+            # before judging it, or its bytes changed and its verdicts were set aside) is measured with its first
+            # verdict, as an uninterrupted run would have
             return False
-        from .signals import candidate_signals  # numpy and Pillow's work: only when measured
+        from .signals import candidate_signals
 
         record.signals = candidate_signals(task, candidate, self.references)
         return bool(record.signals)

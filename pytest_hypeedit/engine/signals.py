@@ -120,23 +120,6 @@ def _preview_from_file(candidate: Path) -> Preview:
         return preview_of(image)
 
 
-def preview_from_bytes(data: bytes) -> Preview | None:
-    """A candidate's preview from the bytes a provider returned (when its adapter made none); None when they are
-    no image Pillow reads (the signals are a diagnostic: never a reason to lose the paid image)."""
-    import io
-
-    from PIL import Image
-
-    from ..providers.images import IMAGE_WORK
-
-    try:
-        with IMAGE_WORK, Image.open(io.BytesIO(data)) as image:
-            image.load()
-            return preview_of(image)
-    except Exception:  # noqa: BLE001 (Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...)
-        return None
-
-
 def aspect_matches(size: tuple[int, int], target: tuple[int, int]) -> bool:
     return abs(math.log((size[0] / size[1]) / (target[0] / target[1]))) <= math.log1p(ASPECT_TOLERANCE)
 
