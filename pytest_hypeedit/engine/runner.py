@@ -901,11 +901,10 @@ class Runner:
         the preview its adapter made; True when new."""
         if not self.signals or record.signals:
             return False
-        if record.reused_candidate and record.judgements and not self.signals_from_disk:
-            # a record judged before without them (written before they existed) is left unmeasured: the report
-            # says so, never a figure that was not computed. A candidate with no verdict yet (its run stopped
-            # before judging it, or its bytes changed and its verdicts were set aside) is measured with its first
-            # verdict, as an uninterrupted run would have
+        if record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra:
+            # a candidate read back from disk without them is left unmeasured (a replay of thousands would decode
+            # every image again): the report and signals_summary say how many, never a figure that was not
+            # computed. Bytes that changed since their verdict are judged again now, and measured with it
             return False
         from .signals import candidate_signals
 
