@@ -239,6 +239,13 @@ def paid_since(record: Record, since: str) -> tuple[float, float, float] | None:
 MAX_STRAY_LINES = 20
 
 
+def capped(lines: list[str], what: str) -> list[str]:
+    """At most MAX_STRAY_LINES warnings of one kind, then one line counting the rest."""
+    if len(lines) > MAX_STRAY_LINES:
+        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more {what}"]
+    return lines
+
+
 def stray_lines(records, outputs: Path) -> list[str]:
     """A warning per image found beside a candidate that its record does not name (engine/store.py)."""
     lines = []
@@ -248,9 +255,7 @@ def stray_lines(records, outputs: Path) -> list[str]:
             named = f"the candidate is {record.candidate}" if record.candidate else "no candidate yet"
             lines.append(f"hypeedit: warning: {path}: not the file its record names ({named}); ignored, never "
                          "adopted over a paid verdict: move it away")
-    if len(lines) > MAX_STRAY_LINES:
-        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more stray images"]
-    return lines
+    return capped(lines, "stray images")
 
 
 def changed_lines(records, outputs: Path) -> list[str]:
@@ -262,9 +267,7 @@ def changed_lines(records, outputs: Path) -> list[str]:
             path = outputs / record.split / record.model / record.task_id / str(found.get("file"))
             lines.append(f"hypeedit: warning: {path}: {found.get('why')}; the old verdict is not counted, the "
                          f"candidate was {found.get('then')}")
-    if len(lines) > MAX_STRAY_LINES:
-        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more changed candidates"]
-    return lines
+    return capped(lines, "changed candidates")
 
 
 def discarded_lines(records, outputs: Path) -> list[str]:
@@ -277,9 +280,7 @@ def discarded_lines(records, outputs: Path) -> list[str]:
             path = outputs / record.split / record.model / record.task_id / f"{record.repeat:03d}.json"
             lines.append(clean_text(f"hypeedit: warning: {path}: not a valid record ({problem}); ignored and "
                                     "rewritten", ERROR_LIMIT, multiline=False))
-    if len(lines) > MAX_STRAY_LINES:
-        lines[MAX_STRAY_LINES:] = [f"hypeedit: warning: ... and {len(lines) - MAX_STRAY_LINES} more invalid records"]
-    return lines
+    return capped(lines, "invalid records")
 
 
 def shown_path(path: Path, here: Path) -> Path:
