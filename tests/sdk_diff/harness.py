@@ -1,10 +1,12 @@
 """One differential run: the same request through our adapter and through the official SDK, to one recorder.
 
 A route's ``Case`` (cases/<route>.py) says how its provider answers (so both
-sides finish their call), how the official SDK is pointed at the recorder and
-called with the same task, references, seed, size and options, which request
-of the exchange is the one to compare (the submission, not the polls), and
-which differences it documents as harmless.
+sides finish their call, polls included), how the official SDK is pointed at the
+recorder and called with the same task, references, seed and options, and which
+differences it documents as harmless.  The size or aspect ratio the SDK asks for
+comes from expected.py (the documented rule, per task shape), never from our
+adapter.  The whole exchange is compared: every request (submission, polls,
+downloads) in order, headers included.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import base64
 import importlib
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from PIL import Image
 
+from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.providers import BUILTIN_ROUTES
 from pytest_hypeedit.providers.base import GenerationRequest, Provider, seed_for
 from pytest_hypeedit.providers.http import RetryPolicy
@@ -27,12 +30,16 @@ from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.secrets import KEY_ENV
 from pytest_hypeedit.tasks import Task
 
+from .expected import expected
 from .recorder import Recorded, Recorder, Reply
-from .wire import KEY, Allow, Difference, differences, normal, sniff, unexplained
+from .shapes import SHAPES, Shape
+from .wire import KEY, MISSING, Allow, Difference, differences, normal, sniff, unexplained
 
 #: Not ASCII on purpose: a prompt must reach the provider as the same UTF-8 text through JSON and multipart.
 INSTRUCTION = "Make the mug blue \u2014 keep the \u201cCaf\u00e9\u201d logo exactly as it is."
-WIDTH, HEIGHT = 4800, 3584  # a landscape task, as the public split's 4:3 ones
+#: The id our adapters are given for their paid request (``Journal.call_id``, engine/journal.py new_call_id's
+#: format); the SDK side is given the same one, so the header that carries it is compared by value.
+CALL_ID = "20261126120000sdkdiffCallId0123456"
 NO_RETRIES = RetryPolicy(max_attempts=1)
 
 
@@ -45,15 +52,21 @@ def output_png() -> bytes:
 OUTPUT = output_png()
 
 
-def reference_files(folder: Path) -> tuple[Path, ...]:
-    """Two references every route takes as they are (no re-encoding): a JPEG and a PNG, each at least
-    384 px a side (DashScope's minimum) and under 1 MP (BFL's cap), so the bytes the SDK reads from the
-    file are the bytes our adapter must send."""
+def reference_files(folder: Path, shape: Shape) -> tuple[Path, ...]:
+    """The shape's references, JPEG and PNG in turn; every route takes them as they are (no re-encoding):
+    each at least 384 px a side (DashScope's minimum), under 1 MP (BFL's cap), within 1:3..3:1 (ModelArk
+    pads others), so the bytes the SDK reads from the file are the bytes our adapter must send."""
     folder.mkdir(parents=True, exist_ok=True)
-    first, second = folder / "001.jpg", folder / "002.png"
-    Image.new("RGB", (640, 480), (200, 40, 40)).save(first, format="JPEG", quality=90)
-    Image.new("RGB", (512, 448), (40, 200, 90)).save(second, format="PNG")
-    return first, second
+    paths = []
+    for index, (width, height) in enumerate(shape.references, start=1):
+        path = folder / (f"{index:03d}.jpg" if index % 2 else f"{index:03d}.png")
+        colour = (200 - 40 * index, 40 * index, 90)
+        if index % 2:
+            Image.new("RGB", (width, height), colour).save(path, format="JPEG", quality=90)
+        else:
+            Image.new("RGB", (width, height), colour).save(path, format="PNG")
+        paths.append(path)
+    return tuple(paths)
 
 
 def data_uri(path: Path) -> str:
@@ -67,8 +80,9 @@ class Call:
 
     spec: ModelSpec
     request: GenerationRequest
-    provider: Provider  # our adapter: the values it decides by policy (size, aspect ratio) come from it
+    provider: Provider  # our adapter; the SDK side never asks it anything (expected.py says what it must send)
     base: str  # the recorder's URL
+    shape: Shape
 
     @property
     def references(self) -> tuple[Path, ...]:
@@ -77,6 +91,11 @@ class Call:
     @property
     def options(self):
         return self.spec.options
+
+    @property
+    def expected(self):
+        """The size or aspect ratio the request must carry for this task (expected.py, the documented rule)."""
+        return expected(self.spec.provider_model, self.shape.name)
 
 
 class Case:
@@ -96,11 +115,9 @@ class Case:
         raise NotImplementedError
 
     def send_with_sdk(self, call: Call) -> None:
+        """The whole exchange as the SDK (or the documentation) makes it: the submission, every poll and the
+        download of the result, in order; values by the task and expected.py, never by our adapter."""
         raise NotImplementedError
-
-    def compared(self, requests: list[Recorded]) -> Recorded:
-        """The request of an exchange that is compared: the first one (the submission) by default."""
-        return requests[0]
 
     def validate(self, call: Call, ours: Recorded) -> None:
         """Raise AssertionError when our request fails the SDK's (or the published schema's) own checks."""
@@ -113,32 +130,68 @@ def file_reply(request: Recorded) -> Reply | None:
     return None
 
 
+def download(url: str) -> None:
+    """A result file fetched as every provider documents it: a plain GET of the URL it returned, no key."""
+    import httpx
+
+    httpx.get(url).raise_for_status()
+
+
 @dataclass
 class Comparison:
+    """Both sides' whole exchanges (every request, in order), and what our adapter raised, if anything."""
+
     case: Case
     call: Call
-    ours: Recorded
-    theirs: Recorded
+    ours: list[Recorded]
+    theirs: list[Recorded]
+    error: BaseException | None = None
 
     @property
     def found(self) -> list[Difference]:
-        return differences(normal(self.ours), normal(self.theirs))
+        return exchange_differences(self.ours, self.theirs)
 
     @property
     def unexplained(self) -> list[Difference]:
         return unexplained(self.found, self.case.allowed)
 
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or bool(self.unexplained)
+
     def report(self) -> str:
-        lines = [f"{self.call.spec.name} ({self.case.route}): our request differs from {self.case.sdk or 'the docs'}'s:"]
+        lines = [f"{self.call.spec.name} ({self.case.route}, {self.call.shape.name} task): our exchange differs "
+                 f"from {self.case.sdk or 'the docs'}'s:"]
         lines += [f"  {difference}" for difference in self.unexplained]
+        if self.error is not None:
+            lines.append(f"  our adapter raised {type(self.error).__name__}: {self.error}")
         return "\n".join(lines)
 
 
-def make_call(spec: ModelSpec, folder: Path, base: str) -> Call:
-    task = Task(task_id="task-sdkdiff", input_images=("001.jpg", "002.png"), task_types=("object_edit",),
-                instruction=INSTRUCTION, width=WIDTH, height=HEIGHT, split="public")
-    request = GenerationRequest(task, 3, seed_for(task.task_id, 3), reference_files(folder / "refs"), spec)
-    return Call(spec, request, adapter(spec, folder), base)
+def exchange_differences(ours: list[Recorded], theirs: list[Recorded]) -> list[Difference]:
+    """Request i of ours against request i of theirs; a request only one side sent is a difference itself."""
+    found: list[Difference] = []
+    for index in range(max(len(ours), len(theirs))):
+        if index >= len(ours) or index >= len(theirs):
+            found.append(Difference("request", headline(ours, index), headline(theirs, index), index))
+            continue
+        found += [replace(difference, request=index)
+                  for difference in differences(normal(ours[index]), normal(theirs[index]))]
+    return found
+
+
+def headline(requests: list[Recorded], index: int) -> object:
+    return f"{requests[index].method} {requests[index].path}" if index < len(requests) else MISSING
+
+
+def make_call(spec: ModelSpec, folder: Path, base: str, shape: Shape) -> Call:
+    references = reference_files(folder / "refs", shape)
+    task = Task(task_id="task-sdkdiff", input_images=tuple(path.name for path in references),
+                task_types=("object_edit",), instruction=INSTRUCTION, width=shape.width, height=shape.height,
+                split="public")
+    request = GenerationRequest(task, 3, seed_for(task.task_id, 3), references, spec,
+                                journal=Journal(call_id=CALL_ID))
+    return Call(spec, request, adapter(spec, folder), base, shape)
 
 
 def adapter(spec: ModelSpec, folder: Path) -> Provider:
@@ -148,22 +201,25 @@ def adapter(spec: ModelSpec, folder: Path) -> Provider:
     return cls(spec, runtime=Runtime(cache_dir=folder / "cache", policy=NO_RETRIES))
 
 
-def run(case: Case, spec: ModelSpec, folder: Path, monkeypatch) -> Comparison:
-    """Our adapter's request and the SDK's, for the same task, recorded by one loopback server."""
+def run(case: Case, spec: ModelSpec, folder: Path, monkeypatch, shape: Shape = SHAPES["landscape"]) -> Comparison:
+    """Our adapter's exchange and the SDK's, for the same task, recorded by one loopback server."""
     with Recorder(case.answer) as recorder:
         for name in KEY_ENV.get(case.route, ()):
             monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv(KEY_ENV[case.route][-1], KEY)
         monkeypatch.setenv(f"HYPEEDIT_{case.provider_env}_BASE_URL", recorder.url + case.adapter_base)
-        call = make_call(spec, folder, recorder.url)
+        call = make_call(spec, folder, recorder.url, shape)
+        error = None
         try:
             call.provider.generate(call.request)
+        except Exception as exc:  # reported with the differences: a plant may make the exchange go wrong
+            error = exc
         finally:
             call.provider.close()
-        ours = case.compared(recorder.take())
+        ours = recorder.take()
         case.send_with_sdk(call)
-        theirs = case.compared(recorder.take())
-    return Comparison(case, call, ours, theirs)
+        theirs = recorder.take()
+    return Comparison(case, call, ours, theirs, error)
 
 
 def spec_of(name: str, route: str, provider_model: str, price: float = 0.1, **options: Any) -> ModelSpec:

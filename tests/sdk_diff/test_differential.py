@@ -1,5 +1,6 @@
-"""Our request for every model of models.yaml (and the manual's other-route examples) against the same
-request sent through the provider's official SDK: no difference may be left unexplained."""
+"""Our exchange for every model of models.yaml (and the manual's other-route examples) and every task shape
+(shapes.py) against the same exchange made through the provider's official SDK, asked for the size or aspect
+ratio the documented rule gives (expected.py): no difference may be left unexplained, in any request."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pytest_hypeedit.registry import load_registry
 
 from .cases import CASES, NO_WIRE
 from .harness import run, spec_of
+from .shapes import SHAPES
 
 #: The manual's "Other routes" examples (docs/how-to/models.md, Other routes): routes that no models.yaml
 #: entry uses are compared through these.
@@ -28,12 +30,13 @@ def test_every_route_has_a_case():
     assert not missing, f"routes with no SDK case in tests/sdk_diff/cases: {missing}"
 
 
+@pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("spec", MODELS, ids=lambda spec: f"{spec.route}-{spec.name}")
-def test_our_request_is_the_sdks(spec, tmp_path, monkeypatch):
+def test_our_exchange_is_the_sdks(spec, shape, tmp_path, monkeypatch):
     case = CASES.get(spec.route)
     assert case is not None, (f"model {spec.name}: route {spec.route} has no SDK case in tests/sdk_diff/cases; "
                               "add one (harness.Case) so its requests are checked against the provider's SDK")
-    comparison = run(case, spec, tmp_path, monkeypatch)
-    if comparison.unexplained:
+    comparison = run(case, spec, tmp_path, monkeypatch, SHAPES[shape])
+    if comparison.failed:
         pytest.fail(comparison.report(), pytrace=False)
-    case.validate(comparison.call, comparison.ours)
+    case.validate(comparison.call, comparison.ours[0])

@@ -79,7 +79,7 @@ def test_a_planted_bug_is_an_unexplained_difference(plant, tmp_path, monkeypatch
     assert path in [difference.path for difference in comparison.unexplained], comparison.report()
     if refused:
         with pytest.raises(AssertionError):
-            comparison.case.validate(comparison.call, comparison.ours)
+            comparison.case.validate(comparison.call, comparison.ours[0])
 
 
 def test_a_planted_gemini_config_bug_is_an_unexplained_difference(tmp_path, monkeypatch):

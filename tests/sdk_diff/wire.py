@@ -79,6 +79,7 @@ class Difference:
     path: str  # e.g. "body.image[1]", "header.x-client-request-id"
     ours: Any  # MISSING when only the SDK sent it
     theirs: Any  # MISSING when only we sent it
+    request: int = 0  # which request of the exchange (0: the submission; then polls and downloads, in order)
 
     @property
     def kind(self) -> str:
@@ -87,7 +88,8 @@ class Difference:
         return "only-ours" if self.theirs is MISSING else "value"
 
     def __str__(self) -> str:
-        return f"{self.path}: ours {self.ours!r} / SDK {self.theirs!r}"
+        where = f"request {self.request}: " if self.request else ""
+        return f"{where}{self.path}: ours {self.ours!r} / SDK {self.theirs!r}"
 
 
 class _Missing:

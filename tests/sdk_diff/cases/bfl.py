@@ -15,7 +15,7 @@ import base64
 import json
 from pathlib import Path
 
-from ..harness import Call, Case, file_reply
+from ..harness import Call, Case, download, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..wire import KEY
 
@@ -38,7 +38,9 @@ class BflCase(Case):
         if file := file_reply(request):
             return file
         if request.method == "POST":
-            return Reply(200, {"id": "job-1", "polling_url": f"{recorder.url}/v1/get_result?id=job-1",
+            # A regional polling URL, as api.bfl.ai's failover may answer: a client that builds its own poll URL
+            # from its base (instead of polling the one returned, as BFL says to [F3]) asks another path.
+            return Reply(200, {"id": "job-1", "polling_url": f"{recorder.url}/eu4/v1/get_result?id=job-1",
                                "cost": 10.0, "input_mp": 0.5, "output_mp": 1.0})
         return Reply(200, {"id": "job-1", "status": "Ready",
                            "result": {"sample": f"{recorder.url}/files/out.png", "seed": 1}})
@@ -52,7 +54,12 @@ class BflCase(Case):
         else:
             payload = self.flux2_request(call, images)
         headers = {"x-key": KEY, "Content-Type": "application/json"}
-        httpx.post(f"{call.base}/v1/{call.spec.provider_model}", json=payload, headers=headers).raise_for_status()
+        submitted = httpx.post(f"{call.base}/v1/{call.spec.provider_model}", json=payload, headers=headers)
+        submitted.raise_for_status()
+        # "GET <polling_url> with the same x-key", always the returned URL [F3]; then the sample, without the key
+        polled = httpx.get(submitted.json()["polling_url"], headers={"x-key": KEY})
+        polled.raise_for_status()
+        download(polled.json()["result"]["sample"])
 
     @staticmethod
     def flux3_request(call: Call, images: list[str]) -> dict:
@@ -61,7 +68,7 @@ class BflCase(Case):
         and ``safety_tolerance``; the ratio is the adapter's choice of the documented list, as FLUX.2's width and
         height are."""
         payload = {"prompt": call.request.task.instruction, "images": images,
-                   "aspect_ratio": call.provider.aspect_ratio(call.request),
+                   "aspect_ratio": call.expected,
                    "resolution": str(call.options.get("resolution", "2k")),
                    "grounding": bool(call.options.get("grounding", False))}
         if "safety_tolerance" in call.options:
@@ -70,7 +77,7 @@ class BflCase(Case):
 
     @staticmethod
     def flux2_request(call: Call, images: list[str]) -> dict:
-        width, height = call.provider.size(call.request)
+        width, height = call.expected
         payload = {"prompt": call.request.task.instruction, "input_image": images[0]}
         payload.update({f"input_image_{index}": image for index, image in enumerate(images[1:], start=2)})
         payload.update(seed=call.request.seed, width=width, height=height,

@@ -10,7 +10,7 @@ prompt_extend)`` and the SDK puts the keyword arguments under ``parameters``.  I
 
 from __future__ import annotations
 
-from ..harness import Call, Case, data_uri, file_reply
+from ..harness import Call, Case, data_uri, download, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..wire import KEY, Allow, only_sdk
 
@@ -42,7 +42,8 @@ class DashScopeCase(Case):
         try:
             reply = MultiModalConversation.call(
                 model=call.spec.provider_model, api_key=KEY, messages=[{"role": "user", "content": content}],
-                n=1, size=call.provider.size(call.request), watermark=False, seed=call.request.seed, **extra)
+                n=1, size=call.expected, watermark=False, seed=call.request.seed, **extra)
         finally:
             dashscope.base_http_api_url = previous
         assert reply.status_code == 200, reply
+        download(reply.output.choices[0].message.content[0]["image"])

@@ -44,7 +44,7 @@ class GeminiCase(Case):
                   for path in call.references]
         config = types.GenerateContentConfig(
             response_modalities=list(call.options.get("response_modalities") or ["IMAGE"]),
-            image_config=types.ImageConfig(aspect_ratio=call.provider._aspect_ratio(call.request),
+            image_config=types.ImageConfig(aspect_ratio=call.expected,
                                            image_size=str(call.options.get("image_size", "2K")).upper()),
             seed=call.request.seed)
         client = genai.Client(api_key=KEY, vertexai=False,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 
-from ..harness import OUTPUT, Call, Case, file_reply
+from ..harness import CALL_ID, OUTPUT, Call, Case, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..typed import check, typed_dict_schema
 from ..wire import KEY, Allow, normal, only_sdk
@@ -66,6 +66,7 @@ class OpenAICase(Case):
         client = openai.OpenAI(api_key=KEY, base_url=f"{call.base}/v1", max_retries=0)
         with client:
             client.images.edit(image=list(call.references), prompt=call.request.task.instruction,
-                               model=call.spec.provider_model, size=call.provider.size(call.request),
+                               model=call.spec.provider_model, size=call.expected,
                                quality=str(options.get("quality", "high")),
-                               output_format=str(options.get("output_format", "png")), n=1, **extra)
+                               output_format=str(options.get("output_format", "png")), n=1,
+                               extra_headers={"X-Client-Request-Id": CALL_ID}, **extra)

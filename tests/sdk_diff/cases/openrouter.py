@@ -56,7 +56,7 @@ class OpenRouterCase(Case):
 
         content = [{"type": "text", "text": call.request.task.instruction}]
         content += [{"type": "image_url", "image_url": {"url": data_uri(path)}} for path in call.references]
-        image_config = {"aspect_ratio": call.provider.aspect_ratio(call.request)}
+        image_config = {"aspect_ratio": call.expected}
         if "image_size" in call.options:
             image_config["image_size"] = call.options["image_size"]
         extra_body = dict(zip(OPENROUTER_EXTRAS, (list(call.options.get("modalities") or ["image", "text"]),

@@ -14,7 +14,7 @@ bytedance/seedream-4.5 ``prompt``, ``image_input``, ``aspect_ratio`` (replicate.
 
 from __future__ import annotations
 
-from ..harness import Call, Case, file_reply
+from ..harness import Call, Case, download, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..wire import KEY
 
@@ -27,10 +27,11 @@ class ReplicateCase(Case):
 
     def answer(self, recorder: Recorder, request: Recorded) -> Reply:
         urls = {"get": f"{recorder.url}/v1/predictions/p-1", "cancel": f"{recorder.url}/v1/predictions/p-1/cancel"}
-        # Finished at once (as a create with Prefer: wait may answer), so our adapter need not poll.
-        return file_reply(request) or Reply(201 if request.method == "POST" else 200, {
-            "id": "p-1", "model": "m", "version": "v", "status": "succeeded", "input": {}, "urls": urls,
-            "output": [f"{recorder.url}/files/out.png"], "logs": ""})
+        # Starting when created, finished at the first poll of urls.get: both sides poll once.
+        done = request.method != "POST"
+        return file_reply(request) or Reply(200 if done else 201, {
+            "id": "p-1", "model": "m", "version": "v", "status": "succeeded" if done else "starting", "input": {},
+            "urls": urls, "output": [f"{recorder.url}/files/out.png"] if done else None, "logs": ""})
 
     def send_with_sdk(self, call: Call) -> None:
         import replicate
@@ -38,15 +39,18 @@ class ReplicateCase(Case):
         files = [open(path, "rb") for path in call.references]
         try:
             client = replicate.Client(api_token=KEY, base_url=call.base)
-            client.models.predictions.create(model=call.spec.provider_model, input=model_input(call, files),
-                                             file_encoding_strategy="base64")
+            prediction = client.models.predictions.create(model=call.spec.provider_model,
+                                                          input=model_input(call, files),
+                                                          file_encoding_strategy="base64")
+            prediction.wait()  # polls urls.get until a final status (prediction.py)
         finally:
             for handle in files:
                 handle.close()
+        download(prediction.output[0])
 
 
 def model_input(call: Call, images: list) -> dict:
-    aspect_ratio = call.provider.aspect_ratio(call.request)
+    aspect_ratio = call.expected
     if call.spec.provider_model.startswith("sourceful/"):
         body = {"instruction": call.request.task.instruction, "init_images": images,
                 "resolution": str(call.options.get("resolution", "2K")), "aspect_ratio": aspect_ratio}
