@@ -7,10 +7,12 @@ from __future__ import annotations
 import pytest
 
 from pytest_hypeedit.providers.adapter import HttpProvider
-from pytest_hypeedit.providers.gemini import GeminiProvider
+from pytest_hypeedit.providers.ark import ArkProvider
+from pytest_hypeedit.providers.gemini import GeminiProvider, nearest_aspect_ratio
 
 from .cases import CASES
 from .harness import run
+from .shapes import SHAPES
 from .test_differential import MODELS
 
 
@@ -33,6 +35,10 @@ def planted_call(monkeypatch, mutate) -> None:
         return original(self, method, url, **kwargs)
 
     monkeypatch.setattr(HttpProvider, "call", call)
+
+
+def drop_client_request_id(kwargs) -> None:
+    kwargs["headers"] = {name: value for name, value in kwargs["headers"].items() if name != "X-Client-Request-Id"}
 
 
 def drop_scheme(kwargs) -> None:
@@ -66,6 +72,11 @@ PLANTS = {
                                  lambda kw: kw["json"]["parameters"].update(
                                      size=kw["json"]["parameters"]["size"].replace("*", "x")),
                                  "body.parameters.size", False),
+    "fal-two-images": ("qwen-image-edit-2511", "fal", lambda kw: kw["json"].update(num_images=2),
+                       "body.num_images", False),
+    "ark-no-client-request-id": ("seedream-4.5", "ark", drop_client_request_id, "header.x-client-request-id", False),
+    "openai-no-client-request-id": ("gpt-image-2", "openai", drop_client_request_id, "header.x-client-request-id",
+                                    False),
     "openrouter-seed-as-text": ("gemini-3-pro-preview-or", "openrouter",
                                 lambda kw: kw["json"].update(seed=str(kw["json"]["seed"])), "body.seed", True),
 }
@@ -94,3 +105,50 @@ def test_a_planted_gemini_config_bug_is_an_unexplained_difference(tmp_path, monk
     comparison = run(CASES["gemini"], model("gemini-3-pro-preview", "gemini"), tmp_path, monkeypatch)
     paths = [difference.path for difference in comparison.unexplained]
     assert "body.generationConfig.imageConfig.imageSize" in paths, comparison.report()
+
+
+def planted_method(monkeypatch, cls, name: str, planted) -> None:
+    """``cls.name`` replaced by ``planted(original, self, *args)``: a bug in how an adapter decides a value."""
+    original = getattr(cls, name)
+    monkeypatch.setattr(cls, name, lambda self, *args, **kwargs: planted(original, self, *args, **kwargs))
+
+
+def swapped(original, self, request):
+    width, height = original(self, request).split("x")
+    return f"{height}x{width}"
+
+
+def ratio_upside_down(original, self, request):
+    return nearest_aspect_ratio(request.task.height, request.task.width, self.aspect_ratios)
+
+
+@pytest.mark.parametrize("shape", ["landscape", "portrait", "multi"])
+def test_a_planted_swap_of_width_and_height_is_caught(shape, tmp_path, monkeypatch):
+    """Seedream's size with width and height swapped: the SDK side asks for the documented size of the task."""
+    planted_method(monkeypatch, ArkProvider, "size", swapped)
+    comparison = run(CASES["ark"], model("seedream-4.5", "ark"), tmp_path, monkeypatch, SHAPES[shape])
+    assert "body.size" in [difference.path for difference in comparison.unexplained], comparison.report()
+
+
+@pytest.mark.parametrize("shape", ["landscape", "portrait", "extreme"])
+def test_a_planted_wrong_aspect_ratio_is_caught(shape, tmp_path, monkeypatch):
+    """Gemini's aspect ratio from height/width: the SDK side asks for the documented nearest ratio."""
+    planted_method(monkeypatch, GeminiProvider, "_aspect_ratio", ratio_upside_down)
+    comparison = run(CASES["gemini"], model("gemini-3-pro-preview", "gemini"), tmp_path, monkeypatch, SHAPES[shape])
+    paths = [difference.path for difference in comparison.unexplained]
+    assert "body.generationConfig.imageConfig.aspectRatio" in paths, comparison.report()
+
+
+def test_a_planted_poll_of_a_url_we_built_is_caught(tmp_path, monkeypatch):
+    """BFL's poll sent to a URL built from our base instead of the polling_url the submit returned."""
+    original = HttpProvider.call
+
+    def call(self, method, url, **kwargs):
+        if method == "GET" and "get_result" in url:
+            url = url.replace("/eu4/v1/", "/v1/")  # what f"{base}/v1/get_result?id=..." would be
+        return original(self, method, url, **kwargs)
+
+    monkeypatch.setattr(HttpProvider, "call", call)
+    comparison = run(CASES["bfl"], model("flux-2-max", "bfl"), tmp_path, monkeypatch)
+    found = [(difference.request, difference.path) for difference in comparison.unexplained]
+    assert (1, "path") in found, comparison.report()
