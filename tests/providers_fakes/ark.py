@@ -77,9 +77,35 @@ class FakeArk(FakeServer):
                      {"x-request-id": f"ark-req-{len(self.requests)}"})
 
 
+#: The parameters of images.generate and the JSON types each takes (byteplus-python-sdk-v2
+#: byteplussdkarkruntime/resources/images/images.py; ModelArk image generation API [B3]).  Null is accepted for
+#: every one: the official SDK sends each parameter it was not given as null (the whole body dict).
+PARAMETERS: dict[str, tuple[type, ...]] = {
+    "model": (str,), "prompt": (str,), "image": (str, list), "size": (str,), "seed": (int,),
+    "sequential_image_generation": (str,), "sequential_image_generation_options": (dict,), "stream": (bool,),
+    "guidance_scale": (int, float), "response_format": (str,), "watermark": (bool,),
+    "optimize_prompt_options": (dict,), "output_format": (str,)}
+
+
+def _parameter_problem(body: dict) -> str | None:
+    """An unknown parameter or a value of the wrong type: ModelArk's 400 InvalidParameter [B9]."""
+    for name, value in body.items():
+        kinds = PARAMETERS.get(name)
+        if kinds is None:
+            return f"the parameter {name} specified in the request is not valid"
+        if value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)):
+            return f"the parameter {name} must be {' or '.join(kind.__name__ for kind in kinds)}, got {value!r:.40}"
+    if body.get("response_format") not in (None, "url", "b64_json"):
+        return f"the parameter response_format must be url or b64_json, got {body['response_format']!r}"
+    return None
+
+
 def _validate(body: dict) -> str | None:
     if not body.get("model") or not body.get("prompt"):
         return "model and prompt are required"
+    problem = _parameter_problem(body)
+    if problem:
+        return problem
     images = body.get("image")
     images = [images] if isinstance(images, str) else images or []
     for url in images:

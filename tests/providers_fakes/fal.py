@@ -11,6 +11,14 @@ request: 404); at the download: ``expired`` (403).  ``ledger`` counts submission
 
 ``fal-ai/qwen-image-2/edit`` takes an ``image_size`` {width, height} of 0.26-4.19 MP only (providers.md section
 10): any other is a 422, as fal answers a value outside a model's schema.
+
+Every field is checked against the edit endpoints' input schema (``INPUT_FIELDS``: fal's model API pages of
+seedream/v4.5/edit and qwen-image-edit-2511 [B14][Q6]): a field the schema does not list, a value of the wrong
+type, a null (fal's inputs are pydantic models whose fields are not Optional), an output_format outside
+png | jpeg | webp are a 422 ``{"detail": [{"loc", "msg", "type"}]}``, fal's validation error shape
+(fal docs, model-apis/errors.md [A3]).  ``num_images`` other than 1 is refused too: the schema takes 1-4, but
+fal bills each image it makes (fal pricing is per image) and the benchmark buys one candidate per request, so
+a request for more is a bug that would be paid for.
 """
 
 from __future__ import annotations
@@ -120,9 +128,37 @@ class FakeFal(FakeServer):
                            "seed": job["seed"], "has_nsfw_concepts": [self.nsfw]})
 
 
+#: The edit endpoints' input fields and the JSON types each takes (fal model API pages [B14][Q6]; image_size is a
+#: {width, height} object or a preset name such as "auto_2K").
+INPUT_FIELDS: dict[str, tuple[type, ...]] = {
+    "prompt": (str,), "image_urls": (list,), "image_size": (dict, str), "num_images": (int,), "max_images": (int,),
+    "seed": (int,), "sync_mode": (bool,), "enable_safety_checker": (bool,), "output_format": (str,),
+    "negative_prompt": (str,), "guidance_scale": (int, float), "num_inference_steps": (int,),
+    "acceleration": (str,), "enable_prompt_expansion": (bool,)}
+OUTPUT_FORMATS = ("png", "jpeg", "webp")
+
+
+def _field_problem(body: dict) -> str | None:
+    """What fal's schema refuses in ``body``: an unknown field, a null, a value of the wrong type."""
+    for name, value in body.items():
+        if name not in INPUT_FIELDS:
+            return f"{name}: extra inputs are not permitted"
+        kinds = INPUT_FIELDS[name]
+        if value is None or not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return f"{name}: input should be {' or '.join(kind.__name__ for kind in kinds)}, got {value!r:.40}"
+    if body.get("output_format", "png") not in OUTPUT_FORMATS:
+        return f"output_format: input should be one of {', '.join(OUTPUT_FORMATS)}"
+    if body.get("num_images", 1) != 1:
+        return f"num_images {body['num_images']}: this fake makes (and bills) one image a request, as we buy one"
+    return None
+
+
 def _validate(body: dict) -> str | None:
-    if not body.get("prompt") or not body.get("image_urls"):
+    if not isinstance(body, dict) or not body.get("prompt") or not body.get("image_urls"):
         return "prompt and image_urls are required"
+    problem = _field_problem(body)
+    if problem:
+        return problem
     for url in body["image_urls"]:
         match = re.match(r"data:image/\w+;base64,(.*)$", url, re.S)
         if not match:

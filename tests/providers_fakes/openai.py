@@ -91,9 +91,36 @@ def usage(fields: dict, images: int, pixels: int) -> dict:
             "total_tokens": text_in + image_in + image_out}
 
 
+#: The form fields of images/edits besides the image[] parts, and the values each takes where they are a list
+#: (openai-python types/image_edit_params.py [O1]); None: any text.
+FIELDS: dict[str, tuple[str, ...] | None] = {
+    "prompt": None, "model": None, "size": None, "n": None, "user": None, "output_compression": None,
+    "partial_images": None, "stream": ("true", "false"), "quality": ("low", "medium", "high", "auto"),
+    "input_fidelity": ("high", "low"), "output_format": ("png", "jpeg", "webp"),
+    "background": ("transparent", "opaque", "auto")}
+
+
+def _field_problem(fields: dict) -> str | None:
+    """OpenAI's 400 for a parameter it does not know or a value outside its list (error codes guide [O7]):
+    "Unknown parameter: 'x'.", "Invalid value: 'x'. Supported values are: ...".  ``n`` other than 1 is
+    refused too: each image is billed, and the benchmark buys one candidate per request."""
+    for name, value in fields.items():
+        if name not in FIELDS:
+            return f"Unknown parameter: '{name}'."
+        allowed = FIELDS[name]
+        if allowed is not None and value not in allowed:
+            return f"Invalid value: '{value}'. Supported values are: {', '.join(repr(a) for a in allowed)}."
+    if fields.get("n", "1") != "1":
+        return f"n {fields['n']}: this fake makes (and bills) one image a request, as we buy one"
+    return None
+
+
 def _validate(fields: dict, images: list[bytes]) -> str | None:
     if not fields.get("prompt") or not images or len(images) > 16:
         return "prompt and 1-16 image[] parts are required"
+    problem = _field_problem(fields)
+    if problem:
+        return problem
     size = fields.get("size", "auto")
     if not (_free_size_ok(size) if fields.get("model") in FREE_SIZE else size in SIZES):
         return f"Invalid size '{size}' for model {fields.get('model')}."

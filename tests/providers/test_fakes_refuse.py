@@ -1,0 +1,121 @@
+"""The provider fakes refuse what the real APIs refuse for every field we send (issue 24, item 6): an unknown
+field, a wrong type, a null where the API takes none, a request for more than the one image we buy, each with
+the provider's own error status and shape.  Our adapters' own tests pass against these fakes, so a body they
+refuse is a body our adapters never send."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import httpx
+import pytest
+from PIL import Image
+from providers_fakes.ark import FakeArk
+from providers_fakes.fal import FakeFal
+from providers_fakes.openai import FakeOpenAI
+
+
+def png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), (10, 20, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+DATA_URI = "data:image/png;base64," + base64.b64encode(png()).decode()
+FAL_BODY = {"prompt": "blue mug", "image_urls": [DATA_URI], "num_images": 1, "seed": 7,
+            "image_size": {"width": 1024, "height": 768}, "output_format": "png"}
+
+
+@pytest.fixture
+def fal():
+    with FakeFal() as server:
+        yield server
+
+
+def fal_submit(server: FakeFal, **changes) -> httpx.Response:
+    body = {**FAL_BODY, **changes}
+    return httpx.post(f"{server.url}/fal-ai/qwen-image-edit-2511", json=body,
+                      headers={"Authorization": f"Key {server.key}"})
+
+
+def test_fal_takes_the_body_we_send(fal):
+    assert fal_submit(fal).status_code == 200
+
+
+@pytest.mark.parametrize("changes, named", [
+    ({"num_images": 2}, "num_images"),
+    ({"images": 1}, "images"),  # a field no edit endpoint has
+    ({"seed": None}, "seed"),  # null where fal's schema takes an integer only
+    ({"seed": "7"}, "seed"),
+    ({"enable_safety_checker": 1}, "enable_safety_checker"),
+    ({"num_images": True}, "num_images"),
+    ({"output_format": "gif"}, "output_format"),
+])
+def test_fal_refuses_what_its_schema_refuses(fal, changes, named):
+    response = fal_submit(fal, **changes)
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert isinstance(detail, list) and named in detail[0]["msg"] and detail[0]["type"] == "value_error"
+    assert not fal.ledger.submitted, "a refused submit is no job, and nothing is billed"
+
+
+@pytest.fixture
+def ark():
+    with FakeArk() as server:
+        yield server
+
+
+def ark_generate(server: FakeArk, **changes) -> httpx.Response:
+    body = {"model": "seedream-4-5-251128", "prompt": "blue mug", "image": [DATA_URI], "size": "2368x1776",
+            "response_format": "url", "watermark": False, "seed": 7, **changes}
+    return httpx.post(f"{server.base}/images/generations", json=body,
+                      headers={"Authorization": f"Bearer {server.key}"})
+
+
+def test_ark_takes_nulls_as_its_sdk_sends_them(ark):
+    assert ark_generate(ark, guidance_scale=None, stream=None, optimize_prompt_options=None).status_code == 200
+
+
+@pytest.mark.parametrize("changes, named", [
+    ({"fidelity": "high"}, "fidelity"),
+    ({"watermark": "false"}, "watermark"),
+    ({"seed": 7.5}, "seed"),
+    ({"response_format": "png"}, "response_format"),
+    ({"size": "1776x1776"}, "size"),  # 3.15 MP: under Seedream 4.5's 3,686,400
+])
+def test_ark_refuses_unknown_parameters_and_wrong_types(ark, changes, named):
+    response = ark_generate(ark, **changes)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "InvalidParameter" and named in error["message"]
+
+
+@pytest.fixture
+def openai_fake():
+    with FakeOpenAI() as server:
+        yield server
+
+
+def openai_edit(server: FakeOpenAI, **fields) -> httpx.Response:
+    data = {"model": "gpt-image-2", "prompt": "blue mug", "size": "1456x1088", "quality": "high", "n": "1",
+            "output_format": "png", **fields}
+    return httpx.post(f"{server.base}/images/edits", data=data, files=[("image[]", ("1.png", png(), "image/png"))],
+                      headers={"Authorization": f"Bearer {server.key}"})
+
+
+def test_openai_takes_the_form_we_send(openai_fake):
+    assert openai_edit(openai_fake).status_code == 200
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"fidelity": "high"}, "Unknown parameter: 'fidelity'."),
+    ({"n": "2"}, "n 2"),
+    ({"quality": "best"}, "Invalid value: 'best'."),
+    ({"size": "1088x1456x"}, "Invalid size"),
+])
+def test_openai_refuses_unknown_parameters_and_values(openai_fake, fields, message):
+    response = openai_edit(openai_fake, **fields)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["message"].startswith(message)
