@@ -38,6 +38,27 @@ PART_MEDIA_LEVELS = {"MEDIA_RESOLUTION_UNSPECIFIED", "MEDIA_RESOLUTION_LOW", "ME
                      "MEDIA_RESOLUTION_HIGH", "MEDIA_RESOLUTION_ULTRA_HIGH"}
 #: ``generationConfig.thinkingConfig.thinkingLevel`` (google-genai ThinkingLevel).
 THINKING_LEVELS = {"THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH"}
+#: The fields of a ``GenerateContentRequest`` and of its ``generationConfig`` and ``imageConfig`` on v1beta
+#: (google-genai 3.6 ``_GenerateContentParameters_to_mldev``, ``_GenerationConfig_to_mldev``,
+#: ``_ImageConfig_to_mldev``; ``serviceTier`` for Flex, providers.md section 11.6): an unknown name is a 400
+#: "Invalid JSON payload received. Unknown name ..." [G5].  ``imageConfig.outputMimeType`` and
+#: ``personGeneration`` are Vertex-only (the SDK raises on the Gemini API [G2]).
+REQUEST_FIELDS = {"contents", "generation_config", "safety_settings", "system_instruction", "tools", "tool_config",
+                  "cached_content", "labels", "service_tier", "model"}
+GENERATION_CONFIG_FIELDS = {
+    "temperature", "top_p", "top_k", "candidate_count", "max_output_tokens", "stop_sequences", "response_logprobs",
+    "logprobs", "presence_penalty", "frequency_penalty", "seed", "response_mime_type", "response_schema",
+    "response_json_schema", "routing_config", "model_selection_config", "response_modalities", "media_resolution",
+    "speech_config", "audio_timestamp", "thinking_config", "image_config", "enable_enhanced_civic_answers"}
+IMAGE_CONFIG_FIELDS = {"aspect_ratio", "image_size"}
+#: ``imageConfig.aspectRatio`` per model (providers.md section 1 [G3][G17]; the wider lists of
+#: gemini-3.1-flash-image and gemini-nano-banana-2.1 second-hand, as providers/gemini.py); other models: any of
+#: these.  ``imageSize`` is upper-case K (``1K | 2K | 4K``; "512" for flash-image) [G3].
+ASPECT_RATIOS_10 = {"1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9"}
+ASPECT_RATIOS = {"gemini-3-pro-image": ASPECT_RATIOS_10, "gemini-3.1-flash-lite-image": ASPECT_RATIOS_10,
+                 "gemini-nano-banana-2.1": ASPECT_RATIOS_10 | {"1:4", "4:1", "1:8", "8:1"},
+                 "gemini-3.1-flash-image": ASPECT_RATIOS_10 | {"1:4", "4:1", "1:8", "8:1", "9:21"}}
+ALL_SIZES = {"512", "1K", "2K", "4K"}
 #: Model ids shut down on 2026-06-25 (Gemini API deprecations page).
 RETIRED = frozenset({"gemini-3-pro-image-preview", "gemini-3.1-flash-image-preview"})
 
@@ -97,7 +118,8 @@ def _parse_body(request: SeenRequest, model: str) -> str | None:
             if problem:
                 return problem
     parsed["config"] = body.get("generation_config") or {}
-    problem = _check_config(parsed["config"]) or _check_image_size(model, parsed["config"])
+    problem = (_unknown_name(body, REQUEST_FIELDS, "") or _check_config(parsed["config"])
+               or _check_image_config(model, parsed["config"]) or _check_image_size(model, parsed["config"]))
     if problem:
         return problem
     request.parsed = parsed
@@ -138,6 +160,29 @@ def _media_level(value: Any) -> tuple[str | None, str | None]:
 #: The image sizes a model takes, where it takes fewer than 512/1K/2K/4K (second-hand, as providers/gemini.py):
 #: Google answers another with 400 INVALID_ARGUMENT.
 IMAGE_SIZES = {"gemini-nano-banana-2.1": {"1K", "2K", "4K"}, "gemini-3.1-flash-lite-image": {"1K"}}
+
+
+def _unknown_name(value: Any, known: set[str], where: str) -> str | None:
+    unknown = sorted(set(value) - known) if isinstance(value, dict) else ["(not an object)"]
+    if unknown:
+        return f"Invalid JSON payload received. Unknown name {unknown[0]!r} at '{where or 'GenerateContentRequest'}'"
+    return None
+
+
+def _check_image_config(model: str, config: dict) -> str | None:
+    """Unknown names in ``generationConfig``/``imageConfig``; a ratio or size the model does not take."""
+    problem = _unknown_name(config, GENERATION_CONFIG_FIELDS, "generation_config")
+    image = config.get("image_config")
+    if problem or image is None:
+        return problem
+    problem = _unknown_name(image, IMAGE_CONFIG_FIELDS, "generation_config.image_config")
+    ratio, size = image.get("aspect_ratio"), image.get("image_size")
+    if problem is None and ratio is not None and ratio not in ASPECT_RATIOS.get(model, set().union(
+            *ASPECT_RATIOS.values())):
+        problem = f"Invalid value at 'generation_config.image_config.aspect_ratio' for {model}: {ratio!r}"
+    if problem is None and size is not None and size not in ALL_SIZES:
+        problem = f"Invalid value at 'generation_config.image_config.image_size': {size!r}"
+    return problem
 
 
 def _check_image_size(model: str, config: dict) -> str | None:

@@ -10,6 +10,7 @@ import io
 
 import httpx
 import pytest
+from genai_fakes.gemini import FakeGemini, image_reply
 from PIL import Image
 from providers_fakes.ark import FakeArk
 from providers_fakes.fal import FakeFal
@@ -119,3 +120,38 @@ def test_openai_refuses_unknown_parameters_and_values(openai_fake, fields, messa
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["type"] == "invalid_request_error" and error["message"].startswith(message)
+
+
+@pytest.fixture
+def gemini():
+    with FakeGemini(expected_key="gemini-fake-key") as server:
+        server.queue(*[image_reply()] * 8)
+        yield server
+
+
+def generate(server: FakeGemini, model: str = "gemini-3-pro-image", **image_config) -> httpx.Response:
+    body = {"contents": [{"role": "user", "parts": [{"text": "blue mug"},
+                                                     {"inlineData": {"mimeType": "image/png",
+                                                                     "data": base64.b64encode(png()).decode()}}]}],
+            "generationConfig": {"responseModalities": ["IMAGE"],
+                                 "imageConfig": {"aspectRatio": "4:3", "imageSize": "2K", **image_config}}}
+    return httpx.post(f"{server.url}/v1beta/models/{model}:generateContent", json=body,
+                      headers={"x-goog-api-key": "gemini-fake-key"})
+
+
+def test_gemini_takes_the_request_we_send(gemini):
+    assert generate(gemini).status_code == 200
+    assert generate(gemini, "gemini-3.1-flash-image", aspectRatio="4:1").status_code == 200
+
+
+@pytest.mark.parametrize("model, image_config, message", [
+    ("gemini-3-pro-image", {"aspectRatio": "4:1"}, "aspect_ratio"),  # only the flash models list 4:1
+    ("gemini-3-pro-image", {"aspectRatio": "3:4x"}, "aspect_ratio"),
+    ("gemini-3-pro-image", {"imageSize": "2k"}, "image_size"),  # upper-case K only
+    ("gemini-3-pro-image", {"outputMimeType": "image/png"}, "Unknown name"),  # Vertex-only
+])
+def test_gemini_refuses_a_ratio_size_or_field_the_model_does_not_take(gemini, model, image_config, message):
+    response = generate(gemini, model, **image_config)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["status"] == "INVALID_ARGUMENT" and message in error["message"]
