@@ -13,6 +13,7 @@ import pytest
 from genai_fakes.gemini import FakeGemini, image_reply
 from PIL import Image
 from providers_fakes.ark import FakeArk
+from providers_fakes.bfl import FakeBfl
 from providers_fakes.fal import FakeFal
 from providers_fakes.openai import FakeOpenAI
 
@@ -155,3 +156,32 @@ def test_gemini_refuses_a_ratio_size_or_field_the_model_does_not_take(gemini, mo
     assert response.status_code == 400
     error = response.json()["error"]
     assert error["status"] == "INVALID_ARGUMENT" and message in error["message"]
+
+
+@pytest.fixture
+def bfl():
+    with FakeBfl() as server:
+        yield server
+
+
+def bfl_submit(server: FakeBfl, **changes) -> httpx.Response:
+    body = {"prompt": "blue mug", "input_image": base64.b64encode(png()).decode(), "seed": 7, "width": 1152,
+            "height": 864, "output_format": "png", **changes}
+    return httpx.post(f"{server.base}/v1/flux-2-max", json=body, headers={"x-key": server.key})
+
+
+def test_bfl_takes_the_body_we_send(bfl):
+    assert bfl_submit(bfl).status_code == 200
+
+
+@pytest.mark.parametrize("changes, kind", [
+    ({"input_image2": "x"}, "extra_forbidden"),
+    ({"num_images": 2}, "extra_forbidden"),
+    ({"seed": "7"}, "int_type"),
+    ({"safety_tolerance": None}, "int_type"),
+    ({"output_format": "webp"}, "enum"),
+])
+def test_bfl_refuses_fields_its_schema_does_not_take(bfl, changes, kind):
+    response = bfl_submit(bfl, **changes)
+    assert response.status_code == 422
+    assert kind in [detail["type"] for detail in response.json()["detail"]]

@@ -79,7 +79,7 @@ class FakeBfl(FakeServer):
     def submit(self, seen: Seen) -> Reply:
         body = seen.json()
         flux3 = seen.match["model"].startswith("flux-3")
-        problem = _validate_flux3(body) if flux3 else _validate(body)
+        problem = _validate_flux3(body) if flux3 else (_extra_fields(body, FLUX2_FIELDS) or _validate(body))
         if problem:
             detail = problem if isinstance(problem, list) else \
                 [{"loc": ["body"], "msg": problem, "type": "value_error"}]
@@ -140,6 +140,32 @@ def bfl_credits(body: dict, first: float = 7.0, extra: float = 3.0) -> float:
     images = [Image.open(io.BytesIO(base64.b64decode(body[k]))) for k in body if k.startswith("input_image")]
     total = megapixels(body["width"], body["height"]) + sum(megapixels(*image.size) for image in images)
     return first + extra * (total - 1)
+
+
+#: The body fields of POST /v1/flux-2-max and their JSON types (BFL's API reference, the schema vendored in
+#: tests/sdk_diff/schemas/bfl.json with its source [F1]); null is taken where that schema takes it.
+FLUX2_FIELDS: dict[str, tuple[type, ...]] = {
+    "prompt": (str,), **{f"input_image{suffix}": (str,) for suffix in ("", "_2", "_3", "_4", "_5", "_6", "_7", "_8")},
+    "seed": (int,), "width": (int,), "height": (int,), "safety_tolerance": (int,), "output_format": (str,),
+    "webhook_url": (str,), "webhook_secret": (str,)}
+NOT_NULL = ("prompt", "safety_tolerance")
+
+
+def _extra_fields(body: dict, fields: dict[str, tuple[type, ...]]) -> list | None:
+    """FastAPI/pydantic's 422 details for fields the schema does not list (extra_forbidden) or of the wrong
+    type (a null where the schema takes none, a bool for an integer), as BFL answers a body it refuses [F4]."""
+    details = []
+    for name, value in body.items() if isinstance(body, dict) else ():
+        kinds = fields.get(name)
+        if kinds is None:
+            details.append({"type": "extra_forbidden", "loc": ["body", name], "msg": "Extra inputs are not permitted"})
+        elif (value is None and name in NOT_NULL) or (value is not None and (
+                not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds))):
+            details.append({"type": f"{kinds[0].__name__}_type", "loc": ["body", name],
+                            "msg": f"Input should be a valid {kinds[0].__name__}"})
+    if isinstance(body, dict) and body.get("output_format") not in (None, "jpeg", "png"):
+        details.append({"type": "enum", "loc": ["body", "output_format"], "msg": "Input should be 'jpeg' or 'png'"})
+    return details or None
 
 
 def _validate(body: dict) -> str | None:
