@@ -14,6 +14,7 @@ from genai_fakes.gemini import FakeGemini, image_reply
 from PIL import Image
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
+from providers_fakes.dashscope import FakeDashScope
 from providers_fakes.fal import FakeFal
 from providers_fakes.openai import FakeOpenAI
 
@@ -185,3 +186,35 @@ def test_bfl_refuses_fields_its_schema_does_not_take(bfl, changes, kind):
     response = bfl_submit(bfl, **changes)
     assert response.status_code == 422
     assert kind in [detail["type"] for detail in response.json()["detail"]]
+
+
+@pytest.fixture
+def dashscope():
+    with FakeDashScope() as server:
+        yield server
+
+
+def dashscope_generate(server: FakeDashScope, **parameters) -> httpx.Response:
+    jpeg = io.BytesIO()
+    Image.new("RGB", (512, 448), (1, 2, 3)).save(jpeg, format="JPEG")
+    image = "data:image/jpeg;base64," + base64.b64encode(jpeg.getvalue()).decode()
+    body = {"model": "qwen-image-edit-plus", "input": {"messages": [{"role": "user", "content": [
+        {"image": image}, {"text": "blue mug"}]}]},
+        "parameters": {"n": 1, "size": "1184*880", "watermark": False, "seed": 7, **parameters}}
+    return httpx.post(f"{server.base}/services/aigc/multimodal-generation/generation", json=body,
+                      headers={"Authorization": f"Bearer {server.key}"})
+
+
+def test_dashscope_takes_the_body_we_send(dashscope):
+    assert dashscope_generate(dashscope).status_code == 200
+
+
+@pytest.mark.parametrize("parameters, named", [
+    ({"n": 2}, "parameters.n"), ({"num_images": 1}, "parameters.num_images"), ({"seed": None}, "parameters.seed"),
+    ({"watermark": "false"}, "parameters.watermark"),
+])
+def test_dashscope_refuses_unknown_parameters_and_wrong_types(dashscope, parameters, named):
+    response = dashscope_generate(dashscope, **parameters)
+    assert response.status_code == 400
+    reply = response.json()
+    assert reply["code"] == "InvalidParameter" and reply["message"].startswith(named) and reply["request_id"]

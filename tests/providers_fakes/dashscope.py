@@ -47,7 +47,34 @@ class FakeDashScope(FakeServer):
             "usage": {"width": width, "height": height, "image_count": 1}, "request_id": request_id})
 
 
+#: The request's top-level fields and ``parameters`` of qwen-image-edit, with their JSON types (Model Studio,
+#: qwen-image-edit API reference [Q1][Q2]): another name, a wrong type or a null is a 400 InvalidParameter
+#: ``{request_id, code, message}`` [Q4 2nd].  ``n`` other than 1 is refused too: each image is billed and the
+#: benchmark buys one candidate per request.
+TOP_FIELDS = {"model": (str,), "input": (dict,), "parameters": (dict,)}
+PARAMETERS = {"n": (int,), "size": (str,), "negative_prompt": (str,), "prompt_extend": (bool,), "watermark": (bool,),
+              "seed": (int,)}
+
+
+def _field_problem(body: dict) -> str | None:
+    for where, fields, value in (("", TOP_FIELDS, body), ("parameters.", PARAMETERS, body.get("parameters") or {})):
+        for name, item in value.items():
+            kinds = fields.get(name)
+            if kinds is None:
+                return f"{where}{name} is not a valid parameter"
+            if not isinstance(item, kinds) or (isinstance(item, bool) and bool not in kinds):
+                return f"{where}{name} must be {kinds[0].__name__}, got {item!r:.40}"
+    if (body.get("parameters") or {}).get("n", 1) != 1:
+        return f"parameters.n {body['parameters']['n']}: this fake makes (and bills) one image a request"
+    return None
+
+
 def _validate(body: dict) -> str | None:
+    if not isinstance(body, dict):
+        return "the body must be a JSON object"
+    problem = _field_problem(body)
+    if problem:
+        return problem
     try:
         content = body["input"]["messages"][0]["content"]
     except (KeyError, IndexError, TypeError):
