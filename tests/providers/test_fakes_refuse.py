@@ -17,6 +17,7 @@ from providers_fakes.bfl import FakeBfl
 from providers_fakes.dashscope import FakeDashScope
 from providers_fakes.fal import FakeFal
 from providers_fakes.openai import FakeOpenAI
+from providers_fakes.replicate import FakeReplicate
 
 
 def png() -> bytes:
@@ -218,3 +219,27 @@ def test_dashscope_refuses_unknown_parameters_and_wrong_types(dashscope, paramet
     assert response.status_code == 400
     reply = response.json()
     assert reply["code"] == "InvalidParameter" and reply["message"].startswith(named) and reply["request_id"]
+
+
+@pytest.fixture
+def replicate_fake():
+    with FakeReplicate() as server:
+        yield server
+
+
+@pytest.mark.parametrize("model, change, status", [
+    ("bytedance/seedream-4.5", {}, 201),
+    ("bytedance/seedream-4.5", {"num_outputs": 2}, 422),
+    ("bytedance/seedream-4.5", {"max_images": "1"}, 422),
+    ("sourceful/riverflow-2.0-pro", {"prompt": "x"}, 422),  # riverflow's field is instruction
+])
+def test_replicate_refuses_input_its_model_schema_does_not_take(replicate_fake, model, change, status):
+    image = "data:image/png;base64," + base64.b64encode(png()).decode()
+    text = {"instruction": "blue mug"} if model.startswith("sourceful/") else {"prompt": "blue mug"}
+    images = {"init_images": [image]} if model.startswith("sourceful/") else {"image_input": [image]}
+    response = httpx.post(f"{replicate_fake.base}/models/{model}/predictions",
+                          json={"input": {**text, **images, "aspect_ratio": "4:3", **change}},
+                          headers={"Authorization": f"Bearer {replicate_fake.key}"})
+    assert response.status_code == status, response.text
+    if status == 422:
+        assert response.json()["detail"].startswith("- input")

@@ -32,6 +32,31 @@ ASPECT_RATIOS = {
     "bytedance/seedream-4.5": {"match_input_image", "1:1", "4:3", "3:4", "16:9", "9:16", "3:2", "2:3", "21:9"},
 }
 DATA_URI_LIMIT = 1_000_000
+#: The input fields of the models' published schemas and their JSON types (replicate.com model API pages:
+#: bytedance/seedream-4.5 [B16], sourceful/riverflow-2.0-* [R3]); a field outside, a wrong type or a null is a 422
+#: whose ``detail`` lists the invalid input, as Replicate answers input that fails the model's schema [A6] (the
+#: exact wording of Replicate's message is this fake's own).  A model not listed here takes any field.
+INPUTS: dict[str, dict[str, tuple[type, ...]]] = {
+    "bytedance/seedream-4.5": {"prompt": (str,), "image_input": (list,), "size": (str,), "aspect_ratio": (str,),
+                               "width": (int,), "height": (int,), "sequential_image_generation": (str,),
+                               "max_images": (int,), "seed": (int,)},
+    "sourceful/riverflow-2.0": {"instruction": (str,), "init_images": (list,), "super_resolution_refs": (list,),
+                                "resolution": (str,), "aspect_ratio": (str,), "font_urls": (list,),
+                                "font_texts": (list,), "transparency": (bool,), "enhance_prompt": (bool,),
+                                "max_iterations": (int,), "safety_checker": (bool,)},
+}
+
+
+def input_problem(model: str, data: dict) -> str | None:
+    """The first input field the model's schema refuses, if any."""
+    fields = next((fields for prefix, fields in INPUTS.items() if model.startswith(prefix)), None)
+    for name, value in data.items() if fields is not None else ():
+        if name not in fields:
+            return f"- input: Additional property {name} is not allowed"
+        kinds = fields[name]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return f"- input.{name}: Invalid type. Expected: {kinds[0].__name__}, given: {type(value).__name__}"
+    return None
 
 
 class FakeReplicate(FakeServer):
@@ -109,6 +134,9 @@ class FakeReplicate(FakeServer):
     def _problem(self, model: str, data: dict) -> Reply | None:
         if not (data.get("prompt") or data.get("instruction")):
             return Reply(422, {"detail": "- input: prompt is required", "status": 422})
+        problem = input_problem(model, data)
+        if problem:
+            return Reply(422, {"title": "Input validation failed", "detail": problem, "status": 422})
         allowed = ASPECT_RATIOS.get(model)
         if allowed and data.get("aspect_ratio") not in allowed:
             return Reply(422, {"detail": f"- input.aspect_ratio: must be one of {sorted(allowed)}", "status": 422})
