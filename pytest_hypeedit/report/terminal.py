@@ -32,7 +32,7 @@ def title(results: dict) -> str:
 def summary_lines(results: dict) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
-    lines = metrics_table(rows, calibrated) + [legend(results)] + [""] + counts_table(rows)
+    lines = metrics_table(rows, calibrated) + fold(legend(results)) + [""] + counts_table(rows)
     lines += totals_lines(rows, results)
     for line in tier_lines(rows) + rejudged_lines(rows) + possibly_paid_lines(rows) + implausible_lines(rows):
         lines += fold(line)
