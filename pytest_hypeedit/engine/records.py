@@ -69,8 +69,10 @@ def known_tier(value: Any) -> str:
 def verdict_tier(entry: dict[str, Any]) -> str:
     """The tier a verdict entry was served at (``extra["service_tier"]``); standard when it names none (a judge
     with one tier, a verdict given before tiers were recorded), UNKNOWN_TIER when it names something else."""
-    extra = entry.get("extra") if isinstance(entry.get("extra"), dict) else {}
-    return known_tier(extra[SERVED_TIER]) if SERVED_TIER in extra else STANDARD
+    extra = entry.get("extra")
+    if not isinstance(extra, dict) or SERVED_TIER not in extra:
+        return STANDARD
+    return known_tier(extra[SERVED_TIER])
 
 
 def unknown_tiers(record: Record) -> int:
