@@ -28,9 +28,14 @@ raw reply by an httpx response hook (``_ServedTiers``).  A verdict is billed at 
 rates"); a reply that names none was served at the tier asked (Flex is never upgraded server-side, same page);
 one that names a tier we do not know is billed at standard and recorded as unknown (spend is never less).
 Flex sheds load with 503 UNAVAILABLE ("Because Flex is sheddable and fails with 503 errors", same page): the HTTP
-policy retries it with backoff on Flex (providers/http.py: a 503 reply says the request was not taken, so it is
-not paid; the page: "To prevent unexpected charges, the system won't automatically upgrade"), and only
-``flex-or-standard`` asks once more at standard when Flex still sheds after those retries.
+policy retries it with backoff on Flex, with the same request (providers/http.py retries a 503 of a paid call: the
+reply says it was not taken), and only ``flex-or-standard`` asks once more at standard when Flex still sheds
+after those retries ("To prevent unexpected charges, the system won't automatically upgrade a Flex request to
+the Standard tier", same page).  A shed request is taken as not billed: Gemini bills the tokens of an answer
+(ai.google.dev/gemini-api/docs/pricing) and a 503 carries none, Google's staff describing it as "can't service
+your request" (discuss.ai.google.dev/t/handling-429-503-errors-from-the-gemini-api/124640); that nothing at all is
+charged is UNCONFIRMED first-hand (providers.md section 11.6).  A reply lost on the way is never sent again
+(genai_client.mark_paid) and goes to the journal as every paid call does.
 """
 
 from __future__ import annotations
