@@ -232,7 +232,8 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "judge_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,), "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
     "candidate_sha256": _TEXT, "references_sha256": (list,),
-    # tiers are checked by name, not type (clean_fields): a wrong one is counted as unknown, not a lost record
+    # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
+    "tier": _TEXT, "judge_tier": _TEXT,
 }
 #: Text fields that only inform (a plugin's provider may give its request id or model as a number): a number
 #: there is kept as text, never a reason to throw away the record and its paid verdict.
@@ -257,6 +258,9 @@ def check_fields(fields: dict[str, Any]) -> None:
     missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
     if missing:
         raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
+    for name in ("tier", "judge_tier"):
+        if name in fields:
+            fields[name] = known_tier(fields[name])
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and _is(value, _NUMBER):
             fields[name] = value = str(value)
@@ -330,9 +334,6 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
     the human panel's) cleaned of control characters and CI commands and capped (text.py): a record read back
     may have been written by anyone."""
     fields = _cleaned(fields, _OUTSIDE_TEXTS)
-    for name in ("tier", "judge_tier"):
-        if name in fields:
-            fields[name] = known_tier(fields[name])
     if fields.get("judgements"):
         # every key a reused verdict is applied from (runner._apply_verdict), the judge's id by default its key
         fields["judgements"] = {judge: {"judge": judge, "reasoning": None, "votes": [], "judged_at": None,
