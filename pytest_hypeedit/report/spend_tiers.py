@@ -55,3 +55,19 @@ def spend_by_tier_text(rows: Sequence[Mapping[str, Any]]) -> str:
 def _amount(value: Any) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else 0.0
+
+
+def paid_price_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A note beside a table of effective costs when some row's spend was not at standard: its effective cost is
+    at the price paid, and at list price (``effective_cost_list``) it is ...; "" otherwise."""
+    shown = [row for row in rows if tiered(row)]
+    if not shown:
+        return ""
+    at_list = ", ".join(f"{row.get('model')} ({row.get('split')}) {_dollars(row.get('effective_cost_list'))}"
+                        for row in shown)
+    return (f"Effective cost is at the price paid (spend by tier: {spend_by_tier_text(shown)}); at list price, to "
+            f"compare with runs at other tiers: {at_list}.")
+
+
+def _dollars(value: Any) -> str:
+    return f"${value:.2f}" if isinstance(value, (int, float)) and math.isfinite(value) else "n/a"

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from .charts import CHART_METRICS, format_value, metric_charts_svg
-from .spend_tiers import spend_by_tier_text, tiers_text
+from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
 from .tables import split_order
 
 #: Metrics the calibration also reports, beyond the six of the table.
@@ -200,6 +200,7 @@ def metrics_table(rows: list[Mapping[str, Any]]) -> str:
         notes.append("[95% interval]")
     if calibrated:
         notes.append(_calibration_note(rows))
+    notes += [_text(note) for note in (paid_price_note(rows),) if note]  # model names are untrusted text
     return _scroll(table) + (f'<p class="hx-note">{" ".join(notes)}</p>' if notes else "")
 
 

@@ -117,3 +117,13 @@ def test_the_leaderboard_compares_at_list_price_and_says_so():
     assert "Effective cost per success is at each model's list price" in markdown
     plain = results_markdown({"rows": [row_of([record("a", 1, passed=True)])], "settings": {}})
     assert "list price" not in plain
+
+
+def test_the_html_metrics_table_says_its_effective_cost_is_at_the_price_paid_escaped():
+    from pytest_hypeedit.report.summary import metrics_table
+
+    row = {**row_of(mixed()), "model": "<b>evil</b>"}
+    html = metrics_table([row])
+    assert "Effective cost is at the price paid (spend by tier: generation batch $0.13, standard $0.27" in html
+    assert f"&lt;b&gt;evil&lt;/b&gt; (public) ${row['effective_cost_list']:.2f}" in html and "<b>evil" not in html
+    assert "price paid" not in metrics_table([row_of([record("a", 1, passed=True)])])
