@@ -49,5 +49,6 @@ def check_judge_tier(judge, choice: str) -> None:
     """A ConfigError (a usage error: nothing paid yet) when ``judge`` has no tier ``choice``."""
     if asked_tier(choice) not in judge.tiers:
         have = ", ".join(judge.tiers) or "none"
-        raise ConfigError(f"--judge-tier {choice}: judge {judge.id} has only the tier(s) {have}; "
-                          f"use --judge-tier {STANDARD}, or a judge with Flex (gemini-3-flash, gemini:MODEL)")
+        what = f"a majority of several judges ({judge.id})" if judge.name == "majority" else f"judge {judge.id}"
+        raise ConfigError(f"--judge-tier {choice}: {what} has only the tier(s) {have}; "
+                          f"use --judge-tier {STANDARD}, or one judge with Flex (gemini-3-flash, gemini:MODEL)")

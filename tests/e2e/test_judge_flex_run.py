@@ -106,3 +106,13 @@ def test_the_ini_file_sets_the_judge_tier(bench, fake_gemini):
     bench.makeini("[pytest]\nhypeedit_judge_tier = flex\n")
     run(bench).assert_outcomes(failed=TASKS)
     assert {r.json.get("serviceTier") for r in fake_gemini.requests} == {"flex"}
+
+
+def test_workers_ask_at_flex_too_and_the_results_are_the_same_as_without_n(bench, fake_gemini):
+    # the rubric's prompt is the package's own: workers download nothing (the upstream stub is this process's)
+    result = run(bench, "--judge-tier", "flex", "-n", "2", "--judge", "gemini-3-flash-rubric")
+    result.assert_outcomes(failed=TASKS)
+    assert [r.json.get("serviceTier") for r in fake_gemini.requests] == ["flex"] * TASKS
+    row = results_of(bench)["rows"][0]
+    assert row["spend_by_tier"]["judge"] == {"flex": pytest.approx(fake_gemini.billed_usd("flex"), abs=1e-6)}
+    assert {r["judge_tier"] for r in records_of(bench)} == {"flex"}

@@ -137,7 +137,9 @@ def test_a_judge_without_flex_refuses_it_naming_itself_and_its_tiers(spec, tmp_p
         make_judge(spec, options("flex"))
     message = str(caught.value)
     assert "--judge-tier flex" in message and "has only the tier(s) standard" in message
-    assert ("openai:gpt-4.1" in message) or ("labels" in message)
+    assert {"openai:gpt-4.1": "judge openai:gpt-4.1 has", "labels:a.json": "judge labels",
+            "gemini-3-flash,openai:gpt-4.1": "a majority of several judges (gemini-3-flash,openai:gpt-4.1)"}[spec] \
+        in message
 
 
 def test_batch_is_refused_with_the_tiers_there_are():
