@@ -47,6 +47,7 @@ class RunConfig:
     concurrency: int = DEFAULT_CONCURRENCY  # candidates in progress at once across the run
     adaptive: bool = False  # --concurrency auto: each route's level follows the provider (AIMD)
     possibly_paid: str = "rebuy"  # --possibly-paid: rebuy a possibly paid candidate, or hold it for review
+    judge_tier: str = "standard"  # --judge-tier (judges/judge_tiers.py): standard, flex or flex-or-standard
 
     def limits_for(self, spec: ModelSpec) -> RouteLimits:
         """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes."""
@@ -69,6 +70,7 @@ class RunConfig:
             "review_seconds": self.review_seconds,
             "review_rate": self.review_rate,
             "judge": self.judge,
+            "judge_tier": self.judge_tier,
             "budget": self.budget,
             "splits": {s.name: {"location": s.source.location, "sha256": s.source.sha256} for s in self.splits},
             # where the candidates are: a later run given this file as --baseline shows them beside its own
@@ -92,6 +94,8 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[d
     rootdir: pytest moves the rootdir when an option's value looks like a path (glue/rootdir_guard.py).
     ``load_tasks=False`` leaves ``splits`` empty: nothing is downloaded (the up-front key check runs first).
     """
+    from .judges.judge_tiers import parse_judge_tier
+
     registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
     models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))
     cache_dir = Path(option.hypeedit_cache_dir) if option.hypeedit_cache_dir else default_cache_dir()
@@ -114,6 +118,7 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[d
         rate_limits=dict(parse_rate_limit(text) for text in option.hypeedit_rate_limits or []),
         **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
         possibly_paid=parse_possibly_paid(getattr(option, "hypeedit_possibly_paid", None)),
+        judge_tier=parse_judge_tier(getattr(option, "hypeedit_judge_tier", None)),
     )
 
 

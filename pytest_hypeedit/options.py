@@ -42,7 +42,7 @@ GROUP_OF = {
     "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--estimate": "hypeedit-money", "--possibly-paid": "hypeedit-money",
     "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
     "--judge": "hypeedit-judges", "--judge-base-url": "hypeedit-judges", "--rejudge": "hypeedit-judges",
-    "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
+    "--judge-tier": "hypeedit-judges", "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
     "--retry-cap": "hypeedit-statistics", "--review-seconds": "hypeedit-statistics",
     "--review-rate": "hypeedit-statistics", "--gate": "hypeedit-statistics",
     "--allow-incomplete": "hypeedit-statistics", "--bootstrap": "hypeedit-statistics",
@@ -104,6 +104,10 @@ def _declare_all(add: Callable[..., None]) -> None:
              "or several separated by commas for a majority")
     add("--judge-base-url", dest="hypeedit_judge_base_url", metavar="URL",
         help="chat-completions server of an openai:MODEL judge, e.g. http://localhost:8000/v1 (vLLM, Ollama)")
+    add("--judge-tier", dest="hypeedit_judge_tier", default=None, metavar="standard|flex|flex-or-standard",
+        help="price tier of the judge's calls: standard (default), flex (Gemini Flex, 50%% of the standard "
+             "price, minutes per verdict; shed requests are retried on Flex) or flex-or-standard (a verdict Flex "
+             "keeps shedding is asked once more at standard); batch is not supported yet")
     add("--rejudge", dest="hypeedit_rejudge", action="store_true",
         help="judge again candidates whose verdict is already on disk")
     add("--models-file", action="append", dest="hypeedit_models_files", default=[], metavar="PATH",

@@ -57,7 +57,7 @@ def enrich_results(
     """
     for row in results.get("rows") or []:
         row_tallies = list(tallies.get((row["model"], row["split"]), ()))
-        cost = float(row.get("cost_per_candidate") or 0.0)
+        cost = row_price(row)
         row["task_tallies"] = [tally_to_json(t) for t in row_tallies]
         if settings.bootstrap:
             row["intervals"] = intervals_json(row_tallies, cost, settings)
@@ -71,6 +71,13 @@ def enrich_results(
     return results
 
 
+def row_price(row: Mapping[str, Any]) -> float:
+    """The price per candidate a row's effective cost is at: what its run paid (``cost_per_candidate_paid``, at the
+    tiers that served it), else the list price (a results file written before tiers were recorded)."""
+    price = row.get("cost_per_candidate_paid", row.get("cost_per_candidate"))
+    return float(price or 0.0)
+
+
 def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettings,
                      metrics: Sequence[str] = PAIRWISE_METRICS) -> list[dict[str, Any]] | None:
     """The pairwise comparisons of rows carrying ``task_tallies``; None when no split has two models."""
@@ -78,7 +85,7 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
     for row in rows:
         tallies = tuple(tally_from_json(t) for t in row.get("task_tallies") or ())
         splits.setdefault(str(row.get("split")), []).append(
-            Entrant(str(row.get("model")), tallies, float(row.get("cost_per_candidate") or 0.0)))
+            Entrant(str(row.get("model")), tallies, row_price(row)))
     several = {split: entrants for split, entrants in splits.items() if len(entrants) > 1}
     if not several:
         return None
@@ -138,7 +145,7 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
         return {"baseline_error": "the baseline results carry no per-task tallies (written by an older version); rerun it"}
     old_tallies = [tally_from_json(t) for t in old["task_tallies"]]
     try:
-        comparison = paired_comparison(tallies, old_tallies, cost, float(old.get("cost_per_candidate") or 0.0),
+        comparison = paired_comparison(tallies, old_tallies, cost, row_price(old),
                                        settings.metrics, n_resamples=settings.bootstrap or 1000, seed=settings.seed,
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run

@@ -29,6 +29,16 @@ RECORD_SCHEMA = "hypeedit-record/1"
 #: ``extra`` key of a new record made where a file on disk was no record (engine/store.py): why it was not used.
 DISCARDED = "discarded_record"
 
+#: The price tiers a call can be served at (providers.md section 11): ``standard`` (the list price), ``flex``
+#: (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode).  A record read from disk is
+#: untrusted: any other value of ``tier`` or ``judge_tier`` becomes UNKNOWN_TIER, counted (``unknown_tiers``) and
+#: its spend shown under that name, never believed.
+STANDARD, FLEX, BATCH = "standard", "flex", "batch"
+TIERS = (STANDARD, FLEX, BATCH)
+UNKNOWN_TIER = "unknown"
+#: The key of a verdict's ``extra`` that names the tier that served it (judges/gemini.py).
+SERVED_TIER = "service_tier"
+
 
 def now_iso() -> str:
     """The timestamp format of records and labels files: UTC, to the second."""
@@ -49,6 +59,25 @@ def usd(value: Any) -> float:
 def _believable(value: Any) -> bool:
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
             and 0 <= value <= MAX_CALL_USD)
+
+
+def known_tier(value: Any) -> str:
+    """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
+    return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
+
+
+def verdict_tier(entry: dict[str, Any]) -> str:
+    """The tier a verdict entry was served at (``extra["service_tier"]``); standard when it names none (a judge
+    with one tier, a verdict given before tiers were recorded), UNKNOWN_TIER when it names something else."""
+    extra = entry.get("extra")
+    if not isinstance(extra, dict) or SERVED_TIER not in extra:
+        return STANDARD
+    return known_tier(extra[SERVED_TIER])
+
+
+def unknown_tiers(record: Record) -> int:
+    """How many of the record's tiers were not believed (not a known tier name on disk)."""
+    return sum(1 for tier in (record.tier, record.judge_tier) if tier == UNKNOWN_TIER)
 
 
 def implausible_amounts(record: Record) -> int:
@@ -76,6 +105,7 @@ class Record:
     seed: int | None = None
     request_id: str | None = None
     cost: float = 0.0  # generation spend in USD for this candidate
+    tier: str = STANDARD  # the price tier that served the generation (TIERS), as the provider's reply says
     latency_s: float | None = None
     generated_at: str | None = None
     refusal: str | None = None  # the provider's reason, when refused
@@ -99,6 +129,7 @@ class Record:
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
     judge_cost: float = 0.0
+    judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
     # judges never throws a paid verdict away
@@ -201,6 +232,8 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "judge_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,), "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
     "candidate_sha256": _TEXT, "references_sha256": (list,),
+    # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
+    "tier": _TEXT, "judge_tier": _TEXT,
 }
 #: Text fields that only inform (a plugin's provider may give its request id or model as a number): a number
 #: there is kept as text, never a reason to throw away the record and its paid verdict.
@@ -225,6 +258,9 @@ def check_fields(fields: dict[str, Any]) -> None:
     missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
     if missing:
         raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
+    for name in ("tier", "judge_tier"):
+        if name in fields:
+            fields[name] = known_tier(fields[name])
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and _is(value, _NUMBER):
             fields[name] = value = str(value)

@@ -53,7 +53,7 @@ from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
 from . import journal as paid, provenance, room
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
-from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
+from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, known_tier, now_iso, usd, verdict_tier
 from .refusedkeys import RefusedKeys
 from .store import Store
 
@@ -721,6 +721,7 @@ class Runner:
             raise DiskFull(self.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
         record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
+        record.tier = known_tier(gen.tier)
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
         record.extra.update(gen.extra)
@@ -929,6 +930,7 @@ class Runner:
         record.verdict, record.reasoning, record.judge = entry["verdict"], entry["reasoning"], entry["judge"]
         record.votes, record.judged_at = entry["votes"], entry["judged_at"]
         record.judge_cost = entry.get("cost") or 0.0
+        record.judge_tier = verdict_tier(entry)
         record.outcome, record.error, record.reused_verdict = (PASS if entry["verdict"] == "PASS" else FAIL), None, reused
 
     def close(self) -> None:

@@ -187,7 +187,7 @@ def judge_options(config: pytest.Config, run: RunConfig):
     from ..judges import JudgeOptions
 
     return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models),
-                        cache_dir=run.cache_dir)
+                        cache_dir=run.cache_dir, tier=run.judge_tier)
 
 
 def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:

@@ -78,6 +78,8 @@ class JudgeOptions:
     limiter_for: Callable[[str], Any] | None = None
     #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
     cache_dir: Path | None = None
+    #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it refuses.
+    tier: str = "standard"
 
     def __post_init__(self) -> None:
         url = self.openai_base_url
@@ -146,11 +148,12 @@ def make_judge(text: str, options: JudgeOptions,
         if juror is None:
             raise ConfigError(f"--judge {text}: unknown judge {name!r}")
         jurors.append(juror)
-    if len(jurors) == 1:
-        return jurors[0]
+    from .judge_tiers import check_judge_tier
     from .majority import MajorityJudge
 
-    return MajorityJudge(jurors)
+    judge = jurors[0] if len(jurors) == 1 else MajorityJudge(jurors)
+    check_judge_tier(judge, options.tier)
+    return judge
 
 
 def _load(name: str):

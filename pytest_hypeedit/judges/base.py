@@ -64,6 +64,9 @@ class Judge:
     #: judge's verdict is (never pay twice); free human labels are read afresh,
     #: since raters keep adding files.
     reuse_verdicts: bool = True
+    #: The price tiers this judge can be asked at (``--judge-tier``, judges/judge_tiers.py); a judge that lists
+    #: only standard refuses any other with a usage error naming itself and these.
+    tiers: tuple[str, ...] = ("standard",)
 
     @property
     def id(self) -> str:

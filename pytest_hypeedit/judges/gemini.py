@@ -14,7 +14,28 @@ given under another prompt is judged again (``stale_reason``), never reused
 silently.  Each verdict also records the model version that answered (the reply's ``modelVersion``,
 which google-genai reads as ``response.model_version``): Google serves a retired id with a newer model
 without saying so elsewhere (judges/versions.py).  The cost is computed from the token usage at the published price
-($0.50 in, $3 out per million tokens; thinking is billed as output).
+($0.50 in, $3 out per million tokens; thinking is billed as output), at the tier that served the call.
+
+``--judge-tier flex`` asks Gemini's Flex tier (judges/judge_tiers.py): ``GenerateContentConfig(service_tier=
+"flex")``, which google-genai 3.6.1 sends as the request's top-level ``"serviceTier": "flex"``
+(``models.py`` ``_GenerateContentConfig_to_mldev``: ``setv(parent_object, ['serviceTier'], ...)``; the values are
+``types.ServiceTier``: unspecified, flex, standard, priority).  The reply's ``usageMetadata.serviceTier`` says
+which tier served it (``types.UsageMetadata.service_tier``, "Output only. Service tier of the request"), but
+google-genai parses the reply into ``GenerateContentResponseUsageMetadata``, which has no such field, and drops
+unknown fields (``_common.BaseModel._from_response`` -> ``_remove_extra_fields``): so the tier is read from the
+raw reply by an httpx response hook (``_ServedTiers``).  A verdict is billed at the tier its reply names (Flex:
+50% of standard, ai.google.dev/gemini-api/docs/flex-inference, "a 50% cost reduction compared to standard
+rates"); a reply that names none was served at the tier asked (Flex is never upgraded server-side, same page);
+one that names a tier we do not know is billed at standard and recorded as unknown (spend is never less).
+Flex sheds load with 503 UNAVAILABLE ("Because Flex is sheddable and fails with 503 errors", same page): the HTTP
+policy retries it with backoff on Flex, with the same request (providers/http.py retries a 503 of a paid call: the
+reply says it was not taken), and only ``flex-or-standard`` asks once more at standard when Flex still sheds
+after those retries ("To prevent unexpected charges, the system won't automatically upgrade a Flex request to
+the Standard tier", same page).  A shed request is taken as not billed: Gemini bills the tokens of an answer
+(ai.google.dev/gemini-api/docs/pricing) and a 503 carries none, Google's staff describing it as "can't service
+your request" (discuss.ai.google.dev/t/handling-429-503-errors-from-the-gemini-api/124640); that nothing at all is
+charged is UNCONFIRMED first-hand (providers.md section 11.6).  A reply lost on the way is never sent again
+(genai_client.mark_paid) and goes to the journal as every paid call does.
 """
 
 from __future__ import annotations
@@ -23,11 +44,13 @@ import json
 import threading
 from typing import Any
 
-from ..errors import JudgeError
+from ..engine.records import FLEX, SERVED_TIER, STANDARD, UNKNOWN_TIER
+from ..errors import ConfigError, JudgeError
 from ..providers.gemini import image_part
 from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
 from ..secrets import redact
 from .base import Judge, JudgeRequest, Verdict
+from .judge_tiers import FLEX_OR_STANDARD, asked_tier
 from .prompting import (
     RUBRIC_KIND,
     UPSTREAM,
@@ -68,15 +91,28 @@ THINKING_LEVEL = "MEDIUM"  # types.ThinkingLevel.MEDIUM, in google-genai >= 1.56
 # (google-genai 1.51 to 3.x; ai.google.dev/gemini-api/docs/media-resolution: per part, Gemini 3).
 MEDIA_RESOLUTION = {"level": "media_resolution_high"}
 
+#: What a verdict served at Flex costs, as a share of its standard price ("a 50% cost reduction compared to
+#: standard rates", ai.google.dev/gemini-api/docs/flex-inference; providers.md section 11.6).
+FLEX_SHARE = 0.5
+#: Seconds per read of a Flex call: "Minutes (1-15 min target)", "we recommend increasing client-side timeouts to
+#: 10 minutes or more" (the same page): the top of the target, never less than the run's own timeout.
+FLEX_TIMEOUT_S = 900.0
+#: The status Flex sheds a request with ("503 Service Unavailable: The system is currently at capacity");
+#: a 429 is the project's own rate limit, which standard shares ("Flex counts towards your general rate limits").
+SHED_STATUS = 503
+
 
 class GeminiJudge(Judge):
     name = "gemini-3-flash"
     key_env = GEMINI_KEY_ENV
     routes = (ROUTE,)
+    tiers = (STANDARD, FLEX)
 
     def __init__(self, options=None, *, model: str | None = None, prompt: str = UPSTREAM):
         self.model = model or getattr(options, "gemini_model", None) or FLASH_MODEL
         self.options = options
+        self.tier_choice: str = getattr(options, "tier", None) or STANDARD
+        self._served = _ServedTiers()
         self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
         self._session: GenaiSession | None = None
         self._lock = threading.Lock()
@@ -93,12 +129,27 @@ class GeminiJudge(Judge):
         with self._lock:  # one client per judge, built on first use (listing judges needs no key)
             if self._session is None:
                 policy, limiter = http_plumbing(self.options, ROUTE, self.model)
-                self._session = GenaiSession(route=ROUTE, timeout_s=getattr(self.options, "timeout_s", 120.0),
-                                             policy=policy, limiter=limiter)
+                timeout = getattr(self.options, "timeout_s", 120.0)
+                if self.asked == FLEX:
+                    timeout = max(timeout, FLEX_TIMEOUT_S)
+                self._session = GenaiSession(route=ROUTE, timeout_s=timeout, policy=policy, limiter=limiter)
+                hooks = self._session.http.event_hooks
+                self._session.http.event_hooks = {**hooks, "response": [*hooks["response"], self._served.note]}
             return self._session
+
+    @property
+    def asked(self) -> str:
+        """The tier each verdict is asked at first (--judge-tier)."""
+        return asked_tier(self.tier_choice)
 
     def prepare(self) -> None:
         self.prompt.text()
+        if self.asked == FLEX:
+            _, types, _ = import_genai()
+            if "service_tier" not in types.GenerateContentConfig.model_fields:
+                raise ConfigError("--judge-tier flex: this google-genai cannot ask for a service tier "
+                                  "(GenerateContentConfig.service_tier, google-genai 3.6.1 has it): upgrade it "
+                                  "with pip install -U google-genai, or use --judge-tier standard")
 
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         return stale_reason(entry, self.prompt)
@@ -110,7 +161,8 @@ class GeminiJudge(Judge):
         pieces = message_pieces(request, self.prompt.text())
         tokens_in = sum((len(p.encode("utf-8")) if isinstance(p, str) else IMAGE_TOKENS_MAX) + PART_TOKENS
                         for p in pieces)
-        return ASKS_MAX * (tokens_in * price_in + MAX_OUTPUT_TOKENS * price_out)
+        share = FLEX_SHARE if self.tier_choice == FLEX else 1.0  # flex-or-standard may be billed at standard
+        return ASKS_MAX * (tokens_in * price_in + MAX_OUTPUT_TOKENS * price_out) * share
 
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
@@ -128,25 +180,42 @@ class GeminiJudge(Judge):
         return [types.Content(role="user", parts=parts)]
 
     def _ask(self, contents: list, who: str) -> Answer:
+        try:
+            response, tier = self._generate(contents, who, self.asked)
+        except JudgeError as exc:
+            if self.tier_choice != FLEX_OR_STANDARD or exc.status != SHED_STATUS:
+                raise _shed_note(exc, self.asked) from None
+            # --judge-tier flex-or-standard: Flex kept shedding this verdict through the policy's retries (a
+            # 503 is not a paid answer), so it is asked once at standard, as the user chose; billed so.
+            response, tier = self._generate(contents, who, STANDARD)
+        text, thoughts = _reply_texts(response, who)
+        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response),
+                MODEL_VERSION: answering_model(getattr(response, "model_version", None)), SERVED_TIER: tier}
+        if thoughts:
+            kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
+        return Answer(text, _cost(self.model, response, tier), kept)
+
+    def _generate(self, contents: list, who: str, tier: str) -> tuple[Any, str]:
+        """The reply of one generateContent asked at ``tier``, and the tier that served it (its usage metadata's
+        ``serviceTier``; the tier asked when it names none)."""
         def generate():
             try:
                 return self.session.client.models.generate_content(model=self.model, contents=contents,
-                                                                   config=self._config())
+                                                                   config=self._config(tier))
             except json.JSONDecodeError as exc:  # a reply body that is not JSON: ask again once
                 raise UnparseableReply(f"reply body is not JSON ({exc.msg})") from None
 
+        self._served.clear()
         response = call(generate, what=who, error=JudgeError)
-        text, thoughts = _reply_texts(response, who)
-        kept = {"usage": _usage(response), "finish_reason": _finish_reason(response),
-                MODEL_VERSION: answering_model(getattr(response, "model_version", None))}
-        if thoughts:
-            kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
-        return Answer(text, _cost(self.model, response), kept)
+        return response, self._served.tier() or tier
 
     @staticmethod
-    def _config():
+    def _config(tier: str = STANDARD):
         _, types, _ = import_genai()
+        # standard is sent as no tier at all: the request of a run without --judge-tier is as it always was
+        flex = {"service_tier": types.ServiceTier.FLEX} if tier == FLEX else {}
         return types.GenerateContentConfig(
+            **flex,
             temperature=TEMPERATURE,
             max_output_tokens=MAX_OUTPUT_TOKENS,
             response_modalities=["TEXT"],
@@ -183,8 +252,53 @@ def _usage(response: Any) -> dict[str, int]:
     return {name: getattr(usage, name) for name in names if getattr(usage, name, None) is not None}
 
 
-def _cost(model: str, response: Any) -> float:
+def _cost(model: str, response: Any, tier: str = STANDARD) -> float:
+    """The reply's tokens at the model's price at ``tier``: Flex at FLEX_SHARE, any other (an unknown tier too:
+    spend is never less than it may have been) at standard."""
     price_in, price_out = PRICES.get(model, (0.0, 0.0))
     usage = _usage(response)
     out_tokens = usage.get("candidates_token_count", 0) + usage.get("thoughts_token_count", 0)
-    return usage.get("prompt_token_count", 0) * price_in + out_tokens * price_out
+    standard = usage.get("prompt_token_count", 0) * price_in + out_tokens * price_out
+    return standard * (FLEX_SHARE if tier == FLEX else 1.0)
+
+
+def _shed_note(exc: JudgeError, asked: str) -> JudgeError:
+    """A verdict Flex shed after every retry: the error says what the user can do (the next run asks again)."""
+    if asked != FLEX or exc.status != SHED_STATUS:
+        return exc
+    return JudgeError(f"{exc}; Flex shed it after every retry (a shed request is not billed): rerun later, or use "
+                      "--judge-tier flex-or-standard to ask such a verdict at standard",
+                      retryable=exc.retryable, status=exc.status, reply_lost=exc.reply_lost)
+
+
+class _ServedTiers:
+    """The tier that served the last generateContent reply of each thread, read from the raw reply (google-genai
+    drops ``usageMetadata.serviceTier`` while parsing): an httpx response hook, called in the calling thread."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def clear(self) -> None:
+        self._local.tier = None
+
+    def tier(self) -> str | None:
+        return getattr(self._local, "tier", None)
+
+    def note(self, response: Any) -> None:
+        if response.status_code != 200 or not response.request.url.path.endswith(":generateContent"):
+            return
+        try:
+            usage = json.loads(response.read()).get("usageMetadata") or {}
+        except (ValueError, AttributeError):
+            return  # google-genai reports a body that is not a JSON object itself
+        self._local.tier = served_tier(usage.get("serviceTier") if isinstance(usage, dict) else None)
+
+
+def served_tier(value: Any) -> str | None:
+    """``usageMetadata.serviceTier`` as a tier of ours: None when absent; its wire spelling is UNCONFIRMED
+    (``"flex"`` as types.ServiceTier's value, or ``"FLEX"``; a ``SERVICE_TIER_`` prefix as proto enums have):
+    compared case-insensitively; a value we do not know (``priority``, junk) is UNKNOWN_TIER."""
+    if value is None:
+        return None
+    text = str(value).strip().lower().removeprefix("service_tier_")
+    return text if text in (STANDARD, FLEX) else UNKNOWN_TIER

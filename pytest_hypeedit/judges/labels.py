@@ -23,6 +23,7 @@ class LabelsJudge(Judge):
     needs_images = False
     reuse_verdicts = False
     routes = ()  # read from files: free and instant
+    tiers = ("standard",)  # nothing is bought: no cheaper tier to ask for
 
     def __init__(self, paths: Iterable[Path], known_models: Iterable[str] | None = None):
         self.paths = [Path(p) for p in paths]

@@ -17,6 +17,8 @@ from .base import Judge, JudgeRequest, Verdict
 
 class MajorityJudge(Judge):
     name = "majority"
+    #: Standard only: a record holds one judge_tier, which could not stand for jurors served at different tiers.
+    tiers = ("standard",)
 
     def __init__(self, jurors: Sequence[Judge]):
         if len(jurors) < 2:

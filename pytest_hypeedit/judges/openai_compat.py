@@ -72,6 +72,8 @@ ROUTE = "openai-judge"
 class OpenAICompatJudge(Judge):
     name = "openai"
     routes = (ROUTE,)
+    #: Standard only: it talks to any chat-completions server (vLLM, Ollama, ...), whose tiers are unknown.
+    tiers = ("standard",)
 
     def __init__(self, model: str, options=None, *, prompt: str = UPSTREAM):
         if not model or not model.strip():

@@ -42,6 +42,7 @@ class Generation:
     provider_model: str
     seed: int | None = None  # the seed the provider used, when it takes one
     request_id: str | None = None
+    tier: str = "standard"
     extra: dict[str, Any] = field(default_factory=dict)
     #: A small copy made while the image was decoded to check it (engine/signals.py ``Preview``), so the pixel
     #: signals need no second decode; None when the adapter made none.  Never written anywhere.

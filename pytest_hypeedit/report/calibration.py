@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..analysis.enrich import row_price
 from ..engine.records import FAIL, PASS, REFUSED, Record
 from ..errors import ConfigError
 from ..labels import Panel, PanelVerdict, read_panel
@@ -202,7 +203,7 @@ def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settin
 
     found = row_sample(records, sample, pooled_keys=row["split"] == COMBINED)
     evidence = task_evidence(found.units)
-    cost = float(row.get("cost_per_candidate") or 0.0)
+    cost = row_price(row)
     result = calibrate(evidence, cost, settings.metrics, n_resamples=settings.bootstrap, seed=settings.seed,
                        level=settings.level)
     design = "assumed-srs" if found.assumed or not found.designs else "recorded"
@@ -291,8 +292,7 @@ def calibrated_baseline(row, evidence, settings: Settings, baseline: Mapping[str
                                              "--calibrate on a sample drawn with the same design)"}
     try:
         before = [TaskEvidence.from_json(t) for t in old["calibration_evidence"]["tasks"]]
-        comparison = paired_calibrated(evidence, before, float(row.get("cost_per_candidate") or 0.0),
-                                       float(old.get("cost_per_candidate") or 0.0), settings.metrics,
+        comparison = paired_calibrated(evidence, before, row_price(row), row_price(old), settings.metrics,
                                        n_resamples=settings.bootstrap or 1000, seed=settings.seed, level=settings.level)
     except (ValueError, KeyError, TypeError) as exc:
         return {"calibrated_baseline_error": f"the baseline's calibration evidence cannot be used ({exc})"}

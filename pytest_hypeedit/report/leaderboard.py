@@ -49,7 +49,7 @@ def results_markdown(results: Mapping[str, Any], published: "Published | None" =
     """
     rows = list(results.get("rows") or [])
     settings = results.get("settings") or (published.settings if published and not rows else {})
-    parts = [_header(settings, published)]
+    parts = [_header(settings, published, tiered=any(_paid_elsewhere(r) for r in rows))]
     for split in section_order(rows, published):
         theirs = published.rows_of(split) if published else []
         parts.append(_split_section(split, [r for r in rows if r.get("split") == split], results, theirs, published))
@@ -58,7 +58,7 @@ def results_markdown(results: Mapping[str, Any], published: "Published | None" =
     return "\n".join(parts)
 
 
-def _header(settings: Mapping[str, Any], published: "Published | None" = None) -> str:
+def _header(settings: Mapping[str, Any], published: "Published | None" = None, tiered: bool = False) -> str:
     cap = settings.get("retry_cap", 4)
     review = settings.get("review_cost")
     review_text = f"${review:.4f}" if isinstance(review, (int, float)) else "as set for each run"
@@ -79,6 +79,10 @@ def _header(settings: Mapping[str, Any], published: "Published | None" = None) -
     ]
     if settings.get("judge"):
         lines.append(f"- Judge: {_cell(settings['judge'])}.")
+    if tiered:
+        lines.append("- Effective cost per success is at each model's list price (its standard price per "
+                     "candidate), whatever tier a run bought at, so that runs compare; what a run paid is in its "
+                     "results JSON (effective_cost at cost_per_candidate_paid), its intervals here are n/a.")
     if published:
         lines += _published_notes(settings, published)
     return "\n".join(lines) + "\n"
@@ -154,14 +158,22 @@ def _beside_published(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, An
 
 
 def _metric_cells(row: Mapping[str, Any]) -> list[str]:
-    return [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
+    at_list = {**row, "effective_cost": row["effective_cost_list"]} if "effective_cost_list" in row else row
+    return [format_metric(at_list.get(key), kind) for key, _, kind in COLUMNS]
+
+
+def _paid_elsewhere(row: Mapping[str, Any]) -> bool:
+    """Whether the row's run paid another price than the list price (a batch or Flex tier): the table shows its
+    effective cost at list price, and its interval (at the price paid) is left out."""
+    paid = row.get("cost_per_candidate_paid")
+    return paid is not None and paid != row.get("cost_per_candidate")
 
 
 def _interval_cells(row: Mapping[str, Any]) -> list[str]:
     intervals = row.get("intervals") or {}
     cells = []
     for key, _, kind in COLUMNS:
-        bounds = intervals.get(key)
+        bounds = None if key == "effective_cost" and _paid_elsewhere(row) else intervals.get(key)
         cells.append(f"{format_metric(bounds[0], kind)} – {format_metric(bounds[1], kind)}" if bounds else "n/a")
     return cells
 

@@ -16,12 +16,31 @@ from typing import Iterable, Sequence
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
-from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, implausible_amounts, usd
+from ..engine.records import (
+    BATCH,
+    ERROR,
+    FAIL,
+    FLEX,
+    PASS,
+    REFUSED,
+    SKIPPED,
+    STANDARD,
+    Record,
+    implausible_amounts,
+    unknown_tiers,
+    usd,
+)
 from ..engine.stability import stability_cost, stability_of
 from ..files import atomic_write_bytes
 from .leaderboard import COMBINED, SCHEMA, results_markdown
 
 Key = tuple[str, str, str, int]
+
+#: A tier's price as a share of the list price, for a model whose spec names no price at that tier
+#: (``ModelSpec.price_at``): the Batch APIs and Gemini Flex are "50% of" the standard price (providers.md
+#: section 11: OpenAI Batch, Gemini Batch mode, Gemini Flex).  An unknown tier (a record from disk naming none
+#: we know) is taken at the list price: the price paid is never made smaller than it may have been.
+TIER_SHARE = {STANDARD: 1.0, FLEX: 0.5, BATCH: 0.5}
 
 
 @dataclass(frozen=True)
@@ -92,9 +111,16 @@ def _row(spec, split: str, records: list[Record], settings: MetricSettings, pool
          coverage: Coverage | None = None, splits: tuple[str, ...] = ()) -> dict:
     tallies = tallies_of(records, pooled_keys)
     counts = _counts(records)
-    row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price}
-    row.update(compute_metrics(tallies, spec.price, settings))
-    row["by_task_type"] = metrics_by_task_type(tallies, spec.price, settings)
+    paid = paid_price(spec, records)
+    row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price,
+           "cost_per_candidate_paid": paid}
+    row.update(compute_metrics(tallies, paid, settings))
+    # effective_cost is at the price the run paid (its tiers); at the list price too, so that runs at different
+    # tiers compare (the leaderboard compares at list price)
+    row["effective_cost_basis"] = "paid"
+    row["effective_cost_list"] = (row.get("effective_cost") if paid == spec.price
+                                  else compute_metrics(tallies, spec.price, settings).get("effective_cost"))
+    row["by_task_type"] = metrics_by_task_type(tallies, paid, settings)
     row["complete"] = counts["errors"] == 0 and counts["skipped"] == 0
     if coverage is not None:
         mine = (lambda key: key[1] == spec.name and key[0] in splits) if split == COMBINED else \
@@ -219,6 +245,7 @@ def _counts(records: list[Record]) -> dict:
         "disk_full": sum(1 for r in records if r.outcome in (ERROR, SKIPPED) and _disk_full(r.error)),
         "disk_full_skipped": sum(1 for r in records if r.outcome == SKIPPED and _disk_full(r.error)),
         "implausible_amounts": sum(implausible_amounts(r) for r in records),
+        "unknown_tiers": sum(unknown_tiers(r) for r in records),
         "judged": sum(1 for r in records if r.judged),
         "errors": sum(1 for r in records if r.outcome == ERROR),
         "refusals": sum(1 for r in records if r.outcome == REFUSED),
@@ -228,6 +255,7 @@ def _counts(records: list[Record]) -> dict:
         **_possibly_paid(records),
         "spent": _money(spent),
         "spent_breakdown": _spent_breakdown(records),
+        "spend_by_tier": spend_by_tier(records),
         "spent_this_run": _money(this_run),
     }
 
@@ -263,6 +291,39 @@ def _spent_breakdown(records: list[Record]) -> dict:
             totals[part] += value
         totals["judge"] += stability_cost(record)  # re-judgements (--judge-stability) are the judge's calls
     return {part: round(value, 6) for part, value in totals.items()}
+
+
+def spend_by_tier(records: list[Record]) -> dict:
+    """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (the records'
+    ``tier`` and ``judge_tier``; ``unknown`` for a tier on disk that is no tier we know): USD."""
+    parts: dict[str, dict[str, float]] = {"generation": {}, "judge": {}}
+    for record in records:
+        breakdown = record.spent_breakdown
+        for part, tier, value in (("generation", record.tier, breakdown["generation"]),
+                                  ("judge", record.judge_tier, breakdown["judge"] + stability_cost(record))):
+            parts[part][tier] = parts[part].get(tier, 0.0) + value
+    return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
+
+
+def paid_price(spec, records: list[Record]) -> float:
+    """The price per candidate the run paid: each bought candidate's model price at the tier that served it
+    (``ModelSpec.price_at`` where the spec has it, else TIER_SHARE of the list price), averaged; the list price
+    when none was bought or every one was bought at standard."""
+    tiers = [r.tier for r in records if r.candidate]
+    kinds = set(tiers)
+    if not tiers or kinds == {STANDARD}:
+        return spec.price
+    if len(kinds) == 1:
+        return price_at(spec, tiers[0])
+    return sum(price_at(spec, tier) for tier in tiers) / len(tiers)
+
+
+def price_at(spec, tier: str) -> float:
+    """The model's price per candidate at ``tier``."""
+    at = getattr(spec, "price_at", None)
+    if callable(at) and tier in TIER_SHARE:
+        return float(at(tier))
+    return spec.price * TIER_SHARE.get(tier, 1.0)
 
 
 def _rejudged_stale(records: list[Record]) -> dict:

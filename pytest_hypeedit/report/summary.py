@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from .charts import CHART_METRICS, format_value, metric_charts_svg
+from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
 from .tables import split_order
 
 #: Metrics the calibration also reports, beyond the six of the table.
@@ -39,7 +40,7 @@ def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], s
         return '<section class="hx-summary"><h2>HYPE-EDIT-1</h2><p>No candidate was judged.</p></section>'
     rows = [r for r in results["rows"] if isinstance(r, Mapping)]
     parts = ['<section class="hx-summary" id="hx-summary"><h2>HYPE-EDIT-1 results</h2>',
-             run_facts_html(results.get("settings"), span),
+             run_facts_html(results.get("settings"), span, rows),
              "".join(f'<div class="hx-warning"><p>{_text(note)}</p></div>' for note in notes),
              possibly_paid_html(rows), gates_html(gate_lines)]
     for split in split_order(rows):
@@ -118,14 +119,14 @@ def duration_text(seconds: float) -> str:
     return f"{hours} h {rest // 60:02d} min {rest % 60:02d} s" if hours else f"{rest // 60} min {rest % 60:02d} s"
 
 
-def run_facts_html(settings: Any, span: RunSpan | None) -> str:
-    """What ran: the judge, repeats, task files, the retry cap, the review time and rate, the price tier, and how
-    long the records shown took to make."""
+def run_facts_html(settings: Any, span: RunSpan | None, rows: Sequence[Mapping[str, Any]] = ()) -> str:
+    """What ran: the judge, repeats, task files, the retry cap, the review time and rate, the price tiers used, and
+    how long the records shown took to make."""
     settings = settings if isinstance(settings, Mapping) else {}
     facts = [("Judge", settings.get("judge")), ("Repeats", settings.get("repeats")),
              ("Task files", _task_files(settings.get("splits"))), ("Retry cap", settings.get("retry_cap")),
-             ("Review", _review_text(settings)), ("Price tier", settings.get("tier") or DEFAULT_TIER),
-             ("Duration", _span_text(span))]
+             ("Review", _review_text(settings)), ("Price tier", tiers_text(rows, settings.get("tier") or DEFAULT_TIER)),
+             ("Spend by tier", spend_by_tier_text(rows)), ("Duration", _span_text(span))]
     items = "".join(f"<dt>{_text(name)}</dt><dd>{_text(value)}</dd>" for name, value in facts
                     if value not in (None, ""))
     return f'<div class="hx-run"><h3>What ran</h3><dl class="hx-run-facts">{items}</dl></div>'
@@ -199,6 +200,7 @@ def metrics_table(rows: list[Mapping[str, Any]]) -> str:
         notes.append("[95% interval]")
     if calibrated:
         notes.append(_calibration_note(rows))
+    notes += [_text(note) for note in (paid_price_note(rows),) if note]  # model names are untrusted text
     return _scroll(table) + (f'<p class="hx-note">{" ".join(notes)}</p>' if notes else "")
 
 

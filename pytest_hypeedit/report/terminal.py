@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import textwrap
 
+from .spend_tiers import spend_by_tier_text, tiered
 from .tables import COLUMNS, COMBINED, format_metric
 
 #: The terminal's width the summary keeps to (a CI log, a laptop's split screen).
@@ -31,9 +32,9 @@ def title(results: dict) -> str:
 def summary_lines(results: dict) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
-    lines = metrics_table(rows, calibrated) + [legend(results)] + [""] + counts_table(rows)
+    lines = metrics_table(rows, calibrated) + fold(legend(results)) + [""] + counts_table(rows)
     lines += totals_lines(rows, results)
-    for line in rejudged_lines(rows) + possibly_paid_lines(rows) + implausible_lines(rows):
+    for line in tier_lines(rows) + rejudged_lines(rows) + possibly_paid_lines(rows) + implausible_lines(rows):
         lines += fold(line)
     return lines
 
@@ -55,7 +56,24 @@ def counts_table(rows: list[dict]) -> list[str]:
 def legend(results: dict) -> str:
     cap = (results.get("settings") or {}).get("retry_cap")
     within = f" within {cap} tries" if cap else ""
-    return f"Attempts: expected attempts{within}; $/success: effective cost per success, review included"
+    paid = " at the price paid (the tiers below)" if any(tiered(row) for row in results["rows"]) else ""
+    return f"Attempts: expected attempts{within}; $/success: effective cost per success{paid}, review included"
+
+
+def tier_lines(rows: list[dict]) -> list[str]:
+    """Spend by tier, when some was not at standard: "spend by tier: generation standard $x, batch $y; judge flex
+    $z", then each model's effective cost at list price (results.json: effective_cost_list) to compare runs; and
+    how many tiers read from records on disk were not believed."""
+    own = [r for r in rows if r["split"] != COMBINED]
+    unknown = sum(row.get("unknown_tiers") or 0 for row in own)
+    lines = [f"warning: {unknown} tier{'s' if unknown != 1 else ''} in records on disk not believed (not a tier "
+             "name we know): counted as unknown, their candidates priced at list price"] if unknown else []
+    if not any(tiered(row) for row in own):
+        return lines
+    at_list = ", ".join(f"{row['model']} ({row['split']}) {format_metric(row.get('effective_cost_list'), 'dollars')}"
+                        for row in rows if tiered(row))
+    return [f"spend by tier: {spend_by_tier_text(own)}",
+            f"$/success at list price (to compare with runs at other tiers): {at_list}", *lines]
 
 
 def table(headers: list[str], body: list[list[str]]) -> list[str]:

@@ -8,6 +8,12 @@ accepting both camelCase (what google-genai's converters emit) and snake_case
 ``inlineData.mime_type``, ``thinkingConfig.include_thoughts``) at every level,
 and answers camelCase JSON like the real API.
 
+It speaks Flex as google-genai sends it (providers.md section 11.6): a top-level ``serviceTier`` (``service_tier``)
+of ``types.ServiceTier`` (unspecified, standard, flex, priority; case-insensitive), an unknown value refused with
+400.  ``shed`` Flex requests are answered 503 UNAVAILABLE as Flex sheds load, and not billed; every 200 reply
+names the tier that served it in ``usageMetadata.serviceTier`` and is billed at that tier's price (``bills``,
+``billed_usd``): Flex at 50% of standard (ai.google.dev/gemini-api/docs/flex-inference).
+
 As the API does today (providers.md section 10), an id Google has shut down (``RETIRED``: the preview image
 models, off since 2026-06-25) answers 404 ``NOT_FOUND``, whatever is scripted.
 """
@@ -61,6 +67,12 @@ ASPECT_RATIOS = {"gemini-3-pro-image": ASPECT_RATIOS_10, "gemini-3.1-flash-lite-
 ALL_SIZES = {"512", "1K", "2K", "4K"}
 #: Model ids shut down on 2026-06-25 (Gemini API deprecations page).
 RETIRED = frozenset({"gemini-3-pro-image-preview", "gemini-3.1-flash-image-preview"})
+#: ``types.ServiceTier`` values (google-genai 3.6.1 types.py), compared case-insensitively.
+SERVICE_TIERS = {"unspecified", "standard", "flex", "priority"}
+#: USD per token (input, output incl. thinking) at standard of the judge's model, as Google bills it
+#: (providers.md section 1: $0.50 / $3.00 per 1M tokens); written here, not read from the judge's code.
+STANDARD_PRICE = {"gemini-3-flash-preview": (0.50e-6, 3.00e-6)}
+TIER_SHARE = {"standard": 1.0, "flex": 0.5}
 
 
 class FakeGemini(LoopbackServer):
@@ -74,6 +86,12 @@ class FakeGemini(LoopbackServer):
         #: asked model id -> the model that answers it (its reply's ``modelVersion``): Google routes a retired
         #: id to a newer model silently; an id not listed is answered by itself, as the real API does
         self.answered_by: dict[str, str] = {}
+        #: Flex requests still to shed (503 UNAVAILABLE, not billed), one each
+        self.shed = 0
+        #: the tier that serves a Flex request (the reply's usageMetadata.serviceTier), as the API spells it
+        self.flex_served_as = "flex"
+        #: one entry per answered (billed) call: {"model", "tier", "prompt", "output"}
+        self.bills: list[dict[str, Any]] = []
 
     def handle(self, request: SeenRequest) -> Reply:
         match = _PATH.match(request.path.split("?")[0])
@@ -93,7 +111,38 @@ class FakeGemini(LoopbackServer):
         if problem:
             request.error = problem
             return error_reply(400, problem, "INVALID_ARGUMENT")
-        return self._versioned(self.next_reply(request), match.group(2))
+        asked = request.parsed["service_tier"]
+        if asked == "flex" and self._shedding():
+            return error_reply(503, "The service is currently unavailable.", "UNAVAILABLE")
+        served = self.flex_served_as if asked == "flex" else "standard"
+        return self._billed(self._versioned(self.next_reply(request), match.group(2)), match.group(2), served)
+
+    def _shedding(self) -> bool:
+        with self._lock:
+            if self.shed <= 0:
+                return False
+            self.shed -= 1
+            return True
+
+    def _billed(self, reply: Reply, model: str, served: str) -> Reply:
+        """A 200 reply names the tier that served it and is billed at it."""
+        if reply.status != 200 or not isinstance(reply.body, dict) or "usageMetadata" not in reply.body:
+            return reply
+        usage = {**reply.body["usageMetadata"], "serviceTier": served}
+        with self._lock:
+            self.bills.append({"model": model, "tier": served.lower(), "prompt": usage.get("promptTokenCount", 0),
+                               "output": usage.get("candidatesTokenCount", 0) + usage.get("thoughtsTokenCount", 0)})
+        return replace(reply, body={**reply.body, "usageMetadata": usage})
+
+    def billed_usd(self, tier: str | None = None) -> float:
+        """What the answered calls cost at the tier that served each (of ``tier`` only, when given)."""
+        total = 0.0
+        for bill in self.bills:
+            if tier is None or bill["tier"] == tier:
+                price_in, price_out = STANDARD_PRICE.get(bill["model"], (0.0, 0.0))
+                share = TIER_SHARE.get(bill["tier"], 1.0)
+                total += (bill["prompt"] * price_in + bill["output"] * price_out) * share
+        return total
 
     def _versioned(self, reply: Reply, model: str) -> Reply:
         """A generateContent reply names the model version that answered (``modelVersion``) unless the script
@@ -118,6 +167,13 @@ def _parse_body(request: SeenRequest, model: str) -> str | None:
             if problem:
                 return problem
     parsed["config"] = body.get("generation_config") or {}
+    # a field of the request, not of generationConfig (google-genai _GenerateContentConfig_to_mldev)
+    tier = body.get("service_tier")
+    if tier is not None and (not isinstance(tier, str) or tier.lower() not in SERVICE_TIERS):
+        return f"Invalid value at 'service_tier' ({tier!r})"
+    if "service_tier" in parsed["config"]:
+        return "Invalid JSON payload received. Unknown name \"serviceTier\" at 'generation_config'"
+    parsed["service_tier"] = tier.lower() if tier else "standard"
     problem = (_unknown_name(body, REQUEST_FIELDS, "") or _check_config(parsed["config"])
                or _check_image_config(model, parsed["config"]) or _check_image_size(model, parsed["config"]))
     if problem:

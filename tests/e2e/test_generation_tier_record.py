@@ -1,0 +1,57 @@
+"""The runner copies the tier a provider says served a generation (``Generation.tier``) into the record, and the
+results price that candidate at the tier: a plugin's provider that bought at a batch tier is billed and compared
+so (effective cost at the price paid, and at list price beside it)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+
+BATCH_CONFTEST = """
+import pytest
+from pytest_hypeedit.providers.base import Generation, Provider
+
+class HalfPriceProvider(Provider):
+    route = "halfprice"
+
+    def generate(self, request):
+        data = request.references[0].read_bytes()
+        tier = "batch" if request.repeat == 1 else "standard"
+        cost = request.spec.price / 2 if tier == "batch" else request.spec.price
+        return Generation(image=data, ext="png", cost=cost, provider_model="half-v1", tier=tier)
+
+def pytest_hypeedit_add_models(config):
+    return [{"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    if spec.route == "halfprice":
+        return HalfPriceProvider(spec)
+"""
+
+
+@pytest.fixture
+def bench(pytester, tmp_path, monkeypatch):
+    pytester.makeconftest(BATCH_CONFTEST)
+    tasks = make_tasks(2)
+    write_split(pytester.path, "mini", tasks, pytester.path / "images")
+    write_labels(pytester.path / "labels.json", {(t["task_id"], "half", repeat): repeat == 1
+                                                 for t in tasks for repeat in (1, 2)})
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    return pytester
+
+
+def test_the_record_carries_the_tier_the_provider_says_and_results_price_it_so(bench):
+    result = bench.runpytest("-p", "no:cacheprovider", "--model", "half", "--tasks", "mini.json", "--images-base",
+                             "images", "--repeats", "2", "--outputs", "out", "--judge", "labels:labels.json")
+    result.assert_outcomes(passed=2, failed=2)
+    tiers = {p.name: json.loads(p.read_text())["tier"] for p in (bench.path / "out" / "mini" / "half").glob("*/*.json")}
+    assert set(tiers.values()) == {"batch", "standard"} and all(
+        tier == ("batch" if name == "001.json" else "standard") for name, tier in tiers.items())
+    row = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]
+    assert row["spend_by_tier"]["generation"] == {"batch": pytest.approx(0.10), "standard": pytest.approx(0.20)}
+    assert row["cost_per_candidate_paid"] == pytest.approx(0.075) and row["cost_per_candidate"] == 0.10
+    assert row["effective_cost"] < row["effective_cost_list"]
+    assert "spend by tier: generation batch $0.10, standard $0.20" in " ".join(result.stdout.str().split())
