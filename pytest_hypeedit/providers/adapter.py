@@ -25,7 +25,7 @@ import httpx
 from ..errors import ModelGone, ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
-from ..tasks import image_problem
+from ..text import image_problem
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
