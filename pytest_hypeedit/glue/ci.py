@@ -23,7 +23,7 @@ import pytest
 
 from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
-from ..report.leaderboard import load_results
+from ..report.results_files import load_results
 
 GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",

@@ -19,7 +19,8 @@ from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, implausible_amounts, usd
 from ..engine.stability import stability_cost, stability_of
 from ..files import atomic_write_bytes
-from .leaderboard import COMBINED, SCHEMA, results_markdown
+from .leaderboard_markdown import results_markdown
+from .tables import COMBINED, SCHEMA
 
 Key = tuple[str, str, str, int]
 

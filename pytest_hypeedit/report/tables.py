@@ -1,6 +1,6 @@
 """What every table of results shares: the columns, the number format, the order of splits and rows.
 
-One module that the Markdown leaderboard (leaderboard.py), the HTML index page (index.py), the terminal
+One module that the Markdown leaderboard (leaderboard_markdown.py), the HTML index page (index.py), the terminal
 table (terminal_table.py), the charts and the gates all read, so that a figure is printed the same everywhere.
 Pure: no I/O.
 """
