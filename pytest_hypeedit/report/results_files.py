@@ -9,11 +9,11 @@ nobody chose), or settings that change the numbers unless told to mix them.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TypeGuard
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, InputError
+from ..finite import finite_number
 from .tables import COMBINED, SCHEMA
 
 #: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
@@ -141,8 +141,8 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
         pooled[key] = sum(r.get(key) or 0 for r in rows)
     for key in TASK_MEANS:
         values: list[tuple[Any, int]] = [(r.get(key), int(r.get("tasks") or 0)) for r in rows]
-        pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(_number(v) for v, _ in values) else None
-    if _number(pooled["pass_at_10"]) and _number(pooled["first_attempt_pass_rate"]):
+        pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(finite_number(v) for v, _ in values) else None
+    if finite_number(pooled["pass_at_10"]) and finite_number(pooled["first_attempt_pass_rate"]):
         pooled["hype_gap"] = pooled["pass_at_10"] - pooled["first_attempt_pass_rate"]
     if any(r.get("incomplete") or r.get("complete") is False for r in rows):
         pooled["incomplete"] = True
@@ -156,13 +156,9 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
 
 def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float | None:
     attempts, pass_at_4, price = row.get("expected_attempts"), row.get("pass_at_4"), row.get("cost_per_candidate")
-    if not (_number(attempts) and _number(pass_at_4) and _number(price) and _number(review_cost)) or pass_at_4 <= 0:
+    if not (finite_number(attempts) and finite_number(pass_at_4) and finite_number(price) and finite_number(review_cost)) or pass_at_4 <= 0:
         return None
     return attempts * (price + review_cost) / pass_at_4
-
-
-def _number(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -187,9 +183,9 @@ def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> 
 
     review: Any = settings.get("review_cost")
     cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
-    metrics = PAIRWISE_METRICS if _number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
+    metrics = PAIRWISE_METRICS if finite_number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
     try:
-        metric_settings = MetricSettings(cap, float(review)) if _number(review) else MetricSettings(cap)
+        metric_settings = MetricSettings(cap, float(review)) if finite_number(review) else MetricSettings(cap)
         return pairwise_of_rows(rows, AnalysisSettings(metric_settings), metrics)
     except (ValueError, TypeError, KeyError) as exc:  # a malformed tally or setting in a file from outside
         raise InputError(f"the per-task tallies or settings of the results files cannot be compared ({exc}); "

@@ -7,8 +7,9 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..finite import finite_number
 
 if TYPE_CHECKING:
     from .published import Published
@@ -45,11 +46,11 @@ def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _sort_key(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else -1.0
+    return float(value) if finite_number(value) else -1.0
 
 
 def format_metric(value: Any, kind: str) -> str:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite_number(value):
         return "n/a"
     if kind == "percent":
         return f"{value * 100:.1f}%"
