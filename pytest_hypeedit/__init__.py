@@ -68,9 +68,9 @@ def __getattr__(name: str) -> Any:
     if module_name is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module = importlib.import_module(module_name)
-    value = module if module_name.endswith(f".{name}") else getattr(module, name)
-    globals()[name] = value  # imported once: the next lookup does not come here
-    return value
+    # Not kept in this module's namespace: each lookup asks sys.modules (a dict lookup), so the name is always
+    # the object its module holds now, also after a test harness has put sys.modules back and imported it again.
+    return module if module_name.endswith(f".{name}") else getattr(module, name)
 
 
 def __dir__() -> list[str]:

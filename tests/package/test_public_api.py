@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from package_graph import PACKAGE
 
 import pytest_hypeedit
-from package_graph import PACKAGE
 
 ROOT = PACKAGE.parent
 DOCS_PAGE = ROOT / "docs" / "reference" / "public-api.md"
