@@ -1,6 +1,6 @@
 """How a team adds its own model to pytest-hypeedit, from a conftest.py.
 
-Two hooks (pytest_hypeedit/hookspecs.py):
+Two hooks (docs/reference/public-api.md, "Hooks"; the names it imports are the public ones listed there):
 - ``pytest_hypeedit_add_models`` adds models, or replaces keys of an existing one
   (e.g. its route) without renaming it in the results;
 - ``pytest_hypeedit_make_provider`` supplies the adapter of a route the plugin
@@ -18,7 +18,7 @@ import io
 import pytest
 
 try:
-    from pytest_hypeedit.providers.base import Generation, Provider
+    from pytest_hypeedit import Generation, Provider
 except ImportError:  # the plugin is not installed: nothing to add
     Provider = object
 

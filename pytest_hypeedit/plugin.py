@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from .engine.memory import limit_malloc_arenas
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
-    from .glue.estimate import estimating, register_price
+    from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run
     from .options import with_ini_origin
 
@@ -115,10 +115,10 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
 def register_controller_plugins(config: pytest.Config, run) -> None:
     """The session object (records -> results), CI gates and statistics, the end of session's layout
     (the answer last), the judge-panel agreement."""
-    from .glue.agreement import register_agreement
+    from .glue.agreement_plugin import register_agreement
     from .glue.ci import CiPlugin
     from .glue.session import BenchmarkSession
-    from .glue.terminal import BenchmarkTerminal
+    from .glue.terminal_layout import BenchmarkTerminal
 
     session = BenchmarkSession(config, run)
     config.stash[SESSION_KEY] = session
@@ -126,7 +126,7 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
     config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
     config.pluginmanager.register(BenchmarkTerminal(config), "hypeedit-terminal")
     register_agreement(config, run)
-    from .glue.calibration import register_calibration
+    from .glue.human_labels import register_calibration
 
     register_calibration(config, run)  # record.human from the labels of the run; --calibrate
 
@@ -134,7 +134,7 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
 def register_pool_plugins(config: pytest.Config) -> None:
     """The pool in every process that runs items; on the controller, the live line and (under -n) the
     stop signal for the workers."""
-    from .glue.pool import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
+    from .glue.pool_plugin import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
     # once -n is given, and the option is absent with -p no:xdist)

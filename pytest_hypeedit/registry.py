@@ -13,9 +13,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping, TypeGuard
+from typing import Any, Iterable, Mapping
 
 from .errors import ConfigError
+from .finite import finite_number
 from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
 
 BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
@@ -122,7 +123,7 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
     route, provider_model, price = entry.get("route"), entry.get("provider_model"), entry.get("price")
     if not isinstance(route, str) or not route:
         raise ConfigError(f"{where}: model {name}: 'route' must name a provider route (e.g. gemini, ark, identity)")
-    if not _finite_number(price) or price < 0:
+    if not finite_number(price) or price < 0:
         raise ConfigError(f"{where}: model {name}: 'price' must be a finite number >= 0 (USD per candidate), "
                           f"got {price!r}")
     for key in ("provider_model", "note"):
@@ -148,16 +149,11 @@ def _limits(data: Any, where: str) -> RouteLimits:
         raise ConfigError(f"{where}: limits take 'rpm' (requests per minute) and 'inflight' (requests at once)")
     rpm, inflight = data.get("rpm"), data.get("inflight")
     for key, value in (("rpm", rpm), ("inflight", inflight)):
-        if value is not None and (not _finite_number(value) or value <= 0):
+        if value is not None and (not finite_number(value) or value <= 0):
             raise ConfigError(f"{where}: {key} must be a finite number > 0 (leave it out for no limit), got {value!r}")
     if inflight is not None and int(inflight) < 1:
         raise ConfigError(f"{where}: inflight must be a whole number >= 1, got {inflight!r}")
     return RouteLimits(rpm=None if rpm is None else float(rpm), inflight=None if inflight is None else int(inflight))
-
-
-def _finite_number(value: Any) -> TypeGuard[float]:
-    """A real number a price or a limit can be: not a bool, not nan, not inf (YAML reads .nan and .inf)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _check_finite(value: Any, where: str) -> None:

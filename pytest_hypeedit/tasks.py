@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, TypeGuard
 
 from .errors import ConfigError, ImageError, InputError, TaskFileError
+from .text import image_problem
 from .untrusted import MANIFEST_BYTES, TASK_FILE_BYTES, UntrustedInput, load_yaml_file, loads_json, read_bounded
 
 #: A plain file or directory name: no separators, no "..", no leading dot.
@@ -394,13 +395,6 @@ def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
     except Exception as exc:  # PIL raises many kinds for corrupt data
         raise ImageError(f"{where}: reference image{whose} cannot be decoded ({image_problem(exc)}); "
                          "replace the file") from None
-
-
-def image_problem(exc: BaseException) -> str:
-    """What Pillow said about a file it cannot read, without the Python object it read from: its
-    "cannot identify image file <_io.BytesIO object at 0x7f...>" names a buffer, not the file."""
-    text = re.sub(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>", "", str(exc)).strip(" :;")
-    return text or type(exc).__name__
 
 
 _verified: dict[tuple[str, int, int], bool] = {}

@@ -78,3 +78,10 @@ def clean_entries(entries: Any, limit: int = NOTE_LIMIT) -> Any:
         return entries
     return [{key: clean_optional(value, limit) for key, value in entry.items()} if isinstance(entry, dict)
             else entry for entry in entries]
+
+
+def image_problem(exc: BaseException) -> str:
+    """What Pillow said about a file it cannot read, without the Python object it read from: its
+    "cannot identify image file <_io.BytesIO object at 0x7f...>" names a buffer, not the file."""
+    text = re.sub(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>", "", str(exc)).strip(" :;")
+    return text or type(exc).__name__

@@ -1,4 +1,4 @@
-"""Reading the end of a run as a person does: its prose is folded within 100 columns (report/terminal.py
+"""Reading the end of a run as a person does: its prose is folded within 100 columns (report/terminal_table.py
 ``fold``), so a sentence is matched across the lines it was folded into."""
 
 from __future__ import annotations

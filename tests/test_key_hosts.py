@@ -29,8 +29,8 @@ from pytest_hypeedit.providers.bfl import BflProvider
 from pytest_hypeedit.providers.fal import FalProvider
 from pytest_hypeedit.providers.gemini import GeminiProvider
 from pytest_hypeedit.providers.http import download_to, make_http_client, send
-from pytest_hypeedit.providers.jobs import JobPoller
 from pytest_hypeedit.providers.keyhosts import key_hosts
+from pytest_hypeedit.providers.polling import JobPoller
 from pytest_hypeedit.providers.replicate import ReplicateProvider
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import ModelSpec

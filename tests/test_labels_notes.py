@@ -8,7 +8,7 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 
 from pytest_hypeedit.errors import LabelsError
-from pytest_hypeedit.judges.labels import LabelsJudge
+from pytest_hypeedit.judges.labels_judge import LabelsJudge
 from pytest_hypeedit.labels import MAX_NOTE, read_labels, read_panel
 
 MODEL = "identity"

@@ -9,7 +9,9 @@ import sys
 import pytest
 
 from pytest_hypeedit.errors import ConfigError, InputError
-from pytest_hypeedit.report.leaderboard import load_results, main, merge_results, pooled_row, results_markdown
+from pytest_hypeedit.report.leaderboard import main
+from pytest_hypeedit.report.leaderboard_markdown import results_markdown
+from pytest_hypeedit.report.results_files import load_results, merge_results, pooled_row
 
 REVIEW = 50 * 20 / 3600
 PRICE = {"riverflow-2-b1": 0.15, "gemini-3-pro-preview": 0.134, "seedream-4.5": 0.04}

@@ -26,7 +26,7 @@ from pytest_hypeedit.engine.estimate import (
 from pytest_hypeedit.judges import JudgeOptions, builtin_judge
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.registry import RouteLimits
-from pytest_hypeedit.report.estimate import about, estimate_lines, price_lines
+from pytest_hypeedit.report.price_text import about, estimate_lines, price_lines
 from pytest_hypeedit.tasks import Task
 
 TASKS, REPEATS, PRICE = 3, 2, 0.04

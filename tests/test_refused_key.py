@@ -77,7 +77,7 @@ def test_a_refused_model_key_stops_its_route_after_a_few_requests(bench, monkeyp
     text = " ".join(out.split())  # the end of a run folds its prose within 100 columns
     assert WRONG_KEY not in out
     assert "OPENAI_API_KEY was refused by openai (HTTP 401): check the key" in text
-    # each error message is said once, with how many items it ended (report/terminal.py)
+    # each error message is said once, with how many items it ended (report/terminal_table.py)
     [not_sent] = re.findall(r"ERROR x(\d+), e\.g\. [^:]*: not sent: OPENAI_API_KEY was refused by openai \(HTTP 401\) "
                             r"earlier in this run, so nothing more is sent on route openai", text)
     assert int(not_sent) >= ITEMS - IN_FLIGHT

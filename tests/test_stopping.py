@@ -403,7 +403,7 @@ def test_a_workers_first_signal_just_after_the_stop_file_still_gives_the_grace()
     # A signal sent to the process group reaches the controller and each worker together; under load the stop
     # file the controller writes can stop a worker's pool before the worker runs its own handler. That is the
     # same signal, not a second one: leaving would abandon the calls in flight (a flake of the xdist-group run).
-    from pytest_hypeedit.glue.pool import SAME_SIGNAL_S, PoolPlugin
+    from pytest_hypeedit.glue.pool_plugin import SAME_SIGNAL_S, PoolPlugin
     from pytest_hypeedit.glue.stopping import Stopper
 
     class StoppedPool:

@@ -1,4 +1,4 @@
-"""The end of a benchmark run's terminal leads with the answer and fits 100 columns (glue/terminal.py).
+"""The end of a benchmark run's terminal leads with the answer and fits 100 columns (glue/terminal_layout.py).
 
 A 500-candidate run (50 tasks x 10 repeats of the identity control, judged by one rater's labels, with
 some candidates left unlabelled so that they error) prints one line per task with failures (at most 20, in the
@@ -14,7 +14,7 @@ import re
 import pytest
 from benchdata import make_tasks, write_labels, write_split
 
-from pytest_hypeedit.report.terminal import WIDTH, fold, summary_lines
+from pytest_hypeedit.report.terminal_table import WIDTH, fold, summary_lines
 
 TASKS, REPEATS = 50, 10
 

@@ -211,7 +211,7 @@ def _num(value: float | None) -> str:
 
 
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
-    """Terminal lines for an agreement report built by the plugin (see report/agreement.py)."""
+    """Terminal lines for an agreement report built by the plugin (see report/agreement_check.py)."""
     lines = [f"judge {report.get('judge', '?')} vs human panel ({report.get('panel', {}).get('raters', 0)} raters); "
              f"kappa interval: {KAPPA_METHOD}"]
     header = f"{'task type':<24}{'n':>6}{'agree':>8}{'kappa':>8}{'95% CI':>16}{'false-fail':>12}{'false-pass':>12}"

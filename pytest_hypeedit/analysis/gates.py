@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, TypeGuard
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
+from ..finite import finite_number
 from ..report.tables import format_metric
 
 #: Gate-able metrics and how their values print.
@@ -81,7 +82,7 @@ class GateResult:
     @property
     def margin(self) -> float | None:
         """How far the value is on the right side of the threshold (negative: the wrong side)."""
-        if not _finite(self.value) or not _finite(self.threshold):
+        if not finite_number(self.value) or not finite_number(self.threshold):
             return None
         return self.value - self.threshold if self.gate.op in (">=", ">") else self.threshold - self.value
 
@@ -112,10 +113,6 @@ def format_margin(margin: float | None, kind: str) -> str:
     if kind == "dollars":
         return f"{'+' if margin >= 0 else '-'}${abs(margin):.2f}"
     return f"{margin:+.2f}"
-
-
-def _finite(value: Any) -> TypeGuard[float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -224,7 +221,7 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
            allow_incomplete: bool, incomplete_reasons: Iterable[str]) -> GateResult:
     value = _value(row, gate.metric, gate.bound, gate.calibrated)
     threshold, note = _threshold(gate, row, baseline_rows)
-    holds = _finite(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
+    holds = finite_number(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
     if value is None and gate.calibrated and not row.get("calibrated"):
         note = _join(note, "this row has no calibrated figures: give the run a human sample with --calibrate "
                            "labels:PATH (hypeedit-review --sample draws one)")
@@ -272,11 +269,11 @@ def _baseline_value(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[
     kind = METRIC_KINDS[gate.metric]
     comparison = row.get("calibrated_baseline") if gate.calibrated else row.get("baseline")
     paired = (comparison or {}).get(gate.metric) if gate.bound is None else None
-    if isinstance(paired, Mapping) and _finite(paired.get("baseline")):
+    if isinstance(paired, Mapping) and finite_number(paired.get("baseline")):
         # Compare like with like: the current value on the shared tasks, not on all tasks.
         tasks = paired.get("tasks")
         note = f"baseline {format_value(paired['baseline'], kind)} on {tasks} shared tasks"
-        if _finite(paired.get("current")) and paired["current"] != _value(row, gate.metric, None, gate.calibrated):
+        if finite_number(paired.get("current")) and paired["current"] != _value(row, gate.metric, None, gate.calibrated):
             note += f" (current on those tasks {format_value(paired['current'], kind)})"
         return float(paired["baseline"]), note
     for old in baseline_rows or ():
@@ -290,10 +287,10 @@ def incompleteness(row: Mapping[str, Any]) -> list[str]:
     """What makes a results row unfinished: errors, skipped items, candidates without a verdict."""
     problems = []
     for key, what in (("errors", "errors"), ("skipped", "skipped (budget)"), ("budget_skips", "skipped (budget)")):
-        if _finite(row.get(key)) and row[key] > 0:
+        if finite_number(row.get(key)) and row[key] > 0:
             problems.append(f"{int(row[key])} {what}")
     judged, candidates = row.get("judged"), row.get("candidates")
-    if _finite(judged) and _finite(candidates) and judged < candidates and not problems:
+    if finite_number(judged) and finite_number(candidates) and judged < candidates and not problems:
         problems.append(f"{int(candidates - judged)} of {int(candidates)} candidates without a verdict")
     return problems
 

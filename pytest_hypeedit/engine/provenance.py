@@ -109,7 +109,7 @@ def forget_verdicts(record: Record, name: str, why: str) -> None:
 def unreadable(path: Path, root: Path, *, decode: bool) -> str | None:
     """Why ``path`` is not an image (None when it is): its header only, or (``decode``) all of it."""
     from ..providers.images import IMAGE_WORK, open_checked
-    from ..tasks import image_problem
+    from ..text import image_problem
 
     try:
         with open_regular(path, root) as handle, IMAGE_WORK, open_checked(handle, path.name) as image:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
+from ..finite import finite_number
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
 
 #: Outcomes of one candidate (design.md, "Outcomes of one candidate").
@@ -57,8 +57,7 @@ def usd(value: Any) -> float:
 
 
 def _believable(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and 0 <= value <= MAX_CALL_USD)
+    return finite_number(value) and 0 <= value <= MAX_CALL_USD
 
 
 def known_tier(value: Any) -> str:

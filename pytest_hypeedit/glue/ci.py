@@ -10,7 +10,7 @@ them into the session:
   results, before junitxml and pytest-html write their files): the gates are
   evaluated and set ``session.exitstatus``; metrics become junit properties.
 - ``pytest_terminal_summary``: intervals, sensitivity and the baseline comparison; ``write_gates``
-  (called by glue/terminal.py under the results table): one explicit line per gate, because pytest's
+  (called by glue/terminal_layout.py under the results table): one explicit line per gate, because pytest's
   last line still says "N failed" when the gates pass (and "N passed" when not).
 """
 
@@ -23,7 +23,7 @@ import pytest
 
 from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
-from ..report.leaderboard import load_results
+from ..report.results_files import load_results
 
 GATES_KEY = pytest.StashKey[list]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -100,7 +100,7 @@ class CiPlugin:
         """The details above the table: each row's pass rate with its interval, and the comparison with the
         baseline; with -v every metric's interval and the effective cost by review time x retry cap (the
         results JSON always has them all)."""
-        from .terminal import write_folded
+        from .terminal_layout import write_folded
 
         results = _session_results(self.config)
         if not (results and results.get("rows")):
@@ -111,7 +111,7 @@ class CiPlugin:
             terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
             lines += interval_lines(results) if verbose else headline_interval_lines(results)
         lines += sensitivity_lines(results) if verbose else []
-        from ..report.terminal import pairwise_lines
+        from ..report.terminal_table import pairwise_lines
 
         write_folded(terminalreporter, lines + baseline_lines(results) + pairwise_lines(results))
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
@@ -119,11 +119,11 @@ class CiPlugin:
             write_folded(terminalreporter, [hint])
 
     def write_gates(self, terminalreporter) -> None:
-        """One line per gate and the verdict, under the results table: printed last, by glue/terminal.py."""
+        """One line per gate and the verdict, under the results table: printed last, by glue/terminal_layout.py."""
         if not self.gates or self.config.option.collectonly:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
-        from .terminal import write_folded
+        from .terminal_layout import write_folded
 
         for result in self.gate_results:
             write_folded(terminalreporter, [result.line()], green=result.passed, red=not result.passed)
@@ -233,7 +233,7 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
 def interval_lines(results: dict) -> list[str]:
     """-v: every metric of every row with its interval, a row's cells folded within the terminal's width."""
     from ..report.tables import COLUMNS
-    from ..report.terminal import fold_cells
+    from ..report.terminal_table import fold_cells
 
     lines = []
     for row in results.get("rows") or []:

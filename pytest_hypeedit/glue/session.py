@@ -17,7 +17,7 @@ from ..engine.provenance import CHANGED
 from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
 from ..errors import HypeEditError
 from ..judges.versions import judge_versions, version_warnings
-from ..report.terminal import summary_lines, title
+from ..report.terminal_table import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
 from .items import parse_nodeid
 
@@ -117,7 +117,7 @@ class BenchmarkSession:
 
     def _stop_reason(self, session: pytest.Session) -> str | None:
         """Why the run stopped early: a signal (the stop file every process of the run shares), -x, --maxfail."""
-        from .pool import read_stop, state_dir
+        from .pool_plugin import read_stop, state_dir
 
         try:
             written = read_stop(state_dir(self.config))
@@ -129,7 +129,7 @@ class BenchmarkSession:
         return str(reason) if reason else None
 
     def write_table(self, terminalreporter) -> None:
-        """The results table and the run's totals: printed last, by glue/terminal.py."""
+        """The results table and the run's totals: printed last, by glue/terminal_layout.py."""
         if not self.results:
             return
         terminalreporter.write_sep("=", title(self.results))
@@ -139,7 +139,7 @@ class BenchmarkSession:
             shown = shown_path(self.results_path, Path(self.config.invocation_params.dir))
             terminalreporter.write_line(f"results: {shown} (+ {self.results_path.with_suffix('.md').name})"
                                         + self._kept_note())
-        from .terminal import write_folded
+        from .terminal_layout import write_folded
 
         records = self.records.values()
         write_folded(terminalreporter, stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
@@ -153,8 +153,8 @@ class BenchmarkSession:
 
     def write_verdict(self, terminalreporter, exitstatus: int) -> None:
         """The run's last lines: results not written (a full disk), and an incomplete run, why, with counts and
-        the exit status the process returns; printed last, by glue/terminal.py."""
-        from .terminal import write_folded
+        the exit status the process returns; printed last, by glue/terminal_layout.py."""
+        from .terminal_layout import write_folded
 
         if self.write_failed:
             write_folded(terminalreporter, [self.write_failed], red=True, bold=True)

@@ -106,7 +106,7 @@ def leaving(folder: Path) -> bool:
 
 def in_flight(statuses: Iterable[dict]) -> tuple[int, int, int, float]:
     """(calls in flight, journaled jobs a next run resumes, calls waiting for their reply, their worst-case price)
-    summed over the processes' status files (glue/pool.py write_status)."""
+    summed over the processes' status files (glue/pool_plugin.py write_status)."""
     running = jobs = waiting = 0
     cost = 0.0
     for status in statuses:

@@ -25,6 +25,9 @@ judge from a conftest.py by its plain name.  A path can never hold a comma.
 The built-ins below are the ``trylast`` default of the ``pytest_hypeedit_make_judge``
 hook, so a conftest.py can add a judge or replace one.  Modules are imported
 lazily: ``--judge labels:...`` never imports google-genai.
+
+Same file names by design: base.py, gemini.py (providers/ has both too: the folder says which side of a
+call it is, here the judge's interface and the Gemini judge, there the image provider's and its Gemini route).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ BUILTIN_JUDGES: dict[str, str] = {
     "gemini": "pytest_hypeedit.judges.gemini:GeminiJudge",  # gemini:MODEL, any Gemini model as the judge
     "openai": "pytest_hypeedit.judges.openai_compat:OpenAICompatJudge",
     "openai-rubric": "pytest_hypeedit.judges.openai_compat:OpenAICompatJudge",
-    "labels": "pytest_hypeedit.judges.labels:LabelsJudge",
+    "labels": "pytest_hypeedit.judges.labels_judge:LabelsJudge",
 }
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")

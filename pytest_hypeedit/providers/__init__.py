@@ -4,6 +4,9 @@ The built-in table below is the ``trylast`` default of the
 ``pytest_hypeedit_make_provider`` hook, so a conftest.py can add a route or
 replace one.  Adapters are imported lazily: a run of ``identity`` never
 imports google-genai.
+
+Same file names by design: base.py, gemini.py (judges/ has both too: the folder says which side of a
+call it is, here the image provider's interface and its Gemini route, there the judge's and the Gemini judge).
 """
 
 from __future__ import annotations

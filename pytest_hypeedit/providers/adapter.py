@@ -25,7 +25,7 @@ import httpx
 from ..errors import ModelGone, ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
-from ..tasks import image_problem
+from ..text import image_problem
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
@@ -117,6 +117,14 @@ class HttpProvider(Provider):
         return prepared
 
     # ------------------------------------------------------------------ HTTP
+    def paid_call_headers(self, request: GenerationRequest) -> dict[str, str]:
+        """The key as a bearer token, and the journaled call id as ``X-Client-Request-Id``: the caller's own id
+        of a paid request, which the provider's support can look a call up by (ark, openai)."""
+        headers = {"Authorization": f"Bearer {self.key}"}
+        if request.journal.call_id:
+            headers["X-Client-Request-Id"] = request.journal.call_id
+        return headers
+
     def call(self, method: str, url: str, *, submits: bool = False, download: bool = False,
              **kwargs: Any) -> httpx.Response:
         """One HTTP request under the route's policy; ``submits=True`` for the request that submits a paid

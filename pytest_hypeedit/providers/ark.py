@@ -100,9 +100,7 @@ class ArkProvider(HttpProvider):
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
-        headers = {"Authorization": f"Bearer {self.key}"}
-        if request.journal.call_id:
-            headers["X-Client-Request-Id"] = request.journal.call_id
+        headers = self.paid_call_headers(request)
         response = self.call("POST", f"{self.base}/images/generations", json=self.body(request), headers=headers,
                              submits=True)
         request_id = request_id_of(response)

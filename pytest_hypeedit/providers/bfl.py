@@ -10,7 +10,7 @@ $0.10 price point), multiples of 16.  The submit reply's ``cost`` (credits,
 1 credit = $0.01) is the candidate's cost when present.
 
 The job (id, polling URL, cost) is journaled right after the submit reply and
-before the first poll (providers/jobs.py), so a kill or a failed poll never
+before the first poll (providers/polling.py), so a kill or a failed poll never
 leads to a second submission: the next attempt resumes polling it.  The
 submit itself is journaled as pending before it is sent (engine/journal.py):
 BFL takes no client-chosen id or idempotency key (the id comes with the reply;
@@ -39,7 +39,7 @@ from .adapter import HttpProvider, nearest_ratio, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
-from .jobs import JobPoller, resumed_job
+from .polling import JobPoller, resumed_job
 
 USD_PER_CREDIT = 0.01
 MAX_INPUTS = 8

@@ -13,7 +13,7 @@ priced per image, providers.md section 10) gets the task's own size brought
 into that range instead (``options.megapixels`` still decides when set).
 
 The request (id, status and response URLs) is journaled right after the queue
-accepts it and before the first status poll (providers/jobs.py), so a kill or
+accepts it and before the first status poll (providers/polling.py), so a kill or
 a failed poll never leads to a second submission.  The submit itself is
 journaled as pending before it is sent (engine/journal.py): fal takes no
 client-chosen id or idempotency key (``request_id`` is the queue's; fal_client
@@ -39,7 +39,7 @@ from .adapter import HttpProvider, size_at_pixels, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits
-from .jobs import JobPoller, resumed_job
+from .polling import JobPoller, resumed_job
 
 REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")
 RUNNING = ("IN_QUEUE", "IN_PROGRESS")

@@ -26,7 +26,7 @@ from PIL import Image, UnidentifiedImageError
 from ..engine.limits import exclusive, safe_name
 from ..errors import ImageError
 from ..files import atomic_write_bytes
-from ..tasks import image_problem
+from ..text import image_problem
 from .body import InlineImage
 
 #: The most pixels an image may have here, checked from its header before it is decoded.  The benchmark's

@@ -18,7 +18,7 @@ Replicate holds the reply up to 60 s while the model runs, and a run killed
 in that minute has paid for a prediction whose id it never saw, so the rerun
 would pay again.  Without it the reply comes at once with the prediction id
 (status ``starting``), which is journaled before the first poll
-(providers/jobs.py); ``options.wait_s`` (1-60) opts back in.  The create request
+(providers/polling.py); ``options.wait_s`` (1-60) opts back in.  The create request
 itself is journaled as pending before it is sent (engine/journal.py): Replicate's
 HTTP API takes no client-chosen id or idempotency key (the prediction id is
 assigned by the create; replicate-python's ``RetryTransport`` never retries a
@@ -46,7 +46,7 @@ from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
 from .body import InlineImage
 from .images import ImageLimits, PreparedImage
-from .jobs import JobPoller, resumed_job
+from .polling import JobPoller, resumed_job
 
 #: Aspect ratios per model (prefix of the provider model id).  Seedream 4.5's schema lists
 #: match_input_image, 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 (providers.md section 7; no 4:5 or 5:4).

@@ -43,7 +43,7 @@ platform/task-polling).  Riverflow 2.0 Pro runs up to three reasoning
 iterations per image, so a sync request holds one connection open for the
 whole generation and a run killed meanwhile has paid for an image it can never
 ask for again.  The taskUUID is ours, so it is journaled *before* the task is
-sent (providers/jobs.py): whatever happens next, the next attempt asks
+sent (providers/polling.py): whatever happens next, the next attempt asks
 ``getResponse`` for that UUID instead of submitting a second task.  A sync task
 is journaled as pending (engine/journal.py) and counts as possibly paid when its
 reply is lost: whether ``getResponse`` knows a task sent for sync delivery is
@@ -67,7 +67,7 @@ from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
 from .http import is_retryable
 from .images import ImageLimits
-from .jobs import JobPoller, resumed_job
+from .polling import JobPoller, resumed_job
 
 #: The 2K pairs of sourceful:riverflow-2.0@pro (1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 5:4, 4:5, 7:3), from
 #: runware.ai/docs/models/sourceful-riverflow-2-0-pro; the 1K pairs are these halved, same price.

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable, Mapping
 
+from ..finite import finite_number
 from .tables import format_metric as format_value  # one number format for tables and charts
 
 #: (results key, panel title, kind): kind decides the axis and the number format.
@@ -85,18 +86,14 @@ def _panel(rows, metric: str, name: str, kind: str, colours: dict[str, str]) -> 
 
 def _bar(row: Mapping[str, Any], metric: str, colours: dict[str, str]) -> Bar:
     value = row.get(metric)
-    value = float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+    value = float(value) if finite_number(value) else None
     interval = (row.get("intervals") or {}).get(metric)
-    interval = tuple(interval) if interval and all(_finite(v) for v in interval) else None
+    interval = tuple(interval) if interval and all(finite_number(v) for v in interval) else None
     return Bar(_row_label(row), value, interval, colours[row["model"]])
 
 
 def _row_label(row: Mapping[str, Any]) -> str:
     return str(row["model"])
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _axis_max(bars: list[Bar], kind: str) -> float:

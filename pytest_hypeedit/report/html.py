@@ -401,7 +401,7 @@ def report_source(config: pytest.Config) -> ReportSource:
     from ..glue.ci import GATES_KEY
     from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
     from .baseline import locate_outputs
-    from .leaderboard import load_results
+    from .results_files import load_results
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}

@@ -1,7 +1,7 @@
 """The live line of a run: done/total, calls in flight per route, errors, money spent so far, an ETA.
 
 ``Progress`` is pure: the pools' states (one per process, as
-``glue/pool.py write_status`` writes them) in, one line of text out.
+``glue/pool_plugin.py write_status`` writes them) in, one line of text out.
 ``LineWriter`` puts a line on the terminal: rewritten in place on a terminal,
 plain lines at a slower pace otherwise (a CI log).
 """

@@ -11,7 +11,6 @@ tables that set them beside the published ones.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -19,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..errors import InputError
+from ..finite import finite_number
 
 DATA = Path(__file__).resolve().parent / "published.yaml"
 METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap")
@@ -66,7 +66,7 @@ def _row(entry: Mapping[str, Any], index: int, units, tasks, settings, path: Pat
                            "tasks": tasks[entry["split"]], "candidates": tasks[entry["split"]] * settings["repeats"]}
     for key in METRICS:
         value = entry.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if not finite_number(value):
             raise InputError(f"{where}: {key} must be a number as published, got {value!r}")
         row[key] = value * UNIT_SCALE[units[key]]
     return row

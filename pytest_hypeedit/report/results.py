@@ -32,7 +32,8 @@ from ..engine.records import (
 )
 from ..engine.stability import stability_cost, stability_of
 from ..files import atomic_write_bytes
-from .leaderboard import COMBINED, SCHEMA, results_markdown
+from .leaderboard_markdown import results_markdown
+from .tables import COMBINED, SCHEMA
 
 Key = tuple[str, str, str, int]
 

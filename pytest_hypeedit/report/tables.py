@@ -1,14 +1,15 @@
 """What every table of results shares: the columns, the number format, the order of splits and rows.
 
-One module that the Markdown leaderboard (leaderboard.py), the HTML index page (index.py), the terminal
-table (terminal.py), the charts and the gates all read, so that a figure is printed the same everywhere.
+One module that the Markdown leaderboard (leaderboard_markdown.py), the HTML index page (index.py), the terminal
+table (terminal_table.py), the charts and the gates all read, so that a figure is printed the same everywhere.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..finite import finite_number
 
 if TYPE_CHECKING:
     from .published import Published
@@ -45,11 +46,11 @@ def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _sort_key(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else -1.0
+    return float(value) if finite_number(value) else -1.0
 
 
 def format_metric(value: Any, kind: str) -> str:
-    if not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite_number(value):
         return "n/a"
     if kind == "percent":
         return f"{value * 100:.1f}%"

@@ -93,9 +93,9 @@ def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
     """Everything but the socket: catalog, labels store, image table."""
     from .. import labels
     from .catalog import build_catalog
+    from .labels_store import LabelsStore
     from .sampling import restrict_to_sample
     from .server import ImageTable, ReviewApp
-    from .store import LabelsStore
 
     doc = labels.load_document(path) if path.exists() else None
     catalog = build_catalog(args.outputs, split.name, split.tasks, seed=args.seed, rater=args.rater,

@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 from ..files import check_regular
 from .catalog import Catalog, opaque_id
-from .store import LabelsStore
+from .labels_store import LabelsStore
 
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
           "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),

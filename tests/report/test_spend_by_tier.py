@@ -16,7 +16,7 @@ from pytest_hypeedit.report.leaderboard import results_markdown
 from pytest_hypeedit.report.results import build_results
 from pytest_hypeedit.report.spend_tiers import spend_by_tier_text, tiers_text
 from pytest_hypeedit.report.summary import run_facts_html
-from pytest_hypeedit.report.terminal import summary_lines
+from pytest_hypeedit.report.terminal_table import summary_lines
 
 SPEC = ModelSpec("gemini-3-pro", "gemini", "gemini-3-pro-image", 0.134)
 

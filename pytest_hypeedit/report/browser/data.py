@@ -20,11 +20,11 @@ is coerced to plain strings, numbers and booleans; the page puts it into the DOM
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ...engine.records import FAIL, OUTCOMES, PASS, SKIPPED, Record
+from ...finite import finite_number
 from ..assets import Built, ImagePair
 
 #: The diagnostic filters, in the order the page offers them; each only when a candidate has it.
@@ -218,7 +218,7 @@ def signals_json(signals: Any) -> dict[str, Any] | None:
 
 def _plain_number(value: Any) -> bool:
     """A bool or a finite number: JSON.parse refuses NaN and Infinity."""
-    return isinstance(value, bool) or (isinstance(value, (int, float)) and math.isfinite(value))
+    return isinstance(value, bool) or finite_number(value)
 
 
 def facts_of(record: Record) -> list[list[str]]:

@@ -2,7 +2,7 @@
 
 Registered on the controller only (plugin.py).  ``record.human`` is filled from the panel of ``--calibrate``,
 else of ``--agreement``, else of a labels judge, as each record arrives (before the report's own hook reads it);
-``--calibrate`` adds the calibrated figures to every results row (report/calibration.py) and prints them; the
+``--calibrate`` adds the calibrated figures to every results row (report/calibrated_rows.py) and prints them; the
 judge's stability (``--judge-stability``, engine/stability.py) is printed here too.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from ..errors import HypeEditError
-from ..report.calibration import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
-from .terminal import write_folded
+from ..report.calibrated_rows import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
+from .terminal_layout import write_folded
 
 PLUGIN_NAME = "hypeedit-calibration"
 

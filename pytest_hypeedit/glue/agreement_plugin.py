@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..errors import HypeEditError
-from ..report.agreement import AgreementCheck, terminal_lines
-from .terminal import write_folded
+from ..report.agreement_check import AgreementCheck, terminal_lines
+from .terminal_layout import write_folded
 
 if TYPE_CHECKING:
     from ..engine.records import Record

@@ -14,7 +14,7 @@ From top to bottom, on the controller:
     = 500 failed in 9s =  pytest's own last line
 
 The answer comes last because a run with hundreds of failures would otherwise scroll it away, and every line
-fits 100 columns (report/terminal.py: tables fit, prose is folded) so that none wraps.  The
+fits 100 columns (report/terminal_table.py: tables fit, prose is folded) so that none wraps.  The
 layout is one hook wrapper around everyone's ``pytest_terminal_summary``: before them it prints the
 one-line sections (and has pytest skip its own), after them, and after pytest's short summary, the answer.
 """
@@ -87,8 +87,8 @@ MAX_ERROR_LINES = 5
 
 
 def write_folded(terminalreporter, lines, **markup) -> None:
-    """Each line within the summary's width, folded at its spaces (report/terminal.py ``fold``)."""
-    from ..report.terminal import fold
+    """Each line within the summary's width, folded at its spaces (report/terminal_table.py ``fold``)."""
+    from ..report.terminal_table import fold
 
     for line in lines:
         for part in fold(line):
@@ -297,7 +297,7 @@ def listing_lines(config: pytest.Config) -> list[str]:
 
 def command_lines(lead: str, args: list[str]) -> list[str]:
     """A shell command within the summary's width: continued with a backslash, so that it still pastes."""
-    from ..report.terminal import WIDTH
+    from ..report.terminal_table import WIDTH
 
     lines, current = [], lead + shlex.quote(args[0])
     for word in map(shlex.quote, args[1:]):

@@ -1,0 +1,192 @@
+"""Results JSON files from outside: one read and checked (``load_results``), several merged into one.
+
+A results file is untrusted (another machine's run, an older version's, a hand edit): ``load_results`` refuses
+what is not a results JSON with an InputError naming the file, and the merge refuses two runs that measured the
+same model on the same split unless ``prefer`` says which one wins (silently picking one would publish a number
+nobody chose), or settings that change the numbers unless told to mix them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError, InputError
+from ..finite import finite_number
+from .tables import COMBINED, SCHEMA
+
+#: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
+TASK_MEANS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "first_attempt_pass_rate")
+COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "spent")
+SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
+
+
+def load_results(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read results file ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not JSON ({exc}); expected the results JSON of a benchmark run "
+                         "(pytest --model MODEL writes hypeedit-outputs/results.json)") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("rows"), list):
+        raise InputError(f"{path}: not a results file (expected schema {SCHEMA!r} with a 'rows' list)")
+    return data
+
+
+def merge_results(runs: Sequence[tuple[str, Mapping[str, Any]]], prefer: str | None = None, allow_mixed_settings: bool = False) -> dict[str, Any]:
+    """Merge several runs' results into one results dict.
+
+    ``prefer``: None (a duplicate model x split is an error), "first", "last",
+    or the name of the run whose rows win.  Combined rows are rebuilt from the
+    chosen split rows when they come from more than one run.
+    """
+    if not runs:
+        raise ConfigError("hypeedit-leaderboard: no results files given")
+    settings = _merged_settings(runs, allow_mixed_settings)
+    chosen = _choose_split_rows(runs, prefer)
+    rows = [row for row, _ in chosen.values()]
+    rows += _combined_rows(chosen, runs, settings)
+    merged = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
+    merged.update(merged_pairwise(rows, settings))
+    stamps = [str(r["generated_at"]) for _, r in runs if r.get("generated_at")]
+    if stamps:
+        merged["generated_at"] = max(stamps)
+    return merged
+
+
+def _merged_settings(runs, allow_mixed: bool) -> dict[str, Any]:
+    settings = dict(runs[0][1].get("settings") or {})
+    for name, results in runs[1:]:
+        other = results.get("settings") or {}
+        for key in SETTINGS_THAT_CHANGE_NUMBERS:
+            if other.get(key) != settings.get(key) and not allow_mixed:
+                raise ConfigError(
+                    f"{name}: {key} = {other.get(key)!r} but {runs[0][0]} has {settings.get(key)!r}; "
+                    "their effective costs are not comparable. Rerun with the same settings, "
+                    "or pass --allow-mixed-settings"
+                )
+        if other.get("judge") != settings.get("judge"):
+            settings["judge"] = " / ".join(dict.fromkeys(filter(None, [settings.get("judge"), other.get("judge")])))
+        if other.get("outputs") != settings.get("outputs"):
+            settings.pop("outputs", None)  # runs in several folders: a merged file has no one place for its images
+    if allow_mixed and any((r.get("settings") or {}).get("review_cost") != settings.get("review_cost") for _, r in runs):
+        settings.pop("review_cost", None)
+    return settings
+
+
+def _choose_split_rows(runs, prefer: str | None) -> dict[tuple[str, str], tuple[dict, str]]:
+    names = [name for name, _ in runs]
+    if prefer not in (None, "first", "last") and prefer not in names:
+        raise ConfigError(f"--prefer {prefer!r}: expected first, last, or one of the files given ({', '.join(names)})")
+    chosen: dict[tuple[str, str], tuple[dict, str]] = {}
+    for name, results in runs:
+        for row in results.get("rows") or []:
+            if row.get("split") == COMBINED:
+                continue
+            key = (str(row.get("model")), str(row.get("split")))
+            if key in chosen and not _replaces(name, chosen[key][1], prefer, key):
+                continue
+            chosen[key] = (dict(row), name)
+    return chosen
+
+
+def _replaces(new: str, old: str, prefer: str | None, key: tuple[str, str]) -> bool:
+    if prefer is None:
+        raise ConfigError(
+            f"{old} and {new} both hold model {key[0]!r} on split {key[1]!r}; say which one wins with "
+            f"--prefer first, --prefer last or --prefer {new}"
+        )
+    if prefer in ("first", "last"):
+        return prefer == "last"
+    return new == prefer
+
+
+def _combined_rows(chosen, runs, settings) -> list[dict[str, Any]]:
+    """A combined row per model with two or more splits: kept from its run if all splits came from it."""
+    by_model: dict[str, list[tuple[dict, str]]] = {}
+    for (model, _split), entry in chosen.items():
+        by_model.setdefault(model, []).append(entry)
+    combined = []
+    for model, entries in by_model.items():
+        sources = {name for _, name in entries}
+        if len(entries) < 2:
+            continue
+        original = _original_combined(model, sources, runs) if len(sources) == 1 else None
+        combined.append(original or pooled_row(model, [row for row, _ in entries], settings.get("review_cost")))
+    return combined
+
+
+def _original_combined(model: str, sources: set[str], runs) -> dict[str, Any] | None:
+    for name, results in runs:
+        if name in sources:
+            for row in results.get("rows") or []:
+                if row.get("split") == COMBINED and row.get("model") == model:
+                    return dict(row)
+    return None
+
+
+def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float | None) -> dict[str, Any]:
+    """The combined row of one model from its split rows.
+
+    Every metric but effective cost and hype gap is a mean over tasks, so the
+    pooled value is the task-weighted mean; effective cost is then recomputed
+    from the pooled E and P@4 (a ratio of means, as in the design).  Intervals
+    cannot be pooled without per-task data and are left out.
+    """
+    tasks = sum(int(r.get("tasks") or 0) for r in rows)
+    pooled: dict[str, Any] = {"model": model, "split": COMBINED}
+    for key in COUNTS:
+        pooled[key] = sum(r.get(key) or 0 for r in rows)
+    for key in TASK_MEANS:
+        values: list[tuple[Any, int]] = [(r.get(key), int(r.get("tasks") or 0)) for r in rows]
+        pooled[key] = sum(v * t for v, t in values) / tasks if tasks and all(finite_number(v) for v, _ in values) else None
+    if finite_number(pooled["pass_at_10"]) and finite_number(pooled["first_attempt_pass_rate"]):
+        pooled["hype_gap"] = pooled["pass_at_10"] - pooled["first_attempt_pass_rate"]
+    if any(r.get("incomplete") or r.get("complete") is False for r in rows):
+        pooled["incomplete"] = True
+    pooled["cost_per_candidate"] = rows[0].get("cost_per_candidate")
+    if all(r.get("task_tallies") for r in rows):  # as a run's own combined row keys them: split/task
+        pooled["task_tallies"] = [{**t, "task_id": f"{r.get('split')}/{t.get('task_id')}"}
+                                  for r in rows for t in r["task_tallies"]]
+    pooled["effective_cost"] = _effective_cost(pooled, review_cost)
+    return pooled
+
+
+def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float | None:
+    attempts, pass_at_4, price = row.get("expected_attempts"), row.get("pass_at_4"), row.get("cost_per_candidate")
+    if not (finite_number(attempts) and finite_number(pass_at_4) and finite_number(price) and finite_number(review_cost)) or pass_at_4 <= 0:
+        return None
+    return attempts * (price + review_cost) / pass_at_4
+
+
+def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``pairwise`` for merged rows carrying ``task_tallies``, and ``pairwise_skipped``: the rows of a split of
+    several models that carry none (an older version's results), left out and said so."""
+    by_split: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_split.setdefault(str(row.get("split")), []).append(row)
+    several = [row for split_rows in by_split.values() if len(split_rows) > 1 for row in split_rows]
+    skipped = [{"split": r.get("split"), "model": r.get("model"),
+                "reason": "no per-task tallies (results written by an older version), so not in the pairwise "
+                          "comparison; rerun it to compare"} for r in several if not r.get("task_tallies")]
+    compared = _pairwise_of(settings, [r for r in several if r.get("task_tallies")])
+    found: dict[str, Any] = {"pairwise": compared} if compared is not None else {}
+    return found | ({"pairwise_skipped": skipped} if skipped else {})
+
+
+def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict] | None:
+    from ..analysis.enrich import AnalysisSettings, pairwise_of_rows
+    from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
+    from ..analysis.pairwise import PAIRWISE_METRICS
+
+    review: Any = settings.get("review_cost")
+    cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
+    metrics = PAIRWISE_METRICS if finite_number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
+    try:
+        metric_settings = MetricSettings(cap, float(review)) if finite_number(review) else MetricSettings(cap)
+        return pairwise_of_rows(rows, AnalysisSettings(metric_settings), metrics)
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed tally or setting in a file from outside
+        raise InputError(f"the per-task tallies or settings of the results files cannot be compared ({exc}); "
+                         "check that each file is a results JSON written by pytest-hypeedit") from None
