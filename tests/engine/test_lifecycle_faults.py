@@ -3,7 +3,8 @@
 A seeded generator plays runs over the same outputs: each run asks for every candidate, step by step as the
 pool does (plan, generate_step or unreachable, judge_step or finish), while a fake provider and a fake paid
 judge (at the Python seam) fail, refuse, lose replies, let jobs expire, and a store fills its disk or "kills the
-process" (an exception no handler catches) at any write.  Between runs an image may vanish.  A last run with
+process" (an exception no handler catches) at any write; a run may have a --budget cap, or hold possibly paid
+candidates for review.  Between runs an image may vanish.  A last run with
 no faults finishes everything.  Checked, in every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
@@ -30,9 +31,10 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from pytest_hypeedit.engine.journal import REBUY, REVIEW
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
-from pytest_hypeedit.errors import JobExpired, JudgeError, ProviderError, Refusal
+from pytest_hypeedit.errors import BudgetExceeded, JobExpired, JudgeError, ProviderError, Refusal
 from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
 from pytest_hypeedit.providers.base import Generation, GenerationRequest, Provider
 from pytest_hypeedit.registry import ModelSpec
@@ -117,8 +119,11 @@ class FakeProvider(Provider):
         key = (self.spec.name, request.task.task_id, request.repeat)
         if journal.job is None:
             world.journaled(f"generation of {key}", world.record_on_disk(*key), journal.call_id)
-        if world.fault("unbilled") == "unbilled":
+        fault = world.fault("unbilled", "unbilled", "unbilled", "key-refused")
+        if fault:
             world.unbilled_journaled += PRICE if journal.job is None else 0.0
+            if fault == "key-refused":  # nothing more is sent on this route in this run (engine/refusedkeys.py)
+                raise ProviderError("401 the key is refused", retryable=False, status=401)
             raise ProviderError("503 before any work", retryable=True)
         if self.spec.name == "job-m":
             if journal.job is not None and journal.job.get("finished_at"):
@@ -216,26 +221,31 @@ class Reservation:
 
 
 class Ledger:
-    """A --budget without a cap that remembers every reservation and how often each was settled."""
+    """A --budget (``cap`` None: no cap) that remembers every reservation and how often each was settled."""
 
-    def __init__(self) -> None:
+    def __init__(self, cap: float | None) -> None:
+        self.cap = cap
         self.held: list[Reservation] = []
         self.committed = 0.0
 
     def reserve(self, amount: float, what: str) -> Reservation:
+        open_ = sum(r.amount for r in self.held if not r.settled)
+        if self.cap is not None and self.committed + open_ + amount > self.cap + 1e-9:
+            raise BudgetExceeded(f"--budget {self.cap} reached: {what} skipped")
         self.held.append(Reservation(self, amount, what))
         return self.held[-1]
 
 
-def one_run(world: World, tmp_path: Path, rate: float) -> Ledger:
+def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None, possibly_paid: str = REBUY
+            ) -> Ledger:
     """Every candidate, step by step as the pool runs them, until the run ends or the process is killed."""
     world.rate, world.billed_run, world.disk_full, world.killed, world.given = rate, 0.0, False, False, []
     world.escaped = False
-    ledger = Ledger()
+    ledger = Ledger(cap)
     store = FaultyStore(world, tmp_path / "out", tmp_path / "claims")
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
-                    signals=False, free_bytes=lambda path: 10**12)
+                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid)
     try:
         for task in TASKS:
             for spec in SPECS:
@@ -288,6 +298,8 @@ def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> 
         assert settled == [1] * len(settled), f"{where}: reservations settled {settled} times"
         assert ledger.committed == pytest.approx(world.billed_run), f"{where}: the ledger committed " \
             f"{ledger.committed}, the fakes billed {world.billed_run}"
+    if ledger.cap is not None:
+        assert ledger.committed <= ledger.cap + 1e-9, f"{where}: {ledger.committed} spent past --budget {ledger.cap}"
     if not world.killed and not world.disk_full:
         for folder, sha in world.given:
             assert sha in images_on_disk(folder), f"{where}: an image paid for in {folder} is not on disk"
@@ -298,7 +310,8 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     rng = random.Random(seed)
     world = World(rng, tmp_path / "out")
     for run in range(rng.randint(2, 5)):
-        ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)))
+        ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
+                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)))
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:
