@@ -2,16 +2,15 @@
 
 A candidate's handling in one process (a ``Plan``, engine/planning.py) moves through these stages::
 
-    PLANNED --write_forgotten--> FORGOTTEN          a lost image: its record stops naming it
-       |                             |
-       +-------write_journaled-------+--> JOURNALED --send--> SENT --reply--> PAID --write_saved--> SAVED
-       +--send_unjournaled (a free route, a job an earlier attempt journaled)-->|                    |
-       |                                     write_job (stays) ^  | write_expired --> EXPIRED --+    |
-       +--adopt (an image on disk)------------------------------------------------------------------+
-                                                                                                    |
-    SAVED --write_judge_journaled--> JUDGE_JOURNALED --ask--> JUDGING --verdict--> JUDGED (write_judged)
-      +--ask_free (a judge that costs nothing)----------------->|                    ^
-      +--reuse (a verdict of these bytes on disk)-----------------------------------+
+    PLANNED -write_forgotten-> FORGOTTEN                 a lost image: its record stops naming it first
+    PLANNED|FORGOTTEN|EXPIRED -write_journaled-> JOURNALED -send-> SENT -reply-> PAID -write_saved-> SAVED
+    PLANNED|FORGOTTEN|EXPIRED -send_unjournaled-> SENT   a free route, or a job an earlier attempt journaled
+    SENT -write_job-> SENT                               a submitted job, written before its first poll
+    SENT -write_expired-> EXPIRED                        its job's result is gone: submitted once more
+    PLANNED|SAVED -adopt-> SAVED                         an image found on disk
+    SAVED -write_judge_journaled-> JUDGE_JOURNALED -ask-> JUDGING -verdict-> JUDGED -write_judged-> JUDGED
+    SAVED -ask_free-> JUDGING                            a judge that costs nothing (human labels)
+    SAVED -reuse-> JUDGED                                a verdict of these bytes on disk
 
     exits: HELD, REFUSED, FAILED, REPLY_LOST (written); SKIPPED, STOPPED, DISK_FULL, UNREACHABLE, BLOCKED
     (nothing sent, nothing written); every stage ends in SETTLED, where each --budget hold is settled.
