@@ -57,6 +57,7 @@ class World:
 
     def __init__(self, rng: random.Random, root: Path):
         self.rng, self.root = rng, root
+        self.free_judge = rng.random() < 0.25  # a judge that costs nothing: judged without a journal entry
         self.rate = 0.0  # the chance of a fault at each event of this run
         self.billed = 0.0  # every run's
         self.billed_run = 0.0
@@ -156,31 +157,38 @@ class FakeProvider(Provider):
 
 
 class FakeJudge(Judge):
-    name, routes, needs_images = "fake-judge", ("fakejudge",), False
+    """A paid judge (billed on receipt), or a free one (``world.free_judge``: no route, nothing billed)."""
+
+    name, needs_images = "fake-judge", False
 
     def __init__(self, world: World):
         self.world = world
+        self.routes = () if world.free_judge else ("fakejudge",)
+        self.price = 0.0 if world.free_judge else JPRICE
 
     def worst_case_cost(self, request: JudgeRequest) -> float:
-        return JPRICE
+        return self.price
 
     def judge(self, request: JudgeRequest) -> Verdict:
         world = self.world
         record = world.record_on_disk(request.model, request.task.task_id, request.repeat)
-        world.journaled(f"verdict of {request.model} {request.task.task_id}", record, request.call_id)
-        if not request.candidate.is_file() or record.get("candidate") != request.candidate.name:
+        if self.routes:
+            world.journaled(f"verdict of {request.model} {request.task.task_id}", record, request.call_id)
+        # the image is on disk; for a paid judge its record on disk names it too (written with its journal entry;
+        # a free judge's verdict of an image adopted from disk is written with the adoption, after it)
+        if not request.candidate.is_file() or (self.routes and record.get("candidate") != request.candidate.name):
             world.broken.append(f"{request.candidate} judged before it was saved (record names "
                                 f"{record.get('candidate')})")
         if world.fault("unbilled") == "unbilled":
-            world.unbilled_journaled += JPRICE
+            world.unbilled_journaled += self.price
             raise JudgeError("503", retryable=True)
-        world.bill(JPRICE)
+        world.bill(self.price)
         fault = world.fault("kill", "reply-lost")
         if fault == "kill":
             world.kill()
         if fault == "reply-lost":
             raise JudgeError("read timeout", reply_lost=True)
-        return Verdict(world.rng.random() < 0.5, "looked", self.id, cost=JPRICE)
+        return Verdict(world.rng.random() < 0.5, "looked", self.id, cost=self.price)
 
 
 class FaultyStore(Store):
