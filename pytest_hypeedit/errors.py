@@ -22,6 +22,13 @@ option) and says what to do next; none ever contains an API key.
     ├── Refusal              the model answered without a usable image: outcome "refused"
     └── BudgetExceeded       the next call could pass --budget: the item is skipped
 
+    LifecycleError           (an AssertionError, on purpose not a HypeEditError) a bug of the plugin: the money
+                             path took a step its candidate's state forbids (engine/lifecycle.py)
+
+``LifecycleError`` stands apart from the tree: the money path catches ``HypeEditError`` around every paid
+call to record it as the candidate's error, and a broken protocol (a write before its journal, a reservation
+settled twice) must not be recorded as a failed call and forgotten, but stop the step, loudly.
+
 A ``CallError`` is never the model's verdict: the candidate is left out of the
 metrics, counted under ``errors`` and retried by the next run.  A ``Refusal``
 is: the user paid for an attempt that gave nothing, so it counts as FAIL.
@@ -136,3 +143,8 @@ class Refusal(HypeEditError):
 
 class BudgetExceeded(HypeEditError):
     """The next paid call could take the run past ``--budget``."""
+
+
+class LifecycleError(AssertionError):
+    """A step of a candidate's money path that its state forbids (engine/lifecycle.py): a bug of the plugin, never
+    of the input.  Not a HypeEditError, so no handler of call errors records it as a failed call."""

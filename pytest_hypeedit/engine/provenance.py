@@ -11,7 +11,7 @@ the hash, ``files.sha256_of``).  What the check decides:
     other bytes, still an image              the verdicts and signals are forgotten (kept in the record's history,
                                              ``extra["changed_candidates"]``): the run judges it again, no image
                                              bought, and says so in one warning line naming the file
-    other bytes, not an image                corrupt: handled as a lost candidate (runner._forget_lost_candidate),
+    other bytes, not an image                corrupt: handled as a lost candidate (planning._forget_lost_candidate),
                                              bought again, and said so in one warning line naming the file
     other references                         as "other bytes": the verdict judged an edit of other images
 

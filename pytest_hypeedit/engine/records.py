@@ -141,7 +141,7 @@ class Record:
     # {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
     signals: dict[str, Any] = field(default_factory=dict)
     # the bytes the verdicts and signals above were computed on: the SHA-256 (hex) of the candidate file and of
-    # each reference image, in the task's order (engine/runner.py checks them before reusing a verdict: a file
+    # each reference image, in the task's order (engine/planning.py checks them before reusing a verdict: a file
     # changed on disk is judged again); None / [] in a record written before they were kept
     candidate_sha256: str | None = None
     references_sha256: list[str] = field(default_factory=list)
@@ -241,7 +241,7 @@ _INFORMATIVE = {"route", "provider_model", "request_id", "generated_at", "judged
 #: The pixel signals the analysis compares (engine/signals.py's SIGNAL_KEYS, named again here so that reading a
 #: record needs no numpy): numbers or true/false; other keys are not checked.
 _SIGNALS = {"width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e"}
-#: The fields of one verdict (a ``judgements`` entry), as runner._verdict_entry writes them.
+#: The fields of one verdict (a ``judgements`` entry), as verdicts._verdict_entry writes them.
 _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
     "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,), "cost": _NUMBER,
     "judged_at": _TEXT, "extra": (dict,),
@@ -334,7 +334,7 @@ def clean_fields(fields: dict[str, Any]) -> dict[str, Any]:
     may have been written by anyone."""
     fields = _cleaned(fields, _OUTSIDE_TEXTS)
     if fields.get("judgements"):
-        # every key a reused verdict is applied from (runner._apply_verdict), the judge's id by default its key
+        # every key a reused verdict is applied from (verdicts._apply_verdict), the judge's id by default its key
         fields["judgements"] = {judge: {"judge": judge, "reasoning": None, "votes": [], "judged_at": None,
                                         **_cleaned(entry, {"reasoning": REASONING_LIMIT})}
                                 for judge, entry in fields["judgements"].items()}

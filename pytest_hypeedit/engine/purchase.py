@@ -1,0 +1,264 @@
+"""The generation step: buy one candidate once, or resume the job an earlier attempt journaled.
+
+    budget (the call's worst case held) -> pending call written (journaled) -> provider call
+        -> the image and its record written at once (saved) | a refusal written | the error written
+
+Every step is one of the candidate's lifecycle (engine/lifecycle.py), whose docstring gives the order's
+crash-safety argument: the request is journaled before it leaves, a submitted job is written before its first
+poll, and the paid image is on disk (or its cost kept) before anything else happens to it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, ProviderError, Refusal
+from ..files import sha256_bytes, sha256_of
+from ..providers.base import Generation, GenerationRequest, seed_for
+from ..registry import ModelSpec
+from ..secrets import KEY_ENV, redact
+from ..tasks import Task
+from ..text import ERROR_LIMIT, clean_text
+from . import journal as paid, room
+from .journal import GENERATE, Journal
+from .lifecycle import Hold, Lifecycle, Step
+from .planning import Plan
+from .records import ERROR, REFUSED, Record, known_tier, now_iso, usd
+from .verdicts import Verdicts
+
+
+class Purchase(Verdicts):
+    """Buying a candidate: reserve, journal, call, save (or record why not)."""
+
+    def _generate(self, plan: Plan) -> Path | None:
+        """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
+        record, spec = plan.record, plan.spec
+        for attempt in (1, 2):
+            try:
+                return self._generate_once(plan)
+            except JobExpired as exc:
+                expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
+                record.resubmitted += 1
+                record.job = None
+                if attempt == 2:
+                    self._failed(plan, JobExpired(f"{expired}; submitted again, expired again"))
+                    return None
+                record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
+                self._write(plan.life, Step.WRITE_EXPIRED, record)
+        return None
+
+    def _generate_once(self, plan: Plan) -> Path | None:
+        task, spec, repeat, record, life = plan.task, plan.spec, plan.repeat, plan.record, plan.life
+        journal = self._journal(plan)
+        hold: Hold | None = None
+        request: GenerationRequest | None = None
+
+        def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
+            return self._worst_case(spec, request)
+
+        try:
+            request = self.generation_request(task, spec, repeat, journal)
+            provider = self.provider(spec)
+            price = 0.0  # a resumed job was paid for when it was submitted
+            if not journal.resumed:
+                # the worst case (the size requested, the references), not the list price: the budget is a cap
+                price = provider.worst_case_cost(request)
+                hold = life.reserve(self.budget, lambda: price, f"{spec.name} {task.task_id} r{repeat:03d}")
+                self._journal_generation(life, record, spec, price, request)
+            life.move(Step.SEND if price > 0 else Step.SEND_UNJOURNALED, hold)
+            started = time.monotonic()
+            generation = self._call(lambda: provider.generate(request), record, f"{spec.name} via {spec.route}",
+                                    ProviderError)
+        except BudgetExceeded as exc:
+            self._skip(life, record, str(exc))
+            return None
+        except Refusal as exc:
+            self.end_call(record)
+            if hold is not None:
+                hold.settle(exc.cost or 0.0)
+            self._refused(plan, exc)
+            return None
+        except JobExpired:
+            self.end_call(record)
+            self._expired_job_paid(record, self._job_cost(record, worst), hold)
+            raise
+        except (CallError, HypeEditError) as exc:
+            self._generation_failed(plan, exc, hold, journal.resumed, worst)
+            return None
+        self.end_call(record)
+        life.move(Step.REPLY)
+        if hold is not None:
+            hold.settle(generation.cost)
+        return self._keep_generation(plan, generation, journal.resumed, time.monotonic() - started)
+
+    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None, resumed: bool,
+                           worst: Callable[[], float]) -> None:
+        """A job that was submitted is paid for even when its polls failed: it stays in the record (journaled)
+        and the next attempt resumes it.  A call whose reply was lost may be paid: its worst case is committed,
+        never released."""
+        record, spec = plan.record, plan.spec
+        lost = self.end_call(record, exc)
+        if hold is not None:
+            hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
+        if record.job and not resumed:
+            record.cost = self._job_cost(record, worst)
+        refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
+                                         variables=self._provider_key_variables(spec))
+        self._failed(plan, exc, note=self._lost_note(lost) + refused, lost=lost is not None)
+
+    def _keep_generation(self, plan: Plan, generation: Generation, resumed: bool, latency: float) -> Path | None:
+        """What the provider answered, saved before anything else happens to it."""
+        record = plan.record
+        if resumed and record.job:
+            record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
+        record.references_sha256 = self._reference_hashes(plan.task)  # what the verdict will be of, with the image
+        try:
+            path = self._save_generation(plan, generation, latency)
+        except DiskFull as exc:
+            self._failed(plan, exc)
+            return None
+        if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
+            self._signals(plan.task, generation.preview, record)
+        return path
+
+    @staticmethod
+    def _model_scope(spec: ModelSpec) -> str:
+        return f"{spec.route} model {spec.provider_model}"
+
+    def _provider_key_variables(self, spec: ModelSpec) -> tuple[str, ...]:
+        return tuple(getattr(self.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
+
+    def _key_stopped(self, spec: ModelSpec) -> str | None:
+        """Why this candidate is not bought: its route's (or model's) key was refused, or the paid judge's was
+        (a candidate bought now would be paid for and left unjudged); None when nothing stops it."""
+        stopped = self.refused_keys.stopped(spec.route, self._model_scope(spec))
+        if stopped:
+            return stopped
+        judge = self.judge
+        if judge.routes and (stopped := self.refused_keys.stopped(*judge.routes)):
+            return f"judge {judge.id}: {stopped}"
+        return None
+
+    def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
+                            request: GenerationRequest) -> None:
+        """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
+        has nothing to lose."""
+        if price > 0:
+            self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
+                              life=life)
+
+    def _journal(self, plan: Plan) -> Journal:
+        """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
+        record, spec = plan.record, plan.spec
+
+        def save(job: dict[str, Any] | None) -> None:
+            record.job = job
+            if job is not None:
+                record.route, record.provider_model = spec.route, spec.provider_model
+                record.pending = None  # the job is what the submit's reply said: resumable, not lost
+            self._write(plan.life, Step.WRITE_JOB, record)
+
+        # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
+        # polled by this route's adapter: it is left behind, and this route submits its own.
+        job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
+        source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
+        return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+
+    @staticmethod
+    def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
+        """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
+        call's worst case: what it may have cost); 0 when no job was submitted."""
+        if not record.job:
+            return 0.0
+        cost = record.job.get("cost")
+        return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
+
+    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None
+                           ) -> GenerationRequest:
+        """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
+        # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
+        return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec,
+                                 journal=journal or Journal(), landing=self.store.task_dir(task.split, spec.name,
+                                                                                           task.task_id))
+
+    def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""
+        return self.provider(spec).worst_case_cost(self.generation_request(task, spec, repeat))
+
+    def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
+        """The most ``request`` can cost; the list price when it cannot be said (e.g. its references failed)."""
+        if request is None:
+            return spec.price
+        try:
+            return self.provider(spec).worst_case_cost(request)
+        except HypeEditError:
+            return spec.price
+
+    @staticmethod
+    def _expired_job_paid(record: Record, cost: float, hold: Hold | None) -> None:
+        """A job whose result expired at the provider was paid for all the same: a cost of its own
+        (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
+        if hold is not None:
+            hold.settle(cost)
+        record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
+        record.cost = 0.0  # the candidate's own generation is the next submission's
+
+    def _save_generation(self, plan: Plan, gen: Generation, latency: float) -> Path:
+        """The paid image and its record, written at once; DiskFull when the disk has no room: an image that could
+        not be written is counted as paid and lost (``resubmitted_cost``); one written before its record failed
+        stays on disk, and the next run adopts it without paying."""
+        record, spec = plan.record, plan.spec
+        plan.life.check(Step.WRITE_SAVED)  # an image is only written once paid for
+        try:
+            path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image,
+                                              gen.ext)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(gen.cost)
+            if isinstance(gen.image, Path):
+                gen.image.unlink(missing_ok=True)
+            raise DiskFull(self.stop_for_disk(exc)) from exc
+        record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
+        record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
+        record.tier = known_tier(gen.tier)
+        record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
+        record.reused_candidate = False
+        record.extra.update(gen.extra)
+        if record.job:
+            record.job["finished_at"] = now_iso()
+        record.verdict = record.reasoning = record.judge = None
+        record.judgements, record.pending, record.signals = {}, None, {}
+        # hashed from the bytes in memory (a downloaded file: from disk, once)
+        record.candidate_sha256 = (sha256_of(path, self.store.root) if isinstance(gen.image, Path)
+                                   else sha256_bytes(gen.image))
+        try:
+            self._write(plan.life, Step.WRITE_SAVED, record)  # the paid image is safe before the judge is asked
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            raise DiskFull(self.stop_for_disk(exc) + f"; the image is kept at {path}, and the next run adopts it "
+                           "without paying") from exc
+        return path
+
+    def _refused(self, plan: Plan, exc: Refusal) -> None:
+        record, spec = plan.record, plan.spec
+        record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
+        record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now_iso()
+        record.provider_model, record.error, record.pending = spec.provider_model, None, None
+        self._write(plan.life, Step.WRITE_REFUSED, record)
+
+    def _failed(self, plan: Plan, exc: Exception, note: str = "", lost: bool = False) -> None:
+        # the error names model and route already; the item adds task and repeat
+        # any exception of a plugin's provider: its text is cleaned and capped where it is stored (text.py)
+        record = plan.record
+        record.outcome, record.route = ERROR, plan.spec.route
+        record.error = clean_text(redact(str(exc)) + note, ERROR_LIMIT)
+        try:  # visible in the outputs; the next run retries it
+            self._write(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
+        except OSError as write_error:
+            if not room.no_room(write_error):
+                raise
+            self.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it

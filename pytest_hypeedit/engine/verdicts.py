@@ -1,0 +1,198 @@
+"""The judge step: a verdict for a candidate saved on disk, reused when one of these bytes is there, else asked
+for (its worst case held in --budget, its request journaled before it leaves) and written at once.
+
+    verdict on disk for this judge?   -> reuse it (unless --rejudge)
+    otherwise: judge (its worst case reserved, or held since the purchase) -> verdict written at once
+
+Every step is one of the candidate's lifecycle (engine/lifecycle.py): a judge is only asked about an image
+that is SAVED, and a paid judge only once its request is journaled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BudgetExceeded, CallError, HypeEditError, JudgeError
+from ..judges.base import Judge, JudgeRequest, Verdict
+from ..registry import ModelSpec
+from ..secrets import KEY_ENV, redact
+from ..tasks import Task
+from ..text import ERROR_LIMIT, clean_text
+from . import journal as paid, provenance, room
+from .journal import JUDGE
+from .lifecycle import Hold, Lifecycle, Step
+from .planning import Plan, Planning
+from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
+
+if TYPE_CHECKING:
+    from .signals import Preview
+
+
+def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Two verdict entries that say the same (they differ only in when they were given)."""
+    keys = ("verdict", "reasoning", "judge", "votes", "cost", "extra")
+    return all(old.get(key) == new.get(key) for key in keys)
+
+
+def judge_key_variables(judge: Judge) -> tuple[str, ...]:
+    """The variables a paid judge's key is read from (``key_variables`` when the judge says, e.g. the openai
+    judge on another server than OpenAI's; else its ``key_env``, else its route's)."""
+    named = getattr(judge, "key_variables", None) or judge.key_env
+    return tuple(named) or tuple(v for route in judge.routes for v in KEY_ENV.get(route.removesuffix("-judge"), ()))
+
+
+class Verdicts(Planning):
+    """Asking the judge about a saved candidate, and keeping what it said."""
+
+    def _judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False) -> None:
+        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
+        ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
+        record, life, judge = plan.record, plan.life, self.judge
+        assert plan.candidate is not None  # only a candidate on disk is judged
+        new_signals = self._signals(plan.task, plan.candidate, record) or save
+        stored = self.reusable_verdict(record)
+        if stored:
+            life.move(Step.REUSE)
+            self._apply_verdict(record, stored, reused=True)
+            if new_signals:
+                self._write_judged(life, Step.WRITE_JUDGED, record)  # stored once: the next run reads them
+            return
+        stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
+        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
+            life.move(Step.STOP)
+            record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
+            return
+        reservation = hold
+        try:
+            references = tuple(self.references(plan.task)) if judge.needs_images else ()
+            request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
+                                   call_id=paid.new_call_id() if judge.routes else None)
+            reservation = hold or self._reserve_verdict(life, request)
+            if judge.routes:  # a paid judge: its request is journaled before it leaves
+                self._journal_judge_call(life, record, judge, request)
+            life.move(Step.ASK if judge.routes else Step.ASK_FREE, reservation)
+            verdict = self._call(lambda: judge.judge(request), record, f"judge {judge.id}", JudgeError)
+        except BudgetExceeded as exc:
+            self._skip(life, record, str(exc))  # the paid candidate stays on disk: a larger budget judges it
+            return
+        except (CallError, HypeEditError) as exc:
+            self._judge_failed(plan, judge, reservation, exc)
+            return
+        self.end_call(record)
+        if reservation is not None:
+            reservation.settle(verdict.cost)
+        life.move(Step.VERDICT)
+        self._keep_verdict(plan, verdict, new_signals)
+
+    def _judge_failed(self, plan: Plan, judge: Judge, reservation: Hold | None, exc: HypeEditError) -> None:
+        """The judge's call failed (or never left): what it may have cost is settled, the record says why."""
+        record = plan.record
+        lost = self.end_call(record, exc)
+        # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
+        paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
+        if reservation is not None:
+            reservation.settle(paid_for)
+        refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
+                                         variables=judge_key_variables(judge)) if judge.routes else ""
+        record.outcome, record.error = ERROR, clean_text(
+            redact(f"judge {judge.id}: {exc}") + self._lost_note(lost) + refused, ERROR_LIMIT)
+        self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
+
+    def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
+        """The judge's answer applied to the record and written at once (a paid verdict is never lost)."""
+        record, judge = plan.record, self.judge
+        stale = record.judgements.get(judge.id)
+        reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        entry = self._verdict_entry(verdict)
+        if reason and stale:  # a reason is only given for a stale verdict
+            entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
+        if stale and not judge.routes and _same_verdict(stale, entry) and record.judge == entry["judge"] \
+                and not record.error:
+            # A free judge (human labels) asked again and saying the same: the record on disk is right as it
+            # is.  Not rewriting it is most of a 7,000-candidate replay's time.
+            self._apply_verdict(record, stale, reused=False)
+            if new_signals:
+                self._write_judged(plan.life, Step.WRITE_JUDGED, record)
+            return
+        self._apply_verdict(record, entry, reused=False)
+        self._write_judged(plan.life, Step.WRITE_JUDGED, record)
+
+    def _write_judged(self, life: Lifecycle, step: Step, record: Record) -> None:
+        """The record with its verdict (or why it has none); a disk with no room stops the buying, and the item
+        says what was lost."""
+        try:
+            self._write(life, step, record)
+        except OSError as exc:
+            if not room.no_room(exc):
+                raise
+            message = self.stop_for_disk(exc)
+            if record.outcome != ERROR:
+                record.outcome, record.error = ERROR, (f"{message}; its verdict ({record.verdict}) could not be "
+                                                       "saved, so the next run asks for it again")
+
+    def _journal_judge_call(self, life: Lifecycle, record: Record, judge: Judge, request: JudgeRequest) -> None:
+        self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+                          call_id=request.call_id, life=life, judge=judge.id)
+
+    def _hold_verdict(self, plan: Plan) -> Hold | None:
+        """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
+        candidate will have (a judge's worst case does not depend on the image's content)."""
+        if self.budget is None or not self.judge.routes:
+            return None
+        return self._reserve_verdict(plan.life, self._verdict_request(plan.task, plan.spec, plan.repeat))
+
+    def _verdict_request(self, task: Task, spec: ModelSpec, repeat: int) -> JudgeRequest:
+        """The judge's request for a candidate before it is bought, with the path it will have."""
+        references = tuple(self.references(task)) if self.judge.needs_images else ()
+        to_be = self.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
+        return JudgeRequest(task, spec.name, repeat, to_be, references)
+
+    def _reserve_verdict(self, life: Lifecycle, request: JudgeRequest) -> Hold | None:
+        """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
+        if not self.judge.routes:
+            return None
+        what = f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}"
+        return life.reserve(self.budget, lambda: self.judge.worst_case_cost(request), what)
+
+    def worst_case_verdict(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        """The most this candidate's verdict can cost: what --budget holds for it; 0 for a free judge."""
+        if not self.judge.routes:
+            return 0.0
+        return self.judge.worst_case_cost(self._verdict_request(task, spec, repeat))
+
+    def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
+        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
+        the preview its adapter made; True when new."""
+        if not self.signals or record.signals:
+            return False
+        if record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra:
+            # a candidate read back from disk without them is left unmeasured (a replay of thousands would decode
+            # every image again): the report and signals_summary say how many, never a figure that was not
+            # computed. Bytes that changed since their verdict are judged again now, and measured with it
+            return False
+        from .signals import candidate_signals
+
+        record.signals = candidate_signals(task, candidate, self.references)
+        return bool(record.signals)
+
+    @staticmethod
+    def _verdict_entry(verdict: Verdict) -> dict[str, Any]:
+        return {
+            "verdict": verdict.label,
+            "reasoning": redact(verdict.reasoning),
+            "judge": verdict.judge,
+            "votes": verdict.votes,
+            "cost": verdict.cost,
+            "judged_at": now_iso(),
+            "extra": verdict.extra,
+        }
+
+    @staticmethod
+    def _apply_verdict(record: Record, entry: dict[str, Any], *, reused: bool) -> None:
+        record.judgements[entry["judge"]] = entry
+        record.verdict, record.reasoning, record.judge = entry["verdict"], entry["reasoning"], entry["judge"]
+        record.votes, record.judged_at = entry["votes"], entry["judged_at"]
+        record.judge_cost = entry.get("cost") or 0.0
+        record.judge_tier = verdict_tier(entry)
+        record.outcome, record.error, record.reused_verdict = (PASS if entry["verdict"] == "PASS" else FAIL), None, reused
