@@ -54,6 +54,12 @@ CAP = 0.5
 PRIOR_MEAN, PRIOR_VARIANCE = 0.5, 0.25
 #: Gate operators whose PASS side is "M above c".
 ABOVE = (">=", ">")
+#: How a stop by a sequential decision starts its reason (the stop file, the skipped items, the coverage).
+STOP_PREFIX = "sequential: "
+
+
+def is_sequential_stop(reason: object) -> bool:
+    return isinstance(reason, str) and reason.startswith(STOP_PREFIX)
 
 
 def interleaving(task_keys: Sequence[object], repeats: int, seed: str = "hypeedit-sequential") -> list[tuple[int, int]]:
@@ -90,7 +96,8 @@ class BettingTest:
     """One gate on one row, fed its values in the planned order; ``decision`` is None until decided.
 
     ``low``/``high`` give, per planned item, the least and most its value can be (0 and 1 for a pass rate;
-    shifted by the baseline when paired): they tell when the values bought already force the answer."""
+    shifted by the baseline when paired): they tell when the values bought already force the answer.  An item
+    that gives no value (an error, a budget skip) is ``skip``-ped: it leaves the population (assumption 3)."""
 
     threshold: float
     op: str
@@ -98,9 +105,10 @@ class BettingTest:
     low: Sequence[float]
     high: Sequence[float]
     seen: int = 0
+    skipped: int = 0
     total: float = 0.0
     decision: str | None = None
-    decided_at: int | None = None
+    decided_at: int | None = None  # the items of the plan consumed (values and skips) when decided
     _log_up: float = 0.0
     _log_down: float = 0.0
     _squares: float = 0.0  # sum of (x_j - running mean_j)^2, the variance's numerator
@@ -114,25 +122,43 @@ class BettingTest:
 
     @property
     def planned(self) -> int:
-        return len(self.low)
+        """The items of the plan that give (or will give) a value."""
+        return len(self.low) - self.skipped
+
+    @property
+    def position(self) -> int:
+        return self.seen + self.skipped
 
     def update(self, value: float) -> str | None:
         """Take the next value of the planned order (once decided, the decision stays)."""
-        if self.seen >= self.planned:
+        if self.position >= len(self.low):
             raise ValueError("more values than planned items")
-        n_left = self.planned - self.seen
-        null_mean = (self.planned * self.threshold - self.total) / n_left
+        null_mean = (self.planned * self.threshold - self.total) / (self.planned - self.seen)
         up, down = bets(self.total, self._squares, self.seen, null_mean)
         self._log_up += _log_factor(1.0 + up * (value - null_mean))
         self._log_down += _log_factor(1.0 - down * (value - null_mean))
-        self._rest_low -= self.low[self.seen]
-        self._rest_high -= self.high[self.seen]
+        self._leave(self.position)
         self.seen += 1
         self.total += value
         self._squares += (value - (PRIOR_MEAN + self.total) / (self.seen + 1)) ** 2
-        if self.decision is None:
+        return self._settle()
+
+    def skip(self) -> str | None:
+        """The next planned item gives no value."""
+        if self.position >= len(self.low):
+            raise ValueError("more items than planned")
+        self._leave(self.position)
+        self.skipped += 1
+        return self._settle()
+
+    def _leave(self, index: int) -> None:
+        self._rest_low -= self.low[index]
+        self._rest_high -= self.high[index]
+
+    def _settle(self) -> str | None:
+        if self.decision is None and self.planned > 0:
             self.decision = self._decide()
-            self.decided_at = self.seen if self.decision else None
+            self.decided_at = self.position if self.decision else None
         return self.decision
 
     def _decide(self) -> str | None:

@@ -108,8 +108,11 @@ class CandidatePool(Dispatcher):
                  source: Callable[[], Iterable[Entry]] | None = None,
                  should_stop: Callable[[], str | None] | None = None,
                  on_report: Callable[[PoolState], None] | None = None,
-                 grace: float = 10.0, should_leave: Callable[[], bool] | None = None):
+                 grace: float = 10.0, should_leave: Callable[[], bool] | None = None, ahead: int | None = None):
         self.runner, self.concurrency = runner, concurrency
+        # --sequential: no generation starts more than ``ahead`` items past the one pytest waits for, so a
+        # decision taken from the items reported stops the buying within that many (None: no limit)
+        self._ahead, self._asked_at = ahead, 0
         self.grace, self._should_leave = grace, should_leave
         self._stopped_at: float | None = None
         self._gate_for, self._judge_gates = gate_for, judge_gates
@@ -279,6 +282,9 @@ class CandidatePool(Dispatcher):
         with self._cond:
             job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
             assert job is not None  # _add gives None only for a job already known, which get() found
+            if job.index > self._asked_at:
+                self._asked_at = job.index
+                self._cond.notify_all()  # a generation held back by ``ahead`` may start now
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job

@@ -31,6 +31,7 @@ from typing import Iterable
 
 import pytest
 
+from ..analysis.sequential import is_sequential_stop
 from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
@@ -191,6 +192,9 @@ class PoolPlugin:
             judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
             source=self._source(session), should_stop=lambda: self._should_stop(session),
             on_report=self._report, grace=self.grace, should_leave=lambda: leaving(self.folder),
+            # --sequential: buy at most --concurrency items past the one pytest waits for, so a decision taken
+            # from the reported items stops the buying soon after (glue/early_stop.py)
+            ahead=_sequential_ahead(self.config, run.concurrency),
         )
 
     def _model_gate(self, spec) -> RouteGate:
@@ -227,8 +231,10 @@ class PoolPlugin:
 
     def _should_stop(self, session: pytest.Session) -> str | None:
         reason = read_stop(self.folder)
-        if reason and hasattr(self.config, "workerinput"):
-            session.shouldstop = reason  # the worker leaves its loop after the current item
+        # the worker leaves its loop after the current item; not after a --sequential decision: each item it was
+        # dealt is reported skipped with the decision (glue/early_stop.py), rather than missing
+        if reason and hasattr(self.config, "workerinput") and not is_sequential_stop(reason):
+            session.shouldstop = reason
         if reason:
             return reason
         if session.shouldfail or session.shouldstop:  # -x / --maxfail in this process
@@ -240,6 +246,16 @@ class PoolPlugin:
             write_status(self.folder, state, final=final)
         except OSError:  # e.g. the cache's disk is full: the live line misses an update, the run goes on
             pass
+
+
+def _sequential_ahead(config: pytest.Config, concurrency: int) -> int | None:
+    """Under --sequential, how far this process's pool may buy past the item pytest waits for: its share of
+    --concurrency (every process of the run shares it), so the run buys about --concurrency candidates past
+    the decision at most (plus what the reports on their way to the controller hold)."""
+    if not config.option.hypeedit_sequential:
+        return None
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1) or 1)
+    return max(1, -(-concurrency // workers))
 
 
 def _grace(config: pytest.Config) -> float:
