@@ -73,10 +73,10 @@ def run_args(labels: str, outputs: str, *extra: str) -> list[str]:
             "--repeats", str(REPEATS), "--outputs", outputs, "--judge", f"labels:{labels}", *extra]
 
 
-def sequential(bench, labels: str, gate: str, *extra: str):
-    # --concurrency 8: the run buys about that many candidates past the decision (glue/pool.py)
-    result = bench.runpytest(*run_args(labels, "new", "--sequential", "--concurrency", "8", "--baseline", "old.json", "--gate", gate,
-                                       *extra))
+def sequential(bench, labels: str, gate: str, *extra: str, concurrency: int = 8):
+    # the run buys about --concurrency candidates past the decision (glue/pool.py)
+    result = bench.runpytest(*run_args(labels, "new", "--sequential", "--concurrency", str(concurrency),
+                                       "--baseline", "old.json", "--gate", gate, *extra))
     return result, json.loads((Path(bench.path) / "new" / "results.json").read_text())
 
 
@@ -84,21 +84,26 @@ def billed(bench) -> int:
     return sum(len(path.read_text().splitlines()) for path in bench.billed.iterdir())
 
 
-@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_plainly_worse_release_fails_its_gate_with_at_most_half_bought(bench, xdist):
-    result, found = sequential(bench, "bad.json", "pass_rate>=baseline-0.02", *xdist)
+@pytest.mark.parametrize(("xdist", "concurrency"), [([], 32), (["-n", "2"], 8)], ids=["serial", "xdist"])
+def test_a_plainly_worse_release_fails_its_gate_with_at_most_half_bought(bench, xdist, concurrency):
+    # 32 in flight at once, serially: the pool, working ahead of pytest, must not buy far past the decision
+    result, found = sequential(bench, "bad.json", "pass_rate>=baseline-0.02", *xdist, concurrency=concurrency)
     assert result.ret == 1
     entry = found["sequential"]
     [gate] = entry["gates"]
     assert gate["decided"] and gate["decision"] == "FAIL"
     assert entry["candidates_planned"] == TASKS * REPEATS and entry["alpha"] == 0.05
     assert entry["candidates_bought"] <= TASKS * REPEATS // 2
+    if not xdist:  # the pool buys about --concurrency past the decision at most, however fast the provider
+        assert entry["candidates_bought"] <= gate["after"] + concurrency + 5
     assert billed(bench) <= entry["candidates_bought"]  # no generation paid that is not counted as bought
     assert entry["saved_candidates"] == TASKS * REPEATS - entry["candidates_bought"]
     said(result, "*sequential (alpha 0.05): gate 'pass_rate>=baseline-0.02' on release (mini) decided FAIL after *"
                  " of 200 candidates*",
          "*sequential: stopped buying after * of 200 candidates: saved * candidates (about $*",
          "*FAIL gate 'pass_rate>=baseline-0.02'*decided FAIL by --sequential*", "metric gate FAILED: exit status 1")
+    outcomes = result.parseoutcomes()  # every item reported (under -n too): bought ones judged, the rest skipped
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + outcomes.get("skipped", 0) == TASKS * REPEATS
     coverage = found["coverage"]
     assert coverage["stopped"].startswith("sequential: ") and not found["complete"]
     assert [r["reason"] for r in coverage["reasons"]] in (["sequential"], ["sequential", "bought_unreported"])
