@@ -141,3 +141,26 @@ def test_equal_releases_are_not_failed_early_by_a_strict_gate(bench):
     assert gate["decision"] != "FAIL"
     assert found["complete"] and found["sequential"]["candidates_bought"] == TASKS * REPEATS
     said(result, "all gates hold: exit status 0")
+
+
+def test_a_gate_that_cannot_be_decided_early_keeps_the_run_buying_in_full(bench):
+    result, found = sequential(bench, "bad.json", "pass_rate>=0.7", "--gate", "pass_at_4>=0.5")
+    entry = found["sequential"]
+    assert not entry["stopped"] and entry["candidates_bought"] == TASKS * REPEATS and found["complete"]
+    assert [g["decided"] for g in entry["gates"]] == [True, False]
+    assert "only pass_rate gates are decided early" in entry["gates"][1]["not_decidable"]
+    assert found["rows"][0]["pass_at_4"] is not None  # a full run measures every metric
+    said(result, "*sequential: gate 'pass_at_4>=0.5' cannot be decided early (pass_at_4 needs every repeat of a "
+                 "task*): the run buys every candidate and judges it as without --sequential",
+         "*FAIL gate 'pass_rate>=0.7'*decided FAIL by --sequential after *")
+    assert result.ret == 1
+
+
+def test_sequential_needs_a_gate_and_a_sensible_alpha(bench):
+    alone = bench.runpytest(*run_args("bad.json", "new", "--sequential"))
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--sequential decides gates early: give at least one --gate*"])
+    wrong = bench.runpytest(*run_args("bad.json", "new", "--sequential", "--gate", "pass_rate>=0.5",
+                                      "--gate-alpha", "1.5"))
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--gate-alpha 1.5: *between 0 and 1*"])
