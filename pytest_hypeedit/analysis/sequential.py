@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 METHOD = "betting confidence sequence, sampling without replacement (Waudby-Smith & Ramdas)"
 PASS, FAIL = "PASS", "FAIL"
@@ -202,7 +202,7 @@ def _log_factor(factor: float) -> float:
 # --------------------------------------------------------------------------- vectorised twin (simulations)
 
 
-def decide_many(values, threshold, op: str, alpha: float, low=None, high=None):
+def decide_many(values: Any, threshold: Any, op: str, alpha: float, low: Any = None, high: Any = None) -> Any:
     """``BettingTest`` on many runs at once: ``values`` (runs x N, in planned order) -> (decision per run: +1
     PASS, -1 FAIL, 0 undecided after all N; the number of values bought when decided, N when undecided).
     ``threshold``: one, or one per run; ``low``/``high`` (runs x N or None: 0 and 1) as in BettingTest."""
@@ -241,7 +241,7 @@ def decide_many(values, threshold, op: str, alpha: float, low=None, high=None):
     return _first_decisions(passes, fails, planned)
 
 
-def _first_decisions(passes, fails, planned: int):
+def _first_decisions(passes: Any, fails: Any, planned: int) -> Any:
     import numpy as np
 
     either = passes | fails

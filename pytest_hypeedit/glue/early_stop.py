@@ -42,6 +42,16 @@ NEEDS_EVERY_REPEAT = ("pass_at_10", "pass_at_4", "expected_attempts", "effective
 Key = tuple[str, str, str, int]
 
 
+def look_ahead(config: pytest.Config, concurrency: int) -> int | None:
+    """Under --sequential, how far a process's pool may buy past the item pytest waits for (engine/pool.py
+    ``ahead``): its share of --concurrency (every process of the run shares it), so a decision taken from the
+    reported items stops the buying about --concurrency candidates later, however fast the provider answers."""
+    if not config.option.hypeedit_sequential:
+        return None
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1) or 1)
+    return max(1, -(-concurrency // workers))
+
+
 def planned_order(run) -> list[Key]:
     """Every item of the run, (split, model, task_id, repeat), in the order --sequential buys them: the tasks of
     every split interleaved at random (seeded), each turn every model's candidate of that task and repeat."""

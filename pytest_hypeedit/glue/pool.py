@@ -38,6 +38,7 @@ from ..engine.routes import RouteGate
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
 from ..report.progress import LineWriter, Progress, duration
+from .early_stop import look_ahead
 from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
 from .stopping import (
@@ -192,9 +193,7 @@ class PoolPlugin:
             judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
             source=self._source(session), should_stop=lambda: self._should_stop(session),
             on_report=self._report, grace=self.grace, should_leave=lambda: leaving(self.folder),
-            # --sequential: buy at most --concurrency items past the one pytest waits for, so a decision taken
-            # from the reported items stops the buying soon after (glue/early_stop.py)
-            ahead=_sequential_ahead(self.config, run.concurrency),
+            ahead=look_ahead(self.config, run.concurrency),  # --sequential: glue/early_stop.py
         )
 
     def _model_gate(self, spec) -> RouteGate:
@@ -246,16 +245,6 @@ class PoolPlugin:
             write_status(self.folder, state, final=final)
         except OSError:  # e.g. the cache's disk is full: the live line misses an update, the run goes on
             pass
-
-
-def _sequential_ahead(config: pytest.Config, concurrency: int) -> int | None:
-    """Under --sequential, how far this process's pool may buy past the item pytest waits for: its share of
-    --concurrency (every process of the run shares it), so the run buys about --concurrency candidates past
-    the decision at most (plus what the reports on their way to the controller hold)."""
-    if not config.option.hypeedit_sequential:
-        return None
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1) or 1)
-    return max(1, -(-concurrency // workers))
 
 
 def _grace(config: pytest.Config) -> float:
