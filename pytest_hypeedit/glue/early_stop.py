@@ -13,7 +13,9 @@ workers each see their share), and a decision is one line written once.  Reading
 instead would have each worker reread every record of the run, and decide from records whose reports the
 controller has not seen.  A pool stopped by it starts no new call; each item it did not buy ends skipped,
 its reason the decision (``not started: sequential: gate ... decided FAIL after 38 of 200 candidates``), and a
-worker goes on through its items (glue/pool.py) so that each is reported skipped rather than missing.
+worker goes on through its items (glue/pool.py ``_should_stop``) so that each is reported skipped rather than
+missing.  A decision is no emergency: the calls in flight, paid for, finish and are saved whatever they take
+(the pool's grace is lifted; a second Ctrl-C or SIGTERM still leaves at once).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -230,9 +231,9 @@ class PoolPlugin:
 
     def _should_stop(self, session: pytest.Session) -> str | None:
         reason = read_stop(self.folder)
-        # the worker leaves its loop after the current item; not after a --sequential decision: each item it was
-        # dealt is reported skipped with the decision (glue/early_stop.py), rather than missing
-        if reason and hasattr(self.config, "workerinput") and not is_sequential_stop(reason):
+        if is_sequential_stop(reason) and self.pool is not None:  # a decision, no emergency: glue/early_stop.py
+            self.pool.grace = math.inf
+        elif reason and hasattr(self.config, "workerinput"):
             session.shouldstop = reason
         if reason:
             return reason

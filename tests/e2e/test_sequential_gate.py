@@ -25,7 +25,7 @@ def passes(rate: int, task: int, repeat: int) -> bool:
     return (7 * task + 3 * repeat) % 10 < rate
 
 CONFTEST = '''
-import os, pytest
+import os, time, pytest
 from pytest_hypeedit.providers.base import Generation, Provider
 
 class CountingProvider(Provider):
@@ -33,6 +33,7 @@ class CountingProvider(Provider):
     route = "counting"
 
     def generate(self, request):
+        time.sleep(float(os.environ.get("SLOW", "0")))
         with open(os.path.join(os.environ["BILLED_DIR"], f"{os.getpid()}.txt"), "a") as bill:
             bill.write(f"{request.task.task_id} {request.repeat}\\n")
         return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
@@ -164,3 +165,13 @@ def test_sequential_needs_a_gate_and_a_sensible_alpha(bench):
                                       "--gate-alpha", "1.5"))
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
     wrong.stderr.fnmatch_lines(["*--gate-alpha 1.5: *between 0 and 1*"])
+
+
+def test_calls_in_flight_at_the_decision_finish_and_are_saved_whatever_the_grace(bench, monkeypatch):
+    """A decision is no emergency: unlike Ctrl-C, it gives the calls already sent no deadline."""
+    monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "0")
+    monkeypatch.setenv("SLOW", "0.3")
+    result, found = sequential(bench, "bad.json", "pass_rate>=0.7", "-rs")
+    assert result.ret == 1 and found["sequential"]["gates"][0]["decision"] == "FAIL"
+    assert "left in flight" not in result.stdout.str()
+    assert billed(bench) <= found["sequential"]["candidates_bought"]
