@@ -47,6 +47,7 @@ GROUP_OF = {
     "--review-rate": "hypeedit-statistics", "--gate": "hypeedit-statistics",
     "--allow-incomplete": "hypeedit-statistics", "--bootstrap": "hypeedit-statistics",
     "--bootstrap-seed": "hypeedit-statistics", "--baseline": "hypeedit-statistics",
+    "--sequential": "hypeedit-statistics", "--gate-alpha": "hypeedit-statistics",
     "--html-views": "hypeedit-reports", "--html-max-mb": "hypeedit-reports",
     "--html-full-resolution": "hypeedit-reports", "--baseline-outputs": "hypeedit-reports",
     "--signals": "hypeedit-reports",
@@ -168,6 +169,12 @@ def _declare_ci(add: Callable[..., None]) -> None:
         ini="linelist",  # one gate per line: a gate may be written with spaces ("pass_rate >= 0.6")
         help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
              "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
+    add("--sequential", dest="hypeedit_sequential", action="store_true",
+        help="with pass-rate gates: buy candidates in a seeded random order over tasks and stop buying once "
+             "every gate is decided at --gate-alpha (an anytime-valid betting test); the rest are skipped")
+    add("--gate-alpha", dest="hypeedit_gate_alpha", type=finite_float, default=0.05, metavar="ALPHA",
+        help="with --sequential: the chance at most that an early decision differs from the full run's "
+             "(default 0.05)")
     add("--allow-incomplete", dest="hypeedit_allow_incomplete", action="store_true",
         help="let gates pass on a run with errors, budget skips or missing verdicts (default: they fail)")
     add("--bootstrap", dest="hypeedit_bootstrap", type=int, default=1000, metavar="N",

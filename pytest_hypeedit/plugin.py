@@ -173,6 +173,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         from .glue.items import make_items
 
         items[:] = make_items(session, config.stash[RUN_KEY])
+        if config.option.hypeedit_sequential:  # an order that can decide early, the same in every process
+            from .glue.early_stop import buying_order
+
+            items[:] = buying_order(items, config.stash[RUN_KEY])
     return (yield)
 
 

@@ -93,3 +93,13 @@ def test_one_model_has_no_pairwise(bench):
     bench.runpytest("--tasks", "mini.json", "--images-base", "images", "--repeats", "1", "--outputs", "out",
                     "--judge", "labels:r1.json", "--model", "twin-a")
     assert "pairwise" not in json.loads((bench.path / "out" / "results.json").read_text())
+
+
+def test_the_html_report_groups_the_models_that_cannot_be_told_apart(bench):
+    run(bench, "--html", "rep/report.html")
+    text = (bench.path / "rep" / "report.html").read_text()
+    assert "Which differences are real" in text
+    # best first: the twins share group a, the weaker model is apart
+    row = text[text.index("<td>Pass rate</td>", text.index("Which differences are real")):]
+    assert row.startswith('<td>Pass rate</td><td class="hx-group">a</td><td class="hx-group">a</td>'
+                          '<td class="hx-group">b</td>')

@@ -63,6 +63,8 @@ class Dispatcher:
     _gate_for: Callable[[ModelSpec], RouteGate]
     _judge_gates: Callable[[], list[RouteGate]]
     _last_activity: float
+    _ahead: int | None
+    _asked_at: int
 
     if TYPE_CHECKING:  # CandidatePool's methods the threads call: declared for the type checker only
         def state(self) -> PoolState: ...
@@ -183,6 +185,8 @@ class Dispatcher:
                         break
                 if queue_ is not self._judge and not self._fair_to_start(queue_[0].spec.route):
                     break  # the slots left are other routes' share; a finishing step wakes the dispatcher
+                if queue_ is not self._judge and not self._within_reach(queue_[0]):
+                    break  # --sequential: pytest asking for the next item wakes the dispatcher
                 taken = self._admit(gates)
                 if taken is None:
                     hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
@@ -322,7 +326,8 @@ class Dispatcher:
                 if self._stop_reason is not None or self._closed:
                     return None, []
                 if not queue_ or (queue_ is not self._judge
-                                  and not self._fair_to_start(queue_[0].spec.route, giving_up=route)):
+                                  and not (self._fair_to_start(queue_[0].spec.route, giving_up=route)
+                                           and self._within_reach(queue_[0]))):
                     continue
             taken = self._admit_routes(gates)
             if taken is None:
@@ -337,6 +342,11 @@ class Dispatcher:
                     return job, taken
             self._release(taken)
         return None, []
+
+    def _within_reach(self, job: Job) -> bool:
+        """(Under the lock.)  May this generation start now: always, unless --sequential limits how far the
+        pool buys past the item pytest waits for (CandidatePool ``ahead``)."""
+        return self._ahead is None or job.index < self._asked_at + self._ahead
 
     # ------------------------------------------------------------------ sharing the candidate slots
     def _hold(self, route: str, change: int) -> None:

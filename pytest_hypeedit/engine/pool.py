@@ -24,7 +24,7 @@ paid step never started is ``NotStarted``.  The grace counts from the stop: the
 item waiting for a running step waits until then at most (then it is
 ``LeftInFlight``), and ``shutdown`` waits for the rest until then, or until
 ``should_leave()`` says to go now.  Threads are daemons, so a process that must
-leave does not wait for a 60 s call.  Knows nothing of pytest (glue/pool.py is
+leave does not wait for a 60 s call.  Knows nothing of pytest (glue/pool_plugin.py is
 the glue; glue/stopping.py the signals).
 """
 
@@ -108,8 +108,11 @@ class CandidatePool(Dispatcher):
                  source: Callable[[], Iterable[Entry]] | None = None,
                  should_stop: Callable[[], str | None] | None = None,
                  on_report: Callable[[PoolState], None] | None = None,
-                 grace: float = 10.0, should_leave: Callable[[], bool] | None = None):
+                 grace: float = 10.0, should_leave: Callable[[], bool] | None = None, ahead: int | None = None):
         self.runner, self.concurrency = runner, concurrency
+        # --sequential: no generation starts more than ``ahead`` items past the one pytest waits for, so a
+        # decision taken from the items reported stops the buying within that many (None: no limit)
+        self._ahead, self._asked_at = ahead, 0
         self.grace, self._should_leave = grace, should_leave
         self._stopped_at: float | None = None
         self._gate_for, self._judge_gates = gate_for, judge_gates
@@ -279,6 +282,9 @@ class CandidatePool(Dispatcher):
         with self._cond:
             job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
             assert job is not None  # _add gives None only for a job already known, which get() found
+            if job.index > self._asked_at:
+                self._asked_at = job.index
+                self._cond.notify_all()  # a generation held back by ``ahead`` may start now
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job

@@ -51,6 +51,12 @@ class CiPlugin:
         self.gate_results: list[GateResult] = []
         self.incomplete_reasons: list[str] = []
         self.session: pytest.Session | None = None
+        self.sequential = None
+        if option.hypeedit_sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
+            from .early_stop import SequentialGates
+
+            self.sequential = SequentialGates(config, run, self.gates, self.baseline)
+            config.pluginmanager.register(self.sequential, "hypeedit-sequential")
 
     @property
     def analysis(self):
@@ -66,6 +72,13 @@ class CiPlugin:
         from ..analysis.enrich import enrich_results
 
         enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline)
+        if self.sequential is not None:
+            from .early_stop import not_measured, stopped_sequentially
+
+            if stopped_sequentially(results):
+                not_measured(results, "not measured: --sequential stopped buying before every repeat of every "
+                                      "task was bought")
+            results["sequential"] = self.sequential.results_entry(results)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:
@@ -76,6 +89,12 @@ class CiPlugin:
             self.incomplete_reasons = _run_level_problems(session, self.config)
             self.gate_results = evaluate(self.gates, results or {}, (self.baseline or {}).get("rows"),
                                          self.config.option.hypeedit_allow_incomplete, self.incomplete_reasons)
+            if self.sequential is not None:
+                from .early_stop import follow_decisions
+
+                self.gate_results = follow_decisions(self.gate_results, self.sequential, results or {},
+                                                     self.config.option.hypeedit_allow_incomplete,
+                                                     self.incomplete_reasons)
             self.config.stash[GATES_KEY] = [r.line() for r in self.gate_results]
             if session.exitstatus in GATEABLE:
                 held = all_hold(self.gate_results)
@@ -93,6 +112,8 @@ class CiPlugin:
             return True
         if results is None or self.config.option.hypeedit_allow_incomplete:
             return False
+        if self.sequential is not None and finished_by_decision(results):
+            return False  # a deliberate, declared stop: the gates' decisions are the exit status
         return not results.get("complete", True)
 
     @pytest.hookimpl(trylast=True)
@@ -124,6 +145,9 @@ class CiPlugin:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
         from .terminal_layout import write_folded
+
+        if self.sequential is not None:
+            write_folded(terminalreporter, self.sequential.lines(_session_results(self.config)))
 
         for result in self.gate_results:
             write_folded(terminalreporter, [result.line()], green=result.passed, red=not result.passed)
@@ -175,7 +199,8 @@ def _run_level_problems(session: pytest.Session, config: pytest.Config) -> list[
     results = getattr(config.stash.get(SESSION_KEY, None), "results", None) or {}
     covered = results.get("coverage")
     if covered:  # the results' own account (glue/session.py): stopped, a subset, items without a record
-        return [r["detail"] for r in covered.get("reasons") or () if r["reason"] not in ROW_REASONS]
+        ignored = ROW_REASONS + (DECIDED_STOP if finished_by_decision(results) else ())
+        return [r["detail"] for r in covered.get("reasons") or () if r["reason"] not in ignored]
     recorded = len(getattr(config.stash.get(SESSION_KEY, None), "records", {}) or {})
     collected = session.testscollected or 0
     if recorded < collected:
@@ -185,6 +210,15 @@ def _run_level_problems(session: pytest.Session, config: pytest.Config) -> list[
 
 #: Reasons each row already shows to its gate (analysis/gates.py incompleteness): not repeated at run level.
 ROW_REASONS = ("errors", "skipped", "disk_full")
+#: What a stop by --sequential leaves (report/results.py incomplete_reasons): the items deliberately not bought,
+#: and candidates the pool had bought whose judging the stop dropped.  Neither fails a gate: it was decided.
+DECIDED_STOP = ("sequential", "bought_unreported")
+
+
+def finished_by_decision(results: dict) -> bool:
+    """Stopped by --sequential's decision, and nothing else keeps the run from being complete."""
+    reasons = ((results or {}).get("coverage") or {}).get("reasons") or ()
+    return any(r["reason"] == "sequential" for r in reasons) and all(r["reason"] in DECIDED_STOP for r in reasons)
 
 
 # --------------------------------------------------------------------------- junit XML

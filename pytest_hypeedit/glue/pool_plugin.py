@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -31,53 +32,35 @@ from typing import Iterable
 
 import pytest
 
+from ..analysis.sequential import is_sequential_stop
 from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
 from ..report.progress import LineWriter, Progress, duration
+from .early_stop import look_ahead
 from .items import CandidateItem
 from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
 from .stopping import (
     GRACE_SECONDS,  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
+    STOP_FILE,  # noqa: F401 - as GRACE_SECONDS
     Stopper,
     grace_seconds,
     in_flight,
     leaving,
     left_line,
+    read_stop,
+    state_dir,
     stopping_line,
     write_leave,
+    write_stop,
 )
 from .xdist_internals import unsupported, worker_queue
 
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
-STOP_FILE = "stop"
 STATUS_DIR = "status"
-
-
-def state_dir(config: pytest.Config) -> Path:
-    from ..providers import runtime
-
-    folder = runtime.current().state_dir
-    if folder is None:  # pragma: no cover - startup always configures it
-        raise RuntimeError("the run's state folder is not configured")
-    return folder
-
-
-def write_stop(config: pytest.Config, reason: str) -> None:
-    """Tell every process of the run to start no new call."""
-    path = state_dir(config) / STOP_FILE
-    if not path.exists():
-        atomic_write_bytes(path, reason.encode("utf-8"))
-
-
-def read_stop(folder: Path) -> str | None:
-    try:
-        return (folder / STOP_FILE).read_text(encoding="utf-8") or "stopped"
-    except OSError:
-        return None
 
 
 # --------------------------------------------------------------------------- every process that runs items
@@ -191,6 +174,7 @@ class PoolPlugin:
             judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
             source=self._source(session), should_stop=lambda: self._should_stop(session),
             on_report=self._report, grace=self.grace, should_leave=lambda: leaving(self.folder),
+            ahead=look_ahead(self.config, run.concurrency),  # --sequential: glue/early_stop.py
         )
 
     def _model_gate(self, spec) -> RouteGate:
@@ -227,8 +211,10 @@ class PoolPlugin:
 
     def _should_stop(self, session: pytest.Session) -> str | None:
         reason = read_stop(self.folder)
-        if reason and hasattr(self.config, "workerinput"):
-            session.shouldstop = reason  # the worker leaves its loop after the current item
+        if is_sequential_stop(reason) and self.pool is not None:  # a decision, no emergency: glue/early_stop.py
+            self.pool.grace = math.inf
+        elif reason and hasattr(self.config, "workerinput"):
+            session.shouldstop = reason
         if reason:
             return reason
         if session.shouldfail or session.shouldstop:  # -x / --maxfail in this process

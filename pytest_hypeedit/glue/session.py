@@ -117,7 +117,7 @@ class BenchmarkSession:
 
     def _stop_reason(self, session: pytest.Session) -> str | None:
         """Why the run stopped early: a signal (the stop file every process of the run shares), -x, --maxfail."""
-        from .pool_plugin import read_stop, state_dir
+        from .stopping import read_stop, state_dir
 
         try:
             written = read_stop(state_dir(self.config))

@@ -145,3 +145,32 @@ def _costs(jobs: int, waiting: int, cost: float, *, leaving: bool) -> str:
                      "the next run counts them as possibly paid and buys them again (--possibly-paid review holds "
                      "them)")
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- the run's stop file
+#: Written by the process that stops the run (-x, --maxfail, Ctrl-C, a --sequential decision: glue/early_stop.py),
+#: read by every process of the run.
+STOP_FILE = "stop"
+
+
+def state_dir(config: Any) -> Path:
+    from ..providers import runtime
+
+    folder = runtime.current().state_dir
+    if folder is None:  # pragma: no cover - startup always configures it
+        raise RuntimeError("the run's state folder is not configured")
+    return folder
+
+
+def write_stop(config: Any, reason: str) -> None:
+    """Tell every process of the run to start no new call."""
+    path = state_dir(config) / STOP_FILE
+    if not path.exists():
+        atomic_write_bytes(path, reason.encode("utf-8"))
+
+
+def read_stop(folder: Path) -> str | None:
+    try:
+        return (folder / STOP_FILE).read_text(encoding="utf-8") or "stopped"
+    except OSError:
+        return None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
+from ..analysis.sequential import is_sequential_stop
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import (
     BATCH,
@@ -176,7 +177,12 @@ def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
     def add(reason: str, count: int | None, detail: str) -> None:
         reasons.append({"reason": reason, "count": count, "detail": detail})
 
-    if summary["stopped"]:
+    sequential = is_sequential_stop(summary["stopped"])
+    if sequential:  # a deliberate, declared stop: the gates were decided (glue/early_stop.py)
+        add("sequential", summary["without_record"], f"stopped by --sequential ({summary['stopped']}): "
+                                                     f"{summary['without_record']} of {summary['selected']} selected "
+                                                     "items not bought, on purpose")
+    elif summary["stopped"]:
         interrupted = any(word in summary["stopped"] for word in ("interrupt", "SIGTERM", "signal", "Ctrl-C"))
         if interrupted:
             add("interrupted", None, summary["stopped"])
@@ -186,7 +192,7 @@ def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
         add("subset", summary["deselected"], f"a subset: {summary['selected']} of {summary['planned']} items "
                                              f"selected ({summary['deselected']} deselected by -k, -m, --lf, --sw "
                                              "or --deselect)")
-    if summary["without_record"]:
+    if summary["without_record"] and not sequential:
         add("without_record", summary["without_record"], f"{summary['without_record']} of {summary['selected']} "
                                                          "selected items ended without a record")
     if summary["bought_unreported"]:

@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from .charts import CHART_METRICS, format_value, metric_charts_svg
+from .model_groups import groups_html
 from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
 from .tables import split_order
 
@@ -44,16 +45,17 @@ def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], s
              "".join(f'<div class="hx-warning"><p>{_text(note)}</p></div>' for note in notes),
              possibly_paid_html(rows), gates_html(gate_lines)]
     for split in split_order(rows):
-        parts.append(split_html(split, [r for r in rows if str(r.get("split")) == split]))
+        parts.append(split_html(split, [r for r in rows if str(r.get("split")) == split], results.get("pairwise")))
     parts.append("</section>")
     return "".join(parts)
 
 
-def split_html(split: str, rows: list[Mapping[str, Any]]) -> str:
+def split_html(split: str, rows: list[Mapping[str, Any]], pairwise: Any = ()) -> str:
     ordered = sorted(rows, key=lambda r: -_number(r.get("pass_rate")))
     return "".join([
         f'<h3>Split: {_text(split)}</h3>',
         metrics_table(ordered),
+        groups_html(split, ordered, pairwise),  # which models cannot be told apart (report/model_groups.py)
         f'<div class="hx-chart">{metric_charts_svg(_chart_rows(ordered), title=_chart_title(split, ordered))}</div>',
         judge_table(ordered),
         signals_table(ordered),

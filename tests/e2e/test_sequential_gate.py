@@ -1,0 +1,177 @@
+"""--sequential end to end: two releases of known pass rates, gates decided early, what was bought counted.
+
+The provider counts every generation it is asked for (each is a billed call), in a file per process, so the
+count holds under -n 2 too; the judge is a labels file per release (free), so the releases' pass rates are
+known exactly: per task, the repeats that pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from benchdata import make_tasks, write_labels, write_split
+from terminal_text import said
+
+TASKS, REPEATS = 20, 10
+#: Of every task's ten repeats, the baseline passes 8 and a plainly worse release 3; which repeats pass moves from
+#: task to task, so no repeat number passes more often than another (repeats are exchangeable, as
+#: analysis/sequential.py assumes).
+GOOD, BAD = 8, 3
+
+
+def passes(rate: int, task: int, repeat: int) -> bool:
+    return (7 * task + 3 * repeat) % 10 < rate
+
+CONFTEST = '''
+import os, time, pytest
+from pytest_hypeedit.providers.base import Generation, Provider
+
+class CountingProvider(Provider):
+    """Returns the reference image; every call is one billed generation, written down."""
+    route = "counting"
+
+    def generate(self, request):
+        time.sleep(float(os.environ.get("SLOW", "0")))
+        with open(os.path.join(os.environ["BILLED_DIR"], f"{os.getpid()}.txt"), "a") as bill:
+            bill.write(f"{request.task.task_id} {request.repeat}\\n")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
+                          provider_model="counting-v1", seed=request.repeat)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "release", "route": "counting", "provider_model": "counting-v1", "price": 0.04}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    if spec.route == "counting":
+        return CountingProvider(spec)
+'''
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    pytester.makeconftest(CONFTEST)
+    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
+    for name, passing in (("good.json", GOOD), ("bad.json", BAD)):
+        write_labels(pytester.path / name, {(f"task-{t:02d}", "release", r): passes(passing, t, r)
+                                            for t in range(TASKS) for r in range(1, REPEATS + 1)})
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BILLED_DIR", str(tmp_path / "billed"))
+    (tmp_path / "billed").mkdir()
+    baseline = pytester.runpytest(*run_args("good.json", "base", "--results", "old.json"))
+    assert json.loads((pytester.path / "old.json").read_text())["rows"][0]["pass_rate"] == pytest.approx(0.8)
+    assert baseline.ret == 1  # no gate: pytest's own status (the FAILs are failed items)
+    for bill in (tmp_path / "billed").iterdir():
+        bill.unlink()
+    pytester.billed = tmp_path / "billed"
+    return pytester
+
+
+def run_args(labels: str, outputs: str, *extra: str) -> list[str]:
+    return ["-p", "no:cacheprovider", "--model", "release", "--tasks", "mini.json", "--images-base", "images",
+            "--repeats", str(REPEATS), "--outputs", outputs, "--judge", f"labels:{labels}", *extra]
+
+
+def sequential(bench, labels: str, gate: str, *extra: str, concurrency: int = 8):
+    # the run buys about --concurrency candidates past the decision (glue/pool_plugin.py)
+    result = bench.runpytest(*run_args(labels, "new", "--sequential", "--concurrency", str(concurrency),
+                                       "--baseline", "old.json", "--gate", gate, *extra))
+    return result, json.loads((Path(bench.path) / "new" / "results.json").read_text())
+
+
+def billed(bench) -> int:
+    return sum(len(path.read_text().splitlines()) for path in bench.billed.iterdir())
+
+
+@pytest.mark.parametrize(("xdist", "concurrency"), [([], 32), (["-n", "2"], 8)], ids=["serial", "xdist"])
+def test_a_plainly_worse_release_fails_its_gate_with_at_most_half_bought(bench, xdist, concurrency):
+    # 32 in flight at once, serially: the pool, working ahead of pytest, must not buy far past the decision
+    result, found = sequential(bench, "bad.json", "pass_rate>=baseline-0.02", *xdist, concurrency=concurrency)
+    assert result.ret == 1
+    entry = found["sequential"]
+    [gate] = entry["gates"]
+    assert gate["decided"] and gate["decision"] == "FAIL"
+    assert entry["candidates_planned"] == TASKS * REPEATS and entry["alpha"] == 0.05
+    assert entry["candidates_bought"] <= TASKS * REPEATS // 2
+    if not xdist:  # the pool buys about --concurrency past the decision at most, however fast the provider
+        assert entry["candidates_bought"] <= gate["after"] + concurrency + 5
+    assert billed(bench) <= entry["candidates_bought"]  # no generation paid that is not counted as bought
+    assert entry["saved_candidates"] == TASKS * REPEATS - entry["candidates_bought"]
+    said(result, "*sequential (alpha 0.05): gate 'pass_rate>=baseline-0.02' on release (mini) decided FAIL after *"
+                 " of 200 candidates*",
+         "*sequential: stopped buying after * of 200 candidates: saved * candidates (about $*",
+         "*FAIL gate 'pass_rate>=baseline-0.02'*decided FAIL by --sequential*", "metric gate FAILED: exit status 1")
+    outcomes = result.parseoutcomes()  # every item reported (under -n too): bought ones judged, the rest skipped
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) + outcomes.get("skipped", 0) == TASKS * REPEATS
+    coverage = found["coverage"]
+    assert coverage["stopped"].startswith("sequential: ") and not found["complete"]
+    assert [r["reason"] for r in coverage["reasons"]] in (["sequential"], ["sequential", "bought_unreported"])
+    row = found["rows"][0]
+    for metric in ("pass_at_10", "pass_at_4", "expected_attempts", "hype_gap", "effective_cost"):
+        assert row[metric] is None and "not measured" in row["not_measured"][metric]
+    assert row["pass_rate"] == pytest.approx(0.3, abs=0.15)
+
+
+def test_skipped_items_name_the_decision(bench):
+    result, found = sequential(bench, "bad.json", "pass_rate>=0.7", "-rs")
+    assert result.ret == 1
+    bought = found["sequential"]["candidates_bought"]
+    # every item not bought is skipped, its reason the decision (pytest -rs folds identical reasons: [count])
+    result.stdout.fnmatch_lines([f"SKIPPED [[]{TASKS * REPEATS - bought}[]] *not started: sequential: gate "
+                                 "'pass_rate>=0.7' on release (mini) decided FAIL after * of 200 candidates*"])
+    assert found["sequential"]["gates"][0]["decision"] == "FAIL"
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_equal_releases_pass_a_lenient_gate_early(bench, xdist):
+    result, found = sequential(bench, "good.json", "pass_rate>=baseline-0.3", *xdist)
+    assert result.ret == 0
+    entry = found["sequential"]
+    assert entry["gates"][0]["decision"] == "PASS"
+    assert entry["candidates_bought"] < TASKS * REPEATS
+    assert billed(bench) <= entry["candidates_bought"]
+    said(result, "*decided PASS by --sequential*", "all gates hold: exit status 0")
+
+
+def test_equal_releases_are_not_failed_early_by_a_strict_gate(bench):
+    result, found = sequential(bench, "good.json", "pass_rate>=baseline")
+    assert result.ret == 0
+    [gate] = found["sequential"]["gates"]
+    assert gate["decision"] != "FAIL"
+    assert found["complete"] and found["sequential"]["candidates_bought"] == TASKS * REPEATS
+    said(result, "all gates hold: exit status 0")
+
+
+def test_a_gate_that_cannot_be_decided_early_keeps_the_run_buying_in_full(bench):
+    result, found = sequential(bench, "bad.json", "pass_rate>=0.7", "--gate", "pass_at_4>=0.5")
+    entry = found["sequential"]
+    assert not entry["stopped"] and entry["candidates_bought"] == TASKS * REPEATS and found["complete"]
+    assert [g["decided"] for g in entry["gates"]] == [True, False]
+    assert "only pass_rate gates are decided early" in entry["gates"][1]["not_decidable"]
+    assert found["rows"][0]["pass_at_4"] is not None  # a full run measures every metric
+    said(result, "*sequential: gate 'pass_at_4>=0.5' cannot be decided early (pass_at_4 needs every repeat of a "
+                 "task*): the run buys every candidate and judges it as without --sequential",
+         "*FAIL gate 'pass_rate>=0.7'*decided FAIL by --sequential after *")
+    assert result.ret == 1
+
+
+def test_sequential_needs_a_gate_and_a_sensible_alpha(bench):
+    alone = bench.runpytest(*run_args("bad.json", "new", "--sequential"))
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--sequential decides gates early: give at least one --gate*"])
+    wrong = bench.runpytest(*run_args("bad.json", "new", "--sequential", "--gate", "pass_rate>=0.5",
+                                      "--gate-alpha", "1.5"))
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--gate-alpha 1.5: *between 0 and 1*"])
+
+
+def test_calls_in_flight_at_the_decision_finish_and_are_saved_whatever_the_grace(bench, monkeypatch):
+    """A decision is no emergency: unlike Ctrl-C, it gives the calls already sent no deadline."""
+    monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "0")
+    monkeypatch.setenv("SLOW", "0.3")
+    result, found = sequential(bench, "bad.json", "pass_rate>=0.7", "-rs")
+    assert result.ret == 1 and found["sequential"]["gates"][0]["decision"] == "FAIL"
+    assert "left in flight" not in result.stdout.str()
+    assert billed(bench) <= found["sequential"]["candidates_bought"]
