@@ -43,6 +43,7 @@ class Generation:
     seed: int | None = None  # the seed the provider used, when it takes one
     request_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    tier: str = "standard"
     #: A small copy made while the image was decoded to check it (engine/signals.py ``Preview``), so the pixel
     #: signals need no second decode; None when the adapter made none.  Never written anywhere.
     preview: Any = field(default=None, compare=False, repr=False)
