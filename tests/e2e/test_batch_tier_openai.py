@@ -82,6 +82,9 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing
     assert len(journaled) == TASKS * REPEATS
     assert all(job["batch_id"] and job["input_file_id"] for job in journaled)
     fake.hold = False
+    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
+    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 60.0
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
     second = run("--tier", "batch")
     second.assert_outcomes(passed=TASKS * REPEATS)
     assert fake.creations == created  # the pending batches were polled again, never submitted again

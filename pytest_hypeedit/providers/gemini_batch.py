@@ -1,0 +1,232 @@
+"""``gemini`` on the batch tier (``--tier batch``): image models through Gemini's Batch mode at half price.
+
+Wire format: providers.md sections 11.4 and 11.5, spoken through google-genai itself (its ``batches`` and
+``files`` modules are the reference [T9]):
+
+- each reference is uploaded once per process with the Files API (``client.files.upload``: the resumable
+  ``POST /upload/v1beta/files`` start, then the bytes to the ``x-goog-upload-url``, ``files.py``,
+  ``_api_client.py``) and named in every request by ``fileData {fileUri, mimeType}`` (``Part.from_uri``), so a
+  request is about a kilobyte: inline base64 of ten candidates a task would pass the inline limit fast;
+- ``client.batches.create(model, src=[InlinedRequest(contents, config, metadata={"key": …})], config=
+  {"display_name": …})`` sends ``POST /v1beta/models/{model}:batchGenerateContent`` with the requests inline
+  (``_InlinedRequest_to_mldev``); "the whole create request under 20 MB" [T6], so the collector splits at 19 MB
+  (a run whose lines outgrow that makes more batches, never a bigger one);
+- ``client.batches.get(name)`` is polled; its ``state`` is ``JOB_STATE_*`` (google-genai maps the wire's
+  ``BATCH_STATE_*``, ``_transformers.py`` ``t_job_state``); ended: SUCCEEDED, FAILED, CANCELLED, EXPIRED and
+  PARTIALLY_SUCCEEDED (``done`` alone misses the last, providers.md 11.4);
+- results: ``dest.inlined_responses`` (each ``{response, metadata, error}``, mapped by ``metadata.key``), or
+  ``dest.file_name``, a JSONL of ``{"key", "response" | "error"}`` lines (``files.download``).
+
+Creating is not idempotent ("two separate batch jobs will be created" [T6]): the lines are journaled with the
+batch's display name before it is created, and the batch's name as soon as the reply comes; a line journaled
+without a batch name is adopted on resume by listing the batches (``client.batches.list``) for that display name,
+and, when there is none, bought again (the create never reached Google, so nothing was billed).
+
+Billing: "JOB_STATE_EXPIRED: ... The job will not have any results to retrieve. You can try submitting the job
+again" [T6]; whether anything of an expired job is billed is not documented (UNCONFIRMED): with nothing returned
+there is nothing to pay for, so an expired, cancelled or failed job's lines without a response are bought
+again.  A line with a response was billed; a line with an ``error`` (a google.rpc.Status) ran into an error and
+returned nothing: retryable for 429/5xx-like codes, final otherwise, bought again either way by a later attempt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JobExpired, ProviderError
+from .base import Generation, GenerationRequest
+from .batching import Collector, Line, Outcome, Status
+from .genai_client import call, import_genai
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gemini import GeminiProvider
+
+#: The inline create request's limit, 20 MB [T6], with room for the envelope; no request count limit is
+#: documented for inline requests (UNCONFIRMED): the file limit of OpenAI's, 50,000, bounds a batch here too.
+MAX_REQUESTS, MAX_BYTES = 50_000, 19 * 1024 * 1024
+ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
+                   "JOB_STATE_PARTIALLY_SUCCEEDED"})
+#: google.rpc.Code values of a line's error worth another try: UNAVAILABLE 14, RESOURCE_EXHAUSTED 8,
+#: DEADLINE_EXCEEDED 4, INTERNAL 13 (and their HTTP equivalents, should a line carry those).
+RETRYABLE_CODES = frozenset({4, 8, 13, 14, 429, 500, 503, 504})
+BATCH_NAME = re.compile(r"batches/[A-Za-z0-9_-]{1,200}")
+DISPLAY_NAME = re.compile(r"hypeedit-[0-9a-f]{32}")
+
+
+class GeminiBatch:
+    """The ``Backend`` of one Gemini image model (providers/batching.py)."""
+
+    max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
+
+    def __init__(self, provider: "GeminiProvider"):
+        self.provider = provider
+        self.what = f"gemini batch {provider.spec.provider_model}"
+        self._uploads: dict[str, Any] = {}  # sha256 of a reference's bytes -> its Part (fileData)
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+        self._last: Any = None
+        self.uploads = 0
+
+    @property
+    def client(self) -> Any:
+        return self.provider.session.client
+
+    def reference_part(self, path: Any, mime: str) -> Any:
+        """A reference as a ``fileData`` part, uploaded on first use only."""
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            lock = self._locks.setdefault(digest, threading.Lock())
+        with lock:
+            if digest not in self._uploads:
+                _, types, _ = import_genai()
+                uploaded = call(lambda: self.client.files.upload(
+                    file=str(path), config=types.UploadFileConfig(mime_type=mime, display_name=path.name)),
+                    what=self.what, error=ProviderError)
+                if not getattr(uploaded, "uri", None):
+                    raise ProviderError(f"{self.what}: the upload's reply has no file uri", retryable=True)
+                self._uploads[digest] = types.Part.from_uri(file_uri=uploaded.uri, mime_type=mime)
+                self.uploads += 1
+            return self._uploads[digest]
+
+    # ------------------------------------------------------------------ batches
+    def submit(self, lines: list[Line]) -> str:
+        display = f"hypeedit-{uuid.uuid4().hex}"
+        for line in lines:  # before the batch exists: a kill now leaves a name to look for, never a second batch
+            line.journal.submitted(id=line.key, kind="batch", input_file_id=display, custom_id=line.key)
+        try:
+            job = call(lambda: self.client.batches.create(
+                model=self.provider.spec.provider_model, src=[line.body for line in lines],
+                config={"display_name": display}), what=self.what, error=ProviderError)
+        except ProviderError as exc:
+            if not exc.reply_lost:  # Google answered with an error: no batch was made
+                for line in lines:
+                    line.journal.forget()
+            raise
+        name = str(getattr(job, "name", "") or "")
+        if not BATCH_NAME.fullmatch(name):
+            raise ProviderError(f"{self.what}: the batch's reply has no batch name", retryable=False)
+        for line in lines:
+            line.journal.submitted(id=line.key, kind="batch", input_file_id=display, custom_id=line.key,
+                                   batch_id=name)
+        return name
+
+    def adopt(self, job: dict[str, Any]) -> str:
+        """The batch created with the journaled display name; "" when there is none (it was never made)."""
+        display = job.get("input_file_id")
+        for batch in call(lambda: list(self.client.batches.list()), what=self.what, error=ProviderError):
+            if getattr(batch, "display_name", None) == display and BATCH_NAME.fullmatch(str(batch.name)):
+                return str(batch.name)
+        return ""
+
+    def poll(self, batch_id: str) -> Status:
+        batch = call(lambda: self.client.batches.get(name=batch_id), what=self.what, error=ProviderError)
+        state = getattr(getattr(batch, "state", None), "value", None) or str(getattr(batch, "state", ""))
+        self._last = batch
+        return Status(state, ended=state in ENDED, running=state == "JOB_STATE_RUNNING")
+
+    def results(self, batch_id: str, status: Status) -> dict[str, Outcome]:
+        dest = getattr(self._last, "dest", None)
+        outcomes: dict[str, Outcome] = {}
+        for item in getattr(dest, "inlined_responses", None) or []:
+            key = (item.metadata or {}).get("key")
+            if isinstance(key, str):
+                outcomes[key] = Outcome(batch_id, reply=(item.response, item.error), billed=item.response is not None)
+        name = getattr(dest, "file_name", None)
+        if isinstance(name, str) and name:
+            outcomes.update(self._file_results(batch_id, name))
+        return outcomes
+
+    def _file_results(self, batch_id: str, name: str) -> dict[str, Outcome]:
+        _, types, _ = import_genai()
+        data = call(lambda: self.client.files.download(file=name), what=self.what, error=ProviderError)
+        outcomes = {}
+        for text in bytes(data).decode("utf-8", "replace").splitlines():
+            line = json.loads(text) if text.strip() else None
+            if isinstance(line, dict) and isinstance(line.get("key"), str):
+                response = line.get("response")
+                parsed = types.GenerateContentResponse._from_response(response=response, kwargs={}) \
+                    if isinstance(response, dict) else None
+                outcomes[line["key"]] = Outcome(batch_id, reply=(parsed, line.get("error")), billed=parsed is not None)
+        return outcomes
+
+    def missing_outcome(self, batch_id: str, status: Status) -> Outcome:
+        return Outcome(batch_id, missing=status.state, billed=False)
+
+
+# --------------------------------------------------------------------------- the adapter's side
+
+
+def line_key(request: GenerationRequest) -> str:
+    task = request.task
+    return f"{task.split}/{task.task_id}/r{request.repeat:03d}"
+
+
+def batch_generate(provider: "GeminiProvider", collector: Collector, backend: GeminiBatch,
+                   request: GenerationRequest) -> Generation:
+    key = line_key(request)
+    job = request.journal.job
+    if job is not None and job.get("kind") == "batch":
+        _check_journaled(provider, request, job)
+        if job.get("batch_id") is None and not backend.adopt(job):
+            _rebuy(request, "its batch was never created")
+        outcome = collector.resume(Line(key, None, 0, request.journal), job)
+    else:
+        body = inlined_request(provider, backend, request, key)
+        outcome = collector.buy(Line(key, body, len(body.model_dump_json(exclude_none=True)) + 64,
+                                     request.journal))
+    return generation_of(provider, request, outcome)
+
+
+def inlined_request(provider: "GeminiProvider", backend: GeminiBatch, request: GenerationRequest, key: str) -> Any:
+    """The synchronous request (the same contents and config) with the references by file uri."""
+    _, types, _ = import_genai()
+    parts = [types.Part.from_text(text=request.task.instruction)]
+    parts += [backend.reference_part(image.path, image.mime) for image in provider.prepared(request)]
+    return types.InlinedRequest(model=provider.spec.provider_model, contents=[types.Content(role="user", parts=parts)],
+                                config=provider.request_config(request), metadata={"key": key})
+
+
+def _check_journaled(provider: "GeminiProvider", request: GenerationRequest, job: dict[str, Any]) -> None:
+    batch_id = job.get("batch_id")
+    if DISPLAY_NAME.fullmatch(str(job.get("input_file_id"))) and (batch_id is None or
+                                                                  BATCH_NAME.fullmatch(str(batch_id))):
+        return
+    where = request.journal.source or "the candidate's record"
+    raise ProviderError(f"{where}: the batch line journaled for gemini {provider.spec.provider_model} has no valid "
+                        "batch name; nothing was sent. Delete its \"job\" entry if the record was edited: the next "
+                        "run then buys the candidate again", retryable=False)
+
+
+def _rebuy(request: GenerationRequest, why: str) -> None:
+    job = request.journal.job or {}
+    request.journal.submitted(**{**job, "cost": 0.0})
+    raise JobExpired(f"gemini batch line {job.get('id')}: {why}; nothing of it was billed, so it is bought again",
+                     retryable=True)
+
+
+def generation_of(provider: "GeminiProvider", request: GenerationRequest, outcome: Outcome) -> Generation:
+    """The line's answer as the sync path's outcome (gemini.take_image: the image, or a Refusal)."""
+    from .gemini import take_image
+
+    what = f"gemini {provider.spec.provider_model} (batch {outcome.batch_id})"
+    if outcome.reply is None:
+        _rebuy(request, f"the batch ended {outcome.missing} without it")
+    response, error = outcome.reply
+    if response is None:
+        request.journal.forget()  # no response, nothing billed: the next attempt buys it in a new batch
+        code = error.get("code") if isinstance(error, dict) else None
+        message = str(error.get("message") or "")[:300] if isinstance(error, dict) else ""
+        raise ProviderError(f"{what}: the line failed: {code} {message}", retryable=code in RETRYABLE_CODES)
+    image, ext = take_image(response, what)
+    generation = provider.generation_of(request, response, image, ext)
+    generation.cost = provider.spec.price_at("batch") if not provider.priced_model() else \
+        round(generation.cost * provider.spec.tier_factor("batch"), 6)
+    generation.tier = "batch"
+    generation.extra["batch_id"] = outcome.batch_id
+    return generation
