@@ -127,6 +127,7 @@ class Collector:
         self._thread: threading.Thread | None = None
         self._stopped = False
         self.counts = {"batches": 0, "polls": 0, "adopted": 0}
+        self.done: list[int] = []  # the candidates of each batch that ended
         COLLECTORS.append(self)
 
     # ------------------------------------------------------------------ the callers' side
@@ -262,7 +263,7 @@ class Collector:
                 line.finish(outcome=outcomes.get(key, missing))
         with self._lock:
             self._watched.pop(watched.batch_id, None)
-            DONE_BATCHES.append((watched.batch_id, sum(len(v) for v in watched.lines.values())))
+            self.done.append(sum(len(v) for v in watched.lines.values()))
 
     def _end(self, watched: Watched, *, error: BaseException) -> None:
         for lines in watched.lines.values():
@@ -283,32 +284,31 @@ class Collector:
         with self._lock:
             self._stopped = True
             self._lock.notify_all()
+        if self in COLLECTORS:
+            COLLECTORS.remove(self)
 
     # ------------------------------------------------------------------ what the live line shows
     def snapshot(self) -> list[tuple[str, int]]:
         """(state, candidates) of each batch this collector holds: lines queued count as one submitted batch."""
         with self._lock:
             shown = [(SUBMITTED, len(self._queue))] if self._queue else []
+            shown += [(DONE, n) for n in self.done]
             return shown + [(w.state, sum(len(v) for v in w.lines.values())) for w in self._watched.values()]
 
 
-#: Every collector of this process, and the batches they finished (id, candidates), for the live line.
+#: Every collector of this process that is not stopped, for the live line.
 COLLECTORS: list[Collector] = []
-DONE_BATCHES: list[tuple[str, int]] = []
 
 
-def batches_line() -> str | None:
-    """``batches: 1 submitted (40), 2 running (120), 3 done (150)``: the process's batches by state, with the
-    candidates each state holds; None when nothing is batched."""
-    tally: dict[str, list[int]] = {SUBMITTED: [0, 0], RUNNING: [0, 0], DONE: [len(DONE_BATCHES), 0]}
-    tally[DONE][1] = sum(n for _, n in DONE_BATCHES)
+def batch_tally() -> dict[str, list[int]]:
+    """This process's batches by state: ``{"submitted": [batches, candidates], "running": …, "done": …}``, for the
+    live line (report/progress.py); empty when nothing is batched."""
+    tally: dict[str, list[int]] = {SUBMITTED: [0, 0], RUNNING: [0, 0], DONE: [0, 0]}
     for collector in COLLECTORS:
         for state, candidates in collector.snapshot():
             tally[state][0] += 1
             tally[state][1] += candidates
-    if not any(count for count, _ in tally.values()):
-        return None
-    return "batches: " + ", ".join(f"{count} {state} ({candidates})" for state, (count, candidates) in tally.items())
+    return tally if any(count for count, _ in tally.values()) else {}
 
 
 def _delays(first: float, cap: float):
