@@ -53,7 +53,7 @@ def test_the_line_is_the_json_edit_body_with_the_reference_by_file_id(fake, prov
     assert "input_fidelity" not in line["body"]  # gpt-image-2 ignores it: not sent, as on the sync path
     assert generation.tier == "batch" and generation.cost == pytest.approx(fake.billed, abs=1e-6)
     assert provider.worst_case_cost(request(tmp_path, provider)) == pytest.approx(
-        provider.standard_worst_case(request(tmp_path, provider)) / 2)
+        provider.standard_worst_case(request(tmp_path, provider)) / 2, abs=1e-6)
 
 
 def test_a_line_journaled_with_its_input_file_adopts_the_batch_made_from_it(fake, provider, tmp_path):
