@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import urllib.parse
 
 from .gemini import FakeGemini, block_reply, error_reply, image_reply
@@ -41,6 +42,8 @@ class FakeGeminiBatch(FakeGemini):
         self.hold = False
         self.end_as: str | None = None
         self.refuse = 0  # lines answered with a blocked prompt
+        self.ready_after = 0.0  # seconds a batch takes at least, from its creation to succeeded (the bench)
+        self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
         self._ids = itertools.count(1)
@@ -105,7 +108,8 @@ class FakeGeminiBatch(FakeGemini):
                 return error_reply(400, problem, "INVALID_ARGUMENT")
         name = f"batches/b{next(self._ids):06d}"
         self.batches[name] = {"name": name, "model": f"models/{model}", "display_name": batch.get("display_name"),
-                              "state": FLOW[0], "requests": requests, "output": None}
+                              "state": FLOW[0], "requests": requests, "output": None,
+                              "created": time.monotonic()}
         return Reply(200, self._view(self.batches[name]))
 
     def _check(self, item: dict) -> str | None:
@@ -139,8 +143,11 @@ class FakeGeminiBatch(FakeGemini):
         if state == FLOW[1] and self.end_as:
             batch["state"] = f"BATCH_STATE_{self.end_as}"
             return
+        if state == FLOW[1] and time.monotonic() < batch["created"] + self.ready_after:
+            return
         batch["state"] = FLOW[FLOW.index(state) + 1]
         if batch["state"] == FLOW[2]:
+            self.completed_at.append(time.monotonic())
             batch["output"] = {"inlinedResponses": {"inlinedResponses": [self._answer(batch, item)
                                                                          for item in batch["requests"]]}}
 

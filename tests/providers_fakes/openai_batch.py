@@ -23,6 +23,7 @@ import base64
 import itertools
 import json
 import threading
+import time
 
 from .base import Reply, Seen, make_image
 from .openai import MODELS, FakeOpenAI, _validate, usage
@@ -41,6 +42,8 @@ class FakeOpenAIBatch(FakeOpenAI):
         self.end_as: str | None = None  # "expired" | "cancelled" | "failed": how batches end instead
         self.end_first: int | None = None  # only the first N batches end as ``end_as`` (None: all of them)
         self.partial = 0  # lines an expired or cancelled batch ran
+        self.ready_after = 0.0  # seconds a batch takes at least, from its creation to completed (the bench)
+        self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
         self._ids = itertools.count(1)
@@ -92,11 +95,13 @@ class FakeOpenAIBatch(FakeOpenAI):
                                   "input_file_id": body["input_file_id"], "completion_window": "24h",
                                   "status": "validating", "output_file_id": None, "error_file_id": None,
                                   "errors": None, "created_at": 1, "metadata": body.get("metadata"),
-                                  "request_counts": {"total": 0, "completed": 0, "failed": 0}}
-        return Reply(200, dict(self.batches[batch_id]))
+                                  "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                                  "created": time.monotonic()}
+        return Reply(200, {k: v for k, v in self.batches[batch_id].items() if k != "created"})
 
     def list(self, seen: Seen) -> Reply:
-        return Reply(200, {"object": "list", "data": list(self.batches.values()), "has_more": False})
+        batches = [{k: v for k, v in b.items() if k != "created"} for b in self.batches.values()]
+        return Reply(200, {"object": "list", "data": batches, "has_more": False})
 
     def retrieve(self, seen: Seen) -> Reply:
         with self._state_lock:
@@ -124,6 +129,8 @@ class FakeOpenAIBatch(FakeOpenAI):
                 return
         if self.hold and state == "in_progress":
             return
+        if state == "finalizing" and time.monotonic() < batch["created"] + self.ready_after:
+            return
         if end_as in ("expired", "cancelled") and state == "in_progress":
             self._run(batch, limit=self.partial, rest=f"batch_{end_as}")
             batch["status"] = end_as
@@ -131,6 +138,7 @@ class FakeOpenAIBatch(FakeOpenAI):
         batch["status"] = FLOW[FLOW.index(state) + 1]
         if batch["status"] == "completed":
             self._run(batch)
+            self.completed_at.append(time.monotonic())
 
     def _lines(self, batch: dict) -> list[dict]:
         return [json.loads(text) for text in self.files[batch["input_file_id"]]["data"].splitlines() if text.strip()]
