@@ -123,3 +123,18 @@ def test_without_tier_nothing_is_batched(batch_run, pytester):
     result.assert_outcomes(passed=TASKS * REPEATS)
     assert fake.creations == 0 and not fake.files
     assert sum(s.path == "/v1/images/edits" for s in fake.requests) == TASKS * REPEATS
+
+
+def test_the_estimate_states_the_batch_price_and_the_tier_of_each_model(batch_run, pytester):
+    fake, run = batch_run
+    standard, batch = run("--estimate"), run("--estimate", "--tier", "batch")
+    line = "hypeedit: tier batch: gpt-image-2 (openai) buys at the batch tier, $0.095 a candidate*"
+    batch.stdout.fnmatch_lines([line])
+    assert "tier batch" not in standard.stdout.str()
+
+    def most(result) -> float:
+        text = next(s for s in result.stdout.lines if "candidates to buy for gpt-image-2" in s)
+        return float(text.split("at most $")[1].split(" ")[0])
+
+    assert most(batch) == pytest.approx(most(standard) / 2, abs=0.01)
+    assert not fake.requests  # an estimate calls nothing
