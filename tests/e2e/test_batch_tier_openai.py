@@ -7,6 +7,11 @@ batch on the next run and submits nothing again; an expired batch keeps what it 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,3 +143,38 @@ def test_the_estimate_states_the_batch_price_and_the_tier_of_each_model(batch_ru
 
     assert most(batch) == pytest.approx(most(standard) / 2, abs=0.01)
     assert not fake.requests  # an estimate calls nothing
+
+
+def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_run, pytester):
+    """The pytest process is killed (SIGKILL, nothing of it runs after) while its batch is pending at the
+    provider; the rerun polls that batch and creates nothing."""
+    fake, run = batch_run
+    fake.hold = True
+    args = [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(REPEATS),
+            "--outputs", "out", "--model", MODEL, "--models-file", "quick.yaml", "--judge", "labels:r1.json",
+            "--tier", "batch", "-p", "no:cacheprovider"]
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all_journaled(pytester):
+        assert process.poll() is None, "the run ended before it was killed"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert all_journaled(pytester), "every candidate's record names its batch before the kill"
+    created, inputs = fake.creations, len(fake.uploads("batch"))
+    assert created >= 1
+    fake.hold = False
+    rerun = run("--tier", "batch")
+    rerun.assert_outcomes(passed=TASKS * REPEATS)
+    assert (fake.creations, len(fake.uploads("batch"))) == (created, inputs)
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+
+
+def all_journaled(pytester) -> bool:
+    try:
+        found = records(pytester)
+    except (OSError, ValueError):
+        return False  # a record being replaced right now
+    return len(found) == TASKS * REPEATS and all((r.get("job") or {}).get("batch_id") for r in found)
