@@ -31,15 +31,14 @@ returned nothing: retryable for 429/5xx-like codes, final otherwise, bought agai
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JobExpired, ProviderError
 from .base import Generation, GenerationRequest
+from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
 from .genai_client import call, import_genai
 
@@ -56,6 +55,9 @@ ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELL
 RETRYABLE_CODES = frozenset({4, 8, 13, 14, 429, 500, 503, 504})
 BATCH_NAME = re.compile(r"batches/[A-Za-z0-9_-]{1,200}")
 DISPLAY_NAME = re.compile(r"hypeedit-[0-9a-f]{32}")
+#: A Files API upload's ``uri``: ``https://…/files/<id>`` (google-genai extracts the id with ``[a-z0-9]+``,
+#: providers.md 11.5); http only for a base URL moved to loopback.
+FILE_URI = re.compile(r"https?://[^\s/]{1,255}/[^\s]{0,200}files/[a-z0-9-]{1,100}")
 
 
 class GeminiBatch:
@@ -66,33 +68,27 @@ class GeminiBatch:
     def __init__(self, provider: "GeminiProvider"):
         self.provider = provider
         self.what = f"gemini batch {provider.spec.provider_model}"
-        self._uploads: dict[str, Any] = {}  # sha256 of a reference's bytes -> its Part (fileData)
-        self._locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
+        self.references = Uploads(uploads_folder(provider.runtime.state_dir, provider.route), FILE_URI)
         self._last: Any = None
-        self.uploads = 0
 
     @property
     def client(self) -> Any:
         return self.provider.session.client
 
     def reference_part(self, path: Any, mime: str) -> Any:
-        """A reference as a ``fileData`` part, uploaded on first use only."""
-        data = path.read_bytes()
-        digest = hashlib.sha256(data).hexdigest()
-        with self._lock:
-            lock = self._locks.setdefault(digest, threading.Lock())
-        with lock:
-            if digest not in self._uploads:
-                _, types, _ = import_genai()
-                uploaded = call(lambda: self.client.files.upload(
-                    file=str(path), config=types.UploadFileConfig(mime_type=mime, display_name=path.name)),
-                    what=self.what, error=ProviderError)
-                if not getattr(uploaded, "uri", None):
-                    raise ProviderError(f"{self.what}: the upload's reply has no file uri", retryable=True)
-                self._uploads[digest] = types.Part.from_uri(file_uri=uploaded.uri, mime_type=mime)
-                self.uploads += 1
-            return self._uploads[digest]
+        """A reference as a ``fileData`` part, uploaded once per run (batch_uploads.py)."""
+        _, types, _ = import_genai()
+
+        def upload() -> str:
+            uploaded = call(lambda: self.client.files.upload(
+                file=str(path), config=types.UploadFileConfig(mime_type=mime, display_name=path.name)),
+                what=self.what, error=ProviderError)
+            uri = getattr(uploaded, "uri", None)
+            if not isinstance(uri, str) or not FILE_URI.fullmatch(uri):
+                raise ProviderError(f"{self.what}: the upload's reply has no file uri", retryable=True)
+            return uri
+
+        return types.Part.from_uri(file_uri=self.references.id_of(path.read_bytes(), upload), mime_type=mime)
 
     # ------------------------------------------------------------------ batches
     def submit(self, lines: list[Line]) -> str:

@@ -27,15 +27,14 @@ refused (an error-file line with a 4xx ``response``) ends as the sync path's ref
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
-import threading
 from typing import TYPE_CHECKING, Any
 
 from ..errors import JobExpired, ProviderError
 from .adapter import decode_base64
 from .base import Generation, GenerationRequest
+from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,10 +59,8 @@ class OpenAIBatch:
 
     def __init__(self, provider: "OpenAIProvider"):
         self.provider = provider
-        self._uploads: dict[str, str] = {}  # sha256 of a reference's bytes -> its file id
-        self._upload_locks: dict[str, threading.Lock] = {}
-        self._lock = threading.Lock()
-        self.uploads = 0
+        self.references = Uploads(uploads_folder(provider.runtime.state_dir, provider.route), FILE_ID)
+        self._last: dict[str, Any] = {}
 
     @property
     def what(self) -> str:
@@ -74,14 +71,8 @@ class OpenAIBatch:
 
     # ------------------------------------------------------------------ files
     def reference_id(self, data: bytes, name: str, mime: str) -> str:
-        """The file id of a reference, uploaded on first use only (the ten repeats of a task share it)."""
-        digest = hashlib.sha256(data).hexdigest()
-        with self._lock:
-            lock = self._upload_locks.setdefault(digest, threading.Lock())
-        with lock:
-            if digest not in self._uploads:
-                self._uploads[digest] = self.upload(name, data, mime, purpose="vision")
-            return self._uploads[digest]
+        """The file id of a reference, uploaded once per run (batch_uploads.py): the repeats and workers share it."""
+        return self.references.id_of(data, lambda: self.upload(name, data, mime, purpose="vision"))
 
     def upload(self, name: str, data: bytes, mime: str, *, purpose: str) -> str:
         """``POST /files`` (``file_create_params.py``: ``file``, ``purpose``); the ``FileObject``'s id."""
@@ -92,7 +83,6 @@ class OpenAIBatch:
         file_id = reply.get("id") if isinstance(reply, dict) else None
         if not isinstance(file_id, str) or not FILE_ID.fullmatch(file_id):
             raise ProviderError(f"{self.what}: the upload's reply has no file id", retryable=True)
-        self.uploads += 1
         return file_id
 
     def content(self, file_id: str) -> list[dict[str, Any]]:
@@ -180,11 +170,11 @@ class OpenAIBatch:
         self.provider.check(response)
         batch = self.provider.json_of(response, self.what)
         status = str(batch.get("status")) if isinstance(batch, dict) else "unknown"
-        self._last = batch
+        self._last = batch if isinstance(batch, dict) else {}
         return Status(status, ended=status in ENDED, running=status in RUNNING)
 
     def results(self, batch_id: str, status: Status) -> dict[str, Outcome]:
-        batch = getattr(self, "_last", {}) or {}
+        batch = self._last
         outcomes: dict[str, Outcome] = {}
         for field in ("error_file_id", "output_file_id"):  # output last: it wins over an error of the same line
             file_id = batch.get(field)

@@ -178,3 +178,11 @@ def all_journaled(pytester) -> bool:
     except (OSError, ValueError):
         return False  # a record being replaced right now
     return len(found) == TASKS * REPEATS and all((r.get("job") or {}).get("batch_id") for r in found)
+
+
+def test_under_xdist_each_reference_is_still_uploaded_once_per_run(batch_run, pytester):
+    fake, run = batch_run
+    result = run("--tier", "batch", "-n", "2")
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    assert len(fake.uploads("vision")) == REFERENCES  # the workers share the run's uploads (batch_uploads.py)
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
