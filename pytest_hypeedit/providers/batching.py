@@ -92,7 +92,7 @@ class Backend(Protocol):
         """Upload the input, journal every line with it, create the batch, journal the batch id; its id."""
 
     def adopt(self, job: dict[str, Any]) -> str:
-        """The batch made from a journaled input file (created now if there is none); its id."""
+        """The batch made from a journaled input (created now if it can be, else ""); its id."""
 
     def poll(self, batch_id: str) -> Status: ...
 
@@ -144,6 +144,8 @@ class Collector:
         batch_id = job.get("batch_id")
         if not batch_id:
             batch_id = self._adopt(job)
+            if not batch_id:  # the batch was never made and cannot be made now: nothing was billed
+                return Outcome("", missing="never created", billed=False)
             line.journal.submitted(**{**job, "batch_id": batch_id})
         with self._lock:
             watched = self._watched.setdefault(batch_id, Watched(batch_id))
@@ -153,7 +155,7 @@ class Collector:
         return self._wait(line)
 
     def _adopt(self, job: dict[str, Any]) -> str:
-        source = str(job.get("input_file_id"))
+        source = str(job.get("display_name") or job.get("input_file_id"))
         with self._lock:  # the lines of one input file resume together: one of them adopts it for all
             if source not in self._adopted:
                 self._adopted[source] = self.backend.adopt(job)

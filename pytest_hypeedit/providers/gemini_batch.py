@@ -31,6 +31,7 @@ returned nothing: retryable for 429/5xx-like codes, final otherwise, bought agai
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import uuid
@@ -45,15 +46,18 @@ from .genai_client import call, import_genai
 if TYPE_CHECKING:  # pragma: no cover
     from .gemini import GeminiProvider
 
-#: The inline create request's limit, 20 MB [T6], with room for the envelope; no request count limit is
-#: documented for inline requests (UNCONFIRMED): the file limit of OpenAI's, 50,000, bounds a batch here too.
-MAX_REQUESTS, MAX_BYTES = 50_000, 19 * 1024 * 1024
+#: "the whole create request under 20 MB" inline, an input file up to 2 GB [T6]: up to INLINE_MAX (room left
+#: for the envelope; ``options.batch_inline_max_bytes``) the requests go inline, else in a JSONL input file.  No
+#: request count limit is documented (UNCONFIRMED): OpenAI's, 50,000, bounds a batch here too.
+INLINE_MAX = 19 * 1024 * 1024
+MAX_REQUESTS, MAX_BYTES = 50_000, 1900 * 1024 * 1024
 ENDED = frozenset({"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED",
                    "JOB_STATE_PARTIALLY_SUCCEEDED"})
 #: google.rpc.Code values of a line's error worth another try: UNAVAILABLE 14, RESOURCE_EXHAUSTED 8,
 #: DEADLINE_EXCEEDED 4, INTERNAL 13 (and their HTTP equivalents, should a line carry those).
 RETRYABLE_CODES = frozenset({4, 8, 13, 14, 429, 500, 503, 504})
 BATCH_NAME = re.compile(r"batches/[A-Za-z0-9_-]{1,200}")
+FILE_NAME = re.compile(r"files/[a-z0-9-]{1,100}")
 DISPLAY_NAME = re.compile(r"hypeedit-[0-9a-f]{32}")
 #: A Files API upload's ``uri``: ``https://…/files/<id>`` (google-genai extracts the id with ``[a-z0-9]+``,
 #: providers.md 11.5); http only for a base URL moved to loopback.
@@ -67,6 +71,7 @@ class GeminiBatch:
 
     def __init__(self, provider: "GeminiProvider"):
         self.provider = provider
+        self.inline_max = int(provider.spec.options.get("batch_inline_max_bytes", INLINE_MAX))
         self.what = f"gemini batch {provider.spec.provider_model}"
         self.references = Uploads(uploads_folder(provider.runtime.state_dir, provider.route), FILE_URI)
         self._last: Any = None
@@ -93,32 +98,61 @@ class GeminiBatch:
     # ------------------------------------------------------------------ batches
     def submit(self, lines: list[Line]) -> str:
         display = f"hypeedit-{uuid.uuid4().hex}"
+        inline = sum(line.size for line in lines) <= self.inline_max
+        source: Any = [line.body for line in lines] if inline else self._input_file(lines, display)
+        input_id = None if inline else source
         for line in lines:  # before the batch exists: a kill now leaves a name to look for, never a second batch
-            line.journal.submitted(id=line.key, kind="batch", input_file_id=display, custom_id=line.key)
+            line.journal.submitted(id=line.key, kind="batch", display_name=display, input_file_id=input_id,
+                                   custom_id=line.key)
         try:
-            job = call(lambda: self.client.batches.create(
-                model=self.provider.spec.provider_model, src=[line.body for line in lines],
-                config={"display_name": display}), what=self.what, error=ProviderError)
+            name = self._create(source, display)
         except ProviderError as exc:
             if not exc.reply_lost:  # Google answered with an error: no batch was made
                 for line in lines:
                     line.journal.forget()
             raise
+        for line in lines:
+            line.journal.submitted(id=line.key, kind="batch", display_name=display, input_file_id=input_id,
+                                   custom_id=line.key, batch_id=name)
+        return name
+
+    def _create(self, source: Any, display: str) -> str:
+        """``batches.create`` (sent once: ``:batchGenerateContent`` is a paid path, genai_client.py) from inline
+        requests or an uploaded input file's name."""
+        job = call(lambda: self.client.batches.create(model=self.provider.spec.provider_model, src=source,
+                                                      config={"display_name": display}),
+                   what=self.what, error=ProviderError)
         name = str(getattr(job, "name", "") or "")
         if not BATCH_NAME.fullmatch(name):
             raise ProviderError(f"{self.what}: the batch's reply has no batch name", retryable=False)
-        for line in lines:
-            line.journal.submitted(id=line.key, kind="batch", input_file_id=display, custom_id=line.key,
-                                   batch_id=name)
+        return name
+
+    def _input_file(self, lines: list[Line], display: str) -> str:
+        """Lines past the inline limit go in a JSONL input file, ``{"key", "request"}`` a line [T6], uploaded with
+        the Files API as ``jsonl`` (the guide's mime type); its name (``files/…``)."""
+        from google.genai import batches as genai_batches
+
+        _, types, _ = import_genai()
+        api = self.client._api_client
+        text = "".join(json.dumps({"key": line.key, "request": rest_request(genai_batches, api, line.body)}) + "\n"
+                       for line in lines)
+        uploaded = call(lambda: self.client.files.upload(
+            file=io.BytesIO(text.encode()), config=types.UploadFileConfig(mime_type="jsonl", display_name=display)),
+            what=self.what, error=ProviderError)
+        name = str(getattr(uploaded, "name", "") or "")
+        if not FILE_NAME.fullmatch(name):
+            raise ProviderError(f"{self.what}: the input file's upload has no file name", retryable=True)
         return name
 
     def adopt(self, job: dict[str, Any]) -> str:
-        """The batch created with the journaled display name; "" when there is none (it was never made)."""
-        display = job.get("input_file_id")
+        """The batch created with the journaled display name; else, for an input file, one created from it now;
+        "" when there is neither (inline requests never sent: nothing billed)."""
+        display = job.get("display_name")
         for batch in call(lambda: list(self.client.batches.list()), what=self.what, error=ProviderError):
             if getattr(batch, "display_name", None) == display and BATCH_NAME.fullmatch(str(batch.name)):
                 return str(batch.name)
-        return ""
+        source = job.get("input_file_id")
+        return self._create(source, str(display)) if isinstance(source, str) and FILE_NAME.fullmatch(source) else ""
 
     def poll(self, batch_id: str) -> Status:
         batch = call(lambda: self.client.batches.get(name=batch_id), what=self.what, error=ProviderError)
@@ -169,8 +203,6 @@ def batch_generate(provider: "GeminiProvider", collector: Collector, backend: Ge
     job = request.journal.job
     if job is not None and job.get("kind") == "batch":
         _check_journaled(provider, request, job)
-        if job.get("batch_id") is None and not backend.adopt(job):
-            _rebuy(request, "its batch was never created")
         outcome = collector.resume(Line(key, None, 0, request.journal), job)
     else:
         body = inlined_request(provider, backend, request, key)
@@ -189,14 +221,30 @@ def inlined_request(provider: "GeminiProvider", backend: GeminiBatch, request: G
 
 
 def _check_journaled(provider: "GeminiProvider", request: GenerationRequest, job: dict[str, Any]) -> None:
-    batch_id = job.get("batch_id")
-    if DISPLAY_NAME.fullmatch(str(job.get("input_file_id"))) and (batch_id is None or
-                                                                  BATCH_NAME.fullmatch(str(batch_id))):
+    batch_id, input_id = job.get("batch_id"), job.get("input_file_id")
+    if DISPLAY_NAME.fullmatch(str(job.get("display_name"))) and (batch_id is None or
+                                                                 BATCH_NAME.fullmatch(str(batch_id))) \
+            and (input_id is None or FILE_NAME.fullmatch(str(input_id))):
         return
     where = request.journal.source or "the candidate's record"
     raise ProviderError(f"{where}: the batch line journaled for gemini {provider.spec.provider_model} has no valid "
                         "batch name; nothing was sent. Delete its \"job\" entry if the record was edited: the next "
                         "run then buys the candidate again", retryable=False)
+
+
+def rest_request(genai_batches: Any, api: Any, inlined: Any) -> dict[str, Any]:
+    """An inlined request as the REST ``GenerateContentRequest`` of an input file's line: google-genai's own
+    converter (``batches._InlinedRequest_to_mldev``, the one ``batches.create`` applies to inline requests; a
+    private function of google-genai 3.6, so a test sends a file through the fake), so the file holds what the
+    inline path sends; the model is the batch's."""
+    from google.genai import _common
+
+    converted = genai_batches._InlinedRequest_to_mldev(api, inlined)
+    # then as batches.create itself encodes a request body (``_common.convert_to_dict``,
+    # ``encode_unserializable_types``): pass-through objects (fileData) become plain JSON
+    request = _common.encode_unserializable_types(_common.convert_to_dict(dict(converted.get("request") or {})))
+    request.pop("model", None)
+    return request
 
 
 def _rebuy(request: GenerationRequest, why: str) -> None:
@@ -212,7 +260,8 @@ def generation_of(provider: "GeminiProvider", request: GenerationRequest, outcom
 
     what = f"gemini {provider.spec.provider_model} (batch {outcome.batch_id})"
     if outcome.reply is None:
-        _rebuy(request, f"the batch ended {outcome.missing} without it")
+        _rebuy(request, f"the batch ended {outcome.missing} without it" if outcome.batch_id
+               else "its batch was never created")
     response, error = outcome.reply
     if response is None:
         request.journal.forget()  # no response, nothing billed: the next attempt buys it in a new batch

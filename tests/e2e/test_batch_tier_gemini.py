@@ -98,3 +98,17 @@ def test_an_expired_job_is_bought_again(batch_run, pytester):
     fake.end_as = None
     run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
     assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+
+
+def test_requests_past_the_inline_limit_go_in_one_uploaded_input_file(batch_run, pytester):
+    fake, run = batch_run
+    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
+    quick["models"][MODEL]["options"]["batch_inline_max_bytes"] = 1  # every batch is past it
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
+    created = [b for b in fake.batches.values() if b["from_file"]]
+    assert len(created) == fake.creations >= 1
+    assert fake.uploads("jsonl") == fake.creations and fake.uploads() == REFERENCES + fake.creations
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    jobs = [r["job"] for r in records(pytester)]
+    assert all(job["input_file_id"].startswith("files/") and job["batch_id"] for job in jobs)

@@ -13,7 +13,10 @@ them (``batches.py`` ``_CreateBatchJobParameters_to_mldev``, ``_BatchJob_from_ml
   (``hold``) or told to end otherwise (``end_as``: EXPIRED, CANCELLED, FAILED; an expired job has no results
   [T6]); on success ``metadata.output.inlinedResponses.inlinedResponses[]`` holds each request's
   ``{"response" | "error", "metadata"}`` in the input's order;
-- ``GET /v1beta/batches`` lists them (``operations``).
+- ``GET /v1beta/batches`` lists them (``operations``);
+- an input file instead (``inputConfig.fileName``, a JSONL of ``{"key", "request"}`` lines) answers in a generated
+  file (``output.responsesFile``, ``{"key", "response"}`` lines, in any order), fetched with
+  ``GET /v1beta/files/{id}:download?alt=media`` (google-genai ``files.download``).
 
 Billing: each response at half the image's standard price (``IMAGE_PRICE``, the fake's own table: $0.134 a 1K
 or 2K gemini-3-pro-image, providers.md section 1), summed in ``billed``; refused lines (``refuse``) cost 0 (the
@@ -23,6 +26,7 @@ sync path's rule) and lines of an expired job nothing.
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 import urllib.parse
@@ -64,6 +68,11 @@ class FakeGeminiBatch(FakeGemini):
             return error_reply(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED")
         if path.endswith(":batchGenerateContent") and request.method == "POST":
             return self._create(request, path.split("/models/")[1].split(":")[0])
+        if path.startswith("/v1beta/files/") and path.endswith(":download") and request.method == "GET":
+            entry = self.files.get(path.removeprefix("/v1beta/").removesuffix(":download"))
+            if entry is None or "alt=media" not in query:
+                return error_reply(404, "file not found", "NOT_FOUND")
+            return Reply(200, entry["data"], {"content-type": "application/octet-stream"})
         if path == "/v1beta/batches" and request.method == "GET":
             return Reply(200, {"operations": [self._view(b) for b in self.batches.values()]})
         if path.startswith("/v1beta/batches/") and request.method == "GET":
@@ -91,14 +100,22 @@ class FakeGeminiBatch(FakeGemini):
                 "state": "ACTIVE", "source": "UPLOADED", "displayName": started["display_name"]}
         return Reply(200, {"file": file}, {"x-goog-upload-status": "final"})
 
-    def uploads(self) -> int:
-        return len(self.files)
+    def uploads(self, mime: str | None = None) -> int:
+        """Files uploaded (of that mime type); generated output files are not uploads."""
+        return sum(1 for f in self.files.values() if not f.get("generated") and mime in (None, f["mime_type"]))
 
     # ---------------------------------------------------------------- batches
     def _create(self, request: SeenRequest, model: str) -> Reply:
         body = snake_keys(request.json or {})
         batch = body.get("batch") or {}
-        requests = ((batch.get("input_config") or {}).get("requests") or {}).get("requests")
+        source = batch.get("input_config") or {}
+        requests = (source.get("requests") or {}).get("requests")
+        if source.get("file_name"):  # a JSONL input file: {"key", "request"} a line [T6]
+            entry = self.files.get(source["file_name"])
+            if entry is None:
+                return error_reply(400, f"{source['file_name']} not found", "INVALID_ARGUMENT")
+            lines = [snake_keys(json.loads(text)) for text in entry["data"].splitlines() if text.strip()]
+            requests = [{"request": line.get("request"), "metadata": {"key": line.get("key")}} for line in lines]
         if not isinstance(requests, list) or not requests:
             return error_reply(400, "* BatchGenerateContentRequest.batch.input_config: requests missing",
                                "INVALID_ARGUMENT")
@@ -109,6 +126,7 @@ class FakeGeminiBatch(FakeGemini):
         name = f"batches/b{next(self._ids):06d}"
         self.batches[name] = {"name": name, "model": f"models/{model}", "display_name": batch.get("display_name"),
                               "state": FLOW[0], "requests": requests, "output": None,
+                              "from_file": bool(source.get("file_name")),
                               "created": time.monotonic()}
         return Reply(200, self._view(self.batches[name]))
 
@@ -148,8 +166,15 @@ class FakeGeminiBatch(FakeGemini):
         batch["state"] = FLOW[FLOW.index(state) + 1]
         if batch["state"] == FLOW[2]:
             self.completed_at.append(time.monotonic())
-            batch["output"] = {"inlinedResponses": {"inlinedResponses": [self._answer(batch, item)
-                                                                         for item in batch["requests"]]}}
+            answers = [self._answer(batch, item) for item in batch["requests"]]
+            if not batch["from_file"]:
+                batch["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
+                return
+            name = f"files/out{next(self._ids):06d}"  # a generated file: each line {"key", "response"} [T6]
+            data = "".join(json.dumps({"key": a["metadata"]["key"], "response": a["response"]}) + "\n"
+                           for a in reversed(answers))
+            self.files[name] = {"data": data.encode(), "mime_type": "application/jsonl", "uri": "", "generated": True}
+            batch["output"] = {"responsesFile": name}
 
     def _answer(self, batch: dict, item: dict) -> dict:
         if self.refuse > 0:
