@@ -100,8 +100,9 @@ def report(args, rows: dict, openai: FakeOpenAIBatch, gemini: FakeGeminiBatch, w
         row = rows[model]
         print(f"  {model}: {row['candidates']} candidates, {row['errors']} errors; spent ${row['spent']:.2f} at "
               f"batch (the server billed ${fake.billed:.2f}); standard would have cost ${standard:.2f}")
+    inputs = gemini.uploads("jsonl")
     print(f"  uploads: openai {len(openai.uploads('vision'))} references + {len(openai.uploads('batch'))} input "
-          f"files; gemini {gemini.uploads()} references (requests inline)")
+          f"files; gemini {gemini.uploads() - inputs} references + {inputs} input files (else inline)")
     print(f"  batches: openai {openai.creations}, gemini {gemini.creations}; polls: openai {openai.polls}, "
           f"gemini {gemini.polls}")
     completed = openai.completed_at + gemini.completed_at
