@@ -283,9 +283,18 @@ class Collector:
         return max(0.01, min(times, default=1.0))
 
     def stop(self) -> None:
+        """The process is done with this model: no more polls; a caller still waiting gets a retryable error (its
+        line stays journaled when its batch was submitted, and the next run resumes it)."""
         with self._lock:
             self._stopped = True
+            waiting = [line for _, line in self._queue]
+            waiting += [line for w in self._watched.values() for lines in w.lines.values() for line in lines]
+            self._queue, self._watched = [], {}
             self._lock.notify_all()
+        for line in waiting:
+            line.finish(error=ProviderError(f"{self.what}: line {line.key}: the run ended while it waited for its "
+                                            "batch; the next run resumes it (a submitted batch is never submitted "
+                                            "again)", retryable=True))
         if self in COLLECTORS:
             COLLECTORS.remove(self)
 

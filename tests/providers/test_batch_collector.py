@@ -178,3 +178,22 @@ def test_a_model_without_a_batch_price_is_validated():
 
         build_registry([("m.yaml", {"models": {"x": {"route": "identity", "price": 1, "batch_price": -1}}})])
     assert ModelSpec("x", "identity", "x", 1.0).price_at("batch") == 1.0
+
+
+def test_a_stopped_collector_releases_every_waiting_caller_with_a_retryable_error():
+    backend = Backend(polls_to_end=10_000)
+    coll, errors = collector(backend), []
+
+    def buy():
+        try:
+            coll.buy(Line("k", b"x", 1, Journal()))
+        except ProviderError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=buy)
+    thread.start()
+    while not backend.batches:
+        threading.Event().wait(0.01)
+    coll.stop()
+    thread.join(5)
+    assert not thread.is_alive() and errors[0].retryable and "resumes it" in str(errors[0])
