@@ -44,10 +44,10 @@ def prepare(folder: Path, tasks: int, repeats: int) -> list[str]:
 
     task_list = json.loads(PUBLIC.read_text())[:tasks]
     for index, task in enumerate(task_list):
-        for name in task["input_images"]:
+        for number, name in enumerate(task["input_images"]):
             path = folder / "images" / task["task_id"] / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            Image.new("RGB", (96, 64), (index * 5 % 255, 90, 160)).save(
+            Image.new("RGB", (96, 64), (index * 5 % 255, 90 + 20 * number, 160)).save(
                 path, format=FORMATS.get(name.rsplit(".", 1)[-1].lower(), "PNG"))
     (folder / "public.json").write_text(json.dumps(task_list))
     write_labels(folder / "r1.json", {(t["task_id"], m, r): r % 3 != 0 for t in task_list for m in MODELS
