@@ -65,7 +65,7 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it(batch_run, pytester
     fake, run = batch_run
     fake.hold = True
     options = {**yaml.safe_load((pytester.path / "quick.yaml").read_text())["models"][MODEL]["options"],
-               "batch_max_wait_s": 1.0}
+               "batch_max_wait_s": 5.0}
     (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
     run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)
     created, uploaded = fake.creations, fake.uploads()

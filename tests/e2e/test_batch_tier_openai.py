@@ -76,7 +76,7 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
 def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing_again(batch_run, pytester):
     fake, run = batch_run
     fake.hold = True
-    held = {"batch_max_wait_s": 1.0}
+    held = {"batch_max_wait_s": 5.0}
     options = {**yaml.safe_load((pytester.path / "quick.yaml").read_text())["models"][MODEL]["options"], **held}
     (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
     first = run("--tier", "batch")

@@ -72,7 +72,7 @@ def buy_all(coll, keys, size=10):
 
 def test_lines_arriving_together_share_one_batch_and_each_gets_its_own_answer():
     backend = Backend()
-    outcomes, journals = buy_all(collector(backend), [f"k{i}" for i in range(30)])
+    outcomes, journals = buy_all(collector(backend, linger=1.0), [f"k{i}" for i in range(30)])
     assert len(backend.batches) == 1
     assert {key: o.reply for key, o in outcomes.items()} == {f"k{i}": f"image of k{i}" for i in range(30)}
     assert all(j.job["batch_id"] == "batch_0" for j in journals.values())

@@ -46,6 +46,7 @@ def test_a_line_journaled_with_its_input_file_is_created_once_from_it(fake, tmp_
     first = Journal(save=lambda job: None)
     generation = provider.generate(request(tmp_path, provider, first))
     assert generation.tier == "batch" and generation.cost == pytest.approx(0.067)
+    assert first.job["batch_id"] == next(iter(fake.batches))  # journaled as soon as it was known
     job = {k: v for k, v in first.job.items() if k != "batch_id"}
     fake.batches.clear()  # as if the create never reached Google
     saved = []
