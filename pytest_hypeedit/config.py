@@ -48,10 +48,19 @@ class RunConfig:
     adaptive: bool = False  # --concurrency auto: each route's level follows the provider (AIMD)
     possibly_paid: str = "rebuy"  # --possibly-paid: rebuy a possibly paid candidate, or hold it for review
     judge_tier: str = "standard"  # --judge-tier (judges/judge_tiers.py): standard, flex or flex-or-standard
+    tier: str = "standard"  # --tier: the price tier candidates are bought at, where the model's route sells it
 
     def limits_for(self, spec: ModelSpec) -> RouteLimits:
-        """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes."""
-        return self.rate_limits.get(spec.route) or self.registry.limits_for(spec)
+        """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes.  A model
+        bought on its batch tier (--tier batch) keeps its route's requests per minute but may have many candidates
+        in flight: they wait together for their batch (providers/batching.py), and its few calls are the
+        collector's, not theirs."""
+        limits = self.rate_limits.get(spec.route) or self.registry.limits_for(spec)
+        if spec.has_tier(self.tier) and self.tier != "standard" and spec.route not in self.rate_limits:
+            from .providers.batching import BATCH_INFLIGHT
+
+            return RouteLimits(rpm=limits.rpm, inflight=BATCH_INFLIGHT)
+        return limits
 
     @property
     def metric_settings(self):
@@ -119,7 +128,19 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[d
         **parse_concurrency(getattr(option, "hypeedit_concurrency", None)),
         possibly_paid=parse_possibly_paid(getattr(option, "hypeedit_possibly_paid", None)),
         judge_tier=parse_judge_tier(getattr(option, "hypeedit_judge_tier", None)),
+        tier=parse_tier(getattr(option, "hypeedit_tier", None)),
     )
+
+
+def parse_tier(value: Any) -> str:
+    """``--tier standard|batch``; unset: standard."""
+    from .registry import STANDARD, TIERS
+
+    text = STANDARD if value is None or value == "" else str(value).strip().lower()
+    if text not in TIERS:
+        raise ConfigError(f"--tier {value}: give standard (the synchronous list price) or batch (the providers' "
+                          "batch tiers at about half price, for the models whose route has one)")
+    return text
 
 
 def parse_possibly_paid(value: Any) -> str:

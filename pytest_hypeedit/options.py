@@ -40,6 +40,7 @@ GROUP_OF = {
     "--model": "hypeedit", "--tasks": "hypeedit", "--images-base": "hypeedit", "--repeats": "hypeedit",
     "--outputs": "hypeedit", "--results": "hypeedit", "--cache-dir": "hypeedit",
     "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--estimate": "hypeedit-money", "--possibly-paid": "hypeedit-money",
+    "--tier": "hypeedit-money",
     "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
     "--judge": "hypeedit-judges", "--judge-base-url": "hypeedit-judges", "--rejudge": "hypeedit-judges",
     "--judge-tier": "hypeedit-judges", "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
@@ -132,6 +133,10 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="a candidate whose paid call may have been paid but whose reply never came (a kill, a lost "
              "connection): buy it again and count it as possibly paid (rebuy, the default), or leave it as an "
              "error for review (review)")
+    add("--tier", dest="hypeedit_tier", default=None, metavar="standard|batch",
+        help="the price tier candidates are bought at: standard (the default), or batch: models whose route "
+             "has a batch tier (OpenAI's Batch API, Gemini's Batch mode; about half price, results within hours) "
+             "buy through it, the others at standard (the run says which at the start)")
     add("--concurrency", dest="hypeedit_concurrency", default=None, metavar="N|auto",
         help="candidates in progress at once (generating or being judged) across the whole run, -n workers "
              "included (default 32); each route's own limits still cap it. 'auto': each route's calls in "

@@ -21,7 +21,10 @@ from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
 
 BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_ENTRY_KEYS = {"route", "provider_model", "price", "options", "limits", "note"}
+_ENTRY_KEYS = {"route", "provider_model", "price", "batch_price", "options", "limits", "note"}
+#: The price tiers a run can buy at (``--tier``): the synchronous list price, or a provider's batch tier.
+STANDARD, BATCH = "standard", "batch"
+TIERS = (STANDARD, BATCH)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,24 @@ class ModelSpec:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     limits: RouteLimits = RouteLimits()
     note: str | None = None
+    #: USD per candidate on the provider's batch tier (models.yaml ``batch_price``, cited there); None: the
+    #: model's route sells no batch tier, so ``--tier batch`` buys it at the standard price.
+    batch_price: float | None = None
+
+    def has_tier(self, tier: str) -> bool:
+        return tier == STANDARD or (tier == BATCH and self.batch_price is not None)
+
+    def price_at(self, tier: str) -> float:
+        """The one place that answers what a candidate costs at a tier: the batch price on the batch tier
+        where the model has one, else the standard list price."""
+        if tier == BATCH and self.batch_price is not None:
+            return self.batch_price
+        return self.price
+
+    def tier_factor(self, tier: str) -> float:
+        """What the tier charges for what the standard tier charges 1 (0.5: half price), for prices the
+        adapter computes from the reply's usage."""
+        return self.price_at(tier) / self.price if self.price else 1.0
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,10 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
     if not finite_number(price) or price < 0:
         raise ConfigError(f"{where}: model {name}: 'price' must be a finite number >= 0 (USD per candidate), "
                           f"got {price!r}")
+    batch_price = entry.get("batch_price")
+    if batch_price is not None and (not finite_number(batch_price) or batch_price < 0):
+        raise ConfigError(f"{where}: model {name}: 'batch_price' must be a finite number >= 0 (USD per candidate "
+                          f"on the provider's batch tier), or left out when there is none; got {batch_price!r}")
     for key in ("provider_model", "note"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             raise ConfigError(f"{where}: model {name}: {key!r} must be text, got {type(entry[key]).__name__}")
@@ -141,6 +166,7 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
         options=MappingProxyType(dict(options)),
         limits=_limits(entry.get("limits") or {}, f"{where}: model {name}: limits"),
         note=entry.get("note"),
+        batch_price=None if batch_price is None else float(batch_price),
     )
 
 

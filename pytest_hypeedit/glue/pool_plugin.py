@@ -245,7 +245,9 @@ def runs_items(session: pytest.Session) -> bool:
 
 def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None:
     """This process's pool state, for the controller's live line and stopping messages; ``final`` once its calls
-    are done with (finished, or left)."""
+    are done with (finished, or left).  ``batches``: its batches by state (--tier batch, providers/batching.py)."""
+    from ..providers.batching import batch_tally
+
     document = {
         "at": time.time(), "planned": state.planned, "done": state.done, "running": state.running,
         "errors": state.errors, "refused": state.refused, "skipped": state.skipped, "spent": state.spent,
@@ -253,6 +255,7 @@ def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None
         "final": final,
         "routes": [{"route": g.route, "in_flight": g.in_flight, "level": g.level, "ceiling": g.ceiling,
                     "adaptive": g.adaptive, "throttled": g.throttled} for g in state.routes],
+        "batches": batch_tally(),
     }
     atomic_write_bytes(folder / STATUS_DIR / f"{os.getpid()}.json", json.dumps(document).encode("utf-8"))
 

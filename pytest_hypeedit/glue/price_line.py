@@ -39,7 +39,7 @@ class PriceLine:
         self.state(ids)  # every worker collects the same items: the first one's say what the run will buy
 
     def state(self, nodeids: Iterable[str]) -> None:
-        from ..report.price_text import price_lines
+        from ..report.price_text import price_lines, tier_lines
 
         keys = {key for key in map(parse_nodeid, nodeids) if key is not None}
         if self.stated or not keys:
@@ -47,7 +47,7 @@ class PriceLine:
         self.stated = True
         price = run_price(self.config, self.run, keys)
         if price.paid:
-            write_lines(self.config, price_lines(price))
+            write_lines(self.config, tier_lines(self.run.tier, self.run.models) + price_lines(price))
 
 
 class EstimateOnly:
@@ -58,10 +58,11 @@ class EstimateOnly:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        from ..report.price_text import estimate_lines
+        from ..report.price_text import estimate_lines, tier_lines
 
         keys = {key for key in (parse_nodeid(item.nodeid) for item in session.items) if key is not None}
-        write_lines(self.config, estimate_lines(run_price(self.config, self.run, keys)))
+        write_lines(self.config, tier_lines(self.run.tier, self.run.models)
+                    + estimate_lines(run_price(self.config, self.run, keys)))
         return True  # no item runs
 
 

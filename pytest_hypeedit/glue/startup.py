@@ -99,7 +99,7 @@ def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
 
     state_dir = run_state_dir(config, run)
     runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
-                                      limits=run.limits_for))
+                                      limits=run.limits_for, tier=run.tier))
     return state_dir
 
 

@@ -42,7 +42,7 @@ class Generation:
     provider_model: str
     seed: int | None = None  # the seed the provider used, when it takes one
     request_id: str | None = None
-    tier: str = "standard"
+    tier: str = "standard"  # the price tier that served the call: "standard", "batch" (providers/batching.py)
     extra: dict[str, Any] = field(default_factory=dict)
     #: A small copy made while the image was decoded to check it (engine/signals.py ``Preview``), so the pixel
     #: signals need no second decode; None when the adapter made none.  Never written anywhere.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import math
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from ..retirements import model_gone
@@ -28,6 +28,10 @@ from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .bounds import image_cap_of, inline_cap
 from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
 from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .batching import Collector
+    from .gemini_batch import GeminiBatch
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
@@ -80,6 +84,12 @@ class GeminiProvider(Provider):
     route = "gemini"
     key_env = GEMINI_KEY_ENV
 
+    @staticmethod
+    def take_image(response: Any, what: str) -> tuple[bytes, str]:
+        """The reply's image, or a Refusal (module ``take_image``): the batch path (providers/gemini_batch.py)
+        reads its lines through the provider it is given, as it does not import this module, which imports it."""
+        return take_image(response, what)
+
     def __init__(self, spec, *, runtime: "runtime_module.Runtime | None" = None, policy=None, limiter=None,
                  timeout_s: float | None = None):
         super().__init__(spec)
@@ -95,6 +105,7 @@ class GeminiProvider(Provider):
         self._lock = threading.Lock()
         self._parts_cache: dict[str, list] = {}  # task_id -> prepared image parts (once per task, not per repeat)
         self._gone: ModelGone | None = None  # Google said this model id does not exist: no call can succeed
+        self._batcher: "tuple[Collector, GeminiBatch] | None" = None
 
     @property
     def session(self) -> GenaiSession:
@@ -114,6 +125,10 @@ class GeminiProvider(Provider):
         what = f"{self.route} {self.spec.provider_model}"  # the item's line names the candidate once
         if self._gone is not None:
             raise ModelGone(str(self._gone), status=self._gone.status)
+        if self.tier == "batch":
+            from .gemini_batch import batch_generate
+
+            return batch_generate(self, *self.batcher(), request)
         contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
                                                       *self._reference_parts(request)])]
         try:
@@ -126,9 +141,40 @@ class GeminiProvider(Provider):
                 raise self._gone from None
             raise
         image, ext = take_image(response, what)
+        return self.generation_of(request, response, image, ext)
+
+    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str) -> Generation:
         return Generation(image=image, ext=ext, cost=self.price_of_image(), provider_model=self.spec.provider_model,
                           seed=request.seed, request_id=getattr(response, "response_id", None),
                           extra=_extra(response, self._aspect_ratio(request), self.image_size))
+
+    # ------------------------------------------------------------------ the batch tier (gemini_batch.py)
+    @property
+    def tier(self) -> str:
+        """The tier this model is bought at: batch with --tier batch where models.yaml gives it a batch price."""
+        return "batch" if self.runtime.tier == "batch" and self.spec.has_tier("batch") else "standard"
+
+    def batcher(self) -> "tuple[Collector, GeminiBatch]":
+        from .batching import collector_for
+        from .gemini_batch import GeminiBatch
+
+        with self._lock:
+            if self._batcher is None:
+                backend = GeminiBatch(self)
+                self._batcher = (collector_for(backend, f"gemini {self.spec.provider_model}", self.spec.options),
+                                 backend)
+            return self._batcher
+
+    def priced_model(self) -> bool:
+        """Whether PRICES knows this id (its price by size), else the model's list price stands."""
+        return self.spec.provider_model in PRICES
+
+    def request_config(self, request: GenerationRequest):
+        return self._config(request)
+
+    def prepared(self, request: GenerationRequest):
+        return prepare_references(request.references, IMAGE_LIMITS, self.runtime.images_dir(),
+                                  task_id=request.task.task_id, route=self.route)
 
     def price_of_image(self) -> float:
         """The output image's price at the size asked for, where PRICES knows the id; else the model's price."""
@@ -136,11 +182,13 @@ class GeminiProvider(Provider):
         return sizes.get(self.image_size, self.spec.price)
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
-        """The image at the size asked for plus each reference at the input-image price (PRICES)."""
+        """The image at the size asked for plus each reference at the input-image price (PRICES), at this
+        model's tier (the batch tier: half)."""
         if self.spec.provider_model not in PRICES:
-            return self.spec.price
+            return self.spec.price_at(self.tier)
         per_reference = PRICES[self.spec.provider_model][1]
-        return round(max(self.spec.price, self.price_of_image() + len(request.references) * per_reference), 6)
+        standard = max(self.spec.price, self.price_of_image() + len(request.references) * per_reference)
+        return round(standard * self.spec.tier_factor(self.tier), 6)
 
     def _config(self, request: GenerationRequest):
         _, types, _ = import_genai()
@@ -172,6 +220,9 @@ class GeminiProvider(Provider):
         return parts
 
     def close(self) -> None:
+        if self._batcher is not None:
+            self._batcher[0].stop()
+            self._batcher = None
         if self._session is not None:
             self._session.close()
             self._session = None

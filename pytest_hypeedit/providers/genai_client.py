@@ -52,7 +52,8 @@ GEMINI_KEY_ENV: tuple[str, ...] = KEY_ENV[ROUTE]
 #: unset ``HttpOptions.timeout`` becomes httpx's ``timeout=None``), so a stalled read would never end; 600 s
 #: is what the OpenAI and ModelArk SDKs wait (their ``_constants.py``), far above a 4K image's minute or two.
 PAID_CALL_TIMEOUT_S = 600.0
-PAID_PATH_SUFFIX = ":generateContent"
+#: A batch's creation is paid too, and not idempotent (providers.md 11.4): never sent twice either.
+PAID_PATH_SUFFIX = (":generateContent", ":batchGenerateContent")
 
 
 def import_genai():

@@ -22,13 +22,17 @@ names a lost call, it does not prevent a second charge.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .adapter import HttpProvider, decode_base64, nearest_size
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import EXT, ImageLimits
 from .openai_models import LISTED_SIZES, REFERENCE_TOKENS_MAX, image_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .batching import Collector
+    from .openai_batch import OpenAIBatch
 
 SIZES = LISTED_SIZES
 #: gpt-image-2's pixel budget by default: the area of 1536x1024, gpt-image-1.5's largest size.
@@ -48,13 +52,44 @@ class OpenAIProvider(HttpProvider):
     key_env = ("OPENAI_API_KEY",)
     provider = "openai"
     default_base = "https://api.openai.com/v1"
+    #: How a reply says the model refused (the batch path, providers/openai_batch.py, reads its lines with it).
+    is_moderation = staticmethod(is_moderation)
     # <= 16 files of PNG, WebP or JPEG, each < 50 MB.
     image_limits = ImageLimits(max_count=16, max_bytes=49 * 1024 * 1024, formats=("png", "webp", "jpeg"),
                                convert_to="png")
     # openai-python's default: 600 s (``_constants.py`` DEFAULT_TIMEOUT); a high-quality edit can take minutes.
     timeout = 600.0
 
+    _batcher: "tuple[Collector, OpenAIBatch] | None" = None
+
+    def close(self) -> None:
+        if self._batcher is not None:
+            self._batcher[0].stop()
+            self._batcher = None
+        super().close()
+
+    @property
+    def tier(self) -> str:
+        """The tier this model is bought at: batch with --tier batch where models.yaml gives it a batch price."""
+        return "batch" if self.runtime.tier == "batch" and self.spec.has_tier("batch") else "standard"
+
+    def batcher(self) -> "tuple[Collector, OpenAIBatch]":
+        """(collector, backend) of this model's batch tier, made on first use (providers/openai_batch.py)."""
+        from .batching import collector_for
+        from .openai_batch import OpenAIBatch
+
+        with self._lock:
+            if self._batcher is None:
+                backend = OpenAIBatch(self)
+                self._batcher = (collector_for(backend, f"openai {self.spec.provider_model}", self.spec.options),
+                                 backend)
+            return self._batcher
+
     def generate(self, request: GenerationRequest) -> Generation:
+        if self.tier == "batch":
+            from .openai_batch import batch_generate
+
+            return batch_generate(self, *self.batcher(), request)
         what = self.what(request)
         headers = self.paid_call_headers(request)
         response = self.call("POST", f"{self.base}/images/edits", data=self.fields(request),
@@ -107,6 +142,10 @@ class OpenAIProvider(HttpProvider):
         return model.list_price(self.quality, width, height), "list price"
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
+        """The standard tier's worst case (``standard_worst_case``) at this model's tier (the batch tier: half)."""
+        return round(self.standard_worst_case(request) * self.spec.tier_factor(self.tier), 6)
+
+    def standard_worst_case(self, request: GenerationRequest) -> float:
         """The output image's tokens at the size and quality asked for, plus every reference at the input-token
         bound and the prompt's bytes as text tokens (a token is at least one byte)."""
         model = image_model(self.spec.provider_model)

@@ -30,6 +30,7 @@ class Runtime:
     cache_dir: Path | None = None  # prepared reference images: <cache_dir>/<route>/<task_id>/
     limits: Callable[[ModelSpec], RouteLimits] = _default_limits
     policy: RetryPolicy | None = None
+    tier: str = "standard"  # --tier: a model whose route has a batch tier buys through it (providers/batching.py)
     _limiters: dict[tuple, RouteLimiter | None] = field(default_factory=dict)
 
     def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:

@@ -9,8 +9,10 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from ..engine.estimate import Estimate, Purchase, RouteLoad
+from ..registry import STANDARD, ModelSpec
 
 PREFIX = "hypeedit: "
 
@@ -27,6 +29,22 @@ def price_lines(estimate: Estimate) -> list[str]:
     generation, judge = sum(p.generation_usd for p in shown), sum(p.judge_usd for p in shown)
     lines.append(f"{PREFIX}in all: {_counts(bought, judged)}: at most {_usd(generation, judge)}; "
                  f"{_time(estimate.seconds, estimate.slowest())}")
+    return lines
+
+
+def tier_lines(tier: str, models: Sequence[ModelSpec]) -> list[str]:
+    """``--tier batch``: one line per model saying at which tier it is bought and at what price a candidate;
+    nothing at the standard tier (nothing changes there)."""
+    if tier == STANDARD:
+        return []
+    lines = []
+    for spec in models:
+        if spec.has_tier(tier):
+            lines.append(f"{PREFIX}tier {tier}: {spec.name} ({spec.route}) buys at the {tier} tier, "
+                         f"${spec.price_at(tier):.3f} a candidate (standard ${spec.price:.3f}); results within "
+                         "hours, each item waits for its line of the batch")
+        else:
+            lines.append(f"{PREFIX}tier {tier}: {spec.name} ({spec.route}) has no {tier} tier, runs at standard")
     return lines
 
 

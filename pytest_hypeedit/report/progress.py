@@ -30,6 +30,9 @@ class Progress:
         parts = [f"hypeedit {done}/{self.total or '?'} done"]
         routes = route_cells(statuses)
         parts.append("in flight " + (", ".join(routes) if routes else "0"))
+        batches = batch_cells(statuses)
+        if batches:
+            parts.append("batches " + ", ".join(batches))
         errors = sum(s.get("errors", 0) for s in statuses)
         if errors:
             parts.append(f"{errors} error{'s' if errors != 1 else ''}")
@@ -68,6 +71,19 @@ def route_cells(statuses: list[dict]) -> list[str]:
             text += f" (max {cell['ceiling']}{', 429 x' + str(cell['throttled']) if cell['throttled'] else ''})"
         cells.append(text)
     return cells
+
+
+def batch_cells(statuses: list[dict]) -> list[str]:
+    """``2 submitted (80)``, ``1 running (40)``, ``3 done (120)``: batches by state and the candidates they hold
+    (--tier batch), summed over processes; a value that is not a count is ignored (the files are untrusted)."""
+    merged: dict[str, list[int]] = {}
+    for status in statuses:
+        tally = status.get("batches")
+        for state, pair in (tally.items() if isinstance(tally, dict) else ()):
+            if isinstance(pair, list) and len(pair) == 2 and all(type(n) is int and n >= 0 for n in pair):
+                cell = merged.setdefault(str(state), [0, 0])
+                cell[0], cell[1] = cell[0] + pair[0], cell[1] + pair[1]
+    return [f"{count} {state} ({candidates})" for state, (count, candidates) in merged.items() if count]
 
 
 def duration(seconds: float) -> str:

@@ -21,7 +21,6 @@ from ..engine.records import (
     BATCH,
     ERROR,
     FAIL,
-    FLEX,
     PASS,
     REFUSED,
     SKIPPED,
@@ -33,16 +32,12 @@ from ..engine.records import (
 )
 from ..engine.stability import stability_cost, stability_of
 from ..files import atomic_write_bytes
+from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
 from .tables import COMBINED, SCHEMA
 
 Key = tuple[str, str, str, int]
 
-#: A tier's price as a share of the list price, for a model whose spec names no price at that tier
-#: (``ModelSpec.price_at``): the Batch APIs and Gemini Flex are "50% of" the standard price (providers.md
-#: section 11: OpenAI Batch, Gemini Batch mode, Gemini Flex).  An unknown tier (a record from disk naming none
-#: we know) is taken at the list price: the price paid is never made smaller than it may have been.
-TIER_SHARE = {STANDARD: 1.0, FLEX: 0.5, BATCH: 0.5}
 
 
 @dataclass(frozen=True)
@@ -314,7 +309,7 @@ def spend_by_tier(records: list[Record]) -> dict:
 
 def paid_price(spec, records: list[Record]) -> float:
     """The price per candidate the run paid: each bought candidate's model price at the tier that served it
-    (``ModelSpec.price_at`` where the spec has it, else TIER_SHARE of the list price), averaged; the list price
+    (``price_at``), averaged; the list price
     when none was bought or every one was bought at standard."""
     tiers = [r.tier for r in records if r.candidate]
     kinds = set(tiers)
@@ -325,12 +320,11 @@ def paid_price(spec, records: list[Record]) -> float:
     return sum(price_at(spec, tier) for tier in tiers) / len(tiers)
 
 
-def price_at(spec, tier: str) -> float:
-    """The model's price per candidate at ``tier``."""
-    at = getattr(spec, "price_at", None)
-    if callable(at) and tier in TIER_SHARE:
-        return float(at(tier))
-    return spec.price * TIER_SHARE.get(tier, 1.0)
+def price_at(spec: ModelSpec, tier: str) -> float:
+    """The model's price per candidate at ``tier`` (``ModelSpec.price_at``); a tier no candidate is bought at
+    (an unknown one from a record on disk) at the list price: the price paid is never made smaller than it
+    may have been."""
+    return spec.price_at(tier) if tier in (STANDARD, BATCH) else spec.price
 
 
 def _rejudged_stale(records: list[Record]) -> dict:

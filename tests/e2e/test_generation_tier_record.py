@@ -11,7 +11,7 @@ from benchdata import make_tasks, write_labels, write_split
 
 BATCH_CONFTEST = """
 import pytest
-from pytest_hypeedit.providers.base import Generation, Provider
+from pytest_hypeedit import Generation, Provider
 
 class HalfPriceProvider(Provider):
     route = "halfprice"
@@ -23,7 +23,8 @@ class HalfPriceProvider(Provider):
         return Generation(image=data, ext="png", cost=cost, provider_model="half-v1", tier=tier)
 
 def pytest_hypeedit_add_models(config):
-    return [{"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10}]
+    return [{"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10,
+             "batch_price": 0.05}]
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_provider(config, spec):

@@ -109,13 +109,19 @@ def _handler_for(server: LoopbackServer):
             server.requests.append(seen)
             self._send(server.handle(seen))
 
+        def do_GET(self) -> None:  # noqa: N802 - the batch fakes' polls and downloads (gemini_batch.py)
+            seen = SeenRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, b"")
+            server.requests.append(seen)
+            self._send(server.handle(seen))
+
         def _send(self, reply: Reply) -> None:
             if reply.delay:
                 time.sleep(reply.delay)
             body = reply.encoded()
             try:
                 self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                if "content-type" not in {name.lower() for name in reply.headers}:
+                    self.send_header("Content-Type", "application/json; charset=UTF-8")
                 self.send_header("Content-Length", str(len(body)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

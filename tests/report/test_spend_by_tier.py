@@ -18,7 +18,7 @@ from pytest_hypeedit.report.spend_tiers import spend_by_tier_text, tiers_text
 from pytest_hypeedit.report.summary import run_facts_html
 from pytest_hypeedit.report.terminal_table import summary_lines
 
-SPEC = ModelSpec("gemini-3-pro", "gemini", "gemini-3-pro-image", 0.134)
+SPEC = ModelSpec("gemini-3-pro", "gemini", "gemini-3-pro-image", 0.134, batch_price=0.067)
 
 
 def record(task: str, repeat: int, *, passed: bool, tier: str = "standard", judge_tier: str = "standard",

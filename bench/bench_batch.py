@@ -1,0 +1,115 @@
+"""The batch tier on the public split's shape: gpt-image-2 and gemini-3-pro-preview with ``--tier batch`` against
+loopback fakes of OpenAI's Files + Batch APIs and Gemini's Batch mode (tests/providers_fakes/openai_batch.py,
+tests/genai_fakes/gemini_batch.py), each batch taking at least ``--ready`` seconds on the server.
+
+Prints per model the run's spend at the batch tier (the results' ``spent``, and what the fake billed) against what
+the standard tier would have cost for the same calls, the uploads (references, input files), batches and polls,
+and the run's wall time against the servers' completion time (first batch created to last batch done).
+
+    python bench/bench_batch.py [--tasks 50] [--repeats 10] [--ready 5] [--workers 0]
+
+The tasks are /work/shared/hype-edit-1/public.json (sizes, reference counts and instructions as they are), with
+small synthetic reference images in place of the CDN's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PIL import Image
+
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path.insert(0, str(TESTS))
+from benchdata import write_labels  # noqa: E402
+from genai_fakes.gemini_batch import FakeGeminiBatch  # noqa: E402
+from providers_fakes.openai_batch import FakeOpenAIBatch  # noqa: E402
+
+PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "hype-edit-1" / "public.json"
+MODELS = ("gpt-image-2", "gemini-3-pro-preview")
+GEMINI_KEY = "fake-gemini-key-bench-0123456789"
+QUICK = {"batch_linger_s": 2.0, "batch_poll_s": 0.5, "batch_poll_max_s": 2.0}
+FORMATS = {"webp": "WEBP", "png": "PNG", "jpg": "JPEG", "jpeg": "JPEG"}
+
+
+def prepare(folder: Path, tasks: int, repeats: int) -> list[str]:
+    """The public split's first ``tasks`` tasks with small references, labels and quick batch settings."""
+    from pytest_hypeedit.registry import load_registry
+
+    task_list = json.loads(PUBLIC.read_text())[:tasks]
+    for index, task in enumerate(task_list):
+        for number, name in enumerate(task["input_images"]):
+            path = folder / "images" / task["task_id"] / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            Image.new("RGB", (96, 64), (index * 5 % 255, 90 + 20 * number, 160)).save(
+                path, format=FORMATS.get(name.rsplit(".", 1)[-1].lower(), "PNG"))
+    (folder / "public.json").write_text(json.dumps(task_list))
+    write_labels(folder / "r1.json", {(t["task_id"], m, r): r % 3 != 0 for t in task_list for m in MODELS
+                                      for r in range(1, repeats + 1)})
+    registry = load_registry()
+    models = {m: {"options": {**registry.get(m).options, **QUICK}} for m in MODELS}
+    (folder / "quick.yaml").write_text(json.dumps({"models": models}))
+    return ["-q", "-p", "no:cacheprovider", "--tasks", "public.json", "--images-base", "images",
+            "--repeats", str(repeats), "--outputs", "out", "--judge", "labels:r1.json", "--models-file",
+            "quick.yaml", "--tier", "batch", "--concurrency", str(2 * tasks * repeats),
+            *[arg for m in MODELS for arg in ("--model", m)]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--ready", type=float, default=5.0, help="seconds each batch takes on the server")
+    parser.add_argument("--workers", type=int, default=0, help="pytest-xdist workers (0: none)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIBatch() as openai, \
+            FakeGeminiBatch(expected_key=GEMINI_KEY) as gemini:
+        folder = Path(tmp) / "run"
+        folder.mkdir()
+        command = prepare(folder, args.tasks, args.repeats) + (["-n", str(args.workers)] if args.workers else [])
+        openai.ready_after = gemini.ready_after = args.ready
+        env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(Path(tmp) / "cache"),
+               "HYPEEDIT_OPENAI_BASE_URL": openai.base, "OPENAI_API_KEY": openai.key,
+               "HYPEEDIT_GEMINI_BASE_URL": gemini.url, "GEMINI_API_KEY": GEMINI_KEY}
+        env.pop("GOOGLE_API_KEY", None)
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "pytest", *command], cwd=folder, env=env,
+                              capture_output=True, text=True)
+        wall = time.monotonic() - started
+        if "run complete" not in done.stdout:
+            print(done.stdout[-3000:], done.stderr[-2000:])
+            raise SystemExit("the run did not complete")
+        rows = {row["model"]: row for row in json.loads((folder / "out" / "results.json").read_text())["rows"]}
+        report(args, rows, openai, gemini, wall, started)
+
+
+def report(args, rows: dict, openai: FakeOpenAIBatch, gemini: FakeGeminiBatch, wall: float, started: float) -> None:
+    candidates = args.tasks * args.repeats
+    print(f"{args.tasks} tasks x {args.repeats} repeats x {len(MODELS)} models at --tier batch, each batch "
+          f"{args.ready:g} s on the server, {args.workers or 'no'} xdist workers")
+    standard_openai = openai.billed * 2  # the batch tier bills half the same tokens [T3]
+    standard_gemini = sum(0.134 for _ in range(candidates))  # gemini-3-pro-image at 2K, standard [G24]
+    for model, fake, standard in (("gpt-image-2", openai, standard_openai),
+                                  ("gemini-3-pro-preview", gemini, standard_gemini)):
+        row = rows[model]
+        print(f"  {model}: {row['candidates']} candidates, {row['errors']} errors; spent ${row['spent']:.2f} at "
+              f"batch (the server billed ${fake.billed:.2f}); standard would have cost ${standard:.2f}")
+    inputs = gemini.uploads("jsonl")
+    print(f"  uploads: openai {len(openai.uploads('vision'))} references + {len(openai.uploads('batch'))} input "
+          f"files; gemini {gemini.uploads() - inputs} references + {inputs} input files (else inline)")
+    print(f"  batches: openai {openai.creations}, gemini {gemini.creations}; polls: openai {openai.polls}, "
+          f"gemini {gemini.polls}")
+    completed = openai.completed_at + gemini.completed_at
+    server = max(completed) - started if completed else float("nan")
+    print(f"  wall time {wall:.1f} s (pytest start to exit); the servers' last batch done {server:.1f} s after the "
+          f"start, each batch {args.ready:g} s from its creation")
+
+
+if __name__ == "__main__":
+    main()

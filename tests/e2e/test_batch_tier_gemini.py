@@ -1,0 +1,114 @@
+"""``--tier batch`` of gemini-3-pro-preview end to end (pytester) against the fake Gemini Batch mode and Files
+API (tests/genai_fakes/gemini_batch.py, spoken through google-genai): every candidate delivered, billed at the
+batch tier only, the results' spend what the fake billed, each reference uploaded once; a run stopped while its
+batch is pending resumes it and creates nothing again; a refused line is a refusal; an expired job (no results,
+nothing billed) is bought again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from benchdata import write_labels
+from genai_fakes.gemini_batch import FakeGeminiBatch
+
+from pytest_hypeedit.registry import load_registry
+
+TINY = Path(__file__).resolve().parent.parent.parent / "examples" / "tiny-split"
+REPEATS, TASKS, REFERENCES = 2, 5, 6
+MODEL = "gemini-3-pro-preview"
+KEY = "fake-gemini-key-batch-0123456789"
+
+
+@pytest.fixture
+def batch_run(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    options = {**load_registry().get(MODEL).options, "batch_linger_s": 0.3, "batch_poll_s": 0.02,
+               "batch_poll_max_s": 0.05}
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
+    tasks = json.loads((TINY / "tiny.json").read_text())
+    write_labels(pytester.path / "r1.json",
+                 {(task["task_id"], MODEL, r): True for task in tasks for r in range(1, REPEATS + 1)})
+    args = [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(REPEATS),
+            "--outputs", "out", "--model", MODEL, "--models-file", "quick.yaml", "--judge", "labels:r1.json"]
+    with FakeGeminiBatch(expected_key=KEY) as fake:
+        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("GEMINI_API_KEY", KEY)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        yield fake, lambda *extra: pytester.runpytest(*args, *extra)
+
+
+def results_row(pytester) -> dict:
+    return json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]
+
+
+def records(pytester) -> list[dict]:
+    return [json.loads(p.read_text()) for p in (pytester.path / "out").rglob("0*.json")]
+
+
+def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pytester):
+    fake, run = batch_run
+    result = run("--tier", "batch")
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    assert not any(":generateContent" in s.path for s in fake.requests)  # nothing at the standard tier
+    assert fake.creations == 1
+    assert fake.uploads() == REFERENCES
+    row = results_row(pytester)
+    assert (row["candidates"], row["errors"]) == (TASKS * REPEATS, 0)
+    assert row["spent"] == pytest.approx(fake.billed, abs=1e-6) and fake.billed == pytest.approx(0.067 * 10)
+    assert all(r["extra"]["batch_id"].startswith("batches/") for r in records(pytester))
+
+
+def test_a_run_stopped_while_its_batch_is_pending_resumes_it(batch_run, pytester):
+    fake, run = batch_run
+    fake.hold = True
+    options = {**yaml.safe_load((pytester.path / "quick.yaml").read_text())["models"][MODEL]["options"],
+               "batch_max_wait_s": 5.0}
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
+    run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)
+    created, uploaded = fake.creations, fake.uploads()
+    assert all(r["job"]["batch_id"] for r in records(pytester))
+    fake.hold = False
+    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
+    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 60.0
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    result = run("--tier", "batch")
+    assert result.parseoutcomes().get("passed") == TASKS * REPEATS, {r.get("error") for r in records(pytester)}
+    assert (fake.creations, fake.uploads()) == (created, uploaded)  # polled again, nothing submitted again
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+
+
+def test_a_refused_line_is_a_refusal(batch_run, pytester):
+    fake, run = batch_run
+    fake.refuse = 1
+    run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
+    assert results_row(pytester)["refusals"] == 1
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+
+
+def test_an_expired_job_is_bought_again(batch_run, pytester):
+    fake, run = batch_run
+    fake.end_as = "EXPIRED"
+    first = run("--tier", "batch")
+    # the job expired with no results, nothing billed: bought again at once, and that job expired too
+    first.assert_outcomes(errors=TASKS * REPEATS)
+    assert fake.billed == 0 and results_row(pytester)["spent"] == 0
+    fake.end_as = None
+    run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+
+
+def test_requests_past_the_inline_limit_go_in_one_uploaded_input_file(batch_run, pytester):
+    fake, run = batch_run
+    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
+    quick["models"][MODEL]["options"]["batch_inline_max_bytes"] = 1  # every batch is past it
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
+    created = [b for b in fake.batches.values() if b["from_file"]]
+    assert len(created) == fake.creations >= 1
+    assert fake.uploads("jsonl") == fake.creations and fake.uploads() == REFERENCES + fake.creations
+    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    jobs = [r["job"] for r in records(pytester)]
+    assert all(job["input_file_id"].startswith("files/") and job["batch_id"] for job in jobs)

@@ -1,0 +1,202 @@
+"""The batch collector (providers/batching.py) against an in-memory backend: lines gathered into batches split at
+the backend's limits, each caller handed its own line, a resumed line polled again and never submitted, a line
+journaled without its batch adopted once for all its neighbours; the tier's price in one place
+(ModelSpec.price_at), the start lines per model, the live line's batches."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pytest_hypeedit.config import parse_tier
+from pytest_hypeedit.engine.journal import Journal
+from pytest_hypeedit.errors import ConfigError, ProviderError
+from pytest_hypeedit.providers.batching import Collector, Line, Outcome, Status, batch_tally
+from pytest_hypeedit.registry import ModelSpec, load_registry
+from pytest_hypeedit.report.price_text import tier_lines
+from pytest_hypeedit.report.progress import Progress
+
+
+class Backend:
+    def __init__(self, max_requests=100, max_bytes=10_000, polls_to_end=2):
+        self.max_requests, self.max_bytes, self.polls_to_end = max_requests, max_bytes, polls_to_end
+        self.batches: dict[str, list[str]] = {}
+        self.polls: dict[str, int] = {}
+        self.adopted: list[str] = []
+        self.lock = threading.Lock()
+
+    def submit(self, lines):
+        with self.lock:
+            batch_id = f"batch_{len(self.batches)}"
+            self.batches[batch_id] = [line.key for line in lines]
+        for line in lines:
+            line.journal.submitted(id=line.key, kind="batch", input_file_id=f"file-{batch_id}", batch_id=batch_id)
+        return batch_id
+
+    def adopt(self, job):
+        self.adopted.append(job["input_file_id"])
+        return job["input_file_id"].removeprefix("file-")
+
+    def poll(self, batch_id):
+        self.polls[batch_id] = self.polls.get(batch_id, 0) + 1
+        ended = self.polls[batch_id] >= self.polls_to_end
+        return Status("completed" if ended else "in_progress", ended=ended, running=not ended)
+
+    def results(self, batch_id, status):
+        return {key: Outcome(batch_id, reply=f"image of {key}", billed=True) for key in self.batches.get(batch_id, [])}
+
+    def missing_outcome(self, batch_id, status):
+        return Outcome(batch_id, missing=status.state)
+
+
+def collector(backend, **kwargs):
+    return Collector(backend, what="test", linger=kwargs.pop("linger", 0.05), poll=0.01, poll_max=0.02,
+                     max_wait=kwargs.pop("max_wait", 10.0))
+
+
+def buy_all(coll, keys, size=10):
+    outcomes, journals = {}, {}
+
+    def buy(key):
+        journals[key] = Journal()
+        outcomes[key] = coll.buy(Line(key, b"x", size, journals[key]))
+
+    threads = [threading.Thread(target=buy, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    return outcomes, journals
+
+
+def test_lines_arriving_together_share_one_batch_and_each_gets_its_own_answer():
+    backend = Backend()
+    outcomes, journals = buy_all(collector(backend, linger=1.0), [f"k{i}" for i in range(30)])
+    assert len(backend.batches) == 1
+    assert {key: o.reply for key, o in outcomes.items()} == {f"k{i}": f"image of k{i}" for i in range(30)}
+    assert all(j.job["batch_id"] == "batch_0" for j in journals.values())
+
+
+def test_a_batch_never_holds_more_than_the_backend_allows():
+    backend = Backend(max_requests=7, max_bytes=45)  # 10 bytes a line: 4 lines a batch by bytes
+    outcomes, _ = buy_all(collector(backend), [f"k{i}" for i in range(20)])
+    assert len(outcomes) == 20
+    assert all(len(keys) <= 4 for keys in backend.batches.values())
+    assert sorted(k for keys in backend.batches.values() for k in keys) == sorted(outcomes)
+
+
+def test_a_resumed_line_polls_its_batch_and_submits_nothing():
+    backend = Backend()
+    backend.batches["batch_9"] = ["k1"]
+    journal = Journal({"id": "k1", "kind": "batch", "input_file_id": "file-batch_9", "batch_id": "batch_9"})
+    outcome = collector(backend).resume(Line("k1", b"", 0, journal), journal.job)
+    assert outcome.reply == "image of k1"
+    assert list(backend.batches) == ["batch_9"] and backend.polls["batch_9"] == 2
+
+
+def test_lines_journaled_without_their_batch_are_adopted_once_for_all():
+    backend = Backend()
+    backend.batches["batch_5"] = ["a", "b", "c"]
+    coll, results = collector(backend), {}
+
+    def resume(key):
+        journal = Journal({"id": key, "kind": "batch", "input_file_id": "file-batch_5"}, save=lambda job: None)
+        results[key] = coll.resume(Line(key, b"", 0, journal), journal.job)
+        assert journal.job["batch_id"] == "batch_5"  # journaled as soon as it is known
+
+    threads = [threading.Thread(target=resume, args=(key,)) for key in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert backend.adopted == ["file-batch_5"]
+    assert {k: o.reply for k, o in results.items()} == {k: f"image of {k}" for k in "abc"}
+
+
+def test_a_submit_that_fails_fails_every_line_of_its_group():
+    backend = Backend()
+    backend.submit = lambda lines: (_ for _ in ()).throw(ProviderError("no", retryable=True))
+    coll = collector(backend)
+    with pytest.raises(ProviderError, match="no"):
+        coll.buy(Line("k", b"x", 1, Journal()))
+
+
+def test_a_line_that_waits_too_long_is_a_retryable_error_and_stays_journaled():
+    backend = Backend(polls_to_end=10_000)
+    journal = Journal()
+    with pytest.raises(ProviderError, match="stays journaled") as caught:
+        collector(backend, max_wait=0.3).buy(Line("k", b"x", 1, journal))
+    assert caught.value.retryable and journal.job["batch_id"] == "batch_0"
+
+
+def test_price_at_is_the_batch_price_only_where_the_model_has_one():
+    registry = load_registry()
+    gpt, seedream = registry.get("gpt-image-2"), registry.get("seedream-4.5")
+    assert gpt.price_at("batch") == pytest.approx(gpt.price / 2)
+    assert gpt.tier_factor("batch") == pytest.approx(0.5) and gpt.price_at("standard") == gpt.price
+    assert registry.get("gemini-3-pro-preview").price_at("batch") == pytest.approx(0.067)
+    assert seedream.price_at("batch") == seedream.price and not seedream.has_tier("batch")
+
+
+def test_the_tier_option_takes_standard_or_batch():
+    assert parse_tier(None) == "standard" and parse_tier("Batch") == "batch"
+    with pytest.raises(ConfigError, match="--tier flex"):
+        parse_tier("flex")
+
+
+def test_a_batch_run_says_per_model_at_which_tier_it_buys():
+    registry = load_registry()
+    lines = tier_lines("batch", [registry.get("gpt-image-2"), registry.get("seedream-4.5")])
+    assert lines[0].startswith("hypeedit: tier batch: gpt-image-2 (openai) buys at the batch tier, $0.095")
+    assert lines[1] == "hypeedit: tier batch: seedream-4.5 (ark) has no batch tier, runs at standard"
+    assert tier_lines("standard", [registry.get("gpt-image-2")]) == []
+
+
+def test_the_live_line_shows_batches_by_state_and_their_candidates():
+    statuses = [{"done": 3, "batches": {"submitted": [1, 40], "running": [2, 80], "done": [1, 10]}},
+                {"done": 0, "batches": {"running": [1, 5], "done": [0, 0], "bogus": ["x", 1]}}]
+    line = Progress(started=0.0, total=100).line(statuses, now=1.0)
+    assert "batches 1 submitted (40), 3 running (85), 1 done (10)" in line
+    assert "batches" not in Progress(started=0.0, total=100).line([{"done": 1}], now=1.0)
+
+
+def test_a_collector_counts_its_batches_for_the_live_line(monkeypatch):
+    from pytest_hypeedit.providers import batching
+
+    monkeypatch.setattr(batching, "COLLECTORS", [])  # collectors other tests left in this process change as they end
+    backend = Backend()
+    coll = collector(backend)
+    before = batch_tally().get("done", [0, 0])
+    buy_all(coll, ["a", "b"])
+    assert coll.snapshot() == [("done", 2)]
+    assert batch_tally()["done"] == [before[0] + 1, before[1] + 2]
+    coll.stop()
+    assert batch_tally().get("done", [0, 0]) == before
+
+
+def test_a_model_without_a_batch_price_is_validated():
+    with pytest.raises(ConfigError, match="batch_price"):
+        from pytest_hypeedit.registry import build_registry
+
+        build_registry([("m.yaml", {"models": {"x": {"route": "identity", "price": 1, "batch_price": -1}}})])
+    assert ModelSpec("x", "identity", "x", 1.0).price_at("batch") == 1.0
+
+
+def test_a_stopped_collector_releases_every_waiting_caller_with_a_retryable_error():
+    backend = Backend(polls_to_end=10_000)
+    coll, errors = collector(backend), []
+
+    def buy():
+        try:
+            coll.buy(Line("k", b"x", 1, Journal()))
+        except ProviderError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=buy)
+    thread.start()
+    while not backend.batches:
+        threading.Event().wait(0.01)
+    coll.stop()
+    thread.join(5)
+    assert not thread.is_alive() and errors[0].retryable and "resumes it" in str(errors[0])
