@@ -889,6 +889,10 @@ class Runner:
         return self._reserve(self.judge.worst_case_cost(request),
                              f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}")
 
+    def pays_to_finish(self, plan: "Plan") -> bool:
+        """Whether ``finish`` may call a paid judge: --judge-stability's re-judgements of a sampled candidate."""
+        return bool(self.stability.get(plan.key))
+
     def _rejudge_for_stability(self, plan: "Plan") -> None:
         """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
         if self.stability.get(plan.key):
