@@ -43,7 +43,12 @@ def read_bounded(path: Path, max_bytes: int, opener: Callable[[Path], BinaryIO] 
     """The bytes of ``path``, refused past ``max_bytes`` before they are read whole (OSError as raised).
     ``opener`` opens it another way (``files.open_regular``: no link followed)."""
     with (opener(path) if opener else open(path, "rb")) as handle:
-        data = handle.read(max_bytes + 1)
+        return read_bounded_handle(handle, max_bytes)
+
+
+def read_bounded_handle(handle: BinaryIO, max_bytes: int) -> bytes:
+    """What is left in ``handle``, refused past ``max_bytes`` before it is read whole."""
+    data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise UntrustedInput(f"larger than {_size(max_bytes)}, the most such a file may hold")
     return data

@@ -562,6 +562,9 @@ class FakeRunner:
         plan.record.outcome = "pass" if plan.repeat % 2 else "fail"
         return plan.record
 
+    def pays_to_finish(self, plan):
+        return False
+
     def finish(self, plan):
         key = (plan.task.task_id, plan.spec.name, plan.repeat)
         self.finished.append(key)
@@ -691,3 +694,76 @@ def test_a_move_the_table_does_not_allow_raises():
     assert job.state is DONE and job.settled
     with pytest.raises(IllegalTransition):
         job.move(RUNNING)
+
+
+class FinishRecorder(FakeRunner):
+    """Every candidate on disk (nothing to pay): records which thread finished each, and can hold finishes."""
+
+    def __init__(self, entries_on_disk):
+        super().__init__(on_disk=entries_on_disk)
+        self.threads: dict[tuple, str] = {}
+        self.hold = threading.Event()
+        self.hold.set()
+
+    def finish(self, plan):
+        self.hold.wait(10)
+        record = super().finish(plan)
+        self.threads[(plan.task.task_id, plan.spec.name, plan.repeat)] = threading.current_thread().name
+        return record
+
+
+def _all_on_disk(tasks, models=("m-a", "m-b"), repeats=2):
+    return {(f"task-{t}", m, r) for t in range(tasks) for m in models for r in range(1, repeats + 1)}
+
+
+def test_records_with_nothing_to_pay_are_written_by_finisher_threads_each_once(tmp_path):
+    """A replay's writes overlap: the finishers write records ahead of pytest, each exactly once, and the
+    outcomes pytest gets are the same records."""
+    runner = FinishRecorder(_all_on_disk(30))
+    pool, entries = engine_pool(tmp_path, runner, tasks=30)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    pool.shutdown()
+    assert all(not isinstance(o, Exception) for o in outcomes), outcomes
+    assert sorted(runner.finished) == sorted(set(runner.finished)) and len(runner.finished) == len(entries)
+    by_finishers = [key for key, name in runner.threads.items() if name.startswith("hypeedit-finish-")]
+    assert by_finishers, f"every record was written by {set(runner.threads.values())}"
+
+
+def _wait_for(condition, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_finishers_stay_within_the_lookahead_of_what_pytest_asked(tmp_path):
+    from pytest_hypeedit.engine.finishing import LOOKAHEAD
+
+    tasks = (LOOKAHEAD + 40) // 4 + 1
+    runner = FinishRecorder(_all_on_disk(tasks))
+    pool, entries = engine_pool(tmp_path, runner, tasks=tasks)
+    pool.start()
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 1)
+    time.sleep(0.2)  # a finisher past the lookahead would have written more by now
+    assert len(runner.finished) == LOOKAHEAD + 1, "pytest asked for nothing yet: plan positions 0 to LOOKAHEAD only"
+    ask_all(pool, entries[:10])
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 10)
+    time.sleep(0.2)
+    assert len(runner.finished) == LOOKAHEAD + 10, "the lookahead follows the items pytest asked for"
+    pool.shutdown()
+
+
+def test_finishers_start_no_record_once_the_run_is_stopping(tmp_path):
+    from pytest_hypeedit.engine.finishing import FINISHERS
+
+    runner = FinishRecorder(_all_on_disk(30))
+    runner.hold.clear()  # a slow disk: every finisher is held in its first write
+    pool, entries = engine_pool(tmp_path, runner, tasks=30)
+    pool.start()
+    _wait_for(lambda: len(pool._finishers) == FINISHERS)
+    time.sleep(0.2)
+    pool.stop("the run is stopping (-x)")
+    runner.hold.set()
+    time.sleep(0.3)
+    pool.shutdown()
+    assert len(runner.finished) == FINISHERS, f"{len(runner.finished)} records written after the stop"

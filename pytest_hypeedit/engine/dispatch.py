@@ -17,7 +17,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ..registry import ModelSpec
-from .jobs import DONE, GENERATE, INLINE, NEW, RUNNING, STOPPED, TRIAGING, Entry, Job
+from .jobs import DONE, GENERATE, NEW, RUNNING, STOPPED, TRIAGING, Entry, Job
 from .limits import Release, SlotSet
 from .routes import RouteGate
 
@@ -73,6 +73,7 @@ class Dispatcher:
         def _check(self) -> None: ...
         def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None: ...
         def _count(self, record: Record) -> None: ...
+        def _finish_later(self, job: Job, plan: Plan) -> None: ...
 
     # ------------------------------------------------------------------ the dispatcher
     def _dispatch_loop(self) -> None:
@@ -110,7 +111,7 @@ class Dispatcher:
         with self._cond:
             self._closed = True
             for job in self._order:
-                if job.done.is_set():  # settled, or INLINE: the main thread finishes it without the pool
+                if job.done.is_set():  # settled already
                     continue
                 if not job.settled:
                     job.settle(error=exc)
@@ -146,9 +147,7 @@ class Dispatcher:
                 if plan.needs_generation or plan.needs_verdict:
                     self._make_ready(job, plan)
                 else:
-                    job.move(INLINE)
-                    job.plan = plan
-                    job.done.set()
+                    self._finish_later(job, plan)  # engine/finishing.py
                 self._cond.notify_all()
         return True
 

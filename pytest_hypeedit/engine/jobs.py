@@ -3,7 +3,8 @@
     NEW ──> TRIAGING ──> READY ──> RUNNING ──> DONE          (the pool's threads read the disk, buy, judge)
      │          │          │  ^       │
      │          │          │  └───────┘  a generated candidate waits for its paid verdict
-     │          ├──> INLINE ──> DONE     (nothing to pay: the main thread finishes it when pytest asks)
+     │          ├──> INLINE ──> FINISHING ──> DONE   (nothing to pay: a finisher thread writes its record a little
+     │          │                                   ahead of pytest, or the main thread when pytest asks first)
      │          └──> DONE                (the triage failed: the item shows the error)
      └──> MAIN ──> READY                 (pytest asked before the pool got to it: the main thread triages)
            ├──> DONE                     (nothing to pay)
@@ -40,12 +41,13 @@ class JobState(enum.Enum):
     MAIN = "main"  # pytest asked first: the main thread reads its disk
     READY = "ready"  # a paid step waits in a queue for its route and a candidate slot
     RUNNING = "running"  # a pool thread runs its step
-    INLINE = "inline"  # nothing to pay: the main thread finishes it (Runner.finish) when pytest asks
+    INLINE = "inline"  # nothing to pay: waits for a finisher thread, or the main thread, to finish it
+    FINISHING = "finishing"  # Runner.finish writes its record (a finisher thread, or the main thread)
     DONE = "done"  # settled: its record or its error is kept
     STOPPED = "stopped"  # settled: the run stopped before its paid step started
 
 
-NEW, TRIAGING, MAIN, READY, RUNNING, INLINE, DONE, STOPPED = JobState
+NEW, TRIAGING, MAIN, READY, RUNNING, INLINE, FINISHING, DONE, STOPPED = JobState
 SETTLED = frozenset({DONE, STOPPED})
 
 #: Every legal move.  DONE is reachable from every unsettled state: a bug in the dispatcher fails every job.
@@ -55,7 +57,8 @@ MOVES: dict[JobState, frozenset[JobState]] = {
     MAIN: frozenset({READY, DONE, STOPPED}),
     READY: frozenset({RUNNING, STOPPED, DONE}),
     RUNNING: frozenset({READY, DONE}),
-    INLINE: frozenset({DONE}),
+    INLINE: frozenset({FINISHING, DONE}),
+    FINISHING: frozenset({DONE}),
     DONE: frozenset(),
     STOPPED: frozenset(),
 }
@@ -84,7 +87,7 @@ class Job:
     plan: Any = None  # the runner's Plan while a step is to run (None otherwise; the pool checks the state first)
     record: Record | None = None
     error: BaseException | None = None
-    #: Set once the outcome may be read: settled (DONE, STOPPED), or INLINE (the main thread finishes it).
+    #: Set once the outcome may be read: settled (DONE, STOPPED).
     done: threading.Event = field(default_factory=threading.Event)
 
     @property

@@ -7,7 +7,7 @@ as many calls in flight as the providers allow, and pytest still sees one item
 per candidate, in order, with the same outcomes.
 
     plan (the items this process will run, in order)
-      -> triage: read the disk (Runner.plan): nothing to pay -> done inline
+      -> triage: read the disk (Runner.plan): nothing to pay -> its record written (engine/finishing.py)
       -> ready to generate, one queue per route      -> generate step -> ready to judge
       -> ready to judge (before any new generation)  -> judge step    -> done
 
@@ -41,7 +41,23 @@ from typing import Callable, Iterable, TypedDict, TypeVar
 from ..registry import ModelSpec
 from ..tasks import Task
 from .dispatch import Dispatcher, fair_shares
-from .jobs import GENERATE, INLINE, JUDGE, MAIN, NEW, READY, RUNNING, STOPPED, Entry, Job, Key, LeftInFlight, NotStarted
+from .finishing import Finishers
+from .jobs import (
+    FINISHING,
+    GENERATE,
+    INLINE,
+    JUDGE,
+    MAIN,
+    NEW,
+    READY,
+    RUNNING,
+    STOPPED,
+    Entry,
+    Job,
+    Key,
+    LeftInFlight,
+    NotStarted,
+)
 from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
@@ -85,7 +101,7 @@ class PoolState:
     unanswered_cost: float = 0.0
 
 
-class CandidatePool(Dispatcher):
+class CandidatePool(Dispatcher, Finishers):
     """The pool of one process (see the module docstring; the jobs' states and moves: engine/jobs.py).
 
     The threads' side (the dispatcher, the workers, the sharing of slots) is engine/dispatch.py.  One lock
@@ -130,6 +146,8 @@ class CandidatePool(Dispatcher):
         self._cond = threading.Condition()
         self._tasks = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
+        self._finishing: deque[Job] = deque()  # INLINE jobs a finisher may write (engine/finishing.py)
+        self._finishers: list[threading.Thread] = []
         self._dispatcher: threading.Thread | None = None
         self._totals: Totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
         self._gates: dict[int, RouteGate] = {}
@@ -156,6 +174,8 @@ class CandidatePool(Dispatcher):
             record = self._triage_here(job)
             if record is not None:
                 return record
+        if self._take_inline(job):
+            return self._settle_here(job, lambda: self.finish_job(job))
         if job.settled and job.done.is_set():  # asked again (a rerun of the item): the same outcome
             return self._outcome(job)
         while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
@@ -210,6 +230,8 @@ class CandidatePool(Dispatcher):
             self._cond.notify_all()
         for _ in self._threads:
             self._tasks.put(None)
+        for finisher in self._finishers:  # a record being written is written whole (they call nothing paid)
+            finisher.join(self.grace if wait else 0)
         return left
 
     def state(self) -> PoolState:
@@ -284,10 +306,18 @@ class CandidatePool(Dispatcher):
             assert job is not None  # _add gives None only for a job already known, which get() found
             if job.index > self._asked_at:
                 self._asked_at = job.index
-                self._cond.notify_all()  # a generation held back by ``ahead`` may start now
+                self._cond.notify_all()  # a generation held back by ``ahead``, or a finisher's lookahead, moves on
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job
+
+    def _take_inline(self, job: Job) -> bool:
+        """An INLINE job no finisher has taken yet: the main thread takes it (FINISHING) and finishes it now."""
+        with self._cond:
+            if job.state != INLINE:
+                return False
+            job.move(FINISHING)
+            return True
 
     def _triage_here(self, job: Job) -> Record | None:
         """The main thread's own triage of a job the pool has not reached: finish it at once when nothing
@@ -319,8 +349,8 @@ class CandidatePool(Dispatcher):
 
     def _outcome(self, job: Job) -> Record:
         """The job's outcome, the same however often it is asked: a settled job keeps its record or error."""
-        if job.state == INLINE:
-            return self._settle_here(job, lambda: self._finish_inline(job, job.plan))
+        if self._take_inline(job):
+            return self._settle_here(job, lambda: self.finish_job(job))
         if job.state == STOPPED:
             raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
         if job.error is not None:

@@ -154,6 +154,10 @@ class Runner(Purchase):
         plan.life.settle()
         return plan.record
 
+    def pays_to_finish(self, plan: Plan) -> bool:
+        """Whether ``finish`` may call a paid judge: --judge-stability's re-judgements of a sampled candidate."""
+        return bool(self.stability.get(plan.key))
+
     def _rejudge_for_stability(self, plan: Plan) -> None:
         """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
         if self.stability.get(plan.key):

@@ -38,7 +38,7 @@ from typing import Iterator
 from ..errors import NotRegularFile
 from ..files import atomic_write_bytes, check_regular, open_regular
 from ..tasks import IMAGE_SUFFIXES
-from ..untrusted import RECORD_BYTES, load_json_file
+from ..untrusted import RECORD_BYTES, UntrustedInput, loads_json, read_bounded_handle
 from .limits import exclusive
 from .records import Record
 
@@ -119,10 +119,26 @@ class Found:
     refused: str | None = None  # a symbolic link (file or folder) where the candidate's files are: nothing is used
 
 
+#: What identifies the bytes of a file without reading them: device, inode, size, and the modification and change
+#: times in nanoseconds.  A rename over it (every write of ours, and another process's) makes a new inode; a
+#: write in place moves its times; a symbolic link swapped in has the link's own inode (``lstat``).
+Signature = tuple[int, int, int, int, int]
+
+
+def _signature(info: os.stat_result) -> Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 class Store:
     def __init__(self, root: Path, claims_dir: Path | None = None):
         self.root = Path(root)
         self.claims_dir = Path(claims_dir) if claims_dir else default_claims_dir(self.root)
+        #: The bytes of each record read, by path, with the signature of the file they were read from: a run asks
+        #: for a record four times (the key check, the price line, the triage, the merge before its write), and a
+        #: 7,000-candidate replay spent most of its reading in opening and checking the same files again.  A
+        #: record whose file changed in any way (``Signature``) is read again; the bytes are parsed and checked
+        #: on every ask, so each caller gets its own Record.
+        self._record_bytes: dict[Path, tuple[Signature, bytes]] = {}
 
     @contextlib.contextmanager
     def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
@@ -200,7 +216,7 @@ class Store:
         a file is untrusted input, treated as absent (and rewritten), never a crash.  (None, None): no file."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            record = Record.from_dict(load_json_file(path, RECORD_BYTES, lambda p: open_regular(p, self.root)))  # no link followed
+            record = Record.from_dict(loads_json(self._record_text(path)))
         except FileNotFoundError:
             return None, None
         except OSError as exc:
@@ -210,6 +226,22 @@ class Store:
         if record.key != (split, model, task_id, repeat):
             return None, f"its split, model, task_id and repeat are {record.key!r:.200}, not this candidate's"
         return record, None
+
+    def _record_text(self, path: Path) -> str:
+        """The record file's text: kept from an earlier read while the file is the same (``Signature``), else read
+        again with no link followed, bounded and checked as UTF-8 (OSError, UntrustedInput as raised)."""
+        kept = self._record_bytes.get(path)
+        if kept is not None and kept[0] == _signature(os.lstat(path)):
+            data = kept[1]
+        else:
+            self._record_bytes.pop(path, None)
+            with open_regular(path, self.root) as handle:  # no link followed
+                data = read_bounded_handle(handle, RECORD_BYTES)
+                self._record_bytes[path] = (_signature(os.fstat(handle.fileno())), data)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UntrustedInput(f"not UTF-8 text ({exc})") from None
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,
                         ext: str) -> Path:
@@ -225,5 +257,6 @@ class Store:
     def write_record(self, record: Record) -> Path:
         path = self.record_path(*record.key)
         text = json.dumps(record.to_dict(), indent=2, sort_keys=True)
+        self._record_bytes.pop(path, None)  # the file is replaced: what was kept of it is no longer needed
         atomic_write_bytes(path, text.encode("utf-8"))
         return path

@@ -1,0 +1,109 @@
+"""The pool's finisher threads (engine/pool.py): the records of candidates with nothing to pay, written a little
+ahead of pytest.
+
+A replay (every candidate and verdict on disk, or a free judge such as a labels file) pays for nothing, but
+each candidate's record is still written once (its verdict, its content hashes: Runner.finish).  Written on the
+main thread, one after the other, a 7,000-candidate replay spent most of its time waiting for those writes: a
+rename over an existing file waits for the file system.  Finishers write them in a few threads instead, at most
+``LOOKAHEAD`` candidates ahead of the item pytest runs, so the waits overlap.
+
+Rules, as for the pool's paid steps: a finisher takes a job only in INLINE (the main thread, asking first, takes
+it itself: engine/jobs.py INLINE -> FINISHING), never after the run is stopping (``-x``, Ctrl-C: no record is
+written for an item pytest will not run beyond the lookahead already taken), and a job whose finish raised is
+settled with the error, which the item shows.  A finisher holds no candidate slot and no route slot: it calls
+nothing paid (a job with re-judgements for --judge-stability is never finished ahead, see ``finishes_ahead``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING
+
+from .jobs import FINISHING, INLINE, Job
+
+if TYPE_CHECKING:
+    from .records import Record
+    from .runner import Plan, Runner
+
+#: Finisher threads per process: enough to overlap the writes' waits (a rename over a file waits for the
+#: file system), few enough to leave the interpreter to pytest.
+FINISHERS = 4
+#: How far ahead of the item pytest runs a finisher may write (positions in the plan).
+LOOKAHEAD = 64
+#: The longest a finisher sleeps with nothing to take (it is woken by every new job and every ask).
+IDLE = 0.2
+
+
+class Finishers:
+    """The finisher threads' half of the pool; its fields are made by ``CandidatePool.__init__``."""
+
+    runner: "Runner"
+    _cond: threading.Condition
+    _stop_reason: str | None
+    _closed: bool
+    _finishing: deque[Job]
+    _finishers: list[threading.Thread]
+    _asked_at: int  # the plan position of the item pytest asked for last
+
+    if TYPE_CHECKING:
+        def _count(self, record: Record) -> None: ...
+
+    def _finish_later(self, job: Job, plan: "Plan") -> None:
+        """(Under the lock.)  A job with nothing to pay: INLINE, queued for a finisher."""
+        job.move(INLINE)
+        job.plan = plan
+        if not self.finishes_ahead(plan):
+            return  # the main thread finishes it when pytest asks
+        self._finishing.append(job)
+        if len(self._finishers) < FINISHERS:
+            thread = threading.Thread(target=self._finish_loop, name=f"hypeedit-finish-{len(self._finishers)}",
+                                      daemon=True)
+            self._finishers.append(thread)
+            thread.start()
+
+    def finishes_ahead(self, plan: "Plan") -> bool:
+        """Whether a finisher may write this job: not when finishing it may call a paid judge again
+        (--judge-stability's re-judgements: those are started only for items pytest runs)."""
+        return not self.runner.pays_to_finish(plan)
+
+    def _finish_loop(self) -> None:
+        while True:
+            with self._cond:
+                job = self._next_to_finish()
+                while job is None:
+                    if self._closed:
+                        return
+                    self._cond.wait(IDLE)
+                    job = self._next_to_finish()
+                job.move(FINISHING)
+            try:
+                self.finish_job(job)
+            except Exception:  # settled with the error: the item shows it when pytest asks
+                pass
+
+    def _next_to_finish(self) -> Job | None:
+        """(Under the lock.)  The next INLINE job within the lookahead; jobs the main thread took are dropped."""
+        queue_ = self._finishing
+        while queue_ and queue_[0].state != INLINE:
+            queue_.popleft()
+        if not queue_ or self._stop_reason is not None or queue_[0].index > self._asked_at + LOOKAHEAD:
+            return None
+        return queue_.popleft()
+
+    def finish_job(self, job: Job) -> "Record":
+        """(A job in FINISHING, taken by this thread.)  Runner.finish, and the job settled with its outcome."""
+        try:
+            record = self.runner.finish(job.plan)
+        except Exception as exc:
+            with self._cond:
+                job.settle(error=exc)
+                job.done.set()
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            job.settle(record)
+            job.done.set()
+            self._count(record)
+            self._cond.notify_all()
+        return record
