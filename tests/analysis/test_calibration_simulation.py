@@ -1,6 +1,6 @@
 """The acceptance test of the calibration: on simulated runs with a known truth, the calibrated 95% intervals of
 pass rate, Pass@4 and effective cost cover it 93-97% of the time, and the calibrated estimates are unbiased,
-while the judge's own are not (see tests/calibration_sim.py for the runs: 3 models x 50 tasks x 10 repeats, a
+while the judge's own are not (see tests/support/calibration_sim.py for the runs: 3 models x 50 tasks x 10 repeats, a
 judge whose sensitivity and specificity differ by model, a 10-20% human sample).
 
 Cost: RUNS runs x 3 models, each calibrated with RESAMPLES bootstrap replicates (BCa), about 40 s of CPU.  That
@@ -74,7 +74,7 @@ def test_calibrated_intervals_cover_the_truth_and_the_estimates_are_unbiased():
 
 # --------------------------------------------------------------------------- off the happy path (issue 25)
 #
-# Each case: its target (the population truth of tests/calibration_sim.py: the metric over infinitely many
+# Each case: its target (the population truth of tests/support/calibration_sim.py: the metric over infinitely many
 # tasks like these, with people's verdicts, 10 repeats), RUNS_OFF runs, and a tolerance from the simulation's
 # own error: a 95% interval that truly covers 95% shows a coverage below 88% in fewer than 1% of 100 runs.
 # bench/bench_calibration.py --cases runs the same cases 200 times each and prints them.

@@ -1,7 +1,7 @@
 """The example GitHub Actions workflow, run locally as written against loopback fakes, so it cannot rot.
 
 examples/github-actions/hypeedit.yml runs one job per model and a merge job, in a team's own repository.
-Here its run: steps run with bash on a simulated runner (tests/actions_sim.py: only checkout,
+Here its run: steps run with bash on a simulated runner (tests/support/actions_sim.py: only checkout,
 setup-python, the install step, the cache and the artifacts are simulated) whose checkout is such a
 repository: a copy of the tiny example split and nothing of this one.  The repository's secrets point at
 the fake ModelArk (seedream-4.5), the fake OpenAI images API (gpt-image-2) and the fake Gemini API (the
@@ -55,7 +55,7 @@ def runner(tmp_path, fakes):
     # of the same shape stands in, with the pins pointed at it by a test-only plugin.
     script, prompt = make_script()
     (tmp_path / "judge_stub.py").write_bytes(script)
-    tests = Path(__file__).resolve().parent
+    tests = Path(__file__).resolve().parents[1] / "support"  # the helpers, stub_pins_plugin among them
     env.update(HYPEEDIT_ARK_BASE_URL=fakes["ark"].base, HYPEEDIT_OPENAI_BASE_URL=fakes["openai"].base,
                HYPEEDIT_GEMINI_BASE_URL=fakes["gemini"].url,
                HYPEEDIT_JUDGE_SCRIPT_URL=str(tmp_path / "judge_stub.py"),

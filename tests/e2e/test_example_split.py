@@ -1,5 +1,5 @@
 """The example split ships in the package: ``pytest --model identity --tasks example --judge labels:example``
-runs from any folder, no clone (splits/example.yaml; tests/test_install.py runs it from an installed wheel)."""
+runs from any folder, no clone (splits/example.yaml; tests/e2e/test_install.py runs it from an installed wheel)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pytest_hypeedit.errors import LabelsError
 from pytest_hypeedit.labels import expand_label_paths
 from pytest_hypeedit.tasks import SPLITS_DIR, parse_tasks_option, shipped_split_names
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "tiny-split"
 SHIPPED = SPLITS_DIR / "example"
 
@@ -22,7 +22,7 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_shipped_copy_is_the_examples_folder_byte_for_byte():
-    """examples/tiny-split/ (what make_tiny_split.py writes, tests/test_first_run.py) and the package's copy
+    """examples/tiny-split/ (what make_tiny_split.py writes, tests/e2e/test_first_run.py) and the package's copy
     cannot drift apart."""
     shipped = files_of(SHIPPED)
     assert shipped == files_of(EXAMPLES)

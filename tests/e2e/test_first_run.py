@@ -30,7 +30,7 @@ def check_tryout(done: subprocess.CompletedProcess, folder: Path) -> None:
 
 
 def test_the_readme_keyless_tryout_runs_the_whole_pipeline_offline(tmp_path):
-    """From an empty folder, with this checkout's install; tests/test_install.py runs the same block with the
+    """From an empty folder, with this checkout's install; tests/e2e/test_install.py runs the same block with the
     plugin installed from a wheel."""
     root = tmp_path / "root"
     root.mkdir()

@@ -30,7 +30,7 @@ from providers_fakes.runware import FakeRunware
 from pytest_hypeedit import retirements
 from pytest_hypeedit.registry import load_registry
 
-TINY = Path(__file__).resolve().parent.parent / "examples" / "tiny-split"
+TINY = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
 REPEATS = 2
 GEMINI_KEY = "fake-gemini-key-e2e-0123456789"
 

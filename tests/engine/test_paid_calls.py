@@ -414,7 +414,7 @@ def test_a_doctored_record_cannot_inflate_or_break_the_spend():
 
 
 def test_possibly_paid_takes_rebuy_or_review_from_the_command_line_or_the_ini_file(pytester):
-    tiny = Path(__file__).resolve().parents[1] / "examples" / "tiny-split"
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
     where = [f"--tasks={tiny / 'tiny.json'}", f"--images-base={tiny / 'images'}", "--collect-only", "-q"]
     bad = pytester.runpytest("--model", "identity", *where, "--possibly-paid", "keep")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR

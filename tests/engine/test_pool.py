@@ -481,7 +481,7 @@ def test_an_untested_xdist_falls_back_to_its_own_behaviour_and_says_so(monkeypat
 def test_the_pyproject_pins_the_xdist_versions_the_adapter_was_tested_with():
     from pytest_hypeedit.glue.xdist_internals import TESTED
 
-    text = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     low, high = (".".join(map(str, v)) for v in TESTED)
     assert f'"pytest-xdist>={low},<{high}"' in text
 

@@ -72,7 +72,7 @@ def test_bfl_charges_its_formula_when_the_submit_reply_reports_no_cost(tmp_path,
 
 
 def test_openai_worst_case_follows_the_quality_asked_and_is_never_below_the_list_price(tmp_path):
-    # The token tables themselves are tested with the adapter (tests/test_adapters_openai.py): here, that a
+    # The token tables themselves are tested with the adapter (tests/providers/test_adapters_openai.py): here, that a
     # lower quality is reserved lower, and that no reservation is below the model's list price.
     provider = OpenAIProvider(spec("openai", "gpt-image-1.5", 0.17, quality="high", input_fidelity="high"))
     request = make_request(tmp_path, provider.spec, images=2)  # landscape: 1536x1024

@@ -213,5 +213,5 @@ def test_this_projects_own_ini_file_sets_no_benchmark_option():
     # `pytest tests` must never turn into a benchmark run: no hypeedit_* key in the project's own ini file.
     from pathlib import Path
 
-    text = (Path(__file__).parent.parent / "pyproject.toml").read_text()
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert not re.findall(r"^\s*hypeedit_\w+\s*=", text, re.M)

@@ -388,7 +388,7 @@ def test_a_blackholed_sync_endpoint_is_sent_one_request_per_candidate(pytester, 
 
 
 def test_a_bad_grace_is_a_usage_error_naming_the_variable(pytester, monkeypatch):
-    tiny = Path(__file__).resolve().parents[1] / "examples" / "tiny-split"
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
     monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "nan")
     result = pytester.runpytest("--model", "identity", f"--tasks={tiny / 'tiny.json'}",
                                 f"--images-base={tiny / 'images'}", "--judge", f"labels:{tiny / 'rater1.json'}")

@@ -48,7 +48,7 @@ def request_(tmp_path):
 def test_the_pins_are_the_upstream_judge_at_the_task_files_commit(monkeypatch):
     monkeypatch.delenv(upstream.URL_VARIABLE, raising=False)
     pins = upstream.PINNED
-    manifest = Path(__file__).parents[1] / "pytest_hypeedit" / "splits" / "public.yaml"
+    manifest = Path(__file__).parents[2] / "pytest_hypeedit" / "splits" / "public.yaml"
     commit = load_manifest(manifest).location.split("/")[-4]
     assert pins.url == ("https://raw.githubusercontent.com/sourceful-official/hype-edit-1-benchmark/"
                         f"{commit}/src/judge_gemini_3_flash.py")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_hypeedit.judges.gemini import THINKING_LEVEL
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def floor_of(package: str) -> tuple[int, ...]:

@@ -27,7 +27,7 @@ from pytest_hypeedit.providers import BUILTIN_ROUTES
 from pytest_hypeedit.secrets import KEY_ENV
 from pytest_hypeedit.tasks import SPLITS_DIR, is_url, load_manifest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 PACKAGE = Path(pytest_hypeedit.__file__).resolve().parent
 README_MAX_LINES = 300

@@ -10,7 +10,7 @@ from pytest_hypeedit import retirements
 from pytest_hypeedit.registry import load_registry
 from pytest_hypeedit.secrets import KEY_ENV
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "how-to" / "models.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "models.md"
 
 
 def table_rows() -> dict[str, list[str]]:

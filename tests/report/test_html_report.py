@@ -271,7 +271,7 @@ def test_500_candidate_report_is_small_and_opens_fast(tmp_path):
     pytest.importorskip("playwright.sync_api", reason="the playwright package (test extra) drives Chromium")
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_report", Path(__file__).parents[1] / "bench" / "bench_report.py")
+    spec = importlib.util.spec_from_file_location("bench_report", Path(__file__).parents[2] / "bench" / "bench_report.py")
     bench_report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench_report)
     bench_report.make_benchmark(tmp_path, (512, 384))

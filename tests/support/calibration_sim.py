@@ -5,7 +5,7 @@ matching the paper's pass rate and Pass@10: most tasks near 0 or 1, as there), e
 sensitivity and specificity differ by model (a strict judge, a lenient one, one in between).  A run is 50 tasks
 x 10 repeats per model, with a random human sample of every model's candidates (stratified by model, a simple
 random sample within it).  The truth is the population's: what the benchmark's formulas give on infinitely many
-tasks like these, with people's verdicts (as tests/test_stats.py defines it for the judge-only intervals).
+tasks like these, with people's verdicts (as tests/analysis/test_stats.py defines it for the judge-only intervals).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_hypeedit.secrets import KEY_ENV
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: What a clone does not hold: git-ignored folders and what earlier runs wrote.
 NOT_IN_A_CLONE = shutil.ignore_patterns(".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", "build",
                                         "dist", "hypeedit-outputs", "report.html", "assets", "hypeedit-assets",

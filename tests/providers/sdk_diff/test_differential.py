@@ -25,13 +25,13 @@ MODELS = [spec for spec in load_registry().models.values() if spec.route not in 
 
 def test_every_route_has_a_case():
     missing = sorted(set(BUILTIN_ROUTES) - set(CASES) - set(NO_WIRE))
-    assert not missing, f"routes with no SDK case in tests/sdk_diff/cases: {missing}"
+    assert not missing, f"routes with no SDK case in tests/providers/sdk_diff/cases: {missing}"
 
 
 @pytest.mark.parametrize("spec", MODELS, ids=lambda spec: f"{spec.route}-{spec.name}")
 def test_our_request_is_the_sdks(spec, tmp_path, monkeypatch):
     case = CASES.get(spec.route)
-    assert case is not None, (f"model {spec.name}: route {spec.route} has no SDK case in tests/sdk_diff/cases; "
+    assert case is not None, (f"model {spec.name}: route {spec.route} has no SDK case in tests/providers/sdk_diff/cases; "
                               "add one (harness.Case) so its requests are checked against the provider's SDK")
     comparison = run(case, spec, tmp_path, monkeypatch)
     if comparison.unexplained:
