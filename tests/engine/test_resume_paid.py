@@ -15,37 +15,14 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 
 TASKS, REPEATS = 3, 2
 ITEMS = TASKS * REPEATS
 
-PAID_CONFTEST = """
-import io, os, pytest
-from PIL import Image
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class PaidProvider(Provider):
-    '''Logs each call; each candidate is a PNG of its own colour, so a judge can tell them apart.'''
-    route = "paid"
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        index = int(request.task.task_id.rsplit("-", 1)[1])
-        buffer = io.BytesIO()
-        Image.new("RGB", (20, 12), (40 * index, 60 * request.repeat, 99)).save(buffer, format="PNG")
-        return Generation(image=buffer.getvalue(), ext="png", cost=request.spec.price, provider_model="paid-v1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return PaidProvider(spec) if spec.route == "paid" else None
-"""
+PAID_CONFTEST = models_conftest(image="png", provider_model="paid-v1")  # each candidate a colour of its own: a judge tells them apart
 
 
 class DiskWitness:

@@ -17,31 +17,12 @@ from pathlib import Path
 
 import pytest
 from benchdata import FileServer, make_tasks, png_bytes, write_labels, write_split
+from fake_models import models_conftest
 
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
 
-PAID_CONFTEST = """
-import os, pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class PaidProvider(Provider):
-    route = "paid"
-    key_env = ("PAID_API_KEY",)
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.04, provider_model="paid-v1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return PaidProvider(spec) if spec.route == "paid" else None
-"""
+PAID_CONFTEST = models_conftest(key_env=("PAID_API_KEY",), cost=0.04, provider_model="paid-v1")
 
 KEYS = ("PAID_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY", "HYPEEDIT_OPENAI_BASE_URL",
         "HYPEEDIT_JUDGE_SCRIPT_URL", "HYPEEDIT_PUBLIC_SPLIT_URL", "PYTEST_ADDOPTS")

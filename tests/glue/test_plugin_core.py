@@ -7,37 +7,10 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import PAID, PAID_B, models_conftest
 
-PAID_CONFTEST = """
-import os, pathlib, pytest
-from pytest_hypeedit.errors import ProviderError, Refusal
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class PaidProvider(Provider):
-    route = "paid"
-    key_env = ("PAID_API_KEY",)
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
-        behaviour = os.environ.get("PAID_BEHAVIOUR", "")
-        if behaviour == "refuse" and request.repeat == 1:
-            raise Refusal("moderation_blocked")
-        if behaviour == "error" and request.repeat == 1:
-            raise ProviderError("HTTP 503 from paid after 3 attempts")
-        data = request.references[0].read_bytes()
-        return Generation(image=data, ext="png", cost=request.spec.price, provider_model="paid-v1", seed=request.seed)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04},
-            {"name": "paid-b", "route": "paid", "provider_model": "paid-v2", "price": 0.10}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "paid":
-        return PaidProvider(spec)
-"""
+PAID_CONFTEST = models_conftest(models=(PAID, PAID_B), key_env=("PAID_API_KEY",), log="{task} {model} {repeat}",
+                                provider_model="paid-v1", seed="request")
 
 
 @pytest.fixture

@@ -10,32 +10,11 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import PAID, PAID_B, models_conftest
 from terminal_text import said
 
-PAID_CONFTEST = """
-import os, pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class PaidProvider(Provider):
-    route = "paid"
-    key_env = ("PAID_API_KEY",)
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
-                          provider_model="paid-v1", seed=request.seed)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04},
-            {"name": "paid-b", "route": "paid", "provider_model": "paid-v2", "price": 0.10}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "paid":
-        return PaidProvider(spec)
-"""
+PAID_CONFTEST = models_conftest(models=(PAID, PAID_B), key_env=("PAID_API_KEY",), log="{task} {model} {repeat}",
+                                provider_model="paid-v1", seed="request")
 TASKS, REPEATS = 4, 3
 
 
@@ -161,7 +140,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_hypeedit_make_provider(config, spec):
-    provider = PaidProvider(spec) if spec.route == "paid" else None
+    provider = FakeModel(spec) if spec.route == "paid" else None
     if provider is not None:
         generate = provider.generate
 
@@ -299,14 +278,14 @@ def test_the_live_line_counts_what_the_controller_saw_reported():
 
 SLOW_B = """
 import time
-_generate = PaidProvider.generate
+_generate = FakeModel.generate
 
 def _slow_b(self, request):
     if request.spec.name == "paid-b":
         time.sleep(0.3)
     return _generate(self, request)
 
-PaidProvider.generate = _slow_b
+FakeModel.generate = _slow_b
 """
 
 
@@ -366,14 +345,14 @@ def test_junit_xml_and_results_md_say_what_a_subset_covered(bench):
 
 FULL_WHILE_BUYING = """
 import errno, os
-_generate = PaidProvider.generate
+_generate = FakeModel.generate
 
 def _full(self, request):
     if request.repeat == 2:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "out/mini")
     return _generate(self, request)
 
-PaidProvider.generate = _full
+FakeModel.generate = _full
 """
 
 
