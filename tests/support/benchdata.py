@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-from loopback import LoopbackHTTPServer
+from loopback import Arrived, LoopbackService, send
 from PIL import Image
 
 
@@ -62,38 +61,18 @@ def write_labels(path: Path, verdicts: dict[tuple[str, str, int], bool],
     return path
 
 
-class FileServer:
-    """A loopback HTTP server for a dict of path -> bytes, counting hits per path."""
+class FileServer(LoopbackService):
+    """A loopback HTTP server (loopback.py) for a dict of path -> bytes, counting hits per path."""
+
+    protocol = "HTTP/1.0"  # one request per connection, as it always served
+    methods = ("GET",)
 
     def __init__(self, files: dict[str, bytes]):
+        super().__init__()
         self.files, self.hits = dict(files), Counter()
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                outer.hits[self.path] += 1
-                body = outer.files.get(self.path)
-                self.send_response(200 if body is not None else 404)
-                self.send_header("Content-Length", str(len(body or b"")))
-                self.end_headers()
-                self.wfile.write(body or b"")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
-        # a short poll: shutdown() waits for it, and every test that uses a server pays for the wait
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        target = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
+        self.hits[target] += 1
+        body = self.files.get(target)
+        send(handler, 200 if body is not None else 404, body or b"", ())

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs
 
-from loopback import LoopbackHTTPServer
+from loopback import Arrived, LoopbackService, send
 
 
 @dataclass(frozen=True)
@@ -46,29 +46,14 @@ class Reply:
 Answer = Callable[["Recorder", Recorded], Reply]
 
 
-class Recorder:
-    """Binds 127.0.0.1 on a free port; a context manager.  ``answer`` decides every reply."""
+class Recorder(LoopbackService):
+    """Binds 127.0.0.1 on a free port (loopback.py); a context manager.  ``answer`` decides every reply."""
 
     def __init__(self, answer: Answer):
+        super().__init__()
         self.answer = answer
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
-        self._server = LoopbackHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> "Recorder":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
     def record(self, request: Recorded) -> None:
         with self._lock:
@@ -80,45 +65,10 @@ class Recorder:
             taken, self.requests = self.requests, []
         return taken
 
-
-def _handler_for(recorder: Recorder) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:  # keep test output quiet
-            pass
-
-        def _body(self) -> bytes:
-            if "chunked" in self.headers.get("transfer-encoding", "").lower():
-                return self._chunked()
-            length = int(self.headers.get("content-length") or 0)
-            return self.rfile.read(length) if length else b""
-
-        def _chunked(self) -> bytes:
-            body = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    return body
-                body += self.rfile.read(size)
-                self.rfile.readline()
-
-        def _serve(self) -> None:
-            path, _, query = self.path.partition("?")
-            request = Recorded(self.command, path, parse_qs(query, keep_blank_values=True),
-                               {k.lower(): v for k, v in self.headers.items()}, self._body())
-            recorder.record(request)
-            reply = recorder.answer(recorder, request)
-            data, content_type = reply.encoded()
-            self.send_response(reply.status)
-            for name, value in {"content-type": content_type, **reply.headers}.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _serve
-
-    return Handler
+    def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        request = Recorded(arrived.method, arrived.path, parse_qs(arrived.query, keep_blank_values=True),
+                           arrived.headers, arrived.body)
+        self.record(request)
+        reply = self.answer(self, request)
+        data, content_type = reply.encoded()
+        send(handler, reply.status, data, {"content-type": content_type, **reply.headers}.items())

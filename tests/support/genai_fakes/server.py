@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
-from loopback import LoopbackHTTPServer
+from loopback import Arrived, LoopbackService, send
 
 
 @dataclass
@@ -48,22 +48,17 @@ class SeenRequest:
     parsed: dict[str, Any] = field(default_factory=dict)  # server-specific normalised view
 
 
-class LoopbackServer:
-    """Base of the fakes: subclasses implement ``handle(request) -> Reply``."""
+class LoopbackServer(LoopbackService):
+    """Base of the judge fakes (loopback.py serves them): subclasses implement ``handle(request) -> Reply``."""
+
+    methods = ("POST",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.script: deque[Script] = deque()
         self.default: Script | None = None
         self.requests: list[SeenRequest] = []
         self._lock = threading.Lock()
-        self._httpd = LoopbackHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
 
     def queue(self, *replies: Script) -> None:
         with self._lock:
@@ -79,55 +74,19 @@ class LoopbackServer:
     def handle(self, request: SeenRequest) -> Reply:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def start(self) -> "LoopbackServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-def _handler_for(server: LoopbackServer):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length)
-            seen = SeenRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
-            try:
-                seen.json = json.loads(raw) if raw else None
-            except ValueError:
-                seen.error = "request body is not JSON"
-            server.requests.append(seen)
-            self._send(server.handle(seen))
-
-        def _send(self, reply: Reply) -> None:
-            if reply.delay:
-                time.sleep(reply.delay)
-            body = reply.encoded()
-            try:
-                self.send_response(reply.status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout test): nothing to answer
-
-        def log_message(self, *args) -> None:
-            pass  # keep test output clean
-
-    return Handler
+    def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        path = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
+        seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body)
+        try:
+            seen.json = json.loads(arrived.body) if arrived.body else None
+        except ValueError:
+            seen.error = "request body is not JSON"
+        self.requests.append(seen)
+        reply = self.handle(seen)
+        if reply.delay:
+            time.sleep(reply.delay)
+        send(handler, reply.status, reply.encoded(),
+             [("Content-Type", "application/json; charset=UTF-8"), *reply.headers.items()])
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")

@@ -38,7 +38,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
 
-from loopback import LoopbackHTTPServer
+from loopback import Arrived, LoopbackService, send
 from PIL import Image
 
 GENERIC_FAULTS = {"status", "malformed", "slow", "drop", "trickle", "endless", "bomb", "redirect", "headers",
@@ -95,39 +95,17 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class FakeServer:
-    """Binds 127.0.0.1 on a free port; use as a context manager or call start()/stop()."""
+class FakeServer(LoopbackService):
+    """Binds 127.0.0.1 on a free port (loopback.py); use as a context manager or call start()/stop()."""
 
     def __init__(self, key: str = "fake-key-0123456789"):
+        super().__init__()
         self.key = key
         self.requests: list[Seen] = []
         self.faults: list[Fault] = []
         self._routes: list[tuple[str, re.Pattern, Callable[[Seen], Reply]]] = []
         self._lock = threading.Lock()
-        self._server = LoopbackHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
         self.chaos = None  # a chaos.Chaos that queues faults every N requests
-
-    # ---------------------------------------------------------------- lifecycle
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> "FakeServer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> "FakeServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # ---------------------------------------------------------------- configuration
     def route(self, method: str, path: str, handler: Callable[[Seen], Reply]) -> None:
@@ -221,6 +199,19 @@ class FakeServer:
             requests = list(self.requests)
         return [request for request in requests if re.search(path, self.fault_path(request))]
 
+    def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        seen = Seen(arrived.method, arrived.path, arrived.query, arrived.headers, arrived.body, arrived.at)
+        self.record(seen)
+        reply = self.dispatch(seen)
+        if reply is None:  # a dropped connection
+            handler.close_connection = True
+            handler.connection.shutdown(2)
+            return
+        if reply.chunks is not None or reply.trickle:
+            _write_wire(handler, reply)
+            return
+        send(handler, reply.status, reply.encoded(), {"content-type": "application/json", **reply.headers}.items())
+
 
 @functools.lru_cache(maxsize=2)
 def gzip_bomb(size: int = BOMB_SIZE, block: int = 1 << 20) -> bytes:
@@ -280,47 +271,6 @@ def _write_wire(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
                 time.sleep(reply.trickle)
     except (BrokenPipeError, ConnectionResetError, OSError):
         handler.close_connection = True  # the client gave up: that is the point
-
-
-def _handler_for(fake: FakeServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:  # keep test output quiet
-            pass
-
-        def handle(self) -> None:
-            try:
-                super().handle()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client hung up mid-reply (a cap, a deadline): what the wire faults are for
-
-        def _serve(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(length) if length else b""
-            path, _, query = self.path.partition("?")
-            seen = Seen(self.command, path, query, {k.lower(): v for k, v in self.headers.items()}, body, time.time())
-            fake.record(seen)
-            reply = fake.dispatch(seen)
-            if reply is None:  # a dropped connection
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            if reply.chunks is not None or reply.trickle:
-                _write_wire(self, reply)
-                return
-            data = reply.encoded()
-            self.send_response(reply.status)
-            headers = {"content-type": "application/json", **reply.headers}
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PUT = do_DELETE = _serve
-
-    return Handler
 
 
 # --------------------------------------------------------------------------- images
