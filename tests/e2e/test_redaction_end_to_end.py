@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from providers_fakes import Reply, Seen
 from providers_fakes.ark import FakeArk
 from providers_fakes.contract import FAST, make_request
@@ -58,24 +59,12 @@ class EchoingArk(FakeArk):
         return super().dispatch(seen)
 
 
-ECHO_CONFTEST = """
+ECHO_CONFTEST = models_conftest("EchoProvider", ({"name": "echo", "route": "echo", "provider_model": "echo-v1",
+                                                  "price": 0.01},), route="echo", key_env=("ECHO_API_KEY",), log=None,
+                                cost=0.01) + """
 import os, pytest
-from pytest_hypeedit.errors import JudgeError, ProviderError, Refusal
+from pytest_hypeedit.errors import JudgeError
 from pytest_hypeedit.judges.base import Judge, Verdict
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class EchoProvider(Provider):
-    '''A plugin's own provider whose errors and refusals quote its key (no HTTP helper redacts them).'''
-    route = "echo"
-    key_env = ("ECHO_API_KEY",)
-
-    def generate(self, request):
-        key = os.environ["ECHO_API_KEY"]
-        if request.repeat == 1:
-            raise ProviderError(f"HTTP 401 from echo: key {key} rejected", retryable=False)
-        if request.repeat == 2:
-            raise Refusal(f"moderation flagged the request signed {key}")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01, provider_model="echo-v1")
 
 class EchoJudge(Judge):
     '''A plugin's own judge that quotes its key in an error (task-00) and in its reasoning (others).'''
@@ -87,14 +76,6 @@ class EchoJudge(Judge):
         if request.task.task_id == "task-00":
             raise JudgeError(f"quota of {key} used up", retryable=False)
         return Verdict(passed=False, reasoning=f"FAIL, billed to {key}", judge="echojudge")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "echo", "route": "echo", "provider_model": "echo-v1", "price": 0.01}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return EchoProvider(spec) if spec.route == "echo" else None
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_judge(config, name, argument):

@@ -13,6 +13,7 @@ import re
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from genai_fakes import FakeChat
 from providers_fakes.openai import FakeOpenAI
 
@@ -26,28 +27,8 @@ WRONG_KEY = "sk-wrong-key-0123456789abcdef"
 IN_FLIGHT = 8
 JUDGE_IN_FLIGHT = 4
 
-FREE_MODEL = """
-import pytest
-from PIL import Image
-import io
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class Free(Provider):
-    route = "free"
-
-    def generate(self, request):
-        buffer = io.BytesIO()
-        Image.new("RGB", (16, 12), (1, 2, 3 * request.repeat)).save(buffer, format="PNG")
-        return Generation(image=buffer.getvalue(), ext="png", cost=0.0, provider_model="free-v1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "free", "route": "free", "provider_model": "free-v1", "price": 0.0}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return Free(spec) if spec.route == "free" else None
-"""
+FREE_MODEL = models_conftest(route="free", image="png", log=None, models=(
+    {"name": "free", "route": "free", "provider_model": "free-v1", "price": 0.0},))
 
 
 @pytest.fixture

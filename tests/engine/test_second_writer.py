@@ -17,6 +17,7 @@ import sys
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 
@@ -24,28 +25,8 @@ TASKS, REPEATS = 4, 4
 ITEMS = TASKS * REPEATS
 PAID_JUDGE = "openai-rubric:judge-model"
 
-CONFTEST = """
-import io, os, time, pytest
-from PIL import Image
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class Png(Provider):
-    route = "paid"
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        buffer = io.BytesIO()
-        Image.new("RGB", (20, 12), (10, 20 * request.repeat, 99)).save(buffer, format="PNG")
-        return Generation(image=buffer.getvalue(), ext="png", cost=request.spec.price, provider_model="paid-v1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return Png(spec) if spec.route == "paid" else None
+CONFTEST = models_conftest(image="png") + """
+import os, time, pytest
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):

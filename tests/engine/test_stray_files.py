@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 from PIL import Image
@@ -23,29 +24,7 @@ from pytest_hypeedit.engine.store import Store
 TASKS, REPEATS = 2, 2
 ITEMS = TASKS * REPEATS
 
-JPEG_CONFTEST = """
-import io, os, pytest
-from PIL import Image
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class JpegProvider(Provider):
-    route = "paid"
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        buffer = io.BytesIO()
-        Image.new("RGB", (20, 12), (10, 60 * request.repeat, 99)).save(buffer, format="JPEG")
-        return Generation(image=buffer.getvalue(), ext="jpg", cost=request.spec.price, provider_model="paid-v1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return JpegProvider(spec) if spec.route == "paid" else None
-"""
+JPEG_CONFTEST = models_conftest(image="jpeg")
 
 
 @pytest.fixture

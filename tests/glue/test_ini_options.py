@@ -7,6 +7,7 @@ import re
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from test_command_line import help_sections
 
 from pytest_hypeedit.options import declared_options
@@ -157,26 +158,7 @@ def test_without_a_model_the_plugin_stays_out_of_the_way(bench):
     assert "hypeedit::" in bench.runpytest("--collect-only", "-q").stdout.str()
 
 
-LOGGING_CONFTEST = """
-import os, pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class LoggingProvider(Provider):
-    route = "logging"
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.5, provider_model="p")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "logging", "provider_model": "p", "price": 0.5}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return LoggingProvider(spec) if spec.route == "logging" else None
-"""
+LOGGING_CONFTEST = models_conftest(route="logging", models=({"name": "paid", "route": "logging", "provider_model": "p", "price": 0.5},))
 
 
 def test_test_discovery_with_a_model_in_the_ini_file_buys_nothing(bench, monkeypatch, tmp_path):

@@ -11,28 +11,10 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 
-CONFTEST = """
-import pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class Offline(Provider):
-    route = "offline"
-
-    def generate(self, request):
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
-                          provider_model=request.spec.provider_model, seed=request.seed)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": name, "route": "offline", "provider_model": name, "price": 0.04}
-            for name in ("twin-a", "twin-b", "weaker")]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "offline":
-        return Offline(spec)
-"""
+CONFTEST = models_conftest(route="offline", log=None, seed="request", models=tuple(
+    {"name": name, "route": "offline", "provider_model": name, "price": 0.04} for name in ("twin-a", "twin-b", "weaker")))
 TASKS, REPEATS = 24, 2
 MODELS = ("twin-a", "twin-b", "weaker")
 

@@ -104,13 +104,51 @@ class ReleaseProvider(FakeProvider):
         return out.getvalue(), "png"
 
 
-PROVIDERS: dict[str, type[FakeProvider]] = {"FakeProvider": FakeProvider, "ReleaseProvider": ReleaseProvider}
+class EchoProvider(FakeProvider):
+    """A plugin's own provider whose errors and refusals quote its key (no HTTP helper redacts them): repeat 1
+    fails, repeat 2 is refused, repeat 3 is the reference."""
+
+    def misbehave(self, request: GenerationRequest) -> None:
+        key = os.environ[self.key_env[0]]
+        if request.repeat == 1:
+            raise ProviderError(f"HTTP 401 from {self.route}: key {key} rejected", retryable=False)
+        if request.repeat == 2:
+            raise Refusal(f"moderation flagged the request signed {key}")
+
+
+class HostileProvider(FakeProvider):
+    """With $HOSTILE set, its errors, refusals and request ids quote ``hostile`` (as a provider's error body would):
+    task-00 fails (huge) then is refused, task-02 meets an image error (huge) then a bug of the adapter."""
+
+    hostile = ""
+
+    def misbehave(self, request: GenerationRequest) -> None:
+        from pytest_hypeedit.errors import ImageError  # not a provider's to raise: one of ours, not a call error
+
+        if not os.environ.get("HOSTILE") or request.task.task_id not in ("task-00", "task-02"):
+            return
+        if request.task.task_id == "task-00":
+            if request.repeat == 1:
+                raise ProviderError(self.hostile + "e" * 200_000, retryable=False)
+            raise Refusal(self.hostile)
+        if request.repeat == 1:
+            raise ImageError(self.hostile + "i" * 200_000)
+        raise ValueError(self.hostile)  # a bug of the adapter, quoting what it got
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        generation = super().generate(request)
+        generation.request_id = self.hostile if os.environ.get("HOSTILE") else "req-1"
+        return generation
+
+
+PROVIDERS: dict[str, type[FakeProvider]] = {kind.__name__: kind for kind in (
+    FakeProvider, ReleaseProvider, EchoProvider, HostileProvider)}
 
 
 def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any):
     """(the provider class, the add_models hook, the make_provider hook) for ``models`` on ``knobs["route"]``."""
     base = PROVIDERS[provider]
-    unknown = set(knobs) - {name for name in vars(FakeProvider) if not name.startswith("_")} - {"key_env"}
+    unknown = {name for name in knobs if name.startswith("_") or not hasattr(base, name)}
     assert not unknown, f"fake_models.plugin: no knob {sorted(unknown)}"
     if "key_env" in knobs:
         knobs["key_env"] = tuple(knobs["key_env"])

@@ -6,22 +6,12 @@ import json
 from pathlib import Path
 
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 
-CONFTEST = '''
-import os, pytest
-from pytest_hypeedit.errors import ProviderError
+CONFTEST = models_conftest(route="flaky", flaky="FLAKY", seed=1234, log=None, models=(
+    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + '''
+import pytest
 from pytest_hypeedit.judges.base import Judge, Verdict
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class FlakyProvider(Provider):
-    """Returns the reference, but task-00 repeat 1 fails with a 503 when FLAKY is set."""
-    route = "flaky"
-
-    def generate(self, request):
-        if os.environ.get("FLAKY") and request.task.task_id == "task-00" and request.repeat == 1:
-            raise ProviderError("HTTP 503 from flaky after 3 attempts")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
-                          provider_model="flaky-v1", seed=1234 + request.repeat)
 
 class HtmlJudge(Judge):
     """Fails odd repeats with a reasoning full of HTML, to prove the report escapes it."""
@@ -32,15 +22,6 @@ class HtmlJudge(Judge):
         reasoning = '<img src=x onerror="alert(2)"><b>not bold</b> & the car is still there'
         votes = [{"judge": "juror<1>", "verdict": "PASS" if passed else "FAIL", "reasoning": "<i>vote</i>"}]
         return Verdict(passed=passed, reasoning=reasoning, judge="htmljudge", votes=votes)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "flaky":
-        return FlakyProvider(spec)
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_judge(config, name, argument):

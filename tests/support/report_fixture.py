@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fake_models import models_conftest
 from PIL import Image, ImageDraw
 
 MODELS = ("identity", "flaky")
@@ -31,33 +32,17 @@ SCRIPT_INSTRUCTION = "<script>alert(1)</script> Recolour the <b>door</b> blue."
 RATER_NOTE = "the shadow of the car is still on the road <i>here</i>"
 JUDGE_NOTE = "halo around the removed object"
 
+#: The flaky model: the reference (the old release, HX_RELEASE=old: its negative); task-00 repeat 1 fails with a 503.
+MODELS_CONFTEST = models_conftest("ReleaseProvider", ({"name": "flaky", "route": "flaky", "provider_model": "flaky-v1",
+                                                     "price": 0.05},), route="flaky", flaky=True, seed=1234, log=None)
 CONFTEST = r'''
 import os, pytest
-from pytest_hypeedit.errors import ProviderError
 from pytest_hypeedit.judges.base import Judge, Verdict
-from pytest_hypeedit.providers.base import Generation, Provider
 
 RATER_NOTE = %(rater_note)r
 JUDGE_NOTE = %(judge_note)r
 
 OLD = os.environ.get("HX_RELEASE") == "old"  # the baseline release (make_compare_report)
-
-class FlakyProvider(Provider):
-    """Returns the reference (the old release: its negative); task-00 repeat 1 fails with a 503."""
-    route = "flaky"
-
-    def generate(self, request):
-        if request.task.task_id == "task-00" and request.repeat == 1:
-            raise ProviderError("HTTP 503 from flaky after 3 attempts")
-        image = request.references[0].read_bytes()
-        if OLD:
-            import io
-            from PIL import Image, ImageOps
-            out = io.BytesIO()
-            ImageOps.invert(Image.open(io.BytesIO(image)).convert("RGB")).save(out, format="PNG")
-            image = out.getvalue()
-        return Generation(image=image, ext="png", cost=request.spec.price,
-                          provider_model="flaky-v1", seed=1234 + request.repeat)
 
 def passes(task, model, repeat):
     # identity passes repeats 2 and 4 of every task; flaky passes only task-02 and task-03 (the models differ);
@@ -76,15 +61,6 @@ class PanelJudge(Judge):
                   "note": None if passed else JUDGE_NOTE}]
         return Verdict(passed=passed, reasoning='<img src=x onerror="alert(2)"> the car is still there',
                        judge="paneljudge", votes=votes)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "flaky":
-        return FlakyProvider(spec)
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_judge(config, name, argument):
@@ -155,7 +131,7 @@ def baseline() -> dict:
 
 def write_bench(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "conftest.py").write_text(CONFTEST % {"rater_note": RATER_NOTE, "judge_note": JUDGE_NOTE})
+    (root / "conftest.py").write_text(MODELS_CONFTEST + CONFTEST % {"rater_note": RATER_NOTE, "judge_note": JUDGE_NOTE})
     split = tasks()
     for t, task in enumerate(split):
         for i, name in enumerate(task["input_images"]):
