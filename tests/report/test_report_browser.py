@@ -27,8 +27,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 WIDTH = 1280
 
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="no Chromium at /usr/bin/chromium (Debian package 'chromium'; .ci/run installs it)")
+pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="no Chromium at /usr/bin/chromium (Debian package 'chromium'; .ci/run installs it)"),
+              pytest.mark.xdist_group("report_browser")]  # one worker builds the report and starts Chromium once
 
 
 @pytest.fixture(scope="module")
