@@ -27,9 +27,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 WIDTH = 1280
 
-pytestmark = [pytest.mark.skipif(not CHROMIUM.exists(),
-                                reason="no Chromium at /usr/bin/chromium (Debian package 'chromium'; .ci/run installs it)"),
-              pytest.mark.xdist_group("report_browser")]  # one worker builds the report and starts Chromium once
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(),
+                                reason="no Chromium at /usr/bin/chromium (Debian package 'chromium'; .ci/run installs it)")
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,6 @@ import review_fixture as fixture
 
 from pytest_hypeedit import labels
 
-# Under -n, one worker runs the module: its module-scoped fixtures (a server, a browser) start once.
-pytestmark = pytest.mark.xdist_group("review_app")
-
 CHROMIUM = Path("/usr/bin/chromium")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 if not CHROMIUM.exists():

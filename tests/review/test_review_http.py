@@ -14,9 +14,6 @@ from pytest_hypeedit.review import __main__ as cli
 from pytest_hypeedit.review.catalog import assign_aliases
 from pytest_hypeedit.review.server import make_server
 
-# Under -n, one worker runs the module: its module-scoped fixtures (a server, a browser) start once.
-pytestmark = pytest.mark.xdist_group("review_http")
-
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
