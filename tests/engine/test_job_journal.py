@@ -16,22 +16,13 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import fast_retries_conftest
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import Chaos
 from providers_fakes.fal import FakeFal
 
 MODELS = ("flux-2-max", "qwen-image-edit-2511")
-FAST_RETRIES = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    # The real adapters with tiny backoffs: the faults under test are the fakes', not the network's.
-    runtime.current().policy = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
-    return None
-"""
+FAST_RETRIES = fast_retries_conftest(max_attempts=3)
 FAST_POLLS = """
 models:
   flux-2-max: {options: {poll_s: 0.01, poll_max_s: 0.05, max_wait_s: %(wait)s}}

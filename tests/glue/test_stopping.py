@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import fast_retries_conftest
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import JobLedger
@@ -35,16 +36,7 @@ from terminal_text import said
 
 MODELS = ("flux-2-max", "qwen-image-edit-2511", "seedream-4.5", "gpt-image-1.5")
 TASKS, REPEATS = 2, 3
-FAST_RETRIES = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    runtime.current().policy = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.05)
-    return None
-"""
+FAST_RETRIES = fast_retries_conftest(max_attempts=5)
 MODELS_FILE = """
 models:
   flux-2-max: {options: {poll_s: 0.02, poll_max_s: 0.05, max_wait_s: 60}}

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import fast_retries_conftest
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.base import gzip_bomb, huge_png
 from providers_fakes.bfl import FakeBfl
@@ -28,16 +29,7 @@ from pytest_hypeedit.errors import InputError
 from pytest_hypeedit.tasks import Task, reference_image_paths
 
 PEAK_RSS_GOAL_MB = 500
-CONFTEST = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    runtime.current().policy = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.05)
-    return None
-"""
+CONFTEST = fast_retries_conftest(max_attempts=3)
 # The result file cap is lowered from 96 MB so the test writes less to disk; the JSON cap is the default 8 MB.
 MODELS = """
 models:
