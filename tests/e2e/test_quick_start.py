@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from benchdata import make_tasks, write_labels, write_split
 
@@ -88,14 +86,7 @@ def test_fetching_reference_images_shows_progress_and_is_silent_under_q(pytester
                                   "--images-base", f"{server.url}/imgs", "--repeats", "1",
                                   "--judge", "labels:r.json", "--outputs", f"out-{cache}")
 
-    with FileServer(files) as server:
-        original = server.server.RequestHandlerClass.do_GET
-
-        def slow_get(handler):
-            time.sleep(0.6)  # longer than the 0.5 s after which fetching is worth a line
-            original(handler)
-
-        server.server.RequestHandlerClass.do_GET = slow_get
+    with FileServer(files, delay=0.6) as server:  # longer than the 0.5 s after which fetching is worth a line
         shown = run(server, "a")
         quiet = run(server, "b", "-q")
     shown.assert_outcomes(failed=6)

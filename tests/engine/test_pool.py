@@ -296,13 +296,7 @@ class SlowImages(FileServer):
     """The reference images, each after ``delay`` seconds: the start-up's progress line gets drawn."""
 
     def __init__(self, files: dict[str, bytes], delay: float):
-        super().__init__(files)
-        handle = self.server.RequestHandlerClass.do_GET
-
-        def slow_get(handler):
-            time.sleep(delay)
-            handle(handler)
-        self.server.RequestHandlerClass.do_GET = slow_get
+        super().__init__(files, delay=delay)
 
 
 def test_no_warning_of_ours_becomes_an_error_under_w_error(bench, server, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -67,11 +68,14 @@ class FileServer(LoopbackService):
     protocol = "HTTP/1.0"  # one request per connection, as it always served
     methods = ("GET",)
 
-    def __init__(self, files: dict[str, bytes]):
+    def __init__(self, files: dict[str, bytes], delay: float = 0.0):
         super().__init__()
         self.files, self.hits = dict(files), Counter()
+        self.delay = delay  # seconds before each reply: a slow image host
 
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        if self.delay:
+            time.sleep(self.delay)
         target = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
         self.hits[target] += 1
         body = self.files.get(target)
