@@ -1,6 +1,6 @@
 """The batch tier on the public split's shape: gpt-image-2 and gemini-3-pro-preview with ``--tier batch`` against
-loopback fakes of OpenAI's Files + Batch APIs and Gemini's Batch mode (tests/providers_fakes/openai_batch.py,
-tests/genai_fakes/gemini_batch.py), each batch taking at least ``--ready`` seconds on the server.
+loopback fakes of OpenAI's Files + Batch APIs and Gemini's Batch mode (tests/support/providers_fakes/openai_batch.py,
+tests/support/genai_fakes/gemini_batch.py), each batch taking at least ``--ready`` seconds on the server.
 
 Prints per model the run's spend at the batch tier (the results' ``spent``, and what the fake billed) against what
 the standard tier would have cost for the same calls, the uploads (references, input files), batches and polls,
@@ -26,7 +26,7 @@ from pathlib import Path
 from PIL import Image
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "support"))  # the fakes and helpers
 from benchdata import write_labels  # noqa: E402
 from genai_fakes.gemini_batch import FakeGeminiBatch  # noqa: E402
 from providers_fakes.openai_batch import FakeOpenAIBatch  # noqa: E402

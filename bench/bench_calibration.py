@@ -3,14 +3,14 @@
     python bench/bench_calibration.py [--runs 20] [--resamples 400] [--sizes 25,50,100,200,500]
     python bench/bench_calibration.py --cases [--runs 200] [--resamples 200]
 
-Simulated runs of tests/calibration_sim.py (50 tasks x 10 repeats per model, task rates spread like the
+Simulated runs of tests/support/calibration_sim.py (50 tasks x 10 repeats per model, task rates spread like the
 published table, a judge whose error differs by model).  For each sample size (labels per model, of its 500
 candidates) prints the median width of the 95% interval of pass rate, Pass@4 and effective cost: judge only (the
 task bootstrap, blind to the judge's error), the human sample alone, and calibrated; then the mean bias of the
 judge's figures and of the calibrated ones against the population truth.  Also the CPU time of one row's
 calibration (both estimates, all replicates).
 
-``--cases``: the off-the-happy-path cases of tests/test_calibration_simulation.py, each run ``--runs`` times (200
+``--cases``: the off-the-happy-path cases of tests/analysis/test_calibration_simulation.py, each run ``--runs`` times (200
 for the figures in docs/explanation/statistics.md): coverage and bias of the calibrated pass rate, Pass@4 and
 effective cost against the population truth (the target), and how often each was refused.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from calibration_sim import COST, MODELS, NEAR_ONE, NEAR_ZERO, population_truth, run_case, simulated_run  # noqa: E402
 
 from pytest_hypeedit.analysis.calibration import calibrate  # noqa: E402

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(TESTS))
+sys.path[:0] = [str(TESTS / "support"), str(TESTS / "engine")]  # the fakes; test_job_journal
 from providers_fakes.bfl import FakeBfl  # noqa: E402
 from providers_fakes.chaos import Chaos  # noqa: E402
 from providers_fakes.fal import FakeFal  # noqa: E402

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "support"))  # the fakes and helpers
 from benchdata import make_tasks, write_split  # noqa: E402
 from genai_fakes.chat import FakeChat, verdict_reply  # noqa: E402
 from providers_fakes import (  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 from sequential_sim import decisive_case, wrong_decisions_on_threshold  # noqa: E402
 
 RATES = (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98)

@@ -11,14 +11,30 @@ caches its exception classes on first use, so when that happens inside an
 inline run, the httpcore imported again later raises classes httpx no longer
 recognises (a timeout escapes as httpcore.ReadTimeout, not retried); which
 tests failed depended on the order they ran in.
+
+Layout: tests/<folder>/ mirrors pytest_hypeedit/<folder>/ (engine, providers,
+judges, analysis, report, review, glue), tests/e2e holds whole runs,
+tests/project the checks of the repository as shipped (docs, pins), and the
+tests of the package's top-level modules (tasks, secrets, labels, ...) stay
+here. Shared helpers and fakes live in tests/support/, which this file puts
+first on sys.path: a test anywhere imports them as top-level modules
+(``from loopback import FileServer``, ``from providers_fakes import ...``).
+pytest's default "prepend" import mode is kept, so test folders have no
+__init__.py and a test file's name must be unique across the whole tree.
 """
 
 import os
+import sys
+from pathlib import Path
 
-import httpcore  # noqa: F401
-import numpy  # noqa: F401
+SUPPORT = Path(__file__).resolve().parent / "support"
+if str(SUPPORT) not in sys.path:
+    sys.path.insert(0, str(SUPPORT))
 
-import pytest_hypeedit.analysis.metrics  # noqa: F401
+import httpcore  # noqa: F401, E402
+import numpy  # noqa: F401, E402
+
+import pytest_hypeedit.analysis.metrics  # noqa: F401, E402
 
 # Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
 # change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.

@@ -1,5 +1,5 @@
 """Retirement is data (pytest_hypeedit/retirements.yaml): shutdown dates, successors and sources, and what
-they mean for a model on a given day (tests/test_retirement_runs.py: in a run)."""
+they mean for a model on a given day (tests/glue/test_retirement_runs.py: in a run)."""
 
 from __future__ import annotations
 

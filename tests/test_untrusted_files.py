@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from terminal_text import said
 
 from pytest_hypeedit.engine.records import MalformedRecord, Record
@@ -26,26 +27,7 @@ from pytest_hypeedit.untrusted import (
 
 TASKS, REPEATS = 2, 2
 
-CONFTEST = """
-import os, pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class CountingProvider(Provider):
-    route = "paid"
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.repeat}\\n")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01, provider_model="p-1")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "paid", "route": "paid", "provider_model": "p-1", "price": 0.01}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return CountingProvider(spec) if spec.route == "paid" else None
-"""
+CONFTEST = models_conftest(models=({"name": "paid", "route": "paid", "provider_model": "p-1", "price": 0.01},))
 
 #: Bombs: nine levels of nine aliases (9**9 values once expanded) in 580 bytes.
 ALIAS_BOMB = "".join(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9) if prev else ', '.join(['lol'] * 9)}]\n"

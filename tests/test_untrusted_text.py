@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import models_conftest
 
 from pytest_hypeedit.errors import JudgeError, ProviderError, Refusal
 from pytest_hypeedit.judges.base import Verdict
@@ -98,29 +99,12 @@ def test_errors_refusals_and_verdicts_are_clean_where_they_are_made():
 
 # --------------------------------------------------------------------------- end to end
 
-CONFTEST = """
+CONFTEST = models_conftest("HostileProvider", ({"name": "hostile", "route": "hostile", "provider_model": "h-1",
+                                                "price": 0.01},), route="hostile", log=None, hostile=HOSTILE) + """
 import os, pytest
-from pytest_hypeedit.errors import ImageError, ProviderError, Refusal
 from pytest_hypeedit.judges.base import Judge, Verdict
-from pytest_hypeedit.providers.base import Generation, Provider
 
 HOSTILE = %r
-
-class HostileProvider(Provider):
-    '''Its errors and refusals quote a hostile text (as a provider's error body would).'''
-    route = "hostile"
-
-    def generate(self, request):
-        if os.environ.get("HOSTILE") and request.task.task_id == "task-00":
-            if request.repeat == 1:
-                raise ProviderError(HOSTILE + "e" * 200_000, retryable=False)
-            raise Refusal(HOSTILE)
-        if os.environ.get("HOSTILE") and request.task.task_id == "task-02":
-            if request.repeat == 1:
-                raise ImageError(HOSTILE + "i" * 200_000)  # one of ours, but not a call error
-            raise ValueError(HOSTILE)  # a bug of the adapter, quoting what it got
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01, provider_model="h-1",
-                          request_id=HOSTILE if os.environ.get("HOSTILE") else "req-1")
 
 class HostileJudge(Judge):
     '''A paid judge (its verdicts are reused) whose reasoning is hostile and huge when HOSTILE is set.'''
@@ -136,14 +120,6 @@ def pytest_hypeedit_record(config, record):
     # what a plugin sees of each record on the controller, written as it is
     with open("hook.log", "a", encoding="utf-8") as log:
         log.write(f"{record.reasoning}\\n{record.error}\\n{record.refusal}\\n{record.votes}\\n{record.request_id}\\n")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "hostile", "route": "hostile", "provider_model": "h-1", "price": 0.01}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return HostileProvider(spec) if spec.route == "hostile" else None
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_make_judge(config, name, argument):

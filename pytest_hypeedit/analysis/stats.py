@@ -12,7 +12,7 @@ Efron & Tibshirani, *An Introduction to the Bootstrap*, ch. 14).
 * BCa, not the plain percentile interval: effective cost is a ratio of means
   and is skewed, so percentile intervals under-cover it; BCa corrects for the
   median bias (z0) and the skewness (acceleration ``a``, from the jackknife
-  over tasks).  tests/test_stats.py checks on 1,000 simulated runs of 50 tasks
+  over tasks).  tests/analysis/test_stats.py checks on 1,000 simulated runs of 50 tasks
   x 10 repeats that the 95% intervals of pass rate and effective cost cover
   the truth 93-97% of the time.
 

@@ -1,0 +1,763 @@
+"""The pool: many candidates in flight from one process, limits that hold, and stops that stop.
+
+A loopback server stands in for the providers and the judge; it counts the
+requests it is serving at once, per path, so the tests see what a provider
+would see: how many calls are in flight, across every process of the run.
+
+The scheduling tests assert counts and order, never wall-clock gaps: where a test needs calls to overlap, the
+server *holds* them (``SlowServer.holds``) until the state it waits for is reached (say, 8 calls in flight),
+so a loaded machine makes the test slower, never wrong; a hold that is never released is a failure, named.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from benchdata import FileServer, make_tasks, png_bytes, write_labels, write_split
+from providers_fakes import FakeServer, Reply
+
+CONFTEST = """
+import os, httpx, pytest
+from pytest_hypeedit.errors import Refusal
+from pytest_hypeedit.judges.base import Judge, Verdict
+from pytest_hypeedit.providers import runtime
+from pytest_hypeedit.providers.base import Generation, Provider
+from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+
+class SlowProvider(Provider):
+    '''Asks the loopback server (which takes its time), then returns the first reference image.'''
+    key_env = ()
+
+    def __init__(self, spec):
+        super().__init__(spec)
+        self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
+                                       limiter=runtime.current().limiter_for(spec))
+
+    def generate(self, request):
+        with open(os.environ["CALL_LOG"], "a") as log:
+            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
+        self.client.get(os.environ["SLOW_URL"] + "/" + request.spec.route).raise_for_status()
+        if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
+            raise Refusal("refused, to fail the item")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
+                          provider_model=request.spec.provider_model)
+
+class SlowJudge(Judge):
+    name = "slowjudge"
+    routes = ("judge-route",)
+
+    def judge(self, request):
+        # the path names the model (the judge's route is still one): a test can hold one model's verdicts
+        httpx.get(os.environ["SLOW_URL"] + "/judge-route-of-" + request.model, timeout=60).raise_for_status()
+        return Verdict(passed=request.repeat % 2 == 0, reasoning="slow verdict", judge="slowjudge", cost=0.001)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_add_models(config):
+    return [{"name": "slow-a", "route": "route-a", "price": 0.01},
+            {"name": "slow-b", "route": "route-b", "price": 0.01}]
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_provider(config, spec):
+    if spec.route.startswith("route-"):
+        return SlowProvider(spec)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_judge(config, name, argument):
+    if name == "slowjudge":
+        return SlowJudge()
+"""
+
+
+#: The longest a held request waits for what it waits for (a scheduling bug would make it wait for ever).
+HOLD_MAX = 30.0
+
+
+class SlowServer(FakeServer):
+    """Answers every GET after ``delay`` seconds; counts requests in flight per path (peak and total)."""
+
+    def __init__(self, delay: float = 0.3):
+        super().__init__()
+        self.delay = delay
+        self.delays: dict[str, float] = {}  # per path, instead of ``delay``
+        self.arrivals: dict[str, list[float]] = {}
+        self.active: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.total_peak = 0
+        self.throttle_above: dict[str, int] = {}  # path -> answer 429 past this many in flight
+        self.throttled = 0
+        self.finished: dict[str, int] = {}  # path -> requests answered
+        #: path -> hold each of its requests (before its delay) until this is true (read under the server's
+        #: lock); a hold still waiting after HOLD_MAX seconds lets go and is listed in ``held_too_long``
+        self.holds: dict[str, Callable[[], bool]] = {}
+        self.held_too_long: list[str] = []
+        self._count_lock = threading.Lock()
+        self._changed = threading.Condition(self._count_lock)
+        self.route("GET", r"/[a-z-]+", self.slow)
+
+    def slow(self, seen) -> Reply:
+        path = seen.path
+        with self._changed:
+            self.arrivals.setdefault(path, []).append(time.monotonic())
+            self.active[path] = self.active.get(path, 0) + 1
+            over = self.active[path] > self.throttle_above.get(path, 10 ** 6)
+            if over:
+                self.throttled += 1
+            self.peak[path] = max(self.peak.get(path, 0), self.active[path])
+            self.total_peak = max(self.total_peak, sum(self.active.values()))
+            self._changed.notify_all()
+            hold = self.holds.get(path)
+            if hold is not None and not over and not self._changed.wait_for(hold, timeout=HOLD_MAX):
+                self.held_too_long.append(path)
+        try:
+            if over:
+                return Reply(429, {"error": {"code": "rate_limited", "message": "slow down"}})
+            time.sleep(self.delays.get(path, self.delay))
+            return Reply(200, {"ok": True})
+        finally:
+            with self._changed:
+                self.active[path] -= 1
+                self.finished[path] = self.finished.get(path, 0) + 1
+                self._changed.notify_all()
+
+
+@pytest.fixture
+def server():
+    with SlowServer() as slow:
+        yield slow
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, monkeypatch, tmp_path, server):
+    pytester.makeconftest(CONFTEST)
+    write_split(pytester.path, "mini", make_tasks(6), pytester.path / "images")
+    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("SLOW_URL", server.url)
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    return pytester
+
+
+def labels(path: Path, models=("slow-a", "slow-b"), tasks: int = 6, repeats: int = 4) -> str:
+    write_labels(path, {(f"task-{t:02d}", m, r): r % 2 == 0 for t in range(tasks) for m in models
+                        for r in range(1, repeats + 1)})
+    return f"labels:{path.name}"
+
+
+def args(*extra: str, repeats: int = 4) -> list[str]:
+    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", str(repeats),
+            "--outputs", "out", *extra]
+
+
+def calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+# --------------------------------------------------------------------------- in flight
+
+
+def hold_until_peak(server: SlowServer, path: str, peak: int) -> None:
+    """Hold ``path``'s requests until ``peak`` of them were in flight at once (then a moment more, in which a
+    pool sending past its limit shows it)."""
+    server.delay = 0.1
+    server.holds[path] = lambda: server.peak.get(path, 0) >= peak
+
+
+def test_calls_in_flight_reach_the_concurrency_and_never_pass_it(bench, server, tmp_path):
+    hold_until_peak(server, "/route-a", 8)
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "8"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "8 calls were never in flight at once"  # one at a time without the pool
+    assert server.peak["/route-a"] == 8  # never more than asked
+    assert len(calls(tmp_path)) == 24
+
+
+def test_the_total_holds_across_xdist_workers(bench, server, tmp_path):
+    hold_until_peak(server, "/route-a", 6)
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "6", "-n", "2"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "6 calls were never in flight at once"
+    assert server.peak["/route-a"] == 6  # 3 per worker would also give 6: see the next test
+    assert len(calls(tmp_path)) == 24
+
+
+def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, server, tmp_path):
+    # One repeat of two models: items alternate slow-a, slow-b, so the round-robin deal gives worker gw0
+    # every slow-a (slow) and gw1 every slow-b (fast). Once gw1 is done, gw0 may use every slot: the slots
+    # are one pool for the run, not a fixed share per worker.
+    hold_until_peak(server, "/route-a", 6)
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "6", "-n", "2", "--repeats", "1"))
+    result.assert_outcomes(passed=0, failed=12)
+    assert not server.held_too_long, "gw0 never had the 6 slots once gw1 was done"
+    assert server.peak["/route-a"] == 6
+
+
+def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
+    # route-a's calls are held until every route-b call is answered: route-a's waiting candidates must hold no
+    # slot, so route-b gets the other two (a candidate waiting for route-a while holding a slot would starve it)
+    server.delay = 0.02
+    server.holds["/route-a"] = lambda: server.finished.get("/route-b", 0) >= 6
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "1"))
+    result.assert_outcomes(passed=0, failed=12)
+    assert not server.held_too_long, "route-b never finished while route-a was at its limit"
+    assert server.peak["/route-a"] == 2
+    assert server.peak["/route-b"] == 2
+
+
+def test_a_slow_route_is_never_kept_waiting_for_a_slot_by_a_fast_one(bench, server, tmp_path):
+    # route-a takes one call at a time; every candidate keeps its slot while it is judged. Were the fast
+    # route to take every free slot, route-a's next call would wait for its previous candidate's verdict.
+    # So route-b's calls and route-a's verdicts are held until route-a's second call has started: only a
+    # slot left to route-a (its fair share: one generating, one being judged) lets it start.
+    server.delay = 0.02
+    route_a_went_on = lambda: len(server.arrivals.get("/route-a", ())) >= 2  # noqa: E731
+    server.holds.update({"/route-b": route_a_went_on, "/judge-route-of-slow-a": route_a_went_on})
+    result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
+                                   "--concurrency", "4", "--rate-limit", "route-a=/1", "--repeats", "2"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "route-a waited for a slot while route-b held the others"
+    assert server.total_peak <= 4
+
+
+def test_one_slot_for_two_routes_is_taken_not_reserved(bench, server, tmp_path):
+    # fewer slots than routes: were the slot owed to the other route, each would wait for the other forever
+    server.delay = 0.05
+    result = bench.runpytest_subprocess(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
+                                              "--concurrency", "1", "--repeats", "1"), timeout=60)
+    result.assert_outcomes(passed=0, failed=12)
+    assert server.total_peak == 1
+
+
+def test_paid_verdicts_share_the_slots_and_come_before_new_generations(bench, server, tmp_path):
+    server.delay = 0.05
+    five = lambda: server.total_peak >= 5  # noqa: E731
+    server.holds.update({"/route-a": five, "/judge-route-of-slow-a": five})
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", "slowjudge", "--concurrency", "5"))
+    result.assert_outcomes(passed=12, failed=12)
+    assert not server.held_too_long, "5 calls were never in flight at once"
+    assert server.total_peak == 5
+    # a generated candidate is judged before new ones are generated: verdicts start while generations go on
+    assert min(server.arrivals["/judge-route-of-slow-a"]) < max(server.arrivals["/route-a"])
+    assert len(calls(tmp_path)) == 24
+
+
+def test_only_selected_items_are_bought(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "-k", "r002"))
+    result.assert_outcomes(passed=6)
+    assert sorted(calls(tmp_path)) == sorted(f"task-{t:02d} slow-a 2" for t in range(6))
+
+
+def test_the_record_rides_on_the_report_and_ids_are_unchanged(bench, server, tmp_path):
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "-v",
+                                   "--repeats", "1"))
+    result.stdout.fnmatch_lines(["hypeedit::mini::task-00[[]slow-a-r001] FAILED*"])
+    rows = json.loads((bench.path / "out" / "results.json").read_text())["rows"]
+    assert rows[0]["candidates"] == 6 and rows[0]["judged"] == 6
+
+
+# --------------------------------------------------------------------------- an item run twice
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize("on_disk", [False, True], ids=["fresh", "on-disk"])
+def test_a_result_asked_for_again_is_the_same_record(bench, server, tmp_path, workers, on_disk):
+    """pytest-rerunfailures runs a failed item again (setup included): the pool gives the record it settled,
+    never a second purchase, a hang (a signal nobody sets) or an empty record."""
+    server.delay = 0.05
+    run = args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4", *workers)
+    if on_disk:
+        bench.runpytest_subprocess(*run, timeout=90).assert_outcomes(passed=12, failed=12)
+    bought = len(calls(tmp_path))
+    result = bench.runpytest_subprocess(*run, "-p", "rerunfailures", "--reruns", "2", timeout=90)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("failed"), outcomes.get("rerun")) == (12, 12, 24), outcomes
+    assert "AttributeError" not in result.stdout.str()
+    assert len(calls(tmp_path)) == 24, "a rerun bought its candidate again"
+    assert bought == (24 if on_disk else 0)
+    rows = json.loads((bench.path / "out" / "results.json").read_text())["rows"]
+    assert rows[0]["candidates"] == 24 and rows[0]["judged"] == 24
+
+
+# --------------------------------------------------------------------------- -W error
+
+
+class SlowImages(FileServer):
+    """The reference images, each after ``delay`` seconds: the start-up's progress line gets drawn."""
+
+    def __init__(self, files: dict[str, bytes], delay: float):
+        super().__init__(files, delay=delay)
+
+
+def test_no_warning_of_ours_becomes_an_error_under_w_error(bench, server, tmp_path):
+    """``-W error`` (or ``filterwarnings = error``): a file handle left open by the reference images' progress
+    line (a ResourceWarning) turned a PASS into an ERROR."""
+    tasks = make_tasks(12)
+    write_split(bench.path, "slow", tasks, bench.path / "unused")
+    files = {f"/{t['task_id']}/001.png": png_bytes((i * 20, 9, 9)) for i, t in enumerate(tasks)}
+    with SlowImages(files, delay=0.35) as images:
+        result = bench.runpytest_subprocess(
+            "-W", "error", "-p", "no:cacheprovider", "--tasks", "slow.json", "--images-base", images.url,
+            "--repeats", "2", "--outputs", "out", "--model", "slow-a",
+            "--judge", labels(bench.path / "r.json", models=("slow-a",), tasks=12, repeats=2), timeout=90)
+    assert "reference images of 12/12 tasks ready" in result.stdout.str()  # the line the leak came from
+    result.assert_outcomes(passed=12, failed=12, errors=0)
+
+
+# --------------------------------------------------------------------------- stopping
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_maxfail_stops_new_calls(bench, server, tmp_path, monkeypatch, workers):
+    monkeypatch.setenv("REFUSE_ROUTE", "all")
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4",
+                                   "--repeats", "10", "-x", *workers))
+    # pytest-xdist ends a -x run as "Interrupted: stopping after 1 failures" (exit 2); serial pytest exits 1
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if workers else pytest.ExitCode.TESTS_FAILED)
+    bought = len(calls(tmp_path))
+    # 60 candidates; the first failure comes after one call's time, when 4 are in flight
+    assert bought <= 12, bought
+    assert result.parseoutcomes()["failed"] >= 1
+
+
+def test_a_failure_on_one_worker_stops_the_calls_of_the_others(bench, server, tmp_path, monkeypatch):
+    # One repeat of two models on 20 tasks: items alternate slow-a, slow-b, so gw0 is dealt every slow-a
+    # (refused at once) and gw1 every slow-b (slow, never failing). Only the controller's stop signal can
+    # stop gw1, which holds its 20 items from the start.
+    write_split(bench.path, "wide", make_tasks(20), bench.path / "images")
+    monkeypatch.setenv("REFUSE_ROUTE", "route-a")
+    server.delays = {"/route-a": 0.05, "/route-b": 0.5}
+    write_labels(bench.path / "r.json", {(f"task-{t:02d}", m, 1): m == "slow-b" for t in range(20)
+                                         for m in ("slow-a", "slow-b")})  # gw1's items all pass
+    result = bench.runpytest("-p", "no:cacheprovider", "--tasks", "wide.json", "--images-base", "images",
+                             "--repeats", "1", "--outputs", "out", "--model", "slow-a", "--model", "slow-b",
+                             "--judge", "labels:r.json", "--concurrency", "4", "-x", "-n", "2")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    slow_b = [line for line in calls(tmp_path) if "slow-b" in line]
+    assert len(slow_b) <= 8, len(slow_b)
+
+
+def test_ctrl_c_stops_new_calls_saves_what_was_bought_and_the_rerun_buys_the_rest(bench, server, tmp_path):
+    server.delay = 2.0
+    command = [sys.executable, "-m", "pytest", *args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                                      "--concurrency", "3", "--repeats", "4")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.path), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(command, cwd=bench.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    deadline = time.monotonic() + 60
+    while len(calls(tmp_path)) < 4 and time.monotonic() < deadline:  # the second wave is in flight
+        time.sleep(0.05)
+    before = len(calls(tmp_path))
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    first = calls(tmp_path)
+    # it stopped: at most the 3 calls that could start between the count above and the signal, no new wave
+    # (a count, not the seconds it took: a loaded machine makes those long)
+    assert len(first) <= before + 3, (before, len(first))
+    saved = sorted(bench.path.glob("out/mini/slow-a/*/*.png"))
+    assert len(saved) == len(first)  # every call that started was waited for and saved
+    rerun = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json")))
+    rerun.assert_outcomes(passed=12, failed=12)
+    bought = calls(tmp_path)
+    assert len(bought) == 24 and len(set(bought)) == 24  # nothing bought twice
+
+
+# --------------------------------------------------------------------------- adaptive
+
+
+def status_of(bench) -> list[dict]:
+    found = []
+    for path in (Path(os.environ["HYPEEDIT_CACHE_DIR"]) / "runs").glob("*/status/*.json"):
+        found.append(json.loads(path.read_text()))
+    return found
+
+
+def test_auto_concurrency_backs_off_when_the_provider_throttles(bench, server, tmp_path):
+    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "auto", "--rate-limit", "route-a=/8"))
+    result.assert_outcomes(passed=12, failed=12)
+    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
+    assert gates and gates[0]["adaptive"] and gates[0]["ceiling"] == 8
+    assert gates[0]["throttled"] > 0
+    assert gates[0]["level"] <= 4  # halved from where it was when the 429s came
+    result.stdout.fnmatch_lines(["*route-a */* (max 8, 429 x*"])
+
+
+def test_fixed_concurrency_ignores_429s(bench, server, tmp_path):
+    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
+                                   "--concurrency", "8", "--rate-limit", "route-a=/8"))
+    result.assert_outcomes(passed=12, failed=12)
+    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
+    assert gates and gates[0]["level"] == 8 and not gates[0]["adaptive"]
+
+
+# --------------------------------------------------------------------------- the live line
+
+
+def test_the_live_line_replaces_the_dots_and_is_silent_under_q(bench, server, tmp_path):
+    judge = labels(bench.path / "r.json")
+    shown = bench.runpytest(*args("--model", "slow-a", "--judge", judge, "--repeats", "2"))
+    shown.stdout.fnmatch_lines(["hypeedit 12/12 done | in flight route-a 0/32 | $0.12 spent | in *"])
+    assert "....." not in shown.stdout.str()
+    shown.stdout.fnmatch_lines(["*6 failed, 6 passed*"])
+    quiet = bench.runpytest(*args("--model", "slow-a", "--judge", judge, "--repeats", "2", "-q"))
+    assert "hypeedit 12/12" not in quiet.stdout.str()
+
+
+def test_bad_concurrency_is_a_usage_error(bench):
+    result = bench.runpytest(*args("--model", "slow-a", "--concurrency", "0"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--concurrency 0: give a whole number >= 1 (e.g. 32), or auto*"])
+
+
+def test_fair_shares_give_a_small_demand_all_it_wants_and_split_the_rest():
+    from pytest_hypeedit.engine.pool import fair_shares
+
+    assert fair_shares({"qwen": 4, "ark": 40, "openai": 40}, 64) == {"qwen": 4, "ark": 30, "openai": 30}
+    assert fair_shares({"ark": 100}, 64) == {"ark": 64}
+    assert fair_shares({"a": 10, "b": 10}, 64) == {"a": 10, "b": 10}
+    assert fair_shares({"bfl": 8, "fal": 8}, 1) == {"bfl": 0, "fal": 0}  # nobody is owed the one slot
+
+
+# --------------------------------------------------------------------------- xdist's internals, other plugins' order
+
+
+def test_a_workers_queue_is_read_in_every_tested_xdist_shape():
+    """3.7+ holds a worker's dealt items in a TestQueue (``lock()``), 3.6 in a stdlib queue.Queue: both are
+    read without taking anything (reading 3.6's as nothing left one call in flight per worker)."""
+    import queue
+
+    import execnet
+    import xdist.remote
+
+    from pytest_hypeedit.glue.xdist_internals import _queued
+
+    shapes = [queue.Queue()]
+    if hasattr(xdist.remote, "TestQueue"):  # 3.7 and later (the suite also runs under 3.6: see pyproject)
+        shapes.append(xdist.remote.TestQueue(execnet.gateway_base.get_execmodel("thread")))
+    for torun in shapes:
+        for index in (4, 7, 9):
+            torun.put(index)
+        assert _queued(torun) == [4, 7, 9]
+        assert _queued(torun) == [4, 7, 9], "reading took items from the queue"
+        assert torun.get() == 4
+
+
+@pytest.mark.parametrize("version, tested", [("3.5.0", False), ("3.6.1", True), ("3.8.0", True),
+                                             ("3.9.0", False), ("4.0.0.dev1", False)])
+def test_an_untested_xdist_falls_back_to_its_own_behaviour_and_says_so(monkeypatch, version, tested):
+    import xdist
+
+    from pytest_hypeedit.glue import xdist_internals
+
+    monkeypatch.setattr(xdist, "__version__", version)
+    assert xdist_internals.supported() is tested
+    line = xdist_internals.unsupported()
+    assert (line is None) is tested
+    if not tested:
+        assert f"pytest-xdist {version[:3]}" in line and ">=3.6,<3.9" in line
+        assert xdist_internals.deal_all_scheduler(None, None) is None
+
+
+def test_the_pyproject_pins_the_xdist_versions_the_adapter_was_tested_with():
+    from pytest_hypeedit.glue.xdist_internals import TESTED
+
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    low, high = (".".join(map(str, v)) for v in TESTED)
+    assert f'"pytest-xdist>={low},<{high}"' in text
+
+
+REVERSER = """
+import pytest
+
+class Reverser:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items):
+        items.reverse()  # what pytest-randomly or pytest-random-order do: a plugin's own order
+
+def pytest_configure(config):
+    # registered after every plugin (as an installed plugin may be): among the tryfirst ones, it goes first
+    config.pluginmanager.register(Reverser(), "reverser-late")
+"""
+
+
+def test_a_plugin_that_reorders_items_is_obeyed_and_the_pool_buys_in_its_order(bench, server, tmp_path):
+    """pytest-randomly printed a seed and never shuffled: the benchmark's items replaced its order afterwards."""
+    server.delay = 0.02
+    bench.makepyfile(reverser=REVERSER)
+    bench.syspathinsert()
+    result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "1",
+                                   "--repeats", "1", "-v", "-p", "reverser"))
+    result.assert_outcomes(passed=0, failed=6)
+    ran = [line.split()[0] for line in result.stdout.lines if line.startswith("hypeedit::mini::")]
+    assert ran == [f"hypeedit::mini::task-{t:02d}[slow-a-r001]" for t in reversed(range(6))], ran
+    assert calls(tmp_path) == [f"task-{t:02d} slow-a 1" for t in reversed(range(6))]
+
+
+# --------------------------------------------------------------------------- the engine alone: states, counts, slots
+
+
+class FakeRunner:
+    """The runner's side of the pool in memory: plans, steps and records, no disk and no network.  Each step
+    asks the pool for its broken invariants while it runs (``breaches``), and can be made to wait (``gate``)."""
+
+    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), verdicts=True):
+        from types import SimpleNamespace
+
+        self.judge = SimpleNamespace(routes=("judge-route",) if verdicts else ())
+        self.on_disk, self.fail_plan, self.fail_finish = set(on_disk), set(fail_plan), set(fail_finish)
+        self.finished: list[tuple] = []
+        self.pool = None
+        self.steps: list[tuple[str, tuple]] = []
+        self.breaches: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.lock = threading.Lock()
+
+    def plan(self, task, spec, repeat):
+        from pytest_hypeedit.engine.records import Record
+        from pytest_hypeedit.engine.runner import Plan
+
+        key = (task.task_id, spec.name, repeat)
+        if key in self.fail_plan:
+            raise RuntimeError(f"cannot plan {key}")
+        record = Record(task.split, spec.name, task.task_id, repeat)
+        fresh = key not in self.on_disk
+        if not fresh:
+            record.outcome = "pass"
+        return Plan(task, spec, repeat, record, None, needs_generation=fresh)
+
+    def _step(self, kind, plan):
+        self.gate.wait(30)
+        with self.lock:
+            self.steps.append((kind, (plan.task.task_id, plan.spec.name, plan.repeat)))
+            self.breaches += self.pool.breaches()
+
+    def generate_step(self, plan):
+        self._step("generate", plan)
+        plan.needs_generation, plan.needs_verdict = False, bool(self.judge.routes)
+        return plan
+
+    def judge_step(self, plan):
+        self._step("judge", plan)
+        plan.record.outcome = "pass" if plan.repeat % 2 else "fail"
+        return plan.record
+
+    def pays_to_finish(self, plan):
+        return False
+
+    def finish(self, plan):
+        key = (plan.task.task_id, plan.spec.name, plan.repeat)
+        self.finished.append(key)
+        if key in self.fail_finish:
+            raise OSError(f"cannot write the record of {key}")
+        if plan.record.outcome is None:
+            plan.record.outcome = "pass"
+        return plan.record
+
+    def calls_in_flight(self):
+        return 0, 0, 0.0
+
+
+def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2):
+    from pytest_hypeedit.engine.limits import SlotSet
+    from pytest_hypeedit.engine.pool import CandidatePool
+    from pytest_hypeedit.engine.routes import RouteGate
+    from pytest_hypeedit.registry import ModelSpec
+    from pytest_hypeedit.tasks import Task
+
+    gates: dict[str, RouteGate] = {}
+
+    def gate(route):
+        return gates.setdefault(route, RouteGate(route, None, ceiling=concurrency))
+
+    specs = [ModelSpec(name, f"route-{name}", name, 0.01) for name in models]
+    entries = [(Task(f"task-{t}", ("001.png",), ("edit",), "Edit.", 64, 64, "mini"), spec, r)
+               for t in range(tasks) for spec in specs for r in range(1, repeats + 1)]
+    pool = CandidatePool(runner, concurrency=concurrency, gate_for=lambda spec: gate(spec.route),
+                         judge_gates=lambda: [gate(route) for route in runner.judge.routes],
+                         slots=SlotSet(tmp_path / "slots", "candidates", concurrency), source=lambda: entries)
+    runner.pool = pool
+    return pool, entries
+
+
+def ask_all(pool, entries, timeout=30.0):
+    """Every entry's outcome, as pytest asks (in order, on one thread); a hang fails instead of waiting."""
+    outcomes = []
+
+    def ask():
+        for entry in entries:
+            try:
+                outcomes.append(pool.result(*entry))
+            except Exception as exc:  # noqa: BLE001 - the test looks at what came back
+                outcomes.append(exc)
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    asker.join(timeout)
+    assert not asker.is_alive(), f"the pool hung after {len(outcomes)} of {len(entries)} outcomes"
+    return outcomes
+
+
+def test_the_pools_counts_hold_at_every_step_and_every_slot_is_back_at_rest(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPEEDIT_DEBUG_INVARIANTS", "1")
+    runner = FakeRunner()
+    pool, entries = engine_pool(tmp_path, runner)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    assert pool.shutdown() == 0
+    assert all(getattr(o, "outcome", None) in ("pass", "fail") for o in outcomes), outcomes
+    assert runner.breaches == []
+    assert pool.at_rest() == [], "a slot was not given back"
+    # order, from the pool's own steps: each candidate generated once, then judged once
+    generated = [key for kind, key in runner.steps if kind == "generate"]
+    judged = [key for kind, key in runner.steps if kind == "judge"]
+    assert sorted(generated) == sorted(judged) and len(set(generated)) == len(entries)
+    for key in judged:
+        assert runner.steps.index(("generate", key)) < runner.steps.index(("judge", key))
+
+
+def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
+    """The check the test above relies on: a candidate slot kept after its step (the planted bug of a worker
+    that never gives it back) is reported at rest, and a count gone wrong raises in debug mode."""
+    from pytest_hypeedit.engine.pool import CandidatePool
+
+    monkeypatch.setenv("HYPEEDIT_DEBUG_INVARIANTS", "1")
+    monkeypatch.setattr(CandidatePool, "_release", staticmethod(lambda taken: None))  # nothing given back
+    runner = FakeRunner(verdicts=False)
+    pool, entries = engine_pool(tmp_path, runner, concurrency=8, tasks=1, repeats=1)
+    pool.start()
+    ask_all(pool, entries)
+    pool.shutdown()
+    left = pool.at_rest()
+    assert any("candidate slots not given back" in line for line in left), left
+
+    with pool._cond:
+        pool._held["route-m-a"] = pool._held.get("route-m-a", 0) + 1  # a count that no step holds
+        with pytest.raises(AssertionError, match="does not sum"):
+            pool._check()
+        pool._held["route-m-a"] -= 1
+
+
+def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):
+    """Whatever way a job was settled (bought by the pool, found on disk by the pool or by the main thread, a
+    triage that failed), asking again returns the same record or raises the same error, at once."""
+    from pytest_hypeedit.engine.pool import CandidatePool  # noqa: F401 - the module under test
+
+    runner = FakeRunner(on_disk={("task-0", "m-a", 1), ("task-2", "m-b", 2), ("task-3", "m-b", 1)},
+                        fail_plan={("task-1", "m-a", 2)}, fail_finish={("task-3", "m-b", 1)})
+    pool, entries = engine_pool(tmp_path, runner)
+    by_main = [e for e in entries if (e[0].task_id, e[1].name, e[2]) in (("task-0", "m-a", 1), ("task-1", "m-a", 2))]
+    early = ask_all(pool, by_main)  # before the pool starts: the main thread triages these itself
+    pool.start()
+    first = ask_all(pool, entries)
+    second = ask_all(pool, entries, timeout=10)
+    pool.shutdown()
+    for a, b in zip(first, second):
+        assert a is b, (a, b)
+    assert [first[entries.index(e)] for e in by_main] == early
+    assert sum(isinstance(o, RuntimeError) for o in first) == 1 and sum(isinstance(o, OSError) for o in first) == 1
+    assert len([kind for kind, _ in runner.steps if kind == "generate"]) == len(entries) - 4
+    assert sorted(runner.finished) == sorted(set(runner.finished)), "a record was finished twice"
+
+
+def test_a_move_the_table_does_not_allow_raises():
+    from pytest_hypeedit.engine.jobs import DONE, MOVES, READY, RUNNING, IllegalTransition, Job, JobState
+
+    assert set(MOVES) == set(JobState)
+    from pytest_hypeedit.registry import ModelSpec
+    from pytest_hypeedit.tasks import Task
+
+    job = Job(Task("task-0", ("001.png",), ("edit",), "Edit.", 64, 64, "mini"), ModelSpec("m", "r", "m", 0.0), 1, 0)
+    job.move(JobState.MAIN)
+    job.move(READY)
+    job.move(RUNNING)
+    job.settle(record=None)
+    assert job.state is DONE and job.settled
+    with pytest.raises(IllegalTransition):
+        job.move(RUNNING)
+
+
+class FinishRecorder(FakeRunner):
+    """Every candidate on disk (nothing to pay): records which thread finished each, and can hold finishes."""
+
+    def __init__(self, entries_on_disk):
+        super().__init__(on_disk=entries_on_disk)
+        self.threads: dict[tuple, str] = {}
+        self.hold = threading.Event()
+        self.hold.set()
+
+    def finish(self, plan):
+        self.hold.wait(10)
+        record = super().finish(plan)
+        self.threads[(plan.task.task_id, plan.spec.name, plan.repeat)] = threading.current_thread().name
+        return record
+
+
+def _all_on_disk(tasks, models=("m-a", "m-b"), repeats=2):
+    return {(f"task-{t}", m, r) for t in range(tasks) for m in models for r in range(1, repeats + 1)}
+
+
+def test_records_with_nothing_to_pay_are_written_by_finisher_threads_each_once(tmp_path):
+    """A replay's writes overlap: the finishers write records ahead of pytest, each exactly once, and the
+    outcomes pytest gets are the same records."""
+    runner = FinishRecorder(_all_on_disk(30))
+    pool, entries = engine_pool(tmp_path, runner, tasks=30)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    pool.shutdown()
+    assert all(not isinstance(o, Exception) for o in outcomes), outcomes
+    assert sorted(runner.finished) == sorted(set(runner.finished)) and len(runner.finished) == len(entries)
+    by_finishers = [key for key, name in runner.threads.items() if name.startswith("hypeedit-finish-")]
+    assert by_finishers, f"every record was written by {set(runner.threads.values())}"
+
+
+def _wait_for(condition, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_finishers_stay_within_the_lookahead_of_what_pytest_asked(tmp_path):
+    from pytest_hypeedit.engine.finishing import LOOKAHEAD
+
+    tasks = (LOOKAHEAD + 40) // 4 + 1
+    runner = FinishRecorder(_all_on_disk(tasks))
+    pool, entries = engine_pool(tmp_path, runner, tasks=tasks)
+    pool.start()
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 1)
+    time.sleep(0.2)  # a finisher past the lookahead would have written more by now
+    assert len(runner.finished) == LOOKAHEAD + 1, "pytest asked for nothing yet: plan positions 0 to LOOKAHEAD only"
+    ask_all(pool, entries[:10])
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 10)
+    time.sleep(0.2)
+    assert len(runner.finished) == LOOKAHEAD + 10, "the lookahead follows the items pytest asked for"
+    pool.shutdown()
+
+
+def test_finishers_start_no_record_once_the_run_is_stopping(tmp_path):
+    from pytest_hypeedit.engine.finishing import FINISHERS
+
+    runner = FinishRecorder(_all_on_disk(30))
+    runner.hold.clear()  # a slow disk: every finisher is held in its first write
+    pool, entries = engine_pool(tmp_path, runner, tasks=30)
+    pool.start()
+    _wait_for(lambda: len(pool._finishers) == FINISHERS)
+    time.sleep(0.2)
+    pool.stop("the run is stopping (-x)")
+    runner.hold.set()
+    time.sleep(0.3)
+    pool.shutdown()
+    assert len(runner.finished) == FINISHERS, f"{len(runner.finished)} records written after the stop"

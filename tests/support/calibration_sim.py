@@ -1,0 +1,176 @@
+"""Simulated benchmark runs with a known truth, for the calibration's acceptance test and its bench.
+
+Three models whose task pass rates are spread like the published public table (a Beta distribution per model
+matching the paper's pass rate and Pass@10: most tasks near 0 or 1, as there), each judged by a judge whose
+sensitivity and specificity differ by model (a strict judge, a lenient one, one in between).  A run is 50 tasks
+x 10 repeats per model, with a random human sample of every model's candidates (stratified by model, a simple
+random sample within it).  The truth is the population's: what the benchmark's formulas give on infinitely many
+tasks like these, with people's verdicts (as tests/analysis/test_stats.py defines it for the judge-only intervals).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_hypeedit.analysis.calibration import Unit, task_evidence
+from pytest_hypeedit.analysis.metrics import (
+    compute_metrics,
+    expected_attempts_for,
+    review_cost,
+    success_probability,
+    tally_tasks,
+)
+
+TASKS, REPEATS, COST = 50, 10, 0.04
+
+
+@dataclass(frozen=True)
+class SimModel:
+    name: str
+    pass_rate: float  # published (public split)
+    pass_at_10: float
+    sensitivity: float  # the judge's on this model
+    specificity: float
+
+    def beta(self) -> tuple[float, float]:
+        """Beta(a, b) with the published mean and P(at least one PASS in 10) (bisection on a + b)."""
+        none = 1 - self.pass_at_10
+
+        def no_pass(total: float) -> float:
+            a, b = self.pass_rate * total, (1 - self.pass_rate) * total
+            return math.prod((b + i) / (a + b + i) for i in range(REPEATS))
+
+        low, high = 1e-3, 1e3
+        for _ in range(200):
+            middle = math.sqrt(low * high)
+            low, high = (middle, high) if no_pass(middle) > none else (low, middle)
+        total = math.sqrt(low * high)
+        return self.pass_rate * total, (1 - self.pass_rate) * total
+
+
+MODELS = (
+    SimModel("seedream-4.5", 0.348, 0.84, sensitivity=0.80, specificity=0.92),
+    SimModel("flux-2-max", 0.502, 0.76, sensitivity=0.70, specificity=0.95),  # strict: fails good edits
+    SimModel("riverflow-2-b1", 0.848, 0.96, sensitivity=0.90, specificity=0.80),  # lenient
+)
+
+
+def population_truth(model: SimModel, draws: int = 400_000) -> dict[str, float]:
+    """Pass rate, Pass@4 and effective cost over the population of tasks, measured with 10 repeats."""
+    rates = np.random.default_rng(12345).beta(*model.beta(), draws)
+    success = attempts = np.zeros(draws)
+    for k in range(REPEATS + 1):
+        chance = math.comb(REPEATS, k) * rates**k * (1 - rates) ** (REPEATS - k)
+        success = success + chance * success_probability(k / REPEATS)
+        attempts = attempts + chance * expected_attempts_for(k / REPEATS)
+    return {"pass_rate": float(rates.mean()), "pass_at_4": float(success.mean()),
+            "effective_cost": float(attempts.mean() * (COST + review_cost()) / success.mean())}
+
+
+def simulated_run(model: SimModel, labelled: int, rng: np.random.Generator):
+    """(evidence for calibration, judge-only metrics, all-human metrics) of one run of one model."""
+    rates = rng.beta(*model.beta(), TASKS)
+    truth = rng.random((TASKS, REPEATS)) < rates[:, None]
+    noise = rng.random((TASKS, REPEATS))
+    judge = np.where(truth, noise < model.sensitivity, noise > model.specificity)
+    chosen = np.zeros(TASKS * REPEATS, bool)
+    chosen[rng.choice(TASKS * REPEATS, labelled, replace=False)] = True
+    chosen = chosen.reshape(TASKS, REPEATS)
+    pi = labelled / (TASKS * REPEATS)
+    units = [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
+                  pi if chosen[t, r] else None) for t in range(TASKS) for r in range(REPEATS)]
+    return task_evidence(units), metrics(judge), metrics(truth)
+
+
+def metrics(verdicts: np.ndarray) -> dict:
+    return compute_metrics(tally_tasks([(f"t{t:02d}", r + 1, bool(verdicts[t, r]), ())
+                                        for t in range(TASKS) for r in range(REPEATS)]), COST)
+
+
+def calibrated_figures(evidence, n_resamples: int, seed: int) -> dict:
+    """The calibrated figures exactly as analysis.calibration.calibrate computes them for a row with its own
+    labels, without the human-sample-alone figures it computes beside them (half the time, not needed here)."""
+    from pytest_hypeedit.analysis import calibration
+    from pytest_hypeedit.analysis.metrics import MetricSettings
+
+    setup = calibration._Setup(calibration._Columns.of(evidence), calibration.ErrorSource(), COST, MetricSettings())
+    return calibration._figures(setup, n_resamples, seed, 0.95, prefer_ppi=True)
+
+
+# --------------------------------------------------------------------------- off the happy path (issue 25)
+
+#: Models at the edges: a near-zero and a near-one pass rate (judge error like seedream's).
+NEAR_ZERO = SimModel("near-zero", 0.02, 0.12, sensitivity=0.80, specificity=0.92)
+NEAR_ONE = SimModel("near-one", 0.98, 0.999, sensitivity=0.90, specificity=0.80)
+
+
+def verdict_stratified_run(model: SimModel, labelled: int, fail_ratio: float, rng: np.random.Generator):
+    """One run whose human sample draws the judge's FAILs ``fail_ratio`` times as often as its PASSes, each
+    stratum a simple random sample of fixed size with its true inclusion probability (what a design file with
+    verdict strata records).  (evidence, judge metrics, all-human metrics)."""
+    rates = rng.beta(*model.beta(), TASKS)
+    truth = rng.random((TASKS, REPEATS)) < rates[:, None]
+    noise = rng.random((TASKS, REPEATS))
+    judge = np.where(truth, noise < model.sensitivity, noise > model.specificity).ravel()
+    passes, fails = np.flatnonzero(judge), np.flatnonzero(~judge)
+    # n_p / N_p = pi_p, n_f / N_f = fail_ratio pi_p, n_p + n_f = labelled
+    pi_pass = labelled / (len(passes) + fail_ratio * len(fails))
+    pi = {True: min(1.0, pi_pass), False: min(1.0, fail_ratio * pi_pass)}
+    chosen = np.zeros(TASKS * REPEATS, bool)
+    inclusion = np.zeros(TASKS * REPEATS)
+    for verdict, members in ((True, passes), (False, fails)):
+        size = min(len(members), round(pi[verdict] * len(members)))
+        chosen[rng.choice(members, size, replace=False)] = True
+        inclusion[members] = size / len(members) if len(members) else 0.0
+    flat_truth = truth.ravel()
+    units = [Unit(f"t{i // REPEATS:02d}", i % REPEATS + 1, bool(judge[i]), bool(flat_truth[i]) if chosen[i] else None,
+                  float(inclusion[i]) if chosen[i] else None) for i in range(TASKS * REPEATS)]
+    return task_evidence(units), metrics(judge.reshape(TASKS, REPEATS)), metrics(truth)
+
+
+@dataclass
+class CaseResult:
+    """Per metric: (value, low, high) of each run whose figure was given, and the runs refused."""
+
+    found: dict
+    refused: dict
+    target: dict  # the population truth the intervals are for
+
+    def coverage(self, key: str) -> float:
+        rows = np.array(self.found[key], dtype=float)
+        high = np.where(np.isnan(rows[:, 2]), np.inf, rows[:, 2])  # an unbounded upper bound covers
+        return float(np.mean((rows[:, 1] <= self.target[key]) & (self.target[key] <= high)))
+
+    def bias(self, key: str) -> float:
+        return float(np.mean(np.array(self.found[key], dtype=float)[:, 0]) - self.target[key])
+
+    def standard_error(self, key: str) -> float:
+        values = np.array(self.found[key], dtype=float)[:, 0]
+        return float(values.std() / math.sqrt(len(values)))
+
+
+def run_case(model: SimModel, runs: int, resamples: int, seed: int, *, labelled: int = 100,
+             fail_ratio: float | None = None, keys=("pass_rate", "pass_at_4", "effective_cost")) -> CaseResult:
+    """``runs`` simulated runs of one model calibrated as the plugin does (analysis.calibration.calibrate, with
+    its refusals): simple random samples of ``labelled`` candidates, or verdict-stratified ones (fail_ratio)."""
+    from pytest_hypeedit.analysis.calibration import calibrate
+
+    rng = np.random.default_rng(seed)
+    found = {key: [] for key in keys}
+    refused = {key: 0 for key in keys}
+    for run in range(runs):
+        if fail_ratio is None:
+            evidence, _, _ = simulated_run(model, labelled, rng)
+        else:
+            evidence, _, _ = verdict_stratified_run(model, labelled, fail_ratio, rng)
+        result = calibrate(evidence, COST, n_resamples=resamples, seed=run)
+        for key in keys:
+            entry = result.calibrated[key]
+            if entry["value"] is None:
+                refused[key] += 1
+            else:
+                found[key].append((entry["value"], entry["low"], np.nan if entry["high"] is None else entry["high"]))
+    return CaseResult(found, refused, population_truth(model))

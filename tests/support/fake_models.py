@@ -1,0 +1,198 @@
+"""The one way to write a test provider: a class in this module, loaded into a pytester run by a two-line conftest.
+
+A pytester test writes ``pytester.makeconftest(models_conftest(...))``.  The conftest it gets puts this folder on
+sys.path (so a run in a subprocess or an xdist worker finds it too), imports :func:`plugin` and binds what it
+returns: the provider class as ``FakeModel`` (a conftest appended after it may wrap ``FakeModel.generate``) and the
+two hooks that add the models and make their providers.  No provider's source is pasted into a string.
+
+:class:`FakeProvider` covers what most runs need: each call logged to ``$CALL_LOG`` (one line per call, as
+``log`` says), then an image (the task's first reference, or a PNG/JPEG of a colour of its own per task and
+repeat).  The knobs are keywords of :func:`models_conftest`; a provider with behaviour of its own is a subclass
+here, named by ``provider=``.  Providers import only the plugin's public names.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_hypeedit import Generation, GenerationRequest, Provider, ProviderError, Refusal
+
+SUPPORT = Path(__file__).resolve().parent
+
+#: The model most runs buy from: route "paid", 4 cents a candidate.
+PAID = {"name": "paid", "route": "paid", "provider_model": "paid-v1", "price": 0.04}
+#: A second, dearer model on the same route.
+PAID_B = {"name": "paid-b", "route": "paid", "provider_model": "paid-v2", "price": 0.10}
+
+
+class FakeProvider(Provider):
+    """Logs each call, then answers with an image; the class attributes are :func:`models_conftest`'s knobs."""
+
+    route = "paid"
+    #: A line per call in $CALL_LOG (when set), formatted with task, model and repeat; None: no log.
+    log: str | None = "{task} {repeat}"
+    #: "reference": the task's first reference image; "png" or "jpeg": a colour of its own per task and repeat.
+    image = "reference"
+    #: None: the model's price.
+    cost: float | None = None
+    #: None: the model's provider_model.
+    provider_model: str | None = None
+    #: "request": the request's seed; an int: that plus the repeat; None: no seed.
+    seed: str | int | None = None
+    #: Set: task-00's repeat 1 fails with an HTTP 503 (only while the environment variable it names is set, when
+    #: it is a string; always, when True).
+    flaky: bool | str = False
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        self.log_call(request)
+        self.misbehave(request)
+        if self.flaky and request.task.task_id == "task-00" and request.repeat == 1 and (
+                self.flaky is True or os.environ.get(str(self.flaky))):
+            raise ProviderError(f"HTTP 503 from {self.route} after 3 attempts")
+        data, ext = self.make_image(request)
+        return Generation(image=data, ext=ext, cost=request.spec.price if self.cost is None else self.cost,
+                          provider_model=self.provider_model or request.spec.provider_model, seed=self.seed_of(request))
+
+    def log_call(self, request: GenerationRequest) -> None:
+        if self.log is not None and "CALL_LOG" in os.environ:
+            with open(os.environ["CALL_LOG"], "a") as log:
+                log.write(self.log.format(task=request.task.task_id, model=request.spec.name,
+                                          repeat=request.repeat) + "\n")
+
+    @staticmethod
+    def misbehave(request: GenerationRequest) -> None:
+        """$PAID_BEHAVIOUR "refuse" or "error": repeat 1 of every task is refused or fails after retries."""
+        behaviour = os.environ.get("PAID_BEHAVIOUR", "")
+        if behaviour == "refuse" and request.repeat == 1:
+            raise Refusal("moderation_blocked")
+        if behaviour == "error" and request.repeat == 1:
+            raise ProviderError("HTTP 503 from paid after 3 attempts")
+
+    def make_image(self, request: GenerationRequest) -> tuple[bytes, str]:
+        if self.image == "reference":
+            return request.references[0].read_bytes(), "png"
+        from PIL import Image
+
+        index = int(request.task.task_id.rsplit("-", 1)[1]) if request.task.task_id[-1:].isdigit() else 0
+        buffer = io.BytesIO()
+        Image.new("RGB", (20, 12), (40 * index % 256, 60 * request.repeat % 256, 99)).save(
+            buffer, format=self.image.upper())
+        return buffer.getvalue(), "jpg" if self.image == "jpeg" else "png"
+
+    def seed_of(self, request: GenerationRequest) -> int | None:
+        if self.seed == "request":
+            return request.seed
+        return None if self.seed is None else int(self.seed) + request.repeat
+
+
+class ReleaseProvider(FakeProvider):
+    """The report's two releases: with $HX_RELEASE=old, the reference's negative (a baseline that looks apart)."""
+
+    def make_image(self, request: GenerationRequest) -> tuple[bytes, str]:
+        data, ext = super().make_image(request)
+        if os.environ.get("HX_RELEASE") != "old":
+            return data, ext
+        from PIL import Image, ImageOps
+
+        out = io.BytesIO()
+        ImageOps.invert(Image.open(io.BytesIO(data)).convert("RGB")).save(out, format="PNG")
+        return out.getvalue(), "png"
+
+
+class EchoProvider(FakeProvider):
+    """A plugin's own provider whose errors and refusals quote its key (no HTTP helper redacts them): repeat 1
+    fails, repeat 2 is refused, repeat 3 is the reference."""
+
+    def misbehave(self, request: GenerationRequest) -> None:
+        key = os.environ[self.key_env[0]]
+        if request.repeat == 1:
+            raise ProviderError(f"HTTP 401 from {self.route}: key {key} rejected", retryable=False)
+        if request.repeat == 2:
+            raise Refusal(f"moderation flagged the request signed {key}")
+
+
+class HostileProvider(FakeProvider):
+    """With $HOSTILE set, its errors, refusals and request ids quote ``hostile`` (as a provider's error body would):
+    task-00 fails (huge) then is refused, task-02 meets an image error (huge) then a bug of the adapter."""
+
+    hostile = ""
+
+    def misbehave(self, request: GenerationRequest) -> None:
+        from pytest_hypeedit.errors import ImageError  # not a provider's to raise: one of ours, not a call error
+
+        if not os.environ.get("HOSTILE") or request.task.task_id not in ("task-00", "task-02"):
+            return
+        if request.task.task_id == "task-00":
+            if request.repeat == 1:
+                raise ProviderError(self.hostile + "e" * 200_000, retryable=False)
+            raise Refusal(self.hostile)
+        if request.repeat == 1:
+            raise ImageError(self.hostile + "i" * 200_000)
+        raise ValueError(self.hostile)  # a bug of the adapter, quoting what it got
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        generation = super().generate(request)
+        generation.request_id = self.hostile if os.environ.get("HOSTILE") else "req-1"
+        return generation
+
+
+PROVIDERS: dict[str, type[FakeProvider]] = {kind.__name__: kind for kind in (
+    FakeProvider, ReleaseProvider, EchoProvider, HostileProvider)}
+
+
+def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any):
+    """(the provider class, the add_models hook, the make_provider hook) for ``models`` on ``knobs["route"]``."""
+    base = PROVIDERS[provider]
+    unknown = {name for name in knobs if name.startswith("_") or not hasattr(base, name)}
+    assert not unknown, f"fake_models.plugin: no knob {sorted(unknown)}"
+    if "key_env" in knobs:
+        knobs["key_env"] = tuple(knobs["key_env"])
+    model_class = type(provider, (base,), knobs)
+    route = model_class.route
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_hypeedit_add_models(config):
+        return [dict(model) for model in models]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_hypeedit_make_provider(config, spec):
+        return model_class(spec) if spec.route == route else None
+
+    return model_class, pytest_hypeedit_add_models, pytest_hypeedit_make_provider
+
+
+def fast_retries(max_attempts: int):
+    """A make_provider hook that makes no provider: it gives the real adapters tiny backoffs (the faults under test
+    are the fakes', not the network's)."""
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_hypeedit_make_provider(config, spec):
+        from pytest_hypeedit.providers import runtime
+        from pytest_hypeedit.providers.http import RetryPolicy
+
+        runtime.current().policy = RetryPolicy(max_attempts=max_attempts, base_delay=0.01, max_delay=0.05)
+        return None
+
+    return pytest_hypeedit_make_provider
+
+
+def _on_path() -> str:
+    """A conftest's first lines: this folder on sys.path, also in a subprocess or an xdist worker."""
+    return f"import sys\nif {str(SUPPORT)!r} not in sys.path:\n    sys.path.insert(0, {str(SUPPORT)!r})\n"
+
+
+def fast_retries_conftest(max_attempts: int = 3) -> str:
+    """The conftest text of :func:`fast_retries`."""
+    return _on_path() + f"from fake_models import fast_retries\npytest_hypeedit_make_provider = fast_retries({max_attempts})\n"
+
+
+def models_conftest(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any) -> str:
+    """The conftest text that loads ``provider`` for ``models`` (see the module's docstring); append more hooks to it."""
+    return (_on_path() + "from fake_models import plugin\n"
+            f"FakeModel, pytest_hypeedit_add_models, pytest_hypeedit_make_provider = plugin(\n"
+            f"    {provider!r}, {tuple(models)!r}, **{knobs!r})\n")

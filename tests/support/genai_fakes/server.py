@@ -1,0 +1,103 @@
+"""A small threaded loopback HTTP server that answers from a script of replies."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
+from typing import Any, Callable
+
+from loopback import Arrived, LoopbackService, send
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP answer.  ``body`` may be a dict (sent as JSON), str or bytes."""
+
+    status: int = 200
+    body: Any = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0  # seconds to wait before answering (a slow server)
+
+    def encoded(self) -> bytes:
+        if isinstance(self.body, (dict, list)):
+            return json.dumps(self.body).encode()
+        if isinstance(self.body, str):
+            return self.body.encode()
+        return self.body
+
+
+#: A reply, or a function of the request that returns one (e.g. to echo what it got).
+Script = Reply | Callable[["SeenRequest"], Reply]
+
+
+@dataclass
+class SeenRequest:
+    """What the fake server received, normalised for assertions."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    raw: bytes
+    json: Any = None
+    error: str | None = None  # why the request was rejected, if it was
+    parsed: dict[str, Any] = field(default_factory=dict)  # server-specific normalised view
+
+
+class LoopbackServer(LoopbackService):
+    """Base of the judge fakes (loopback.py serves them): subclasses implement ``handle(request) -> Reply``."""
+
+    methods = ("GET", "POST")  # GET: the batch fakes' polls and downloads (gemini_batch.py)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.script: deque[Script] = deque()
+        self.default: Script | None = None
+        self.requests: list[SeenRequest] = []
+        self._lock = threading.Lock()
+
+    def queue(self, *replies: Script) -> None:
+        with self._lock:
+            self.script.extend(replies)
+
+    def next_reply(self, request: SeenRequest) -> Reply:
+        with self._lock:
+            script = self.script.popleft() if self.script else self.default
+        if script is None:
+            return Reply(500, {"error": {"code": 500, "message": "fake server: no reply scripted", "status": "INTERNAL"}})
+        return script(request) if callable(script) else script
+
+    def handle(self, request: SeenRequest) -> Reply:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
+        path = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
+        seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body)
+        try:
+            seen.json = json.loads(arrived.body) if arrived.body else None
+        except ValueError:
+            seen.error = "request body is not JSON"
+        self.requests.append(seen)
+        reply = self.handle(seen)
+        if reply.delay:
+            time.sleep(reply.delay)
+        # a reply may name its own content type (the batch fakes' file downloads: gemini_batch.py)
+        default = [] if "content-type" in {name.lower() for name in reply.headers} else [
+            ("Content-Type", "application/json; charset=UTF-8")]
+        send(handler, reply.status, reply.encoded(), [*default, *reply.headers.items()])
+
+
+_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
+
+
+def snake_keys(value: Any) -> Any:
+    """The same JSON with every object key in snake_case, so camelCase and snake_case requests compare equal."""
+    if isinstance(value, dict):
+        return {_CAMEL.sub("_", key).lower(): snake_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [snake_keys(item) for item in value]
+    return value

@@ -1,0 +1,54 @@
+"""A small benchmark for plugin-level tests of gates, statistics, junit and the HTML report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
+
+CONFTEST = models_conftest(route="flaky", flaky="FLAKY", seed=1234, log=None, models=(
+    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + '''
+import pytest
+from pytest_hypeedit.judges.base import Judge, Verdict
+
+class HtmlJudge(Judge):
+    """Fails odd repeats with a reasoning full of HTML, to prove the report escapes it."""
+    name = "htmljudge"
+
+    def judge(self, request):
+        passed = request.repeat % 2 == 0
+        reasoning = '<img src=x onerror="alert(2)"><b>not bold</b> & the car is still there'
+        votes = [{"judge": "juror<1>", "verdict": "PASS" if passed else "FAIL", "reasoning": "<i>vote</i>"}]
+        return Verdict(passed=passed, reasoning=reasoning, judge="htmljudge", votes=votes)
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_hypeedit_make_judge(config, name, argument):
+    if name == "htmljudge":
+        return HtmlJudge()
+'''
+
+SCRIPT_INSTRUCTION = "<script>alert(1)</script> Remove the car."
+
+
+def setup_bench(pytester, monkeypatch, tmp_path, tasks: int = 4, repeats: int = 3, passed=None) -> None:
+    """Split 'mini' (task-01 has a script tag in its instruction) and a labels file r1.json."""
+    pytester.makeconftest(CONFTEST)
+    task_list = make_tasks(tasks)
+    task_list[1]["instruction"] = SCRIPT_INSTRUCTION
+    write_split(pytester.path, "mini", task_list, pytester.path / "images")
+    passed = passed or (lambda t, m, r: (t + r) % 3 == 0)
+    labels = {(f"task-{t:02d}", m, r): passed(t, m, r) for t in range(tasks) for m in ("identity", "flaky")
+              for r in range(1, repeats + 1)}
+    write_labels(pytester.path / "r1.json", labels)
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def args(*extra: str, repeats: int = 3, model: str = "identity", judge: str = "labels:r1.json") -> list[str]:
+    return ["-p", "no:cacheprovider", "--model", model, "--tasks", "mini.json", "--images-base", "images",
+            "--repeats", str(repeats), "--outputs", "out", "--judge", judge, *extra]
+
+
+def results(pytester, name: str = "out/results.json") -> dict:
+    return json.loads((Path(pytester.path) / name).read_text())
