@@ -31,7 +31,7 @@ from pytest_hypeedit.errors import Refusal
 from pytest_hypeedit.judges.base import Judge, Verdict
 from pytest_hypeedit.providers import runtime
 from pytest_hypeedit.providers.base import Generation, Provider
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
 
 class SlowProvider(Provider):
     '''Asks the loopback server (which takes its time), then returns the first reference image.'''
@@ -45,7 +45,9 @@ class SlowProvider(Provider):
     def generate(self, request):
         with open(os.environ["CALL_LOG"], "a") as log:
             log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
-        self.client.get(os.environ["SLOW_URL"] + "/" + request.spec.route).raise_for_status()
+        # sent as part of the call the pool holds the route's slot for: no second slot
+        send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
+             model=request.spec.name, slots=request.slots).raise_for_status()
         if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
             raise Refusal("refused, to fail the item")
         return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
@@ -520,11 +522,13 @@ class FakeRunner:
     """The runner's side of the pool in memory: plans, steps and records, no disk and no network.  Each step
     asks the pool for its broken invariants while it runs (``breaches``), and can be made to wait (``gate``)."""
 
-    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), verdicts=True):
+    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), fail_step=(), verdicts=True):
         from types import SimpleNamespace
 
         self.judge = SimpleNamespace(routes=("judge-route",) if verdicts else ())
         self.on_disk, self.fail_plan, self.fail_finish = set(on_disk), set(fail_plan), set(fail_finish)
+        self.fail_step = set(fail_step)  # (kind, key): the step raises (a bug the pool shows on the item)
+        self.carried: list[tuple] = []  # (kind, routes of the slots the step carried, all of them held)
         self.finished: list[tuple] = []
         self.pool = None
         self.steps: list[tuple[str, tuple]] = []
@@ -548,9 +552,14 @@ class FakeRunner:
 
     def _step(self, kind, plan):
         self.gate.wait(30)
+        key = (plan.task.task_id, plan.spec.name, plan.repeat)
         with self.lock:
-            self.steps.append((kind, (plan.task.task_id, plan.spec.name, plan.repeat)))
+            self.steps.append((kind, key))
             self.breaches += self.pool.breaches()
+            self.carried.append((kind, tuple(slot.route for slot in plan.slots),
+                                 all(not slot.released for slot in plan.slots)))
+        if (kind, key) in self.fail_step:
+            raise RuntimeError(f"a bug in the {kind} step of {key}")
 
     def generate_step(self, plan):
         self._step("generate", plan)
@@ -575,8 +584,9 @@ class FakeRunner:
         return 0, 0, 0.0
 
 
-def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2):
-    from pytest_hypeedit.engine.limits import SlotSet
+def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2, inflight=None):
+    """A pool over ``runner``; ``inflight``: each route also has a cross-process limiter with that many slots."""
+    from pytest_hypeedit.engine.limits import RouteLimiter, SlotSet
     from pytest_hypeedit.engine.pool import CandidatePool
     from pytest_hypeedit.engine.routes import RouteGate
     from pytest_hypeedit.registry import ModelSpec
@@ -585,7 +595,10 @@ def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks
     gates: dict[str, RouteGate] = {}
 
     def gate(route):
-        return gates.setdefault(route, RouteGate(route, None, ceiling=concurrency))
+        if route not in gates:
+            limiter = RouteLimiter(tmp_path / "limits", route, None, inflight) if inflight else None
+            gates[route] = RouteGate(route, limiter, ceiling=concurrency)
+        return gates[route]
 
     specs = [ModelSpec(name, f"route-{name}", name, 0.01) for name in models]
     entries = [(Task(f"task-{t}", ("001.png",), ("edit",), "Edit.", 64, 64, "mini"), spec, r)
@@ -652,6 +665,76 @@ def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
         with pytest.raises(AssertionError, match="does not sum"):
             pool._check()
         pool._held["route-m-a"] -= 1
+
+
+@pytest.fixture
+def slot_ledger(monkeypatch):
+    """Every in-flight slot made while the test runs, and how often each was given back."""
+    from collections import Counter
+
+    from pytest_hypeedit.engine.limits import InFlightSlot
+
+    made: list = []
+    given: Counter = Counter()
+    init, release = InFlightSlot.__init__, InFlightSlot.release
+
+    def counted_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    def counted_release(self):
+        given[id(self)] += 1
+        release(self)
+
+    monkeypatch.setattr(InFlightSlot, "__init__", counted_init)
+    monkeypatch.setattr(InFlightSlot, "release", counted_release)
+    return made, given
+
+
+def given_back_once(made, given) -> list[str]:
+    return [f"{slot!r} given back {given[id(slot)]} times" for slot in made if given[id(slot)] != 1]
+
+
+def test_every_slot_is_given_back_exactly_once_whatever_way_its_step_ends(tmp_path, monkeypatch, slot_ledger):
+    """A step that buys, one that judges, one that raises (a bug: the item shows it), in both kinds of step; each
+    step carries its route's slot, held while it runs (``Plan.slots``), and every slot (the route's, the
+    limiter's file under it, the candidate slot) is given back once, never twice."""
+    monkeypatch.setenv("HYPEEDIT_DEBUG_INVARIANTS", "1")
+    made, given = slot_ledger
+    runner = FakeRunner(fail_step={("generate", ("task-0", "m-a", 1)), ("judge", ("task-1", "m-b", 2))})
+    pool, entries = engine_pool(tmp_path, runner, inflight=2)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    assert pool.shutdown() == 0
+    assert sum(isinstance(o, RuntimeError) for o in outcomes) == 2, outcomes
+    assert pool.at_rest() == [], "a slot was not given back"
+    assert made and given_back_once(made, given) == []
+    generations = [routes for kind, routes, _ in runner.carried if kind == "generate"]
+    assert all(len(routes) == 1 and routes[0].startswith("route-m-") for routes in generations), generations
+    assert all(routes == ("judge-route",) for kind, routes, _ in runner.carried if kind == "judge")
+    assert all(held for _, _, held in runner.carried), "a step ran with a slot already given back"
+
+
+def test_every_slot_is_given_back_exactly_once_when_the_run_stops_midway(tmp_path, slot_ledger):
+    """Stopped while steps are running: the running steps end and give theirs back, the others never start."""
+    made, given = slot_ledger
+    runner = FakeRunner()
+    runner.gate.clear()  # the first steps wait inside their call
+    pool, entries = engine_pool(tmp_path, runner, inflight=2)
+    pool.start()
+    outcomes: list = []
+    asker = threading.Thread(target=lambda: outcomes.extend(ask_all(pool, entries)), daemon=True)
+    asker.start()
+    with pool._cond:  # the pool's own event: its steps are running (no wall-clock gap)
+        assert pool._cond.wait_for(lambda: pool._running == pool.concurrency, timeout=HOLD_MAX)
+    pool.stop("the test stops the run")
+    runner.gate.set()
+    asker.join(HOLD_MAX)
+    assert not asker.is_alive()
+    pool.shutdown()
+    assert any(type(o).__name__ == "NotStarted" for o in outcomes), outcomes
+    assert pool.at_rest() == [], "a slot was not given back"
+    assert made and given_back_once(made, given) == []
 
 
 def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):

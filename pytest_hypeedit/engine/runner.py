@@ -53,6 +53,7 @@ from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
 from . import journal as paid, provenance, room
 from .journal import GENERATE, JUDGE, REBUY, REVIEW, Journal
+from .limits import CallSlots
 from .records import DISCARDED, ERROR, FAIL, PASS, REFUSED, SKIPPED, Record, now_iso, usd
 from .refusedkeys import RefusedKeys
 from .store import Store
@@ -111,6 +112,9 @@ class Plan:
     verdict_hold: Reservation | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
     refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
     bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
+    #: The in-flight slots the pool holds for the step running now (engine/limits.py), carried into its
+    #: GenerationRequest or JudgeRequest; empty outside a pool (each request takes its own).
+    slots: CallSlots = ()
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -209,7 +213,7 @@ class Runner:
             return
         except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
             plan.verdict_hold = None
-        plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record)
+        plan.candidate = self._generate(plan.task, plan.spec, plan.repeat, plan.record, plan.slots)
         self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
         plan.needs_verdict = plan.candidate is not None
         if plan.candidate is None:
@@ -231,7 +235,8 @@ class Runner:
                 self.store.write_record(plan.record)
             else:
                 assert plan.candidate is not None  # _refreshed: an image is left to judge
-                self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold)
+                self._judge_candidate(plan.task, plan.spec, plan.repeat, plan.candidate, plan.record, hold,
+                                      slots=plan.slots)
         plan.needs_verdict = False
         self._rejudge_for_stability(plan)
         return plan.record
@@ -540,11 +545,12 @@ class Runner:
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these
 
-    def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
+    def _generate(self, task: Task, spec: ModelSpec, repeat: int, record: Record, slots: CallSlots = ()
+                  ) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
         for attempt in (1, 2):
             try:
-                return self._generate_once(task, spec, repeat, record)
+                return self._generate_once(task, spec, repeat, record, slots)
             except JobExpired as exc:
                 expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
                 record.resubmitted += 1
@@ -556,7 +562,8 @@ class Runner:
                 self.store.write_record(record)
         return None
 
-    def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record) -> Path | None:
+    def _generate_once(self, task: Task, spec: ModelSpec, repeat: int, record: Record, slots: CallSlots = ()
+                       ) -> Path | None:
         journal = self._journal(record, spec)
         reservation, request = None, None
 
@@ -564,7 +571,7 @@ class Runner:
             return self._worst_case(spec, request)
 
         try:
-            request = self.generation_request(task, spec, repeat, journal)
+            request = self.generation_request(task, spec, repeat, journal, slots)
             provider = self.provider(spec)
             if not journal.resumed:  # a resumed job was paid for when it was submitted
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
@@ -659,13 +666,13 @@ class Runner:
         cost = record.job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
 
-    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None
-                           ) -> GenerationRequest:
+    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None,
+                           slots: CallSlots = ()) -> GenerationRequest:
         """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
         # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
         return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec,
-                                 journal=journal or Journal(), landing=self.store.task_dir(task.split, spec.name,
-                                                                                           task.task_id))
+                                 journal=journal or Journal(), slots=slots,
+                                 landing=self.store.task_dir(task.split, spec.name, task.task_id))
 
     def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
         """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""
@@ -795,7 +802,7 @@ class Runner:
         return None
 
     def _judge_candidate(self, task: Task, spec: ModelSpec, repeat: int, candidate: Path, record: Record,
-                         hold: Reservation | None = None, save: bool = False) -> None:
+                         hold: Reservation | None = None, save: bool = False, slots: CallSlots = ()) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
         ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
         judge = self.judge
@@ -818,7 +825,7 @@ class Runner:
         try:
             references = tuple(self.references(task)) if judge.needs_images else ()
             request = JudgeRequest(task, spec.name, repeat, candidate, references,
-                                   call_id=paid.new_call_id() if judge.routes else None)
+                                   call_id=paid.new_call_id() if judge.routes else None, slots=slots)
             reservation = hold or self._reserve_verdict(request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(record, judge, request)

@@ -115,7 +115,9 @@ class GeminiJudge(Judge):
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
         who = self.model  # the runner names the judge, the item the candidate: each once
-        parsed = ask_until_parsed(lambda: self._ask(contents, who), who=who)
+        with self.session.for_call(request.slots) as tied:  # the pool's slot: no second one for its requests
+            parsed = ask_until_parsed(lambda: self._ask(contents, who, self._config().model_copy(update=tied)),
+                                      who=who)
         extra = {"judge_model": self.model, "prompt": self.prompt.kind, "prompt_sha256": self.prompt.sha256,
                  **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=parsed.cost, extra=extra)
@@ -127,11 +129,11 @@ class GeminiJudge(Judge):
                  for p in message_pieces(request, self.prompt.text())]
         return [types.Content(role="user", parts=parts)]
 
-    def _ask(self, contents: list, who: str) -> Answer:
+    def _ask(self, contents: list, who: str, config: Any) -> Answer:
         def generate():
             try:
                 return self.session.client.models.generate_content(model=self.model, contents=contents,
-                                                                   config=self._config())
+                                                                   config=config)
             except json.JSONDecodeError as exc:  # a reply body that is not JSON: ask again once
                 raise UnparseableReply(f"reply body is not JSON ({exc.msg})") from None
 

@@ -104,7 +104,7 @@ class ArkProvider(HttpProvider):
         if request.journal.call_id:
             headers["X-Client-Request-Id"] = request.journal.call_id
         response = self.call("POST", f"{self.base}/images/generations", json=self.body(request), headers=headers,
-                             submits=True)
+                             submits=True, request=request)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)

@@ -60,7 +60,7 @@ class OpenAIProvider(HttpProvider):
         if request.journal.call_id:
             headers["X-Client-Request-Id"] = request.journal.call_id
         response = self.call("POST", f"{self.base}/images/edits", data=self.fields(request),
-                             files=self.files(request), headers=headers, submits=True)
+                             files=self.files(request), headers=headers, submits=True, request=request)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)
