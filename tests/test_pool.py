@@ -392,14 +392,20 @@ def status_of(bench) -> list[dict]:
 
 
 def test_auto_concurrency_backs_off_when_the_provider_throttles(bench, server, tmp_path):
-    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    # The first calls are held until the provider has throttled one: the adaptive level starts at 4, so a third
+    # call comes while two are held, and gets its 429 however slow the machine (no race against the delay).
+    server.delay, server.throttle_above["/route-a"] = 0.05, 2
+    server.holds["/route-a"] = lambda: server.throttled >= 1
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "auto", "--rate-limit", "route-a=/8"))
     result.assert_outcomes(passed=12, failed=12)
     gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
     assert gates and gates[0]["adaptive"] and gates[0]["ceiling"] == 8
+    assert not server.held_too_long, "no call was ever throttled"
     assert gates[0]["throttled"] > 0
-    assert gates[0]["level"] <= 4  # halved from where it was when the 429s came
+    # Halved at the 429 (4 -> 2), it grows back by one per level's worth of successes: the 23 candidates left
+    # cannot bring it back to the ceiling (2 + 3 + ... + 7 = 27 successes), so below it means it backed off.
+    assert gates[0]["level"] < gates[0]["ceiling"]
     result.stdout.fnmatch_lines(["*route-a */* (max 8, 429 x*"])
 
 
