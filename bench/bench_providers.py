@@ -182,6 +182,9 @@ def slow_judge(chat: FakeChat, latency: float) -> None:
         chat.arrivals.append(time.time())
         answer = verdict_reply("PASS" if len(request.raw) % 2 else "FAIL", "bench verdict")
         answer.delay = latency
+        # The answering model named here: FakeChat.handle reads the asked model from the body otherwise, which
+        # is dropped on the next line (a 64-call bench holds no bodies); without it every verdict failed.
+        answer.body["model"] = "bench-judge"
         request.raw, request.json, request.parsed = b"", None, {}
         return answer
 

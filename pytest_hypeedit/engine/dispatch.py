@@ -9,16 +9,15 @@ engine/jobs.py.
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..registry import ModelSpec
 from .jobs import DONE, GENERATE, NEW, RUNNING, STOPPED, TRIAGING, Entry, Job
-from .limits import Release, SlotSet
+from .limits import InFlightSlot, SlotSet
 from .routes import RouteGate
 
 if TYPE_CHECKING:
@@ -34,8 +33,9 @@ IDLE = 0.2
 #: How long the dispatcher waits before trying again when a route or slot it needs is held.
 RETRY = 0.02
 
-#: A slot a step holds: the gate it came from (None for a candidate slot) and how to give it back.
-Taken = list[tuple["RouteGate | None", Release]]
+#: The slots a step holds: the gate each came from (None for the candidate slot) and the slot, which the step
+#: carries to its HTTP requests (``Plan.slots``) and which is given back exactly once when the step ends.
+Taken = list[tuple["RouteGate | None", InFlightSlot]]
 
 
 class Dispatcher:
@@ -235,27 +235,34 @@ class Dispatcher:
         if taken is None:
             return None
         if self._slots is not None:
-            release = self._slots.try_take()
-            if release is None:
+            slot = self._slots.try_take()
+            if slot is None:
                 self._release(taken)
                 return None
-            taken.append((None, release))
+            taken.append((None, slot))
         return taken
 
     def _admit_routes(self, gates: list[RouteGate]) -> Taken | None:
         taken: Taken = []
         for gate in gates:
-            release = gate.try_enter()
-            if release is None:
+            slot = gate.try_enter()
+            if slot is None:
                 self._release(taken)
                 return None
-            taken.append((gate, release))
+            taken.append((gate, slot))
         return taken
 
     @staticmethod
     def _release(taken: Taken) -> None:
-        for _, release in reversed(taken):
-            release()
+        """Give every slot back, each once, even when giving one back fails."""
+        errors = []
+        for _, slot in reversed(taken):
+            try:
+                slot.release()
+            except BaseException as exc:  # noqa: BLE001 - the others are given back first, then it is raised
+                errors.append(exc)
+        if errors:
+            raise errors[0]
 
     # ------------------------------------------------------------------ gates
     def _gate(self, spec: ModelSpec) -> RouteGate:
@@ -294,8 +301,10 @@ class Dispatcher:
             route = job.spec.route  # the route this thread's candidate slot is counted for
             try:
                 while job is not None:
-                    with self._holding(routes):
-                        self._run_step(job)
+                    try:
+                        self._run_step(job, routes)
+                    finally:
+                        self._release(routes)
                     self._finished_step(job)
                     job, routes = self._next_step_here(route)
                     route = job.spec.route if job is not None else route
@@ -377,21 +386,10 @@ class Dispatcher:
         owed = sum(max(0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
         return self.concurrency - running - 1 >= owed
 
-    @staticmethod
-    @contextlib.contextmanager
-    def _holding(taken: Taken) -> Iterator[None]:
-        """Run a step inside its routes' calls (its requests take no second in-flight slot); give every
-        slot back at the end, whatever happens."""
-        with contextlib.ExitStack() as stack:
-            for gate, release in taken:
-                limiter = gate.limiter if gate is not None else None
-                if limiter is not None:
-                    stack.enter_context(limiter.call(release))
-                else:
-                    stack.callback(release)
-            yield
-
-    def _run_step(self, job: Job) -> None:
+    def _run_step(self, job: Job, routes: Taken) -> None:
+        """Run the job's step; its requests carry the route slots taken for it (``Plan.slots``), so they take
+        no second one, from whatever thread they are sent."""
+        job.plan.slots = tuple(slot for _, slot in routes)
         try:
             if job.step == GENERATE:
                 plan = self.runner.generate_step(job.plan)

@@ -50,9 +50,12 @@ class Finishers:
         def _count(self, record: Record) -> None: ...
 
     def _finish_later(self, job: Job, plan: "Plan") -> None:
-        """(Under the lock.)  A job with nothing to pay: INLINE, queued for a finisher."""
+        """(Under the lock.)  A job with nothing to pay: INLINE, queued for a finisher.  Its ``done`` is set: the
+        main thread, waiting for it or asking later, takes it itself unless a finisher took it first (a finisher
+        clears ``done`` when it takes a job, and sets it again once the job is settled)."""
         job.move(INLINE)
         job.plan = plan
+        job.done.set()
         if not self.finishes_ahead(plan):
             return  # the main thread finishes it when pytest asks
         self._finishing.append(job)
@@ -77,6 +80,7 @@ class Finishers:
                     self._cond.wait(IDLE)
                     job = self._next_to_finish()
                 job.move(FINISHING)
+                job.done.clear()
             try:
                 self.finish_job(job)
             except Exception:  # settled with the error: the item shows it when pytest asks
@@ -97,13 +101,15 @@ class Finishers:
             record = self.runner.finish(job.plan)
         except Exception as exc:
             with self._cond:
-                job.settle(error=exc)
+                if not job.settled:  # a bug of the dispatcher may have failed every job meanwhile
+                    job.settle(error=exc)
                 job.done.set()
                 self._cond.notify_all()
             raise
         with self._cond:
-            job.settle(record)
+            if not job.settled:
+                job.settle(record)
+                self._count(record)
             job.done.set()
-            self._count(record)
             self._cond.notify_all()
         return record

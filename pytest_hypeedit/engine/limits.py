@@ -8,9 +8,13 @@ they agree through files in it:
   slot.  A *call* is one candidate's generation (submit, polls and download
   together: a provider counts a submitted job as active until it is done) or
   one verdict: the pool takes the slot before it starts the call
-  (``try_call_slot``), and the HTTP requests inside the call do not take
-  another.  A request made outside any call (a library user calling an
-  adapter directly) takes a slot for itself.
+  (``try_call_slot``) and hands it to the call as an ``InFlightSlot``, which
+  the call carries to the HTTP layer explicitly (``GenerationRequest.slots``,
+  ``JudgeRequest.slots``, then ``RequestOptions.slots`` on each request).  A
+  request that carries a live slot of its route takes no other, whatever
+  thread sends it (an SDK or a panel of jurors may send from helper threads);
+  a request without one (a library user calling an adapter directly) takes a
+  slot for itself.
 - per minute: ``<route>.rpm.json`` holds the start times of the last N
   requests (a sliding-window log, not a token bucket: a bucket lets 2N through
   in one window after an idle spell).  A request may start when fewer than N
@@ -34,6 +38,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..errors import ConfigError
 from ..files import atomic_write_bytes
 
 try:  # POSIX: blocking kernel locks, no polling, freed when a process dies.
@@ -86,6 +91,46 @@ def safe_name(route: str) -> str:
 Release = Callable[[], None]
 
 
+class SlotReleasedTwice(RuntimeError):
+    """A slot given back a second time: a bug of the pool (it could free a lock another call holds)."""
+
+
+class InFlightSlot:
+    """One in-flight slot held by one call: whose it is (``owner``, the limiter or slot set it came from), its
+    route, which of the route's lock files it holds (``index``; None for a route without an in-flight limit),
+    and whether it was given back.  ``release`` gives it back exactly once; a second time raises."""
+
+    def __init__(self, owner: object, route: str, index: int | None, give_back: Release):
+        self.owner, self.route, self.index = owner, route, index
+        self._give_back = give_back
+        self._lock = threading.Lock()
+        self.released = False
+
+    def release(self) -> None:
+        with self._lock:
+            if self.released:
+                raise SlotReleasedTwice(f"route {self.route}: in-flight slot {self.index} given back twice")
+            self.released = True
+        self._give_back()
+
+    def covers(self, owner: object) -> bool:
+        """Whether a request to ``owner``'s route needs no slot of its own: this slot is ``owner``'s and held."""
+        return self.owner is owner and not self.released
+
+    def __repr__(self) -> str:
+        state = "released" if self.released else "held"
+        return f"InFlightSlot({self.route!r}, {self.index}, {state})"
+
+
+#: The slots one call holds (a verdict of a panel holds one per judge route).
+CallSlots = tuple[InFlightSlot, ...]
+
+
+def covered(slots: CallSlots, owner: object) -> bool:
+    """Whether ``slots`` hold a live slot of ``owner`` (then a request of the call takes no second one)."""
+    return any(slot.covers(owner) for slot in slots)
+
+
 class SlotSet:
     """``size`` interchangeable slots shared by every process of a run: one lock file per slot.
 
@@ -96,10 +141,12 @@ class SlotSet:
     taken by this process is one lock attempt, not 64.
     """
 
-    def __init__(self, folder: Path, name: str, size: int, *, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, folder: Path, name: str, size: int, *, sleep: Callable[[float], None] = time.sleep,
+                 owner: object = None):
         if size < 1:
             raise ValueError(f"{name}: a slot set needs at least one slot, got {size}")
-        self.size, self.sleep = size, sleep
+        self.size, self.sleep, self.name = size, sleep, name
+        self.owner = self if owner is None else owner  # whose slots they are (a route's limiter, or the pool)
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self._files = [folder / f"{safe_name(name)}.slot{i}.lock" for i in range(size)]
@@ -107,7 +154,7 @@ class SlotSet:
         self._given_back: list[int] = []  # most recent last
         self._lock = threading.Lock()
 
-    def try_take(self) -> Release | None:
+    def try_take(self) -> InFlightSlot | None:
         with self._lock:
             candidates = list(reversed(self._given_back))
             held = set(self._held)
@@ -121,7 +168,7 @@ class SlotSet:
                 return self._holding(index, release)
         return None
 
-    def _holding(self, index: int, release: Release) -> Release:
+    def _holding(self, index: int, release: Release) -> InFlightSlot:
         with self._lock:
             self._held.add(index)
             if index in self._given_back:
@@ -133,19 +180,19 @@ class SlotSet:
                 self._given_back.append(index)
                 del self._given_back[:-8]  # a few hints are enough
             release()
-        return give_back
+        return InFlightSlot(self.owner, self.name, index, give_back)
 
     def held_here(self) -> int:
         """How many of the slots this process holds now."""
         with self._lock:
             return len(self._held)
 
-    def take(self) -> Release:
+    def take(self) -> InFlightSlot:
         pause = MIN_POLL
         while True:
-            release = self.try_take()
-            if release is not None:
-                return release
+            slot = self.try_take()
+            if slot is not None:
+                return slot
             self.sleep(pause * (0.5 + random.random()))
             pause = min(pause * 1.5, MAX_POLL)
 
@@ -175,44 +222,61 @@ class RouteLimiter:
         name = safe_name(route)
         self._rpm_file = self.state_dir / f"{name}.rpm.json"
         self._rpm_lock = self.state_dir / f"{name}.rpm.lock"
-        self._slots = SlotSet(self.state_dir, name, inflight, sleep=sleep) if inflight else None
-        self._in_call = threading.local()
+        self._slots = SlotSet(self.state_dir, name, inflight, sleep=sleep, owner=self) if inflight else None
+        self._calls_here = 0  # slots held by this process's calls (``try_call_slot``)
+        self._calls_lock = threading.Lock()
         self.listener: Callable[[int | None], None] | None = None
 
     # ------------------------------------------------------------------ calls (the pool's unit)
-    def try_call_slot(self) -> Release | None:
-        """An in-flight slot for one call if one is free now, else None (never blocks)."""
+    def try_call_slot(self) -> InFlightSlot | None:
+        """An in-flight slot for one call if one is free now, else None (never blocks).  A route without an
+        in-flight limit gives a slot that holds no file: the call still carries it, so its requests know they
+        are part of a call."""
         if self._slots is None:
-            return _nothing
-        return self._slots.try_take()
+            return InFlightSlot(self, self.route, None, _nothing)
+        taken = self._slots.try_take()
+        if taken is None:
+            return None
+        with self._calls_lock:
+            self._calls_here += 1
 
-    @contextlib.contextmanager
-    def call(self, release: Release | None = None) -> Iterator[None]:
-        """Run one call in this thread: its HTTP requests take no in-flight slot of their own.
-        ``release`` is a slot taken by ``try_call_slot``; without it the call waits for a slot here."""
-        if release is None:
-            release = self._slots.take() if self._slots is not None else _nothing
-        self._in_call.active = True
-        try:
-            yield
-        finally:
-            self._in_call.active = False
-            release()
+        def give_back() -> None:
+            with self._calls_lock:
+                self._calls_here -= 1
+            taken.release()
+        return InFlightSlot(self, self.route, taken.index, give_back)
 
     # ------------------------------------------------------------------ requests (the transport's unit)
     @contextlib.contextmanager
-    def slot(self, *, rpm: bool = True) -> Iterator[None]:
+    def slot(self, *, rpm: bool = True, held: CallSlots = ()) -> Iterator[None]:
         """One HTTP request: a request-per-minute token (``rpm=False``: a download of a result file, which is
-        not a request to the provider's API), and an in-flight slot unless it is part of a call."""
-        in_call = getattr(self._in_call, "active", False)
-        release = self._slots.take() if self._slots is not None and not in_call else None
+        not a request to the provider's API), and an in-flight slot unless ``held`` (the slots of the call
+        the request is part of) holds one of this route already."""
+        own = None
+        if self._slots is not None and not covered(held, self):
+            self._check_not_stranded()
+            own = self._slots.take()
         try:
             if self.rpm and rpm:
                 self._take_rpm_token()
             yield
         finally:
-            if release is not None:
-                release()
+            if own is not None:
+                own.release()
+
+    def _check_not_stranded(self) -> None:
+        """A request without its call's slot, while this process's calls hold every slot of the route, would
+        wait for ever (for a slot its own call holds): said at once, before anything is sent."""
+        assert self._slots is not None  # only asked when the route has an in-flight limit
+        with self._calls_lock:
+            stranded = self._calls_here >= self._slots.size
+        if stranded:
+            raise ConfigError(
+                f"route {self.route}: an HTTP request was sent without the in-flight slot of the call it belongs "
+                f"to, while this process's calls hold all {self._slots.size} of the route's slots, so it would "
+                "wait for ever. A provider or judge sends each request with its request's slots: "
+                "HttpProvider.call(..., request=request), send(..., slots=request.slots), or "
+                "extensions=with_options(None, slots=request.slots) (providers/requestopts.py)")
 
     def observe(self, status: int | None) -> None:
         """The status of a reply on this route (None: a network error), for the adaptive level."""

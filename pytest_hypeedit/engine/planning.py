@@ -24,6 +24,7 @@ from ..tasks import Task
 from . import journal as paid, provenance
 from .journal import GENERATE, JUDGE, REVIEW
 from .lifecycle import Hold, Lifecycle, Step
+from .limits import CallSlots
 from .paidcall import PaidCalls
 from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd
 
@@ -60,6 +61,9 @@ class Plan:
     verdict_hold: Hold | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
     refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
     bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
+    #: The in-flight slots the pool holds for the step running now (engine/limits.py), carried into its
+    #: GenerationRequest or JudgeRequest; empty outside a pool (each request takes its own).
+    slots: CallSlots = ()
     life: Lifecycle = field(init=False)  # where its money path stands (engine/lifecycle.py)
 
     def __post_init__(self) -> None:

@@ -174,16 +174,19 @@ class CandidatePool(Dispatcher, Finishers):
             record = self._triage_here(job)
             if record is not None:
                 return record
-        if self._take_inline(job):
-            return self._settle_here(job, lambda: self.finish_job(job))
         if job.settled and job.done.is_set():  # asked again (a rerun of the item): the same outcome
             return self._outcome(job)
-        while not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
-            if on_wait is not None:
-                on_wait()
-            if self._grace_over():
-                raise LeftInFlight(f"left in flight: {self._stop_reason}, and its call did not end within the "
-                                   f"{self.grace:g} s grace (its record says what the next run does with it)")
+        while True:
+            if self._take_inline(job):  # nothing to pay and no finisher on it (yet): finished here, now
+                return self._settle_here(job, lambda: self.finish_job(job))
+            if not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
+                if on_wait is not None:
+                    on_wait()
+                if self._grace_over():
+                    raise LeftInFlight(f"left in flight: {self._stop_reason}, and its call did not end within "
+                                       f"the {self.grace:g} s grace (its record says what the next run does with it)")
+            elif job.settled:
+                break
         self._let_calls_go_first()
         return self._outcome(job)
 

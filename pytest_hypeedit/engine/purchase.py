@@ -24,6 +24,7 @@ from ..text import ERROR_LIMIT, clean_text
 from . import journal as paid, room
 from .journal import GENERATE, Journal
 from .lifecycle import Hold, Lifecycle, Step
+from .limits import CallSlots
 from .planning import Plan
 from .records import ERROR, REFUSED, Record, known_tier, now_iso, usd
 from .verdicts import Verdicts
@@ -59,7 +60,7 @@ class Purchase(Verdicts):
             return self._worst_case(spec, request)
 
         try:
-            request = self.generation_request(task, spec, repeat, journal)
+            request = self.generation_request(task, spec, repeat, journal, plan.slots)
             provider = self.provider(spec)
             price = 0.0  # a resumed job was paid for when it was submitted
             if not journal.resumed:
@@ -175,13 +176,13 @@ class Purchase(Verdicts):
         cost = record.job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
 
-    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None
-                           ) -> GenerationRequest:
+    def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None,
+                           slots: CallSlots = ()) -> GenerationRequest:
         """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
         # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
         return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec,
-                                 journal=journal or Journal(), landing=self.store.task_dir(task.split, spec.name,
-                                                                                           task.task_id))
+                                 journal=journal or Journal(), slots=slots,
+                                 landing=self.store.task_dir(task.split, spec.name, task.task_id))
 
     def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
         """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""

@@ -40,7 +40,7 @@ from typing import Callable
 import httpx
 
 from ..errors import RouteUnreachable
-from .limits import Release, RouteLimiter
+from .limits import InFlightSlot, RouteLimiter
 
 #: The adaptive level's starting point: a few calls, so a provider with a low quota is not flooded.
 START_LEVEL = 4
@@ -144,34 +144,37 @@ class RouteGate:
         return self.breaker.reason
 
     # ------------------------------------------------------------------ admission
-    def try_enter(self) -> Release | None:
-        """A slot for one call on this route now, or None (the route is at its limit, or unreachable)."""
+    def try_enter(self) -> InFlightSlot | None:
+        """A slot for one call on this route now, or None (the route is at its limit, or unreachable).  The
+        slot is the limiter's (so the call's requests take no second one) and counts in this gate until it
+        is given back."""
         if self.breaker.reason is not None:
             return None
         now = self.clock()
         with self._lock:
             if self.in_flight >= int(self.level) or now < self.blocked_until:
                 return None
+        inner: InFlightSlot | None = None
         if self.limiter is not None:
             wait = self.limiter.rpm_wait()
             if wait > 0:
                 self.blocked_until = now + wait
                 return None
-            release = self.limiter.try_call_slot()
-            if release is None:
+            inner = self.limiter.try_call_slot()
+            if inner is None:
                 return None
-        else:
-            release = _nothing
         with self._lock:
             self.in_flight += 1
-        return self._leaving(release)
+        return self._leaving(inner)
 
-    def _leaving(self, release: Release) -> Release:
+    def _leaving(self, inner: InFlightSlot | None) -> InFlightSlot:
         def leave() -> None:
             with self._lock:
                 self.in_flight -= 1
-            release()
-        return leave
+            if inner is not None:
+                inner.release()
+        owner = self.limiter if self.limiter is not None else self
+        return InFlightSlot(owner, self.route, inner.index if inner is not None else None, leave)
 
     def wait_hint(self, now: float) -> float | None:
         """Seconds until this route's per-minute window opens, when that is what holds it."""
@@ -210,6 +213,3 @@ class RouteGate:
             return GateState(self.route, self.in_flight, int(self.level), self.ceiling, self.adaptive,
                              self.throttled)
 
-
-def _nothing() -> None:
-    """The release of a route with no limiter: nothing was taken."""

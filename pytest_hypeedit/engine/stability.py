@@ -101,7 +101,7 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
     references = tuple(runner.references(plan.task)) if judge.needs_images else ()
     while len(entry["verdicts"]) < k:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
-                               call_id=new_call_id() if judge.routes else None)
+                               call_id=new_call_id() if judge.routes else None, slots=plan.slots)
         reservation = _reserve(runner, judge, request, record)
         if reservation is False:
             break

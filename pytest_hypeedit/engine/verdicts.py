@@ -67,7 +67,7 @@ class Verdicts(Planning):
         try:
             references = tuple(self.references(plan.task)) if judge.needs_images else ()
             request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
-                                   call_id=paid.new_call_id() if judge.routes else None)
+                                   call_id=paid.new_call_id() if judge.routes else None, slots=plan.slots)
             reservation = hold or self._reserve_verdict(life, request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..engine.limits import CallSlots
 from ..tasks import Task
 from ..text import REASONING_LIMIT, clean_entries, clean_text
 
@@ -27,6 +28,10 @@ class JudgeRequest:
     #: The id of this verdict's paid request, journaled before it is sent (engine/journal.py); a judge sends
     #: it where its API takes a client-chosen id.  None for a free judge.
     call_id: str | None = None
+    #: The in-flight slots the pool holds for this verdict (one per judge route, engine/limits.py): a request
+    #: sent for it takes no second one, from whatever thread (a panel's jurors ask from helper threads).
+    #: Empty for a library user: each request takes its own.
+    slots: CallSlots = field(default=(), compare=False, repr=False)
 
 
 @dataclass

@@ -167,7 +167,8 @@ class GeminiJudge(Judge):
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
         who = self.model  # the runner names the judge, the item the candidate: each once
-        parsed = ask_until_parsed(lambda: self._ask(contents, who), who=who)
+        with self.session.for_call(request.slots) as tied:  # the pool's slot: no second one for its requests
+            parsed = ask_until_parsed(lambda: self._ask(contents, who, tied), who=who)
         extra = {"judge_model": self.model, "prompt": self.prompt.kind, "prompt_sha256": self.prompt.sha256,
                  **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=parsed.cost, extra=extra)
@@ -179,15 +180,16 @@ class GeminiJudge(Judge):
                  for p in message_pieces(request, self.prompt.text())]
         return [types.Content(role="user", parts=parts)]
 
-    def _ask(self, contents: list, who: str) -> Answer:
+    def _ask(self, contents: list, who: str, tied: dict[str, Any]) -> Answer:
+        """``tied``: what ties the config's requests to the call's in-flight slots (GenaiSession.for_call)."""
         try:
-            response, tier = self._generate(contents, who, self.asked)
+            response, tier = self._generate(contents, who, self.asked, tied)
         except JudgeError as exc:
             if self.tier_choice != FLEX_OR_STANDARD or exc.status != SHED_STATUS:
                 raise _shed_note(exc, self.asked) from None
             # --judge-tier flex-or-standard: Flex kept shedding this verdict through the policy's retries (a
             # 503 is not a paid answer), so it is asked once at standard, as the user chose; billed so.
-            response, tier = self._generate(contents, who, STANDARD)
+            response, tier = self._generate(contents, who, STANDARD, tied)
         text, thoughts = _reply_texts(response, who)
         kept = {"usage": _usage(response), "finish_reason": _finish_reason(response),
                 MODEL_VERSION: answering_model(getattr(response, "model_version", None)), SERVED_TIER: tier}
@@ -195,13 +197,13 @@ class GeminiJudge(Judge):
             kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
         return Answer(text, _cost(self.model, response, tier), kept)
 
-    def _generate(self, contents: list, who: str, tier: str) -> tuple[Any, str]:
+    def _generate(self, contents: list, who: str, tier: str, tied: dict[str, Any]) -> tuple[Any, str]:
         """The reply of one generateContent asked at ``tier``, and the tier that served it (its usage metadata's
         ``serviceTier``; the tier asked when it names none)."""
         def generate():
             try:
                 return self.session.client.models.generate_content(model=self.model, contents=contents,
-                                                                   config=self._config(tier))
+                                                                   config=self._config(tier).model_copy(update=tied))
             except json.JSONDecodeError as exc:  # a reply body that is not JSON: ask again once
                 raise UnparseableReply(f"reply body is not JSON ({exc.msg})") from None
 

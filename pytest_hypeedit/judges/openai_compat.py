@@ -16,7 +16,7 @@ Authorization header at all.  The price of an arbitrary model is not
 known, so the cost is recorded as 0 and the token usage is kept in ``extra``,
 with the reply's ``model`` (the model that answered: judges/versions.py).
 
-A verdict is a paid request sent once (``SUBMITS``): a reply lost to a read
+A verdict is a paid request sent once (``submits``): a reply lost to a read
 timeout or a dropped connection is not sent again, and is a JudgeError with
 ``reply_lost`` (engine/journal.py).  It carries the journaled call id as
 ``X-Client-Request-Id`` (as the openai image route does: UNCONFIRMED that
@@ -33,11 +33,11 @@ from typing import Any
 
 import httpx
 
+from ..engine.limits import CallSlots
 from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
 from ..providers.body import InlineImage, json_request
 from ..providers.http import (
-    SUBMITS,
     error_details,
     is_retryable,
     make_http_client,
@@ -45,6 +45,7 @@ from ..providers.http import (
     retryable_transport,
 )
 from ..providers.keyhosts import key_hosts, origin
+from ..providers.requestopts import with_options
 from ..secrets import base_url, redact
 from .base import Judge, JudgeRequest, Verdict
 from .prompting import (
@@ -118,15 +119,17 @@ class OpenAICompatJudge(Judge):
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
         who = f"{self.model} at {self.base}"  # the runner names the judge, the item the candidate: each once
-        parsed = ask_until_parsed(lambda: self._ask(body, who, request.call_id), who=who)
+        parsed = ask_until_parsed(lambda: self._ask(body, who, request.call_id, request.slots), who=who)
         extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)
 
-    def _ask(self, body: dict, who: str, call_id: str | None = None) -> Answer:
+    def _ask(self, body: dict, who: str, call_id: str | None = None, slots: CallSlots = ()) -> Answer:
         request = json_request(body, {"X-Client-Request-Id": call_id} if call_id else None)
+        # paid: sent once; under the pool's slot of the verdict, if any (no second one, from any thread)
+        extensions = with_options(None, submits=True, slots=slots)
         try:
-            response = self.client.post(f"{self.base}/chat/completions", extensions={SUBMITS: True}, **request)
+            response = self.client.post(f"{self.base}/chat/completions", extensions=extensions, **request)
         except httpx.HTTPError as exc:  # the policy already retried it (a paid request only if it never left)
             lost = may_have_reached_provider(exc)
             note = "; the request may have reached the server, so it was not sent again" if lost else ""

@@ -125,19 +125,21 @@ class HttpProvider(Provider):
             headers["X-Client-Request-Id"] = request.journal.call_id
         return headers
 
-    def call(self, method: str, url: str, *, submits: bool = False, download: bool = False,
-             **kwargs: Any) -> httpx.Response:
-        """One HTTP request under the route's policy; ``submits=True`` for the request that submits a paid
-        job to a submit-then-poll route: it is never sent again once it may have reached the provider;
-        ``download=True`` for a result file's URL (storage, not the API: no request-per-minute token).
-        A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
+    def call(self, method: str, url: str, *, request: GenerationRequest | None = None, submits: bool = False,
+             download: bool = False, **kwargs: Any) -> httpx.Response:
+        """One HTTP request under the route's policy, as part of the call for ``request``: it carries the
+        request's in-flight slots (``GenerationRequest.slots``), so it takes no second one, from whatever
+        thread it is sent (without ``request``, it takes its own).  ``submits=True`` for the request that
+        submits a paid job to a submit-then-poll route: it is never sent again once it may have reached the
+        provider; ``download=True`` for a result file's URL (storage, not the API: no request-per-minute
+        token).  A ``json=`` body that carries images (``InlineImage``) is streamed from their files."""
         if self._gone is not None and not download:
             # No call of a model id the provider says does not exist can succeed: not asked again.
             raise ModelGone(str(self._gone), status=self._gone.status)
         if "json" in kwargs:
             kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
         return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits,
-                    download=download, **kwargs)
+                    download=download, slots=request.slots if request is not None else (), **kwargs)
 
     def check(self, response: httpx.Response) -> None:
         raise_for_status(response, route=self.route, model=self.spec.name)
@@ -169,8 +171,8 @@ class HttpProvider(Provider):
 
         folder = request.landing if request is not None and request.landing is not None \
             else self.runtime.downloads_dir()
-        return download_to(self.client, url, folder, route=self.route, model=self.spec.name,
-                           headers=headers, gone=gone or expired)
+        return download_to(self.client, url, folder, route=self.route, model=self.spec.name, headers=headers,
+                           gone=gone or expired, slots=request.slots if request is not None else ())
 
     # ------------------------------------------------------------------ outputs
     def generation(self, request: GenerationRequest, data: bytes | Path, *, cost: float | None = None,

@@ -102,7 +102,7 @@ class ArkProvider(HttpProvider):
         what = self.what(request)
         headers = self.paid_call_headers(request)
         response = self.call("POST", f"{self.base}/images/generations", json=self.body(request), headers=headers,
-                             submits=True)
+                             submits=True, request=request)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)

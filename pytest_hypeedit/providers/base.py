@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..engine.journal import Journal
+from ..engine.limits import CallSlots
 from ..registry import ModelSpec
 from ..tasks import Task
 
@@ -32,6 +33,10 @@ class GenerationRequest:
     #: runner), so paid bytes land on the outputs' filesystem and the move into place is a rename; a full
     #: cache cannot lose them.  None (a library user, a unit test): the run's downloads folder.
     landing: Path | None = field(default=None, compare=False)
+    #: The in-flight slot the pool holds for this call (engine/limits.py): the adapter passes it to every HTTP
+    #: request of the call (``HttpProvider.call(..., request=request)``), which then takes no second one, from
+    #: whatever thread it is sent.  Empty for a library user: each request takes its own.
+    slots: CallSlots = field(default=(), compare=False, repr=False)
 
 
 @dataclass

@@ -157,7 +157,7 @@ class BflProvider(HttpProvider):
 
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/v1/{self.spec.provider_model}", json=self.body(request),
-                             headers={"x-key": self.key}, submits=True)
+                             headers={"x-key": self.key}, submits=True, request=request)
         self.check(response)
         reply = self.json_of(response, what)
         if not isinstance(reply, dict) or not reply.get("polling_url"):
@@ -168,7 +168,7 @@ class BflProvider(HttpProvider):
         """Poll the journaled URL (always the returned one: it names the right cluster) until a final status."""
         url = poller.api_url(job.get("polling_url"), "polling_url")
         while True:
-            reply = poller.read(lambda: self.poll(url, poller.what))
+            reply = poller.read(lambda: self.poll(url, poller.what, poller.request))
             status = _status(reply)
             if status == "ready":
                 result = reply.get("result") or {}
@@ -199,8 +199,8 @@ class BflProvider(HttpProvider):
             return poller.fail(why)
         return poller.fail(f"{why}, not one BFL documents (only 'Pending' is waited on)")
 
-    def poll(self, url: str, what: str) -> dict:
-        response = self.call("GET", url, headers={"x-key": self.key})
+    def poll(self, url: str, what: str, request: GenerationRequest | None = None) -> dict:
+        response = self.call("GET", url, headers={"x-key": self.key}, request=request)
         if response.status_code == 404:  # as "Task not found" (UNCONFIRMED whether BFL answers so): never a
             return {"status": "Task not found"}  # job left journaled that no rerun can ever read
         self.check(response)

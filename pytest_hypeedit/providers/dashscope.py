@@ -49,7 +49,7 @@ class DashScopeProvider(HttpProvider):
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)
         response = self.call("POST", f"{self.base}{PATH}", json=self.body(request),
-                             headers={"Authorization": f"Bearer {self.key}"}, submits=True)
+                             headers={"Authorization": f"Bearer {self.key}"}, submits=True, request=request)
         if not response.is_success:
             code, message = error_details(response)
             if is_refusal(code, message):

@@ -119,7 +119,7 @@ class FalProvider(HttpProvider):
 
     def submit(self, request: GenerationRequest, what: str) -> dict:
         response = self.call("POST", f"{self.base}/{self.spec.provider_model.strip('/')}",
-                             json=self.body(request), headers=self.headers, submits=True)
+                             json=self.body(request), headers=self.headers, submits=True, request=request)
         self.refuse_if_policy(request, response)
         self.check(response)
         queued = self.json_of(response, what)
@@ -146,7 +146,8 @@ class FalProvider(HttpProvider):
             poller.wait(status)
 
     def status_of(self, job: dict, poller: JobPoller) -> dict:
-        response = self.call("GET", poller.api_url(job["polling_url"], "status_url"), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["polling_url"], "status_url"), headers=self.headers,
+                             request=poller.request)
         if response.status_code in GONE:
             raise poller.expired(f"its status URL answered HTTP {response.status_code} ({RESULT_KEPT})",
                                  status=response.status_code)
@@ -161,14 +162,16 @@ class FalProvider(HttpProvider):
         if status.get("error") or status.get("error_type"):
             # fal_client's Completed(error, error_type): the request ran and failed.  The response URL
             # returns "the same error" the model returned; read it once for the refusal check.
-            response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers)
+            response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers,
+                                 request=request)
             self.refuse_if_policy(request, response, job["id"])
             why = f"{status.get('error_type') or 'error'}: {str(status.get('error') or '')[:300]}"
             raise poller.fail(f"fal says the request completed with {why}")
         return poller.read(lambda: self.result_of(request, job, poller))
 
     def result_of(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
-        response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers,
+                             request=request)
         if response.status_code in GONE:
             raise poller.expired(f"its response URL answered HTTP {response.status_code} ({RESULT_KEPT})",
                                  status=response.status_code)

@@ -132,9 +132,10 @@ class GeminiProvider(Provider):
         contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
                                                       *self._reference_parts(request)])]
         try:
-            response = call(lambda: self.session.client.models.generate_content(
-                model=self.spec.provider_model, contents=contents, config=self._config(request)),
-                what=what, error=ProviderError)
+            with self.session.for_call(request.slots) as tied:  # the pool's slot: no second one for its requests
+                config = self._config(request).model_copy(update=tied)
+                response = call(lambda: self.session.client.models.generate_content(
+                    model=self.spec.provider_model, contents=contents, config=config), what=what, error=ProviderError)
         except ProviderError as exc:
             if exc.status == 404:  # NOT_FOUND: the model id is unknown or retired (providers.md section 10)
                 self._gone = model_gone(self.spec, str(exc).removeprefix(f"{what}: "), status=404)

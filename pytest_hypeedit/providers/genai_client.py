@@ -6,10 +6,17 @@ into google-genai through ``HttpOptions(httpx_client=...)``, so retries,
 backoff, Retry-After and the cross-worker rate limits are the same as for every
 other provider, and google-genai's own retries stay off (its default).  Every
 ``generateContent`` POST (an image, a verdict) is paid: it is marked as such
-(``SUBMITS``) on its way out, so the policy never sends it twice once it may have
-reached Google, and a reply lost on the way is an error with ``reply_lost``
-(engine/journal.py).  Google's API takes no client-chosen id or idempotency key
-for it (google-genai sends none: ``_api_client.py``).
+(``RequestOptions.submits``) on its way out, so the policy never sends it twice
+once it may have reached Google, and a reply lost on the way is an error with
+``reply_lost`` (engine/journal.py).  Google's API takes no client-chosen id or
+idempotency key for it (google-genai sends none: ``_api_client.py``).
+
+A call the pool holds an in-flight slot for (``GenerationRequest.slots``,
+``JudgeRequest.slots``) is entered with ``GenaiSession.for_call``: google-genai
+builds and sends its requests itself (from whatever thread it likes), so the
+call's config carries a one-off token in a header; the session's request hook
+takes the header off before anything is sent and puts the call's slots on the
+request (``RequestOptions.slots``), so no request of the call takes a second slot.
 
 Errors from google-genai, httpx or a reply that is not JSON become the caller's
 ``CallError`` subclass with a redacted message: google-genai's own ``str(exc)``
@@ -20,18 +27,21 @@ and waits for; a 429 of a per-day quota is not retried and its error says so.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Callable, TypeVar
+import secrets
+import threading
+from typing import Any, Callable, Iterator, TypeVar
 
 import httpx
 import pydantic
 
+from ..engine.limits import CallSlots
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
 from .bounds import JSON_CAP
 from .http import (
     RETRY_STATUSES,
-    SUBMITS,
     WAIT_REFUSED,
     RetryPolicy,
     make_http_client,
@@ -39,6 +49,7 @@ from .http import (
     retryable_transport,
 )
 from .keyhosts import key_hosts
+from .requestopts import mark, options_of
 from .waits import daily_quota, daily_quota_message
 
 T = TypeVar("T")
@@ -54,6 +65,8 @@ GEMINI_KEY_ENV: tuple[str, ...] = KEY_ENV[ROUTE]
 PAID_CALL_TIMEOUT_S = 600.0
 #: A batch's creation is paid too, and not idempotent (providers.md 11.4): never sent twice either.
 PAID_PATH_SUFFIX = (":generateContent", ":batchGenerateContent")
+#: The header that names a call's slots between google-genai and the session's hook; never sent.
+CALL_HEADER = "x-hypeedit-call"
 
 
 def import_genai():
@@ -77,7 +90,10 @@ class GenaiSession:
         # google-genai builds every URL from the base: the key goes to its origin only.
         self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter,
                                      reply_cap=reply_cap, deadline_s=deadline_s, key_hosts=key_hosts(route, base))
-        self.http.event_hooks = {**self.http.event_hooks, "request": [*self.http.event_hooks["request"], mark_paid]}
+        self._calls: dict[str, CallSlots] = {}  # token -> the slots of a call in progress (``for_call``)
+        self._calls_lock = threading.Lock()
+        hooks = [*self.http.event_hooks["request"], mark_paid, self._mark_call]
+        self.http.event_hooks = {**self.http.event_hooks, "request": hooks}
         options = types.HttpOptions(
             base_url=base + "/",
             api_version=API_VERSION,
@@ -86,6 +102,32 @@ class GenaiSession:
         )
         # vertexai=False: a stray GOOGLE_GENAI_USE_VERTEXAI must not send our key to Vertex paths.
         self.client = genai.Client(api_key=key, vertexai=False, http_options=options)
+
+    @contextlib.contextmanager
+    def for_call(self, slots: CallSlots) -> Iterator[dict[str, Any]]:
+        """The ``GenerateContentConfig`` fields that tie google-genai's requests to a call holding ``slots``
+        (none without slots: each request takes its own); valid for the ``with`` block."""
+        if not slots:
+            yield {}
+            return
+        _, types, _ = import_genai()
+        token = secrets.token_hex(12)
+        with self._calls_lock:
+            self._calls[token] = slots
+        try:
+            yield {"http_options": types.HttpOptions(headers={CALL_HEADER: token})}
+        finally:
+            with self._calls_lock:
+                del self._calls[token]
+
+    def _mark_call(self, request: httpx.Request) -> None:
+        """An httpx request hook: the call's token off the request, its slots on (an unknown token: none)."""
+        token = request.headers.pop(CALL_HEADER, None)
+        if token is None:
+            return
+        with self._calls_lock:
+            slots = self._calls.get(token, ())
+        mark(request, slots=slots)
 
     def close(self) -> None:
         self.http.close()
@@ -116,13 +158,13 @@ def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
 def mark_paid(request: httpx.Request) -> None:
     """An httpx request hook: a ``generateContent`` POST is a paid call, never sent twice."""
     if request.method == "POST" and request.url.path.endswith(PAID_PATH_SUFFIX):
-        request.extensions[SUBMITS] = True
+        mark(request, submits=True)
 
 
 def reply_lost(exc: httpx.HTTPError) -> bool:
     """Whether ``exc`` ended a paid request that may have reached the provider (not one that never left)."""
     try:
-        paid = bool(exc.request.extensions.get(SUBMITS))
+        paid = options_of(exc.request).submits
     except RuntimeError:  # an error with no request attached
         return False
     return paid and may_have_reached_provider(exc)

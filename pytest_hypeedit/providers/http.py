@@ -3,8 +3,9 @@
 ``make_http_client`` returns an ``httpx.Client`` whose transport
 - takes a request-per-minute token from the route's cross-worker
   ``RouteLimiter`` for every HTTP request (retries and polls too), and an
-  in-flight slot unless the request is part of a call that holds one already
-  (engine/limits.py: the pool takes one slot per call),
+  in-flight slot unless the request carries a live slot of the route (its
+  ``RequestOptions.slots``, providers/requestopts.py: the pool takes one slot
+  per call and the call hands it to each of its requests, from any thread),
 - reads the whole body inside that slot, so a read timeout is retried too,
 - tells the limiter every reply's status, for the adaptive concurrency,
 - retries 408, 429 and 5xx replies and connection errors / timeouts with
@@ -12,7 +13,7 @@
   ``retry-after-ms``, ``x-should-retry`` and ``X-Fal-Retryable`` headers),
 - never retries other 4xx (moderation, auth, validation) or a 429 that says
   the quota is used up: waiting does not fix those,
-- never sends a paid request (``SUBMITS``: a job submission, a synchronous
+- never sends a paid request (``submits``: a job submission, a synchronous
   generation, a paid judge call) again once it may have reached the provider
   (a read timeout, a dropped connection): the provider may have accepted, and
   billed, the first one.  Only a request that never left (connection refused,
@@ -25,13 +26,13 @@
 - sends a key only to the route's own hosts and never follows a redirect off the origin with it
   (providers/keyhosts.py).
 
-``raise_for_status`` turns a failed reply into a redacted ``ProviderError``.
+``raise_for_status`` turns a failed reply into a redacted ``ProviderError`` (providers/httperrors.py, whose
+names are importable from here too).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import os
@@ -44,48 +45,47 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import httpx
 
-from ..errors import ProviderError
-from ..secrets import KEY_ENV, install_log_redaction, redact, register_secret
+from ..engine.limits import CallSlots
+from ..secrets import install_log_redaction, redact, register_secret
 from .bounds import (
     ACCEPT_ENCODING,
     IMAGE_CAP,
     JSON_CAP,
-    BodyTooLarge,
     BoundedStream,
     DeadlinePassed,
-    UnexpectedEncoding,
     arm,
     bounded_chunks,
     deadline_for,
     decoded_headers,
     network_transport,
 )
-from .keyhosts import KeyHosts, KeyRefused, check_request, redirect_guard
-from .waits import daily_quota, daily_quota_message, error_body, header_wait, server_wait
+from .httperrors import (
+    NOT_SENT,
+    QUOTA_MARKERS,
+    RETRY_STATUSES,
+    WAIT_REFUSED,
+    _url_without_query,
+    error_details,
+    is_retryable,
+    may_have_reached_provider,
+    next_step,
+    raise_for_status,
+    request_id_of,
+    retryable_transport,
+    transport_error,
+    wait_note,
+)
+from .keyhosts import KeyHosts, check_request, redirect_guard
+from .requestopts import OPTIONS, RequestOptions, options_of, with_options
+from .waits import header_wait, server_wait
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
 
 log = logging.getLogger("pytest_hypeedit.http")
 
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-#: The request extension that marks a paid request, never sent twice (``send(..., submits=True)``).
-SUBMITS = "hypeedit_submits_job"
-#: The request extension that marks the download of a result file from storage: no API rate limit applies.
-DOWNLOAD = "hypeedit_download"
-#: The request extension of a download streamed to disk: a successful reply is handed back unread, so the
-#: file never sits in memory whole (an error reply is read, for the retry decision).
-STREAM = "hypeedit_stream"
-#: Transport errors raised before the request left: retrying them cannot submit twice.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-#: The request extension that sets the cap (bytes, decoded) of one request's reply body.
-MAX_BYTES = "hypeedit_max_bytes"
-#: The reply extension that records a wait the server asked for and the policy would not wait (seconds).
-WAIT_REFUSED = "hypeedit_wait_refused"
 #: Bytes written at a time by a download (its memory while in flight).
 CHUNK = 256 * 1024
-#: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
-QUOTA_MARKERS = ("insufficient_quota", "quota_exceeded", "billing_hard_limit", "accountoverdue")
 USER_AGENT = "pytest-hypeedit"
 
 
@@ -125,31 +125,6 @@ def parse_retry_after(headers: httpx.Headers, now: float | None = None, *, route
     return header_wait(headers, route=route, now=now)
 
 
-def _flag(headers: httpx.Headers, name: str) -> bool | None:
-    value = headers.get(name, "").strip().lower()
-    return {"true": True, "1": True, "false": False, "0": False}.get(value)
-
-
-def is_retryable(response: httpx.Response) -> bool:
-    """Whether trying the same request again may succeed (providers.md section 8)."""
-    for header in ("x-should-retry", "x-fal-retryable"):
-        flag = _flag(response.headers, header)
-        if flag is not None:
-            return flag
-    status = response.status_code
-    if status == 429 and (_says_quota(response) or daily_quota(error_body(response))):
-        return False
-    return status in RETRY_STATUSES or status >= 500
-
-
-def _says_quota(response: httpx.Response) -> bool:
-    try:
-        body = response.content[:4000].decode("utf-8", "replace").lower()
-    except httpx.ResponseNotRead:
-        return False
-    return any(marker in body for marker in QUOTA_MARKERS)
-
-
 def pause(seconds: float) -> None:
     """How the policy waits between attempts (a test replaces it to wait on a fake clock)."""
     time.sleep(seconds)
@@ -164,10 +139,10 @@ class Bounds:
     download_cap: int = IMAGE_CAP  # a result file (``download=True``), decoded
 
     def cap(self, request: httpx.Request) -> int:
-        cap = request.extensions.get(MAX_BYTES)
-        if cap is not None:
-            return int(cap)
-        return self.download_cap if request.extensions.get(DOWNLOAD) else self.reply_cap
+        options = options_of(request)
+        if options.max_bytes is not None:
+            return options.max_bytes
+        return self.download_cap if options.download else self.reply_cap
 
 
 #: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
@@ -194,7 +169,7 @@ class PolicyTransport(httpx.BaseTransport):
                 response, twin = self._send_once(request)
             except httpx.TransportError as exc:
                 self._observe(None)
-                if attempt >= self.policy.max_attempts or _final(exc) or (request.extensions.get(SUBMITS)
+                if attempt >= self.policy.max_attempts or _final(exc) or (options_of(request).submits
                                                                           and not isinstance(exc, NOT_SENT)):
                     raise
                 delay, why = self.policy.backoff(attempt), type(exc).__name__
@@ -226,15 +201,14 @@ class PolicyTransport(httpx.BaseTransport):
 
     def _send_once(self, request: httpx.Request) -> tuple[httpx.Response, httpx.Response | None]:
         deadline = arm(request, self.bounds.deadline_s)
-        if request.extensions.get(STREAM):
+        options = options_of(request)
+        if options.stream:
             return self._send_streamed(request, deadline)
-        slot: contextlib.AbstractContextManager[None]
-        if self.limiter is None:
-            slot = contextlib.nullcontext()
-        elif request.extensions.get(DOWNLOAD):
-            slot = self.limiter.slot(rpm=False)  # storage, not the provider's API: no request-per-minute token
-        else:
-            slot = self.limiter.slot()
+        slot: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if self.limiter is not None:
+            # A download is storage, not the provider's API: no request-per-minute token.  A request of a call
+            # that holds this route's slot takes no second one, whatever thread sends it.
+            slot = self.limiter.slot(rpm=not options.download, held=options.slots)
         with slot:
             response = self.inner.handle_request(request)
             raw = self._read(response, self.bounds.cap(request), deadline)
@@ -311,129 +285,13 @@ def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float 
     )
 
 
-# --------------------------------------------------------------------------- errors
-
-
-def _url_without_query(url: httpx.URL | str) -> str:
-    # Signed result URLs carry long signatures in the query: noise in a message.
-    return str(httpx.URL(str(url)).copy_with(query=None, fragment=None))
-
-
-def error_details(response: httpx.Response) -> tuple[str | None, str]:
-    """(code, message) from the error envelopes the providers use (providers.md)."""
-    try:
-        body: Any = response.json()
-    except (ValueError, httpx.ResponseNotRead):
-        return None, response.text[:300].strip() if _is_read(response) else ""
-    return _code_and_message(body)
-
-
-def _is_read(response: httpx.Response) -> bool:
-    return hasattr(response, "_content")
-
-
-def _code_and_message(body: Any) -> tuple[str | None, str]:
-    if not isinstance(body, dict):
-        return None, json.dumps(body)[:300]
-    error = body.get("error", body)
-    if isinstance(error, str):
-        return None, error
-    if not isinstance(error, dict):
-        return None, json.dumps(error)[:300]
-    code = error.get("code") or error.get("Code") or error.get("type") or error.get("status")
-    message = error.get("message") or error.get("Message") or error.get("detail") or error.get("msg")
-    if message is None:
-        message = json.dumps(error)[:300]
-    elif not isinstance(message, str):
-        message = json.dumps(message)[:300]
-    return (None if code is None else str(code)), message
-
-
-def request_id_of(response: httpx.Response) -> str | None:
-    for header in ("x-request-id", "request-id", "x-fal-request-id", "x-tt-logid"):
-        if header in response.headers:
-            return response.headers[header]
-    return None
-
-
-def raise_for_status(response: httpx.Response, *, route: str, model: str) -> None:
-    """Nothing for a 2xx reply; else a ProviderError with the status, the provider's code and message, redacted."""
-    if response.is_success:
-        return
-    code, message = error_details(response)
-    where = f"{response.request.method} {_url_without_query(response.request.url)}"
-    text = f"{model} via {route}: HTTP {response.status_code} from {where}"
-    if code:
-        text += f": {code}"
-    if message:
-        text += f": {message[:500]}"
-    request_id = request_id_of(response)
-    if request_id:
-        text += f" (request id {request_id})"
-    retryable = is_retryable(response)
-    text += wait_note(response, route) or next_step(response.status_code, route, retryable)
-    raise ProviderError(redact(text), retryable=retryable, status=response.status_code)
-
-
-def wait_note(response: httpx.Response, route: str) -> str:
-    """Why a reply the server asked us to wait for was not waited for: a per-day quota, or a wait past
-    ``max_retry_after``; "" otherwise."""
-    quota = daily_quota(error_body(response)) if response.status_code == 429 else None
-    if quota:
-        return f"; {daily_quota_message(quota)}"
-    wait = response.extensions.get(WAIT_REFUSED)
-    if wait is not None:
-        return (f"; the server asked to wait {wait:g} s, longer than the {route} policy waits (max_retry_after): "
-                "not waited for; rerun later, only what is missing is done")
-    return ""
-
-
-def next_step(status: int, route: str, retryable: bool) -> str:
-    """What the user can do about a failed call, said once here for every route."""
-    if status in (401, 403):
-        names = " or ".join(KEY_ENV.get(route, ())) or "the route's API key"
-        return f"; check {names} and that the key may use this model"
-    if status == 402 or (status == 429 and not retryable):
-        return "; the account's credit or quota is used up: top it up, then rerun"
-    if retryable:
-        return "; the provider is busy or failing: rerun later, only what is missing is done"
-    return ""
-
-
-def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bool = False) -> ProviderError:
-    """A ProviderError for a network error or timeout that outlasted the retries."""
-    where = ""
-    with contextlib.suppress(RuntimeError):
-        where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
-    detail = str(exc) or type(exc).__name__
-    text = f"{model} via {route}: {type(exc).__name__}{where}: {detail}"
-    lost = submits and may_have_reached_provider(exc)
-    if lost:
-        text += ("; the submission may have reached the provider, so it was not sent again (that could pay "
-                 "twice): rerun to submit it, and look for an orphan job in the provider's dashboard")
-    return ProviderError(redact(text), retryable=retryable_transport(exc), reply_lost=lost)
-
-
-def may_have_reached_provider(exc: Exception) -> bool:
-    """Whether a request that failed without a usable reply may have reached the provider, and so have been
-    paid: a read timeout, a dropped connection, a reply past its deadline or its size cap.  Not a request that
-    never left (a refused or timed-out connection) nor one the policy refused to send (a key for a stranger)."""
-    return isinstance(exc, (httpx.TransportError, httpx.DecodingError)) and not isinstance(exc, NOT_SENT)
-
-
-def retryable_transport(exc: Exception) -> bool:
-    """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
-    for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
-    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding))
-
-
 def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, model: str,
                 headers: dict[str, str] | None = None, gone: Callable[[int], Exception | None] | None = None,
-                attempts: int = 3) -> Path:
+                attempts: int = 3, slots: CallSlots = ()) -> Path:
     """The file at ``url`` written into a new file in ``folder`` as it arrives; its path.  A status in
     ``gone``'s care (e.g. 403/404/410 of an expired signed URL) raises what ``gone`` returns; another error
     reply raises as ``raise_for_status`` does; a connection lost while reading is tried again."""
-    extensions = {DOWNLOAD: True, STREAM: True}
+    extensions = with_options(None, download=True, stream=True, slots=slots)
     folder.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, attempts + 1):
         fd, name = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
@@ -463,16 +321,22 @@ def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, mod
 
 
 def send(client: httpx.Client, method: str, url: str, *, route: str, model: str, submits: bool = False,
-         download: bool = False, **kwargs: Any) -> httpx.Response:
+         download: bool = False, slots: CallSlots = (), **kwargs: Any) -> httpx.Response:
     """``client.request`` with network errors turned into ProviderError; the status is NOT checked here,
     so the adapter can look for a refusal first and then call ``raise_for_status``.  ``submits`` marks a
     paid request (a job submission or a synchronous generation): it is never sent twice (see the module
     docstring), and a reply lost on the way is a ProviderError with ``reply_lost``; ``download`` one
-    that fetches a result file from storage, which takes no request-per-minute token."""
-    flags = {name: True for name, on in ((SUBMITS, submits), (DOWNLOAD, download)) if on}
-    if flags:
-        kwargs["extensions"] = {**kwargs.get("extensions", {}), **flags}
+    that fetches a result file from storage, which takes no request-per-minute token; ``slots`` the in-flight
+    slots of the call it is part of (engine/limits.py), so it takes no second one."""
+    kwargs["extensions"] = with_options(kwargs.get("extensions"), submits=submits, download=download, slots=slots)
     try:
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:
         raise transport_error(exc, route=route, model=model, submits=submits) from None
+
+
+#: Re-exported: callers import the reading of failed replies from here (providers/httperrors.py).
+__all__ = ["CHUNK", "DEFAULT_POLICY", "NOT_SENT", "OPTIONS", "QUOTA_MARKERS", "RETRY_STATUSES", "USER_AGENT",
+           "WAIT_REFUSED", "Bounds", "PolicyTransport", "RequestOptions", "RetryPolicy", "download_to", "error_details",
+           "is_retryable", "make_http_client", "may_have_reached_provider", "next_step", "parse_retry_after", "pause",
+           "raise_for_status", "request_id_of", "retryable_transport", "send", "transport_error", "wait_note"]

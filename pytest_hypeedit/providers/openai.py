@@ -93,7 +93,7 @@ class OpenAIProvider(HttpProvider):
         what = self.what(request)
         headers = self.paid_call_headers(request)
         response = self.call("POST", f"{self.base}/images/edits", data=self.fields(request),
-                             files=self.files(request), headers=headers, submits=True)
+                             files=self.files(request), headers=headers, submits=True, request=request)
         request_id = request_id_of(response)
         if response.status_code == 400:
             code, message = error_details(response)

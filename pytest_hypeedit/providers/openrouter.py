@@ -81,7 +81,7 @@ class OpenRouterProvider(HttpProvider):
         what = self.what(request)
         response = self.call("POST", f"{self.base}/chat/completions", json=self.body(request),
                              headers={"Authorization": f"Bearer {self.key}", "X-Title": "pytest-hypeedit"},
-                             submits=True)
+                             submits=True, request=request)
         if not response.is_success:
             self.raise_for_error_status(request, response)
         reply = self.json_of(response, what)

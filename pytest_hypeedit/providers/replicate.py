@@ -120,7 +120,7 @@ class ReplicateProvider(HttpProvider):
         return nearest_ratio(request.task.width, request.task.height, tuple(ratios))
 
     def input(self, request: GenerationRequest) -> dict[str, Any]:
-        images = [self.image_input(image) for image in self.references(request)]
+        images = [self.image_input(image, request) for image in self.references(request)]
         if self.spec.provider_model.startswith("sourceful/"):
             body = {"instruction": request.task.instruction, "init_images": images,
                     "resolution": str(self.spec.options.get("resolution", "2K")),
@@ -131,12 +131,12 @@ class ReplicateProvider(HttpProvider):
         body.update(self.spec.options.get("arguments") or {})
         return body
 
-    def image_input(self, image: PreparedImage) -> "str | InlineImage":
-        """A data URI under 1 MB, else the files-API URL of the uploaded file."""
+    def image_input(self, image: PreparedImage, request: GenerationRequest | None = None) -> "str | InlineImage":
+        """A data URI under 1 MB, else the files-API URL of the uploaded file (uploaded within ``request``'s call)."""
         data_url = image.inline_data_url()
-        return data_url if len(data_url) < DATA_URI_LIMIT else self.uploaded_url(image)
+        return data_url if len(data_url) < DATA_URI_LIMIT else self.uploaded_url(image, request)
 
-    def uploaded_url(self, image: PreparedImage) -> str:
+    def uploaded_url(self, image: PreparedImage, request: GenerationRequest | None = None) -> str:
         data = image.read()
         digest = hashlib.sha256(data).hexdigest()
         with self._uploads_lock:
@@ -144,7 +144,7 @@ class ReplicateProvider(HttpProvider):
             if cached and time.monotonic() - cached[1] < UPLOAD_REUSE_S:
                 return cached[0]
         response = self.call("POST", f"{self.base}/files", headers=self.headers,
-                             files={"content": (image.path.name, data, image.mime)})
+                             files={"content": (image.path.name, data, image.mime)}, request=request)
         self.check(response)
         reply = self.json_of(response, f"{self.spec.name}: upload of {image.path.name}")
         url = (reply.get("urls") or {}).get("get") if isinstance(reply, dict) else None
@@ -161,7 +161,7 @@ class ReplicateProvider(HttpProvider):
         if wait > 0:
             headers["Prefer"] = f"wait={min(wait, 60)}"
         response = self.call("POST", f"{self.base}/models/{self.spec.provider_model}/predictions",
-                             json={"input": self.input(request)}, headers=headers, submits=True)
+                             json={"input": self.input(request)}, headers=headers, submits=True, request=request)
         self.check(response)
         prediction = self.json_of(response, what)
         if not isinstance(prediction, dict) or not prediction.get("id"):
@@ -190,7 +190,8 @@ class ReplicateProvider(HttpProvider):
     def get(self, job: dict, poller: JobPoller) -> dict:
         if not job.get("polling_url"):
             raise poller.fail("the prediction has no urls.get to poll", retryable=False)
-        response = self.call("GET", poller.api_url(job["polling_url"], "urls.get"), headers=self.headers)
+        response = self.call("GET", poller.api_url(job["polling_url"], "urls.get"), headers=self.headers,
+                             request=poller.request)
         if response.status_code == 404:
             raise poller.expired(f"its urls.get answered HTTP 404 ({OUTPUT_KEPT})", status=404)
         self.check(response)

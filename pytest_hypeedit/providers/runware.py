@@ -237,7 +237,7 @@ class RunwareProvider(HttpProvider):
 
     def get_response(self, request: GenerationRequest, task_uuid: str, poller: JobPoller) -> list[dict]:
         response = self.call("POST", self.base, json=[{"taskType": "getResponse", "taskUUID": task_uuid}],
-                             headers=self.headers)
+                             headers=self.headers, request=request)
         for error in self.errors_of(response):
             code, message = str(error.get("code", "")), str(error.get("message", ""))
             if code.lower() in MODEL_GONE_CODES:
@@ -271,7 +271,7 @@ class RunwareProvider(HttpProvider):
 
     # ------------------------------------------------------------------ one request
     def send_task(self, request: GenerationRequest, task: dict, what: str) -> Any:
-        response = self.call("POST", self.base, json=[task], headers=self.headers, submits=True)
+        response = self.call("POST", self.base, json=[task], headers=self.headers, submits=True, request=request)
         errors = self.errors_of(response)
         gone = [e for e in errors if str(e.get("code", "")).lower() in MODEL_GONE_CODES]
         if gone:

@@ -31,7 +31,7 @@ from pytest_hypeedit.errors import Refusal
 from pytest_hypeedit.judges.base import Judge, Verdict
 from pytest_hypeedit.providers import runtime
 from pytest_hypeedit.providers.base import Generation, Provider
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
 
 class SlowProvider(Provider):
     '''Asks the loopback server (which takes its time), then returns the first reference image.'''
@@ -45,7 +45,9 @@ class SlowProvider(Provider):
     def generate(self, request):
         with open(os.environ["CALL_LOG"], "a") as log:
             log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
-        self.client.get(os.environ["SLOW_URL"] + "/" + request.spec.route).raise_for_status()
+        # sent as part of the call the pool holds the route's slot for: no second slot
+        send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
+             model=request.spec.name, slots=request.slots).raise_for_status()
         if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
             raise Refusal("refused, to fail the item")
         return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
@@ -57,7 +59,7 @@ class SlowJudge(Judge):
 
     def judge(self, request):
         # the path names the model (the judge's route is still one): a test can hold one model's verdicts
-        httpx.get(os.environ["SLOW_URL"] + "/judge-route-of-" + request.model, timeout=60).raise_for_status()
+        httpx.get(os.environ["SLOW_URL"] + "/judge-route-of-" + request.model, timeout=300).raise_for_status()
         return Verdict(passed=request.repeat % 2 == 0, reasoning="slow verdict", judge="slowjudge", cost=0.001)
 
 @pytest.hookimpl(optionalhook=True)
@@ -78,7 +80,10 @@ def pytest_hypeedit_make_judge(config, name, argument):
 
 
 #: The longest a held request waits for what it waits for (a scheduling bug would make it wait for ever).
-HOLD_MAX = 30.0
+HOLD_MAX = 120.0
+#: The longest a run in a subprocess, or anything else the tests wait for, may take: a bound that fails named
+#: when something hangs, never a gap a test relies on (two cores at load 40 make a 24-item run take minutes).
+BOUND = 300.0
 
 
 class SlowServer(FakeServer):
@@ -234,7 +239,7 @@ def test_one_slot_for_two_routes_is_taken_not_reserved(bench, server, tmp_path):
     # fewer slots than routes: were the slot owed to the other route, each would wait for the other forever
     server.delay = 0.05
     result = bench.runpytest_subprocess(*args("--model", "slow-a", "--model", "slow-b", "--judge", "slowjudge",
-                                              "--concurrency", "1", "--repeats", "1"), timeout=60)
+                                              "--concurrency", "1", "--repeats", "1"), timeout=BOUND)
     result.assert_outcomes(passed=0, failed=12)
     assert server.total_peak == 1
 
@@ -277,9 +282,9 @@ def test_a_result_asked_for_again_is_the_same_record(bench, server, tmp_path, wo
     server.delay = 0.05
     run = args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4", *workers)
     if on_disk:
-        bench.runpytest_subprocess(*run, timeout=90).assert_outcomes(passed=12, failed=12)
+        bench.runpytest_subprocess(*run, timeout=BOUND).assert_outcomes(passed=12, failed=12)
     bought = len(calls(tmp_path))
-    result = bench.runpytest_subprocess(*run, "-p", "rerunfailures", "--reruns", "2", timeout=90)
+    result = bench.runpytest_subprocess(*run, "-p", "rerunfailures", "--reruns", "2", timeout=BOUND)
     outcomes = result.parseoutcomes()
     assert (outcomes.get("passed"), outcomes.get("failed"), outcomes.get("rerun")) == (12, 12, 24), outcomes
     assert "AttributeError" not in result.stdout.str()
@@ -309,7 +314,7 @@ def test_no_warning_of_ours_becomes_an_error_under_w_error(bench, server, tmp_pa
         result = bench.runpytest_subprocess(
             "-W", "error", "-p", "no:cacheprovider", "--tasks", "slow.json", "--images-base", images.url,
             "--repeats", "2", "--outputs", "out", "--model", "slow-a",
-            "--judge", labels(bench.path / "r.json", models=("slow-a",), tasks=12, repeats=2), timeout=90)
+            "--judge", labels(bench.path / "r.json", models=("slow-a",), tasks=12, repeats=2), timeout=BOUND)
     assert "reference images of 12/12 tasks ready" in result.stdout.str()  # the line the leak came from
     result.assert_outcomes(passed=12, failed=12, errors=0)
 
@@ -336,7 +341,9 @@ def test_a_failure_on_one_worker_stops_the_calls_of_the_others(bench, server, tm
     # stop gw1, which holds its 20 items from the start.
     write_split(bench.path, "wide", make_tasks(20), bench.path / "images")
     monkeypatch.setenv("REFUSE_ROUTE", "route-a")
-    server.delays = {"/route-a": 0.05, "/route-b": 0.5}
+    # slow-b's calls take 3 s: however long a loaded machine takes to carry the stop from gw0 to gw1 (seconds
+    # under -n 2 beside other tests), few of gw1's calls can end, and let another start, before it arrives
+    server.delays = {"/route-a": 0.05, "/route-b": 3.0}
     write_labels(bench.path / "r.json", {(f"task-{t:02d}", m, 1): m == "slow-b" for t in range(20)
                                          for m in ("slow-a", "slow-b")})  # gw1's items all pass
     result = bench.runpytest("-p", "no:cacheprovider", "--tasks", "wide.json", "--images-base", "images",
@@ -354,12 +361,12 @@ def test_ctrl_c_stops_new_calls_saves_what_was_bought_and_the_rerun_buys_the_res
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(bench.path), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen(command, cwd=bench.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + BOUND
     while len(calls(tmp_path)) < 4 and time.monotonic() < deadline:  # the second wave is in flight
         time.sleep(0.05)
     before = len(calls(tmp_path))
     proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=BOUND)
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     first = calls(tmp_path)
     # it stopped: at most the 3 calls that could start between the count above and the signal, no new wave
@@ -384,14 +391,20 @@ def status_of(bench) -> list[dict]:
 
 
 def test_auto_concurrency_backs_off_when_the_provider_throttles(bench, server, tmp_path):
-    server.delay, server.throttle_above["/route-a"] = 0.15, 2
+    # The first calls are held until the provider has throttled one: the adaptive level starts at 4, so a third
+    # call comes while two are held, and gets its 429 however slow the machine (no race against the delay).
+    server.delay, server.throttle_above["/route-a"] = 0.05, 2
+    server.holds["/route-a"] = lambda: server.throttled >= 1
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "auto", "--rate-limit", "route-a=/8"))
     result.assert_outcomes(passed=12, failed=12)
     gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
     assert gates and gates[0]["adaptive"] and gates[0]["ceiling"] == 8
+    assert not server.held_too_long, "no call was ever throttled"
     assert gates[0]["throttled"] > 0
-    assert gates[0]["level"] <= 4  # halved from where it was when the 429s came
+    # Halved at the 429 (4 -> 2), it grows back by one per level's worth of successes: the 23 candidates left
+    # cannot bring it back to the ceiling (2 + 3 + ... + 7 = 27 successes), so below it means it backed off.
+    assert gates[0]["level"] < gates[0]["ceiling"]
     result.stdout.fnmatch_lines(["*route-a */* (max 8, 429 x*"])
 
 
@@ -514,11 +527,13 @@ class FakeRunner:
     """The runner's side of the pool in memory: plans, steps and records, no disk and no network.  Each step
     asks the pool for its broken invariants while it runs (``breaches``), and can be made to wait (``gate``)."""
 
-    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), verdicts=True):
+    def __init__(self, *, on_disk=(), fail_plan=(), fail_finish=(), fail_step=(), verdicts=True):
         from types import SimpleNamespace
 
         self.judge = SimpleNamespace(routes=("judge-route",) if verdicts else ())
         self.on_disk, self.fail_plan, self.fail_finish = set(on_disk), set(fail_plan), set(fail_finish)
+        self.fail_step = set(fail_step)  # (kind, key): the step raises (a bug the pool shows on the item)
+        self.carried: list[tuple] = []  # (kind, routes of the slots the step carried, all of them held)
         self.finished: list[tuple] = []
         self.pool = None
         self.steps: list[tuple[str, tuple]] = []
@@ -542,9 +557,14 @@ class FakeRunner:
 
     def _step(self, kind, plan):
         self.gate.wait(30)
+        key = (plan.task.task_id, plan.spec.name, plan.repeat)
         with self.lock:
-            self.steps.append((kind, (plan.task.task_id, plan.spec.name, plan.repeat)))
+            self.steps.append((kind, key))
             self.breaches += self.pool.breaches()
+            self.carried.append((kind, tuple(slot.route for slot in plan.slots),
+                                 all(not slot.released for slot in plan.slots)))
+        if (kind, key) in self.fail_step:
+            raise RuntimeError(f"a bug in the {kind} step of {key}")
 
     def generate_step(self, plan):
         self._step("generate", plan)
@@ -572,8 +592,9 @@ class FakeRunner:
         return 0, 0, 0.0
 
 
-def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2):
-    from pytest_hypeedit.engine.limits import SlotSet
+def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2, inflight=None):
+    """A pool over ``runner``; ``inflight``: each route also has a cross-process limiter with that many slots."""
+    from pytest_hypeedit.engine.limits import RouteLimiter, SlotSet
     from pytest_hypeedit.engine.pool import CandidatePool
     from pytest_hypeedit.engine.routes import RouteGate
     from pytest_hypeedit.registry import ModelSpec
@@ -582,7 +603,10 @@ def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks
     gates: dict[str, RouteGate] = {}
 
     def gate(route):
-        return gates.setdefault(route, RouteGate(route, None, ceiling=concurrency))
+        if route not in gates:
+            limiter = RouteLimiter(tmp_path / "limits", route, None, inflight) if inflight else None
+            gates[route] = RouteGate(route, limiter, ceiling=concurrency)
+        return gates[route]
 
     specs = [ModelSpec(name, f"route-{name}", name, 0.01) for name in models]
     entries = [(Task(f"task-{t}", ("001.png",), ("edit",), "Edit.", 64, 64, "mini"), spec, r)
@@ -594,7 +618,7 @@ def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks
     return pool, entries
 
 
-def ask_all(pool, entries, timeout=30.0):
+def ask_all(pool, entries, timeout=HOLD_MAX):
     """Every entry's outcome, as pytest asks (in order, on one thread); a hang fails instead of waiting."""
     outcomes = []
 
@@ -651,6 +675,76 @@ def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
         pool._held["route-m-a"] -= 1
 
 
+@pytest.fixture
+def slot_ledger(monkeypatch):
+    """Every in-flight slot made while the test runs, and how often each was given back."""
+    from collections import Counter
+
+    from pytest_hypeedit.engine.limits import InFlightSlot
+
+    made: list = []
+    given: Counter = Counter()
+    init, release = InFlightSlot.__init__, InFlightSlot.release
+
+    def counted_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    def counted_release(self):
+        given[id(self)] += 1
+        release(self)
+
+    monkeypatch.setattr(InFlightSlot, "__init__", counted_init)
+    monkeypatch.setattr(InFlightSlot, "release", counted_release)
+    return made, given
+
+
+def given_back_once(made, given) -> list[str]:
+    return [f"{slot!r} given back {given[id(slot)]} times" for slot in made if given[id(slot)] != 1]
+
+
+def test_every_slot_is_given_back_exactly_once_whatever_way_its_step_ends(tmp_path, monkeypatch, slot_ledger):
+    """A step that buys, one that judges, one that raises (a bug: the item shows it), in both kinds of step; each
+    step carries its route's slot, held while it runs (``Plan.slots``), and every slot (the route's, the
+    limiter's file under it, the candidate slot) is given back once, never twice."""
+    monkeypatch.setenv("HYPEEDIT_DEBUG_INVARIANTS", "1")
+    made, given = slot_ledger
+    runner = FakeRunner(fail_step={("generate", ("task-0", "m-a", 1)), ("judge", ("task-1", "m-b", 2))})
+    pool, entries = engine_pool(tmp_path, runner, inflight=2)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    assert pool.shutdown() == 0
+    assert sum(isinstance(o, RuntimeError) for o in outcomes) == 2, outcomes
+    assert pool.at_rest() == [], "a slot was not given back"
+    assert made and given_back_once(made, given) == []
+    generations = [routes for kind, routes, _ in runner.carried if kind == "generate"]
+    assert all(len(routes) == 1 and routes[0].startswith("route-m-") for routes in generations), generations
+    assert all(routes == ("judge-route",) for kind, routes, _ in runner.carried if kind == "judge")
+    assert all(held for _, _, held in runner.carried), "a step ran with a slot already given back"
+
+
+def test_every_slot_is_given_back_exactly_once_when_the_run_stops_midway(tmp_path, slot_ledger):
+    """Stopped while steps are running: the running steps end and give theirs back, the others never start."""
+    made, given = slot_ledger
+    runner = FakeRunner()
+    runner.gate.clear()  # the first steps wait inside their call
+    pool, entries = engine_pool(tmp_path, runner, inflight=2)
+    pool.start()
+    outcomes: list = []
+    asker = threading.Thread(target=lambda: outcomes.extend(ask_all(pool, entries)), daemon=True)
+    asker.start()
+    with pool._cond:  # the pool's own event: its steps are running (no wall-clock gap)
+        assert pool._cond.wait_for(lambda: pool._running == pool.concurrency, timeout=HOLD_MAX)
+    pool.stop("the test stops the run")
+    runner.gate.set()
+    asker.join(HOLD_MAX)
+    assert not asker.is_alive()
+    pool.shutdown()
+    assert any(type(o).__name__ == "NotStarted" for o in outcomes), outcomes
+    assert pool.at_rest() == [], "a slot was not given back"
+    assert made and given_back_once(made, given) == []
+
+
 def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):
     """Whatever way a job was settled (bought by the pool, found on disk by the pool or by the main thread, a
     triage that failed), asking again returns the same record or raises the same error, at once."""
@@ -663,7 +757,7 @@ def test_an_outcome_asked_again_is_the_same_and_never_waits(tmp_path):
     early = ask_all(pool, by_main)  # before the pool starts: the main thread triages these itself
     pool.start()
     first = ask_all(pool, entries)
-    second = ask_all(pool, entries, timeout=10)
+    second = ask_all(pool, entries)
     pool.shutdown()
     for a, b in zip(first, second):
         assert a is b, (a, b)

@@ -13,7 +13,7 @@ def test_a_fixed_gate_admits_its_ceiling_and_no_more():
     gate = RouteGate("r", None, ceiling=3)
     held = enter(gate, 5)
     assert len(held) == 3 and gate.state().in_flight == 3
-    held.pop()()
+    held.pop().release()
     assert len(enter(gate, 2)) == 1
 
 
@@ -58,7 +58,7 @@ def test_one_burst_of_429s_is_one_cut():
     gate.observe(429)  # a reply to a request sent after the cut: a new cut
     assert gate.state().level == 2
     for release in held:
-        release()
+        release.release()
 
 
 def test_the_level_never_passes_the_ceiling_nor_falls_below_one():
