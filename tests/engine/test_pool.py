@@ -855,3 +855,26 @@ def test_finishers_start_no_record_once_the_run_is_stopping(tmp_path):
     time.sleep(0.3)
     pool.shutdown()
     assert len(runner.finished) == FINISHERS, f"{len(runner.finished)} records written after the stop"
+
+
+class SlowTriage(FinishRecorder):
+    """Every candidate on disk, each one's finish may call a paid judge (--judge-stability: no finisher takes
+    it), and the dispatcher's reading of the disk is slow: pytest asks while a job is still being triaged."""
+
+    def pays_to_finish(self, plan):
+        return True
+
+    def plan(self, task, spec, repeat):
+        time.sleep(0.05)
+        return super().plan(task, spec, repeat)
+
+
+def test_a_job_only_the_main_thread_may_finish_is_finished_when_its_triage_ends_while_pytest_waits(tmp_path):
+    runner = SlowTriage(_all_on_disk(3))
+    pool, entries = engine_pool(tmp_path, runner, tasks=3)
+    pool.start()
+    outcomes = ask_all(pool, entries, timeout=30)  # each triage takes 0.05 s: a hang, not a slow machine
+    pool.shutdown()
+    assert all(not isinstance(o, Exception) for o in outcomes), outcomes
+    assert not any(name.startswith("hypeedit-finish-") for name in runner.threads.values())
+    assert len(runner.finished) == len(entries)
