@@ -20,6 +20,7 @@ missing.  A decision is no emergency: the calls in flight, paid for, finish and 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -162,9 +163,14 @@ class SequentialGates:
             self._advance(stream)
         if self.stopped is None and self.streams and not self.undecidable and all(s.test.decision for s in self.streams):
             self.stopped = STOP_PREFIX + "; ".join(s.line() for s in self.streams)
+            from .stash import POOL_KEY
             from .stopping import write_stop
 
             write_stop(self.config, self.stopped)
+            pool = self.config.stash.get(POOL_KEY, None)
+            if pool is not None:  # this process's pool stops now, not at its next look at the stop file: pytest
+                pool.grace = math.inf  # asks on meanwhile, and every item it asks lets the pool buy one more
+                pool.stop(self.stopped)
 
     def _advance(self, stream: Stream) -> None:
         test = stream.test
