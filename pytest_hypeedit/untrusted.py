@@ -56,8 +56,13 @@ def read_bounded_handle(handle: BinaryIO, max_bytes: int) -> bytes:
 
 def load_json_file(path: Path, max_bytes: int, opener: Callable[[Path], BinaryIO] | None = None) -> Any:
     """The JSON value of ``path``, with its size and depth bounded (OSError as raised)."""
+    return loads_json_bytes(read_bounded(path, max_bytes, opener))
+
+
+def loads_json_bytes(data: bytes) -> Any:
+    """``loads_json`` of bytes read from outside, which must be UTF-8 text."""
     try:
-        text = read_bounded(path, max_bytes, opener).decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UntrustedInput(f"not UTF-8 text ({exc})") from None
     return loads_json(text)

@@ -96,7 +96,8 @@ class Finishers:
         return queue_.popleft()
 
     def finish_job(self, job: Job) -> "Record":
-        """(A job in FINISHING, taken by this thread.)  Runner.finish, and the job settled with its outcome."""
+        """(A job this thread took: FINISHING, or MAIN when the main thread triaged it itself.)  Runner.finish, and
+        the job settled with its outcome."""
         try:
             record = self.runner.finish(job.plan)
         except Exception as exc:

@@ -328,7 +328,8 @@ class CandidatePool(Dispatcher, Finishers):
         job with its error, so asking again gives the error again rather than waiting for nobody."""
         plan = self._settle_here(job, lambda: self.runner.plan(job.task, job.spec, job.repeat))
         if not (plan.needs_generation or plan.needs_verdict):
-            return self._settle_here(job, lambda: self._finish_inline(job, plan))
+            job.plan = plan
+            return self._settle_here(job, lambda: self.finish_job(job))
         with self._cond:
             if self._stop_reason is not None:
                 job.move(STOPPED)
@@ -361,15 +362,6 @@ class CandidatePool(Dispatcher, Finishers):
         if job.record is None:  # pragma: no cover - a settled job always has one or the other
             raise RuntimeError(f"{job.label}: the pool settled it without a record (a bug of the pool)")
         return job.record
-
-    def _finish_inline(self, job: Job, plan: Plan) -> Record:
-        """Nothing to pay: the runner's finishing write, on the main thread, once; the record is kept."""
-        record = self.runner.finish(plan)
-        with self._cond:
-            job.settle(record)
-            job.done.set()
-            self._count(record)
-        return record
 
     def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None:
         job.move(READY)

@@ -38,7 +38,7 @@ from typing import Iterator
 from ..errors import NotRegularFile
 from ..files import atomic_write_bytes, check_regular, open_regular
 from ..tasks import IMAGE_SUFFIXES
-from ..untrusted import RECORD_BYTES, UntrustedInput, loads_json, read_bounded_handle
+from ..untrusted import RECORD_BYTES, loads_json_bytes, read_bounded_handle
 from .limits import exclusive
 from .records import Record
 
@@ -216,7 +216,7 @@ class Store:
         a file is untrusted input, treated as absent (and rewritten), never a crash.  (None, None): no file."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            record = Record.from_dict(loads_json(self._record_text(path)))
+            record = Record.from_dict(loads_json_bytes(self._record_bytes_of(path)))
         except FileNotFoundError:
             return None, None
         except OSError as exc:
@@ -227,21 +227,17 @@ class Store:
             return None, f"its split, model, task_id and repeat are {record.key!r:.200}, not this candidate's"
         return record, None
 
-    def _record_text(self, path: Path) -> str:
-        """The record file's text: kept from an earlier read while the file is the same (``Signature``), else read
-        again with no link followed, bounded and checked as UTF-8 (OSError, UntrustedInput as raised)."""
+    def _record_bytes_of(self, path: Path) -> bytes:
+        """The record file's bytes: kept from an earlier read while the file is the same (``Signature``), else read
+        again with no link followed and bounded (OSError, UntrustedInput as raised)."""
         kept = self._record_bytes.get(path)
         if kept is not None and kept[0] == _signature(os.lstat(path)):
-            data = kept[1]
-        else:
-            self._record_bytes.pop(path, None)
-            with open_regular(path, self.root) as handle:  # no link followed
-                data = read_bounded_handle(handle, RECORD_BYTES)
-                self._record_bytes[path] = (_signature(os.fstat(handle.fileno())), data)
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise UntrustedInput(f"not UTF-8 text ({exc})") from None
+            return kept[1]
+        self._record_bytes.pop(path, None)
+        with open_regular(path, self.root) as handle:  # no link followed
+            data = read_bounded_handle(handle, RECORD_BYTES)
+            self._record_bytes[path] = (_signature(os.fstat(handle.fileno())), data)
+        return data
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,
                         ext: str) -> Path:
