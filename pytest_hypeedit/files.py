@@ -67,23 +67,39 @@ def check_regular(path: Path, root: Path) -> None:
         top = os.stat(root)
     except OSError as exc:
         raise FileNotFoundError(exc.errno, exc.strerror, str(root)) from None
-    here = Path(os.path.abspath(path))
+    # Strings and one lstat per level, not Path objects and a stat and an lstat: a replay checks every candidate
+    # and record of thousands this way (a folder that is no link has the same identity either way).
+    here = os.path.abspath(path)
     mode = os.lstat(here).st_mode  # FileNotFoundError when missing
-    if stat.S_ISLNK(mode):
-        raise NotRegularFile(f"{path}: a symbolic link; the outputs hold regular files only, it was not followed: "
-                             "replace it with the file itself, or remove it")
-    if not stat.S_ISREG(mode):
-        raise NotRegularFile(f"{path}: not a regular file (a folder or a device under a file's name); remove it")
-    while here.parent != here:
-        parent = here.parent
-        info = os.stat(parent)
-        if (info.st_dev, info.st_ino) == (top.st_dev, top.st_ino):
+    problem = not_regular_problem(path, mode)
+    if problem:
+        raise NotRegularFile(problem)
+    identity = (top.st_dev, top.st_ino)
+    parent = os.path.dirname(here)
+    while parent != here:
+        info = os.lstat(parent)
+        linked = stat.S_ISLNK(info.st_mode)
+        if linked:  # ``root`` itself may be a link (the user chose it): it is known by what it points to
+            info = os.stat(parent)
+        if (info.st_dev, info.st_ino) == identity:
             return
-        if stat.S_ISLNK(os.lstat(parent).st_mode):
+        if linked:
             raise NotRegularFile(f"{parent}: a symbolic link inside {root}; the outputs hold real folders only, "
-                                 f"it was not followed (for {path.name}): replace it with the folder itself")
-        here = parent
+                                 f"it was not followed (for {os.path.basename(path)}): replace it with the folder "
+                                 "itself")
+        here, parent = parent, os.path.dirname(parent)
     raise NotRegularFile(f"{path}: not inside {root}; it was not read")
+
+
+def not_regular_problem(path: Path | str, mode: int) -> str | None:
+    """Why a file of this ``lstat`` mode is not one of the outputs' regular files (a link, a folder, a device), or
+    None when it is one."""
+    if stat.S_ISLNK(mode):
+        return (f"{path}: a symbolic link; the outputs hold regular files only, it was not followed: replace it with "
+                "the file itself, or remove it")
+    if not stat.S_ISREG(mode):
+        return f"{path}: not a regular file (a folder or a device under a file's name); remove it"
+    return None
 
 
 def open_regular(path: Path, root: Path) -> BinaryIO:
