@@ -200,8 +200,7 @@ class Record:
         the wrong type raises MalformedRecord naming it; the texts taken from outside are cleaned and capped."""
         if not isinstance(data, dict):
             raise MalformedRecord(f"not a JSON object but {type(data).__name__}")
-        names = {f.name for f in dataclasses.fields(cls)}
-        fields = {k: v for k, v in data.items() if k in names}
+        fields = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         if fields.get("job") is not None and not isinstance(fields["job"], dict):
             # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
             # paid job), as an object without an id that the adapter refuses with a message naming the record.
@@ -212,6 +211,18 @@ class Record:
     @classmethod
     def from_json(cls, text: str) -> Record:
         return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_checked_json(cls, text: str) -> Record:
+        """A record from the ``to_json`` text of one that ``from_dict`` built, so checked and cleaned already: only
+        the store's cache of what it read gives such a text (engine/store.py), never a file or a report."""
+        fields = json.loads(text)
+        del fields["schema"]
+        return cls(**fields)
+
+
+#: Record's fields by name (a record read keeps only these).
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Record))
 
 
 class MalformedRecord(ValueError):
@@ -234,6 +245,11 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
     "tier": _TEXT, "judge_tier": _TEXT,
 }
+#: The exact types of each field's JSON values (json.loads makes no subclass): a record read is checked with one
+#: set lookup per field, ``_is`` only for a value of another type (a subclass from a plugin; else an error).
+_JSON_TYPES: dict[str, frozenset[type]] = {
+    name: frozenset(kinds) - ({bool} if bool not in kinds and kinds != _SCALARS else set())
+    for name, kinds in _FIELD_TYPES.items()}
 #: Text fields that only inform (a plugin's provider may give its request id or model as a number): a number
 #: there is kept as text, never a reason to throw away the record and its paid verdict.
 _INFORMATIVE = {"route", "provider_model", "request_id", "generated_at", "judged_at", "refusal", "error",
@@ -263,11 +279,11 @@ def check_fields(fields: dict[str, Any]) -> None:
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and _is(value, _NUMBER):
             fields[name] = value = str(value)
-        kinds = _FIELD_TYPES.get(name)
-        if kinds is None or (value is None and name in _NULLABLE):
-            continue
-        if not _is(value, kinds):
-            raise MalformedRecord(f"{name!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
+        allowed = _JSON_TYPES.get(name)
+        if allowed is None or (value is None and name in _NULLABLE) or type(value) in allowed:
+            continue  # the common case, by the value's exact type (what json.loads gives)
+        if not _is(value, _FIELD_TYPES[name]):
+            raise MalformedRecord(f"{name!r} must be {_kind_names(_FIELD_TYPES[name])}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
     for name in ("votes", "possibly_paid"):

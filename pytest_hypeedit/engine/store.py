@@ -30,13 +30,13 @@ import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from ..errors import NotRegularFile
-from ..files import atomic_write_bytes, check_regular, open_regular
+from ..files import atomic_write_bytes, not_regular_problem, open_regular
 from ..tasks import IMAGE_SUFFIXES
 from ..untrusted import RECORD_BYTES, loads_json_bytes, read_bounded_handle
 from .limits import exclusive
@@ -125,6 +125,23 @@ class Found:
 Signature = tuple[int, int, int, int, int]
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True)
+
+
+def record_text(fields: dict[str, Any]) -> str:
+    """A record's JSON, a field a line in the order of their names (as ``json.dumps(indent=2, sort_keys=True)``
+    laid it out, but each field's value on its one line): with ``indent`` the json module leaves its C encoder
+    for its Python one, which made writing 7,000 records take seconds."""
+    return "{\n" + ",\n".join(f"  {json.dumps(name)}: {_ENCODER.encode(fields[name])}" for name in sorted(fields)) + "\n}"
+
+
+def _is_link(path: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except OSError:  # missing: no link
+        return False
+
+
 def _signature(info: os.stat_result) -> Signature:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
@@ -133,12 +150,13 @@ class Store:
     def __init__(self, root: Path, claims_dir: Path | None = None):
         self.root = Path(root)
         self.claims_dir = Path(claims_dir) if claims_dir else default_claims_dir(self.root)
-        #: The bytes of each record read, by path, with the signature of the file they were read from: a run asks
-        #: for a record four times (the key check, the price line, the triage, the merge before its write), and a
-        #: 7,000-candidate replay spent most of its reading in opening and checking the same files again.  A
-        #: record whose file changed in any way (``Signature``) is read again; the bytes are parsed and checked
-        #: on every ask, so each caller gets its own Record.
-        self._record_bytes: dict[Path, tuple[Signature, bytes]] = {}
+        #: Each record read, by path: the signature of the file it was read from, and the record's JSON as
+        #: ``Record.from_dict`` checked and cleaned it.  A run asks for a record several times (the up-front
+        #: survey, the triage, the merge before each write under the candidate's claim), and a 7,000-candidate
+        #: replay spent most of its reading in opening the same files and checking the same fields again.  A
+        #: record whose file changed in any way (``Signature``) is read and checked again; otherwise the checked
+        #: text is parsed again, so each caller gets a Record of its own (never one shared).
+        self._records: dict[Path, tuple[Signature, str]] = {}
 
     @contextlib.contextmanager
     def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
@@ -154,9 +172,19 @@ class Store:
 
     def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
         """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
-        on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray."""
-        images, refused = self._images(split, model, task_id, repeat)
-        refused = refused or self._linked_folder(split, model, task_id) or self._linked_record(split, model, task_id, repeat)
+        on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray.
+
+        Asked of every candidate several times in a run, so it reads only what it must: the three folders on the
+        way (``lstat``: a link among them refuses the candidate, even with no file in it yet), then each name the
+        repeat's image may have and its record's (``lstat``).  With no link among the folders, a file there is
+        inside the outputs by construction (the names were validated as plain names); what is read later is
+        opened with ``open_regular``, which checks the whole way again."""
+        folder = os.path.join(self.root, split, model, task_id)
+        refused = self._linked_folder(split, model, task_id)
+        images: list[Path] = []
+        if refused is None:
+            images, refused = self._images(folder, repeat)
+        refused = refused or self._linked_record(folder, repeat)
         if refused is not None:
             return Found(None, missing=named, refused=refused)
         if named is None:
@@ -169,36 +197,39 @@ class Store:
     def find_candidate(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Path | None:
         return self.find(split, model, task_id, repeat, named).candidate
 
-    def _images(self, split: str, model: str, task_id: str, repeat: int) -> tuple[list[Path], str | None]:
-        """The repeat's images (regular, not empty), and why one is refused (a link), if one is."""
-        folder = self.task_dir(split, model, task_id)
+    @staticmethod
+    def _images(folder: str, repeat: int) -> tuple[list[Path], str | None]:
+        """The repeat's images in ``folder`` (regular, not empty), and why one is refused (a link), if one is."""
         found = []
+        stem = repeat_stem(repeat)
         for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return
-            path = folder / f"{repeat_stem(repeat)}{suffix}"
+            path = os.path.join(folder, stem + suffix)
             try:
-                check_regular(path, self.root)
-            except NotRegularFile as exc:
-                return [], str(exc)
+                info = os.lstat(path)
             except OSError:  # missing (or unreadable): not an image of this repeat
                 continue
-            if path.stat().st_size > 0:
-                found.append(path)
+            problem = not_regular_problem(path, info.st_mode)
+            if problem:
+                return [], problem
+            if info.st_size > 0:
+                found.append(Path(path))
         return found, None
 
     def _linked_folder(self, split: str, model: str, task_id: str) -> str | None:
         """A split, model or task folder that is a symbolic link (even with no file in it yet: nothing is written
         through it)."""
-        folder = self.root
+        folder = str(self.root)
         for part in (split, model, task_id):
-            folder = folder / part
-            if folder.is_symlink():
+            folder = os.path.join(folder, part)
+            if _is_link(folder):
                 return (f"{folder}: a symbolic link inside {self.root}; the outputs hold real folders only, it was "
                         "not followed: replace it with the folder itself")
         return None
 
-    def _linked_record(self, split: str, model: str, task_id: str, repeat: int) -> str | None:
-        path = self.record_path(split, model, task_id, repeat)
-        if path.is_symlink():
+    @staticmethod
+    def _linked_record(folder: str, repeat: int) -> str | None:
+        path = os.path.join(folder, f"{repeat_stem(repeat)}.json")
+        if _is_link(path):
             return (f"{path}: a symbolic link; the outputs hold regular files only, it was not followed: replace it "
                     "with the record itself, or remove it")
         return None
@@ -216,7 +247,7 @@ class Store:
         a file is untrusted input, treated as absent (and rewritten), never a crash.  (None, None): no file."""
         path = self.record_path(split, model, task_id, repeat)
         try:
-            record = Record.from_dict(loads_json_bytes(self._record_bytes_of(path)))
+            record = self._record_in(path)
         except FileNotFoundError:
             return None, None
         except OSError as exc:
@@ -227,17 +258,20 @@ class Store:
             return None, f"its split, model, task_id and repeat are {record.key!r:.200}, not this candidate's"
         return record, None
 
-    def _record_bytes_of(self, path: Path) -> bytes:
-        """The record file's bytes: kept from an earlier read while the file is the same (``Signature``), else read
-        again with no link followed and bounded (OSError, UntrustedInput as raised)."""
-        kept = self._record_bytes.get(path)
+    def _record_in(self, path: Path) -> Record:
+        """The record in the file at ``path``: checked once while the file stays the same (``Signature``, see
+        ``_records``), else read again with no link followed, bounded, and checked (OSError, UntrustedInput and
+        MalformedRecord as raised)."""
+        kept = self._records.get(path)
         if kept is not None and kept[0] == _signature(os.lstat(path)):
-            return kept[1]
-        self._record_bytes.pop(path, None)
+            return Record.from_checked_json(kept[1])
+        self._records.pop(path, None)
         with open_regular(path, self.root) as handle:  # no link followed
             data = read_bounded_handle(handle, RECORD_BYTES)
-            self._record_bytes[path] = (_signature(os.fstat(handle.fileno())), data)
-        return data
+            signature = _signature(os.fstat(handle.fileno()))
+        record = Record.from_dict(loads_json_bytes(data))
+        self._records[path] = (signature, record.to_json())
+        return record
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,
                         ext: str) -> Path:
@@ -252,7 +286,7 @@ class Store:
 
     def write_record(self, record: Record) -> Path:
         path = self.record_path(*record.key)
-        text = json.dumps(record.to_dict(), indent=2, sort_keys=True)
-        self._record_bytes.pop(path, None)  # the file is replaced: what was kept of it is no longer needed
+        text = record_text(record.to_dict())
+        self._records.pop(path, None)  # the file is replaced: what was kept of it is no longer needed
         atomic_write_bytes(path, text.encode("utf-8"))
         return path

@@ -63,3 +63,20 @@ def test_a_record_swapped_for_a_link_after_it_was_read_is_refused(tmp_path):
     path.symlink_to(elsewhere)
     record, why = store.load_record("mini", "m", "task-0", 1)
     assert record is None and "symbolic link" in why
+
+
+def test_a_record_asked_for_again_is_the_record_its_file_gives(tmp_path):
+    """What is kept of a record (its checked, cleaned JSON) gives the same record as checking the file again: the
+    texts cleaned, an informative number kept as text, a job that is no object kept as one."""
+    store = Store(tmp_path / "out")
+    path = store.record_path("mini", "m", "task-0", 1)
+    path.parent.mkdir(parents=True)
+    hostile = {"split": "mini", "model": "m", "task_id": "task-0", "repeat": 1, "verdict": "PASS",
+               "reasoning": "fine\x1b[31m\n::error::forged", "request_id": 12345, "job": "not an object",
+               "cost": 0.04, "judgements": {"j": {"verdict": "FAIL", "votes": [{"note": "a\x07b"}]}},
+               "extra": {"nested": [1, 2.5, None, True]}, "tier": "no such tier"}
+    path.write_text(json.dumps(hostile))
+    first = store.read_record("mini", "m", "task-0", 1)
+    again = store.read_record("mini", "m", "task-0", 1)
+    assert vars(again) == vars(first) == vars(Record.from_dict(json.loads(path.read_text())))
+    assert "\x1b" not in again.reasoning and again.request_id == "12345" and again.job == {"malformed": "not an object"}
