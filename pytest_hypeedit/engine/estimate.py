@@ -1,7 +1,8 @@
 """The run's price before it pays: what it will buy, the most that can cost, and about how long it takes.
 
-Read from the disk as the runner reads it (no call, no claim): a candidate is bought when
-``Runner.needs_call`` says so; a verdict is paid for when its candidate is bought, or is on disk without a
+Read from the disk as the runner reads it (no call, no claim), through the run's ``Survey`` (engine/survey.py:
+each candidate read once for every up-front question): a candidate is bought when ``Runner.needs_call`` says
+so; a verdict is paid for when its candidate is bought, or is on disk without a
 verdict of this judge that can be reused (``Runner.paid_verdict_needed``); ``--judge-stability`` adds the
 re-judgements its sample still lacks.  Each is priced at its worst case, the amount ``--budget`` reserves for
 it before the call (``Runner.worst_case_generation``, ``Runner.worst_case_verdict``), so the figure is a
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..registry import ModelSpec, RouteLimits
 from .jobs import Key
+from .survey import Survey
 
 if TYPE_CHECKING:
     from ..tasks import Split
@@ -103,11 +105,12 @@ def route_load(route: str, calls: int, limits: RouteLimits, concurrency: int, se
     return RouteLoad(route, calls, max(1, inflight), limits.rpm, seconds_per_call)
 
 
-def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, selected: set[Key] | None = None
-                   ) -> Purchase:
+def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, selected: set[Key] | None = None,
+                   disk: Survey | None = None) -> Purchase:
     """One model's plan on one split (its candidates in ``selected``, the run's items, when given), read from the
-    disk, priced at the worst cases --budget reserves.  A task's price is asked once: it depends on its
-    references and size, not on the repeat."""
+    disk (``disk``, else a survey of its own), priced at the worst cases --budget reserves.  A task's price is asked
+    once: it depends on its references and size, not on the repeat."""
+    disk = disk if disk is not None else Survey(runner)
     to_buy = to_judge = 0
     generation = judge = 0.0
     for task in split.tasks:
@@ -116,9 +119,9 @@ def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, 
             key = (split.name, spec.name, task.task_id, repeat)
             if selected is not None and key not in selected:
                 continue
-            bought = runner.needs_call(*key)
+            bought = disk.needs_call(key)
             buy += bought
-            judge_count += verdicts_needed(runner, key, bought)
+            judge_count += verdicts_needed(runner, key, bought, disk)
         if buy:
             generation += buy * runner.worst_case_generation(task, spec, 1)
         if judge_count and runner.judge.routes:
@@ -127,12 +130,12 @@ def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, 
     return Purchase(spec.name, split.name, spec.route, to_buy, to_judge, generation, judge)
 
 
-def verdicts_needed(runner: Runner, key: Key, bought: bool) -> int:
+def verdicts_needed(runner: Runner, key: Key, bought: bool, disk: Survey) -> int:
     """Paid verdicts for one candidate: its own (when it is bought, or on disk without a verdict of this judge
     that can be reused), and the re-judgements --judge-stability still lacks for it.  A refusal has none."""
     from .runner import refused
 
-    record = None if bought else runner.store.read_record(*key)
+    record = None if bought else disk.record(key)
     if record is not None and refused(record):
         return 0
     own = 1 if record is None else int(runner.paid_verdict_needed(record))
@@ -152,11 +155,13 @@ def rejudgements_missing(runner: Runner, key: Key, judged: Record | None) -> int
 
 
 def estimate(runner: Runner, models: Iterable[ModelSpec], splits: Iterable[Split], repeats: int,
-             limits_for: Callable[[ModelSpec], RouteLimits], concurrency: int, selected: set[Key] | None = None
-             ) -> Estimate:
+             limits_for: Callable[[ModelSpec], RouteLimits], concurrency: int, selected: set[Key] | None = None,
+             disk: Survey | None = None) -> Estimate:
     """The whole run's plan (its candidates in ``selected`` when given): a Purchase per model and split, and each route's load (the judge's routes
-    included, each verdict going through every one of them: a panel asks each juror)."""
-    purchases = tuple(plan_purchases(runner, spec, split, repeats, selected) for split in splits for spec in models)
+    included, each verdict going through every one of them: a panel asks each juror).  ``disk``: the run's survey
+    of the disk when the up-front checks made one (else one of its own)."""
+    disk = disk if disk is not None else Survey(runner)
+    purchases = tuple(plan_purchases(runner, spec, split, repeats, selected, disk) for split in splits for spec in models)
     calls: dict[str, int] = {}
     specs: dict[str, ModelSpec] = {}
     for spec in models:

@@ -261,11 +261,16 @@ class Planning(PaidCalls):
 
     def needs_call(self, split: str, model: str, task_id: str, repeat: int) -> bool:
         """Whether this candidate still has to be bought: no image on disk and no refusal recorded."""
+        return self.disk_state(split, model, task_id, repeat)[1]
+
+    def disk_state(self, split: str, model: str, task_id: str, repeat: int) -> tuple[Record | None, bool]:
+        """The candidate's record on disk (None: none, or no record of it), and whether it still has to be bought
+        (``needs_call``); read once per candidate by the up-front checks (engine/survey.py)."""
         record = self.store.read_record(split, model, task_id, repeat)
         found = self.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
         if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
-            return False
-        return not refused(record)
+            return record, False
+        return record, not refused(record)
 
     def reusable_verdict(self, record: Record) -> dict[str, Any] | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""

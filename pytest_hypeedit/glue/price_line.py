@@ -17,7 +17,7 @@ import pytest
 
 from ..config import RunConfig
 from .items import parse_nodeid
-from .stash import RUNNER_KEY
+from .stash import RUNNER_KEY, SURVEY_KEY
 
 
 def estimating(config: pytest.Config) -> bool:
@@ -46,6 +46,8 @@ class PriceLine:
             return
         self.stated = True
         price = run_price(self.config, self.run, keys)
+        if SURVEY_KEY in self.config.stash:  # a view of the disk before the run: not to be asked again
+            del self.config.stash[SURVEY_KEY]
         if price.paid:
             write_lines(self.config, tier_lines(self.run.tier, self.run.models) + price_lines(price))
 
@@ -87,7 +89,7 @@ def run_price(config: pytest.Config, run: RunConfig, keys: set):
 
     try:
         return estimate(config.stash[RUNNER_KEY], run.models, run.splits, run.repeats, limits_for=run.limits_for,
-                        concurrency=run.concurrency, selected=keys)
+                        concurrency=run.concurrency, selected=keys, disk=config.stash.get(SURVEY_KEY, None))
     except HypeEditError as exc:
         raise pytest.UsageError(f"the run's price cannot be stated: {exc}; nothing was paid for") from None
 

@@ -21,13 +21,14 @@ from ..config import RunConfig, build_run_config, load_splits, split_sources
 from ..engine.budget import Budget
 from ..engine.runner import Runner, refused
 from ..engine.store import Store, probe_writable
+from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
-from .stash import RUN_KEY, RUNNER_KEY, run_id
+from .stash import RUN_KEY, RUNNER_KEY, SURVEY_KEY, run_id
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -48,11 +49,13 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     runner = build_runner(config, run, judge)
     config.stash[RUNNER_KEY] = runner
     if checking:
-        check_retirements(config, run, runner)  # before any image is fetched: nothing to do for a retired id
+        # every check below, and the price line, asks the disk about the same candidates: each is read once
+        disk = config.stash[SURVEY_KEY] = Survey(runner)
+        check_retirements(config, run, disk)  # before any image is fetched: nothing to do for a retired id
         if paying:
-            check_keys(run, runner)
-        check_judge(run, runner)
-        check_outputs_writable(run, runner)
+            check_keys(run, runner, disk)
+        check_judge(run, runner, disk)
+        check_outputs_writable(run, runner, disk)
         check_reference_images(run, progress=startup_progress(config))
     return run
 
@@ -116,13 +119,13 @@ def check_state_writable(run: RunConfig, state_dir: Path) -> None:
         _refuse_unwritable(folder, what, "--cache-dir DIR (or HYPEEDIT_CACHE_DIR)")
 
 
-def check_outputs_writable(run: RunConfig, runner: Runner) -> None:
+def check_outputs_writable(run: RunConfig, runner: Runner, disk: Survey) -> None:
     """Every folder a candidate, a record or a claim is written into takes writes, before anything is paid for.
     A run with nothing to buy may read a read-only outputs folder (a replay); the results file is always written."""
     _refuse_unwritable(run.results.parent, "the results folder", "--results PATH")
     blocked = next(((folder, problem) for folder in output_folders(run, runner.store)
                     if (problem := probe_writable(folder)) is not None), None)
-    if blocked is not None and buys_anything(run, runner):
+    if blocked is not None and buys_anything(run, runner, disk):
         _refuse(*blocked, "the outputs folder", "--outputs DIR")
 
 
@@ -138,13 +141,13 @@ def output_folders(run: RunConfig, store: Store) -> list[Path]:
     return [folder for folder in seen if folder in (run.outputs, store.claims_dir) or folder.is_dir()]
 
 
-def buys_anything(run: RunConfig, runner: Runner) -> bool:
+def buys_anything(run: RunConfig, runner: Runner, disk: Survey) -> bool:
     """Whether some candidate still needs a paid call: its generation, or a paid judge's verdict."""
     for spec in run.models:
         for key in candidate_keys(run, spec):
-            if runner.needs_call(*key):
+            if disk.needs_call(key):
                 return True
-            record = runner.store.read_record(*key)
+            record = disk.record(key)
             if record is not None and not refused(record) and runner.paid_verdict_needed(record):
                 return True
     return False
@@ -260,17 +263,17 @@ def check_keys_before_downloads(config: pytest.Config, run: RunConfig, judge: Ju
     _refuse_missing(missing, "nothing was downloaded or paid for")
 
 
-def check_keys(run: RunConfig, runner: Runner) -> None:
+def check_keys(run: RunConfig, runner: Runner, disk: Survey) -> None:
     """Every key the run needs, now the tasks are known: a route that must be called, and the judge when some
     candidate still has to be judged.  A run whose candidates and verdicts are all on disk needs none."""
     missing = [_missing_model_key(spec, runner.provider(spec)) for spec in run.models
-               if any(runner.needs_call(*key) for key in candidate_keys(run, spec))]
-    if pending_verdicts(run, runner):
+               if any(disk.needs_call(key) for key in candidate_keys(run, spec))]
+    if pending_verdicts(run, runner, disk):
         missing += _missing_judge_keys(runner.judge)
     _refuse_missing(missing, "nothing was paid for")
 
 
-def check_retirements(config: pytest.Config, run: RunConfig, runner: Runner) -> None:
+def check_retirements(config: pytest.Config, run: RunConfig, disk: Survey) -> None:
     """A model whose provider id is past its shutdown date (retirements.yaml) is a usage error when some of
     its candidates still need a call; one within 30 days of it is warned about at the start of the run."""
     from .. import retirements
@@ -279,7 +282,7 @@ def check_retirements(config: pytest.Config, run: RunConfig, runner: Runner) -> 
     models, day, warnings = list(run.registry.models.values()), retirements.today(), []
     for spec in run.models:
         state, found = retirements.check(spec, models, day)
-        if state == "retired" and any(runner.needs_call(*key) for key in candidate_keys(run, spec)):
+        if state == "retired" and any(disk.needs_call(key) for key in candidate_keys(run, spec)):
             raise found
         if state == "retiring":
             warnings.append(found)
@@ -287,10 +290,10 @@ def check_retirements(config: pytest.Config, run: RunConfig, runner: Runner) -> 
         config.pluginmanager.register(RetirementNotice(warnings), "hypeedit-retirements")
 
 
-def check_judge(run: RunConfig, runner: Runner) -> None:
+def check_judge(run: RunConfig, runner: Runner, disk: Survey) -> None:
     """What the judge reads (the upstream judge script, downloaded and checked) is needed only when some
     candidate still has to be judged: a replay from disk needs none."""
-    if pending_verdicts(run, runner):
+    if pending_verdicts(run, runner, disk):
         runner.judge.prepare()  # a judge script that is not the pinned one is refused here, before any call
 
 
@@ -330,11 +333,11 @@ def candidate_keys(run: RunConfig, spec: ModelSpec):
                 yield split.name, spec.name, task.task_id, repeat
 
 
-def pending_verdicts(run: RunConfig, runner: Runner) -> bool:
+def pending_verdicts(run: RunConfig, runner: Runner, disk: Survey) -> bool:
     """Whether some candidate of the run still has to be judged (the judge's key is needed)."""
     for spec in run.models:
         for key in candidate_keys(run, spec):
-            record = runner.store.read_record(*key)
+            record = disk.record(key)
             if record is None or not (refused(record) or runner.reusable_verdict(record)):
                 return True
             if runner.stability.get(key) and _stability_missing(record, runner):

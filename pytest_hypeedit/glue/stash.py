@@ -14,12 +14,15 @@ if TYPE_CHECKING:  # names only: this module stays light at run time
     from ..config import RunConfig
     from ..engine.pool import CandidatePool
     from ..engine.runner import Runner
+    from ..engine.survey import Survey
     from .session import BenchmarkSession
 
 #: The validated RunConfig of a benchmark run (every process).
 RUN_KEY: pytest.StashKey[RunConfig] = pytest.StashKey()
 #: The Runner that produces candidates (every process that runs items).
 RUNNER_KEY: pytest.StashKey[Runner] = pytest.StashKey()
+#: The disk as the up-front checks read it (engine/survey.py), on the controller until the price is stated.
+SURVEY_KEY: pytest.StashKey[Survey] = pytest.StashKey()
 #: The BenchmarkSession that aggregates records (the controller only).
 SESSION_KEY: pytest.StashKey[BenchmarkSession] = pytest.StashKey()
 
