@@ -201,13 +201,23 @@ class PoolPlugin:
         def entries(items: Iterable) -> list:
             return [(item.task, item.spec, item.repeat) for item in items if isinstance(item, CandidateItem)]
 
+        # The dispatcher asks every TICK; each entry is given once (the pool never forgets a job), so that a poll
+        # costs nothing once everything is planned: handing the 7,000 items of a serial replay over again at each
+        # poll, under the pool's lock, took a second of the interpreter from pytest.
         if not hasattr(self.config, "workerinput"):
-            planned = entries(session.items)  # the serial session runs every selected item, in this order
-            return lambda: planned
+            planned = [entries(session.items)]  # the serial session runs every selected item, in this order
+            return lambda: planned.pop() if planned else []
         dealt = worker_queue(self.config)
         if dealt is None:
             return None  # unknown xdist internals: the pool works on each item as pytest reaches it
-        return lambda: entries(session.items[i] for i in dealt())
+        given: set[int] = set()
+
+        def newly_dealt() -> list:
+            fresh = [i for i in dealt() if i not in given]
+            given.update(fresh)
+            return entries(session.items[i] for i in fresh)
+
+        return newly_dealt
 
     def _should_stop(self, session: pytest.Session) -> str | None:
         reason = read_stop(self.folder)
