@@ -22,6 +22,7 @@ Pure: numpy only, no I/O.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -76,15 +77,28 @@ def sign_flip_p(differences: np.ndarray, n_resamples: int = PERMUTATIONS, seed: 
     All differences 0 gives 1 (every flip is as extreme as nothing at all)."""
     observed = abs(float(differences.mean())) if differences.size else 0.0
     tolerance = 1e-12 * max(1.0, observed)
-    rng = np.random.default_rng(seed)
-    extreme, done = 0, 0
-    while done < n_resamples:
-        size = min(_CHUNK, n_resamples - done)
-        signs = rng.choice((-1.0, 1.0), size=(size, differences.size))
-        flipped = np.abs((signs * differences).mean(axis=1)) if differences.size else np.zeros(size)
+    if not differences.size:
+        return 1.0
+    extreme = 0
+    for signs in _sign_flips(differences.size, n_resamples, seed):
+        flipped = np.abs(signs @ differences) / differences.size
         extreme += int(np.count_nonzero(flipped >= observed - tolerance))
-        done += size
     return (1 + extreme) / (1 + n_resamples)
+
+
+@functools.lru_cache(maxsize=8)
+def _sign_flips(tasks: int, n_resamples: int, seed: int) -> tuple[np.ndarray, ...]:
+    """The random signs (+1 or -1) of ``n_resamples`` flips of ``tasks`` differences, in chunks of ``_CHUNK`` rows
+    (bounded memory with hundreds of tasks).  They depend on nothing else, so every pair and metric of a split
+    shares them: drawn once, not once per comparison (a 7-model table makes 63 of them per split)."""
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for start in range(0, n_resamples, _CHUNK):
+        size = min(_CHUNK, n_resamples - start)
+        signs = rng.integers(0, 2, size=(size, tasks), dtype=np.int8) * np.int8(2) - np.int8(1)
+        signs.setflags(write=False)  # shared by every caller
+        chunks.append(signs)
+    return tuple(chunks)
 
 
 def bootstrap_p(replicates: np.ndarray) -> float:
