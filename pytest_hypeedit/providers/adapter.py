@@ -247,6 +247,17 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
     return ext
 
 
+def reply_id(value: Any) -> str | None:
+    """A request id read from a reply's JSON, as the record keeps it: text as it is, a number as text (as
+    records.check_fields reads one back), anything else (an object, a list, true) None.  A record whose
+    ``request_id`` is not text or a number cannot be read back, and its paid candidate would be bought again."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def decode_base64(text: str, what: str) -> bytes:
     try:
         return base64.b64decode(text, validate=False)
@@ -316,6 +327,6 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
         delay = min(delay * factor, cap)
 
 
-__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
+__all__ = ["HttpProvider", "decoded_ext", "reply_id", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
            "nearest_size",
            "nearest_ratio", "poll_delays", "request_id_of", "EXPIRED"]

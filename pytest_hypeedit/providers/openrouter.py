@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from .adapter import HttpProvider, nearest_ratio
+from .adapter import HttpProvider, nearest_ratio, reply_id
 from .base import Generation, GenerationRequest
 from .http import RETRY_STATUSES, request_id_of
 from .images import ImageLimits
@@ -87,7 +87,7 @@ class OpenRouterProvider(HttpProvider):
         reply = self.json_of(response, what)
         if not isinstance(reply, dict):
             raise self.error(f"{what}: the reply is not an object", retryable=True)
-        request_id = reply.get("id")
+        request_id = reply_id(reply.get("id"))
         url = self.image_url(request, reply, request_id, what)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return self.generation(request, self.download(url, what, request=request), cost=reported_cost(reply), request_id=request_id,
