@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from .adapter import HttpProvider, reply_id, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details
@@ -62,7 +64,7 @@ class DashScopeProvider(HttpProvider):
                                size=self.size(request), usage=reply.get("usage"))
 
     @staticmethod
-    def request_id(response) -> str | None:
+    def request_id(response: httpx.Response) -> str | None:
         try:
             return reply_id(response.json().get("request_id"))
         except (ValueError, AttributeError):
