@@ -36,10 +36,14 @@ import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import ConfigError
 from .base import Judge, JudgeRequest, Verdict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.limits import RouteLimiter
+    from ..providers.http import RetryPolicy
 
 __all__ = ["Judge", "JudgeRequest", "Verdict", "JudgeOptions", "BUILTIN_JUDGES", "DEFAULT_JUDGE",
            "parse_judge_spec", "builtin_judge", "make_judge"]
@@ -74,11 +78,11 @@ class JudgeOptions:
     timeout_s: float = 600.0
     #: Sampling temperature of ``openai:MODEL``; None sends none (models that take only their default).
     temperature: float | None = 0.0
-    #: The HTTP retry policy (providers.http.RetryPolicy); None: the run's (providers.runtime).
-    policy: Any = None
+    #: The HTTP retry policy; None: the run's (providers.runtime).
+    policy: RetryPolicy | None = None
     #: route -> RouteLimiter or None; None: the run's limiter for the judge's route, whose limits come
     #: from models.yaml ``routes:`` ("gemini-judge", "openai-judge"), shared by all workers.
-    limiter_for: Callable[[str], Any] | None = None
+    limiter_for: Callable[[str], RouteLimiter | None] | None = None
     #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
     cache_dir: Path | None = None
     #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it refuses.
@@ -159,9 +163,11 @@ def make_judge(text: str, options: JudgeOptions,
     return judge
 
 
-def _load(name: str):
+def _load(name: str) -> Callable[..., Judge]:
+    """The class of a built-in judge (each takes its own arguments: see the builders below)."""
     module_name, class_name = BUILTIN_JUDGES[name].split(":")
-    return getattr(importlib.import_module(module_name), class_name)
+    judge_class: Callable[..., Judge] = getattr(importlib.import_module(module_name), class_name)  # BUILTIN_JUDGES names judges
+    return judge_class
 
 
 def _no_argument(name: str, argument: str | None) -> None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engine.records import FLEX, SERVED_TIER, STANDARD, UNKNOWN_TIER
 from ..errors import ConfigError, JudgeError
@@ -64,6 +64,11 @@ from .prompting import (
     stale_reason,
 )
 from .versions import MODEL_VERSION, answering_model
+
+if TYPE_CHECKING:  # pragma: no cover
+    from google.genai.types import Content, GenerateContentConfig, GenerateContentResponse
+
+    from . import JudgeOptions
 
 FLASH_MODEL = "gemini-3-flash-preview"
 ROUTE = "gemini-judge"  # its own limits: Gemini's quotas are per model
@@ -108,7 +113,7 @@ class GeminiJudge(Judge):
     routes = (ROUTE,)
     tiers = (STANDARD, FLEX)
 
-    def __init__(self, options=None, *, model: str | None = None, prompt: str = UPSTREAM):
+    def __init__(self, options: JudgeOptions | None = None, *, model: str | None = None, prompt: str = UPSTREAM):
         self.model = model or getattr(options, "gemini_model", None) or FLASH_MODEL
         self.options = options
         self.tier_choice: str = getattr(options, "tier", None) or STANDARD
@@ -173,14 +178,14 @@ class GeminiJudge(Judge):
                  **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=parsed.cost, extra=extra)
 
-    def _contents(self, request: JudgeRequest) -> list:
+    def _contents(self, request: JudgeRequest) -> list[Content]:
         _, types, _ = import_genai()
         parts = [types.Part.from_text(text=p) if isinstance(p, str)
                  else image_part(p.read_bytes(), str(p), media_resolution=MEDIA_RESOLUTION)
                  for p in message_pieces(request, self.prompt.text())]
         return [types.Content(role="user", parts=parts)]
 
-    def _ask(self, contents: list, who: str, tied: dict[str, Any]) -> Answer:
+    def _ask(self, contents: list[Content], who: str, tied: dict[str, Any]) -> Answer:
         """``tied``: what ties the config's requests to the call's in-flight slots (GenaiSession.for_call)."""
         try:
             response, tier = self._generate(contents, who, self.asked, tied)
@@ -197,13 +202,15 @@ class GeminiJudge(Judge):
             kept["thoughts"] = redact(thoughts)  # for audit only: the reasoning is the verdict's own
         return Answer(text, _cost(self.model, response, tier), kept)
 
-    def _generate(self, contents: list, who: str, tier: str, tied: dict[str, Any]) -> tuple[Any, str]:
+    def _generate(self, contents: list[Content], who: str, tier: str,
+                  tied: dict[str, Any]) -> tuple[GenerateContentResponse, str]:
         """The reply of one generateContent asked at ``tier``, and the tier that served it (its usage metadata's
         ``serviceTier``; the tier asked when it names none)."""
-        def generate():
+        def generate() -> GenerateContentResponse:
             try:
-                return self.session.client.models.generate_content(model=self.model, contents=contents,
-                                                                   config=self._config(tier).model_copy(update=tied))
+                reply: GenerateContentResponse = self.session.client.models.generate_content(
+                    model=self.model, contents=contents, config=self._config(tier).model_copy(update=tied))
+                return reply
             except json.JSONDecodeError as exc:  # a reply body that is not JSON: ask again once
                 raise UnparseableReply(f"reply body is not JSON ({exc.msg})") from None
 
@@ -212,11 +219,11 @@ class GeminiJudge(Judge):
         return response, self._served.tier() or tier
 
     @staticmethod
-    def _config(tier: str = STANDARD):
+    def _config(tier: str = STANDARD) -> GenerateContentConfig:
         _, types, _ = import_genai()
         # standard is sent as no tier at all: the request of a run without --judge-tier is as it always was
         flex = {"service_tier": types.ServiceTier.FLEX} if tier == FLEX else {}
-        return types.GenerateContentConfig(
+        config: GenerateContentConfig = types.GenerateContentConfig(
             **flex,
             temperature=TEMPERATURE,
             max_output_tokens=MAX_OUTPUT_TOKENS,
@@ -225,6 +232,7 @@ class GeminiJudge(Judge):
             thinking_config=types.ThinkingConfig(include_thoughts=True,
                                                  thinking_level=types.ThinkingLevel[THINKING_LEVEL]),
         )
+        return config
 
     def close(self) -> None:
         if self._session is not None:

@@ -17,8 +17,13 @@ stand for jurors served at different tiers.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..engine.records import FLEX, STANDARD
 from ..errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .base import Judge
 
 #: ``--judge-tier flex-or-standard``: Flex, falling back to standard for a verdict Flex kept shedding.
 FLEX_OR_STANDARD = "flex-or-standard"
@@ -45,7 +50,7 @@ def asked_tier(choice: str) -> str:
     return FLEX if choice == FLEX_OR_STANDARD else choice
 
 
-def check_judge_tier(judge, choice: str) -> None:
+def check_judge_tier(judge: Judge, choice: str) -> None:
     """A ConfigError (a usage error: nothing paid yet) when ``judge`` has no tier ``choice``."""
     if asked_tier(choice) not in judge.tiers:
         have = ", ".join(judge.tiers) or "none"

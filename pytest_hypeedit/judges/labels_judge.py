@@ -11,7 +11,7 @@ repeat, never a FAIL: the panel has not judged it yet.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..errors import JudgeError
 from ..labels import Panel, read_panel
@@ -55,7 +55,7 @@ class LabelsJudge(Judge):
 NOTE_IN_REASONING = 160
 
 
-def notes_text(votes: list[dict]) -> str:
+def notes_text(votes: list[dict[str, Any]]) -> str:
     """The raters' notes for the reasoning (so a FAIL line in the terminal says why): ``; ann: "..."``."""
     quoted = []
     for vote in votes:

@@ -7,7 +7,7 @@ latency of its slowest juror, not the sum.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Sequence
 
 from ..errors import ConfigError, HypeEditError, JudgeError
@@ -91,14 +91,14 @@ class MajorityJudge(Judge):
             juror.close()
 
 
-def _outcome(future) -> Verdict | Exception:
+def _outcome(future: Future[Verdict]) -> Verdict | Exception:
     try:
         return future.result()
     except HypeEditError as exc:
         return exc
 
 
-def _vote(juror: Judge, verdict: Verdict) -> dict:
+def _vote(juror: Judge, verdict: Verdict) -> dict[str, Any]:
     vote: dict[str, Any] = {"judge": juror.id, "verdict": verdict.label, "reasoning": verdict.reasoning}
     if verdict.votes:  # a juror that is itself a panel (human raters) keeps its own votes
         vote["votes"] = verdict.votes

@@ -29,7 +29,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -62,6 +62,9 @@ from .prompting import (
 )
 from .versions import MODEL_VERSION, answering_model
 
+if TYPE_CHECKING:  # pragma: no cover
+    from . import JudgeOptions
+
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEY_VARIABLE = "OPENAI_API_KEY"
 #: The key of a judge server that is not OpenAI's (a vLLM or Ollama started with an API key): OPENAI_API_KEY
@@ -76,7 +79,7 @@ class OpenAICompatJudge(Judge):
     #: Standard only: it talks to any chat-completions server (vLLM, Ollama, ...), whose tiers are unknown.
     tiers = ("standard",)
 
-    def __init__(self, model: str, options=None, *, prompt: str = UPSTREAM):
+    def __init__(self, model: str, options: JudgeOptions | None = None, *, prompt: str = UPSTREAM):
         if not model or not model.strip():
             raise ConfigError("--judge openai:MODEL: name the model the server serves, e.g. openai:gpt-4.1")
         self.model = model.strip()
@@ -124,7 +127,7 @@ class OpenAICompatJudge(Judge):
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)
 
-    def _ask(self, body: dict, who: str, call_id: str | None = None, slots: CallSlots = ()) -> Answer:
+    def _ask(self, body: dict[str, Any], who: str, call_id: str | None = None, slots: CallSlots = ()) -> Answer:
         request = json_request(body, {"X-Client-Request-Id": call_id} if call_id else None)
         # paid: sent once; under the pool's slot of the verdict, if any (no second one, from any thread)
         extensions = with_options(None, submits=True, slots=slots)
@@ -157,7 +160,7 @@ def key_variable_for(base: str) -> str:
     return KEY_VARIABLE if origin(base) in own else OTHER_SERVER_KEY
 
 
-def _make_client(options, model: str, base: str) -> httpx.Client:
+def _make_client(options: JudgeOptions | None, model: str, base: str) -> httpx.Client:
     key = os.environ.get(key_variable_for(base), "").strip()
     policy, limiter = http_plumbing(options, ROUTE, model)
     # The key goes to the judge's own server only (the base URL chosen), never off it by a redirect.
@@ -197,7 +200,8 @@ def _image_size(path: Path) -> tuple[int, int]:
 
     try:
         with Image.open(path) as image:  # reads the header only
-            return image.size
+            size: tuple[int, int] = image.size  # (width, height): mypy reads a `with Image.open()` target as Any
+            return size
     except OSError as exc:
         raise JudgeError(f"{path}: not an image the judge can be shown ({exc})", retryable=False) from None
 

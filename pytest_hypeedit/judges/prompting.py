@@ -22,12 +22,17 @@ import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, NamedTuple
 
 from ..errors import HypeEditError, JudgeError
 from ..secrets import redact
 from . import upstream
 from .base import JudgeRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.limits import RouteLimiter
+    from ..providers.http import RetryPolicy
+    from . import JudgeOptions
 
 #: The project's own rubric: the ``*-rubric`` judges ask with it.
 RUBRIC = resources.files(__package__).joinpath("prompt.txt").read_text(encoding="utf-8")
@@ -108,7 +113,7 @@ def _known_prompt(sha256: str) -> str:
     return names.get(sha256, "a prompt")
 
 
-def stale_reason(entry: dict, prompt: JudgePrompt) -> str | None:
+def stale_reason(entry: dict[str, Any], prompt: JudgePrompt) -> str | None:
     """Why a stored verdict (a ``judgements`` entry) was not given under ``prompt``; None when it was."""
     extra = found if isinstance(found := entry.get("extra"), dict) else {}
     recorded = extra.get("prompt_sha256")
@@ -243,7 +248,8 @@ def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
     raise error
 
 
-def http_plumbing(options: Any, route: str, model: str) -> tuple[Any, Any]:
+def http_plumbing(options: JudgeOptions | None, route: str,
+                  model: str) -> tuple[RetryPolicy | None, RouteLimiter | None]:
     """(retry policy, limiter) of a judge: JudgeOptions' when given, else the run's (providers.runtime).
 
     A judge route has its own limits (``routes: {gemini-judge: {rpm, inflight}}`` in models.yaml):

@@ -87,7 +87,7 @@ def load_prompt(cache_dir: Path, pins: ScriptPins | None = None, *, fetch: Calla
     return extract_prompt(raw, str(path), pins)
 
 
-def _script_path(location: str, cache_dir: Path, pins: ScriptPins, fetch) -> Path:
+def _script_path(location: str, cache_dir: Path, pins: ScriptPins, fetch: Callable[[str], bytes] | None) -> Path:
     if not _is_url(location):
         return Path(location).expanduser()  # a local copy: read where it is, checked all the same
     from ..fetch import download_once

@@ -14,9 +14,12 @@ Pure: records in, counts and warning lines out (a reply's version is masked of k
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, TypedDict
 
 from ..secrets import redact
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.records import Record
 
 #: The key of a verdict's ``extra`` that names the model version that answered.
 MODEL_VERSION = "model_version"
@@ -37,11 +40,29 @@ def answering_model(value: Any) -> str | None:
     return redact(value)
 
 
-def judge_versions(records: Iterable) -> dict[str, dict[str, Any]]:
+class JudgeVersions(TypedDict):
+    """One judge's verdicts by the model they asked for and the model that answered (results: ``judge_versions``)."""
+
+    asked: dict[str, int]  # model id -> verdicts
+    answered: dict[str, int]  # model version -> verdicts
+    unnamed: int  # verdicts whose reply named no version
+    differs: int  # verdicts answered by another model than the one asked
+
+
+class _Tally(TypedDict):
+    """A judge's counts while the records are read (JudgeVersions once sorted)."""
+
+    asked: Counter[str]
+    answered: Counter[str]
+    unnamed: int
+    differs: int
+
+
+def judge_versions(records: Iterable[Record]) -> dict[str, JudgeVersions]:
     """For each judge whose verdicts count in these records (a panel's jurors each on their own):
     ``{"asked": {model id: verdicts}, "answered": {model version: verdicts}, "unnamed": verdicts whose reply
     named no version, "differs": verdicts answered by another model than the one asked}``."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, _Tally] = {}
     for record in records:
         entry = (getattr(record, "judgements", None) or {}).get(getattr(record, "judge", None) or "")
         extra = entry.get("extra") if isinstance(entry, dict) else None
@@ -53,7 +74,7 @@ def judge_versions(records: Iterable) -> dict[str, dict[str, Any]]:
             for judge_id, c in sorted(seen.items())}
 
 
-def _verdict_extras(judge_id: Any, extra: Any) -> list[tuple[str, dict]]:
+def _verdict_extras(judge_id: Any, extra: Any) -> list[tuple[str, dict[str, Any]]]:
     """(judge id, its verdict's extra) of a verdict, or of each juror of a panel's verdict (majority.py keeps
     each juror's extra under ``extra["jurors"]``); only verdicts of judges that ask a model."""
     if not isinstance(extra, dict):
@@ -66,7 +87,7 @@ def _verdict_extras(judge_id: Any, extra: Any) -> list[tuple[str, dict]]:
     return []  # a judge that asks no model (labels, a plugin's), or a verdict recorded before versions were kept
 
 
-def _count(counts: dict, extra: dict) -> None:
+def _count(counts: _Tally, extra: dict[str, Any]) -> None:
     asked, answered = extra[JUDGE_MODEL], answering_model(extra.get(MODEL_VERSION))
     counts["asked"][asked] += 1
     if answered is None:
@@ -85,7 +106,7 @@ def same_model(asked: str, answered: str) -> bool:
     return answered == asked or answered.startswith(asked + "-") and answered[len(asked) + 1:][:1].isdigit()
 
 
-def version_warnings(versions: dict[str, dict[str, Any]]) -> list[str]:
+def version_warnings(versions: Mapping[str, JudgeVersions]) -> list[str]:
     """One line per judge answered by another model than the one it asked for."""
     lines = []
     for judge_id, counts in versions.items():

@@ -42,4 +42,5 @@ def builtin_provider(spec: ModelSpec) -> Provider:
             "a conftest.py can add one with the pytest_hypeedit_make_provider hook."
         )
     module_name, class_name = target.split(":")
-    return getattr(importlib.import_module(module_name), class_name)(spec)
+    adapter: type[Provider] = getattr(importlib.import_module(module_name), class_name)  # a Provider: the table above
+    return adapter(spec)

@@ -18,7 +18,7 @@ import io
 import math
 import threading
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
 
 import httpx
 
@@ -33,6 +33,9 @@ from .bounds import JSON_CAP, image_cap_of, inline_cap
 from .http import download_to, raise_for_status, request_id_of, send
 from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
 from .keyhosts import KeyHosts, key_hosts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.signals import Preview
 
 #: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
 EXPIRED = frozenset({403, 404, 410})
@@ -54,7 +57,7 @@ class HttpProvider(Provider):
         self.runtime = runtime or runtime_module.current()
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
-        self._prepared: dict[tuple, tuple[PreparedImage, ...]] = {}
+        self._prepared: dict[tuple[str, str, tuple[Path, ...]], tuple[PreparedImage, ...]] = {}  # split, task, refs
         self._gone: ModelGone | None = None  # the provider said this model id does not exist (any more)
 
     # ------------------------------------------------------------------ plumbing
@@ -180,7 +183,7 @@ class HttpProvider(Provider):
         """A checked Generation: the image (bytes, or a downloaded file) must decode (a truncated or foreign
         file is a Refusal)."""
         cost = self.spec.price if cost is None else cost
-        previews: list = []
+        previews: list[Preview] = []
         try:
             ext = decoded_ext(data, self.what(request), request_id=request_id, cost=cost, previews=previews)
         except Refusal:
@@ -214,7 +217,7 @@ class HttpProvider(Provider):
 
 
 def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None,
-                previews: list | None = None) -> str:
+                previews: list[Preview] | None = None) -> str:
     """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (design.md: an
     undecodable file from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers
     accept only those.  So is an image of more pixels than ``images.MAX_IMAGE_PIXELS``, before it is decoded:
@@ -245,6 +248,17 @@ def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None,
         raise Refusal(f"{what}: the returned {ext} image cannot be decoded ({type(exc).__name__}: "
                       f"{image_problem(exc)[:80]})", cost=cost, request_id=request_id) from None
     return ext
+
+
+def reply_id(value: Any) -> str | None:
+    """A request id read from a reply's JSON, as the record keeps it: text as it is, a number as text (as
+    records.check_fields reads one back), anything else (an object, a list, true) None.  A record whose
+    ``request_id`` is not text or a number cannot be read back, and its paid candidate would be bought again."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return None
 
 
 def decode_base64(text: str, what: str) -> bytes:
@@ -308,7 +322,7 @@ def nearest_ratio(width: int, height: int, ratios: Sequence[str]) -> str:
     return min(ratios, key=distance)
 
 
-def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
+def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0) -> Iterator[float]:
     """Waits between polls of an async job: quick at first, then backing off to ``cap``."""
     delay = first
     while True:
@@ -316,6 +330,6 @@ def poll_delays(first: float = 0.5, factor: float = 1.5, cap: float = 5.0):
         delay = min(delay * factor, cap)
 
 
-__all__ = ["HttpProvider", "decoded_ext", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
+__all__ = ["HttpProvider", "decoded_ext", "reply_id", "decode_base64", "decode_data_url", "size_at_pixels", "size_in_pixel_range",
            "nearest_size",
            "nearest_ratio", "poll_delays", "request_id_of", "EXPIRED"]

@@ -35,7 +35,7 @@ it does not stop a second one being billed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .adapter import HttpProvider, decode_base64, size_in_pixel_range
 from .base import Generation, GenerationRequest
@@ -181,7 +181,8 @@ class ArkProvider(HttpProvider):
             raise self.refusal(request, "the image item has neither url nor b64_json", request_id=request_id)
         return self.download(item["url"], self.what(request), request=request)
 
-    def raise_reply_error(self, request: GenerationRequest, error: Any, request_id: str | None, *, where: str):
+    def raise_reply_error(self, request: GenerationRequest, error: Any, request_id: str | None, *,
+                          where: str) -> NoReturn:
         """The ``Error{code, message}`` of a 200 reply: a refusal when it is moderation, else a ProviderError."""
         code, message = error_fields(error)
         if is_moderation(code, message):

@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..engine.journal import Journal
 from ..engine.limits import CallSlots
 from ..registry import ModelSpec
 from ..tasks import Task
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..engine.signals import Preview
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Generation:
     extra: dict[str, Any] = field(default_factory=dict)
     #: A small copy made while the image was decoded to check it (engine/signals.py ``Preview``), so the pixel
     #: signals need no second decode; None when the adapter made none.  Never written anywhere.
-    preview: Any = field(default=None, compare=False, repr=False)
+    preview: Preview | None = field(default=None, compare=False, repr=False)
 
 
 class Provider:

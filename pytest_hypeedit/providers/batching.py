@@ -28,7 +28,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from ..engine.journal import Journal
 from ..errors import ProviderError
@@ -322,7 +322,7 @@ def batch_tally() -> dict[str, list[int]]:
     return tally if any(count for count, _ in tally.values()) else {}
 
 
-def _delays(first: float, cap: float):
+def _delays(first: float, cap: float) -> Iterator[float]:
     return itertools.chain((first * 1.5 ** n for n in range(60) if first * 1.5 ** n < cap), itertools.repeat(cap))
 
 

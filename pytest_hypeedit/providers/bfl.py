@@ -33,13 +33,17 @@ help.bfl.ai "Why did my request fail?"); every status but ``Pending`` is final:
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .adapter import HttpProvider, nearest_ratio, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
 from .polling import JobPoller, resumed_job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..registry import ModelSpec
+    from .runtime import Runtime
 
 USD_PER_CREDIT = 0.01
 MAX_INPUTS = 8
@@ -70,7 +74,7 @@ def credits_for(first: float, extra: float, pixels: list[int]) -> float:
     return first + extra * (max(fractional, whole) - 1)
 
 
-def _status(reply: dict) -> str:
+def _status(reply: dict[str, Any]) -> str:
     return str(reply.get("status", "")).strip().lower().replace("_", " ")
 
 
@@ -95,7 +99,7 @@ class BflProvider(HttpProvider):
 
     sends_seed = True
 
-    def __new__(cls, spec, *args, **kwargs):
+    def __new__(cls, spec: ModelSpec, *, runtime: Runtime | None = None) -> BflProvider:
         # One route, two request shapes: a flux-3 id gets its own adapter (the route table names this class).
         if cls is BflProvider and str(spec.provider_model).startswith("flux-3"):
             cls = Flux3Provider
@@ -155,7 +159,7 @@ class BflProvider(HttpProvider):
         width, height = self.size(request)
         return {"width": width, "height": height}
 
-    def submit(self, request: GenerationRequest, what: str) -> dict:
+    def submit(self, request: GenerationRequest, what: str) -> dict[str, Any]:
         response = self.call("POST", f"{self.base}/v1/{self.spec.provider_model}", json=self.body(request),
                              headers={"x-key": self.key}, submits=True, request=request)
         self.check(response)
@@ -164,7 +168,7 @@ class BflProvider(HttpProvider):
             raise self.error(f"{what}: the submit reply has no polling_url (request id {request_id_of(response)})")
         return reply
 
-    def wait_for_result(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
+    def wait_for_result(self, request: GenerationRequest, job: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         """Poll the journaled URL (always the returned one: it names the right cluster) until a final status."""
         url = poller.api_url(job.get("polling_url"), "polling_url")
         while True:
@@ -185,7 +189,8 @@ class BflProvider(HttpProvider):
         """Whether a (lower-cased) poll status means "still working": FLUX.2 has only ``Pending``."""
         return status == PENDING
 
-    def final_status(self, request: GenerationRequest, reply: dict, status: str, poller: JobPoller) -> Exception:
+    def final_status(self, request: GenerationRequest, reply: dict[str, Any], status: str,
+                     poller: JobPoller) -> Exception:
         """The exception for a final status other than Ready (the list in the module docstring)."""
         details = str(reply.get("details") or reply.get("error") or "")[:300]
         if status in MODERATED:
@@ -199,7 +204,7 @@ class BflProvider(HttpProvider):
             return poller.fail(why)
         return poller.fail(f"{why}, not one BFL documents (only 'Pending' is waited on)")
 
-    def poll(self, url: str, what: str, request: GenerationRequest | None = None) -> dict:
+    def poll(self, url: str, what: str, request: GenerationRequest | None = None) -> dict[str, Any]:
         response = self.call("GET", url, headers={"x-key": self.key}, request=request)
         if response.status_code == 404:  # as "Task not found" (UNCONFIRMED whether BFL answers so): never a
             return {"status": "Task not found"}  # job left journaled that no rerun can ever read
@@ -239,8 +244,8 @@ class Flux3Provider(BflProvider):
                                formats=("jpeg", "png"), convert_to="jpeg")
     sends_seed = False
 
-    def __init__(self, spec, **kwargs):
-        super().__init__(spec, **kwargs)
+    def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None) -> None:
+        super().__init__(spec, runtime=runtime)
         self.resolution = str(spec.options.get("resolution", "2k")).lower()
         if self.resolution not in FLUX3_PRICES:
             from ..errors import ConfigError

@@ -22,10 +22,11 @@ up to 16.7 MP, Runware 6048x2592), at most 68 MB even as an uncompressed RGBA PN
 
 from __future__ import annotations
 
+import ssl
 import time
 import urllib.request
 import zlib
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, Iterable, Iterator, Mapping, cast
 
 import httpcore
 import httpx
@@ -50,7 +51,7 @@ def deadline_for(read_timeout: float, deadline_s: float | None = None) -> float:
     return max(DEFAULT_DEADLINE_S, 1.5 * float(read_timeout))
 
 
-def image_cap_of(options) -> int:
+def image_cap_of(options: Mapping[str, Any]) -> int:
     """A model's cap of a result image: ``options.max_image_mb``, else IMAGE_CAP."""
     mb = options.get("max_image_mb")
     return int(float(mb) * MiB) if mb is not None else IMAGE_CAP
@@ -89,10 +90,10 @@ def arm(request: httpx.Request, seconds: float) -> Until:
     """Give this attempt of ``request`` its deadline: its read and write timeouts become ``Until`` values."""
     timeouts = dict(request.extensions.get("timeout") or {})
     until = time.monotonic() + seconds
-    for name in ("read", "write"):
-        timeouts[name] = Until(_plain(timeouts.get(name)), until, seconds)
+    armed = {name: Until(_plain(timeouts.get(name)), until, seconds) for name in ("read", "write")}
+    timeouts.update(armed)
     request.extensions["timeout"] = timeouts
-    return timeouts["read"]
+    return armed["read"]
 
 
 def _plain(value: Any) -> float | None:
@@ -138,7 +139,7 @@ class DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self.inner.close()
 
-    def start_tls(self, ssl_context, server_hostname: str | None = None,
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
         return DeadlineStream(self.inner.start_tls(ssl_context, server_hostname, time_left(timeout)))
 
@@ -153,11 +154,12 @@ class DeadlineBackend(httpcore.NetworkBackend):
         self.inner = inner
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable | None = None) -> httpcore.NetworkStream:
+                    socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None) -> httpcore.NetworkStream:
         return DeadlineStream(self.inner.connect_tcp(host, port, time_left(timeout), local_address, socket_options))
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable | None = None) -> httpcore.NetworkStream:  # pragma: no cover
+                            socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None
+                            ) -> httpcore.NetworkStream:  # pragma: no cover
         return DeadlineStream(self.inner.connect_unix_socket(path, time_left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries are off

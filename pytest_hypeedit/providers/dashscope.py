@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapter import HttpProvider, size_at_pixels
+import httpx
+
+from .adapter import HttpProvider, reply_id, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import error_details
 from .images import ImageLimits
@@ -56,15 +58,15 @@ class DashScopeProvider(HttpProvider):
                 raise self.refusal(request, f"{code}: {message[:300]}", request_id=self.request_id(response))
         self.check(response)
         reply = self.json_of(response, what)
-        request_id = reply.get("request_id") if isinstance(reply, dict) else None
+        request_id = reply_id(reply.get("request_id")) if isinstance(reply, dict) else None
         url = self.image_url(request, reply, request_id)
         return self.generation(request, self.download(url, what, request=request), request_id=request_id, seed=request.seed,
                                size=self.size(request), usage=reply.get("usage"))
 
     @staticmethod
-    def request_id(response) -> str | None:
+    def request_id(response: httpx.Response) -> str | None:
         try:
-            return response.json().get("request_id")
+            return reply_id(response.json().get("request_id"))
         except (ValueError, AttributeError):
             return None
 

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
+
 from .adapter import HttpProvider, size_at_pixels, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
@@ -117,7 +119,7 @@ class FalProvider(HttpProvider):
             response_url=str(queued["response_url"]), cancel_url=queued.get("cancel_url"),
             image_size=self.body(request, with_images=False).get("image_size"))
 
-    def submit(self, request: GenerationRequest, what: str) -> dict:
+    def submit(self, request: GenerationRequest, what: str) -> dict[str, Any]:
         response = self.call("POST", f"{self.base}/{self.spec.provider_model.strip('/')}",
                              json=self.body(request), headers=self.headers, submits=True, request=request)
         self.refuse_if_policy(request, response)
@@ -128,13 +130,13 @@ class FalProvider(HttpProvider):
         return queued
 
     @staticmethod
-    def check_urls(job: dict, poller: JobPoller) -> None:
+    def check_urls(job: dict[str, Any], poller: JobPoller) -> None:
         """The job's URLs get the key: refuse at once (not as a failed poll) any that is not on fal's API."""
         if job.get("polling_url"):
             poller.api_url(job["polling_url"], "status_url")
         poller.api_url(job.get("response_url"), "response_url")
 
-    def wait_until_completed(self, job: dict, poller: JobPoller) -> dict:
+    def wait_until_completed(self, job: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         """The final status reply ({} when there is no status URL: the result is asked for directly)."""
         if not job.get("polling_url"):
             return {}
@@ -145,7 +147,7 @@ class FalProvider(HttpProvider):
                 return reply  # COMPLETED (or a status fal adds later): the response URL has the answer
             poller.wait(status)
 
-    def status_of(self, job: dict, poller: JobPoller) -> dict:
+    def status_of(self, job: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         response = self.call("GET", poller.api_url(job["polling_url"], "status_url"), headers=self.headers,
                              request=poller.request)
         if response.status_code in GONE:
@@ -157,7 +159,8 @@ class FalProvider(HttpProvider):
             raise self.error(f"{poller.what}: the status reply has no status: {str(reply)[:120]!r}")
         return reply
 
-    def fetch_result(self, request: GenerationRequest, job: dict, status: dict, poller: JobPoller) -> dict:
+    def fetch_result(self, request: GenerationRequest, job: dict[str, Any], status: dict[str, Any],
+                     poller: JobPoller) -> dict[str, Any]:
         """The result JSON; a request whose status carries an error ends as a failure (or a refusal)."""
         if status.get("error") or status.get("error_type"):
             # fal_client's Completed(error, error_type): the request ran and failed.  The response URL
@@ -169,7 +172,7 @@ class FalProvider(HttpProvider):
             raise poller.fail(f"fal says the request completed with {why}")
         return poller.read(lambda: self.result_of(request, job, poller))
 
-    def result_of(self, request: GenerationRequest, job: dict, poller: JobPoller) -> dict:
+    def result_of(self, request: GenerationRequest, job: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers,
                              request=request)
         if response.status_code in GONE:
@@ -186,7 +189,8 @@ class FalProvider(HttpProvider):
             raise self.error(f"{poller.what}: the result of fal request {job['id']} is not an object")
         return result
 
-    def refuse_if_policy(self, request: GenerationRequest, response, request_id: str | None = None) -> None:
+    def refuse_if_policy(self, request: GenerationRequest, response: httpx.Response,
+                         request_id: str | None = None) -> None:
         if response.is_success:
             return
         try:
@@ -197,7 +201,7 @@ class FalProvider(HttpProvider):
             _, message = error_details(response)
             raise self.refusal(request, f"content policy: {message[:300]}", request_id=request_id)
 
-    def first_image(self, request: GenerationRequest, result: dict, request_id: str) -> dict:
+    def first_image(self, request: GenerationRequest, result: dict[str, Any], request_id: str) -> dict[str, Any]:
         flags = result.get("has_nsfw_concepts") or []
         if any(flags):
             raise self.refusal(request, "the safety checker flagged the output (has_nsfw_concepts)",

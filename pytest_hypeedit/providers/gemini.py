@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import math
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from ..retirements import model_gone
@@ -27,11 +27,16 @@ from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .bounds import image_cap_of, inline_cap
 from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
-from .images import ImageLimits, PixelsTooMany, open_checked, prepare_references
+from .images import ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
 
 if TYPE_CHECKING:  # pragma: no cover
+    from google.genai.types import GenerateContentConfig, Part
+
+    from ..engine.limits import RouteLimiter
+    from ..registry import ModelSpec
     from .batching import Collector
     from .gemini_batch import GeminiBatch
+    from .http import RetryPolicy
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
@@ -69,7 +74,7 @@ _MIME = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp"}
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/jpg": "jpg", "image/webp": "webp"}
 
 
-def nearest_aspect_ratio(width: int, height: int, allowed=ASPECT_RATIOS) -> str:
+def nearest_aspect_ratio(width: int, height: int, allowed: Sequence[str] = ASPECT_RATIOS) -> str:
     """The allowed ``W:H`` closest to width/height, compared in log space (so 2:1 and 1:2 are equally far from 1:1)."""
     target = math.log(width / height)
 
@@ -90,7 +95,8 @@ class GeminiProvider(Provider):
         reads its lines through the provider it is given, as it does not import this module, which imports it."""
         return take_image(response, what)
 
-    def __init__(self, spec, *, runtime: "runtime_module.Runtime | None" = None, policy=None, limiter=None,
+    def __init__(self, spec: ModelSpec, *, runtime: "runtime_module.Runtime | None" = None,
+                 policy: RetryPolicy | None = None, limiter: RouteLimiter | None = None,
                  timeout_s: float | None = None):
         super().__init__(spec)
         # The run-wide retry policy, limits and image cache (set by the pytest glue); policy and
@@ -103,7 +109,7 @@ class GeminiProvider(Provider):
         self._policy, self._limiter = policy, limiter
         self._session: GenaiSession | None = None
         self._lock = threading.Lock()
-        self._parts_cache: dict[str, list] = {}  # task_id -> prepared image parts (once per task, not per repeat)
+        self._parts_cache: dict[str, list[Part]] = {}  # task_id -> prepared image parts (once per task, not per repeat)
         self._gone: ModelGone | None = None  # Google said this model id does not exist: no call can succeed
         self._batcher: "tuple[Collector, GeminiBatch] | None" = None
 
@@ -170,10 +176,10 @@ class GeminiProvider(Provider):
         """Whether PRICES knows this id (its price by size), else the model's list price stands."""
         return self.spec.provider_model in PRICES
 
-    def request_config(self, request: GenerationRequest):
+    def request_config(self, request: GenerationRequest) -> GenerateContentConfig:
         return self._config(request)
 
-    def prepared(self, request: GenerationRequest):
+    def prepared(self, request: GenerationRequest) -> tuple[PreparedImage, ...]:
         return prepare_references(request.references, IMAGE_LIMITS, self.runtime.images_dir(),
                                   task_id=request.task.task_id, route=self.route)
 
@@ -191,9 +197,9 @@ class GeminiProvider(Provider):
         standard = max(self.spec.price, self.price_of_image() + len(request.references) * per_reference)
         return round(standard * self.spec.tier_factor(self.tier), 6)
 
-    def _config(self, request: GenerationRequest):
+    def _config(self, request: GenerationRequest) -> GenerateContentConfig:
         _, types, _ = import_genai()
-        return types.GenerateContentConfig(
+        config: GenerateContentConfig = types.GenerateContentConfig(
             # IMAGE only by default; options.response_modalities: [TEXT, IMAGE] works too, since
             # text parts in the answer are tolerated (the image is still the last non-thought one).
             response_modalities=list(self.spec.options.get("response_modalities") or ["IMAGE"]),
@@ -201,11 +207,12 @@ class GeminiProvider(Provider):
             # generationConfig.seed is sent; whether the image model honours it is UNCONFIRMED.
             seed=request.seed,
         )
+        return config
 
     def _aspect_ratio(self, request: GenerationRequest) -> str:
         return nearest_aspect_ratio(request.task.width, request.task.height, self.aspect_ratios)
 
-    def _reference_parts(self, request: GenerationRequest) -> list:
+    def _reference_parts(self, request: GenerationRequest) -> list[Part]:
         """The task's images as parts: prepared to Gemini's limits once per task x route (on disk, shared by
         workers), and kept in memory for the task's next repeats."""
         _, types, _ = import_genai()
@@ -229,7 +236,7 @@ class GeminiProvider(Provider):
             self._session = None
 
 
-def _image_size(spec) -> str:
+def _image_size(spec: ModelSpec) -> str:
     allowed = MODEL_IMAGE_SIZES.get(spec.provider_model, IMAGE_SIZES)
     size = str(spec.options.get("image_size", "2K")).upper()
     if size not in allowed:
@@ -238,14 +245,15 @@ def _image_size(spec) -> str:
     return size
 
 
-def image_part(data: bytes, where: str, media_resolution: dict | None = None):
+def image_part(data: bytes, where: str, media_resolution: dict[str, Any] | None = None) -> Part:
     """An inline image part (the judge's images); formats Gemini does not take are sent as PNG.
     ``media_resolution`` is the part's own level, e.g. ``{"level": "media_resolution_high"}``."""
     _, types, _ = import_genai()
     ext = sniff_image_ext(data)
     if ext is None:
         data, ext = as_png(data, where), "png"
-    return types.Part.from_bytes(data=data, mime_type=_MIME[ext], media_resolution=media_resolution)
+    part: Part = types.Part.from_bytes(data=data, mime_type=_MIME[ext], media_resolution=media_resolution)
+    return part
 
 
 def as_png(data: bytes, where: str) -> bytes:
@@ -278,12 +286,13 @@ def take_image(response: Any, what: str) -> tuple[bytes, str]:
     if finish in REFUSING_FINISH or (finish or "").startswith("IMAGE_"):
         raise Refusal(f"{what}: finishReason {finish}", cost=0.0, request_id=request_id)
     part = last_image_part(candidate)
-    if part is None:
+    image = part.inline_data if part is not None else None  # last_image_part returns a part with data, or None
+    if image is None or not image.data:
         raise Refusal(f"{what}: answered without an image: {_text_excerpt(candidate)!r}", cost=0.0, request_id=request_id)
-    return decoded(part.inline_data.data, part.inline_data.mime_type, what, request_id)
+    return decoded(image.data, image.mime_type, what, request_id)
 
 
-def last_image_part(candidate: Any):
+def last_image_part(candidate: Any) -> Part | None:
     parts = getattr(getattr(candidate, "content", None), "parts", None) or []
     images = [p for p in parts if p.inline_data is not None and p.inline_data.data and not p.thought]
     return images[-1] if images else None

@@ -31,7 +31,8 @@ import contextlib
 import json
 import secrets
 import threading
-from typing import Any, Callable, Iterator, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 import httpx
 import pydantic
@@ -52,6 +53,11 @@ from .keyhosts import key_hosts
 from .requestopts import mark, options_of
 from .waits import daily_quota, daily_quota_message
 
+if TYPE_CHECKING:  # pragma: no cover
+    from google.genai.errors import APIError
+
+    from ..engine.limits import RouteLimiter
+
 T = TypeVar("T")
 
 ROUTE = "gemini"
@@ -69,8 +75,9 @@ PAID_PATH_SUFFIX = (":generateContent", ":batchGenerateContent")
 CALL_HEADER = "x-hypeedit-call"
 
 
-def import_genai():
-    """google-genai, imported lazily (a run without Gemini never pays for the import)."""
+def import_genai() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """google-genai, imported lazily (a run without Gemini never pays for the import): the modules
+    ``google.genai``, ``google.genai.types`` and ``google.genai.errors``."""
     try:
         from google import genai
         from google.genai import errors, types
@@ -83,7 +90,7 @@ class GenaiSession:
     """A google-genai client over the project's HTTP policy; ``close()`` releases both."""
 
     def __init__(self, *, route: str = ROUTE, timeout_s: float = 120.0, policy: RetryPolicy | None = None,
-                 limiter=None, reply_cap: int = JSON_CAP, deadline_s: float | None = None):
+                 limiter: RouteLimiter | None = None, reply_cap: int = JSON_CAP, deadline_s: float | None = None):
         genai, types, _ = import_genai()
         key = key_for(ROUTE, GEMINI_KEY_ENV)
         base = base_url("gemini", DEFAULT_BASE_URL)
@@ -170,7 +177,7 @@ def reply_lost(exc: httpx.HTTPError) -> bool:
     return paid and may_have_reached_provider(exc)
 
 
-def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
+def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
     """A google-genai ClientError/ServerError as ``error``: status, Google's status name and message."""
     code = exc.code if isinstance(exc.code, int) else None
     message = exc.message if isinstance(exc.message, str) else ""
@@ -186,13 +193,15 @@ def api_error(exc, *, what: str, error: type[CallError]) -> CallError:
     return error(redact(text), retryable=retryable, status=code)
 
 
-def _refused_wait(exc) -> float | None:
+def _refused_wait(exc: APIError) -> float | None:
     response = getattr(exc, "response", None)
     extensions = getattr(response, "extensions", None)
-    return extensions.get(WAIT_REFUSED) if isinstance(extensions, dict) else None
+    # the wait PolicyTransport refused, a float, which it puts there itself (http.py ``_retry_after``)
+    wait: float | None = extensions.get(WAIT_REFUSED) if isinstance(extensions, dict) else None
+    return wait
 
 
-def enum_name(value) -> str | None:
+def enum_name(value: object) -> str | None:
     """The name of a google-genai enum value (tolerates unknown values and plain strings)."""
     if value is None:
         return None

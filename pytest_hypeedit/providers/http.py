@@ -53,6 +53,7 @@ from .bounds import (
     JSON_CAP,
     BoundedStream,
     DeadlinePassed,
+    Until,
     arm,
     bounded_chunks,
     deadline_for,
@@ -112,7 +113,7 @@ class RetryPolicy:
         if retry_after is not None and math.isfinite(retry_after):
             # The server said when: wait at least that, plus a little spread.
             return max(retry_after, 0.0) + rand() * self.jitter * self.base_delay
-        delay = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        delay = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
         return delay * (1 - self.jitter) + delay * self.jitter * rand()
 
 
@@ -214,7 +215,7 @@ class PolicyTransport(httpx.BaseTransport):
             raw = self._read(response, self.bounds.cap(request), deadline)
         return self._fresh(request, response, raw)
 
-    def _send_streamed(self, request: httpx.Request, deadline) -> tuple[httpx.Response, httpx.Response | None]:
+    def _send_streamed(self, request: httpx.Request, deadline: Until) -> tuple[httpx.Response, httpx.Response | None]:
         """A download read by the caller as it arrives (no request-per-minute token, no in-flight slot: it
         is a file from storage, inside a call that holds the route's slot already), decoded and bounded as
         it is read; an error reply is read here, for the retry decision."""
@@ -226,7 +227,7 @@ class PolicyTransport(httpx.BaseTransport):
         return self._fresh(request, response, self._read(response, JSON_CAP, deadline))
 
     @staticmethod
-    def _read(response: httpx.Response, cap: int, deadline) -> bytes:
+    def _read(response: httpx.Response, cap: int, deadline: Until) -> bytes:
         try:
             # A sync Client's reply: httpx types ``stream`` for the async client too.
             return b"".join(bounded_chunks(cast(Iterable[bytes], response.stream), response.headers, cap=cap, what="reply",
@@ -235,7 +236,8 @@ class PolicyTransport(httpx.BaseTransport):
             response.close()
 
     @staticmethod
-    def _fresh(request: httpx.Request, response: httpx.Response, raw: bytes):
+    def _fresh(request: httpx.Request, response: httpx.Response, raw: bytes
+               ) -> tuple[httpx.Response, httpx.Response | None]:
         # The client gets a fresh, unread response (so httpx's own read/close/elapsed bookkeeping works),
         # already decoded; the retry decision reads a twin of it (same bytes).  A success without retry
         # flags is never retried, so it needs no twin.

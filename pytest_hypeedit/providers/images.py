@@ -19,7 +19,7 @@ import re
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Sequence, TypedDict
 
 from PIL import Image, UnidentifiedImageError
 
@@ -194,9 +194,19 @@ def _prepared(source: Path, index: int, limits: ImageLimits, folder: Path, task_
     return describe(target)
 
 
-def padding_notes(sources: Sequence[Path], prepared: Sequence[PreparedImage], limits: ImageLimits) -> list[dict]:
+class PaddingNote(TypedDict):
+    """One reference ``fit`` padded, as the candidate's record names it (``padded_references``)."""
+
+    reference: str  # the file's name
+    size: str  # its own "WxH"
+    sent: str  # the "WxH" sent
+    max_aspect_ratio: float | None
+
+
+def padding_notes(sources: Sequence[Path], prepared: Sequence[PreparedImage], limits: ImageLimits
+                  ) -> list[PaddingNote]:
     """For the candidate's record: which references ``fit`` padded into ``limits.max_aspect_ratio``."""
-    notes = []
+    notes: list[PaddingNote] = []
     for source, image in zip(sources, prepared):
         try:
             with Image.open(source) as original:  # reads the header only

@@ -24,7 +24,7 @@ things could carry it elsewhere, and both are refused here, in the one HTTP poli
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 import httpx
 
@@ -94,7 +94,7 @@ def _same_origin_or_upgrade(source: httpx.URL, target: httpx.URL) -> bool:
             and origin(source)[2] == 80 and origin(target)[2] == 443)
 
 
-def redirect_guard(extra: Iterable[str] = ()):
+def redirect_guard(extra: Iterable[str] = ()) -> Callable[[httpx.Response], None]:
     """An httpx response hook that stops a request carrying a key from following a redirect off its origin."""
     extra = tuple(extra)
 

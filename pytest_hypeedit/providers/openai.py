@@ -28,7 +28,7 @@ from .adapter import HttpProvider, decode_base64, nearest_size
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import EXT, ImageLimits
-from .openai_models import LISTED_SIZES, REFERENCE_TOKENS_MAX, image_model
+from .openai_models import LISTED_SIZES, REFERENCE_TOKENS_MAX, ImageModel, image_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from .batching import Collector
@@ -129,7 +129,7 @@ class OpenAIProvider(HttpProvider):
     def quality(self) -> str:
         return str(self.spec.options.get("quality", "high"))
 
-    def cost_of(self, reply: dict, request: GenerationRequest) -> tuple[float, str]:
+    def cost_of(self, reply: dict[str, Any], request: GenerationRequest) -> tuple[float, str]:
         """(USD, where it came from): the reply's ``usage`` at the model's token prices, else the list price of
         the size and quality asked for, else the model's price (an id openai_models.py does not know)."""
         model = image_model(self.spec.provider_model)
@@ -179,7 +179,7 @@ class OpenAIProvider(HttpProvider):
                 for index, image in enumerate(self.references(request))]
 
 
-def _size_pair(size: str, model) -> tuple[int, int]:
+def _size_pair(size: str, model: ImageModel) -> tuple[int, int]:
     """``WxH`` as numbers; ``auto`` (or another word) as the dearest size the model can pick."""
     try:
         width, height = (int(side) for side in size.lower().split("x"))

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from .adapter import HttpProvider, nearest_ratio
+from .adapter import HttpProvider, nearest_ratio, reply_id
 from .base import Generation, GenerationRequest
 from .http import RETRY_STATUSES, request_id_of
 from .images import ImageLimits
@@ -87,7 +87,7 @@ class OpenRouterProvider(HttpProvider):
         reply = self.json_of(response, what)
         if not isinstance(reply, dict):
             raise self.error(f"{what}: the reply is not an object", retryable=True)
-        request_id = reply.get("id")
+        request_id = reply_id(reply.get("id"))
         url = self.image_url(request, reply, request_id, what)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return self.generation(request, self.download(url, what, request=request), cost=reported_cost(reply), request_id=request_id,
@@ -129,7 +129,7 @@ class OpenRouterProvider(HttpProvider):
                              retryable=False, status=403)
         self.check(response)
 
-    def raise_for_reply_error(self, request: GenerationRequest, error: dict, request_id: str | None,
+    def raise_for_reply_error(self, request: GenerationRequest, error: dict[str, Any], request_id: str | None,
                               where: str, cost: float) -> None:
         """An error inside an HTTP 200 reply (generation had started): the refusal or ProviderError it is."""
         if error_kind(error) == "moderation":
@@ -138,7 +138,7 @@ class OpenRouterProvider(HttpProvider):
                          f"{describe(error)}", retryable=error_retryable(error), status=_int(error.get("code")))
 
     # ------------------------------------------------------------------ the answer
-    def image_url(self, request: GenerationRequest, reply: dict, request_id: str | None, what: str) -> str:
+    def image_url(self, request: GenerationRequest, reply: dict[str, Any], request_id: str | None, what: str) -> str:
         cost = reported_cost(reply) or 0.0
         if reply.get("error"):
             # "errors after generation starts can arrive as HTTP 200" (providers.md section 7)
@@ -164,14 +164,14 @@ class OpenRouterProvider(HttpProvider):
 # --------------------------------------------------------------------------- helpers
 
 
-def first_choice(reply: dict) -> dict:
+def first_choice(reply: dict[str, Any]) -> dict[str, Any]:
     choices = reply.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         return choices[0]
     return {}
 
 
-def error_object(holder: Any) -> dict:
+def error_object(holder: Any) -> dict[str, Any]:
     """The ``ErrorResponse`` under ``holder["error"]`` as a dict (a bare string becomes its message)."""
     error = holder.get("error") if isinstance(holder, dict) else None
     if isinstance(error, dict):
@@ -179,12 +179,12 @@ def error_object(holder: Any) -> dict:
     return {"message": str(error)} if error else {}
 
 
-def metadata_of(error: dict) -> dict:
+def metadata_of(error: dict[str, Any]) -> dict[str, Any]:
     metadata = error.get("metadata")
     return metadata if isinstance(metadata, dict) else {}
 
 
-def error_kind(error: dict) -> str:
+def error_kind(error: dict[str, Any]) -> str:
     """``moderation`` (the model refusing), ``guardrail``, or ``error`` (permissions and everything else)."""
     metadata = metadata_of(error)
     if any(key in metadata for key in MODERATION_METADATA) or metadata.get("error_type") in REFUSAL_ERROR_TYPES:
@@ -194,7 +194,7 @@ def error_kind(error: dict) -> str:
     return "error"
 
 
-def error_retryable(error: dict) -> bool:
+def error_retryable(error: dict[str, Any]) -> bool:
     """Whether the next run may succeed: by the typed error code, else by the HTTP-like ``code``."""
     error_type = metadata_of(error).get("error_type")
     if isinstance(error_type, str):
@@ -203,7 +203,7 @@ def error_retryable(error: dict) -> bool:
     return code is None or code in RETRY_STATUSES or code >= 500
 
 
-def describe(error: dict) -> str:
+def describe(error: dict[str, Any]) -> str:
     """``code (error_type): message``, plus the moderation reasons when there are some."""
     metadata = metadata_of(error)
     parts = [str(part) for part in (error.get("code"), metadata.get("error_type")) if part is not None]
@@ -215,7 +215,7 @@ def describe(error: dict) -> str:
     return text
 
 
-def reported_cost(reply: dict) -> float | None:
+def reported_cost(reply: dict[str, Any]) -> float | None:
     usage = reply.get("usage")
     cost = usage.get("cost") if isinstance(usage, dict) else None
     return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost > 0 else None

@@ -40,13 +40,17 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
 from .body import InlineImage
 from .images import ImageLimits, PreparedImage
 from .polling import JobPoller, resumed_job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..registry import ModelSpec
+    from .runtime import Runtime
 
 #: Aspect ratios per model (prefix of the provider model id).  Seedream 4.5's schema lists
 #: match_input_image, 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 (providers.md section 7; no 4:5 or 5:4).
@@ -87,8 +91,8 @@ class ReplicateProvider(HttpProvider):
         # httpx.Timeout(5.0, read=30.0, ...)); with ``Prefer: wait`` the reply may be held up to wait_s more.
         return 30.0 + max(0, int(self.spec.options.get("wait_s", 0)))
 
-    def __init__(self, spec, **kwargs):
-        super().__init__(spec, **kwargs)
+    def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None) -> None:
+        super().__init__(spec, runtime=runtime)
         self._uploads: dict[str, tuple[str, float]] = {}  # sha256 of the file -> (urls.get, uploaded at)
         self._uploads_lock = threading.Lock()
 
@@ -155,7 +159,7 @@ class ReplicateProvider(HttpProvider):
         return str(url)
 
     # ------------------------------------------------------------------ the job
-    def create(self, request: GenerationRequest, what: str) -> dict:
+    def create(self, request: GenerationRequest, what: str) -> dict[str, Any]:
         headers = dict(self.headers)
         wait = int(self.spec.options.get("wait_s", 0))
         if wait > 0:
@@ -168,12 +172,13 @@ class ReplicateProvider(HttpProvider):
             raise self.error(f"{what}: the create reply has no prediction id")
         return prediction
 
-    def journal(self, request: GenerationRequest, prediction: dict) -> dict:
+    def journal(self, request: GenerationRequest, prediction: dict[str, Any]) -> dict[str, Any]:
         urls = prediction.get("urls") or {}
         return request.journal.submitted(id=str(prediction["id"]), polling_url=urls.get("get"),
                                          cancel_url=urls.get("cancel"), aspect_ratio=self.aspect_ratio(request))
 
-    def finished(self, request: GenerationRequest, job: dict, prediction: dict | None, poller: JobPoller) -> dict:
+    def finished(self, request: GenerationRequest, job: dict[str, Any], prediction: dict[str, Any] | None,
+                 poller: JobPoller) -> dict[str, Any]:
         """The prediction once it has settled: succeeded, or a Refusal / JobFailed / JobExpired."""
         while prediction is None or prediction.get("status") in RUNNING:
             if prediction is not None:
@@ -187,7 +192,7 @@ class ReplicateProvider(HttpProvider):
             raise self.refusal(request, f"prediction failed: {error[:300]}", request_id=job["id"])
         raise poller.fail(f"the prediction is {status}: {error[:300]}")
 
-    def get(self, job: dict, poller: JobPoller) -> dict:
+    def get(self, job: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         if not job.get("polling_url"):
             raise poller.fail("the prediction has no urls.get to poll", retryable=False)
         response = self.call("GET", poller.api_url(job["polling_url"], "urls.get"), headers=self.headers,
@@ -200,7 +205,7 @@ class ReplicateProvider(HttpProvider):
             raise self.error(f"{poller.what}: the prediction reply has no status: {str(prediction)[:120]!r}")
         return prediction
 
-    def output_url(self, request: GenerationRequest, prediction: dict, poller: JobPoller) -> str:
+    def output_url(self, request: GenerationRequest, prediction: dict[str, Any], poller: JobPoller) -> str:
         if prediction.get("data_removed"):
             raise poller.expired(f"data_removed is true ({OUTPUT_KEPT})")
         output = prediction.get("output")

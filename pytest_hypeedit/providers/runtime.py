@@ -31,7 +31,7 @@ class Runtime:
     limits: Callable[[ModelSpec], RouteLimits] = _default_limits
     policy: RetryPolicy | None = None
     tier: str = "standard"  # --tier: a model whose route has a batch tier buys through it (providers/batching.py)
-    _limiters: dict[tuple, RouteLimiter | None] = field(default_factory=dict)
+    _limiters: dict[tuple[str, float | None, int | None], RouteLimiter | None] = field(default_factory=dict)
 
     def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:
         """The route's limiter (None without a state dir); one per route and process.  A route without

@@ -60,7 +60,9 @@ How long Runware keeps async results is UNCONFIRMED.
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from ..errors import ConfigError, ProviderError
 from .adapter import HttpProvider, nearest_size
@@ -68,6 +70,10 @@ from .base import Generation, GenerationRequest
 from .http import is_retryable
 from .images import ImageLimits
 from .polling import JobPoller, resumed_job
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..registry import ModelSpec
+    from .runtime import Runtime
 
 #: The 2K pairs of sourceful:riverflow-2.0@pro (1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 5:4, 4:5, 7:3), from
 #: runware.ai/docs/models/sourceful-riverflow-2-0-pro; the 1K pairs are these halved, same price.
@@ -129,8 +135,8 @@ class RunwareProvider(HttpProvider):
     # runware-python's default: 1,200,000 ms per request (runware/types/sdk.py ``SDKConfig.timeout``).
     timeout = 1200.0
 
-    def __init__(self, spec, **kwargs):
-        super().__init__(spec, **kwargs)
+    def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None) -> None:
+        super().__init__(spec, runtime=runtime)
         self.thinking_level = self._thinking_level()
 
     def _thinking_level(self) -> str | None:
@@ -166,7 +172,8 @@ class RunwareProvider(HttpProvider):
         item = submitted or self.wait_for_item(request, task, poller)
         return self.finish(request, task, item, what, poller)
 
-    def finish(self, request: GenerationRequest, task: dict, item: dict, what: str, poller: JobPoller) -> Generation:
+    def finish(self, request: GenerationRequest, task: dict[str, Any], item: dict[str, Any], what: str,
+               poller: JobPoller) -> Generation:
         data = poller.download(str(item.get("imageURL") or item.get("imageDataURI")), keeps=RESULT_KEPT)
         cost = item.get("cost") if isinstance(item.get("cost"), (int, float)) else None
         return self.generation(request, data, cost=cost, request_id=task["taskUUID"],
@@ -212,7 +219,7 @@ class RunwareProvider(HttpProvider):
         return task
 
     # ------------------------------------------------------------------ async: submit, then getResponse
-    def submit_async(self, request: GenerationRequest, task: dict, what: str) -> dict | None:
+    def submit_async(self, request: GenerationRequest, task: dict[str, Any], what: str) -> dict[str, Any] | None:
         """Journal the task, then send it; the result item when the reply already holds it."""
         request.journal.submitted(id=task["taskUUID"], polling_url=self.base, width=task["width"],
                                   height=task["height"], delivery="async")
@@ -225,7 +232,7 @@ class RunwareProvider(HttpProvider):
         items = self.items_of(reply, task["taskUUID"])
         return next((item for item in items if item.get("imageURL") or item.get("imageDataURI")), None)
 
-    def wait_for_item(self, request: GenerationRequest, task: dict, poller: JobPoller) -> dict:
+    def wait_for_item(self, request: GenerationRequest, task: dict[str, Any], poller: JobPoller) -> dict[str, Any]:
         while True:
             items = poller.read(lambda: self.get_response(request, task["taskUUID"], poller))
             for item in items:
@@ -235,7 +242,7 @@ class RunwareProvider(HttpProvider):
                     return item
             poller.wait(str(items[0].get("status")) if items else "processing")
 
-    def get_response(self, request: GenerationRequest, task_uuid: str, poller: JobPoller) -> list[dict]:
+    def get_response(self, request: GenerationRequest, task_uuid: str, poller: JobPoller) -> list[dict[str, Any]]:
         response = self.call("POST", self.base, json=[{"taskType": "getResponse", "taskUUID": task_uuid}],
                              headers=self.headers, request=request)
         for error in self.errors_of(response):
@@ -251,7 +258,7 @@ class RunwareProvider(HttpProvider):
         self.check(response)
         return self.items_of(self.json_of(response, poller.what), task_uuid)
 
-    def item_error(self, request: GenerationRequest, item: dict, poller: JobPoller) -> Exception:
+    def item_error(self, request: GenerationRequest, item: dict[str, Any], poller: JobPoller) -> Exception:
         error = found if isinstance(found := item.get("error"), dict) else {}
         code, message = str(error.get("code", "")), str(error.get("message", ""))
         if code.lower() in MODEL_GONE_CODES:
@@ -264,13 +271,13 @@ class RunwareProvider(HttpProvider):
         return poller.fail(f"the task ended with an error: {code}: {message[:300]}")
 
     @staticmethod
-    def items_of(reply: Any, task_uuid: str) -> list[dict]:
+    def items_of(reply: Any, task_uuid: str) -> list[dict[str, Any]]:
         items = reply.get("data") if isinstance(reply, dict) else None
         return [i for i in items or [] if isinstance(i, dict) and i.get("taskUUID", task_uuid) == task_uuid
                 and i.get("taskType", "imageInference") in ("imageInference", "getResponse")]
 
     # ------------------------------------------------------------------ one request
-    def send_task(self, request: GenerationRequest, task: dict, what: str) -> Any:
+    def send_task(self, request: GenerationRequest, task: dict[str, Any], what: str) -> Any:
         response = self.call("POST", self.base, json=[task], headers=self.headers, submits=True, request=request)
         errors = self.errors_of(response)
         gone = [e for e in errors if str(e.get("code", "")).lower() in MODEL_GONE_CODES]
@@ -285,7 +292,7 @@ class RunwareProvider(HttpProvider):
         return self.json_of(response, what)
 
     @staticmethod
-    def errors_of(response) -> list[dict]:
+    def errors_of(response: httpx.Response) -> list[dict[str, Any]]:
         if response.is_success and "errors" not in response.text[:20000]:
             return []
         try:
@@ -296,14 +303,14 @@ class RunwareProvider(HttpProvider):
         errors = [errors] if isinstance(errors, dict) else errors
         return [e for e in errors or [] if isinstance(e, dict)]
 
-    def result_item(self, request: GenerationRequest, reply: Any, task_uuid: str) -> dict:
+    def result_item(self, request: GenerationRequest, reply: Any, task_uuid: str) -> dict[str, Any]:
         items = [i for i in self.items_of(reply, task_uuid) if i.get("imageURL") or i.get("imageDataURI")]
         if not items:
             raise self.refusal(request, "the reply holds no image", request_id=task_uuid)
         return items[0]
 
 
-def _set_path(target: dict, dotted: str, value: Any) -> None:
+def _set_path(target: dict[str, Any], dotted: str, value: Any) -> None:
     *parents, last = dotted.split(".")
     for name in parents:
         target = target.setdefault(name, {})

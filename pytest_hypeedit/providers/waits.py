@@ -120,7 +120,7 @@ def error_body(response: httpx.Response) -> Any:
         return None
 
 
-def _google_details(body: Any) -> list[dict]:
+def _google_details(body: Any) -> list[dict[str, Any]]:
     # Google sends the envelope alone, or (some proxies, the streaming API) in a one-element list.
     if isinstance(body, list) and len(body) == 1:
         body = body[0]

@@ -2,7 +2,8 @@ import pytest
 from providers_fakes.contract import AdapterContract, ExpiringUrlContract, make_request
 from providers_fakes.dashscope import FakeDashScope
 
-from pytest_hypeedit.errors import ImageError
+from pytest_hypeedit.engine.records import PASS, Record
+from pytest_hypeedit.errors import ImageError, Refusal
 from pytest_hypeedit.providers.dashscope import DashScopeProvider
 
 
@@ -22,6 +23,27 @@ class TestDashScope(AdapterContract, ExpiringUrlContract):
         width, height = (int(x) for x in body["parameters"]["size"].split("*"))
         assert abs(width / height - 4800 / 3584) < 0.03
         assert generation.request_id.startswith("ds-")
+
+    @pytest.mark.parametrize("sent, kept", [({"trace": "t-1"}, None), (["ds-1"], None), (True, None),
+                                            (12345, "12345"), ("ds-7", "ds-7")])
+    def test_a_reply_id_that_is_not_text_never_makes_the_paid_record_unreadable(self, fake, provider, tmp_path,
+                                                                                sent, kept):
+        """The reply's ``request_id`` goes into the paid candidate's record as its ``request_id``: anything but text or
+        a number there made the record unreadable (MalformedRecord: treated as absent), so the next run bought the
+        candidate again."""
+        fake.inject("request_id", body=sent)
+        generation = self.run(provider, tmp_path)
+        record = Record(split="public", model=self.model, task_id="t", repeat=1, outcome=PASS,
+                        request_id=generation.request_id, cost=generation.cost)
+        assert Record.from_json(record.to_json()).request_id == kept
+        assert generation.request_id == kept
+
+    def test_a_refusal_carries_no_request_id_that_is_not_text(self, fake, provider, tmp_path):
+        fake.inject("refusal")
+        fake.inject("request_id", body={"trace": "t-1"})
+        with pytest.raises(Refusal, match="DataInspectionFailed") as info:
+            self.run(provider, tmp_path)
+        assert info.value.request_id is None
 
     def test_more_than_three_references_is_a_clear_error(self, fake, provider, tmp_path):
         with pytest.raises(ImageError, match="4 reference images, but route dashscope takes at most 3"):

@@ -3,6 +3,7 @@ from providers_fakes.base import Reply
 from providers_fakes.contract import AdapterContract, make_request
 from providers_fakes.openrouter import FakeOpenRouter
 
+from pytest_hypeedit.engine.records import PASS, Record
 from pytest_hypeedit.errors import ProviderError, Refusal
 from pytest_hypeedit.providers.openrouter import OpenRouterProvider
 
@@ -22,6 +23,20 @@ class TestOpenRouter(AdapterContract):
         assert parts[0]["type"] == "text" and parts[1]["image_url"]["url"].startswith("data:image/")
         assert body["seed"] == generation.seed and generation.cost == 0.134
         assert generation.request_id.startswith("gen-")
+
+    @pytest.mark.parametrize("sent, kept", [({"trace": "t-1"}, None), (["gen-1"], None), (True, None),
+                                            (12345, "12345"), ("gen-7", "gen-7")])
+    def test_a_reply_id_that_is_not_text_never_makes_the_paid_record_unreadable(self, fake, provider, tmp_path,
+                                                                                sent, kept):
+        """The reply's ``id`` goes into the paid candidate's record as its ``request_id``: anything but text or
+        a number there made the record unreadable (MalformedRecord: treated as absent), so the next run bought the
+        candidate again."""
+        fake.inject("request_id", body=sent)
+        generation = self.run(provider, tmp_path)
+        record = Record(split="public", model=self.model, task_id="t", repeat=1, outcome=PASS,
+                        request_id=generation.request_id, cost=generation.cost)
+        assert Record.from_json(record.to_json()).request_id == kept
+        assert generation.request_id == kept
 
     def test_reported_cost_is_used(self, fake, provider, tmp_path):
         fake.cost = 0.139

@@ -33,7 +33,8 @@ class FakeDashScope(FakeServer):
 
     def generate(self, seen: Seen) -> Reply:
         body = seen.json()
-        request_id = f"ds-{len(self.requests)}"
+        odd_id = self.take_fault("request_id", seen.path)  # the reply's request_id: the fault's body, any JSON
+        request_id = odd_id.body if odd_id else f"ds-{len(self.requests)}"
         problem = _validate(body)
         if problem:
             return Reply(400, {"request_id": request_id, "code": "InvalidParameter", "message": problem})

@@ -64,7 +64,8 @@ class FakeOpenRouter(FakeServer):
         for kind, reply in FORBIDDEN.items():
             if self.take_fault(kind, seen.path):
                 return reply
-        generation_id = f"gen-{len(self.requests)}"
+        odd_id = self.take_fault("request_id", seen.path)  # the reply's id: the fault's body, any JSON
+        generation_id = odd_id.body if odd_id else f"gen-{len(self.requests)}"
         failure = self.take_fault("choice_error", seen.path)
         if failure:
             # An error after generation started: HTTP 200, the choice carries an ErrorResponse and
