@@ -267,6 +267,8 @@ class Planning(PaidCalls):
         """The candidate's record on disk (None: none, or no record of it), and whether it still has to be bought
         (``needs_call``); read once per candidate by the up-front checks (engine/survey.py)."""
         record = self.store.read_record(split, model, task_id, repeat)
+        if record is not None and self.store.holds(split, model, task_id, repeat, record.candidate):
+            return record, False  # its image is there (or a link is: refused, not bought either)
         found = self.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
         if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
             return record, False

@@ -194,6 +194,20 @@ class Store:
             return Found(None, tuple(images), missing=named)
         return Found(chosen, tuple(path for path in images if path != chosen))
 
+    def holds(self, split: str, model: str, task_id: str, repeat: int, named: str | None) -> bool:
+        """Whether the file ``named`` by the candidate's record is there, as ``find`` would say, with one
+        ``lstat``: a regular file that is not empty, or a link (``find`` refuses a link: not bought either).
+        False when it cannot tell in one look (no name, a name that is no image name of this repeat, a file
+        missing or empty): ask ``find``."""
+        stem = repeat_stem(repeat)
+        if named is None or named[len(stem):] not in IMAGE_SUFFIXES or not named.startswith(stem):
+            return False  # a record is untrusted: only a name of this repeat's images is looked up
+        try:
+            info = os.lstat(os.path.join(self.root, split, model, task_id, named))
+        except OSError:
+            return False
+        return stat.S_ISLNK(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_size > 0)
+
     def find_candidate(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Path | None:
         return self.find(split, model, task_id, repeat, named).candidate
 

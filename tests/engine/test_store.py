@@ -63,3 +63,22 @@ def test_an_unreadable_record_is_treated_as_none(tmp_path, text):
     path.parent.mkdir(parents=True)
     path.write_text(text)
     assert store.read_record("s", "m", "t", 1) is None
+
+
+def test_holds_answers_as_find_does_with_one_look(tmp_path):
+    """``Store.holds`` (the survey's quick look) says a candidate is there exactly when ``find`` finds it or
+    refuses it, and never looks up a name a doctored record made up."""
+    store = Store(tmp_path / "out")
+    folder = store.task_dir("s", "m", "t")
+    folder.mkdir(parents=True)
+    (folder / "001.png").write_bytes(b"x")
+    (folder / "002.png").write_bytes(b"")  # empty: not a candidate
+    (folder / "003.png").symlink_to(folder / "001.png")  # a link: refused, not bought
+    (tmp_path / "out" / "s" / "m" / "elsewhere.png").write_bytes(b"x")
+    cases = [(1, "001.png"), (2, "002.png"), (3, "003.png"), (4, "004.png"), (1, "001.jpg"), (1, None),
+             (1, "../elsewhere.png"), (1, "001.png/../001.png"), (1, "001.PNG")]
+    for repeat, named in cases:
+        found = store.find("s", "m", "t", repeat, named=named)
+        there = found.candidate is not None or found.refused is not None
+        assert store.holds("s", "m", "t", repeat, named) == (there and named is not None
+                                                             and named.startswith(f"{repeat:03d}.")), named
