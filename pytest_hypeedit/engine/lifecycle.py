@@ -48,7 +48,10 @@ reads only the disk):
 call's end with what the call cost (``Hold.settle``, the only place a reservation is committed or released),
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
 twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
-hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).
+hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
+hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_cost``, a failed
+judge call's ``judge_failed_cost``, an expired job's ``resubmitted_cost``, a lost reply's ``possibly_paid``), so
+``spent``, summed from the records, is never less than what the ledger committed.
 """
 
 from __future__ import annotations

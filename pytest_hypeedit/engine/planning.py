@@ -225,6 +225,8 @@ class Planning(PaidCalls):
         if on_disk is None:
             return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        # what failed judge calls cost only ever grows, whichever process paid it: the larger figure is the newer
+        record.judge_failed_cost = max(usd(record.judge_failed_cost), usd(on_disk.judge_failed_cost))
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False
         if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):

@@ -2,10 +2,10 @@
 
 A seeded generator plays runs over the same outputs: each run asks for every candidate, step by step as the
 pool does (plan, generate_step or unreachable, judge_step or finish), while a fake provider and a fake paid
-judge (at the Python seam) fail, refuse, lose replies, let jobs expire, and a store fills its disk or "kills the
-process" (an exception no handler catches) at any write; a run may have a --budget cap, or hold possibly paid
-candidates for review.  Between runs an image may vanish.  A last run with
-no faults finishes everything.  Checked, in every sequence:
+judge (at the Python seam) fail, refuse, lose replies, bill and then fail (a verdict that cannot be read), let
+jobs expire, and a store fills its disk or "kills the process" (an exception no handler catches) at any write; a
+run may have a --budget cap, or hold possibly paid candidates for review.  Between runs an image may vanish.  A
+last run with no faults finishes everything.  Checked, in every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
   ``pending`` with the request's id (a resumed job and a free route are the only sends without one);
@@ -183,11 +183,15 @@ class FakeJudge(Judge):
             world.unbilled_journaled += self.price
             raise JudgeError("503", retryable=True)
         world.bill(self.price)
-        fault = world.fault("kill", "reply-lost")
+        fault = world.fault("kill", "reply-lost", "unreadable")
         if fault == "kill":
             world.kill()
         if fault == "reply-lost":
             raise JudgeError("read timeout", reply_lost=True)
+        if fault == "unreadable":  # answered and billed, then no verdict: the error carries what was paid
+            error = JudgeError("the reply could not be read as a verdict, twice", retryable=True)
+            error.cost = self.price
+            raise error
         return Verdict(world.rng.random() < 0.5, "looked", self.id, cost=self.price)
 
 
