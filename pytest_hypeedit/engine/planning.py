@@ -153,7 +153,9 @@ class Planning(PaidCalls):
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
         its verdict cost was paid all the same: it moves to ``resubmitted_cost`` (earlier purchases of this
-        candidate that left no image), so ``spent`` keeps every purchase, not only the last."""
+        candidate that left no image), so ``spent`` keeps every purchase, not only the last.  A job the record still
+        holds (the one that delivered the lost image) is marked as counted there: the purchase may fetch its result
+        again, which costs nothing more, and its expiry adds nothing (engine/purchase.py)."""
         if plan.lost is None:
             return
         record = plan.record
@@ -162,6 +164,8 @@ class Planning(PaidCalls):
                                             "verdict": record.verdict}]
         record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost) + usd(record.judge_cost)
         record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
+        if isinstance(record.job, dict):
+            record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
         self._write(plan.life, Step.WRITE_FORGOTTEN, record)
         plan.lost = None
 
