@@ -34,8 +34,9 @@ reads only the disk):
   it (write_forgotten, its cost moved to ``resubmitted_cost``) before the new purchase is journaled.  Killed
   between writing the new image and its record, the next run finds an image no record names and adopts it
   rather than paying a third time; had the record still named the lost file, the new image would be a stray.
-  A job the record holds is the lost image's, marked counted in the same write: its result fetched again, or
-  its expiry, adds nothing more, whichever run does it.
+  A job the record holds is the lost image's, marked counted in the same write: its result fetched again (or
+  adopted, killed before its record), or its expiry, adds nothing more, whichever run does it; a new purchase's
+  write_journaled drops it, so an image adopted later is that purchase's.
 - **Save the image before judging.**  The paid image and its record are written together (write_saved: the
   image file first, then the record naming it, each atomic) before any judge is asked; ``ask`` is only taken
   from SAVED.  Killed between the two writes: the image is on disk, unnamed, and the next run adopts it at

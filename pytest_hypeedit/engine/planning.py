@@ -196,8 +196,11 @@ class Planning(PaidCalls):
         record.reused_candidate = True
         if record.candidate != candidate.name:
             # An image no record names (Store.find never offers one over a named file): a run was killed
-            # between the two writes, or the image came from elsewhere. It was paid for at the model's price.
-            record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
+            # between the two writes, or the image came from elsewhere. It was paid for at the model's price; unless
+            # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
+            # resubmitted_cost holds already (a new purchase would have replaced the job: purchase.py).
+            record.candidate, record.route = candidate.name, spec.route
+            record.cost = 0.0 if paid.counted(record.job) else spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these

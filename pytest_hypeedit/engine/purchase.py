@@ -146,8 +146,12 @@ class Purchase(Verdicts):
     def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
                             request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
-        has nothing to lose."""
+        has nothing to lose.  A job whose image was lost, still in the record but not resumed (journaled on another
+        route), goes in the same write: its cost is in ``resubmitted_cost``, and a job counted so stays in the
+        record only while it is the purchase (an image adopted then is its result: engine/planning.py)."""
         if price > 0:
+            if paid.counted(record.job):
+                record.job = None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life)
 
