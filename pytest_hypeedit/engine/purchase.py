@@ -26,7 +26,7 @@ from .journal import GENERATE, Journal
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .planning import Plan
-from .records import ERROR, REFUSED, Record, known_tier, now_iso, usd
+from .records import BATCH, ERROR, REFUSED, Record, known_tier, now_iso, usd
 from .verdicts import Verdicts
 
 
@@ -167,10 +167,22 @@ class Purchase(Verdicts):
             self._write(plan.life, Step.WRITE_JOB, record)
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
-        # polled by this route's adapter: it is left behind, and this route submits its own.
+        # polled by this route's adapter, nor a batch line by an adapter that buys at standard now (--tier): it is
+        # left behind, and this purchase is a new one (journaled, held in --budget, its own cost).
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
+        if job and job.get("kind") == BATCH and self._tier_of(spec) not in (None, BATCH):
+            job = None
         source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
         return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+
+    def _tier_of(self, spec: ModelSpec) -> str | None:
+        """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be
+        made (the purchase then says why)."""
+        try:
+            tier = getattr(self.provider(spec), "tier", None)
+        except HypeEditError:
+            return None
+        return tier if isinstance(tier, str) else None
 
     @staticmethod
     def _new_cost(record: Record, resumed: bool, cost: float) -> float:
