@@ -55,6 +55,18 @@ HELD = "held_for_review"
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
 
+#: The key a journaled job gets when the image it delivered is lost from the outputs (engine/planning.py): its cost
+#: moved into the record's ``resubmitted_cost`` with the lost image, so fetching its result again, or its expiry,
+#: adds nothing more (engine/purchase.py); a new job submitted in its place is counted as any other.
+COUNTED_IN = "counted_in"
+RESUBMITTED_COST = "resubmitted_cost"
+
+
+def counted(job: Any) -> bool:
+    """Whether a journaled job's cost is in the record's ``resubmitted_cost`` already (its image was lost)."""
+    return isinstance(job, dict) and job.get(COUNTED_IN) == RESUBMITTED_COST
+
+
 class Journal:
     """One candidate's journaled job (``job``), the way to record a new one (``submitted``), and the id an
     adapter sends with its paid request where the provider takes one (``call_id``)."""

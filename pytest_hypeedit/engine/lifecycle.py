@@ -34,6 +34,9 @@ reads only the disk):
   it (write_forgotten, its cost moved to ``resubmitted_cost``) before the new purchase is journaled.  Killed
   between writing the new image and its record, the next run finds an image no record names and adopts it
   rather than paying a third time; had the record still named the lost file, the new image would be a stray.
+  A job the record holds is the lost image's, marked counted in the same write: its result fetched again (or
+  adopted, killed before its record), or its expiry, adds nothing more, whichever run does it; a new purchase's
+  write_journaled drops it, so an image adopted later is that purchase's.
 - **Save the image before judging.**  The paid image and its record are written together (write_saved: the
   image file first, then the record naming it, each atomic) before any judge is asked; ``ask`` is only taken
   from SAVED.  Killed between the two writes: the image is on disk, unnamed, and the next run adopts it at
@@ -48,7 +51,10 @@ reads only the disk):
 call's end with what the call cost (``Hold.settle``, the only place a reservation is committed or released),
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
 twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
-hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).
+hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
+hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_cost``, a failed
+judge call's ``judge_failed_cost``, an expired job's ``resubmitted_cost``, a lost reply's ``possibly_paid``), so
+``spent``, summed from the records, is never less than what the ledger committed.
 """
 
 from __future__ import annotations

@@ -153,7 +153,9 @@ class Planning(PaidCalls):
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
         its verdict cost was paid all the same: it moves to ``resubmitted_cost`` (earlier purchases of this
-        candidate that left no image), so ``spent`` keeps every purchase, not only the last."""
+        candidate that left no image), so ``spent`` keeps every purchase, not only the last.  A job the record still
+        holds (the one that delivered the lost image) is marked as counted there: the purchase may fetch its result
+        again, which costs nothing more, and its expiry adds nothing (engine/purchase.py)."""
         if plan.lost is None:
             return
         record = plan.record
@@ -162,6 +164,8 @@ class Planning(PaidCalls):
                                             "verdict": record.verdict}]
         record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost) + usd(record.judge_cost)
         record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
+        if isinstance(record.job, dict):
+            record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
         self._write(plan.life, Step.WRITE_FORGOTTEN, record)
         plan.lost = None
 
@@ -192,8 +196,11 @@ class Planning(PaidCalls):
         record.reused_candidate = True
         if record.candidate != candidate.name:
             # An image no record names (Store.find never offers one over a named file): a run was killed
-            # between the two writes, or the image came from elsewhere. It was paid for at the model's price.
-            record.candidate, record.route, record.cost = candidate.name, spec.route, spec.price
+            # between the two writes, or the image came from elsewhere. It was paid for at the model's price; unless
+            # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
+            # resubmitted_cost holds already (a new purchase would have replaced the job: purchase.py).
+            record.candidate, record.route = candidate.name, spec.route
+            record.cost = 0.0 if paid.counted(record.job) else spec.price
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these
@@ -225,6 +232,8 @@ class Planning(PaidCalls):
         if on_disk is None:
             return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
+        # what failed judge calls cost only ever grows, whichever process paid it: the larger figure is the newer
+        record.judge_failed_cost = max(usd(record.judge_failed_cost), usd(on_disk.judge_failed_cost))
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False
         if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):

@@ -26,7 +26,7 @@ from .journal import GENERATE, Journal
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .planning import Plan
-from .records import ERROR, REFUSED, Record, known_tier, now_iso, usd
+from .records import BATCH, ERROR, REFUSED, Record, known_tier, now_iso, usd
 from .verdicts import Verdicts
 
 
@@ -79,7 +79,7 @@ class Purchase(Verdicts):
             self.end_call(record)
             if hold is not None:
                 hold.settle(exc.cost or 0.0)
-            self._refused(plan, exc)
+            self._refused(plan, exc, self._new_cost(record, journal.resumed, exc.cost or 0.0))
             return None
         except JobExpired:
             self.end_call(record)
@@ -112,11 +112,12 @@ class Purchase(Verdicts):
     def _keep_generation(self, plan: Plan, generation: Generation, resumed: bool, latency: float) -> Path | None:
         """What the provider answered, saved before anything else happens to it."""
         record = plan.record
+        cost = self._new_cost(record, resumed, generation.cost)
         if resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         record.references_sha256 = self._reference_hashes(plan.task)  # what the verdict will be of, with the image
         try:
-            path = self._save_generation(plan, generation, latency)
+            path = self._save_generation(plan, generation, latency, cost)
         except DiskFull as exc:
             self._failed(plan, exc)
             return None
@@ -145,8 +146,12 @@ class Purchase(Verdicts):
     def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
                             request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
-        has nothing to lose."""
+        has nothing to lose.  A job whose image was lost, still in the record but not resumed (journaled on another
+        route), goes in the same write: its cost is in ``resubmitted_cost``, and a job counted so stays in the
+        record only while it is the purchase (an image adopted then is its result: engine/planning.py)."""
         if price > 0:
+            if paid.counted(record.job):
+                record.job = None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life)
 
@@ -162,16 +167,35 @@ class Purchase(Verdicts):
             self._write(plan.life, Step.WRITE_JOB, record)
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
-        # polled by this route's adapter: it is left behind, and this route submits its own.
+        # polled by this route's adapter, nor a batch line by an adapter that buys at standard now (--tier): it is
+        # left behind, and this purchase is a new one (journaled, held in --budget, its own cost).
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
+        if job and job.get("kind") == BATCH and self._tier_of(spec) not in (None, BATCH):
+            job = None
         source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
         return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+
+    def _tier_of(self, spec: ModelSpec) -> str | None:
+        """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be
+        made (the purchase then says why)."""
+        try:
+            tier = getattr(self.provider(spec), "tier", None)
+        except HypeEditError:
+            return None
+        return tier if isinstance(tier, str) else None
+
+    @staticmethod
+    def _new_cost(record: Record, resumed: bool, cost: float) -> float:
+        """What this attempt's answer adds to the record: ``cost``, unless it is the result of a job whose image was
+        lost, fetched again: that job's cost is in ``resubmitted_cost`` already (engine/planning.py)."""
+        return 0.0 if resumed and paid.counted(record.job) else cost
 
     @staticmethod
     def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
         """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
-        call's worst case: what it may have cost); 0 when no job was submitted."""
-        if not record.job:
+        call's worst case: what it may have cost); 0 when no job was submitted, or when the job's cost is counted
+        already (its image was lost: ``resubmitted_cost``)."""
+        if not record.job or paid.counted(record.job):
             return 0.0
         cost = record.job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
@@ -206,10 +230,10 @@ class Purchase(Verdicts):
         record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
         record.cost = 0.0  # the candidate's own generation is the next submission's
 
-    def _save_generation(self, plan: Plan, gen: Generation, latency: float) -> Path:
-        """The paid image and its record, written at once; DiskFull when the disk has no room: an image that could
-        not be written is counted as paid and lost (``resubmitted_cost``); one written before its record failed
-        stays on disk, and the next run adopts it without paying."""
+    def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float) -> Path:
+        """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the
+        disk has no room: an image that could not be written is counted as paid and lost (``resubmitted_cost``);
+        one written before its record failed stays on disk, and the next run adopts it without paying."""
         record, spec = plan.record, plan.spec
         plan.life.check(Step.WRITE_SAVED)  # an image is only written once paid for
         try:
@@ -218,12 +242,12 @@ class Purchase(Verdicts):
         except OSError as exc:
             if not room.no_room(exc):
                 raise
-            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(gen.cost)
+            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(cost)
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
-        record.seed, record.request_id, record.cost = gen.seed, gen.request_id, gen.cost
+        record.seed, record.request_id, record.cost = gen.seed, gen.request_id, cost
         record.tier = known_tier(gen.tier)
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
@@ -244,10 +268,10 @@ class Purchase(Verdicts):
                            "without paying") from exc
         return path
 
-    def _refused(self, plan: Plan, exc: Refusal) -> None:
+    def _refused(self, plan: Plan, exc: Refusal, cost: float) -> None:
         record, spec = plan.record, plan.spec
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
-        record.cost, record.request_id, record.generated_at = exc.cost or 0.0, exc.request_id, now_iso()
+        record.cost, record.request_id, record.generated_at = cost, exc.request_id, now_iso()
         record.provider_model, record.error, record.pending = spec.provider_model, None, None
         self._write(plan.life, Step.WRITE_REFUSED, record)
 

@@ -60,6 +60,16 @@ def _believable(value: Any) -> bool:
     return finite_number(value) and 0 <= value <= MAX_CALL_USD
 
 
+def add_failed_judge_cost(record: Record, amount: Any) -> float:
+    """Keep what a judge call that gave no verdict was paid all the same (``amount``: a JudgeError's ``cost``, the
+    asks answered before the judge gave up) in the record's ``judge_failed_cost``, where no later verdict erases
+    it; the amount counted (0 unless believable: a plugin's judge may set anything)."""
+    paid = usd(amount)
+    if paid:
+        record.judge_failed_cost = round(usd(record.judge_failed_cost) + paid, 6)
+    return paid
+
+
 def known_tier(value: Any) -> str:
     """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
     return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
@@ -82,7 +92,7 @@ def unknown_tiers(record: Record) -> int:
 def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
-    amounts = [record.cost, record.judge_cost, record.resubmitted_cost]
+    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.resubmitted_cost]
     amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
     return sum(1 for value in amounts if value is not None and not _believable(value))
 
@@ -127,7 +137,11 @@ class Record:
     reasoning: str | None = None
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
-    judge_cost: float = 0.0
+    judge_cost: float = 0.0  # what the verdict the record holds cost
+    # USD of judge calls paid for that gave no verdict: asks answered (billed) before the judge failed, e.g. two
+    # replies that could not be read, a panel's answered jurors; --judge-stability re-judgements too.  Summed over
+    # every run and never reset: a later verdict does not erase what the failed calls cost
+    judge_failed_cost: float = 0.0
     judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
@@ -167,14 +181,15 @@ class Record:
 
     @property
     def spent(self) -> float:
-        """Everything this candidate cost: generation, judge, expired jobs bought again, possibly paid calls."""
+        """Everything this candidate cost: generation, judge (its verdict, and judge calls that failed after being
+        paid), earlier purchases that left no image, possibly paid calls."""
         return sum(self.spent_breakdown.values())
 
     @property
     def spent_breakdown(self) -> dict[str, float]:
         """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
         non-negative number counts as 0."""
-        return {"generation": usd(self.cost), "judge": usd(self.judge_cost),
+        return {"generation": usd(self.cost), "judge": usd(self.judge_cost) + usd(self.judge_failed_cost),
                 "resubmitted": usd(self.resubmitted_cost),
                 "possibly_paid": sum(usd(entry.get("price")) for entry in self.possibly_paid_calls)}
 
@@ -239,7 +254,8 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
-    "judge_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,), "human": (dict,), "signals": (dict,),
+    "judge_cost": _NUMBER, "judge_failed_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,),
+    "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
     "candidate_sha256": _TEXT, "references_sha256": (list,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
@@ -264,8 +280,8 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 }
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
-_NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {"cost", "judge_cost",
-                                                                                "resubmitted_cost"}
+_NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
+    "cost", "judge_cost", "judge_failed_cost", "resubmitted_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from ..errors import BudgetExceeded, CallError, ConfigError, HypeEditError
 from ..judges.base import JudgeRequest
 from ..secrets import redact
 from .journal import REJUDGE, new_call_id
-from .records import FAIL, PASS, Record, now_iso
+from .records import FAIL, PASS, Record, add_failed_judge_cost, now_iso
 
 if TYPE_CHECKING:
     from ..judges.base import Judge
@@ -112,8 +112,10 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
             verdict = judge.judge(request)  # a call of its own: nothing is reused
         except (CallError, HypeEditError) as exc:
             lost = runner.end_call(record, exc)
-            # asks that were answered were paid; a call whose reply was lost may have been, at its worst case
-            _settle(reservation, (getattr(exc, "cost", None) or 0.0) + (float(lost["price"] or 0) if lost else 0.0))
+            # asks that were answered were paid (kept in the record's judge_failed_cost, written below); a call
+            # whose reply was lost may have been, at its worst case (the record's possibly_paid)
+            answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
+            _settle(reservation, answered + (float(lost["price"] or 0) if lost else 0.0))
             entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
             record.extra["stability"] = entry
             runner.store.write_record(record)

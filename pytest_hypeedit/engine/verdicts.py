@@ -23,7 +23,7 @@ from . import journal as paid, provenance, room
 from .journal import JUDGE
 from .lifecycle import Hold, Lifecycle, Step
 from .planning import Plan, Planning
-from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
+from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, now_iso, verdict_tier
 
 if TYPE_CHECKING:
     from .signals import Preview
@@ -86,13 +86,15 @@ class Verdicts(Planning):
         self._keep_verdict(plan, verdict, new_signals)
 
     def _judge_failed(self, plan: Plan, judge: Judge, reservation: Hold | None, exc: HypeEditError) -> None:
-        """The judge's call failed (or never left): what it may have cost is settled, the record says why."""
+        """The judge's call failed (or never left): what it may have cost is settled, the record says why and keeps
+        what it was paid (``judge_failed_cost``, written with the error, so ``spent`` counts it)."""
         record = plan.record
         lost = self.end_call(record, exc)
         # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
-        paid_for = (getattr(exc, "cost", None) or 0.0) + (float(lost.get("price") or 0) if lost else 0.0)
+        # (that part is in the record's possibly_paid)
+        answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
         if reservation is not None:
-            reservation.settle(paid_for)
+            reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
         refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
                                          variables=judge_key_variables(judge)) if judge.routes else ""
         record.outcome, record.error = ERROR, clean_text(

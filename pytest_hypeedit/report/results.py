@@ -297,7 +297,8 @@ def _spent_breakdown(records: list[Record]) -> dict:
 
 def spend_by_tier(records: list[Record]) -> dict:
     """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (the records'
-    ``tier`` and ``judge_tier``; ``unknown`` for a tier on disk that is no tier we know): USD."""
+    ``tier`` and ``judge_tier``; ``unknown`` for a tier on disk that is no tier we know): USD.  A candidate's judge
+    calls that failed after being paid, and its re-judgements, count at its verdict's tier (no reply says theirs)."""
     parts: dict[str, dict[str, float]] = {"generation": {}, "judge": {}}
     for record in records:
         breakdown = record.spent_breakdown

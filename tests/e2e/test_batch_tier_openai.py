@@ -97,6 +97,26 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing
     assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
 
 
+def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase(batch_run, pytester, tmp_path):
+    """A run at standard after a batch run left its lines journaled: the standard adapter does not poll them, so
+    each candidate is a purchase of this run (journaled before it is sent, held in --budget), not a resumed job."""
+    fake, run = batch_run
+    fake.hold = True
+    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
+    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 2.0
+    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)  # each line still waits: journaled
+
+    standard = run("--budget", "100")
+    standard.assert_outcomes(passed=TASKS * REPEATS)
+    assert sum(s.path == "/v1/images/edits" for s in fake.requests) == TASKS * REPEATS
+    row = results_row(pytester)
+    assert row["spent"] > 0 and row["spent_this_run"] == pytest.approx(row["spent"])  # all bought by this run
+    assert not any((r["job"] or {}).get("resumed") for r in records(pytester))
+    ledger = max((tmp_path / "cache").rglob("budget.json"), key=lambda path: path.stat().st_mtime)  # this run's
+    assert json.loads(ledger.read_text())["spent"] / 1e6 == pytest.approx(row["spent"])  # each one in --budget
+
+
 def test_an_expired_batch_keeps_what_it_returned_and_buys_the_rest_again(batch_run, pytester):
     fake, run = batch_run
     fake.end_as, fake.end_first, fake.partial = "expired", 1, 4  # the first batch expires after four lines

@@ -21,6 +21,8 @@ from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import Chaos
 from providers_fakes.fal import FakeFal
 
+from pytest_hypeedit.engine.records import Record
+
 MODELS = ("flux-2-max", "qwen-image-edit-2511")
 FAST_RETRIES = fast_retries_conftest(max_attempts=3)
 FAST_POLLS = """
@@ -109,6 +111,52 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     row = rows(pytester.path)["flux-2-max"]  # four jobs were paid for: the expired two count too
     assert row["spent"] == pytest.approx(0.4) and row["spent_this_run"] == pytest.approx(0.2)
     assert row["spent_breakdown"] == {"generation": 0.2, "judge": 0, "resubmitted": 0.2, "possibly_paid": 0}
+
+
+def billed(bfl: FakeBfl) -> float:
+    """What the fake BFL charged for every job submitted to it (1 credit = $0.01)."""
+    return round(sum(bfl.charged) * 0.01, 6)
+
+
+def lose_images(folder: Path) -> None:
+    """The candidates vanish from the outputs (a cache restored without them); their records stay."""
+    for image in (folder / "out").rglob("[0-9][0-9][0-9].*g"):
+        image.unlink()
+
+
+@pytest.mark.parametrize("model, price", [("flux-2-max", 0.10), ("qwen-image-edit-2511", 0.03)])
+def test_a_lost_image_whose_job_is_still_kept_is_fetched_again_and_paid_for_once(pytester, fakes, model, price):
+    fake = fakes[MODELS.index(model)]
+    args = prepare(pytester.path, tasks=1, repeats=2, max_wait=30) + ["--model", model]
+    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1)
+    lose_images(pytester.path)
+
+    again = pytester.runpytest(*args)
+    again.assert_outcomes(passed=1, failed=1)
+    assert list(fake.ledger.submitted.values()) == [1, 1]  # the finished jobs' results fetched again: no new job
+    assert model != "flux-2-max" or billed(fake) == pytest.approx(2 * price)  # what BFL charged
+    spent = [Record.from_dict(r).spent for r in records(pytester.path)]
+    assert sum(spent) == pytest.approx(2 * price), spent  # each job counted once
+    row = rows(pytester.path)[model]
+    assert row["spent"] == pytest.approx(2 * price) and row["spent_this_run"] == 0  # nothing new was bought
+
+
+def test_a_lost_image_whose_job_expired_is_bought_once_more_and_each_job_counted_once(pytester, fakes):
+    bfl, _ = fakes
+    args = prepare(pytester.path, tasks=1, repeats=2, max_wait=30) + ["--model", "flux-2-max"]
+    pytester.runpytest(*args).assert_outcomes(passed=1, failed=1)
+    lose_images(pytester.path)
+    bfl.forget_all()  # BFL keeps results 10 minutes: then "Task not found"
+
+    again = pytester.runpytest(*args)
+    again.assert_outcomes(passed=1, failed=1)
+    assert list(bfl.ledger.submitted.values()) == [2, 2]
+    for record in records(pytester.path):  # the first job's cost stays where the lost image put it
+        assert (record["cost"], record["resubmitted_cost"]) == (0.10, 0.10)
+    row = rows(pytester.path)["flux-2-max"]
+    assert row["spent"] == pytest.approx(billed(bfl)) == pytest.approx(0.4)
+    assert row["spent_breakdown"] == {"generation": 0.2, "judge": 0, "resubmitted": 0.2, "possibly_paid": 0}
+    assert row["spent_this_run"] == pytest.approx(0.2)
 
 
 def test_a_job_journaled_on_another_route_is_left_behind(pytester, fakes):

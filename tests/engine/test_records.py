@@ -15,7 +15,9 @@ from pytest_hypeedit.engine.records import (
     RECORD_SCHEMA,
     REFUSED,
     SKIPPED,
+    MalformedRecord,
     Record,
+    implausible_amounts,
     record_to_property,
     records_from_properties,
 )
@@ -69,3 +71,15 @@ def test_what_counts_in_the_metrics(outcome, judged, passed):
 def test_spent_is_the_candidate_and_its_verdict():
     assert full_record().spent == pytest.approx(0.042)
     assert Record("s", "m", "t", 1, cost=None, judge_cost=None).spent == 0
+
+
+def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
+    record = Record("s", "m", "t", 1, cost=0.04, judge_cost=0.002, judge_failed_cost=0.003)
+    assert record.spent_breakdown["judge"] == pytest.approx(0.005) and record.spent == pytest.approx(0.045)
+    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    with pytest.raises(MalformedRecord, match="'judge_failed_cost' must be a whole number or a number, not text"):
+        Record.from_dict({**base, "judge_failed_cost": "0.5"})
+    assert Record.from_dict({**base, "judge_failed_cost": None}).spent == 0  # a null amount counts 0
+    for made_up in (-1, float("inf"), 1e308):
+        doctored = Record.from_dict({**base, "judge_failed_cost": made_up})
+        assert doctored.spent == 0 and implausible_amounts(doctored) == 1

@@ -1,0 +1,134 @@
+"""What a judge's calls cost is in the candidate's record, also when the judge fails after it was paid.
+
+A judge that gives up after asks were answered (two replies billed and then unreadable: judges/prompting.py; a
+panel whose answered jurors were paid: judges/majority.py) raises a JudgeError carrying that cost.  --budget
+commits it; the record must keep it too, across runs, so that ``spent`` (summed from the records) is never less
+than what was bought.  The real Runner, a fake provider and a fake paid judge at the Python seam, a real ledger.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+from fake_models import FakeProvider
+
+from pytest_hypeedit.analysis.metrics import MetricSettings
+from pytest_hypeedit.engine.budget import Budget
+from pytest_hypeedit.engine.records import Record
+from pytest_hypeedit.engine.runner import Runner
+from pytest_hypeedit.engine.stability import stability_cost
+from pytest_hypeedit.engine.store import Store
+from pytest_hypeedit.errors import JudgeError
+from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
+from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.report.results import build_results
+from pytest_hypeedit.tasks import Task
+
+PRICE, ASK = 0.04, 0.003
+SPEC = ModelSpec("paid", "paid", "paid-v1", PRICE, MappingProxyType({}))
+TASK = Task(task_id="task-00", input_images=("001.png",), task_types=("remove",), instruction="x", width=8,
+            height=8, split="mini")
+KEY = ("mini", "paid", "task-00", 1)
+
+
+class PngProvider(FakeProvider):
+    image = "png"
+    log = None
+
+
+class BilledJudge(Judge):
+    """A paid judge that bills each call on receipt; the calls numbered in ``failing`` are answered, billed and
+    then unreadable: a JudgeError that carries what was paid, as the real judges raise it."""
+
+    name, routes, needs_images = "billed", ("billed-judge",), False
+
+    def __init__(self, failing: tuple[int, ...] = ()):
+        self.failing, self.calls, self.billed = failing, 0, 0.0
+
+    def worst_case_cost(self, request: JudgeRequest) -> float:
+        return 2 * ASK
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        self.calls += 1
+        self.billed += ASK
+        if self.calls in self.failing:
+            error = JudgeError("billed-judge: the reply could not be read as a verdict, twice", retryable=True)
+            error.cost = ASK
+            raise error
+        return Verdict(True, "looks right", self.id, cost=ASK)
+
+
+def runner_of(tmp_path: Path, judge: BilledJudge, **kwargs) -> tuple[Runner, Budget]:
+    """A process of its own on the shared outputs, with a ledger of its own."""
+    budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
+    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=PngProvider,
+                    make_judge=lambda: judge, references=lambda task: [], budget=budget, signals=False, **kwargs)
+    return runner, budget
+
+
+def run(tmp_path: Path, judge: BilledJudge, **kwargs) -> tuple[Record, Budget]:
+    runner, budget = runner_of(tmp_path, judge, **kwargs)
+    try:
+        return runner.run(TASK, SPEC, 1), budget
+    finally:
+        runner.close()
+
+
+def on_disk(tmp_path: Path) -> Record:
+    return Record.from_json((tmp_path / "out" / "mini" / "paid" / "task-00" / "001.json").read_text())
+
+
+def row_of(record: Record) -> dict:
+    results = build_results([record], models=[SPEC], split_names=["mini"], settings=MetricSettings(),
+                            settings_json={})
+    return results["rows"][0]
+
+
+def test_a_judge_that_fails_after_being_billed_leaves_its_cost_in_the_record_for_good(tmp_path):
+    judge = BilledJudge(failing=(1,))
+    failed, budget = run(tmp_path, judge)
+    assert failed.outcome == "error" and "could not be read" in failed.error
+    assert budget.spent() == pytest.approx(PRICE + ASK)  # --budget committed the failed call's cost
+    assert on_disk(tmp_path).spent == pytest.approx(PRICE + ASK)  # and the record keeps it
+    row = row_of(failed)
+    assert row["spent"] == pytest.approx(PRICE + ASK) and row["spent_breakdown"]["judge"] == pytest.approx(ASK)
+    assert sum(row["spend_by_tier"]["judge"].values()) == pytest.approx(ASK)
+
+    judged, _ = run(tmp_path, judge)  # the next run's verdict does not erase what the failed call cost
+    assert judged.outcome == "pass" and judge.calls == 2
+    assert judged.judge_cost == pytest.approx(ASK)  # the cost of the verdict the record holds
+    assert on_disk(tmp_path).spent == pytest.approx(PRICE + judge.billed) == pytest.approx(PRICE + 2 * ASK)
+    assert row_of(judged)["spent"] == pytest.approx(PRICE + 2 * ASK)
+
+
+def test_what_a_failed_judge_call_cost_is_kept_by_a_process_that_read_the_record_before_it(tmp_path):
+    judge = BilledJudge(failing=(1, 2))
+    run(tmp_path, judge)  # bought; its verdict failed after being paid
+    first, _ = runner_of(tmp_path, judge)
+    plan = first.plan(TASK, SPEC, 1)  # a process reads the record (as a pool's triage does, long before its turn)
+    run(tmp_path, judge)  # meanwhile another process's judge fails too, after being paid
+    assert on_disk(tmp_path).judge_failed_cost == pytest.approx(2 * ASK)
+    first.judge_step(plan)  # the first process gives the verdict, and writes the record under the claim
+    assert judge.calls == 3 and on_disk(tmp_path).outcome == "pass"
+    assert on_disk(tmp_path).spent == pytest.approx(PRICE + judge.billed) == pytest.approx(PRICE + 3 * ASK)
+
+
+def test_a_rejudgement_that_fails_after_being_billed_is_in_spent(tmp_path):
+    judge = BilledJudge(failing=(2,))  # the verdict, then a re-judgement that fails (--judge-stability 1x2)
+    record, budget = run(tmp_path, judge, stability={KEY: 2})
+    assert record.outcome == "pass" and judge.calls == 2 and len(record.extra["stability"]["errors"]) == 1
+    assert budget.spent() == pytest.approx(PRICE + 2 * ASK)
+    stored = on_disk(tmp_path)
+    assert stored.spent + stability_cost(stored) == pytest.approx(PRICE + judge.billed)
+    assert row_of(stored)["spent"] == pytest.approx(PRICE + 2 * ASK)
+
+    again, _ = run(tmp_path, judge, stability={KEY: 2})  # the missing re-judgements are asked: both given now
+    assert judge.calls == 4 and again.extra["stability"]["verdicts"] == ["PASS", "PASS"]
+    stored = on_disk(tmp_path)
+    assert stored.spent + stability_cost(stored) == pytest.approx(PRICE + judge.billed) == \
+        pytest.approx(PRICE + 4 * ASK)
+    assert row_of(stored)["spent"] == pytest.approx(PRICE + 4 * ASK)
+    assert json.loads(json.dumps(row_of(stored)["judge_stability"]))["cost"] == pytest.approx(2 * ASK)
