@@ -157,18 +157,27 @@ class Store:
         #: record whose file changed in any way (``Signature``) is read and checked again; otherwise the checked
         #: text is parsed again, so each caller gets a Record of its own (never one shared).
         self._records: dict[Path, tuple[Signature, str]] = {}
+        self._claim_folders: set[str] = set()  # claim folders this process made (or found made)
 
     @contextlib.contextmanager
     def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
         """Hold this candidate against every other process and thread while it is bought or judged."""
-        path = self.claims_dir / split / model / task_id / f"{repeat_stem(repeat)}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with exclusive(path):
+        folder = os.path.join(self.claims_dir, split, model, task_id)
+        if folder not in self._claim_folders:  # made once per process: a replay claims thousands in a few
+            os.makedirs(folder, exist_ok=True)
+            self._claim_folders.add(folder)
+        path = Path(folder, f"{repeat_stem(repeat)}.lock")
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(exclusive(path))
+            except FileNotFoundError:  # its folder was removed since (a clean-up): made again
+                os.makedirs(folder, exist_ok=True)
+                held.enter_context(exclusive(path))
             yield
 
     def task_dir(self, split: str, model: str, task_id: str) -> Path:
         # split, model and task_id were validated as plain names when loaded
-        return self.root / split / model / task_id
+        return Path(os.path.join(self.root, split, model, task_id))
 
     def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
         """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
@@ -249,7 +258,7 @@ class Store:
         return None
 
     def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
-        return self.task_dir(split, model, task_id) / f"{repeat_stem(repeat)}.json"
+        return Path(os.path.join(self.root, split, model, task_id, f"{repeat_stem(repeat)}.json"))
 
     def read_record(self, split: str, model: str, task_id: str, repeat: int) -> Record | None:
         """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""

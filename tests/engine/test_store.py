@@ -82,3 +82,15 @@ def test_holds_answers_as_find_does_with_one_look(tmp_path):
         there = found.candidate is not None or found.refused is not None
         assert store.holds("s", "m", "t", repeat, named) == (there and named is not None
                                                              and named.startswith(f"{repeat:03d}.")), named
+
+
+def test_a_claim_folder_removed_during_the_run_is_made_again(tmp_path):
+    """The store makes each claim folder once per process; one removed since (a clean-up) is made again."""
+    import shutil
+
+    store = Store(tmp_path / "out")
+    with store.claim("s", "m", "t", 1):
+        pass
+    shutil.rmtree(store.claims_dir)
+    with store.claim("s", "m", "t", 2):
+        assert (store.claims_dir / "s" / "m" / "t" / "002.lock").is_file()
