@@ -293,7 +293,7 @@ def check_fields(fields: dict[str, Any]) -> None:
         if name in fields:
             fields[name] = known_tier(fields[name])
     for name, value in list(fields.items()):
-        if name in _INFORMATIVE and _is(value, _NUMBER):
+        if name in _INFORMATIVE and type(value) in (int, float):  # exact: true/false is no number
             fields[name] = value = str(value)
         allowed = _JSON_TYPES.get(name)
         if allowed is None or (value is None and name in _NULLABLE) or type(value) in allowed:
@@ -323,7 +323,7 @@ def _check_verdict_entry(entry: Any, where: str) -> None:
         raise MalformedRecord(f"{where} must be an object, not {_json_type(entry)}")
     for name, kinds in _VERDICT_TYPES.items():
         value = entry.get(name)
-        if value is not None and not _is(value, kinds):
+        if value is not None and type(value) not in kinds and not _is(value, kinds):
             raise MalformedRecord(f"{where}.{name} must be {_kind_names(kinds)}, not {_json_type(value)}")
     if entry.get("verdict") not in ("PASS", "FAIL"):
         raise MalformedRecord(f"{where} needs a 'verdict', PASS or FAIL, not {entry.get('verdict')!r:.40}")
@@ -332,7 +332,7 @@ def _check_verdict_entry(entry: Any, where: str) -> None:
 
 def _check_items(values: list[Any], kinds: tuple[type, ...], where: str) -> None:
     for value in values:
-        if not _is(value, kinds):
+        if type(value) not in kinds and not _is(value, kinds):  # exact type first (bool is never in kinds here)
             raise MalformedRecord(f"every item of {where!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
 
 
