@@ -44,6 +44,7 @@ class Dispatcher:
     runner: "Runner"
     concurrency: int
     _cond: threading.Condition
+    _finish_ready: threading.Condition  # the finishers' (engine/finishing.py), over _cond's lock
     _order: list[Job]
     _triage_at: int
     _generate: dict[str, deque[Job]]
@@ -110,6 +111,7 @@ class Dispatcher:
     def _fail_all(self, exc: BaseException) -> None:
         with self._cond:
             self._closed = True
+            self._finish_ready.notify_all()
             for job in self._order:
                 if job.done.is_set():  # settled already
                     continue

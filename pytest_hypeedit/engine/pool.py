@@ -143,7 +143,11 @@ class CandidatePool(Dispatcher, Finishers):
         self._route_gates: dict[str, RouteGate] = {}
         self._stop_reason: str | None = None
         self._closed = False
-        self._cond = threading.Condition()
+        lock = threading.RLock()  # the pool's one lock (as threading.Condition() makes it)
+        self._cond = threading.Condition(lock)
+        # The finishers wait on a condition of their own over the same lock: woken when a job is queued for
+        # them or the lookahead moves, not by every event of the pool (engine/finishing.py)
+        self._finish_ready = threading.Condition(lock)
         self._tasks = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
         self._finishing: deque[Job] = deque()  # INLINE jobs a finisher may write (engine/finishing.py)
@@ -231,6 +235,7 @@ class CandidatePool(Dispatcher, Finishers):
             left = self._running
             self._closed = True
             self._cond.notify_all()
+            self._finish_ready.notify_all()
         for _ in self._threads:
             self._tasks.put(None)
         for finisher in self._finishers:  # a record being written is written whole (they call nothing paid)
@@ -309,7 +314,9 @@ class CandidatePool(Dispatcher, Finishers):
             assert job is not None  # _add gives None only for a job already known, which get() found
             if job.index > self._asked_at:
                 self._asked_at = job.index
-                self._cond.notify_all()  # a generation held back by ``ahead``, or a finisher's lookahead, moves on
+                self._cond.notify_all()  # a generation held back by ``ahead`` moves on
+                if self._finishing:
+                    self._finish_ready.notify()  # and so does a finisher's lookahead
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job

@@ -857,6 +857,31 @@ def test_finishers_start_no_record_once_the_run_is_stopping(tmp_path):
     assert len(runner.finished) == FINISHERS, f"{len(runner.finished)} records written after the stop"
 
 
+def test_idle_finishers_sleep_through_the_pools_other_events(tmp_path):
+    """The finishers wait on a condition of their own: an event of the pool that is not theirs (a step done, a
+    job triaged, pytest asking) wakes the dispatcher, not four finishers each time.  Woken by every one of
+    them, a 7,000-candidate replay spent a quarter of its CPU in the threads' wake-ups."""
+    from pytest_hypeedit.engine.finishing import FINISHERS, IDLE, LOOKAHEAD
+
+    tasks = (LOOKAHEAD + 40) // 4 + 1
+    runner = FinishRecorder(_all_on_disk(tasks))
+    pool, entries = engine_pool(tmp_path, runner, tasks=tasks)
+    pool.start()
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 1 and len(pool._finishers) == FINISHERS)
+    time.sleep(0.1)  # every finisher back in its wait: nothing more within the lookahead
+    looks = []
+    real = pool._next_to_finish
+    pool._next_to_finish = lambda: looks.append(1) or real()
+    started = time.monotonic()
+    for _ in range(200):  # events of the pool that are not the finishers'
+        with pool._cond:
+            pool._cond.notify_all()
+        time.sleep(0.0005)
+    idle_wakeups = FINISHERS * (int((time.monotonic() - started) / IDLE) + 2)  # each wakes itself every IDLE
+    assert len(looks) <= idle_wakeups, f"{len(looks)} looks for work after 200 events that were not the finishers'"
+    pool.shutdown()
+
+
 class SlowTriage(FinishRecorder):
     """Every candidate on disk, each one's finish may call a paid judge (--judge-stability: no finisher takes
     it), and the dispatcher's reading of the disk is slow: pytest asks while a job is still being triaged."""
