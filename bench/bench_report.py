@@ -20,7 +20,12 @@ Three cases, no network (images are generated, the judges read labels files):
   and twice with it (the second reuses the images).  Prints the replays' wall
   times against the 30 s goal, the time ``--html`` adds, the report folder's
   size against its 150 MB goal and what makes it up, and the seconds until the
-  page is usable in Chromium.
+  page is usable in Chromium.  ``--replays-only`` stops after the two replays.
+  A reused fixture's records are put back as the fixture wrote them first, so
+  the first replay is one (it judges every record and writes it).  The pytest
+  plugins of this project's test extra (pytest-rerunfailures, pytest-timeout)
+  are turned off, as a user's install has neither (``--with-test-plugins``
+  keeps them: each reads every item's markers in every phase).
 
 Building the 7000-candidate fixture writes ~2.7 GB; it is kept in the work
 folder (``fixture.ok`` marks it complete), so ``--workdir DIR`` reuses it on a
@@ -235,22 +240,57 @@ def write_large_labels(workdir: Path, votes: dict[tuple[str, str, int], tuple[bo
         (workdir / f"rater{rater + 1}.json").write_text(json.dumps(document))
 
 
+#: pytest plugins this project's own tests use (the extra "test"), which a user's install of the plugin does not
+#: bring: each adds its own work to every item (pytest-rerunfailures and pytest-timeout read every item's markers
+#: in every phase).  The replays run without them unless --with-test-plugins; the run says which it was.
+TEST_EXTRA_PLUGINS = ("rerunfailures", "timeout")
+WITH_TEST_PLUGINS = False
+REPLAYS_ONLY = False
+
+
 def large_command(*extra: str) -> list[str]:
     models = [arg for model in PAPER_MODELS for arg in ("--model", model)]
     tasks = [arg for split in LARGE_SPLITS for arg in ("--tasks", f"{split}.json")]
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *models, *tasks, "--images-base", "images",
-            "--outputs", "out", "--judge", "labels:rater1.json,rater2.json", *extra]
+    plugins = [] if WITH_TEST_PLUGINS else [arg for name in TEST_EXTRA_PLUGINS for arg in ("-p", f"no:{name}")]
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plugins, "-q", *models, *tasks,
+            "--images-base", "images", "--outputs", "out", "--judge", "labels:rater1.json,rater2.json", *extra]
+
+
+#: What the fixture writes into a record (write_candidate); a replay adds the verdict, the hashes and the rest.
+FIXTURE_FIELDS = ("split", "model", "task_id", "repeat", "task_types", "candidate", "route", "provider_model", "seed",
+                  "cost", "latency_s", "generated_at")
+
+
+def reset_large_records(workdir: Path) -> int:
+    """Every record of a reused fixture put back as the fixture wrote it (no verdict, no content hashes, no
+    signals), so that the first replay measured is a first replay; returns how many."""
+    from pytest_hypeedit.engine.records import Record
+
+    paths = sorted((workdir / "out").glob("*/*/*/*.json"))
+    for path in paths:
+        fields = json.loads(path.read_text())
+        record = Record(**{name: fields[name] for name in FIXTURE_FIELDS})
+        path.write_text(json.dumps(record.to_dict(), indent=2, sort_keys=True))
+    return len(paths)
 
 
 def bench_large(workdir: Path, views: int | None) -> None:
     built = make_large_benchmark(workdir)
-    print(f"7000-candidate fixture: {f'built in {built:.1f} s' if built else 'reused'} ({workdir})")
+    if not built:
+        reset_large_records(workdir)
+    print(f"7000-candidate fixture: {f'built in {built:.1f} s' if built else 'reused, its records reset'} ({workdir})")
+    print("pytest plugins of the test extra (" + ", ".join(TEST_EXTRA_PLUGINS) + "): "
+          + ("loaded" if WITH_TEST_PLUGINS else "turned off, as a user's install has none of them"))
     shutil.rmtree(workdir / "report", ignore_errors=True)
     html = ["--html", "report/report.html", *(["--html-views", str(views)] if views is not None else [])]
     # The fixture's records lack the pixel signals: without --signals a replay leaves them unmeasured (the report
     # says how many), so every replay below reads the records as they were written.
     _, first = timed(large_command(), workdir)
     _, plain = timed(large_command(), workdir)
+    if REPLAYS_ONLY:
+        print(f"7000 first replay (records without pixel signals, not measured): {first:.1f} s (goal {REPLAY_GOAL_S} s)")
+        print(f"7000 replay (plain command): {plain:.1f} s")
+        return
     _, with_html = timed(large_command(*html), workdir)
     _, rerun = timed(large_command(*html), workdir)
     print(f"7000 first replay (records without pixel signals, not measured): {first:.1f} s (goal {REPLAY_GOAL_S} s)")
@@ -396,7 +436,12 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="512x384", help="image size WxH of the 500-candidate case (default 512x384)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--html-views", type=int, help="passed on to the 7000-candidate runs (default: the plugin's)")
+    parser.add_argument("--replays-only", action="store_true", help="7000: the two replays without --html only")
+    parser.add_argument("--with-test-plugins", action="store_true",
+                        help="7000: keep the test extra's pytest plugins loaded (" + ", ".join(TEST_EXTRA_PLUGINS) + ")")
     args = parser.parse_args(argv)
+    global REPLAYS_ONLY, WITH_TEST_PLUGINS
+    REPLAYS_ONLY, WITH_TEST_PLUGINS = args.replays_only, args.with_test_plugins
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hypeedit-bench-report-"))
     size = tuple(int(v) for v in args.size.split("x"))
     try:
