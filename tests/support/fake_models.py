@@ -181,18 +181,18 @@ def fast_retries(max_attempts: int):
     return pytest_hypeedit_make_provider
 
 
-def _on_path() -> str:
+def conftest_head() -> str:
     """A conftest's first lines: this folder on sys.path, also in a subprocess or an xdist worker."""
     return f"import sys\nif {str(SUPPORT)!r} not in sys.path:\n    sys.path.insert(0, {str(SUPPORT)!r})\n"
 
 
 def fast_retries_conftest(max_attempts: int = 3) -> str:
     """The conftest text of :func:`fast_retries`."""
-    return _on_path() + f"from fake_models import fast_retries\npytest_hypeedit_make_provider = fast_retries({max_attempts})\n"
+    return conftest_head() + f"from fake_models import fast_retries\npytest_hypeedit_make_provider = fast_retries({max_attempts})\n"
 
 
 def models_conftest(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any) -> str:
     """The conftest text that loads ``provider`` for ``models`` (see the module's docstring); append more hooks to it."""
-    return (_on_path() + "from fake_models import plugin\n"
+    return (conftest_head() + "from fake_models import plugin\n"
             f"FakeModel, pytest_hypeedit_add_models, pytest_hypeedit_make_provider = plugin(\n"
             f"    {provider!r}, {tuple(models)!r}, **{knobs!r})\n")

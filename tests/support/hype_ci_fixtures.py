@@ -6,28 +6,13 @@ import json
 from pathlib import Path
 
 from benchdata import make_tasks, write_labels, write_split
+from fake_judges import judges_conftest
 from fake_models import models_conftest
 
+#: The flaky model (task-00 repeat 1 fails with a 503 while $FLAKY is set) and fake_judges.HtmlJudge (odd repeats
+#: fail, with a reasoning full of HTML).
 CONFTEST = models_conftest(route="flaky", flaky="FLAKY", seed=1234, log=None, models=(
-    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + '''
-import pytest
-from pytest_hypeedit.judges.base import Judge, Verdict
-
-class HtmlJudge(Judge):
-    """Fails odd repeats with a reasoning full of HTML, to prove the report escapes it."""
-    name = "htmljudge"
-
-    def judge(self, request):
-        passed = request.repeat % 2 == 0
-        reasoning = '<img src=x onerror="alert(2)"><b>not bold</b> & the car is still there'
-        votes = [{"judge": "juror<1>", "verdict": "PASS" if passed else "FAIL", "reasoning": "<i>vote</i>"}]
-        return Verdict(passed=passed, reasoning=reasoning, judge="htmljudge", votes=votes)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    if name == "htmljudge":
-        return HtmlJudge()
-'''
+    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + judges_conftest("HtmlJudge")
 
 SCRIPT_INSTRUCTION = "<script>alert(1)</script> Remove the car."
 
