@@ -12,6 +12,7 @@ import threading
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import models_conftest
 from genai_fakes.chat import FakeChat, verdict_reply
 from providers_fakes import FakeServer, Reply
 
@@ -110,27 +111,9 @@ def test_a_request_that_forgot_its_calls_slot_is_told_so_instead_of_waiting_for_
 
 # --------------------------------------------------------------------------- the pool: a panel asks from threads
 
-CONFTEST = """
-import pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class Instant(Provider):
-    '''The candidate at once (no HTTP): the test is about the verdicts' slots.'''
-    key_env = ()
-
-    def generate(self, request):
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.0,
-                          provider_model="instant")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "instant", "route": "instant", "price": 0.0}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "instant":
-        return Instant(spec)
-"""
+#: The candidate at once, free (no HTTP): the test is about the verdicts' slots.
+CONFTEST = models_conftest(models=({"name": "instant", "route": "instant", "price": 0.0},), route="instant",
+                           cost=0.0, provider_model="instant", log=None)
 
 
 def test_a_panel_whose_jurors_ask_from_helper_threads_holds_the_verdicts_one_slot(pytester, monkeypatch, tmp_path):

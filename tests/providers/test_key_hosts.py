@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import fast_retries_conftest
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import Reply as GeminiReply, png_bytes
 from providers_fakes import FakeServer, Reply, make_image
@@ -250,16 +251,7 @@ models:
 routes:
   bfl: {rpm: 100000, inflight: 24}
 """
-FAST_RETRIES = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    runtime.current().policy = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)
-    return None
-"""
+FAST_RETRIES = fast_retries_conftest(max_attempts=2, max_delay=0.02)
 
 
 def journaled_run(pytester, bfl) -> list[str]:
