@@ -14,6 +14,7 @@ import pytest
 from benchdata import make_tasks, write_split
 from fake_models import models_conftest
 from genai_fakes.chat import FakeChat, verdict_reply
+from helper_thread import on_a_helper_thread
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import InFlightSlot, RouteLimiter, SlotReleasedTwice
@@ -26,20 +27,7 @@ HOLD_MAX = 20.0
 
 def in_thread(fn):
     """``fn()`` on a helper thread, as an SDK or a panel of jurors sends; its result or its error."""
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HOLD_MAX)
-    assert not thread.is_alive(), "the request never ended: it waited for a second slot"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return on_a_helper_thread(fn, HOLD_MAX, "the request never ended: it waited for a second slot")
 
 
 @pytest.fixture
