@@ -187,33 +187,26 @@ def test_bfl_regional_hosts_are_its_own(tmp_path, monkeypatch):
         poller.api_url("https://delivery.bfl.ai/v1/get_result?id=1", "polling_url")  # files, not the API
 
 
-def test_fal_urls_on_another_host_are_refused(monkeypatch, stranger, tmp_path):
-    with FakeFal() as fal:
-        monkeypatch.setenv(fal.env, fal.base)
-        monkeypatch.setenv(fal.key_env, fal.key)
-        fal.inject("relocate", body=stranger.url, path="")  # the submit reply: status and response URLs
-        spec = ModelSpec("qwen-image-edit-2511", "fal", "fal-ai/qwen-image-edit-2511", 0.03,
-                         MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2}))
-        provider = FalProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
-        with pytest.raises(ProviderError, match=r"its status_url points at .*not at fal's API"):
-            provider.generate(make_request(tmp_path, spec))
-        provider.close()
-        assert sum(fal.ledger.submitted.values()) == 1
-    assert stranger.seen() == []
+POLLED = MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2})
 
 
-def test_replicate_urls_get_on_another_host_is_refused(monkeypatch, stranger, tmp_path):
-    with FakeReplicate() as replicate:
-        monkeypatch.setenv(replicate.env, replicate.base)
-        monkeypatch.setenv(replicate.key_env, replicate.key)
-        replicate.inject("relocate", body=stranger.url, path="predictions")
-        spec = ModelSpec("seedream-4.5-r", "replicate", "bytedance/seedream-4.5", 0.04,
-                         MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2}))
-        provider = ReplicateProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
-        with pytest.raises(ProviderError, match=r"its urls.get points at .*not at replicate's API"):
+@pytest.mark.parametrize("fake_class, provider_class, spec, path, field", [
+    (FakeFal, FalProvider, ModelSpec("qwen-image-edit-2511", "fal", "fal-ai/qwen-image-edit-2511", 0.03, POLLED),
+     "", "status_url"),  # the submit reply: status and response URLs
+    (FakeReplicate, ReplicateProvider, ModelSpec("seedream-4.5-r", "replicate", "bytedance/seedream-4.5", 0.04, POLLED),
+     "predictions", "urls.get"),
+], ids=["fal", "replicate"])
+def test_a_job_url_on_another_host_is_refused(monkeypatch, stranger, tmp_path, fake_class, provider_class, spec, path,
+                                              field):
+    with fake_class() as fake:
+        monkeypatch.setenv(fake.env, fake.base)
+        monkeypatch.setenv(fake.key_env, fake.key)
+        fake.inject("relocate", body=stranger.url, path=path)
+        provider = provider_class(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
+        with pytest.raises(ProviderError, match=rf"its {field} points at .*not at {spec.route}'s API"):
             provider.generate(make_request(tmp_path, spec))
         provider.close()
-        assert sum(replicate.ledger.submitted.values()) == 1
+        assert sum(fake.ledger.submitted.values()) == 1
     assert stranger.seen() == []
 
 
