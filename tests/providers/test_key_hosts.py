@@ -11,7 +11,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import Reply as GeminiReply, png_bytes
@@ -249,13 +249,10 @@ FAST_RETRIES = fast_retries_conftest(max_attempts=2, max_delay=0.02)
 
 def journaled_run(pytester, bfl) -> list[str]:
     """A run whose polls fail: every candidate's job stays journaled in its record; the run's arguments."""
-    (pytester.path / "conftest.py").write_text(FAST_RETRIES)
-    (pytester.path / "fast.yaml").write_text(FAST_POLLS)
     tasks = make_tasks(1)
-    write_split(pytester.path, "mini", tasks, pytester.path / "images")
-    write_labels(pytester.path / "r1.json", {(tasks[0]["task_id"], "flux-2-max", r): True for r in (1, 2)})
-    args = ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", "2",
-            "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml", "--model", "flux-2-max"]
+    args = [*write_run_folder(pytester.path, conftest=FAST_RETRIES, models_file=FAST_POLLS, tasks=tasks,
+                              labels={(tasks[0]["task_id"], "flux-2-max", r): True for r in (1, 2)}, repeats=2),
+            "--model", "flux-2-max"]
     bfl.inject("malformed", path="get_result", count=10_000)
     pytester.runpytest(*args).assert_outcomes(errors=2)
     bfl.faults.clear()
