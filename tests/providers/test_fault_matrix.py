@@ -2,7 +2,8 @@
 
 A whole run of ``pytest --model flux-2-max`` in a subprocess, against a BFL fake whose replies are
 compression bombs, bodies without end, a trickle and a 12000 x 12000 PNG, one fault per candidate; its peak
-memory is read from the kernel (``os.wait4``'s rusage of that very process).  Each case asserts what was
+memory is the kernel's VmHWM of that very process, which it writes as it exits (PEAK_WRAPPER: not
+``os.wait4``'s ru_maxrss, which counts the forking process's peak too).  Each case asserts what was
 paid (the fake's ledger), what was kept (the records), and what the rerun pays (nothing more).  Reference
 images downloaded at the start face the same faults.
 """
