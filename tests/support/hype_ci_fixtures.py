@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from benchdata import make_tasks, write_labels, write_split
 from fake_judges import judges_conftest
 from fake_models import models_conftest
@@ -28,6 +29,19 @@ def setup_bench(pytester, monkeypatch, tmp_path, tasks: int = 4, repeats: int = 
               for r in range(1, repeats + 1)}
     write_labels(pytester.path / "r1.json", labels)
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    """The pytester folder set up by :func:`setup_bench` (import it into a test module as a fixture)."""
+    setup_bench(pytester, monkeypatch, tmp_path)
+    return pytester
+
+
+def html_run(bench, *extra):
+    """A run judged by htmljudge (it fails odd repeats: repeats 1 and 3 of 4 tasks, 8 failures) with its report
+    at rep/report.html."""
+    return bench.runpytest(*args("--html", "rep/report.html", *extra, judge="htmljudge"))
 
 
 def args(*extra: str, repeats: int = 3, model: str = "identity", judge: str = "labels:r1.json") -> list[str]:
