@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
-from chat_judged import chat_judged_bench
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 from terminal_text import said
 from test_stray_files import ITEMS, JPEG_CONFTEST, args, model_calls
 

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from chat_judged import chat_judged_bench
 from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 
 TASKS, REPEATS = 3, 2
 ITEMS = TASKS * REPEATS

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from chat_judged import chat_judged_bench
 from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 from PIL import Image
 from terminal_text import said
 
