@@ -5,6 +5,7 @@ import random
 import time
 
 import pytest
+from crashed_process import killed_when_done
 
 from pytest_hypeedit.engine.budget import Budget
 from pytest_hypeedit.errors import BudgetExceeded
@@ -69,12 +70,8 @@ def _reserve_and_die(ledger, ready):
 
 
 def test_a_dead_workers_reservation_counts_as_spent(tmp_path):
-    ready = fork.Event()
-    proc = fork.Process(target=_reserve_and_die, args=(tmp_path, ready))
-    proc.start()
-    assert ready.wait(20)
-    proc.kill()
-    proc.join(10)
+    with killed_when_done(_reserve_and_die, tmp_path, bound=20):
+        pass
     budget = Budget(tmp_path, 1.0)
     assert budget.spent() == pytest.approx(0.5)
     budget.reserve(0.5, "fits")

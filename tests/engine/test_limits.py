@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from crashed_process import killed_when_done
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
@@ -176,21 +177,15 @@ def _take_slot_and_die(state_dir, ready):
 
 
 def test_a_killed_worker_frees_its_slot(tmp_path):
-    ready = fork.Event()
-    proc = fork.Process(target=_take_slot_and_die, args=(tmp_path, ready))
-    proc.start()
-    assert ready.wait(BOUND)
-    limiter = RouteLimiter(tmp_path, "crash", rpm=None, inflight=1)
-    assert limiter.try_call_slot() is None  # held by the other process (asked, not waited for)
     taken = threading.Event()
+    with killed_when_done(_take_slot_and_die, tmp_path, bound=BOUND):
+        limiter = RouteLimiter(tmp_path, "crash", rpm=None, inflight=1)
+        assert limiter.try_call_slot() is None  # held by the other process (asked, not waited for)
 
-    def take():
-        with limiter.slot():
-            taken.set()
-    thread = threading.Thread(target=take, daemon=True)
-    thread.start()
-    proc.kill()
-    proc.join(BOUND)
+        def take():
+            with limiter.slot():
+                taken.set()
+        threading.Thread(target=take, daemon=True).start()
     assert taken.wait(BOUND), "the killed process's slot was never freed"
 
 
