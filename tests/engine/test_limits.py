@@ -29,11 +29,15 @@ class FakeClock:
         if sum(self.slept) > 3600:  # a limiter that never admits fails the test instead of hanging it
             raise AssertionError(f"the limiter kept waiting: {len(self.slept)} sleeps, {sum(self.slept):.0f} s")
 
+    def limiter(self, state_dir, rpm, *, route: str = "r", inflight=None) -> RouteLimiter:
+        """A limiter of ``rpm`` starts a minute (no margin) that reads this clock and sleeps on it."""
+        return RouteLimiter(state_dir, route, rpm=rpm, inflight=inflight, period=60, margin=0.0,
+                            clock=lambda: self.now, sleep=self.sleep)
+
 
 def test_sliding_window_admits_capacity_then_waits_for_the_oldest(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r", rpm=3, inflight=None, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 3)
     for _ in range(3):
         with limiter.slot():
             clock.now += 1
@@ -46,8 +50,7 @@ def test_sliding_window_admits_capacity_then_waits_for_the_oldest(tmp_path):
 
 def test_fractional_rpm_spreads_one_request_over_the_longer_window(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r", rpm=0.5, inflight=None, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 0.5)
     for _ in range(2):
         with limiter.slot():
             pass
@@ -62,8 +65,7 @@ def test_no_limits_means_no_limiter(tmp_path):
 
 def test_corrupt_state_file_starts_afresh(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r/x", rpm=2, inflight=1, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 2, route="r/x", inflight=1)
     state = tmp_path / "r_x.rpm.json"  # the route's name made safe for a file name
     state.write_text("{torn")
     for _ in range(2):  # a torn file counts as no start: the whole window is free
