@@ -1,18 +1,16 @@
 """The route limiter holds across processes: tested with real processes against a loopback server."""
 
 import json
-import multiprocessing
 import threading
 import time
 
 import pytest
-from crashed_process import killed_when_done
+from forked import killed_when_done, run_forked
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
 
-fork = multiprocessing.get_context("fork")
 #: The longest anything here waits for an event (a bound that fails, never a gap the test relies on): a loaded
 #: machine makes the tests slower, never wrong.
 BOUND = 120.0
@@ -118,14 +116,9 @@ def test_rpm_holds_across_processes(tmp_path):
     log = tmp_path / "starts.log"
     with FakeServer() as server:
         server.route("GET", "/count", lambda seen: Reply(200, {"ok": True}))
-        procs = [fork.Process(target=_hammer, args=(f"{server.url}/count", tmp_path, rpm, period, each, log))
-                 for _ in range(4)]
-        for proc in procs:
-            proc.start()
-        for proc in procs:
-            proc.join(BOUND)
+        codes = run_forked(_hammer, (f"{server.url}/count", tmp_path, rpm, period, each, log), 4, BOUND)
         arrived = len(server.seen("/count"))
-    assert all(proc.exitcode == 0 for proc in procs)
+    assert codes == [0] * 4
     starts = [float(line) for line in log.read_text().split()]
     assert len(starts) == arrived == 4 * each  # every request took a token, and none starved (all went)
     assert max_in_window(starts, period) <= rpm
@@ -159,13 +152,9 @@ def test_inflight_holds_across_processes(tmp_path):
 
     with FakeServer() as server:
         server.route("GET", "/slow", slow)
-        procs = [fork.Process(target=_hold_slots, args=(f"{server.url}/slow", tmp_path, 3, 4)) for _ in range(3)]
-        for proc in procs:
-            proc.start()
-        for proc in procs:
-            proc.join(BOUND)
+        codes = run_forked(_hold_slots, (f"{server.url}/slow", tmp_path, 3, 4), 3, BOUND)
         total = len(server.seen("/slow"))
-    assert all(proc.exitcode == 0 for proc in procs)
+    assert codes == [0] * 3
     assert total == 3 * 3 * 4
     assert not never, "3 calls were never in flight at once"
     assert peak[0] == 3  # never more than the limit, and the limit is used
