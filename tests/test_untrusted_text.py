@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_judges import judges_conftest
 from fake_models import models_conftest
 
 from pytest_hypeedit.errors import JudgeError, ProviderError, Refusal
@@ -100,31 +101,16 @@ def test_errors_refusals_and_verdicts_are_clean_where_they_are_made():
 # --------------------------------------------------------------------------- end to end
 
 CONFTEST = models_conftest("HostileProvider", ({"name": "hostile", "route": "hostile", "provider_model": "h-1",
-                                                "price": 0.01},), route="hostile", log=None, hostile=HOSTILE) + """
-import os, pytest
-from pytest_hypeedit.judges.base import Judge, Verdict
-
-HOSTILE = %r
-
-class HostileJudge(Judge):
-    '''A paid judge (its verdicts are reused) whose reasoning is hostile and huge when HOSTILE is set.'''
-    name = "hostilejudge"
-
-    def judge(self, request):
-        if os.environ.get("HOSTILE"):
-            return Verdict(passed=False, reasoning=HOSTILE + "r" * 2_000_000, judge=self.id)
-        return Verdict(passed=False, reasoning="plain reasoning", judge=self.id)
+                                                "price": 0.01},), route="hostile", log=None, hostile=HOSTILE) + \
+    judges_conftest("HostileJudge", hostile=HOSTILE) + """
+import pytest
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_hypeedit_record(config, record):
     # what a plugin sees of each record on the controller, written as it is
     with open("hook.log", "a", encoding="utf-8") as log:
         log.write(f"{record.reasoning}\\n{record.error}\\n{record.refusal}\\n{record.votes}\\n{record.request_id}\\n")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    return HostileJudge() if name == "hostilejudge" else None
-""" % HOSTILE  # noqa: UP031 - the code's braces would all need doubling for format()
+"""
 
 ARGS = ["-p", "no:cacheprovider", "--model", "hostile", "--tasks", "mini.json", "--images-base", "images",
         "--repeats", "2", "--outputs", "out", "--judge", "hostilejudge", "--junitxml", "junit.xml",

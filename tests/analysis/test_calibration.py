@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from calibration_sim import human_sample, metrics as metrics_of
 
 from pytest_hypeedit.analysis.calibration import (
     CALIBRATED_KEYS,
@@ -17,7 +18,6 @@ from pytest_hypeedit.analysis.calibration import (
     task_evidence,
 )
 from pytest_hypeedit.analysis.calibration_paired import paired_calibrated
-from pytest_hypeedit.analysis.metrics import compute_metrics, tally_tasks
 
 #: The judge's error known for certain: sensitivity 0.8, specificity 0.9 from millions of labels.
 KNOWN = ErrorCounts(true_pass=8_000_000, false_fail=2_000_000, false_pass=1_000_000, true_fail=9_000_000)
@@ -80,19 +80,7 @@ def simulated(seed: int, tasks=40, repeats=10, se=0.75, sp=0.9, labelled=80):
     rates = rng.beta(0.6, 0.8, tasks)
     truth = rng.random((tasks, repeats)) < rates[:, None]
     judge = np.where(truth, rng.random((tasks, repeats)) < se, rng.random((tasks, repeats)) > sp)
-    chosen = np.zeros(tasks * repeats, bool)
-    chosen[rng.choice(tasks * repeats, labelled, replace=False)] = True
-    chosen = chosen.reshape(tasks, repeats)
-    pi = labelled / (tasks * repeats)
-    units = [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
-                  pi if chosen[t, r] else None) for t in range(tasks) for r in range(repeats)]
-    return units, truth, judge
-
-
-def metrics_of(verdicts) -> dict:
-    tasks, repeats = verdicts.shape
-    return compute_metrics(tally_tasks([(f"t{t:02d}", r + 1, bool(verdicts[t, r]), ()) for t in range(tasks)
-                                        for r in range(repeats)]), 0.04)
+    return human_sample(rng, truth, judge, labelled), truth, judge
 
 
 def test_a_judge_that_agrees_with_every_label_changes_nothing():

@@ -6,17 +6,10 @@ nothing billed) is bought again."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-import yaml
-from benchdata import write_labels
 from genai_fakes.gemini_batch import FakeGeminiBatch
+from tiny_batch import records, results_row, set_options, tiny_batch_bench
 
-from pytest_hypeedit.registry import load_registry
-
-TINY = Path(__file__).resolve().parent.parent.parent / "examples" / "tiny-split"
 REPEATS, TASKS, REFERENCES = 2, 5, 6
 MODEL = "gemini-3-pro-preview"
 KEY = "fake-gemini-key-batch-0123456789"
@@ -25,27 +18,12 @@ KEY = "fake-gemini-key-batch-0123456789"
 @pytest.fixture
 def batch_run(pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    options = {**load_registry().get(MODEL).options, "batch_linger_s": 0.3, "batch_poll_s": 0.02,
-               "batch_poll_max_s": 0.05}
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
-    tasks = json.loads((TINY / "tiny.json").read_text())
-    write_labels(pytester.path / "r1.json",
-                 {(task["task_id"], MODEL, r): True for task in tasks for r in range(1, REPEATS + 1)})
-    args = [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(REPEATS),
-            "--outputs", "out", "--model", MODEL, "--models-file", "quick.yaml", "--judge", "labels:r1.json"]
+    args = tiny_batch_bench(pytester.path, MODEL, REPEATS)
     with FakeGeminiBatch(expected_key=KEY) as fake:
         monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
         monkeypatch.setenv("GEMINI_API_KEY", KEY)
         monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
         yield fake, lambda *extra: pytester.runpytest(*args, *extra)
-
-
-def results_row(pytester) -> dict:
-    return json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]
-
-
-def records(pytester) -> list[dict]:
-    return [json.loads(p.read_text()) for p in (pytester.path / "out").rglob("0*.json")]
 
 
 def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pytester):
@@ -55,37 +33,33 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
     assert not any(":generateContent" in s.path for s in fake.requests)  # nothing at the standard tier
     assert fake.creations == 1
     assert fake.uploads() == REFERENCES
-    row = results_row(pytester)
+    row = results_row(pytester.path)
     assert (row["candidates"], row["errors"]) == (TASKS * REPEATS, 0)
     assert row["spent"] == pytest.approx(fake.billed, abs=1e-6) and fake.billed == pytest.approx(0.067 * 10)
-    assert all(r["extra"]["batch_id"].startswith("batches/") for r in records(pytester))
+    assert all(r["extra"]["batch_id"].startswith("batches/") for r in records(pytester.path))
 
 
 def test_a_run_stopped_while_its_batch_is_pending_resumes_it(batch_run, pytester):
     fake, run = batch_run
     fake.hold = True
-    options = {**yaml.safe_load((pytester.path / "quick.yaml").read_text())["models"][MODEL]["options"],
-               "batch_max_wait_s": 5.0}
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
+    set_options(pytester.path, MODEL, batch_max_wait_s=5.0)
     run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)
     created, uploaded = fake.creations, fake.uploads()
-    assert all(r["job"]["batch_id"] for r in records(pytester))
+    assert all(r["job"]["batch_id"] for r in records(pytester.path))
     fake.hold = False
-    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
-    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 60.0
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    set_options(pytester.path, MODEL, batch_max_wait_s=60.0)
     result = run("--tier", "batch")
-    assert result.parseoutcomes().get("passed") == TASKS * REPEATS, {r.get("error") for r in records(pytester)}
+    assert result.parseoutcomes().get("passed") == TASKS * REPEATS, {r.get("error") for r in records(pytester.path)}
     assert (fake.creations, fake.uploads()) == (created, uploaded)  # polled again, nothing submitted again
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
 
 
 def test_a_refused_line_is_a_refusal(batch_run, pytester):
     fake, run = batch_run
     fake.refuse = 1
     run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
-    assert results_row(pytester)["refusals"] == 1
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    assert results_row(pytester.path)["refusals"] == 1
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
 
 
 def test_an_expired_job_is_bought_again(batch_run, pytester):
@@ -94,21 +68,19 @@ def test_an_expired_job_is_bought_again(batch_run, pytester):
     first = run("--tier", "batch")
     # the job expired with no results, nothing billed: bought again at once, and that job expired too
     first.assert_outcomes(errors=TASKS * REPEATS)
-    assert fake.billed == 0 and results_row(pytester)["spent"] == 0
+    assert fake.billed == 0 and results_row(pytester.path)["spent"] == 0
     fake.end_as = None
     run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
 
 
 def test_requests_past_the_inline_limit_go_in_one_uploaded_input_file(batch_run, pytester):
     fake, run = batch_run
-    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
-    quick["models"][MODEL]["options"]["batch_inline_max_bytes"] = 1  # every batch is past it
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    set_options(pytester.path, MODEL, batch_inline_max_bytes=1)  # every batch is past it
     run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
     created = [b for b in fake.batches.values() if b["from_file"]]
     assert len(created) == fake.creations >= 1
     assert fake.uploads("jsonl") == fake.creations and fake.uploads() == REFERENCES + fake.creations
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-6)
-    jobs = [r["job"] for r in records(pytester)]
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
+    jobs = [r["job"] for r in records(pytester.path)]
     assert all(job["input_file_id"].startswith("files/") and job["batch_id"] for job in jobs)

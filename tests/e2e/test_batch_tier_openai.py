@@ -6,22 +6,16 @@ batch on the next run and submits nothing again; an expired batch keeps what it 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
-import yaml
-from benchdata import write_labels
 from providers_fakes.openai_batch import FakeOpenAIBatch
+from tiny_batch import records, results_row, set_options, tiny_args, tiny_batch_bench
 
-from pytest_hypeedit.registry import load_registry
-
-TINY = Path(__file__).resolve().parent.parent.parent / "examples" / "tiny-split"
 REPEATS = 2
 TASKS = 5
 REFERENCES = 6  # the last task has two
@@ -32,26 +26,11 @@ MODEL = "gpt-image-2"
 def batch_run(pytester, monkeypatch, tmp_path):
     """(fake, run(*extra) -> result): the tiny split on gpt-image-2 at the batch tier, quick lingers and polls."""
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    options = {**load_registry().get(MODEL).options, "batch_linger_s": 0.3, "batch_poll_s": 0.02,
-               "batch_poll_max_s": 0.05}
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
-    tasks = json.loads((TINY / "tiny.json").read_text())
-    write_labels(pytester.path / "r1.json",
-                 {(task["task_id"], MODEL, r): True for task in tasks for r in range(1, REPEATS + 1)})
-    args = [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(REPEATS),
-            "--outputs", "out", "--model", MODEL, "--models-file", "quick.yaml", "--judge", "labels:r1.json"]
+    args = tiny_batch_bench(pytester.path, MODEL, REPEATS)
     with FakeOpenAIBatch() as fake:
         monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", fake.base)
         monkeypatch.setenv("OPENAI_API_KEY", fake.key)
         yield fake, lambda *extra: pytester.runpytest(*args, *extra)
-
-
-def results_row(pytester) -> dict:
-    return json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]
-
-
-def records(pytester) -> list[dict]:
-    return [json.loads(p.read_text()) for p in (pytester.path / "out").rglob("0*.json")]
 
 
 def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pytester):
@@ -62,12 +41,12 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
     assert fake.creations == 1  # the ten candidates waited together for one batch
     assert len(fake.uploads("vision")) == REFERENCES  # each reference once, for both repeats
     assert len(fake.uploads("batch")) == 1
-    row = results_row(pytester)
+    row = results_row(pytester.path)
     assert (row["candidates"], row["errors"]) == (TASKS * REPEATS, 0)
     assert row["spent"] == pytest.approx(fake.billed, abs=1e-5)
     assert fake.billed > 0
-    assert sum(r["cost"] for r in records(pytester)) == pytest.approx(fake.billed, abs=1e-5)
-    assert all(r["extra"]["batch_id"] for r in records(pytester))
+    assert sum(r["cost"] for r in records(pytester.path)) == pytest.approx(fake.billed, abs=1e-5)
+    assert all(r["extra"]["batch_id"] for r in records(pytester.path))
     again = run("--tier", "batch")  # everything is on disk: nothing is bought or uploaded again
     again.assert_outcomes(passed=TASKS * REPEATS)
     assert (fake.creations, len(fake.uploads("vision"))) == (1, REFERENCES)
@@ -76,25 +55,21 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
 def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing_again(batch_run, pytester):
     fake, run = batch_run
     fake.hold = True
-    held = {"batch_max_wait_s": 5.0}
-    options = {**yaml.safe_load((pytester.path / "quick.yaml").read_text())["models"][MODEL]["options"], **held}
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump({"models": {MODEL: {"options": options}}}))
+    set_options(pytester.path, MODEL, batch_max_wait_s=5.0)
     first = run("--tier", "batch")
     first.assert_outcomes(errors=TASKS * REPEATS)  # each still waits for its batch: an error, journaled
     created, inputs = fake.creations, len(fake.uploads("batch"))
     assert created >= 1
-    journaled = [r["job"] for r in records(pytester)]
+    journaled = [r["job"] for r in records(pytester.path)]
     assert len(journaled) == TASKS * REPEATS
     assert all(job["batch_id"] and job["input_file_id"] for job in journaled)
     fake.hold = False
-    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
-    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 60.0
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    set_options(pytester.path, MODEL, batch_max_wait_s=60.0)
     second = run("--tier", "batch")
     second.assert_outcomes(passed=TASKS * REPEATS)
     assert fake.creations == created  # the pending batches were polled again, never submitted again
     assert len(fake.uploads("batch")) == inputs and len(fake.uploads("vision")) == REFERENCES
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)
 
 
 def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase(batch_run, pytester, tmp_path):
@@ -126,7 +101,7 @@ def test_an_expired_batch_keeps_what_it_returned_and_buys_the_rest_again(batch_r
     assert (first["status"], first["request_counts"]["completed"]) == ("expired", 4)
     # the six unbilled lines, and only they, were bought again in a later batch
     assert sum(batch["request_counts"]["total"] for batch in later) == TASKS * REPEATS - 4
-    row = results_row(pytester)
+    row = results_row(pytester.path)
     assert row["spent"] == pytest.approx(fake.billed, abs=1e-5)  # nothing paid twice, nothing left out
 
 
@@ -135,7 +110,7 @@ def test_a_refused_line_is_a_refusal_as_on_the_standard_tier(batch_run, pytester
     fake.inject("refusal")
     result = run("--tier", "batch")
     result.assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
-    assert results_row(pytester)["refusals"] == 1
+    assert results_row(pytester.path)["refusals"] == 1
     assert fake.creations == 1
     again = run("--tier", "batch")  # a refusal is the model's answer: not bought again
     again.assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
@@ -170,9 +145,7 @@ def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_ru
     provider; the rerun polls that batch and creates nothing."""
     fake, run = batch_run
     fake.hold = True
-    args = [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(REPEATS),
-            "--outputs", "out", "--model", MODEL, "--models-file", "quick.yaml", "--judge", "labels:r1.json",
-            "--tier", "batch", "-p", "no:cacheprovider"]
+    args = [*tiny_args(MODEL, REPEATS), "--tier", "batch", "-p", "no:cacheprovider"]
     process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
                                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -189,12 +162,12 @@ def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_ru
     rerun = run("--tier", "batch")
     rerun.assert_outcomes(passed=TASKS * REPEATS)
     assert (fake.creations, len(fake.uploads("batch"))) == (created, inputs)
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)
 
 
 def all_journaled(pytester) -> bool:
     try:
-        found = records(pytester)
+        found = records(pytester.path)
     except (OSError, ValueError):
         return False  # a record being replaced right now
     return len(found) == TASKS * REPEATS and all((r.get("job") or {}).get("batch_id") for r in found)
@@ -205,4 +178,4 @@ def test_under_xdist_each_reference_is_still_uploaded_once_per_run(batch_run, py
     result = run("--tier", "batch", "-n", "2")
     result.assert_outcomes(passed=TASKS * REPEATS)
     assert len(fake.uploads("vision")) == REFERENCES  # the workers share the run's uploads (batch_uploads.py)
-    assert results_row(pytester)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)

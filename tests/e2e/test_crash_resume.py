@@ -11,21 +11,11 @@ import time
 from pathlib import Path
 
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from PIL import Image
 
-SLOW_IDENTITY = """
-import time, pytest
-from pytest_hypeedit.providers.identity import IdentityProvider
-
-class SlowIdentity(IdentityProvider):
-    def generate(self, request):
-        time.sleep(0.05)  # long enough to kill the run halfway
-        return super().generate(request)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    return SlowIdentity(spec) if spec.route == "identity" else None
-"""
+#: fake_models.SlowIdentity: the built-in identity model, 50 ms a call (long enough to kill the run halfway).
+SLOW_IDENTITY = models_conftest("SlowIdentity", models=(), route="identity")
 
 
 def prepare(folder: Path) -> list[str]:

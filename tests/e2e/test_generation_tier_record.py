@@ -8,29 +8,12 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 
-BATCH_CONFTEST = """
-import pytest
-from pytest_hypeedit import Generation, Provider
-
-class HalfPriceProvider(Provider):
-    route = "halfprice"
-
-    def generate(self, request):
-        data = request.references[0].read_bytes()
-        tier = "batch" if request.repeat == 1 else "standard"
-        cost = request.spec.price / 2 if tier == "batch" else request.spec.price
-        return Generation(image=data, ext="png", cost=cost, provider_model="half-v1", tier=tier)
-
-def pytest_hypeedit_add_models(config):
-    return [{"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10,
-             "batch_price": 0.05}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "halfprice":
-        return HalfPriceProvider(spec)
-"""
+#: fake_models.HalfPriceProvider: repeat 1 served at the batch tier, at half the price.
+BATCH_CONFTEST = models_conftest("HalfPriceProvider", (
+    {"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10, "batch_price": 0.05},),
+    route="halfprice", log=None)
 
 
 @pytest.fixture

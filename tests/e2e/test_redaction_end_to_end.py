@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_judges import judges_conftest
 from fake_models import models_conftest
 from providers_fakes import Reply, Seen
 from providers_fakes.ark import FakeArk
@@ -61,26 +62,7 @@ class EchoingArk(FakeArk):
 
 ECHO_CONFTEST = models_conftest("EchoProvider", ({"name": "echo", "route": "echo", "provider_model": "echo-v1",
                                                   "price": 0.01},), route="echo", key_env=("ECHO_API_KEY",), log=None,
-                                cost=0.01) + """
-import os, pytest
-from pytest_hypeedit.errors import JudgeError
-from pytest_hypeedit.judges.base import Judge, Verdict
-
-class EchoJudge(Judge):
-    '''A plugin's own judge that quotes its key in an error (task-00) and in its reasoning (others).'''
-    name = "echojudge"
-    key_env = ("ECHO_JUDGE_KEY",)
-
-    def judge(self, request):
-        key = os.environ["ECHO_JUDGE_KEY"]
-        if request.task.task_id == "task-00":
-            raise JudgeError(f"quota of {key} used up", retryable=False)
-        return Verdict(passed=False, reasoning=f"FAIL, billed to {key}", judge="echojudge")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    return EchoJudge() if name == "echojudge" else None
-"""
+                                cost=0.01) + judges_conftest("EchoJudge")
 
 
 def run_args(model: str, judge: str, repeats: int, *extra: str) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_models import models_conftest
 from terminal_text import said
 
 TASKS, REPEATS = 20, 10
@@ -24,30 +25,10 @@ GOOD, BAD = 8, 3
 def passes(rate: int, task: int, repeat: int) -> bool:
     return (7 * task + 3 * repeat) % 10 < rate
 
-CONFTEST = '''
-import os, time, pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class CountingProvider(Provider):
-    """Returns the reference image; every call is one billed generation, written down."""
-    route = "counting"
-
-    def generate(self, request):
-        time.sleep(float(os.environ.get("SLOW", "0")))
-        with open(os.path.join(os.environ["BILLED_DIR"], f"{os.getpid()}.txt"), "a") as bill:
-            bill.write(f"{request.task.task_id} {request.repeat}\\n")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
-                          provider_model="counting-v1", seed=request.repeat)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "release", "route": "counting", "provider_model": "counting-v1", "price": 0.04}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "counting":
-        return CountingProvider(spec)
-'''
+#: fake_models.CountingProvider: the reference image, every call written down as one billed generation.
+CONFTEST = models_conftest("CountingProvider", (
+    {"name": "release", "route": "counting", "provider_model": "counting-v1", "price": 0.04},), route="counting",
+    seed=0)  # the repeat's number
 
 
 @pytest.fixture

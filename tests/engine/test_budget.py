@@ -1,15 +1,13 @@
 import json
-import multiprocessing
 import os
 import random
 import time
 
 import pytest
+from forked import fork, killed_when_done, run_forked
 
 from pytest_hypeedit.engine.budget import Budget
 from pytest_hypeedit.errors import BudgetExceeded
-
-fork = multiprocessing.get_context("fork")
 
 
 def test_twenty_five_at_four_cents_fit_one_dollar_exactly(tmp_path):
@@ -69,12 +67,8 @@ def _reserve_and_die(ledger, ready):
 
 
 def test_a_dead_workers_reservation_counts_as_spent(tmp_path):
-    ready = fork.Event()
-    proc = fork.Process(target=_reserve_and_die, args=(tmp_path, ready))
-    proc.start()
-    assert ready.wait(20)
-    proc.kill()
-    proc.join(10)
+    with killed_when_done(_reserve_and_die, tmp_path, bound=20):
+        pass
     budget = Budget(tmp_path, 1.0)
     assert budget.spent() == pytest.approx(0.5)
     budget.reserve(0.5, "fits")
@@ -97,12 +91,8 @@ def _spend(ledger, cap, price, attempts, results):
 
 def test_concurrent_workers_never_pass_the_cap(tmp_path):
     results = fork.Queue()
-    procs = [fork.Process(target=_spend, args=(tmp_path, 1.0, 0.04, 15, results)) for _ in range(4)]
-    for proc in procs:
-        proc.start()
-    paid = [results.get(timeout=30) for _ in procs]
-    for proc in procs:
-        proc.join(10)
+    assert run_forked(_spend, (tmp_path, 1.0, 0.04, 15, results), 4, bound=30) == [0] * 4
+    paid = [results.get(timeout=30) for _ in range(4)]
     # 60 attempts for a cap that fits 25: every reservation that fit was paid, no more.
     assert sum(paid) == 25
     assert Budget(tmp_path, 1.0).spent() == pytest.approx(1.0)

@@ -12,6 +12,7 @@ import json
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import fast_retries_conftest
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import _usage, verdict_reply
 from providers_fakes.bfl import FakeBfl, bfl_credits
@@ -20,16 +21,7 @@ from terminal_text import said
 from pytest_hypeedit.judges.gemini import FLASH_MODEL, PRICES
 
 TASKS, REPEATS, REFERENCES = 4, 2, 3
-FAST = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    runtime.current().policy = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)
-    return None
-"""
+FAST = fast_retries_conftest(max_attempts=2, max_delay=0.02)
 FAST_POLLS = "models:\n  flux-2-max: {options: {poll_s: 0.01, poll_max_s: 0.05, max_wait_s: 30}}\n"
 #: What each verdict's reply reports, and so what the judge's fake charges for it.
 USAGE = {"prompt": 3000, "candidates": 200, "thoughts": 500}

@@ -12,7 +12,9 @@ import threading
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_models import models_conftest
 from genai_fakes.chat import FakeChat, verdict_reply
+from helper_thread import on_a_helper_thread
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import InFlightSlot, RouteLimiter, SlotReleasedTwice
@@ -25,20 +27,7 @@ HOLD_MAX = 20.0
 
 def in_thread(fn):
     """``fn()`` on a helper thread, as an SDK or a panel of jurors sends; its result or its error."""
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(HOLD_MAX)
-    assert not thread.is_alive(), "the request never ended: it waited for a second slot"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    return on_a_helper_thread(fn, HOLD_MAX, "the request never ended: it waited for a second slot")
 
 
 @pytest.fixture
@@ -110,27 +99,9 @@ def test_a_request_that_forgot_its_calls_slot_is_told_so_instead_of_waiting_for_
 
 # --------------------------------------------------------------------------- the pool: a panel asks from threads
 
-CONFTEST = """
-import pytest
-from pytest_hypeedit.providers.base import Generation, Provider
-
-class Instant(Provider):
-    '''The candidate at once (no HTTP): the test is about the verdicts' slots.'''
-    key_env = ()
-
-    def generate(self, request):
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.0,
-                          provider_model="instant")
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "instant", "route": "instant", "price": 0.0}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route == "instant":
-        return Instant(spec)
-"""
+#: The candidate at once, free (no HTTP): the test is about the verdicts' slots.
+CONFTEST = models_conftest(models=({"name": "instant", "route": "instant", "price": 0.0},), route="instant",
+                           cost=0.0, provider_model="instant", log=None)
 
 
 def test_a_panel_whose_jurors_ask_from_helper_threads_holds_the_verdicts_one_slot(pytester, monkeypatch, tmp_path):

@@ -10,9 +10,8 @@ import json
 import os
 
 import pytest
-from benchdata import make_tasks, write_split
-from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 from terminal_text import said
 from test_stray_files import ITEMS, JPEG_CONFTEST, args, model_calls
 
@@ -24,13 +23,8 @@ from pytest_hypeedit.files import check_regular, sha256_of
 @pytest.fixture
 def judged_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
     """A first run in which every candidate passed; yields (pytester, judge, the folder of task-00's candidates)."""
-    pytester.makeconftest(JPEG_CONFTEST)
-    write_split(pytester.path, "mini", make_tasks(2), pytester.path / "images")
-    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeChat() as judge:
-        judge.default = verdict_reply("PASS", "judged by the fake")
+    with chat_judged_bench(pytester, monkeypatch, tmp_path, JPEG_CONFTEST, 2,
+                           verdict_reply("PASS", "judged by the fake")) as judge:
         pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)
         judge.default = verdict_reply("FAIL", "the second look")  # a verdict given again is told apart
         yield pytester, judge, pytester.path / "out" / "mini" / "paid" / "task-00"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import Chaos
@@ -37,15 +37,10 @@ routes:
 
 def prepare(folder: Path, tasks: int, repeats: int, *, max_wait: float) -> list[str]:
     """Task file, images, labels, a fast-retry conftest and fast polls; the pytest arguments of a run."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "conftest.py").write_text(FAST_RETRIES)
-    (folder / "fast.yaml").write_text(FAST_POLLS % {"wait": max_wait})
     task_list = make_tasks(tasks)
-    write_split(folder, "mini", task_list, folder / "images")
-    write_labels(folder / "r1.json", {(t["task_id"], model, r): r % 2 == 1 for t in task_list for model in MODELS
-                                      for r in range(1, repeats + 1)})
-    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", str(repeats),
-            "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml"]
+    return write_run_folder(folder, conftest=FAST_RETRIES, models_file=FAST_POLLS % {"wait": max_wait}, tasks=task_list,
+                            labels={(t["task_id"], model, r): r % 2 == 1 for t in task_list for model in MODELS
+                                    for r in range(1, repeats + 1)}, repeats=repeats)
 
 
 def records(folder: Path) -> list[dict]:

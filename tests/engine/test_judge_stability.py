@@ -8,6 +8,7 @@ import math
 
 import pytest
 from benchdata import make_tasks, write_split
+from fake_judges import judges_conftest
 
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.stability import parse_stability_option, stability_of, stability_sample
@@ -15,34 +16,7 @@ from pytest_hypeedit.errors import ConfigError
 
 PASS_CHANCE = 0.8  # the fake judge says PASS with this chance on every call, whatever the image
 
-CONFTEST = f"""
-import random, threading
-import pytest
-from pytest_hypeedit.judges.base import Judge, Verdict
-
-class CoinJudge(Judge):
-    name = "coinjudge"
-    routes = ("coin-judge",)
-    needs_images = False
-
-    def __init__(self):
-        self.rng, self.lock = random.Random(20261123), threading.Lock()
-
-    def worst_case_cost(self, request):  # the interface session "guard" adds to every judge
-        return 0.01
-
-    def judge(self, request):
-        with self.lock:
-            passed = self.rng.random() < {PASS_CHANCE}
-            with open("calls.log", "a") as log:
-                log.write(f"{{request.task.task_id}} {{request.repeat}}\\n")
-        return Verdict(passed=passed, reasoning="a coin", judge="coinjudge", cost=0.01)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    if name == "coinjudge":
-        return CoinJudge()
-"""
+CONFTEST = judges_conftest("CoinJudge", pass_chance=PASS_CHANCE)  # a cent a call, each written to calls.log
 
 
 @pytest.fixture

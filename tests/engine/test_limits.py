@@ -1,17 +1,16 @@
 """The route limiter holds across processes: tested with real processes against a loopback server."""
 
 import json
-import multiprocessing
 import threading
 import time
 
 import pytest
+from forked import killed_when_done, run_forked
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
 
-fork = multiprocessing.get_context("fork")
 #: The longest anything here waits for an event (a bound that fails, never a gap the test relies on): a loaded
 #: machine makes the tests slower, never wrong.
 BOUND = 120.0
@@ -28,11 +27,15 @@ class FakeClock:
         if sum(self.slept) > 3600:  # a limiter that never admits fails the test instead of hanging it
             raise AssertionError(f"the limiter kept waiting: {len(self.slept)} sleeps, {sum(self.slept):.0f} s")
 
+    def limiter(self, state_dir, rpm, *, route: str = "r", inflight=None) -> RouteLimiter:
+        """A limiter of ``rpm`` starts a minute (no margin) that reads this clock and sleeps on it."""
+        return RouteLimiter(state_dir, route, rpm=rpm, inflight=inflight, period=60, margin=0.0,
+                            clock=lambda: self.now, sleep=self.sleep)
+
 
 def test_sliding_window_admits_capacity_then_waits_for_the_oldest(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r", rpm=3, inflight=None, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 3)
     for _ in range(3):
         with limiter.slot():
             clock.now += 1
@@ -45,8 +48,7 @@ def test_sliding_window_admits_capacity_then_waits_for_the_oldest(tmp_path):
 
 def test_fractional_rpm_spreads_one_request_over_the_longer_window(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r", rpm=0.5, inflight=None, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 0.5)
     for _ in range(2):
         with limiter.slot():
             pass
@@ -61,8 +63,7 @@ def test_no_limits_means_no_limiter(tmp_path):
 
 def test_corrupt_state_file_starts_afresh(tmp_path):
     clock = FakeClock()
-    limiter = RouteLimiter(tmp_path, "r/x", rpm=2, inflight=1, period=60, margin=0.0,
-                           clock=lambda: clock.now, sleep=clock.sleep)
+    limiter = clock.limiter(tmp_path, 2, route="r/x", inflight=1)
     state = tmp_path / "r_x.rpm.json"  # the route's name made safe for a file name
     state.write_text("{torn")
     for _ in range(2):  # a torn file counts as no start: the whole window is free
@@ -115,14 +116,9 @@ def test_rpm_holds_across_processes(tmp_path):
     log = tmp_path / "starts.log"
     with FakeServer() as server:
         server.route("GET", "/count", lambda seen: Reply(200, {"ok": True}))
-        procs = [fork.Process(target=_hammer, args=(f"{server.url}/count", tmp_path, rpm, period, each, log))
-                 for _ in range(4)]
-        for proc in procs:
-            proc.start()
-        for proc in procs:
-            proc.join(BOUND)
+        codes = run_forked(_hammer, (f"{server.url}/count", tmp_path, rpm, period, each, log), 4, BOUND)
         arrived = len(server.seen("/count"))
-    assert all(proc.exitcode == 0 for proc in procs)
+    assert codes == [0] * 4
     starts = [float(line) for line in log.read_text().split()]
     assert len(starts) == arrived == 4 * each  # every request took a token, and none starved (all went)
     assert max_in_window(starts, period) <= rpm
@@ -156,13 +152,9 @@ def test_inflight_holds_across_processes(tmp_path):
 
     with FakeServer() as server:
         server.route("GET", "/slow", slow)
-        procs = [fork.Process(target=_hold_slots, args=(f"{server.url}/slow", tmp_path, 3, 4)) for _ in range(3)]
-        for proc in procs:
-            proc.start()
-        for proc in procs:
-            proc.join(BOUND)
+        codes = run_forked(_hold_slots, (f"{server.url}/slow", tmp_path, 3, 4), 3, BOUND)
         total = len(server.seen("/slow"))
-    assert all(proc.exitcode == 0 for proc in procs)
+    assert codes == [0] * 3
     assert total == 3 * 3 * 4
     assert not never, "3 calls were never in flight at once"
     assert peak[0] == 3  # never more than the limit, and the limit is used
@@ -176,21 +168,15 @@ def _take_slot_and_die(state_dir, ready):
 
 
 def test_a_killed_worker_frees_its_slot(tmp_path):
-    ready = fork.Event()
-    proc = fork.Process(target=_take_slot_and_die, args=(tmp_path, ready))
-    proc.start()
-    assert ready.wait(BOUND)
-    limiter = RouteLimiter(tmp_path, "crash", rpm=None, inflight=1)
-    assert limiter.try_call_slot() is None  # held by the other process (asked, not waited for)
     taken = threading.Event()
+    with killed_when_done(_take_slot_and_die, tmp_path, bound=BOUND):
+        limiter = RouteLimiter(tmp_path, "crash", rpm=None, inflight=1)
+        assert limiter.try_call_slot() is None  # held by the other process (asked, not waited for)
 
-    def take():
-        with limiter.slot():
-            taken.set()
-    thread = threading.Thread(target=take, daemon=True)
-    thread.start()
-    proc.kill()
-    proc.join(BOUND)
+        def take():
+            with limiter.slot():
+                taken.set()
+        threading.Thread(target=take, daemon=True).start()
     assert taken.wait(BOUND), "the killed process's slot was never freed"
 
 

@@ -23,60 +23,14 @@ from typing import Callable
 
 import pytest
 from benchdata import FileServer, make_tasks, png_bytes, write_labels, write_split
+from fake_judges import judges_conftest
+from fake_models import models_conftest
 from providers_fakes import FakeServer, Reply
 
-CONFTEST = """
-import os, httpx, pytest
-from pytest_hypeedit.errors import Refusal
-from pytest_hypeedit.judges.base import Judge, Verdict
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.base import Generation, Provider
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
-
-class SlowProvider(Provider):
-    '''Asks the loopback server (which takes its time), then returns the first reference image.'''
-    key_env = ()
-
-    def __init__(self, spec):
-        super().__init__(spec)
-        self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
-                                       limiter=runtime.current().limiter_for(spec))
-
-    def generate(self, request):
-        with open(os.environ["CALL_LOG"], "a") as log:
-            log.write(f"{request.task.task_id} {request.spec.name} {request.repeat}\\n")
-        # sent as part of the call the pool holds the route's slot for: no second slot
-        send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
-             model=request.spec.name, slots=request.slots).raise_for_status()
-        if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
-            raise Refusal("refused, to fail the item")
-        return Generation(image=request.references[0].read_bytes(), ext="png", cost=request.spec.price,
-                          provider_model=request.spec.provider_model)
-
-class SlowJudge(Judge):
-    name = "slowjudge"
-    routes = ("judge-route",)
-
-    def judge(self, request):
-        # the path names the model (the judge's route is still one): a test can hold one model's verdicts
-        httpx.get(os.environ["SLOW_URL"] + "/judge-route-of-" + request.model, timeout=300).raise_for_status()
-        return Verdict(passed=request.repeat % 2 == 0, reasoning="slow verdict", judge="slowjudge", cost=0.001)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_add_models(config):
-    return [{"name": "slow-a", "route": "route-a", "price": 0.01},
-            {"name": "slow-b", "route": "route-b", "price": 0.01}]
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    if spec.route.startswith("route-"):
-        return SlowProvider(spec)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    if name == "slowjudge":
-        return SlowJudge()
-"""
+#: Two models on two routes of the pool's provider (fake_models.SlowProvider: each call a request to the SlowServer
+#: and a line in $CALL_LOG) and its judge (fake_judges.SlowJudge: each verdict a request too, PASS on even repeats).
+CONFTEST = models_conftest("SlowProvider", ({"name": "slow-a", "route": "route-a", "price": 0.01},
+                                            {"name": "slow-b", "route": "route-b", "price": 0.01})) + judges_conftest("SlowJudge")
 
 
 #: The longest a held request waits for what it waits for (a scheduling bug would make it wait for ever).

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_split
 from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 
 TASKS, REPEATS = 3, 2
 ITEMS = TASKS * REPEATS
@@ -54,13 +54,8 @@ class DiskWitness:
 
 @pytest.fixture
 def paid_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
-    pytester.makeconftest(PAID_CONFTEST)
-    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
-    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeChat() as judge:
-        judge.default = DiskWitness(pytester.path / "out")
+    with chat_judged_bench(pytester, monkeypatch, tmp_path, PAID_CONFTEST, TASKS, DiskWitness(pytester.path / "out")) \
+            as judge:
         yield pytester, judge
 
 

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_split
 from fake_models import models_conftest
 from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
+from paid_benches import chat_judged_bench
 from PIL import Image
 from terminal_text import said
 
@@ -29,13 +29,8 @@ JPEG_CONFTEST = models_conftest(image="jpeg")
 
 @pytest.fixture
 def paid_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
-    pytester.makeconftest(JPEG_CONFTEST)
-    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
-    monkeypatch.setenv("CALL_LOG", str(tmp_path / "calls.log"))
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with FakeChat() as judge:
-        judge.default = verdict_reply("PASS", "judged by the fake")
+    with chat_judged_bench(pytester, monkeypatch, tmp_path, JPEG_CONFTEST, TASKS,
+                           verdict_reply("PASS", "judged by the fake")) as judge:
         yield pytester, judge
 
 

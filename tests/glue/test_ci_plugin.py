@@ -5,17 +5,15 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from hype_ci_fixtures import args, results, setup_bench
+from hype_ci_fixtures import (
+    args,
+    bench,  # noqa: F401 - fixture
+    results,
+)
 from terminal_text import said
 
 # identity with labels (t + r) % 3 == 0 on 4 tasks x 3 repeats: 4 of 12 pass, every task once
 PASS_RATE = 4 / 12
-
-
-@pytest.fixture
-def bench(pytester, monkeypatch, tmp_path):
-    setup_bench(pytester, monkeypatch, tmp_path)
-    return pytester
 
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])

@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
@@ -118,17 +118,11 @@ def fakes(monkeypatch, tmp_path):
 
 
 def prepare(folder: Path, models=MODELS, *, timeout: float = 30) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "conftest.py").write_text(FAST_RETRIES)
-    (folder / "fast.yaml").write_text(MODELS_FILE % {"timeout": timeout})
     tasks = make_tasks(TASKS)
-    write_split(folder, "mini", tasks, folder / "images")
-    write_labels(folder / "r1.json", {(t["task_id"], model, r): r % 2 == 1 for t in tasks for model in models
-                                      for r in range(1, REPEATS + 1)})
-    models_args = [arg for model in models for arg in ("--model", model)]
-    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats",
-            str(REPEATS), "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml",
-            "--concurrency", "16", *models_args]
+    run = write_run_folder(folder, conftest=FAST_RETRIES, models_file=MODELS_FILE % {"timeout": timeout}, tasks=tasks,
+                           labels={(t["task_id"], model, r): r % 2 == 1 for t in tasks for model in models
+                                   for r in range(1, REPEATS + 1)}, repeats=REPEATS)
+    return [*run, "--concurrency", "16", *(arg for model in models for arg in ("--model", model))]
 
 
 def launch(folder: Path, args: list[str]) -> subprocess.Popen:

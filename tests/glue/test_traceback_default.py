@@ -3,14 +3,10 @@ traceback style gives pytest's own section per item, with the item's message."""
 
 from __future__ import annotations
 
-import pytest
-from hype_ci_fixtures import args, setup_bench
-
-
-@pytest.fixture
-def bench(pytester, monkeypatch, tmp_path):
-    setup_bench(pytester, monkeypatch, tmp_path)
-    return pytester
+from hype_ci_fixtures import (
+    args,
+    bench,  # noqa: F401 - fixture
+)
 
 
 def test_failures_print_a_line_per_task_unless_a_traceback_style_is_chosen(bench):

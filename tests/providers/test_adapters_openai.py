@@ -24,14 +24,19 @@ def form_fields(fake, path="/images/edits", index=0) -> dict:
     return {n: c.decode() for n, f, c in fake.seen(path)[index].form() if f is None}
 
 
-class TestOpenAI(AdapterContract):
+class OpenAICase(AdapterContract):
+    """The OpenAI route's image edits against its fake: what every OpenAI model's class shares."""
+
     fake_class = FakeOpenAI
     provider_class = OpenAIProvider
+    main_path = "/images/edits"
+
+
+class TestOpenAI(OpenAICase):
     model = "gpt-image-1.5"
     provider_model = "gpt-image-1.5"
     price = 0.17
     options = {"quality": "high", "input_fidelity": "high"}
-    main_path = "/images/edits"
 
     def check_success_request(self, fake, generation):
         parts = fake.seen(self.main_path)[0].form()
@@ -93,14 +98,11 @@ class TestOpenAI(AdapterContract):
         self.assert_no_key(fake, message)
 
 
-class TestGptImage2(AdapterContract):
-    fake_class = FakeOpenAI
-    provider_class = OpenAIProvider
+class TestGptImage2(OpenAICase):
     model = "gpt-image-2"
     provider_model = "gpt-image-2"
     price = 0.19
     options = {"quality": "high"}
-    main_path = "/images/edits"
 
     def check_success_request(self, fake, generation):
         fields = form_fields(fake)
@@ -146,16 +148,13 @@ class TestGptImage2(AdapterContract):
         assert small.generate(request).cost <= worst
 
 
-class TestGptImage26Sunburst(AdapterContract):
+class TestGptImage26Sunburst(OpenAICase):
     """GPT Image 2.6 (and 2.5), second-hand: gpt-image-2's size rule and token prices, no input_fidelity."""
 
-    fake_class = FakeOpenAI
-    provider_class = OpenAIProvider
     model = "gpt-image-2.6-sunburst"
     provider_model = "gpt-image-2.6-sunburst"
     price = 0.19
     options = {"quality": "high"}
-    main_path = "/images/edits"
 
     def check_success_request(self, fake, generation):
         fields = form_fields(fake)

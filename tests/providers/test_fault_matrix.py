@@ -2,7 +2,8 @@
 
 A whole run of ``pytest --model flux-2-max`` in a subprocess, against a BFL fake whose replies are
 compression bombs, bodies without end, a trickle and a 12000 x 12000 PNG, one fault per candidate; its peak
-memory is read from the kernel (``os.wait4``'s rusage of that very process).  Each case asserts what was
+memory is the kernel's VmHWM of that very process, which it writes as it exits (PEAK_WRAPPER: not
+``os.wait4``'s ru_maxrss, which counts the forking process's peak too).  Each case asserts what was
 paid (the fake's ledger), what was kept (the records), and what the rerun pays (nothing more).  Reference
 images downloaded at the start face the same faults.
 """
@@ -18,7 +19,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.base import gzip_bomb, huge_png
@@ -70,13 +71,9 @@ class PlannedBfl(FakeBfl):
 
 
 def prepare(folder: Path, task_list: list[dict]) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "conftest.py").write_text(CONFTEST)
-    (folder / "fast.yaml").write_text(MODELS)
-    write_split(folder, "mini", task_list, folder / "images")
-    write_labels(folder / "r1.json", {(t["task_id"], "flux-2-max", 1): True for t in task_list})
-    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", "1",
-            "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml", "--model", "flux-2-max"]
+    run = write_run_folder(folder, conftest=CONFTEST, models_file=MODELS, tasks=task_list,
+                           labels={(t["task_id"], "flux-2-max", 1): True for t in task_list}, repeats=1)
+    return [*run, "--model", "flux-2-max"]
 
 
 #: Runs pytest and, as it exits, writes its own peak RSS (VmHWM, KB) to the file named first.  Not wait4's

@@ -5,11 +5,11 @@ header never reaches Google, and a call without its slot while every slot is hel
 from __future__ import annotations
 
 import io
-import threading
 
 import pytest
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import image_reply
+from helper_thread import on_a_helper_thread
 from PIL import Image
 
 from pytest_hypeedit.engine.limits import RouteLimiter
@@ -37,21 +37,8 @@ def request_for(tmp_path, slots=()) -> GenerationRequest:
     return GenerationRequest(task, 1, 1234, (tmp_path / "001.png",), SPEC, slots=slots)
 
 
-def on_a_helper_thread(fn):
-    out: dict = {}
-
-    def run():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            out["error"] = exc
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(BOUND)
-    assert not thread.is_alive(), "the call never ended: its request waited for a second slot"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+def in_thread(fn):
+    return on_a_helper_thread(fn, BOUND, "the call never ended: its request waited for a second slot")
 
 
 @pytest.fixture
@@ -69,7 +56,7 @@ def limited(tmp_path):
 def test_a_gemini_call_under_its_slot_takes_no_second_one_and_the_tie_never_leaves(fake_gemini, limited, tmp_path):
     adapter, slot = limited
     fake_gemini.queue(image_reply(png()))
-    generation = on_a_helper_thread(lambda: adapter.generate(request_for(tmp_path, slots=(slot,))))
+    generation = in_thread(lambda: adapter.generate(request_for(tmp_path, slots=(slot,))))
     assert generation.ext == "png"
     assert len(fake_gemini.requests) == 1
     assert CALL_HEADER not in fake_gemini.requests[0].headers
@@ -80,5 +67,5 @@ def test_a_gemini_call_without_its_slot_says_so_instead_of_waiting(fake_gemini, 
     adapter, _ = limited
     fake_gemini.queue(image_reply(png()))
     with pytest.raises(ConfigError, match="route gemini: an HTTP request was sent without the in-flight slot"):
-        on_a_helper_thread(lambda: adapter.generate(request_for(tmp_path)))
+        in_thread(lambda: adapter.generate(request_for(tmp_path)))
     assert fake_gemini.requests == []  # nothing sent, nothing paid

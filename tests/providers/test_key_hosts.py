@@ -11,7 +11,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
+from benchdata import make_tasks, write_run_folder
+from fake_models import fast_retries_conftest
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import Reply as GeminiReply, png_bytes
 from providers_fakes import FakeServer, Reply, make_image
@@ -186,33 +187,26 @@ def test_bfl_regional_hosts_are_its_own(tmp_path, monkeypatch):
         poller.api_url("https://delivery.bfl.ai/v1/get_result?id=1", "polling_url")  # files, not the API
 
 
-def test_fal_urls_on_another_host_are_refused(monkeypatch, stranger, tmp_path):
-    with FakeFal() as fal:
-        monkeypatch.setenv(fal.env, fal.base)
-        monkeypatch.setenv(fal.key_env, fal.key)
-        fal.inject("relocate", body=stranger.url, path="")  # the submit reply: status and response URLs
-        spec = ModelSpec("qwen-image-edit-2511", "fal", "fal-ai/qwen-image-edit-2511", 0.03,
-                         MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2}))
-        provider = FalProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
-        with pytest.raises(ProviderError, match=r"its status_url points at .*not at fal's API"):
-            provider.generate(make_request(tmp_path, spec))
-        provider.close()
-        assert sum(fal.ledger.submitted.values()) == 1
-    assert stranger.seen() == []
+POLLED = MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2})
 
 
-def test_replicate_urls_get_on_another_host_is_refused(monkeypatch, stranger, tmp_path):
-    with FakeReplicate() as replicate:
-        monkeypatch.setenv(replicate.env, replicate.base)
-        monkeypatch.setenv(replicate.key_env, replicate.key)
-        replicate.inject("relocate", body=stranger.url, path="predictions")
-        spec = ModelSpec("seedream-4.5-r", "replicate", "bytedance/seedream-4.5", 0.04,
-                         MappingProxyType({"timeout_s": 5.0, "poll_s": 0.01, "max_wait_s": 2}))
-        provider = ReplicateProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
-        with pytest.raises(ProviderError, match=r"its urls.get points at .*not at replicate's API"):
+@pytest.mark.parametrize("fake_class, provider_class, spec, path, field", [
+    (FakeFal, FalProvider, ModelSpec("qwen-image-edit-2511", "fal", "fal-ai/qwen-image-edit-2511", 0.03, POLLED),
+     "", "status_url"),  # the submit reply: status and response URLs
+    (FakeReplicate, ReplicateProvider, ModelSpec("seedream-4.5-r", "replicate", "bytedance/seedream-4.5", 0.04, POLLED),
+     "predictions", "urls.get"),
+], ids=["fal", "replicate"])
+def test_a_job_url_on_another_host_is_refused(monkeypatch, stranger, tmp_path, fake_class, provider_class, spec, path,
+                                              field):
+    with fake_class() as fake:
+        monkeypatch.setenv(fake.env, fake.base)
+        monkeypatch.setenv(fake.key_env, fake.key)
+        fake.inject("relocate", body=stranger.url, path=path)
+        provider = provider_class(spec, runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
+        with pytest.raises(ProviderError, match=rf"its {field} points at .*not at {spec.route}'s API"):
             provider.generate(make_request(tmp_path, spec))
         provider.close()
-        assert sum(replicate.ledger.submitted.values()) == 1
+        assert sum(fake.ledger.submitted.values()) == 1
     assert stranger.seen() == []
 
 
@@ -250,27 +244,15 @@ models:
 routes:
   bfl: {rpm: 100000, inflight: 24}
 """
-FAST_RETRIES = """
-import pytest
-from pytest_hypeedit.providers import runtime
-from pytest_hypeedit.providers.http import RetryPolicy
-
-@pytest.hookimpl(tryfirst=True, optionalhook=True)
-def pytest_hypeedit_make_provider(config, spec):
-    runtime.current().policy = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02)
-    return None
-"""
+FAST_RETRIES = fast_retries_conftest(max_attempts=2, max_delay=0.02)
 
 
 def journaled_run(pytester, bfl) -> list[str]:
     """A run whose polls fail: every candidate's job stays journaled in its record; the run's arguments."""
-    (pytester.path / "conftest.py").write_text(FAST_RETRIES)
-    (pytester.path / "fast.yaml").write_text(FAST_POLLS)
     tasks = make_tasks(1)
-    write_split(pytester.path, "mini", tasks, pytester.path / "images")
-    write_labels(pytester.path / "r1.json", {(tasks[0]["task_id"], "flux-2-max", r): True for r in (1, 2)})
-    args = ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", "2",
-            "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml", "--model", "flux-2-max"]
+    args = [*write_run_folder(pytester.path, conftest=FAST_RETRIES, models_file=FAST_POLLS, tasks=tasks,
+                              labels={(tasks[0]["task_id"], "flux-2-max", r): True for r in (1, 2)}, repeats=2),
+            "--model", "flux-2-max"]
     bfl.inject("malformed", path="get_result", count=10_000)
     pytester.runpytest(*args).assert_outcomes(errors=2)
     bfl.faults.clear()

@@ -1,7 +1,7 @@
 import io
-import multiprocessing
 
 import pytest
+from forked import fork, run_forked
 from PIL import Image
 
 from pytest_hypeedit.errors import ImageError
@@ -103,14 +103,9 @@ def _prepare(source, cache, queue):
 def test_workers_share_one_prepared_copy(tmp_path):
     source = tmp_path / "a.webp"
     source.write_bytes(image_bytes(2000, 1400))
-    fork = multiprocessing.get_context("fork")
     queue = fork.Queue()
-    procs = [fork.Process(target=_prepare, args=(source, tmp_path / "cache", queue)) for _ in range(3)]
-    for proc in procs:
-        proc.start()
-    paths = {queue.get(timeout=30) for _ in procs}
-    for proc in procs:
-        proc.join(10)
+    assert run_forked(_prepare, (source, tmp_path / "cache", queue), 3, bound=30) == [0] * 3
+    paths = {queue.get(timeout=30) for _ in range(3)}
     assert len(paths) == 1
     assert [p.name for p in (tmp_path / "cache" / "r" / "t").iterdir() if not p.name.startswith(".")] == \
         [next(iter(paths)).rsplit("/", 1)[1]]

@@ -5,21 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from benchdata import make_tasks, write_labels, write_split
-from providers_fakes.ark import FakeArk
+from paid_benches import ark_bench
 
 TASKS, REPEATS = 4, 3
 
 
 @pytest.fixture
 def ark_run(pytester: pytest.Pytester, monkeypatch, tmp_path):
-    write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
-    verdicts = {(f"task-{t:02d}", "seedream-4.5", r): t % 2 == 0 for t in range(TASKS) for r in range(1, REPEATS + 1)}
-    write_labels(pytester.path / "r1.json", verdicts)
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeArk() as fake:
-        monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", fake.base)
-        monkeypatch.setenv("ARK_API_KEY", fake.key)
+    with ark_bench(pytester, monkeypatch, tmp_path, TASKS, REPEATS, lambda t, r: t % 2 == 0) as fake:
         yield pytester, fake
 
 

@@ -11,7 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from hype_ci_fixtures import SCRIPT_INSTRUCTION, args, setup_bench
+from hype_ci_fixtures import (
+    SCRIPT_INSTRUCTION,
+    args,
+    bench,  # noqa: F401 - fixture
+    html_run,
+)
 
 from pytest_hypeedit.analysis.enrich import task_deltas
 from pytest_hypeedit.analysis.metrics import TaskTally
@@ -27,17 +32,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 HTML_REASONING = '<img src=x onerror="alert(2)"><b>not bold</b> & the car is still there'
-
-
-@pytest.fixture
-def bench(pytester, monkeypatch, tmp_path):
-    setup_bench(pytester, monkeypatch, tmp_path)
-    return pytester
-
-
-def html_run(bench, *extra):
-    # htmljudge fails odd repeats: repeats 1 and 3 of 4 tasks -> 8 failures
-    return bench.runpytest(*args("--html", "rep/report.html", *extra, judge="htmljudge"))
 
 
 def page_data(report: Path) -> dict:

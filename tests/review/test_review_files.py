@@ -10,7 +10,7 @@ import os
 
 import review_fixture as fixture
 from PIL import Image
-from test_review_sample import build, request, serve
+from test_review_sample import build, request, serving
 
 
 def candidate_folder(paths, model=0, task="task-1"):
@@ -29,17 +29,12 @@ def test_a_stray_beside_the_named_candidate_is_never_shown_and_the_verdict_lands
     assert shown.path == folder / "001.jpg"
     assert any("001.jpeg: not the file its record names (the candidate is 001.jpg); skipped" in w
                for w in app.catalog.warnings)
-    server = serve(app)
-    try:
-        port = server.server_address[1]
+    with serving(app) as port:
         item = next(i for i in app.state()["items"] if i["id"] == shown.item_id)
         status, body = request(port, "GET", f"/img/{item['image']}")
         assert status == 200 and Image.open(io.BytesIO(body)).size == (48, 32)  # not the stray's 41 x 29
         op = {"op": "a", "item": item["id"], "verdict": "FAIL", "ms": 500}
         request(port, "POST", "/api/verdicts", json.dumps({"ops": [op]}), {"Content-Type": "application/json"})
-    finally:
-        server.shutdown()
-        server.server_close()
     doc = json.loads(app.store.path.read_text())
     alias = next(a for a, m in doc["models"].items() if m == fixture.MODELS[0])
     assert list(doc["judgements"]["task-1"][alias]) == ["001.jpg"]
@@ -73,9 +68,7 @@ def test_a_rotated_candidate_is_shown_upright(tmp_path):
 def test_a_candidate_swapped_for_a_link_inside_the_outputs_after_the_start_is_not_served(tmp_path):
     paths = fixture.build(tmp_path, repeats=2)
     app = build(paths)
-    server = serve(app)
-    try:
-        port = server.server_address[1]
+    with serving(app) as port:
         item = app.state()["items"][0]
         path = next(c.path for c in app.catalog.candidates if c.item_id == item["id"])
         other = path.with_name("002.png" if path.name == "001.png" else "001.png")
@@ -83,6 +76,3 @@ def test_a_candidate_swapped_for_a_link_inside_the_outputs_after_the_start_is_no
         os.symlink(other, path)  # still inside the outputs folder: a link all the same
         app.images._cache.clear()
         assert request(port, "GET", f"/img/{item['image']}")[0] == 404
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -3,6 +3,7 @@ files it will serve (never a link that leads out of its folders)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
@@ -136,11 +137,8 @@ def test_only_judged_candidates_can_be_drawn(tmp_path):
 def served(tmp_path):
     paths = fixture.build(tmp_path, repeats=4)
     app = build(paths, "ann", "--sample", "50%")
-    server = make_server(app, "127.0.0.1", 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1], app, paths
-    server.shutdown()
-    server.server_close()
+    with serving(app) as port:
+        yield port, app, paths
 
 
 def request(port, method, path, body=None, headers=None):
@@ -206,10 +204,16 @@ def served_sizes(port, state):
     return sizes
 
 
-def serve(app):
+@contextlib.contextmanager
+def serving(app):
+    """The review app on a loopback port (the port), shut down afterwards."""
     server = make_server(app, "127.0.0.1", 0)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_a_candidate_that_links_out_of_the_outputs_is_never_served(tmp_path):
@@ -219,12 +223,8 @@ def test_a_candidate_that_links_out_of_the_outputs_is_never_served(tmp_path):
     os.symlink(outside_image(tmp_path), candidate)
     app = build(paths)
     assert not any(c.path == candidate for c in app.catalog.candidates)
-    server = serve(app)
-    try:
-        sizes = served_sizes(server.server_address[1], app.state())
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(app) as port:
+        sizes = served_sizes(port, app.state())
     assert sizes and (37, 23) not in sizes
 
 
@@ -235,21 +235,15 @@ def test_a_reference_that_links_out_of_the_images_folder_is_never_served(tmp_pat
     os.symlink(outside_image(tmp_path), reference)
     app = build(paths)
     assert app.state()["tasks"]["task-2"]["refs"] == []
-    server = serve(app)
-    try:
-        sizes = served_sizes(server.server_address[1], app.state())
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(app) as port:
+        sizes = served_sizes(port, app.state())
     assert sizes and (37, 23) not in sizes
 
 
 def test_a_file_swapped_for_a_link_after_the_start_is_refused(tmp_path):
     paths = fixture.build(tmp_path / "root", repeats=1)
     app = build(paths)
-    server = serve(app)
-    port = server.server_address[1]
-    try:
+    with serving(app) as port:
         item = app.state()["items"][0]
         assert request(port, "GET", f"/img/{item['image']}")[0] == 200
         path = next(c.path for c in app.catalog.candidates if c.item_id == item["id"])
@@ -258,6 +252,3 @@ def test_a_file_swapped_for_a_link_after_the_start_is_refused(tmp_path):
         app.images._cache.clear()  # not served from the cache of the old file either
         status, body = request(port, "GET", f"/img/{item['image']}")
         assert status == 404 and b"PNG" not in body
-    finally:
-        server.shutdown()
-        server.server_close()

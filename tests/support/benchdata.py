@@ -62,6 +62,19 @@ def write_labels(path: Path, verdicts: dict[tuple[str, str, int], bool],
     return path
 
 
+def write_run_folder(folder: Path, *, conftest: str, models_file: str, tasks: list[dict],
+                     labels: dict[tuple[str, str, int], bool], repeats: int) -> list[str]:
+    """A folder a pytest run works in: conftest.py, fast.yaml (a models file), split "mini" of ``tasks`` with its
+    images, r1.json of ``labels``; the run's arguments (no --model among them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "conftest.py").write_text(conftest)
+    (folder / "fast.yaml").write_text(models_file)
+    write_split(folder, "mini", tasks, folder / "images")
+    write_labels(folder / "r1.json", labels)
+    return ["-p", "no:cacheprovider", "--tasks", "mini.json", "--images-base", "images", "--repeats", str(repeats),
+            "--outputs", "out", "--judge", "labels:r1.json", "--models-file", "fast.yaml"]
+
+
 class FileServer(LoopbackService):
     """A loopback HTTP server (loopback.py) for a dict of path -> bytes, counting hits per path."""
 

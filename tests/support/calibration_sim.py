@@ -76,18 +76,26 @@ def simulated_run(model: SimModel, labelled: int, rng: np.random.Generator):
     truth = rng.random((TASKS, REPEATS)) < rates[:, None]
     noise = rng.random((TASKS, REPEATS))
     judge = np.where(truth, noise < model.sensitivity, noise > model.specificity)
-    chosen = np.zeros(TASKS * REPEATS, bool)
-    chosen[rng.choice(TASKS * REPEATS, labelled, replace=False)] = True
-    chosen = chosen.reshape(TASKS, REPEATS)
-    pi = labelled / (TASKS * REPEATS)
-    units = [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
-                  pi if chosen[t, r] else None) for t in range(TASKS) for r in range(REPEATS)]
-    return task_evidence(units), metrics(judge), metrics(truth)
+    return task_evidence(human_sample(rng, truth, judge, labelled)), metrics(judge), metrics(truth)
+
+
+def human_sample(rng: np.random.Generator, truth: np.ndarray, judge: np.ndarray, labelled: int) -> list[Unit]:
+    """A unit per candidate (task x repeat) with the judge's verdict, and the truth of ``labelled`` of them drawn
+    by simple random sampling (each with inclusion probability labelled / all)."""
+    tasks, repeats = truth.shape
+    chosen = np.zeros(tasks * repeats, bool)
+    chosen[rng.choice(tasks * repeats, labelled, replace=False)] = True
+    chosen = chosen.reshape(tasks, repeats)
+    pi = labelled / (tasks * repeats)
+    return [Unit(f"t{t:02d}", r + 1, bool(judge[t, r]), bool(truth[t, r]) if chosen[t, r] else None,
+                 pi if chosen[t, r] else None) for t in range(tasks) for r in range(repeats)]
 
 
 def metrics(verdicts: np.ndarray) -> dict:
+    """The benchmark's metrics of one model whose verdicts (tasks x repeats) are these, at COST a candidate."""
+    tasks, repeats = verdicts.shape
     return compute_metrics(tally_tasks([(f"t{t:02d}", r + 1, bool(verdicts[t, r]), ())
-                                        for t in range(TASKS) for r in range(REPEATS)]), COST)
+                                        for t in range(tasks) for r in range(repeats)]), COST)
 
 
 def calibrated_figures(evidence, n_resamples: int, seed: int) -> dict:

@@ -8,13 +8,17 @@ two hooks that add the models and make their providers.  No provider's source is
 :class:`FakeProvider` covers what most runs need: each call logged to ``$CALL_LOG`` (one line per call, as
 ``log`` says), then an image (the task's first reference, or a PNG/JPEG of a colour of its own per task and
 repeat).  The knobs are keywords of :func:`models_conftest`; a provider with behaviour of its own is a subclass
-here, named by ``provider=``.  Providers import only the plugin's public names.
+here, named by ``provider=``.  Providers import only the plugin's public names, but for :class:`SlowProvider`,
+which sends through the plugin's own HTTP client (the pool's slots are what its tests are about), and
+:class:`SlowIdentity`, the built-in identity provider slowed down.  Test judges
+are classes the same way, in fake_judges.py.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +93,11 @@ class FakeProvider(Provider):
             return request.seed
         return None if self.seed is None else int(self.seed) + request.repeat
 
+    @classmethod
+    def serves(cls, spec: Any) -> bool:
+        """Whether the make_provider hook makes this provider for ``spec``: the models on its route."""
+        return spec.route == cls.route
+
 
 class ReleaseProvider(FakeProvider):
     """The report's two releases: with $HX_RELEASE=old, the reference's negative (a baseline that looks apart)."""
@@ -141,8 +150,70 @@ class HostileProvider(FakeProvider):
         return generation
 
 
+class SlowProvider(FakeProvider):
+    """The pool's provider (tests/engine/test_pool.py), for the models on the routes ``route-*``: asks the loopback
+    server at $SLOW_URL (which takes its time) at ``/<route>``, through the plugin's own HTTP client (internal: the
+    request is sent as part of the call the pool holds the route's slot for, so it takes no second slot); then
+    refuses when $REFUSE_ROUTE is "all" or its route, else returns the first reference."""
+
+    log = "{task} {model} {repeat}"
+
+    def __init__(self, spec: Any):
+        super().__init__(spec)
+        from pytest_hypeedit.providers import runtime
+        from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+
+        self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
+                                       limiter=runtime.current().limiter_for(spec))
+
+    @classmethod
+    def serves(cls, spec: Any) -> bool:
+        return spec.route.startswith("route-")
+
+    def misbehave(self, request: GenerationRequest) -> None:
+        from pytest_hypeedit.providers.http import send
+
+        send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
+             model=request.spec.name, slots=request.slots).raise_for_status()
+        if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
+            raise Refusal("refused, to fail the item")
+
+
+class CountingProvider(FakeProvider):
+    """Every call is one billed generation, written down in $BILLED_DIR/<pid>.txt (a file per process, so the
+    count holds under -n 2), after $SLOW seconds (0 when unset)."""
+
+    def log_call(self, request: GenerationRequest) -> None:
+        time.sleep(float(os.environ.get("SLOW", "0")))
+        with open(os.path.join(os.environ["BILLED_DIR"], f"{os.getpid()}.txt"), "a") as bill:
+            bill.write(f"{request.task.task_id} {request.repeat}\n")
+
+
+class HalfPriceProvider(FakeProvider):
+    """Says repeat 1 was served at the batch tier, at half the model's price; the other repeats at standard."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        generation = super().generate(request)
+        if request.repeat == 1:
+            generation.tier, generation.cost = "batch", request.spec.price / 2
+        else:
+            generation.tier = "standard"
+        return generation
+
+
+class SlowIdentity(FakeProvider):
+    """The built-in ``identity`` model's own provider (internal), 50 ms a call."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        from pytest_hypeedit.providers.identity import IdentityProvider
+
+        time.sleep(0.05)
+        return IdentityProvider(self.spec).generate(request)
+
+
 PROVIDERS: dict[str, type[FakeProvider]] = {kind.__name__: kind for kind in (
-    FakeProvider, ReleaseProvider, EchoProvider, HostileProvider)}
+    FakeProvider, ReleaseProvider, EchoProvider, HostileProvider, SlowProvider, CountingProvider,
+    HalfPriceProvider, SlowIdentity)}
 
 
 def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any):
@@ -153,7 +224,6 @@ def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = 
     if "key_env" in knobs:
         knobs["key_env"] = tuple(knobs["key_env"])
     model_class = type(provider, (base,), knobs)
-    route = model_class.route
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_hypeedit_add_models(config):
@@ -161,12 +231,12 @@ def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = 
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_hypeedit_make_provider(config, spec):
-        return model_class(spec) if spec.route == route else None
+        return model_class(spec) if model_class.serves(spec) else None
 
     return model_class, pytest_hypeedit_add_models, pytest_hypeedit_make_provider
 
 
-def fast_retries(max_attempts: int):
+def fast_retries(max_attempts: int, max_delay: float = 0.05):
     """A make_provider hook that makes no provider: it gives the real adapters tiny backoffs (the faults under test
     are the fakes', not the network's)."""
 
@@ -175,24 +245,25 @@ def fast_retries(max_attempts: int):
         from pytest_hypeedit.providers import runtime
         from pytest_hypeedit.providers.http import RetryPolicy
 
-        runtime.current().policy = RetryPolicy(max_attempts=max_attempts, base_delay=0.01, max_delay=0.05)
+        runtime.current().policy = RetryPolicy(max_attempts=max_attempts, base_delay=0.01, max_delay=max_delay)
         return None
 
     return pytest_hypeedit_make_provider
 
 
-def _on_path() -> str:
+def conftest_head() -> str:
     """A conftest's first lines: this folder on sys.path, also in a subprocess or an xdist worker."""
     return f"import sys\nif {str(SUPPORT)!r} not in sys.path:\n    sys.path.insert(0, {str(SUPPORT)!r})\n"
 
 
-def fast_retries_conftest(max_attempts: int = 3) -> str:
+def fast_retries_conftest(max_attempts: int = 3, max_delay: float = 0.05) -> str:
     """The conftest text of :func:`fast_retries`."""
-    return _on_path() + f"from fake_models import fast_retries\npytest_hypeedit_make_provider = fast_retries({max_attempts})\n"
+    return conftest_head() + ("from fake_models import fast_retries\n"
+                              f"pytest_hypeedit_make_provider = fast_retries({max_attempts}, {max_delay})\n")
 
 
 def models_conftest(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any) -> str:
     """The conftest text that loads ``provider`` for ``models`` (see the module's docstring); append more hooks to it."""
-    return (_on_path() + "from fake_models import plugin\n"
+    return (conftest_head() + "from fake_models import plugin\n"
             f"FakeModel, pytest_hypeedit_add_models, pytest_hypeedit_make_provider = plugin(\n"
             f"    {provider!r}, {tuple(models)!r}, **{knobs!r})\n")

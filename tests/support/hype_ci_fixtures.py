@@ -5,29 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from benchdata import make_tasks, write_labels, write_split
+from fake_judges import judges_conftest
 from fake_models import models_conftest
 
+#: The flaky model (task-00 repeat 1 fails with a 503 while $FLAKY is set) and fake_judges.HtmlJudge (odd repeats
+#: fail, with a reasoning full of HTML).
 CONFTEST = models_conftest(route="flaky", flaky="FLAKY", seed=1234, log=None, models=(
-    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + '''
-import pytest
-from pytest_hypeedit.judges.base import Judge, Verdict
-
-class HtmlJudge(Judge):
-    """Fails odd repeats with a reasoning full of HTML, to prove the report escapes it."""
-    name = "htmljudge"
-
-    def judge(self, request):
-        passed = request.repeat % 2 == 0
-        reasoning = '<img src=x onerror="alert(2)"><b>not bold</b> & the car is still there'
-        votes = [{"judge": "juror<1>", "verdict": "PASS" if passed else "FAIL", "reasoning": "<i>vote</i>"}]
-        return Verdict(passed=passed, reasoning=reasoning, judge="htmljudge", votes=votes)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    if name == "htmljudge":
-        return HtmlJudge()
-'''
+    {"name": "flaky", "route": "flaky", "provider_model": "flaky-v1", "price": 0.05},)) + judges_conftest("HtmlJudge")
 
 SCRIPT_INSTRUCTION = "<script>alert(1)</script> Remove the car."
 
@@ -43,6 +29,19 @@ def setup_bench(pytester, monkeypatch, tmp_path, tasks: int = 4, repeats: int = 
               for r in range(1, repeats + 1)}
     write_labels(pytester.path / "r1.json", labels)
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def bench(pytester, monkeypatch, tmp_path):
+    """The pytester folder set up by :func:`setup_bench` (import it into a test module as a fixture)."""
+    setup_bench(pytester, monkeypatch, tmp_path)
+    return pytester
+
+
+def html_run(bench, *extra):
+    """A run judged by htmljudge (it fails odd repeats: repeats 1 and 3 of 4 tasks, 8 failures) with its report
+    at rep/report.html."""
+    return bench.runpytest(*args("--html", "rep/report.html", *extra, judge="htmljudge"))
 
 
 def args(*extra: str, repeats: int = 3, model: str = "identity", judge: str = "labels:r1.json") -> list[str]:

@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from fake_judges import judges_conftest
 from fake_models import models_conftest
 from PIL import Image, ImageDraw
 
@@ -35,37 +37,10 @@ JUDGE_NOTE = "halo around the removed object"
 #: The flaky model: the reference (the old release, HX_RELEASE=old: its negative); task-00 repeat 1 fails with a 503.
 MODELS_CONFTEST = models_conftest("ReleaseProvider", ({"name": "flaky", "route": "flaky", "provider_model": "flaky-v1",
                                                      "price": 0.05},), route="flaky", flaky=True, seed=1234, log=None)
-CONFTEST = r'''
-import os, pytest
-from pytest_hypeedit.judges.base import Judge, Verdict
+#: The judge (fake_judges.PanelJudge) and what other sessions fill, through the plugin's own hooks (below).
+CONFTEST = judges_conftest("PanelJudge", note=JUDGE_NOTE) + (
+    "from report_fixture import pytest_hypeedit_record, pytest_hypeedit_results\n")
 
-RATER_NOTE = %(rater_note)r
-JUDGE_NOTE = %(judge_note)r
-
-OLD = os.environ.get("HX_RELEASE") == "old"  # the baseline release (make_compare_report)
-
-def passes(task, model, repeat):
-    # identity passes repeats 2 and 4 of every task; flaky passes only task-02 and task-03 (the models differ);
-    # the old release's flaky passed every repeat of task-03 (so task-03 got worse, and only it)
-    if model == "identity":
-        return repeat %% 2 == 0
-    return task in ("task-02", "task-03") and (repeat != 3 or (OLD and task == "task-03"))
-
-class PanelJudge(Judge):
-    """A judge whose reasoning is full of HTML and whose votes carry notes (like the labels judge's)."""
-    name = "paneljudge"
-
-    def judge(self, request):
-        passed = passes(request.task.task_id, request.model, request.repeat)
-        votes = [{"judge": "rater-a", "verdict": "PASS" if passed else "FAIL",
-                  "note": None if passed else JUDGE_NOTE}]
-        return Verdict(passed=passed, reasoning='<img src=x onerror="alert(2)"> the car is still there',
-                       judge="paneljudge", votes=votes)
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_hypeedit_make_judge(config, name, argument):
-    if name == "paneljudge":
-        return PanelJudge()
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_hypeedit_record(config, record):
@@ -83,10 +58,10 @@ def pytest_hypeedit_record(config, record):
                       "aspect_match": True, "unchanged": unchanged, "ssim": 1.0 if unchanged else 0.62,
                       "delta_e": 0.0 if unchanged else 7.5}
 
+
 def pytest_hypeedit_results(config, results):
     """What the calibration and the paid-call journal add to each row."""
     for row in results["rows"]:
-        rate = row.get("pass_rate") or 0.0
         row["calibrated"] = {key: {"value": 0.9 * (row.get(key) or 0.0), "low": 0.5 * (row.get(key) or 0.0),
                                    "high": min(1.0, 1.2 * (row.get(key) or 0.0))}
                              for key in ("pass_rate", "pass_at_4", "pass_at_10", "hype_gap")}
@@ -98,7 +73,6 @@ def pytest_hypeedit_results(config, results):
                                   "delta_e_mean": 3.7}
         row["possibly_paid"] = 1 if row["model"] == "flaky" else 0
         row["possibly_paid_cost"] = 0.05 if row["model"] == "flaky" else 0.0
-'''
 
 
 def picture(seed: int, size=(256, 192)) -> bytes:
@@ -131,7 +105,7 @@ def baseline() -> dict:
 
 def write_bench(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    (root / "conftest.py").write_text(MODELS_CONFTEST + CONFTEST % {"rater_note": RATER_NOTE, "judge_note": JUDGE_NOTE})
+    (root / "conftest.py").write_text(MODELS_CONFTEST + CONFTEST)
     split = tasks()
     for t, task in enumerate(split):
         for i, name in enumerate(task["input_images"]):

@@ -222,6 +222,16 @@ class JobContract:
     def submissions(self, fake) -> int:
         return sum(fake.ledger.submitted.values())
 
+    def left_journaled(self, fake, provider, tmp_path):
+        """A job whose polls keep failing until ``provider`` gives up on it: (its request, the journal entries
+        saved, the error); the fake's faults are cleared afterwards, so the job, resumed, finishes."""
+        fake.inject("malformed", path=self.poll_path, count=10_000)
+        request, saved = self.journaled_request(tmp_path, provider.spec)
+        with pytest.raises(ProviderError, match="stays journaled") as info:
+            provider.generate(request)
+        fake.faults.clear()
+        return request, saved, info.value
+
     def test_the_job_is_journaled_before_its_first_poll(self, fake, provider, tmp_path):
         polls_when_saved = []
         request, saved = self.journaled_request(tmp_path, provider.spec,
@@ -241,12 +251,8 @@ class JobContract:
 
     def test_a_job_whose_polls_keep_failing_stays_journaled_and_is_resumed(self, fake, make_provider, tmp_path):
         provider = make_provider(max_wait_s=0.3)
-        fake.inject("malformed", path=self.poll_path, count=10_000)
-        request, saved = self.journaled_request(tmp_path, provider.spec)
-        with pytest.raises(ProviderError, match="stays journaled") as info:
-            provider.generate(request)
-        assert info.value.retryable and request.journal.job == saved[-1]
-        fake.faults.clear()
+        request, saved, error = self.left_journaled(fake, provider, tmp_path)
+        assert error.retryable and request.journal.job == saved[-1]
         resumed, _ = self.journaled_request(tmp_path, provider.spec, job=request.journal.job)
         assert resumed.journal.resumed
         generation = provider.generate(resumed)

@@ -1,0 +1,49 @@
+"""The shipped tiny split (examples/tiny-split) run at the batch tier in a pytester folder: the set-up the batch
+end-to-end tests of each route share (tests/e2e/test_batch_tier_*.py); each brings its own fake of the API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from benchdata import write_labels
+
+from pytest_hypeedit.registry import load_registry
+
+TINY = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
+#: Lingers and polls short enough for a test.
+QUICK = {"batch_linger_s": 0.3, "batch_poll_s": 0.02, "batch_poll_max_s": 0.05}
+
+
+def tiny_batch_bench(folder: Path, model: str, repeats: int) -> list[str]:
+    """quick.yaml (``model``'s own options, lingers and polls made quick) and r1.json (every candidate PASS) in
+    ``folder``; the arguments of a run of the tiny split on ``model`` (``--tier`` not among them)."""
+    write_options(folder, model, {**load_registry().get(model).options, **QUICK})
+    tasks = json.loads((TINY / "tiny.json").read_text())
+    write_labels(folder / "r1.json", {(task["task_id"], model, r): True for task in tasks for r in range(1, repeats + 1)})
+    return tiny_args(model, repeats)
+
+
+def tiny_args(model: str, repeats: int) -> list[str]:
+    return [f"--tasks={TINY / 'tiny.json'}", f"--images-base={TINY / 'images'}", "--repeats", str(repeats),
+            "--outputs", "out", "--model", model, "--models-file", "quick.yaml", "--judge", "labels:r1.json"]
+
+
+def write_options(folder: Path, model: str, options: dict[str, Any]) -> None:
+    (folder / "quick.yaml").write_text(yaml.safe_dump({"models": {model: {"options": options}}}))
+
+
+def set_options(folder: Path, model: str, **changes: Any) -> None:
+    """Change some of ``model``'s options in quick.yaml, keeping the others."""
+    options = yaml.safe_load((folder / "quick.yaml").read_text())["models"][model]["options"]
+    write_options(folder, model, {**options, **changes})
+
+
+def results_row(folder: Path) -> dict:
+    return json.loads((folder / "out" / "results.json").read_text())["rows"][0]
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in (folder / "out").rglob("0*.json")]
