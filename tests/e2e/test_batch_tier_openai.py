@@ -6,6 +6,7 @@ batch on the next run and submits nothing again; an expired batch keeps what it 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -77,17 +78,15 @@ def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase
     each candidate is a purchase of this run (journaled before it is sent, held in --budget), not a resumed job."""
     fake, run = batch_run
     fake.hold = True
-    quick = yaml.safe_load((pytester.path / "quick.yaml").read_text())
-    quick["models"][MODEL]["options"]["batch_max_wait_s"] = 2.0
-    (pytester.path / "quick.yaml").write_text(yaml.safe_dump(quick))
+    set_options(pytester.path, MODEL, batch_max_wait_s=2.0)
     run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)  # each line still waits: journaled
 
     standard = run("--budget", "100")
     standard.assert_outcomes(passed=TASKS * REPEATS)
     assert sum(s.path == "/v1/images/edits" for s in fake.requests) == TASKS * REPEATS
-    row = results_row(pytester)
+    row = results_row(pytester.path)
     assert row["spent"] > 0 and row["spent_this_run"] == pytest.approx(row["spent"])  # all bought by this run
-    assert not any((r["job"] or {}).get("resumed") for r in records(pytester))
+    assert not any((r["job"] or {}).get("resumed") for r in records(pytester.path))
     ledger = max((tmp_path / "cache").rglob("budget.json"), key=lambda path: path.stat().st_mtime)  # this run's
     assert json.loads(ledger.read_text())["spent"] / 1e6 == pytest.approx(row["spent"])  # each one in --budget
 
