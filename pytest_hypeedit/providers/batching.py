@@ -260,19 +260,24 @@ class Collector:
             self._end(watched, error=exc)
             return
         watched.state = DONE
-        for key, lines in watched.lines.items():
-            for line in lines:
-                line.finish(outcome=outcomes.get(key, missing))
+        lines = self._let_go(watched)
         with self._lock:
-            self._watched.pop(watched.batch_id, None)
-            self.done.append(sum(len(v) for v in watched.lines.values()))
+            self.done.append(len(lines))
+        for key, line in lines:
+            line.finish(outcome=outcomes.get(key, missing))
 
     def _end(self, watched: Watched, *, error: BaseException) -> None:
-        for lines in watched.lines.values():
-            for line in lines:
-                line.finish(error=error)
+        for _, line in self._let_go(watched):
+            line.finish(error=error)
+
+    def _let_go(self, watched: Watched) -> list[tuple[str, Line]]:
+        """The batch's lines, and the batch no longer watched, in one step under the lock: a caller resuming a line
+        of this batch meanwhile (another item of the run) adds it to the batch watched anew, polled again,
+        rather than to lines being answered (a dict that grew while it was read failed every line of the batch)."""
         with self._lock:
-            self._watched.pop(watched.batch_id, None)
+            if self._watched.get(watched.batch_id) is watched:
+                del self._watched[watched.batch_id]
+            return [(key, line) for key, lines in watched.lines.items() for line in lines]
 
     def _sleep(self) -> float:
         """(Under the lock.)  Until the next thing to do: a line's linger ends, or a batch's poll is due."""

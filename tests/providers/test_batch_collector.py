@@ -6,6 +6,7 @@ journaled without its batch adopted once for all its neighbours; the tier's pric
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -93,6 +94,41 @@ def test_a_resumed_line_polls_its_batch_and_submits_nothing():
     outcome = collector(backend).resume(Line("k1", b"", 0, journal), journal.job)
     assert outcome.reply == "image of k1"
     assert list(backend.batches) == ["batch_9"] and backend.polls["batch_9"] == 2
+
+
+def test_a_line_resumed_while_its_batch_is_answered_gets_its_answer_too():
+    """A run resuming a batch: its items resume their lines one after another, so one may arrive while the
+    collector answers the lines already there.  It is answered as well (its batch polled again), and the lines
+    being answered are not disturbed (they were read from a dict that grew under them: every line of the batch
+    failed with 'dictionary changed size during iteration')."""
+    backend = Backend(polls_to_end=1)
+    backend.batches["batch_7"] = ["early", "late"]
+    coll, results, arrived = collector(backend), {}, threading.Event()
+
+    def resume(key):
+        journal = Journal({"id": key, "kind": "batch", "input_file_id": "file-batch_7", "batch_id": "batch_7"})
+        results[key] = coll.resume(Line(key, b"", 0, journal), journal.job)
+
+    class Answers(dict):
+        def get(self, key, default=None):  # while the early line is being answered, the late one arrives
+            if not arrived.is_set():
+                threading.Thread(target=resume, args=("late",)).start()
+                holding = lambda: any("late" in w.lines for w in coll._watched.values())  # noqa: E731
+                while not holding() and not arrived.wait(0.01):
+                    pass
+                arrived.set()
+            return super().get(key, default)
+
+    plain_results = backend.results
+    backend.results = lambda batch_id, status: Answers(plain_results(batch_id, status))
+    early = threading.Thread(target=resume, args=("early",))
+    early.start()
+    early.join(20)
+    deadline = time.monotonic() + 20
+    while "late" not in results and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert {key: outcome.reply for key, outcome in results.items()} == {"early": "image of early",
+                                                                        "late": "image of late"}
 
 
 def test_lines_journaled_without_their_batch_are_adopted_once_for_all():
