@@ -764,6 +764,10 @@ def test_records_with_nothing_to_pay_are_written_by_finisher_threads_each_once(t
     runner = FinishRecorder(_all_on_disk(30))
     pool, entries = engine_pool(tmp_path, runner, tasks=30)
     pool.start()
+    # pytest is busy with something else at first (its collection, an item's report): nothing asked yet, so
+    # only a finisher can write a record (asking at once, a test thread with nothing else to do may win
+    # every race on a loaded machine)
+    _wait_for(lambda: len(runner.threads) >= 8)
     outcomes = ask_all(pool, entries)
     pool.shutdown()
     assert all(not isinstance(o, Exception) for o in outcomes), outcomes
