@@ -23,6 +23,7 @@ very same code that gives the point estimates.  No I/O, no pytest.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ def expected_attempts_for(p: npt.ArrayLike, retry_cap: int = DEFAULT_RETRY_CAP) 
     return np.where(p > 0, success_probability(p, retry_cap) / safe_p, float(retry_cap))
 
 
+@functools.lru_cache(maxsize=4096)  # a few dozen (n, c, k) make a whole table: each task column, each split
 def unbiased_pass_at_k(judged: int, passes: int, k: int) -> float:
     """Chen et al. (2021): 1 - C(n-c, k) / C(n, k), the chance k of the n candidates hold a PASS."""
     if judged < k:
