@@ -32,19 +32,26 @@ from pytest_hypeedit.tasks import Task, reference_image_paths
 PEAK_RSS_GOAL_MB = 500
 CONFTEST = fast_retries_conftest(max_attempts=3)
 # The result file cap is lowered from 96 MB so the test writes less to disk; the JSON cap is the default 8 MB.
-MODELS = """
+# The deadline (of every request of the run) is what ends the trickle, never a bomb or an endless body: their
+# caps are reached by bytes in milliseconds, far inside it, so a loaded machine cannot make a deadline of them;
+# nor of a submit or a download (a submit past its deadline is not sent again: the candidate would be an error).
+DEADLINE_S = 10
+MODELS = f"""
 models:
-  flux-2-max: {options: {poll_s: 0.01, poll_max_s: 0.05, max_wait_s: 30, deadline_s: 3, max_image_mb: 16}}
+  flux-2-max: {{options: {{poll_s: 0.01, poll_max_s: 0.05, max_wait_s: 60, deadline_s: {DEADLINE_S},
+                          max_image_mb: 16}}}}
 routes:
-  bfl: {rpm: 100000, inflight: 24}
+  bfl: {{rpm: 100000, inflight: 24}}
 """
+#: Seconds between two bytes of the trickled poll reply: its 150-odd bytes would take over a minute.
+TRICKLE_S = 0.5
 FAULTS = [  # (kind, path, inject arguments): task-0N meets the N-th, and task-06 none
     ("bomb", "get_result", {"body": 2 * 1024 ** 3}),  # a poll reply: 2 MB of gzip, 2 GB of JSON
     ("endless", "get_result", {}),  # a poll reply without end
     ("bomb", "/delivery/", {"body": 2 * 1024 ** 3, "headers": {"content-type": "image/png"}}),  # the result file
     ("endless", "/delivery/", {"headers": {"content-type": "image/png"}}),  # a result file without end
     ("huge", "/v1/flux", {}),  # a 12000 x 12000 PNG, 140 KB
-    ("trickle", "get_result", {"delay": 0.2}),  # a poll reply at 5 bytes a second: past the 3 s deadline
+    ("trickle", "get_result", {"delay": TRICKLE_S}),  # a poll reply at 2 bytes a second: past the deadline
 ]
 
 
@@ -124,11 +131,12 @@ def test_bombs_endless_bodies_a_trickle_and_a_huge_image_in_one_run(tmp_path):
         assert "download passed 16 MB (decoded)" in said[2] and "download passed 16 MB (decoded)" in said[3]
         assert all("the job stays journaled" in text for text in said[:4])
         assert "144.0 MP, more than the 40 MP" in said[4]
-        # The trickled poll (its whole reply would take half a minute) was given up at the 3 s deadline, and
-        # the job polled again and finished:
+        # The trickled poll (its whole reply would take over a minute) was given up at the deadline, and the job
+        # polled again and finished. From that poll's arrival to the next: the deadline, less the time the poll
+        # took to arrive, plus the time to poll again (each up to seconds on a loaded machine), never the trickle.
         polls = [seen.at for seen in bfl.seen(r"get_result.*\|task-05$")]
         gaps = [later - earlier for earlier, later in zip(polls, polls[1:])]
-        assert any(2.5 <= gap < 10.0 for gap in gaps), gaps
+        assert any(DEADLINE_S / 2 <= gap < 4 * DEADLINE_S for gap in gaps), gaps
         assert sum(bfl.ledger.submitted.values()) == len(FAULTS) + 1  # one paid job per candidate
         assert all(r["job"] for r in found.values() if r["outcome"] == "error")  # kept for the next run
         assert bfl.key not in output
@@ -156,15 +164,21 @@ def images_server():
 TASK = Task("task-1", ("001.png",), ("edit",), "Make the mug blue.", 1024, 1024, "public")
 
 
-@pytest.mark.parametrize("kind, options, words", [
-    ("endless", {"headers": {"content-type": "image/png"}}, "passed 4 MB (decoded)"),
-    ("bomb", {"body": 512 * 1024 ** 2, "headers": {"content-type": "image/png"}}, "passed 4 MB (decoded)"),
-    ("trickle", {"delay": 0.05}, "not complete within the overall deadline of 1 s"),
-])
+#: The download deadline of the cases a size cap must stop: one only a hang reaches (4 MB take milliseconds),
+#: so bytes decide them, never a loaded machine; a cap that does not hold still fails them, at this deadline.
+HANG_S = 30.0
+
+
+@pytest.mark.parametrize("kind, options, deadline, words", [
+    ("endless", {"headers": {"content-type": "image/png"}}, HANG_S, "passed 4 MB (decoded)"),
+    ("bomb", {"body": 512 * 1024 ** 2, "headers": {"content-type": "image/png"}}, HANG_S, "passed 4 MB (decoded)"),
+    # 166 bytes at one each 0.05 s: 8 s whole, so the 1 s deadline, and only it, ends the download
+    ("trickle", {"delay": 0.05}, 1.0, "not complete within the overall deadline of 1 s"),
+], ids=["endless", "bomb", "trickle"])
 def test_a_reference_image_that_never_ends_or_trickles_is_an_input_error(images_server, tmp_path, monkeypatch,
-                                                                          kind, options, words):
+                                                                          kind, options, deadline, words):
     monkeypatch.setattr(fetch, "MAX_DOWNLOAD_BYTES", 4 * 1024 ** 2)
-    monkeypatch.setattr(fetch, "DEADLINE_S", 1.0)
+    monkeypatch.setattr(fetch, "DEADLINE_S", deadline)
     images_server.inject(kind, path="/img/", **options)
     started = time.monotonic()
     with pytest.raises(InputError) as info:

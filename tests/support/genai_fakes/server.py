@@ -46,6 +46,7 @@ class SeenRequest:
     json: Any = None
     error: str | None = None  # why the request was rejected, if it was
     parsed: dict[str, Any] = field(default_factory=dict)  # server-specific normalised view
+    at: float = 0.0  # when it had arrived whole (time.time())
 
 
 class LoopbackServer(LoopbackService):
@@ -76,7 +77,7 @@ class LoopbackServer(LoopbackService):
 
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
         path = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
-        seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body)
+        seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body, at=arrived.at)
         try:
             seen.json = json.loads(arrived.body) if arrived.body else None
         except ValueError:
