@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import random
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from ..errors import BudgetExceeded, CallError, ConfigError, HypeEditError
 from ..judges.base import JudgeRequest
 from ..secrets import redact
 from .journal import REJUDGE, new_call_id
-from .records import FAIL, PASS, Record, add_failed_judge_cost, now_iso
+from .records import FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost, now_iso, usd
 
 if TYPE_CHECKING:
     from ..judges.base import Judge
@@ -90,6 +90,7 @@ def rejudge(runner: Runner, plan: Plan, k: int) -> None:
         # wrote meanwhile: kept, never overwritten
         runner.merge_from_disk(record)
         runner.settle_abandoned(record, plan.candidate)
+        keep_verdicts_cost(record)  # an entry of another judge or file, replaced below, stays counted
         entry = (kept(on_disk, judge.id) if on_disk else None) or kept(record, judge.id) or \
             {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [], "cost": 0.0}
         _ask(runner, plan, entry, k)
@@ -122,6 +123,7 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
             break
         runner.end_call(record)
         _settle(reservation, verdict.cost)
+        add_verdict_cost(record, verdict.cost)  # with every verdict it was given: no later entry erases it
         entry["verdicts"].append(verdict.label)
         entry["cost"] = round(float(entry.get("cost") or 0.0) + (verdict.cost or 0.0), 6)
         record.extra["stability"] = entry
@@ -158,15 +160,8 @@ def stability_of(records: Iterable[Record]) -> dict[str, Any] | None:
         candidates += 1
         rejudgements += len(entry["verdicts"])
         flips += sum(1 for v in entry["verdicts"] if v != entry["original"])
-        most, cost = max(most, len(entry["verdicts"])), cost + float(entry.get("cost") or 0.0)
+        most, cost = max(most, len(entry["verdicts"])), cost + usd(entry.get("cost"))
     if not candidates:
         return None
     return {"candidates": candidates, "k": most, "flips": flips, "flip_rate": flips / rejudgements,
             "rejudgements": rejudgements, "cost": round(cost, 6)}
-
-
-def stability_cost(record: Record) -> float:
-    """USD the record's re-judgements cost (their own calls, beside the verdict's)."""
-    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
-    cost = entry.get("cost") if isinstance(entry, Mapping) else 0.0
-    return float(cost) if isinstance(cost, (int, float)) else 0.0

@@ -23,7 +23,7 @@ from . import journal as paid, provenance, room
 from .journal import JUDGE
 from .lifecycle import Hold, Lifecycle, Step
 from .planning import Plan, Planning
-from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, now_iso, verdict_tier
+from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, now_iso, verdict_tier
 
 if TYPE_CHECKING:
     from .signals import Preview
@@ -102,8 +102,10 @@ class Verdicts(Planning):
         self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
-        """The judge's answer applied to the record and written at once (a paid verdict is never lost)."""
+        """The judge's answer applied to the record and written at once (a paid verdict is never lost); what it cost
+        is counted with every verdict the record was given (``judge_verdicts_cost``), whichever it replaces."""
         record, judge = plan.record, self.judge
+        add_verdict_cost(record, verdict.cost)
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         entry = self._verdict_entry(verdict)

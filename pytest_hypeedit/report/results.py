@@ -30,7 +30,7 @@ from ..engine.records import (
     unknown_tiers,
     usd,
 )
-from ..engine.stability import stability_cost, stability_of
+from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
@@ -237,7 +237,7 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 
 def _counts(records: list[Record]) -> dict:
-    spent = sum(r.spent + stability_cost(r) for r in records)  # re-judgements (--judge-stability) are judge spend
+    spent = sum(r.spent for r in records)
     # this run's generations and verdicts (an expired job may have been paid by an earlier run: not counted here)
     this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else usd(r.cost))
                    + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
@@ -291,7 +291,6 @@ def _spent_breakdown(records: list[Record]) -> dict:
     for record in records:
         for part, value in record.spent_breakdown.items():
             totals[part] += value
-        totals["judge"] += stability_cost(record)  # re-judgements (--judge-stability) are the judge's calls
     return {part: round(value, 6) for part, value in totals.items()}
 
 
@@ -303,7 +302,7 @@ def spend_by_tier(records: list[Record]) -> dict:
     for record in records:
         breakdown = record.spent_breakdown
         for part, tier, value in (("generation", record.tier, breakdown["generation"]),
-                                  ("judge", record.judge_tier, breakdown["judge"] + stability_cost(record))):
+                                  ("judge", record.judge_tier, breakdown["judge"])):
             parts[part][tier] = parts[part].get(tier, 0.0) + value
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
 
