@@ -104,7 +104,9 @@ class PaidCalls:
         elif call == JUDGE:
             pending = record.pending or {}  # a JUDGE call is a pending entry
             verdict = record.judgements.get(str(pending.get("judge")))
-            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(pending.get("sent_at")):
+            # given after the call was sent (timestamps are to the second: a verdict of that same second may be the
+            # one a --rejudge call was sent to replace, so it is no answer to it)
+            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") > str(pending.get("sent_at")):
                 record.pending = None
 
     def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle | None = None) -> None:

@@ -54,9 +54,12 @@ class Verdicts(Planning):
         stored = self.reusable_verdict(record)
         if stored:
             life.move(Step.REUSE)
+            before = (record.outcome, record.error)
             self._apply_verdict(record, stored, reused=True)
-            if new_signals:
-                self._write_judged(life, Step.WRITE_JUDGED, record)  # stored once: the next run reads them
+            # written when something changed: new signals (stored once: the next run reads them), or a record whose
+            # last attempt failed (a --rejudge whose call failed), which says its verdict again; a replay writes nothing
+            if new_signals or before != (record.outcome, record.error):
+                self._write_judged(life, Step.WRITE_JUDGED, record)
             return
         stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
         if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)

@@ -4,8 +4,9 @@ A seeded generator plays runs over the same outputs: each run asks for every can
 pool does (plan, generate_step or unreachable, judge_step or finish), while a fake provider and a fake paid
 judge (at the Python seam) fail, refuse, lose replies, bill and then fail (a verdict that cannot be read), let
 jobs expire, and a store fills its disk or "kills the process" (an exception no handler catches) at any write; a
-run may have a --budget cap, or hold possibly paid candidates for review.  Between runs an image may vanish.  A
-last run with no faults finishes everything.  Checked, in every sequence:
+run may have a --budget cap, hold possibly paid candidates for review, or judge every candidate again
+(--rejudge).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
+every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
   ``pending`` with the request's id (a resumed job and a free route are the only sends without one);
@@ -251,7 +252,8 @@ class Ledger:
 
 
 def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None, possibly_paid: str = REBUY,
-            store_class: type[FaultyStore] = FaultyStore, specs: list[ModelSpec] = SPECS) -> Ledger:
+            store_class: type[FaultyStore] = FaultyStore, specs: list[ModelSpec] = SPECS,
+            rejudge: bool = False) -> Ledger:
     """Every candidate, step by step as the pool runs them, until the run ends or the process is killed."""
     world.rate, world.billed_run, world.disk_full, world.killed, world.given = rate, 0.0, False, False, []
     world.escaped = False
@@ -259,7 +261,7 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
     store = store_class(world, tmp_path / "out", tmp_path / "claims")
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
-                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid)
+                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge)
     try:
         for task in TASKS:
             for spec in specs:
@@ -334,7 +336,7 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     world = World(rng, tmp_path / "out")
     for run in range(rng.randint(2, 5)):
         ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
-                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)))
+                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2)
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:
