@@ -52,12 +52,13 @@ class Purchase(Verdicts):
 
     def _generate_once(self, plan: Plan) -> Path | None:
         task, spec, repeat, record, life = plan.task, plan.spec, plan.repeat, plan.record, plan.life
-        journal = self._journal(plan)
         hold: Hold | None = None
         request: GenerationRequest | None = None
 
         def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
             return self._worst_case(spec, request)
+
+        journal = self._journal(plan, worst)
 
         try:
             request = self.generation_request(task, spec, repeat, journal, plan.slots)
@@ -86,7 +87,7 @@ class Purchase(Verdicts):
             self._expired_job_paid(record, self._job_cost(record, worst), hold)
             raise
         except (CallError, HypeEditError) as exc:
-            self._generation_failed(plan, exc, hold, journal.resumed, worst)
+            self._generation_failed(plan, exc, hold, worst)
             return None
         self.end_call(record)
         life.move(Step.REPLY)
@@ -94,16 +95,16 @@ class Purchase(Verdicts):
             hold.settle(generation.cost)
         return self._keep_generation(plan, generation, journal.resumed, time.monotonic() - started)
 
-    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None, resumed: bool,
+    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None,
                            worst: Callable[[], float]) -> None:
         """A job that was submitted is paid for even when its polls failed: it stays in the record (journaled)
-        and the next attempt resumes it.  A call whose reply was lost may be paid: its worst case is committed,
-        never released."""
+        and counted (``cost``, a resumed one too), and the next attempt resumes it.  A call whose reply was lost
+        may be paid: its worst case is committed, never released."""
         record, spec = plan.record, plan.spec
         lost = self.end_call(record, exc)
         if hold is not None:
             hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
-        if record.job and not resumed:
+        if record.job:
             record.cost = self._job_cost(record, worst)
         refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
                                          variables=self._provider_key_variables(spec))
@@ -155,12 +156,15 @@ class Purchase(Verdicts):
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life)
 
-    def _journal(self, plan: Plan) -> Journal:
-        """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
+    def _journal(self, plan: Plan, worst: Callable[[], float]) -> Journal:
+        """The candidate's journal: a job an adapter submits is written into the record before its first poll,
+        counted from then on (``cost``: it was paid when it was submitted; ``worst()`` when the job names no
+        cost), and no longer once forgotten (the provider says it failed: nothing billed)."""
         record, spec = plan.record, plan.spec
 
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
+            record.cost = self._job_cost(record, worst)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost
@@ -243,6 +247,9 @@ class Purchase(Verdicts):
             if not room.no_room(exc):
                 raise
             record.resubmitted_cost = usd(record.resubmitted_cost) + usd(cost)
+            record.cost = 0.0  # a journaled job counted there: its result fetched again adds nothing more
+            if isinstance(record.job, dict):
+                record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.stop_for_disk(exc)) from exc

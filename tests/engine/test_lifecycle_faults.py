@@ -12,9 +12,9 @@ every sequence:
   ``pending`` with the request's id (a resumed job and a free route are the only sends without one);
 - never judged before saved: when the judge is asked, the image is on disk and the record on disk names it;
 - never lost after paid: after every run, what is on disk (spent, plus calls still pending) is at least what
-  the fakes billed; after the last run, exactly that (plus, at their price, the possibly paid calls that were
-  never billed), with nothing pending; the image a run was given is on disk unless a kill or a full disk came
-  after it;
+  the fakes billed (a job counts from the write that journals it, a kill right after it included); after the
+  last run, exactly that (plus, at their price, the possibly paid calls that were never billed), with nothing
+  pending; the image a run was given is on disk unless a kill or a full disk came after it;
 - every --budget reservation settled exactly once (at most once in a killed run), and what the ledger
   committed in a run equals what the fakes billed in it.
 """
@@ -287,15 +287,13 @@ def steps(runner: Runner, world: World, task: Task, spec: ModelSpec, repeat: int
 
 
 def on_disk(root: Path) -> tuple[float, float, int]:
-    """(spent by every record, what calls still pending and jobs still unfinished may cost, how many are
-    pending).  A job submitted and not finished is paid: the record keeps it, and the run that finishes it
-    writes its cost (a failed poll wrote it already)."""
-    from pytest_hypeedit.engine.records import Record, usd
+    """(spent by every record, what calls still pending may cost, how many are pending).  A job submitted is in
+    its record's spent from the write that journals it: no allowance is made for jobs."""
+    from pytest_hypeedit.engine.records import Record
 
     records = [Record.from_json(path.read_text()) for path in root.rglob("[0-9][0-9][0-9].json")]
     pending = [r.pending for r in records if r.pending]
-    jobs = sum(max(0.0, usd(r.job.get("cost")) - usd(r.cost)) for r in records if r.job and not r.job.get("finished_at"))
-    return sum(r.spent for r in records), sum(float(p.get("price") or 0) for p in pending) + jobs, len(pending)
+    return sum(r.spent for r in records), sum(float(p.get("price") or 0) for p in pending), len(pending)
 
 
 def possibly_paid_unbilled(root: Path, ids: set[str]) -> float:

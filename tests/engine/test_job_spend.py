@@ -1,0 +1,145 @@
+"""What a submitted job cost is in its candidate's record from the moment the job is journaled, once, whatever
+happens to it: polled to the end, killed while polling, resumed and failing again, or left behind by a purchase
+that cannot poll it (the model moved to another route; a batch line when the run buys at standard).
+
+The real Runner and a real --budget ledger, with fake providers at the Python seam that bill as the APIs do: a
+job when it is submitted, a synchronous call when it answers.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+from PIL import Image
+
+from pytest_hypeedit.engine.budget import Budget
+from pytest_hypeedit.engine.records import BATCH, STANDARD, Record
+from pytest_hypeedit.engine.runner import Runner
+from pytest_hypeedit.engine.store import Store
+from pytest_hypeedit.errors import ProviderError
+from pytest_hypeedit.judges.base import Judge, JudgeRequest, Verdict
+from pytest_hypeedit.providers.base import Generation, GenerationRequest, Provider
+from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.tasks import Task
+
+JOB_PRICE, SYNC_PRICE = 0.10, 0.04
+ON_JOBS = ModelSpec("m", "jobs", "job-v1", JOB_PRICE, MappingProxyType({}))
+MOVED = ModelSpec("m", "sync", "sync-v1", SYNC_PRICE, MappingProxyType({}))  # the same model on another route
+TASK = Task(task_id="t0", input_images=("001.png",), task_types=("remove",), instruction="x", width=8, height=8,
+            split="mini")
+
+
+class Killed(BaseException):
+    """The process dies here: nothing of the run after it happens."""
+
+
+class Bills:
+    """What the fakes charged, and what each next call does: "ok", "poll-fails", "kill" (jobs), "unbilled"."""
+
+    def __init__(self, *script: str):
+        self.script, self.billed, self.submitted = list(script), 0.0, 0
+
+    def next(self) -> str:
+        return self.script.pop(0) if self.script else "ok"
+
+
+def png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (9, 9, 9)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+class JobProvider(Provider):
+    """Submits a job (billed on submission, journaled with its cost), then polls it; a journaled job is resumed."""
+
+    route = "jobs"
+    kind: str | None = None  # "batch": the job is a batch line
+
+    def __init__(self, spec: ModelSpec, bills: Bills):
+        super().__init__(spec)
+        self.bills = bills
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        return JOB_PRICE
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        if request.journal.job is None:
+            self.bills.billed += JOB_PRICE
+            self.bills.submitted += 1
+            request.journal.submitted(id=f"job-{self.bills.submitted}", cost=JOB_PRICE, kind=self.kind)
+        what = self.bills.next()
+        if what == "kill":
+            raise Killed
+        if what == "poll-fails":
+            raise ProviderError("the poll answered 503 until max_wait_s", retryable=True)
+        return Generation(image=png(), ext="png", cost=JOB_PRICE, provider_model=self.spec.provider_model)
+
+
+class BatchLines(JobProvider):
+    kind = BATCH
+
+
+class SyncProvider(Provider):
+    """Answers at once, billed when it answers; "unbilled": a 503 before any work (nothing charged)."""
+
+    route = "sync"
+    tier = STANDARD  # an adapter that says the tier it buys at (openai, gemini)
+
+    def __init__(self, spec: ModelSpec, bills: Bills):
+        super().__init__(spec)
+        self.bills = bills
+
+    def worst_case_cost(self, request: GenerationRequest) -> float:
+        return SYNC_PRICE
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        if self.bills.next() == "unbilled":
+            raise ProviderError("503 before any work", retryable=True)
+        self.bills.billed += SYNC_PRICE
+        return Generation(image=png(), ext="png", cost=SYNC_PRICE, provider_model=self.spec.provider_model)
+
+
+class FreeJudge(Judge):
+    name, routes, needs_images = "free", (), False
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        return Verdict(True, "fine", self.id)
+
+
+def run(tmp_path: Path, spec: ModelSpec, bills: Bills, provider: type[Provider] = JobProvider) -> tuple[Record, Budget]:
+    """One run (a process with a ledger of its own) asking for the candidate; a kill ends it where it happens."""
+    budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
+    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
+                    make_provider=lambda s: (provider if s.route == "jobs" else SyncProvider)(s, bills),  # type: ignore[arg-type]
+                    make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False)
+    try:
+        runner.run(TASK, spec, 1)
+    except Killed:
+        pass
+    return on_disk(tmp_path), budget
+
+
+def on_disk(tmp_path: Path) -> Record:
+    return Record.from_json((tmp_path / "out" / "mini" / "m" / "t0" / "001.json").read_text())
+
+
+def test_a_job_is_counted_from_the_moment_it_is_journaled(tmp_path):
+    bills = Bills("kill")
+    killed, _ = run(tmp_path, ON_JOBS, bills)  # killed while polling: the job is journaled, and paid
+    assert killed.job["id"] == "job-1" and killed.candidate is None
+    assert killed.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+
+
+def test_a_job_resumed_after_a_kill_whose_poll_fails_again_stays_counted(tmp_path):
+    bills = Bills("kill", "poll-fails")
+    run(tmp_path, ON_JOBS, bills)
+    failed, budget = run(tmp_path, ON_JOBS, bills)  # resumed (nothing new bought), and its poll fails again
+    assert failed.outcome == "error" and failed.job["id"] == "job-1" and bills.submitted == 1
+    assert budget.spent() == 0
+    assert failed.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+    done, _ = run(tmp_path, ON_JOBS, bills)
+    assert done.outcome == "pass" and bills.submitted == 1
+    assert done.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
