@@ -147,12 +147,8 @@ class Purchase(Verdicts):
     def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
                             request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
-        has nothing to lose.  A job whose image was lost, still in the record but not resumed (journaled on another
-        route), goes in the same write: its cost is in ``resubmitted_cost``, and a job counted so stays in the
-        record only while it is the purchase (an image adopted then is its result: engine/planning.py)."""
+        has nothing to lose.  A job left behind (``_leave_behind``) goes out of the record in the same write."""
         if price > 0:
-            if paid.counted(record.job):
-                record.job = None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life)
 
@@ -176,8 +172,25 @@ class Purchase(Verdicts):
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
         if job and job.get("kind") == BATCH and self._tier_of(spec) not in (None, BATCH):
             job = None
+        if record.job and job is None:
+            self._leave_behind(record, spec)
         source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
         return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+
+    def _leave_behind(self, record: Record, spec: ModelSpec) -> None:
+        """A journaled job this purchase cannot poll was paid for when it was submitted: what the record counts of
+        it (its ``cost``; a job journaled by a run killed before it counted it, its own figure, else the list price;
+        nothing for a lost image's job, counted already) moves to ``resubmitted_cost`` (an earlier purchase that
+        left no image), and the job out of ``job`` into ``extra["left_behind_jobs"]``, so that nothing of this
+        purchase (a failed call's cost, a finished stamp, an image adopted later) is taken for it.  Written by the
+        purchase's next write (write_journaled, on a paid route), with whatever it leaves on the disk consistent."""
+        job = record.job or {}
+        moved = usd(usd(record.cost) or self._job_cost(record, lambda: spec.price))  # a record is untrusted
+        record.resubmitted_cost = round(usd(record.resubmitted_cost) + moved, 6)
+        kept = {key: job.get(key) for key in ("id", "route", "kind", "submitted_at") if job.get(key) is not None}
+        earlier = record.extra.get("left_behind_jobs")
+        record.extra["left_behind_jobs"] = [*(earlier if isinstance(earlier, list) else []), {**kept, "cost": moved}]
+        record.job, record.cost = None, 0.0
 
     def _tier_of(self, spec: ModelSpec) -> str | None:
         """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be

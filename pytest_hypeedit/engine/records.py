@@ -149,7 +149,8 @@ class Record:
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
     # USD of earlier purchases of this candidate that left no image: expired jobs (paid, their images never
-    # arrived) and candidates bought again because their image went missing (extra["lost_candidates"])
+    # arrived), candidates bought again because their image went missing (extra["lost_candidates"]) and jobs left
+    # behind by a purchase that could not poll them (extra["left_behind_jobs"], engine/purchase.py)
     resubmitted_cost: float = 0.0
     # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
     # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);

@@ -143,3 +143,30 @@ def test_a_job_resumed_after_a_kill_whose_poll_fails_again_stays_counted(tmp_pat
     done, _ = run(tmp_path, ON_JOBS, bills)
     assert done.outcome == "pass" and bills.submitted == 1
     assert done.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+
+
+@pytest.mark.parametrize("provider, moved", [(JobProvider, MOVED), (BatchLines, ON_JOBS)],
+                         ids=["another-route", "batch-line-at-standard"])
+def test_a_job_left_behind_by_a_new_purchase_stays_counted_once(tmp_path, provider, moved):
+    bills = Bills("poll-fails")
+    first, _ = run(tmp_path, ON_JOBS, bills, provider)  # a job whose polls failed: journaled, paid, no image
+    assert first.spent == pytest.approx(JOB_PRICE)
+    # the model moved to a route that cannot poll it, or the run buys at standard where a batch line was journaled
+    bought, budget = run(tmp_path, moved, bills, provider=SyncProvider if moved is ON_JOBS else provider)
+    assert bought.outcome == "pass" and bills.submitted == 1
+    assert budget.spent() == pytest.approx(SYNC_PRICE)  # this run bought the synchronous call only
+    assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
+    assert bought.job is None, "the job left behind is no job of this purchase"
+    assert [job["id"] for job in bought.extra["left_behind_jobs"]] == ["job-1"]
+    assert "finished_at" not in bought.extra["left_behind_jobs"][0]
+
+
+def test_a_synchronous_call_that_fails_unbilled_after_a_job_was_left_behind_commits_nothing(tmp_path):
+    bills = Bills("poll-fails", "unbilled")
+    run(tmp_path, ON_JOBS, bills)
+    failed, budget = run(tmp_path, MOVED, bills)  # a 503 before any work: nothing billed
+    assert failed.outcome == "error" and budget.spent() == 0
+    assert failed.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+    bought, budget = run(tmp_path, MOVED, bills)
+    assert budget.spent() == pytest.approx(SYNC_PRICE)
+    assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)

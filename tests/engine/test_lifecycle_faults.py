@@ -4,8 +4,8 @@ A seeded generator plays runs over the same outputs: each run asks for every can
 pool does (plan, generate_step or unreachable, judge_step or finish), while a fake provider and a fake paid
 judge (at the Python seam) fail, refuse, lose replies, bill and then fail (a verdict that cannot be read), let
 jobs expire, and a store fills its disk or "kills the process" (an exception no handler catches) at any write; a
-run may have a --budget cap, hold possibly paid candidates for review, or judge every candidate again
-(--rejudge).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
+run may have a --budget cap, hold possibly paid candidates for review, judge every candidate again (--rejudge),
+or find the job model moved to a synchronous route (its journaled jobs left behind).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
 every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
@@ -334,7 +334,8 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     world = World(rng, tmp_path / "out")
     for run in range(rng.randint(2, 5)):
         ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
-                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2)
+                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2,
+                         specs=MOVED if rng.random() < 0.25 else SPECS)
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:
