@@ -26,7 +26,7 @@ from ..registry import ModelSpec
 from ..secrets import redact
 from ..tasks import Task
 from . import journal as paid, room
-from .journal import GENERATE, JUDGE, REBUY
+from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
 from .records import Record
 from .refusedkeys import RefusedKeys
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from .jobs import Key
 
 T = TypeVar("T")
+#: The lifecycle step that journals each kind of paid call.
+_JOURNALED = {GENERATE: Step.WRITE_JOURNALED, JUDGE: Step.WRITE_JUDGE_JOURNALED, REJUDGE: Step.WRITE_REJUDGE_JOURNALED}
 
 
 def _unexpected(who: str, exc: Exception) -> str:
@@ -86,13 +88,10 @@ class PaidCalls:
             self._judge = self.make_judge()
         return self._judge
 
-    def _write(self, life: Lifecycle | None, step: Step, record: Record) -> None:
+    def _write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises
-        before writing when its stage forbids the step; ``life`` None: a caller outside one (stability.py)."""
-        if life is None:
-            self.store.write_record(record)
-        else:
-            life.write(step, lambda: self.store.write_record(record))
+        before writing when its stage forbids the step: the money path writes a record no other way."""
+        life.write(step, lambda: self.store.write_record(record))
 
     # ------------------------------------------------------------------ pending, possibly paid
 
@@ -109,7 +108,7 @@ class PaidCalls:
             if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") > str(pending.get("sent_at")):
                 record.pending = None
 
-    def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle | None = None) -> None:
+    def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle) -> None:
         """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
         disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
         self._resolve_pending(record, candidate)
@@ -118,12 +117,12 @@ class PaidCalls:
             self._write(life, Step.WRITE_ABANDONED, record)
 
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
-                     life: Lifecycle | None = None, **fields: Any) -> None:
+                     life: Lifecycle, **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
         record.extra.pop(paid.HELD, None)
-        step = Step.WRITE_JOURNALED if call == GENERATE else Step.WRITE_JUDGE_JOURNALED
+        step = _JOURNALED[call]
         try:
             self._write(life, step, record)
         except OSError as exc:  # not journaled, so not sent: nothing was paid

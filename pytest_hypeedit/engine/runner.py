@@ -122,9 +122,9 @@ class Runner(Purchase):
                 self._write(plan.life, Step.WRITE_HELD, plan.record)
             else:
                 self._judge_candidate(plan, hold)
+                self._rejudge_for_stability(plan)
             plan.life.settle()
         plan.needs_verdict = False
-        self._rejudge_for_stability(plan)
         return plan.record
 
     def finish(self, plan: Plan) -> Record:
@@ -141,8 +141,8 @@ class Runner(Purchase):
                 return plan.record
             self.settle_abandoned(plan.record, plan.candidate, plan.life)
             self._judge_candidate(plan, hold, save=plan.bound)
+            self._rejudge_for_stability(plan)
             plan.life.settle()
-        self._rejudge_for_stability(plan)
         return plan.record
 
     def unreachable(self, plan: Plan, reason: str) -> Record:
@@ -159,7 +159,8 @@ class Runner(Purchase):
         return bool(self.stability.get(plan.key))
 
     def _rejudge_for_stability(self, plan: Plan) -> None:
-        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
+        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py),
+        under the claim its verdict was given under, as steps of its lifecycle before the handling is settled."""
         if self.stability.get(plan.key):
             from .stability import rejudge
 

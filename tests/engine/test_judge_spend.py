@@ -226,3 +226,36 @@ def test_rejudgements_of_a_lost_image_keep_what_they_cost_when_its_new_file_is_r
     assert judge.calls == 6 and again.extra["stability"]["verdicts"] == ["PASS", "PASS"]
     assert row_of(on_disk(tmp_path))["spent"] == pytest.approx(2 * PRICE + judge.billed) == \
         pytest.approx(2 * PRICE + 6 * ASK)
+
+
+# --------------------------------------------------------------------------- re-judgements in the lifecycle
+
+
+class CountingStore(Store):
+    """Counts the records it wrote."""
+
+    writes = 0
+
+    def write_record(self, record):
+        path = super().write_record(record)
+        self.writes += 1
+        return path
+
+
+def test_rejudgements_are_steps_of_the_candidates_lifecycle_and_every_write_is_one(tmp_path):
+    from pytest_hypeedit.engine.lifecycle import Step
+
+    judge = BilledJudge(failing=(3,))  # the verdict, a re-judgement, then one billed and unreadable
+    runner, budget = runner_of(tmp_path, judge, stability={KEY: 3})
+    runner.store = store = CountingStore(tmp_path / "out", claims_dir=tmp_path / "claims")
+    plan = runner.plan(TASK, SPEC, 1)
+    runner.generate_step(plan)
+    runner.judge_step(plan)
+    trail = plan.life.trail
+    written = [step.value for step in trail if step.value.startswith("write_")]
+    assert store.writes == len(written), f"{store.writes} record writes, of them named steps: {written}"
+    assert sorted(hold.settled for hold in plan.life.holds) == pytest.approx([ASK, ASK, ASK, PRICE])  # each once
+    assert trail[-1] is Step.SETTLE, "the handling ends once, after its re-judgements"
+    assert trail.count(Step.WRITE_REJUDGE_JOURNALED) == trail.count(Step.ASK_AGAIN) == 2
+    assert (trail.count(Step.WRITE_REJUDGED), trail.count(Step.WRITE_REJUDGE_FAILED)) == (1, 1)
+    assert budget.spent() == pytest.approx(PRICE + judge.billed) == pytest.approx(on_disk(tmp_path).spent)

@@ -5,7 +5,8 @@ pool does (plan, generate_step or unreachable, judge_step or finish), while a fa
 judge (at the Python seam) fail, refuse, lose replies, bill and then fail (a verdict that cannot be read), let
 jobs expire, and a store fills its disk or "kills the process" (an exception no handler catches) at any write; a
 run may have a --budget cap, hold possibly paid candidates for review, judge every candidate again (--rejudge),
-or find the job model moved to a synchronous route (its journaled jobs left behind).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
+re-judge some of them (--judge-stability), or find the job model moved to a synchronous route (its journaled jobs
+left behind).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
 every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
@@ -15,6 +16,7 @@ every sequence:
   the fakes billed (a job counts from the write that journals it, a kill right after it included); after the
   last run, exactly that (plus, at their price, the possibly paid calls that were never billed), with nothing
   pending; the image a run was given is on disk unless a kill or a full disk came after it;
+- every record write is a named step of the candidate's lifecycle (the store's writes, counted, are its trail's);
 - every --budget reservation settled exactly once (at most once in a killed run), and what the ledger
   committed in a run equals what the fakes billed in it.
 """
@@ -72,6 +74,8 @@ class World:
         self.escaped = False  # a step ended with an exception (its item errors): its holds stay in the ledger
         self.broken: list[str] = []
         self.given: list[tuple[Path, str]] = []  # (the candidate's folder, sha256) of images given this run
+        self.writes = 0  # records the store wrote in this run
+        self.plans: list[Any] = []  # this run's plans (their lifecycles name the steps that wrote)
 
     def fault(self, *kinds: str, scale: float = 1.0) -> str | None:
         """One of ``kinds`` at the run's rate (times ``scale``: a kill or a full disk ends much of a run, so they
@@ -220,7 +224,9 @@ class FaultyStore(Store):
 
     def write_record(self, record: Any) -> Path:
         self._before_write("record")
-        return super().write_record(record)
+        path = super().write_record(record)
+        self.world.writes += 1
+        return path
 
 
 class Reservation:
@@ -253,15 +259,16 @@ class Ledger:
 
 def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None, possibly_paid: str = REBUY,
             store_class: type[FaultyStore] = FaultyStore, specs: list[ModelSpec] = SPECS,
-            rejudge: bool = False) -> Ledger:
+            rejudge: bool = False, stability: dict[Any, int] | None = None) -> Ledger:
     """Every candidate, step by step as the pool runs them, until the run ends or the process is killed."""
     world.rate, world.billed_run, world.disk_full, world.killed, world.given = rate, 0.0, False, False, []
-    world.escaped = False
+    world.escaped, world.writes, world.plans = False, 0, []
     ledger = Ledger(cap)
     store = store_class(world, tmp_path / "out", tmp_path / "claims")
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
-                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge)
+                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
+                    stability=stability or {})
     try:
         for task in TASKS:
             for spec in specs:
@@ -278,6 +285,7 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
 
 def steps(runner: Runner, world: World, task: Task, spec: ModelSpec, repeat: int) -> None:
     plan = runner.plan(task, spec, repeat)
+    world.plans.append(plan)
     if plan.needs_generation and world.fault("unreachable", scale=0.3):
         runner.unreachable(plan, "nothing answers on fake")
         return
@@ -309,9 +317,19 @@ def images_on_disk(folder: Path) -> set[str]:
     return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.png")} if folder.is_dir() else set()
 
 
+def sample(rng: random.Random) -> dict[Any, int]:
+    """--judge-stability in half the runs: some candidates re-judged once or twice more."""
+    if rng.random() < 0.5:
+        return {}
+    keys = [("mini", spec.name, task.task_id, repeat) for task in TASKS for spec in SPECS for repeat in range(1, REPEATS + 1)]
+    return {key: rng.randint(1, 2) for key in keys if rng.random() < 0.4}
+
+
 def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> None:
     where = f"seed {seed}, run {run}"
     assert not world.broken, f"{where}: {world.broken}"
+    named = sum(1 for plan in world.plans for step in plan.life.trail if step.value.startswith("write_"))
+    assert world.writes == named, f"{where}: {world.writes} records written, {named} of them by a lifecycle step"
     spent, pending, _ = on_disk(root)
     assert spent + pending >= world.billed - 1e-9, f"{where}: {world.billed} billed, {spent} + {pending} on disk"
     settled = [r.settled for r in ledger.held]
@@ -335,7 +353,7 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     for run in range(rng.randint(2, 5)):
         ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
                          possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2,
-                         specs=MOVED if rng.random() < 0.25 else SPECS)
+                         specs=MOVED if rng.random() < 0.25 else SPECS, stability=sample(rng))
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:
