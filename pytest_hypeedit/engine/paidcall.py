@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -28,7 +29,7 @@ from ..tasks import Task
 from . import journal as paid, room
 from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
-from .records import Record
+from .records import Record, note_run_spend
 from .refusedkeys import RefusedKeys
 from .store import Store
 
@@ -64,6 +65,9 @@ class PaidCalls:
     #: a replay of thousands of large images would spend minutes on it, so only when asked)
     signals_from_disk: bool = False
     stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
+    #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
+    #: what its calls bought for a candidate is written into the record under it (``spent_by_run``)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
     _live: dict[Key, Record] = field(default_factory=dict)  # key -> record of a paid step running in this process
@@ -90,8 +94,17 @@ class PaidCalls:
 
     def _write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises
-        before writing when its stage forbids the step: the money path writes a record no other way."""
-        life.write(step, lambda: self.store.write_record(record))
+        before writing when its stage forbids the step: the money path writes a record no other way.  What the
+        handling has bought so far goes with it (``spent_by_run``)."""
+        def write() -> None:
+            self.note_bought(life, record)
+            self.store.write_record(record)
+
+        life.write(step, write)
+
+    def note_bought(self, life: Lifecycle, record: Record) -> None:
+        """What this run's calls bought for the candidate (its lifecycle's holds), on the record under the run id."""
+        note_run_spend(record, self.run_id, life.bought)
 
     # ------------------------------------------------------------------ pending, possibly paid
 

@@ -238,6 +238,9 @@ class Planning(PaidCalls):
         record.judge_failed_cost = max(usd(record.judge_failed_cost), usd(on_disk.judge_failed_cost))
         if record.judge_verdicts_cost is not None or on_disk.judge_verdicts_cost is not None:  # so do the verdicts'
             record.judge_verdicts_cost = max(verdicts_cost(record), verdicts_cost(on_disk))
+        # what other runs bought is theirs to say (the disk's); what this one bought, ours
+        ours = record.spent_by_run.get(self.run_id) if isinstance(record.spent_by_run, dict) else None
+        record.spent_by_run = {**on_disk.spent_by_run, **({self.run_id: ours} if ours is not None else {})}
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False
         if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):

@@ -161,6 +161,7 @@ class Purchase(Verdicts):
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
             record.cost = self._job_cost(record, worst)
+            plan.life.bought_in_flight(usd(record.cost))  # a job this call submitted is bought (a resumed one: not)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost

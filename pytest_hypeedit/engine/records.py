@@ -95,6 +95,21 @@ def add_verdict_cost(record: Record, amount: Any) -> float:
     return paid
 
 
+def spent_in_run(record: Record, run_id: str | None) -> float:
+    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``); 0 for a record the
+    run bought nothing for, or without a run id."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    return usd(runs.get(run_id)) if run_id is not None else 0.0
+
+
+def note_run_spend(record: Record, run_id: str, bought: float) -> None:
+    """Write down what the run ``run_id`` has bought for this candidate so far (its lifecycle's ``bought``; less than
+    it said before when a job it submitted was forgotten: the provider says it failed, unbilled)."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    if bought or run_id in runs:
+        record.spent_by_run = {**runs, run_id: round(bought, 6)}
+
+
 def known_tier(value: Any) -> str:
     """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
     return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
@@ -120,6 +135,7 @@ def implausible_amounts(record: Record) -> int:
     amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.judge_verdicts_cost,
                record.resubmitted_cost]
     amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
+    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     return sum(1 for value in amounts if value is not None and not _believable(value))
 
 
@@ -174,6 +190,10 @@ class Record:
     # replies that could not be read, a panel's answered jurors; --judge-stability re-judgements too.  Summed over
     # every run and never reset: a later verdict does not erase what the failed calls cost
     judge_failed_cost: float = 0.0
+    # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
+    # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
+    # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
+    spent_by_run: dict[str, Any] = field(default_factory=dict)
     judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
@@ -279,7 +299,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
-    "candidate_sha256": _TEXT, "references_sha256": (list,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,), "spent_by_run": (dict,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
     "tier": _TEXT, "judge_tier": _TEXT,
 }
@@ -319,6 +339,7 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise MalformedRecord(f"{name!r} must be {_kind_names(kinds)}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
+    _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
     for name in ("votes", "possibly_paid"):
         _check_items(fields.get(name, []), (dict,), name)
     if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:

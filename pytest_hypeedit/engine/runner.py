@@ -114,7 +114,7 @@ class Runner(Purchase):
         with self.store.claim(*plan.record.key):
             if not self._refreshed(plan):
                 plan.needs_verdict = False
-                plan.life.settle()
+                self._settle(plan)
                 return plan.record
             self.settle_abandoned(plan.record, plan.candidate, plan.life)
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
@@ -123,7 +123,7 @@ class Runner(Purchase):
             else:
                 self._judge_candidate(plan, hold)
                 self._rejudge_for_stability(plan)
-            plan.life.settle()
+            self._settle(plan)
         plan.needs_verdict = False
         return plan.record
 
@@ -133,16 +133,16 @@ class Runner(Purchase):
         ago, at triage), and a verdict another process paid for meanwhile must not be overwritten."""
         hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is None or plan.held:
-            plan.life.settle()
+            self._settle(plan)
             return plan.record
         with self.store.claim(*plan.record.key):
             if not self._refreshed(plan):
-                plan.life.settle()
+                self._settle(plan)
                 return plan.record
             self.settle_abandoned(plan.record, plan.candidate, plan.life)
             self._judge_candidate(plan, hold, save=plan.bound)
             self._rejudge_for_stability(plan)
-            plan.life.settle()
+            self._settle(plan)
         return plan.record
 
     def unreachable(self, plan: Plan, reason: str) -> Record:
@@ -151,8 +151,14 @@ class Runner(Purchase):
         plan.verdict_hold = None
         plan.life.move(Step.UNREACHABLE)
         plan.record.outcome, plan.record.error = ERROR, reason
-        plan.life.settle()
+        self._settle(plan)
         return plan.record
+
+    def _settle(self, plan: Plan) -> None:
+        """The candidate's handling is over (every --budget hold settled); the record says what it bought, for the
+        report that carries it (its last write said so on the disk)."""
+        plan.life.settle()
+        self.note_bought(plan.life, plan.record)
 
     def pays_to_finish(self, plan: Plan) -> bool:
         """Whether ``finish`` may call a paid judge: --judge-stability's re-judgements of a sampled candidate."""

@@ -170,3 +170,84 @@ def test_a_synchronous_call_that_fails_unbilled_after_a_job_was_left_behind_comm
     bought, budget = run(tmp_path, MOVED, bills)
     assert budget.spent() == pytest.approx(SYNC_PRICE)
     assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
+
+
+# --------------------------------------------------------------------------- what this run bought
+
+
+def this_run(record: Record, runner: Runner) -> float:
+    """The record's part of the results' ``spent_this_run`` for the run of ``runner``."""
+    from pytest_hypeedit.analysis.metrics import MetricSettings
+    from pytest_hypeedit.report.results import build_results
+
+    results = build_results([record], models=[ON_JOBS], split_names=["mini"], settings=MetricSettings(),
+                            settings_json={}, run_id=runner.run_id)
+    return results["rows"][0]["spent_this_run"]
+
+
+class ExpiringJobs(JobProvider):
+    """A journaled job's result is gone when it is polled again (resumed): the runner submits a new one."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        from pytest_hypeedit.errors import JobExpired
+
+        if request.journal.job is not None:
+            raise JobExpired("Task not found")
+        return super().generate(request)
+
+
+class LostReplies(SyncProvider):
+    """Billed, and the reply never arrives (a read timeout): possibly paid."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        if self.bills.next() == "lost":
+            self.bills.billed += SYNC_PRICE
+            raise ProviderError("read timeout", reply_lost=True)
+        return super().generate(request)
+
+
+def runner_for(tmp_path: Path, bills: Bills, provider: type[Provider]) -> Runner:
+    budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
+    return Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
+                  make_provider=lambda s: provider(s, bills),  # type: ignore[call-arg]
+                  make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False)
+
+
+def test_spent_this_run_counts_an_expired_job_this_run_submitted_and_not_one_an_earlier_run_did(tmp_path):
+    bills = Bills("poll-fails")
+    first = runner_for(tmp_path, bills, ExpiringJobs)
+    failed = first.run(TASK, ON_JOBS, 1)
+    assert this_run(failed, first) == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+    second = runner_for(tmp_path, bills, ExpiringJobs)  # the job expired meanwhile: submitted once more
+    bought = second.run(TASK, ON_JOBS, 1)
+    assert bought.outcome == "pass" and bought.resubmitted == 1 and bills.submitted == 2
+    assert this_run(bought, second) == pytest.approx(JOB_PRICE)  # the new job; the expired one was the first's
+    assert bought.spent == pytest.approx(bills.billed)
+    assert this_run(bought, first) == pytest.approx(JOB_PRICE)  # what the first run bought, said by the record
+
+
+def test_spent_this_run_counts_a_possibly_paid_call_at_its_worst_case(tmp_path):
+    bills = Bills("lost")
+    runner = runner_for(tmp_path, bills, LostReplies)
+    lost = runner.run(TASK, MOVED, 1)
+    assert lost.outcome == "error" and lost.possibly_paid
+    assert this_run(lost, runner) == pytest.approx(lost.spent) == pytest.approx(SYNC_PRICE)
+    again = runner_for(tmp_path, bills, LostReplies)
+    bought = again.run(TASK, MOVED, 1)  # bought again (--possibly-paid rebuy)
+    assert this_run(bought, again) == pytest.approx(SYNC_PRICE) and bought.spent == pytest.approx(2 * SYNC_PRICE)
+
+
+class FailingJobs(JobProvider):
+    """Journals a job the provider then says failed: forgotten, and not billed (the next run submits anew)."""
+
+    def generate(self, request: GenerationRequest) -> Generation:
+        request.journal.submitted(id="job-failed", cost=JOB_PRICE)
+        request.journal.forget()
+        raise ProviderError("the job failed at the provider", retryable=True)
+
+
+def test_a_job_the_provider_says_failed_is_neither_spent_nor_bought_by_the_run(tmp_path):
+    runner = runner_for(tmp_path, Bills(), FailingJobs)
+    failed = runner.run(TASK, ON_JOBS, 1)
+    assert failed.outcome == "error" and failed.job is None
+    assert failed.spent == 0 and this_run(failed, runner) == 0 and on_disk(tmp_path).spent == 0

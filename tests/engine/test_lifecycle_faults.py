@@ -18,7 +18,7 @@ every sequence:
   pending; the image a run was given is on disk unless a kill or a full disk came after it;
 - every record write is a named step of the candidate's lifecycle (the store's writes, counted, are its trail's);
 - every --budget reservation settled exactly once (at most once in a killed run), and what the ledger
-  committed in a run equals what the fakes billed in it.
+  committed in a run equals what the fakes billed in it, and what the records say the run bought (spent_by_run).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import pytest
 from PIL import Image
 
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
+from pytest_hypeedit.engine.records import spent_in_run
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import BudgetExceeded, JobExpired, JudgeError, ProviderError, Refusal
@@ -75,6 +76,7 @@ class World:
         self.broken: list[str] = []
         self.given: list[tuple[Path, str]] = []  # (the candidate's folder, sha256) of images given this run
         self.writes = 0  # records the store wrote in this run
+        self.runs = 0  # runs so far (each has a run id of its own)
         self.plans: list[Any] = []  # this run's plans (their lifecycles name the steps that wrote)
 
     def fault(self, *kinds: str, scale: float = 1.0) -> str | None:
@@ -268,7 +270,8 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
                     signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
-                    stability=stability or {})
+                    stability=stability or {}, run_id=f"run-{world.runs}")
+    world.runs += 1
     try:
         for task in TASKS:
             for spec in specs:
@@ -339,6 +342,10 @@ def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> 
         assert settled == [1] * len(settled), f"{where}: reservations settled {settled} times"
         assert ledger.committed == pytest.approx(world.billed_run), f"{where}: the ledger committed " \
             f"{ledger.committed}, the fakes billed {world.billed_run}"
+        # what each record says this run bought for it (spent_this_run's source) is what the run paid, exactly
+        said = sum(spent_in_run(plan.record, f"run-{world.runs - 1}") for plan in world.plans)
+        assert said == pytest.approx(world.billed_run), f"{where}: the records say this run bought {said}, " \
+            f"the fakes billed {world.billed_run}"
     if ledger.cap is not None:
         assert ledger.committed <= ledger.cap + 1e-9, f"{where}: {ledger.committed} spent past --budget {ledger.cap}"
     if not world.killed and not world.disk_full:

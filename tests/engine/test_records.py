@@ -99,3 +99,18 @@ def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
         doctored = Record.from_dict({**base, "judge_verdicts_cost": made_up, "judge_cost": 0.002})
         assert doctored.spent == 0 and implausible_amounts(doctored) == 1
     assert Record.from_dict({**base, "extra": {"stability": {"cost": "lots"}}}).spent == 0
+
+
+def test_what_each_run_bought_is_read_as_untrusted():
+    from pytest_hypeedit.engine.records import spent_in_run
+
+    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    record = Record.from_dict({**base, "spent_by_run": {"run-a": 0.04, "run-b": 0.003}})
+    assert spent_in_run(record, "run-a") == 0.04 and spent_in_run(record, "run-c") == spent_in_run(record, None) == 0
+    with pytest.raises(MalformedRecord, match="every item of 'spent_by_run' must be a whole number or a number"):
+        Record.from_dict({**base, "spent_by_run": {"run-a": "0.04"}})
+    with pytest.raises(MalformedRecord, match="'spent_by_run' must be an object"):
+        Record.from_dict({**base, "spent_by_run": [0.04]})
+    doctored = Record.from_dict({**base, "spent_by_run": {"run-a": float("inf"), "run-b": -1}})
+    assert spent_in_run(doctored, "run-a") == spent_in_run(doctored, "run-b") == 0
+    assert implausible_amounts(doctored) == 2
