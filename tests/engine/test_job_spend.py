@@ -251,3 +251,13 @@ def test_a_job_the_provider_says_failed_is_neither_spent_nor_bought_by_the_run(t
     failed = runner.run(TASK, ON_JOBS, 1)
     assert failed.outcome == "error" and failed.job is None
     assert failed.spent == 0 and this_run(failed, runner) == 0 and on_disk(tmp_path).spent == 0
+
+
+def test_a_job_left_polling_by_a_stopped_run_is_what_that_run_bought(tmp_path):
+    bills = Bills("kill")
+    runner = runner_for(tmp_path, bills, JobProvider)
+    with pytest.raises(Killed):  # the run ends while its job is polled (killed, or left in flight by a stop)
+        runner.run(TASK, ON_JOBS, 1)
+    from pytest_hypeedit.engine.records import spent_in_run
+
+    assert spent_in_run(on_disk(tmp_path), runner.run_id) == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
