@@ -88,7 +88,12 @@ def rejudge(runner: Runner, plan: Plan, k: int) -> None:
     entry = kept(record, judge.id)
     if entry is not None and len(entry["verdicts"]) >= k:
         return
+    # re-judgements another process wrote meanwhile (the record was read at triage): kept, never asked again
+    on_disk = runner.store.read_record(*record.key)
+    theirs = kept(on_disk, judge.id) if on_disk is not None and on_disk.candidate == record.candidate else None
     keep_verdicts_cost(record)  # an entry of another judge or file, replaced below, stays counted
+    if theirs is not None:
+        record.extra["stability"] = entry = theirs
     entry = entry or {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [],
                       "cost": 0.0}
     _ask(runner, plan, entry, k)

@@ -259,3 +259,15 @@ def test_rejudgements_are_steps_of_the_candidates_lifecycle_and_every_write_is_o
     assert trail.count(Step.WRITE_REJUDGE_JOURNALED) == trail.count(Step.ASK_AGAIN) == 2
     assert (trail.count(Step.WRITE_REJUDGED), trail.count(Step.WRITE_REJUDGE_FAILED)) == (1, 1)
     assert budget.spent() == pytest.approx(PRICE + judge.billed) == pytest.approx(on_disk(tmp_path).spent)
+
+
+def test_rejudgements_another_process_gave_meanwhile_are_not_asked_again(tmp_path):
+    judge = BilledJudge()
+    run(tmp_path, judge)  # bought and judged
+    first, _ = runner_of(tmp_path, judge, stability={KEY: 2})
+    plan = first.plan(TASK, SPEC, 1)  # read at triage: nothing to buy, two re-judgements to ask
+    run(tmp_path, judge, stability={KEY: 2})  # meanwhile another process asks them
+    assert judge.calls == 3
+    first.finish(plan)
+    assert judge.calls == 3 and plan.record.extra["stability"]["verdicts"] == ["PASS", "PASS"]
+    assert on_disk(tmp_path).spent == pytest.approx(PRICE + judge.billed)
