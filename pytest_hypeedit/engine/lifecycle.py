@@ -11,6 +11,9 @@ A candidate's handling in one process (a ``Plan``, engine/planning.py) moves thr
     SAVED -write_judge_journaled-> JUDGE_JOURNALED -ask-> JUDGING -verdict-> JUDGED -write_judged-> JUDGED
     SAVED -ask_free-> JUDGING                            a judge that costs nothing (human labels)
     SAVED -reuse-> JUDGED                                a verdict of these bytes on disk
+    JUDGED -write_rejudge_journaled-> REJUDGE_JOURNALED -ask_again-> REJUDGING   --judge-stability's
+    JUDGED -ask_again_free-> REJUDGING                   re-judgements, each written at once:
+    REJUDGING -write_rejudged|write_rejudge_failed-> JUDGED  its verdict, or what its failed call cost
 
     exits: HELD, REFUSED, FAILED, REPLY_LOST (written); SKIPPED, STOPPED, DISK_FULL, UNREACHABLE, BLOCKED
     (nothing sent, nothing written); every stage ends in SETTLED, where each --budget hold is settled.
@@ -42,6 +45,10 @@ reads only the disk):
   from SAVED.  Killed between the two writes: the image is on disk, unnamed, and the next run adopts it at
   the model's price without paying.  So once PAID the only ways on are SAVED, or FAILED with the image's cost
   kept in ``resubmitted_cost`` (a full disk): a paid image is never lost unaccounted.
+- **A re-judgement is a judge call like the verdict's** (--judge-stability, engine/stability.py): journaled before
+  it leaves (write_rejudge_journaled, then ask_again), and written at once (write_rejudged, or
+  write_rejudge_failed with what a failed call was paid), only once the candidate's verdict is JUDGED; its
+  --budget hold is one of the candidate's, so the handling settles only after the last re-judgement.
 - **A write never loses a verdict of the same bytes.**  Every write under the candidate's claim first merges
   the record on disk (``merge_from_disk``): verdicts another process paid for meanwhile are kept when they are
   of the same purchase and the same bytes (engine/provenance.py); a record of another purchase replaces ours.
@@ -52,9 +59,9 @@ call's end with what the call cost (``Hold.settle``, the only place a reservatio
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
 twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
 hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
-hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_cost``, a failed
-judge call's ``judge_failed_cost``, an expired job's ``resubmitted_cost``, a lost reply's ``possibly_paid``), so
-``spent``, summed from the records, is never less than what the ledger committed.
+hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_verdicts_cost``, a
+failed judge call's ``judge_failed_cost``, an expired job's ``resubmitted_cost``, a lost reply's
+``possibly_paid``), so ``spent``, summed from the records, is never less than what the ledger committed.
 """
 
 from __future__ import annotations
@@ -81,6 +88,8 @@ class Stage(Enum):
     JUDGE_JOURNALED = "judge-journaled"  # the paid judge's request written as pending
     JUDGING = "judging"  # the judge was asked
     JUDGED = "judged"  # a verdict of these bytes (answered now, or reused from the disk)
+    REJUDGE_JOURNALED = "rejudge-journaled"  # a re-judgement's request written as pending (--judge-stability)
+    REJUDGING = "rejudging"  # the judge was asked again about a judged candidate
     HELD = "held"  # a possibly paid call held for review (--possibly-paid review), written
     REFUSED = "refused"  # the model answered without an image, written
     FAILED = "failed"  # a call or a step failed, written (the next run retries it)
@@ -127,6 +136,11 @@ class Step(Enum):
     REUSE = "reuse"
     VERDICT = "verdict"
     WRITE_JUDGED = "write_judged"
+    WRITE_REJUDGE_JOURNALED = "write_rejudge_journaled"
+    ASK_AGAIN = "ask_again"
+    ASK_AGAIN_FREE = "ask_again_free"
+    WRITE_REJUDGED = "write_rejudged"
+    WRITE_REJUDGE_FAILED = "write_rejudge_failed"
     SETTLE = "settle"
 
 
@@ -162,6 +176,12 @@ STEPS: dict[Step, tuple[frozenset[Stage], Stage | None]] = {
     Step.REUSE: (frozenset({S.SAVED}), S.JUDGED),
     Step.VERDICT: (frozenset({S.JUDGING}), S.JUDGED),
     Step.WRITE_JUDGED: (frozenset({S.JUDGED}), None),
+    # re-judging (--judge-stability): only ever of a candidate judged in this handling
+    Step.WRITE_REJUDGE_JOURNALED: (frozenset({S.JUDGED}), S.REJUDGE_JOURNALED),
+    Step.ASK_AGAIN: (frozenset({S.REJUDGE_JOURNALED}), S.REJUDGING),
+    Step.ASK_AGAIN_FREE: (frozenset({S.JUDGED}), S.REJUDGING),
+    Step.WRITE_REJUDGED: (frozenset({S.REJUDGING}), S.JUDGED),
+    Step.WRITE_REJUDGE_FAILED: (frozenset({S.REJUDGING}), S.JUDGED),
     Step.SETTLE: (frozenset(Stage) - {S.SETTLED}, S.SETTLED),  # ended once, from wherever it stands
 }
 
@@ -174,6 +194,7 @@ class Hold:
         self.what = what
         self.sent = False  # its call left: only the call's end knows what it cost
         self.settled: float | None = None  # USD committed (0: released), once settled
+        self.in_flight = 0.0  # USD its call has bought already, before it ends (a job it submitted, journaled)
 
     def settle(self, actual: float) -> None:
         """Commit what the call cost (``actual``), or release the hold when it cost nothing; exactly once."""
@@ -207,7 +228,8 @@ class Lifecycle:
         """Take a step that writes nothing; a send names the hold of the call it sends."""
         self.stage = self.check(step)
         self.trail.append(step)
-        if hold is not None and step in (Step.SEND, Step.SEND_UNJOURNALED, Step.ASK, Step.ASK_FREE):
+        if hold is not None and step in (Step.SEND, Step.SEND_UNJOURNALED, Step.ASK, Step.ASK_FREE, Step.ASK_AGAIN,
+                                         Step.ASK_AGAIN_FREE):
             hold.sent = True
 
     def write(self, step: Step, write: Callable[[], object]) -> None:
@@ -217,6 +239,19 @@ class Lifecycle:
         write()
         self.stage = to
         self.trail.append(step)
+
+    @property
+    def bought(self) -> float:
+        """USD this handling's calls bought: what each hold was settled with, or for a call still in flight what it
+        bought already (its job, journaled).  What the run says it bought for this candidate (``spent_by_run``)."""
+        return sum(hold.settled if hold.settled is not None else hold.in_flight for hold in self.holds)
+
+    def bought_in_flight(self, amount: float) -> None:
+        """The call in flight (its hold sent, not settled) has bought ``amount`` already: the job it submitted."""
+        for hold in reversed(self.holds):
+            if hold.sent and hold.settled is None:
+                hold.in_flight = amount
+                return
 
     def reserve(self, budget: Budget | None, amount: Callable[[], float], what: str) -> Hold:
         """A hold of --budget for one call (BudgetExceeded when the rest cannot cover ``amount()``, its worst

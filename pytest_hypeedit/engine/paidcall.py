@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
@@ -26,9 +27,9 @@ from ..registry import ModelSpec
 from ..secrets import redact
 from ..tasks import Task
 from . import journal as paid, room
-from .journal import GENERATE, JUDGE, REBUY
+from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
-from .records import Record
+from .records import Record, note_run_spend
 from .refusedkeys import RefusedKeys
 from .store import Store
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
     from .jobs import Key
 
 T = TypeVar("T")
+#: The lifecycle step that journals each kind of paid call.
+_JOURNALED = {GENERATE: Step.WRITE_JOURNALED, JUDGE: Step.WRITE_JUDGE_JOURNALED, REJUDGE: Step.WRITE_REJUDGE_JOURNALED}
 
 
 def _unexpected(who: str, exc: Exception) -> str:
@@ -62,6 +65,9 @@ class PaidCalls:
     #: a replay of thousands of large images would spend minutes on it, so only when asked)
     signals_from_disk: bool = False
     stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
+    #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
+    #: what its calls bought for a candidate is written into the record under it (``spent_by_run``)
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
     _live: dict[Key, Record] = field(default_factory=dict)  # key -> record of a paid step running in this process
@@ -86,13 +92,19 @@ class PaidCalls:
             self._judge = self.make_judge()
         return self._judge
 
-    def _write(self, life: Lifecycle | None, step: Step, record: Record) -> None:
+    def _write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises
-        before writing when its stage forbids the step; ``life`` None: a caller outside one (stability.py)."""
-        if life is None:
+        before writing when its stage forbids the step: the money path writes a record no other way.  What the
+        handling has bought so far goes with it (``spent_by_run``)."""
+        def write() -> None:
+            self.note_bought(life, record)
             self.store.write_record(record)
-        else:
-            life.write(step, lambda: self.store.write_record(record))
+
+        life.write(step, write)
+
+    def note_bought(self, life: Lifecycle, record: Record) -> None:
+        """What this run's calls bought for the candidate (its lifecycle's holds), on the record under the run id."""
+        note_run_spend(record, self.run_id, life.bought)
 
     # ------------------------------------------------------------------ pending, possibly paid
 
@@ -104,10 +116,12 @@ class PaidCalls:
         elif call == JUDGE:
             pending = record.pending or {}  # a JUDGE call is a pending entry
             verdict = record.judgements.get(str(pending.get("judge")))
-            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") >= str(pending.get("sent_at")):
+            # given after the call was sent (timestamps are to the second: a verdict of that same second may be the
+            # one a --rejudge call was sent to replace, so it is no answer to it)
+            if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") > str(pending.get("sent_at")):
                 record.pending = None
 
-    def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle | None = None) -> None:
+    def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle) -> None:
         """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
         disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
         self._resolve_pending(record, candidate)
@@ -116,12 +130,12 @@ class PaidCalls:
             self._write(life, Step.WRITE_ABANDONED, record)
 
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
-                     life: Lifecycle | None = None, **fields: Any) -> None:
+                     life: Lifecycle, **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
         record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
         paid.mark_rebought(record, call)
         record.extra.pop(paid.HELD, None)
-        step = Step.WRITE_JOURNALED if call == GENERATE else Step.WRITE_JUDGE_JOURNALED
+        step = _JOURNALED[call]
         try:
             self._write(life, step, record)
         except OSError as exc:  # not journaled, so not sent: nothing was paid

@@ -26,7 +26,7 @@ from .journal import GENERATE, JUDGE, REVIEW
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
-from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd
+from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, keep_verdicts_cost, usd, verdicts_cost
 
 
 def refused(record: Record | None) -> bool:
@@ -152,8 +152,9 @@ class Planning(PaidCalls):
         """The record names an image that is gone: its verdict can be neither shown nor checked, so the
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
-        its verdict cost was paid all the same: it moves to ``resubmitted_cost`` (earlier purchases of this
-        candidate that left no image), so ``spent`` keeps every purchase, not only the last.  A job the record still
+        its verdict cost was paid all the same: the image's cost moves to ``resubmitted_cost`` (earlier purchases of
+        this candidate that left no image) and its verdicts stay in ``judge_verdicts_cost``, so ``spent`` keeps every
+        purchase, not only the last.  A job the record still
         holds (the one that delivered the lost image) is marked as counted there: the purchase may fetch its result
         again, which costs nothing more, and its expiry adds nothing (engine/purchase.py)."""
         if plan.lost is None:
@@ -162,7 +163,8 @@ class Planning(PaidCalls):
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
                                            {"file": plan.lost, "cost": record.cost, "judge_cost": record.judge_cost,
                                             "verdict": record.verdict}]
-        record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost) + usd(record.judge_cost)
+        keep_verdicts_cost(record)
+        record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost)
         record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
         if isinstance(record.job, dict):
             record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
@@ -234,6 +236,11 @@ class Planning(PaidCalls):
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
         # what failed judge calls cost only ever grows, whichever process paid it: the larger figure is the newer
         record.judge_failed_cost = max(usd(record.judge_failed_cost), usd(on_disk.judge_failed_cost))
+        if record.judge_verdicts_cost is not None or on_disk.judge_verdicts_cost is not None:  # so do the verdicts'
+            record.judge_verdicts_cost = max(verdicts_cost(record), verdicts_cost(on_disk))
+        # what other runs bought is theirs to say (the disk's); what this one bought, ours
+        ours = record.spent_by_run.get(self.run_id) if isinstance(record.spent_by_run, dict) else None
+        record.spent_by_run = {**on_disk.spent_by_run, **({self.run_id: ours} if ours is not None else {})}
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False
         if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):

@@ -59,7 +59,7 @@ from .jobs import (
     NotStarted,
 )
 from .limits import SlotSet
-from .records import ERROR, REFUSED, SKIPPED, Record
+from .records import ERROR, REFUSED, SKIPPED, Record, spent_in_run
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner
 
@@ -387,5 +387,4 @@ class CandidatePool(Dispatcher, Finishers):
         totals["errors"] += record.outcome == ERROR
         totals["refused"] += record.outcome == REFUSED
         totals["skipped"] += record.outcome == SKIPPED
-        totals["spent"] += (0 if record.reused_candidate else record.cost or 0) + (
-            0 if record.reused_verdict else record.judge_cost or 0)
+        totals["spent"] += spent_in_run(record, self.runner.run_id)  # every paid call this process settled for it

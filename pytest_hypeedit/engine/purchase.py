@@ -52,12 +52,13 @@ class Purchase(Verdicts):
 
     def _generate_once(self, plan: Plan) -> Path | None:
         task, spec, repeat, record, life = plan.task, plan.spec, plan.repeat, plan.record, plan.life
-        journal = self._journal(plan)
         hold: Hold | None = None
         request: GenerationRequest | None = None
 
         def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
             return self._worst_case(spec, request)
+
+        journal = self._journal(plan, worst)
 
         try:
             request = self.generation_request(task, spec, repeat, journal, plan.slots)
@@ -86,7 +87,7 @@ class Purchase(Verdicts):
             self._expired_job_paid(record, self._job_cost(record, worst), hold)
             raise
         except (CallError, HypeEditError) as exc:
-            self._generation_failed(plan, exc, hold, journal.resumed, worst)
+            self._generation_failed(plan, exc, hold, worst)
             return None
         self.end_call(record)
         life.move(Step.REPLY)
@@ -94,16 +95,16 @@ class Purchase(Verdicts):
             hold.settle(generation.cost)
         return self._keep_generation(plan, generation, journal.resumed, time.monotonic() - started)
 
-    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None, resumed: bool,
+    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None,
                            worst: Callable[[], float]) -> None:
         """A job that was submitted is paid for even when its polls failed: it stays in the record (journaled)
-        and the next attempt resumes it.  A call whose reply was lost may be paid: its worst case is committed,
-        never released."""
+        and counted (``cost``, a resumed one too), and the next attempt resumes it.  A call whose reply was lost
+        may be paid: its worst case is committed, never released."""
         record, spec = plan.record, plan.spec
         lost = self.end_call(record, exc)
         if hold is not None:
             hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
-        if record.job and not resumed:
+        if record.job:
             record.cost = self._job_cost(record, worst)
         refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
                                          variables=self._provider_key_variables(spec))
@@ -146,21 +147,21 @@ class Purchase(Verdicts):
     def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
                             request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
-        has nothing to lose.  A job whose image was lost, still in the record but not resumed (journaled on another
-        route), goes in the same write: its cost is in ``resubmitted_cost``, and a job counted so stays in the
-        record only while it is the purchase (an image adopted then is its result: engine/planning.py)."""
+        has nothing to lose.  A job left behind (``_leave_behind``) goes out of the record in the same write."""
         if price > 0:
-            if paid.counted(record.job):
-                record.job = None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life)
 
-    def _journal(self, plan: Plan) -> Journal:
-        """The candidate's journal: a job an adapter submits is written into the record before its first poll."""
+    def _journal(self, plan: Plan, worst: Callable[[], float]) -> Journal:
+        """The candidate's journal: a job an adapter submits is written into the record before its first poll,
+        counted from then on (``cost``: it was paid when it was submitted; ``worst()`` when the job names no
+        cost), and no longer once forgotten (the provider says it failed: nothing billed)."""
         record, spec = plan.record, plan.spec
 
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
+            record.cost = self._job_cost(record, worst)
+            plan.life.bought_in_flight(usd(record.cost))  # a job this call submitted is bought (a resumed one: not)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost
@@ -172,8 +173,25 @@ class Purchase(Verdicts):
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
         if job and job.get("kind") == BATCH and self._tier_of(spec) not in (None, BATCH):
             job = None
+        if record.job and job is None:
+            self._leave_behind(record, spec)
         source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
         return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+
+    def _leave_behind(self, record: Record, spec: ModelSpec) -> None:
+        """A journaled job this purchase cannot poll was paid for when it was submitted: what the record counts of
+        it (its ``cost``; a job journaled by a run killed before it counted it, its own figure, else the list price;
+        nothing for a lost image's job, counted already) moves to ``resubmitted_cost`` (an earlier purchase that
+        left no image), and the job out of ``job`` into ``extra["left_behind_jobs"]``, so that nothing of this
+        purchase (a failed call's cost, a finished stamp, an image adopted later) is taken for it.  Written by the
+        purchase's next write (write_journaled, on a paid route), with whatever it leaves on the disk consistent."""
+        job = record.job or {}
+        moved = usd(usd(record.cost) or self._job_cost(record, lambda: spec.price))  # a record is untrusted
+        record.resubmitted_cost = round(usd(record.resubmitted_cost) + moved, 6)
+        kept = {key: job.get(key) for key in ("id", "route", "kind", "submitted_at") if job.get(key) is not None}
+        earlier = record.extra.get("left_behind_jobs")
+        record.extra["left_behind_jobs"] = [*(earlier if isinstance(earlier, list) else []), {**kept, "cost": moved}]
+        record.job, record.cost = None, 0.0
 
     def _tier_of(self, spec: ModelSpec) -> str | None:
         """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be
@@ -243,6 +261,9 @@ class Purchase(Verdicts):
             if not room.no_room(exc):
                 raise
             record.resubmitted_cost = usd(record.resubmitted_cost) + usd(cost)
+            record.cost = 0.0  # a journaled job counted there: its result fetched again adds nothing more
+            if isinstance(record.job, dict):
+                record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.stop_for_disk(exc)) from exc

@@ -70,6 +70,46 @@ def add_failed_judge_cost(record: Record, amount: Any) -> float:
     return paid
 
 
+def verdicts_cost(record: Record) -> float:
+    """What every verdict given for this candidate cost (``judge_verdicts_cost``).  A record written before that was
+    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements (--judge-stability,
+    ``extra["stability"]["cost"]``)."""
+    if record.judge_verdicts_cost is not None:
+        return usd(record.judge_verdicts_cost)
+    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
+    return usd(record.judge_cost) + (usd(entry.get("cost")) if isinstance(entry, dict) else 0.0)
+
+
+def keep_verdicts_cost(record: Record) -> None:
+    """Write down what the record's verdicts cost (``judge_verdicts_cost``) before anything replaces one of them: a
+    record written before that field was kept counts its verdict and re-judgements only while they are its own."""
+    record.judge_verdicts_cost = round(verdicts_cost(record), 6)
+
+
+def add_verdict_cost(record: Record, amount: Any) -> float:
+    """Count what a verdict the judge just gave cost (``amount``: the Verdict's ``cost``; a re-judgement's too) in
+    ``judge_verdicts_cost``, where no later verdict erases it; the amount counted (0 unless believable).  Only a
+    verdict asked for is counted: one reused from the record was counted when it was given."""
+    paid = usd(amount)
+    record.judge_verdicts_cost = round(verdicts_cost(record) + paid, 6)
+    return paid
+
+
+def spent_in_run(record: Record, run_id: str | None) -> float:
+    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``); 0 for a record the
+    run bought nothing for, or without a run id."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    return usd(runs.get(run_id)) if run_id is not None else 0.0
+
+
+def note_run_spend(record: Record, run_id: str, bought: float) -> None:
+    """Write down what the run ``run_id`` has bought for this candidate so far (its lifecycle's ``bought``; less than
+    it said before when a job it submitted was forgotten: the provider says it failed, unbilled)."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    if bought or run_id in runs:
+        record.spent_by_run = {**runs, run_id: round(bought, 6)}
+
+
 def known_tier(value: Any) -> str:
     """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
     return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
@@ -92,8 +132,10 @@ def unknown_tiers(record: Record) -> int:
 def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
-    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.resubmitted_cost]
+    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.judge_verdicts_cost,
+               record.resubmitted_cost]
     amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
+    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     return sum(1 for value in amounts if value is not None and not _believable(value))
 
 
@@ -123,7 +165,8 @@ class Record:
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
     # USD of earlier purchases of this candidate that left no image: expired jobs (paid, their images never
-    # arrived) and candidates bought again because their image went missing (extra["lost_candidates"])
+    # arrived), candidates bought again because their image went missing (extra["lost_candidates"]) and jobs left
+    # behind by a purchase that could not poll them (extra["left_behind_jobs"], engine/purchase.py)
     resubmitted_cost: float = 0.0
     # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
     # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
@@ -138,10 +181,19 @@ class Record:
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
     judge_cost: float = 0.0  # what the verdict the record holds cost
+    # USD of every verdict judge calls gave this candidate, over every run: the one it holds, those it held before
+    # (replaced by --rejudge, a stale verdict judged again, another judge's verdict, a verdict of bytes that changed
+    # or of an image that was lost) and --judge-stability's re-judgements.  Only grows: a verdict reused from the
+    # record adds nothing, a new one adds its cost.  None in a record written before it was kept (verdicts_cost)
+    judge_verdicts_cost: float | None = None
     # USD of judge calls paid for that gave no verdict: asks answered (billed) before the judge failed, e.g. two
     # replies that could not be read, a panel's answered jurors; --judge-stability re-judgements too.  Summed over
     # every run and never reset: a later verdict does not erase what the failed calls cost
     judge_failed_cost: float = 0.0
+    # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
+    # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
+    # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
+    spent_by_run: dict[str, Any] = field(default_factory=dict)
     judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
@@ -181,15 +233,15 @@ class Record:
 
     @property
     def spent(self) -> float:
-        """Everything this candidate cost: generation, judge (its verdict, and judge calls that failed after being
-        paid), earlier purchases that left no image, possibly paid calls."""
+        """Everything this candidate cost: generation, judge (every verdict and re-judgement it was given, and judge
+        calls that failed after being paid), earlier purchases that left no image, possibly paid calls."""
         return sum(self.spent_breakdown.values())
 
     @property
     def spent_breakdown(self) -> dict[str, float]:
         """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
         non-negative number counts as 0."""
-        return {"generation": usd(self.cost), "judge": usd(self.judge_cost) + usd(self.judge_failed_cost),
+        return {"generation": usd(self.cost), "judge": verdicts_cost(self) + usd(self.judge_failed_cost),
                 "resubmitted": usd(self.resubmitted_cost),
                 "possibly_paid": sum(usd(entry.get("price")) for entry in self.possibly_paid_calls)}
 
@@ -254,10 +306,11 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
-    "judge_cost": _NUMBER, "judge_failed_cost": _NUMBER, "judged_at": _TEXT, "judgements": (dict,),
+    "judge_cost": _NUMBER, "judge_failed_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT,
+    "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
-    "candidate_sha256": _TEXT, "references_sha256": (list,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,), "spent_by_run": (dict,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
     "tier": _TEXT, "judge_tier": _TEXT,
 }
@@ -302,6 +355,7 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise MalformedRecord(f"{name!r} must be {_kind_names(_FIELD_TYPES[name])}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
+    _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
     for name in ("votes", "possibly_paid"):
         _check_items(fields.get(name, []), (dict,), name)
     if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:

@@ -114,7 +114,7 @@ class Runner(Purchase):
         with self.store.claim(*plan.record.key):
             if not self._refreshed(plan):
                 plan.needs_verdict = False
-                plan.life.settle()
+                self._settle(plan)
                 return plan.record
             self.settle_abandoned(plan.record, plan.candidate, plan.life)
             if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
@@ -122,9 +122,9 @@ class Runner(Purchase):
                 self._write(plan.life, Step.WRITE_HELD, plan.record)
             else:
                 self._judge_candidate(plan, hold)
-            plan.life.settle()
+                self._rejudge_for_stability(plan)
+            self._settle(plan)
         plan.needs_verdict = False
-        self._rejudge_for_stability(plan)
         return plan.record
 
     def finish(self, plan: Plan) -> Record:
@@ -133,16 +133,16 @@ class Runner(Purchase):
         ago, at triage), and a verdict another process paid for meanwhile must not be overwritten."""
         hold, plan.verdict_hold = plan.verdict_hold, None
         if plan.candidate is None or plan.held:
-            plan.life.settle()
+            self._settle(plan)
             return plan.record
         with self.store.claim(*plan.record.key):
             if not self._refreshed(plan):
-                plan.life.settle()
+                self._settle(plan)
                 return plan.record
             self.settle_abandoned(plan.record, plan.candidate, plan.life)
             self._judge_candidate(plan, hold, save=plan.bound)
-            plan.life.settle()
-        self._rejudge_for_stability(plan)
+            self._rejudge_for_stability(plan)
+            self._settle(plan)
         return plan.record
 
     def unreachable(self, plan: Plan, reason: str) -> Record:
@@ -151,15 +151,22 @@ class Runner(Purchase):
         plan.verdict_hold = None
         plan.life.move(Step.UNREACHABLE)
         plan.record.outcome, plan.record.error = ERROR, reason
-        plan.life.settle()
+        self._settle(plan)
         return plan.record
+
+    def _settle(self, plan: Plan) -> None:
+        """The candidate's handling is over (every --budget hold settled); the record says what it bought, for the
+        report that carries it (its last write said so on the disk)."""
+        plan.life.settle()
+        self.note_bought(plan.life, plan.record)
 
     def pays_to_finish(self, plan: Plan) -> bool:
         """Whether ``finish`` may call a paid judge: --judge-stability's re-judgements of a sampled candidate."""
         return bool(self.stability.get(plan.key))
 
     def _rejudge_for_stability(self, plan: Plan) -> None:
-        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py)."""
+        """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py),
+        under the claim its verdict was given under, as steps of its lifecycle before the handling is settled."""
         if self.stability.get(plan.key):
             from .stability import rejudge
 

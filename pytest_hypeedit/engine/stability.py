@@ -6,7 +6,8 @@ stratum the first (task, repeat) positions of one seeded permutation per split),
 options, so every xdist worker knows its part of it.  Each re-judgement is a paid call of its own, never a
 verdict reused from the record or an earlier call, reserved in ``--budget`` like the judge's other calls, and
 written into the record (``extra["stability"]``) the moment it is given: a rerun asks only for what is missing,
-and never pays for one twice.
+and never pays for one twice.  Each is a step of the candidate's lifecycle (engine/lifecycle.py: journaled,
+asked again, written), taken under the claim its verdict was given under, before its handling is settled.
 
     record.extra["stability"] = {"judge": id, "candidate": "001.png", "original": "PASS" | "FAIL",
                                  "verdicts": ["PASS", ...], "cost": USD, "errors": [...]}
@@ -16,17 +17,18 @@ from __future__ import annotations
 
 import random
 import re
-from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ..errors import BudgetExceeded, CallError, ConfigError, HypeEditError
+from ..errors import BudgetExceeded, CallError, ConfigError, DiskFull, HypeEditError, JudgeError
 from ..judges.base import JudgeRequest
 from ..secrets import redact
+from . import room
 from .journal import REJUDGE, new_call_id
-from .records import FAIL, PASS, Record, add_failed_judge_cost, now_iso
+from .lifecycle import Hold, Step
+from .records import FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost, now_iso, usd
 
 if TYPE_CHECKING:
-    from ..judges.base import Judge
-    from .budget import Reservation
     from .runner import Plan, Runner
 
 _OPTION = re.compile(r"^\s*(?P<n>\d+)\s*(?:[xX]\s*(?P<k>\d+))?\s*$")
@@ -76,7 +78,9 @@ def kept(record: Record, judge_id: str) -> dict[str, Any] | None:
 
 
 def rejudge(runner: Runner, plan: Plan, k: int) -> None:
-    """Ask the judge K times more about the plan's candidate (those still missing), saving each answer at once."""
+    """(Under the candidate's claim, its verdict given or reused in this handling.)  Ask the judge K times more about
+    the plan's candidate (those still missing): each re-judgement is a step of the candidate's lifecycle, its
+    --budget hold one of the candidate's, its answer written at once."""
     record = plan.record
     judge = runner.judge
     if record.outcome not in (PASS, FAIL) or record.judge != judge.id or plan.candidate is None:
@@ -84,64 +88,74 @@ def rejudge(runner: Runner, plan: Plan, k: int) -> None:
     entry = kept(record, judge.id)
     if entry is not None and len(entry["verdicts"]) >= k:
         return
-    with runner.store.claim(*record.key):
-        on_disk = runner.store.read_record(*record.key)
-        # a re-judgement an ended run sent and never heard back from (possibly paid), a verdict another process
-        # wrote meanwhile: kept, never overwritten
-        runner.merge_from_disk(record)
-        runner.settle_abandoned(record, plan.candidate)
-        entry = (kept(on_disk, judge.id) if on_disk else None) or kept(record, judge.id) or \
-            {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [], "cost": 0.0}
-        _ask(runner, plan, entry, k)
+    # re-judgements another process wrote meanwhile (the record was read at triage): kept, never asked again
+    on_disk = runner.store.read_record(*record.key)
+    theirs = kept(on_disk, judge.id) if on_disk is not None and on_disk.candidate == record.candidate else None
+    keep_verdicts_cost(record)  # an entry of another judge or file, replaced below, stays counted
+    if theirs is not None:
+        record.extra["stability"] = entry = theirs
+    entry = entry or {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [],
+                      "cost": 0.0}
+    _ask(runner, plan, entry, k)
 
 
 def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
-    record, judge = plan.record, runner.judge
+    record, judge, life = plan.record, runner.judge, plan.life
     assert plan.candidate is not None  # rejudge() asks only about a candidate
     references = tuple(runner.references(plan.task)) if judge.needs_images else ()
     while len(entry["verdicts"]) < k:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
                                call_id=new_call_id() if judge.routes else None, slots=plan.slots)
-        reservation = _reserve(runner, judge, request, record)
-        if reservation is False:
-            break
-        if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
-            runner.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
-                                call_id=request.call_id, judge=judge.id)
         try:
-            verdict = judge.judge(request)  # a call of its own: nothing is reused
+            hold = life.reserve(runner.budget, partial(judge.worst_case_cost, request),
+                                f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
+            if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
+                runner.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+                                    call_id=request.call_id, life=life, judge=judge.id)
+        except BudgetExceeded as exc:
+            record.extra.setdefault("stability_skipped", str(exc))
+            return
+        except DiskFull:  # not journaled, so not sent: its hold is released when the handling ends
+            return
+        life.move(Step.ASK_AGAIN if judge.routes else Step.ASK_AGAIN_FREE, hold)
+        try:  # a call of its own: nothing is reused
+            verdict = runner._call(partial(judge.judge, request), record, f"judge {judge.id} (re-judging)", JudgeError)
         except (CallError, HypeEditError) as exc:
-            lost = runner.end_call(record, exc)
-            # asks that were answered were paid (kept in the record's judge_failed_cost, written below); a call
-            # whose reply was lost may have been, at its worst case (the record's possibly_paid)
-            answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
-            _settle(reservation, answered + (float(lost["price"] or 0) if lost else 0.0))
-            entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
-            record.extra["stability"] = entry
-            runner.store.write_record(record)
-            break
+            _failed(runner, plan, entry, hold, exc)
+            return
         runner.end_call(record)
-        _settle(reservation, verdict.cost)
+        hold.settle(verdict.cost)
+        add_verdict_cost(record, verdict.cost)  # with every verdict it was given: no later entry erases it
         entry["verdicts"].append(verdict.label)
-        entry["cost"] = round(float(entry.get("cost") or 0.0) + (verdict.cost or 0.0), 6)
+        entry["cost"] = round(usd(entry.get("cost")) + usd(verdict.cost), 6)
         record.extra["stability"] = entry
-        runner.store.write_record(record)  # a paid verdict is never lost
+        if not _written(runner, plan, Step.WRITE_REJUDGED):  # a paid verdict is never lost
+            return
 
 
-def _reserve(runner: Runner, judge: Judge, request: JudgeRequest, record: Record) -> Reservation | Literal[False] | None:
-    """The call's reservation in --budget (None without a budget); False when the budget cannot cover it."""
-    if runner.budget is None:
-        return None
+def _failed(runner: Runner, plan: Plan, entry: dict[str, Any], hold: Hold, exc: HypeEditError) -> None:
+    """A re-judgement's call failed: what it may have cost is settled and kept in the record (asks answered before
+    it failed in ``judge_failed_cost``, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
+    record = plan.record
+    lost = runner.end_call(record, exc)
+    answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
+    hold.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
+    entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
+    record.extra["stability"] = entry
+    _written(runner, plan, Step.WRITE_REJUDGE_FAILED)
+
+
+def _written(runner: Runner, plan: Plan, step: Step) -> bool:
+    """The record written as ``step``; False when the disk had no room (nothing more is bought in this process,
+    and the candidate keeps the verdict it has)."""
     try:
-        return runner.budget.reserve(judge.worst_case_cost(request), f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
-    except BudgetExceeded as exc:
-        record.extra.setdefault("stability_skipped", str(exc))
+        runner._write(plan.life, step, plan.record)
+    except OSError as exc:
+        if not room.no_room(exc):
+            raise
+        runner.stop_for_disk(exc)
         return False
-
-
-def _settle(reservation: Reservation | None, cost: float | None) -> None:
-    if reservation:
-        reservation.commit(cost) if cost else reservation.release()
+    return True
 
 
 # --------------------------------------------------------------------------- the results
@@ -158,15 +172,8 @@ def stability_of(records: Iterable[Record]) -> dict[str, Any] | None:
         candidates += 1
         rejudgements += len(entry["verdicts"])
         flips += sum(1 for v in entry["verdicts"] if v != entry["original"])
-        most, cost = max(most, len(entry["verdicts"])), cost + float(entry.get("cost") or 0.0)
+        most, cost = max(most, len(entry["verdicts"])), cost + usd(entry.get("cost"))
     if not candidates:
         return None
     return {"candidates": candidates, "k": most, "flips": flips, "flip_rate": flips / rejudgements,
             "rejudgements": rejudgements, "cost": round(cost, 6)}
-
-
-def stability_cost(record: Record) -> float:
-    """USD the record's re-judgements cost (their own calls, beside the verdict's)."""
-    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
-    cost = entry.get("cost") if isinstance(entry, Mapping) else 0.0
-    return float(cost) if isinstance(cost, (int, float)) else 0.0

@@ -23,7 +23,7 @@ from . import journal as paid, provenance, room
 from .journal import JUDGE
 from .lifecycle import Hold, Lifecycle, Step
 from .planning import Plan, Planning
-from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, now_iso, verdict_tier
+from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, now_iso, verdict_tier
 
 if TYPE_CHECKING:
     from .signals import Preview
@@ -54,9 +54,12 @@ class Verdicts(Planning):
         stored = self.reusable_verdict(record)
         if stored:
             life.move(Step.REUSE)
+            before = (record.outcome, record.error)
             self._apply_verdict(record, stored, reused=True)
-            if new_signals:
-                self._write_judged(life, Step.WRITE_JUDGED, record)  # stored once: the next run reads them
+            # written when something changed: new signals (stored once: the next run reads them), or a record whose
+            # last attempt failed (a --rejudge whose call failed), which says its verdict again; a replay writes nothing
+            if new_signals or before != (record.outcome, record.error):
+                self._write_judged(life, Step.WRITE_JUDGED, record)
             return
         stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
         if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
@@ -102,8 +105,10 @@ class Verdicts(Planning):
         self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
-        """The judge's answer applied to the record and written at once (a paid verdict is never lost)."""
+        """The judge's answer applied to the record and written at once (a paid verdict is never lost); what it cost
+        is counted with every verdict the record was given (``judge_verdicts_cost``), whichever it replaces."""
         record, judge = plan.record, self.judge
+        add_verdict_cost(record, verdict.cost)
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
         entry = self._verdict_entry(verdict)

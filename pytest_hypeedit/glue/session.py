@@ -20,6 +20,7 @@ from ..judges.versions import judge_versions, version_warnings
 from ..report.terminal_table import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
 from .items import parse_nodeid
+from .stash import run_id
 
 
 class BenchmarkSession:
@@ -79,6 +80,7 @@ class BenchmarkSession:
             settings=run.metric_settings,
             settings_json=run.settings_json(),
             coverage=coverage,
+            run_id=run_id(self.config),
         )
         # which model answered each judge (judges/versions.py): a provider may serve the id asked for with another
         self.results["judge_versions"] = judge_versions(self.records.values())
@@ -113,7 +115,7 @@ class BenchmarkSession:
         chosen = planned if selected is None else selected
         missing = [key for key in chosen if key not in self.records]
         return Coverage(planned, selected, self._stop_reason(session),
-                        tuple(unreported_on_disk(self.run.outputs, missing, self.started_at)))
+                        tuple(unreported_on_disk(self.run.outputs, missing, self.started_at, run_id(self.config))))
 
     def _stop_reason(self, session: pytest.Session) -> str | None:
         """Why the run stopped early: a signal (the stop file every process of the run shares), -x, --maxfail."""
@@ -201,9 +203,10 @@ def planned_keys(run: RunConfig):
 UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError, HypeEditError)
 
 
-def unreported_on_disk(outputs: Path, keys, since: str):
-    """The records on disk of items without a report that show money paid since ``since`` (this run): the pool
-    bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot be read is absent."""
+def unreported_on_disk(outputs: Path, keys, since: str, run: str):
+    """The records on disk of items without a report that show money paid by this run (``run``, which started at
+    ``since``): the pool bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot
+    be read is absent."""
     from ..engine.store import Store
     from ..report.results import Unreported
 
@@ -211,25 +214,24 @@ def unreported_on_disk(outputs: Path, keys, since: str):
     for key in keys:
         try:
             record = store.read_record(*key)
-            found = paid_since(record, since) if record is not None else None
+            found = paid_since(record, since, run) if record is not None else None
         except UNREADABLE:  # a malformed record is absent, never a crash at the end of a paid run
             found = None
         if found:
             yield Unreported(key, *found)
 
 
-def paid_since(record: Record, since: str) -> tuple[float, float, float] | None:
-    """(spent, bought by this run, pending price) of a record written by this run; None when it shows nothing
-    paid since ``since``.  Timestamps are ISO strings in UTC (records.now_iso), compared as text."""
-    from ..engine.records import usd
+def paid_since(record: Record, since: str, run: str) -> tuple[float, float, float] | None:
+    """(spent, bought by this run, pending price) of a record this run bought for; None when it shows nothing
+    paid by it.  What the run bought is what the record says (``spent_by_run[run]``); a paid call it sent and never
+    heard back from is its pending entry, sent since ``since`` (ISO strings in UTC, records.now_iso, compared as
+    text)."""
+    from ..engine.records import spent_in_run, usd
 
-    def since_then(stamp) -> bool:
-        return isinstance(stamp, str) and stamp >= since
-
-    this_run = (usd(record.cost) if since_then(record.generated_at) and not record.reused_candidate else 0.0) + \
-        (usd(record.judge_cost) if since_then(record.judged_at) else 0.0)
+    this_run = spent_in_run(record, run)
     pending = record.pending if isinstance(record.pending, dict) else {}
-    open_price = usd(pending.get("price")) if since_then(pending.get("sent_at")) else 0.0
+    sent = pending.get("sent_at")
+    open_price = usd(pending.get("price")) if isinstance(sent, str) and sent >= since else 0.0
     if not this_run and not open_price:
         return None
     return record.spent, this_run, open_price

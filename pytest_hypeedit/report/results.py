@@ -27,10 +27,10 @@ from ..engine.records import (
     STANDARD,
     Record,
     implausible_amounts,
+    spent_in_run,
     unknown_tiers,
-    usd,
 )
-from ..engine.stability import stability_cost, stability_of
+from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
@@ -70,23 +70,25 @@ class Coverage:
 
 def build_results(
     records: Iterable[Record], *, models: Sequence, split_names: Sequence[str], settings: MetricSettings,
-    settings_json: dict, coverage: Coverage | None = None,
+    settings_json: dict, coverage: Coverage | None = None, run_id: str | None = None,
 ) -> dict:
     """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
-    (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run."""
+    (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;
+    ``run_id`` names the run whose purchases ``spent_this_run`` counts (the records say, ``spent_by_run``; None:
+    no run, 0)."""
     records = list(records)
     by_pair: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
         by_pair[(record.model, record.split)].append(record)
     rows = []
     for spec in models:
-        pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings, coverage=coverage)
-                     for split in split_names]
+        pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings, coverage=coverage,
+                          run_id=run_id) for split in split_names]
         rows += [row for row in pair_rows if _has_something(row)]
         if len(split_names) > 1:
             pooled = [r for split in split_names for r in by_pair.get((spec.name, split), [])]
             combined = _row(spec, COMBINED, pooled, settings, pooled_keys=True, coverage=coverage,
-                            splits=tuple(split_names))
+                            splits=tuple(split_names), run_id=run_id)
             if _has_something(combined):
                 rows.append(combined)
     results: dict = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
@@ -105,9 +107,9 @@ def _has_something(row: dict) -> bool:
 
 
 def _row(spec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False,
-         coverage: Coverage | None = None, splits: tuple[str, ...] = ()) -> dict:
+         coverage: Coverage | None = None, splits: tuple[str, ...] = (), run_id: str | None = None) -> dict:
     tallies = tallies_of(records, pooled_keys)
-    counts = _counts(records)
+    counts = _counts(records, run_id)
     paid = paid_price(spec, records)
     row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price,
            "cost_per_candidate_paid": paid}
@@ -236,11 +238,10 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
     return tally_tasks(judged)
 
 
-def _counts(records: list[Record]) -> dict:
-    spent = sum(r.spent + stability_cost(r) for r in records)  # re-judgements (--judge-stability) are judge spend
-    # this run's generations and verdicts (an expired job may have been paid by an earlier run: not counted here)
-    this_run = sum((0 if r.reused_candidate or _paid_earlier(r) else usd(r.cost))
-                   + (usd(r.judge_cost) if _judged_now(r) else 0) for r in records)
+def _counts(records: list[Record], run_id: str | None) -> dict:
+    spent = sum(r.spent for r in records)
+    # every paid call this run sent, as each record says (spent_by_run: what the run's calls were settled with)
+    this_run = sum(spent_in_run(r, run_id) for r in records)
     return {
         "candidates": len(records),
         # a write that found no room is an error; the items after it are not bought (engine/room.py)
@@ -291,7 +292,6 @@ def _spent_breakdown(records: list[Record]) -> dict:
     for record in records:
         for part, value in record.spent_breakdown.items():
             totals[part] += value
-        totals["judge"] += stability_cost(record)  # re-judgements (--judge-stability) are the judge's calls
     return {part: round(value, 6) for part, value in totals.items()}
 
 
@@ -303,7 +303,7 @@ def spend_by_tier(records: list[Record]) -> dict:
     for record in records:
         breakdown = record.spent_breakdown
         for part, tier, value in (("generation", record.tier, breakdown["generation"]),
-                                  ("judge", record.judge_tier, breakdown["judge"] + stability_cost(record))):
+                                  ("judge", record.judge_tier, breakdown["judge"])):
             parts[part][tier] = parts[part].get(tier, 0.0) + value
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
 
@@ -339,17 +339,6 @@ def _rejudged_stale(records: list[Record]) -> dict:
                 reason = str(replaced.get("reason") or "stale")
                 reasons[reason] = reasons.get(reason, 0) + 1
     return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
-
-
-def _judged_now(record: Record) -> bool:
-    """The record's verdict was given (and paid) by this run: not reused, and not an older verdict left on a
-    candidate whose new verdict was skipped (--budget) or failed."""
-    return record.outcome in (PASS, FAIL) and not record.reused_verdict
-
-
-def _paid_earlier(record: Record) -> bool:
-    """A journaled job this run resumed: it was paid for when an earlier run submitted it."""
-    return bool(record.job and record.job.get("resumed"))
 
 
 def write_results(results: dict, path: Path) -> Path:

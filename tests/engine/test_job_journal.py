@@ -166,6 +166,12 @@ def test_a_job_journaled_on_another_route_is_left_behind(pytester, fakes):
     moved.assert_outcomes(passed=1, failed=1)  # fal's adapter never polls a BFL task
     assert sum(fal.ledger.submitted.values()) == 2
     assert all(r["job"]["route"] == "fal" for r in records(pytester.path))
+    # the BFL jobs were paid for when submitted: they stay in spent, apart from the fal jobs that replaced them
+    assert all([job["route"] for job in r["extra"]["left_behind_jobs"]] == ["bfl"] for r in records(pytester.path))
+    row = rows(pytester.path)["flux-2-max"]
+    assert row["spent"] == pytest.approx(billed(bfl) + 2 * 0.10) == pytest.approx(0.4)  # fal: the model's price
+    assert row["spent_breakdown"]["resubmitted"] == pytest.approx(billed(bfl))
+    assert row["spent_this_run"] == pytest.approx(0.2)
 
 
 # --------------------------------------------------------------------------- killed runs (subprocess)

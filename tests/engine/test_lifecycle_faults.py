@@ -4,18 +4,21 @@ A seeded generator plays runs over the same outputs: each run asks for every can
 pool does (plan, generate_step or unreachable, judge_step or finish), while a fake provider and a fake paid
 judge (at the Python seam) fail, refuse, lose replies, bill and then fail (a verdict that cannot be read), let
 jobs expire, and a store fills its disk or "kills the process" (an exception no handler catches) at any write; a
-run may have a --budget cap, or hold possibly paid candidates for review.  Between runs an image may vanish.  A
-last run with no faults finishes everything.  Checked, in every sequence:
+run may have a --budget cap, hold possibly paid candidates for review, judge every candidate again (--rejudge),
+re-judge some of them (--judge-stability), or find the job model moved to a synchronous route (its journaled jobs
+left behind).  Between runs an image may vanish.  A last run with no faults finishes everything.  Checked, in
+every sequence:
 
 - never sent without a journal entry: when a paid request reaches the fake, the record on disk holds it as
   ``pending`` with the request's id (a resumed job and a free route are the only sends without one);
 - never judged before saved: when the judge is asked, the image is on disk and the record on disk names it;
 - never lost after paid: after every run, what is on disk (spent, plus calls still pending) is at least what
-  the fakes billed; after the last run, exactly that (plus, at their price, the possibly paid calls that were
-  never billed), with nothing pending; the image a run was given is on disk unless a kill or a full disk came
-  after it;
+  the fakes billed (a job counts from the write that journals it, a kill right after it included); after the
+  last run, exactly that (plus, at their price, the possibly paid calls that were never billed), with nothing
+  pending; the image a run was given is on disk unless a kill or a full disk came after it;
+- every record write is a named step of the candidate's lifecycle (the store's writes, counted, are its trail's);
 - every --budget reservation settled exactly once (at most once in a killed run), and what the ledger
-  committed in a run equals what the fakes billed in it.
+  committed in a run equals what the fakes billed in it, and what the records say the run bought (spent_by_run).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pytest
 from PIL import Image
 
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
+from pytest_hypeedit.engine.records import spent_in_run
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import BudgetExceeded, JobExpired, JudgeError, ProviderError, Refusal
@@ -71,6 +75,9 @@ class World:
         self.escaped = False  # a step ended with an exception (its item errors): its holds stay in the ledger
         self.broken: list[str] = []
         self.given: list[tuple[Path, str]] = []  # (the candidate's folder, sha256) of images given this run
+        self.writes = 0  # records the store wrote in this run
+        self.runs = 0  # runs so far (each has a run id of its own)
+        self.plans: list[Any] = []  # this run's plans (their lifecycles name the steps that wrote)
 
     def fault(self, *kinds: str, scale: float = 1.0) -> str | None:
         """One of ``kinds`` at the run's rate (times ``scale``: a kill or a full disk ends much of a run, so they
@@ -219,7 +226,9 @@ class FaultyStore(Store):
 
     def write_record(self, record: Any) -> Path:
         self._before_write("record")
-        return super().write_record(record)
+        path = super().write_record(record)
+        self.world.writes += 1
+        return path
 
 
 class Reservation:
@@ -251,15 +260,18 @@ class Ledger:
 
 
 def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None, possibly_paid: str = REBUY,
-            store_class: type[FaultyStore] = FaultyStore, specs: list[ModelSpec] = SPECS) -> Ledger:
+            store_class: type[FaultyStore] = FaultyStore, specs: list[ModelSpec] = SPECS,
+            rejudge: bool = False, stability: dict[Any, int] | None = None) -> Ledger:
     """Every candidate, step by step as the pool runs them, until the run ends or the process is killed."""
     world.rate, world.billed_run, world.disk_full, world.killed, world.given = rate, 0.0, False, False, []
-    world.escaped = False
+    world.escaped, world.writes, world.plans = False, 0, []
     ledger = Ledger(cap)
     store = store_class(world, tmp_path / "out", tmp_path / "claims")
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
-                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid)
+                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
+                    stability=stability or {}, run_id=f"run-{world.runs}")
+    world.runs += 1
     try:
         for task in TASKS:
             for spec in specs:
@@ -276,6 +288,7 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
 
 def steps(runner: Runner, world: World, task: Task, spec: ModelSpec, repeat: int) -> None:
     plan = runner.plan(task, spec, repeat)
+    world.plans.append(plan)
     if plan.needs_generation and world.fault("unreachable", scale=0.3):
         runner.unreachable(plan, "nothing answers on fake")
         return
@@ -285,15 +298,13 @@ def steps(runner: Runner, world: World, task: Task, spec: ModelSpec, repeat: int
 
 
 def on_disk(root: Path) -> tuple[float, float, int]:
-    """(spent by every record, what calls still pending and jobs still unfinished may cost, how many are
-    pending).  A job submitted and not finished is paid: the record keeps it, and the run that finishes it
-    writes its cost (a failed poll wrote it already)."""
-    from pytest_hypeedit.engine.records import Record, usd
+    """(spent by every record, what calls still pending may cost, how many are pending).  A job submitted is in
+    its record's spent from the write that journals it: no allowance is made for jobs."""
+    from pytest_hypeedit.engine.records import Record
 
     records = [Record.from_json(path.read_text()) for path in root.rglob("[0-9][0-9][0-9].json")]
     pending = [r.pending for r in records if r.pending]
-    jobs = sum(max(0.0, usd(r.job.get("cost")) - usd(r.cost)) for r in records if r.job and not r.job.get("finished_at"))
-    return sum(r.spent for r in records), sum(float(p.get("price") or 0) for p in pending) + jobs, len(pending)
+    return sum(r.spent for r in records), sum(float(p.get("price") or 0) for p in pending), len(pending)
 
 
 def possibly_paid_unbilled(root: Path, ids: set[str]) -> float:
@@ -309,9 +320,19 @@ def images_on_disk(folder: Path) -> set[str]:
     return {hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.png")} if folder.is_dir() else set()
 
 
+def sample(rng: random.Random) -> dict[Any, int]:
+    """--judge-stability in half the runs: some candidates re-judged once or twice more."""
+    if rng.random() < 0.5:
+        return {}
+    keys = [("mini", spec.name, task.task_id, repeat) for task in TASKS for spec in SPECS for repeat in range(1, REPEATS + 1)]
+    return {key: rng.randint(1, 2) for key in keys if rng.random() < 0.4}
+
+
 def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> None:
     where = f"seed {seed}, run {run}"
     assert not world.broken, f"{where}: {world.broken}"
+    named = sum(1 for plan in world.plans for step in plan.life.trail if step.value.startswith("write_"))
+    assert world.writes == named, f"{where}: {world.writes} records written, {named} of them by a lifecycle step"
     spent, pending, _ = on_disk(root)
     assert spent + pending >= world.billed - 1e-9, f"{where}: {world.billed} billed, {spent} + {pending} on disk"
     settled = [r.settled for r in ledger.held]
@@ -321,6 +342,10 @@ def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> 
         assert settled == [1] * len(settled), f"{where}: reservations settled {settled} times"
         assert ledger.committed == pytest.approx(world.billed_run), f"{where}: the ledger committed " \
             f"{ledger.committed}, the fakes billed {world.billed_run}"
+        # what each record says this run bought for it (spent_this_run's source) is what the run paid, exactly
+        said = sum(spent_in_run(plan.record, f"run-{world.runs - 1}") for plan in world.plans)
+        assert said == pytest.approx(world.billed_run), f"{where}: the records say this run bought {said}, " \
+            f"the fakes billed {world.billed_run}"
     if ledger.cap is not None:
         assert ledger.committed <= ledger.cap + 1e-9, f"{where}: {ledger.committed} spent past --budget {ledger.cap}"
     if not world.killed and not world.disk_full:
@@ -334,7 +359,8 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     world = World(rng, tmp_path / "out")
     for run in range(rng.randint(2, 5)):
         ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
-                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)))
+                         possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2,
+                         specs=MOVED if rng.random() < 0.25 else SPECS, stability=sample(rng))
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:

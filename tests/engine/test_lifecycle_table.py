@@ -48,6 +48,9 @@ def test_the_money_orders_are_in_the_table():
     assert all(STEPS[step][0] == {Stage.SAVED} for step in judging)  # a judge only sees an image on disk
     assert STEPS[Step.ASK][0] == {Stage.JUDGE_JOURNALED}
     assert STEPS[Step.WRITE_FORGOTTEN][0] == {Stage.PLANNED}  # a lost image is forgotten before anything is bought
+    # a re-judgement (--judge-stability) is of a judged candidate, and a paid one leaves only once journaled
+    assert STEPS[Step.WRITE_REJUDGE_JOURNALED][0] == STEPS[Step.ASK_AGAIN_FREE][0] == {Stage.JUDGED}
+    assert STEPS[Step.ASK_AGAIN][0] == {Stage.REJUDGE_JOURNALED}
     after_paid = {step for step, (allowed, _) in STEPS.items() if Stage.PAID in allowed}
     assert after_paid == {Step.WRITE_SAVED, Step.WRITE_FAILED, Step.SETTLE}
 

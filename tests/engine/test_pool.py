@@ -490,6 +490,7 @@ class FakeRunner:
         self.carried: list[tuple] = []  # (kind, routes of the slots the step carried, all of them held)
         self.finished: list[tuple] = []
         self.pool = None
+        self.run_id = "fake-run"
         self.steps: list[tuple[str, tuple]] = []
         self.breaches: list[str] = []
         self.gate = threading.Event()
@@ -861,3 +862,46 @@ def test_a_job_only_the_main_thread_may_finish_is_finished_when_its_triage_ends_
     assert all(not isinstance(o, Exception) for o in outcomes), outcomes
     assert not any(name.startswith("hypeedit-finish-") for name in runner.threads.values())
     assert len(runner.finished) == len(entries)
+
+
+def test_the_live_spent_is_what_this_process_bought(tmp_path):
+    """The live line's figure (PoolState.spent) counts every paid call the pool's steps sent: a judge call billed
+    and then unreadable too, not only the verdicts and images that came of them."""
+    from fake_models import FakeProvider
+
+    from pytest_hypeedit.engine.runner import Runner
+    from pytest_hypeedit.engine.store import Store
+    from pytest_hypeedit.errors import JudgeError
+    from pytest_hypeedit.judges.base import Judge, Verdict
+
+    class Png(FakeProvider):
+        image, log = "png", None
+
+    class HalfRead(Judge):
+        name, routes, needs_images = "halfread", ("judge-route",), False
+
+        def __init__(self):
+            self.calls, self.billed, self.lock = 0, 0.0, threading.Lock()
+
+        def worst_case_cost(self, request):
+            return 0.003
+
+        def judge(self, request):
+            with self.lock:
+                self.calls, self.billed = self.calls + 1, self.billed + 0.003
+                unreadable = self.calls % 2
+            if unreadable:
+                error = JudgeError("the reply could not be read as a verdict, twice", retryable=True)
+                error.cost = 0.003
+                raise error
+            return Verdict(True, "fine", self.id, cost=0.003)
+
+    judge = HalfRead()
+    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=Png,
+                    make_judge=lambda: judge, references=lambda task: [], signals=False)
+    pool, entries = engine_pool(tmp_path, runner, tasks=2, repeats=2)
+    pool.start()
+    outcomes = ask_all(pool, entries)
+    pool.shutdown()
+    assert sum(getattr(o, "outcome", None) == "error" for o in outcomes) == len(entries) // 2
+    assert pool.state().spent == pytest.approx(len(entries) * 0.01 + judge.billed)

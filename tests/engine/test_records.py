@@ -83,3 +83,34 @@ def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
     for made_up in (-1, float("inf"), 1e308):
         doctored = Record.from_dict({**base, "judge_failed_cost": made_up})
         assert doctored.spent == 0 and implausible_amounts(doctored) == 1
+
+
+def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
+    record = Record("s", "m", "t", 1, cost=0.04, judge_cost=0.002, judge_verdicts_cost=0.006)
+    assert record.spent_breakdown["judge"] == pytest.approx(0.006) and record.spent == pytest.approx(0.046)
+    # a record written before it was kept counts what it counted: its verdict and its re-judgements
+    older = Record("s", "m", "t", 1, judge_cost=0.002, extra={"stability": {"cost": 0.004}})
+    assert older.spent_breakdown["judge"] == pytest.approx(0.006)
+    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    with pytest.raises(MalformedRecord, match="'judge_verdicts_cost' must be a whole number or a number, not text"):
+        Record.from_dict({**base, "judge_verdicts_cost": "0.5"})
+    assert Record.from_dict({**base, "judge_verdicts_cost": None, "judge_cost": 0.002}).spent == 0.002
+    for made_up in (-1, float("inf"), 1e308):
+        doctored = Record.from_dict({**base, "judge_verdicts_cost": made_up, "judge_cost": 0.002})
+        assert doctored.spent == 0 and implausible_amounts(doctored) == 1
+    assert Record.from_dict({**base, "extra": {"stability": {"cost": "lots"}}}).spent == 0
+
+
+def test_what_each_run_bought_is_read_as_untrusted():
+    from pytest_hypeedit.engine.records import spent_in_run
+
+    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    record = Record.from_dict({**base, "spent_by_run": {"run-a": 0.04, "run-b": 0.003}})
+    assert spent_in_run(record, "run-a") == 0.04 and spent_in_run(record, "run-c") == spent_in_run(record, None) == 0
+    with pytest.raises(MalformedRecord, match="every item of 'spent_by_run' must be a whole number or a number"):
+        Record.from_dict({**base, "spent_by_run": {"run-a": "0.04"}})
+    with pytest.raises(MalformedRecord, match="'spent_by_run' must be an object"):
+        Record.from_dict({**base, "spent_by_run": [0.04]})
+    doctored = Record.from_dict({**base, "spent_by_run": {"run-a": float("inf"), "run-b": -1}})
+    assert spent_in_run(doctored, "run-a") == spent_in_run(doctored, "run-b") == 0
+    assert implausible_amounts(doctored) == 2

@@ -118,6 +118,7 @@ def test_an_early_stop_counts_what_the_pool_bought_ahead(bench, tmp_path, stop, 
     reported = sum(row["candidates"] for row in data["rows"])
     assert len(calls(tmp_path)) > reported, "the pool bought nothing ahead: the test proves nothing"
     assert sum(row["spent"] for row in data["rows"]) == pytest.approx(billed(tmp_path))
+    assert sum(row["spent_this_run"] for row in data["rows"]) == pytest.approx(billed(tmp_path))  # all this run's
     assert coverage["bought_unreported"] == len(calls(tmp_path)) - reported
     assert coverage["without_record"] == 2 * TASKS * REPEATS - reported
     assert coverage["stopped"] == why
