@@ -3,6 +3,8 @@
 import platform
 import sys
 
+import pytest
+
 from pytest_hypeedit.engine import memory
 
 
@@ -24,3 +26,39 @@ def test_a_benchmark_run_limits_the_arenas_before_its_threads_start(pytester, mo
     assert calls == [()]
     pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider")  # not a benchmark run: untouched
     assert calls == [()]
+
+
+EXIT_PROBE = """
+import atexit, gc, pathlib
+
+# registered before the plugin's configure, so run after its handlers (atexit runs the last registered first)
+atexit.register(lambda: pathlib.Path("frozen-at-exit").write_text(str(gc.get_freeze_count())))
+"""
+
+
+def test_a_benchmark_run_leaves_its_objects_to_the_system_at_exit(pytester, tmp_path):
+    from benchdata import make_tasks, write_labels, write_split
+
+    pytester.makeconftest(EXIT_PROBE)
+    write_split(pytester.path, "mini", make_tasks(1), pytester.path / "images")
+    write_labels(pytester.path / "r.json", {("task-00", "identity", 1): True})
+    env = {"HYPEEDIT_CACHE_DIR": str(tmp_path / "cache")}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in env.items():
+            patch.setenv(name, value)
+        pytester.runpytest_subprocess(
+            "-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base", "images",
+            "--repeats", "1", "--judge", "labels:r.json", "--outputs", "out").assert_outcomes(passed=1)
+        assert int((pytester.path / "frozen-at-exit").read_text()) > 0  # the exit's collections skip them all
+        pytester.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider")  # not a benchmark run
+        assert int((pytester.path / "frozen-at-exit").read_text()) == 0
+
+
+def test_the_exit_handler_is_registered_once_per_process():
+    import atexit
+
+    memory.skip_exit_collection()
+    before = atexit._ncallbacks()
+    memory.skip_exit_collection()
+    memory.skip_exit_collection()
+    assert atexit._ncallbacks() == before
