@@ -6,6 +6,7 @@
     purchase.py   the generation step; verdicts.py the judge step
     store.py    the output layout on disk, atomic writes, resume
     records.py  the record of one candidate (what produced, judged and cost it); no I/O
+    record_spend.py  the record fields that keep what was bought (replaced verdicts, failed judge calls, each run)
     budget.py   --budget: a spending cap shared by every process of the run
     limits.py   per-route requests per minute and calls in flight, across processes
 

@@ -29,7 +29,8 @@ from ..tasks import Task
 from . import journal as paid, room
 from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
-from .records import Record, note_run_spend
+from .record_spend import note_run_spend
+from .records import Record
 from .refusedkeys import RefusedKeys
 from .store import Store
 

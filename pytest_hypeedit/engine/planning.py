@@ -26,7 +26,8 @@ from .journal import GENERATE, JUDGE, REVIEW
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
-from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, keep_verdicts_cost, usd, verdicts_cost
+from .record_spend import keep_verdicts_cost
+from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd, verdicts_cost
 
 
 def refused(record: Record | None) -> bool:

@@ -59,7 +59,8 @@ from .jobs import (
     NotStarted,
 )
 from .limits import SlotSet
-from .records import ERROR, REFUSED, SKIPPED, Record, spent_in_run
+from .record_spend import spent_in_run
+from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner
 

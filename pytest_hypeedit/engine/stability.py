@@ -26,7 +26,8 @@ from ..secrets import redact
 from . import room
 from .journal import REJUDGE, new_call_id
 from .lifecycle import Hold, Step
-from .records import FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost, now_iso, usd
+from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost
+from .records import FAIL, PASS, Record, now_iso, usd
 
 if TYPE_CHECKING:
     from .runner import Plan, Runner

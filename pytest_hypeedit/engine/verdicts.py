@@ -23,7 +23,8 @@ from . import journal as paid, provenance, room
 from .journal import JUDGE
 from .lifecycle import Hold, Lifecycle, Step
 from .planning import Plan, Planning
-from .records import ERROR, FAIL, PASS, Record, add_failed_judge_cost, add_verdict_cost, now_iso, verdict_tier
+from .record_spend import add_failed_judge_cost, add_verdict_cost
+from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
 
 if TYPE_CHECKING:
     from .signals import Preview

@@ -226,7 +226,8 @@ def paid_since(record: Record, since: str, run: str) -> tuple[float, float, floa
     paid by it.  What the run bought is what the record says (``spent_by_run[run]``); a paid call it sent and never
     heard back from is its pending entry, sent since ``since`` (ISO strings in UTC, records.now_iso, compared as
     text)."""
-    from ..engine.records import spent_in_run, usd
+    from ..engine.record_spend import spent_in_run
+    from ..engine.records import usd
 
     this_run = spent_in_run(record, run)
     pending = record.pending if isinstance(record.pending, dict) else {}

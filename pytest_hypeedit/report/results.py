@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..analysis.sequential import is_sequential_stop
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
+from ..engine.record_spend import spent_in_run
 from ..engine.records import (
     BATCH,
     ERROR,
@@ -27,7 +28,6 @@ from ..engine.records import (
     STANDARD,
     Record,
     implausible_amounts,
-    spent_in_run,
     unknown_tiers,
 )
 from ..engine.stability import stability_of

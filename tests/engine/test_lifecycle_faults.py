@@ -36,7 +36,7 @@ import pytest
 from PIL import Image
 
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
-from pytest_hypeedit.engine.records import spent_in_run
+from pytest_hypeedit.engine.record_spend import spent_in_run
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import BudgetExceeded, JobExpired, JudgeError, ProviderError, Refusal

@@ -1,0 +1,52 @@
+"""What a record says its candidate's purchases cost, kept where no later write erases it.
+
+A verdict replaced (``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a judge call that
+failed after being paid and each run's purchases (``spent_by_run``) stay counted in the record's own fields; these
+helpers are the only writers of those fields and the readers the results use (docs/explanation/money.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import Record, usd, verdicts_cost
+
+
+def add_failed_judge_cost(record: Record, amount: Any) -> float:
+    """Keep what a judge call that gave no verdict was paid all the same (``amount``: a JudgeError's ``cost``, the
+    asks answered before the judge gave up) in the record's ``judge_failed_cost``, where no later verdict erases
+    it; the amount counted (0 unless believable: a plugin's judge may set anything)."""
+    paid = usd(amount)
+    if paid:
+        record.judge_failed_cost = round(usd(record.judge_failed_cost) + paid, 6)
+    return paid
+
+
+def keep_verdicts_cost(record: Record) -> None:
+    """Write down what the record's verdicts cost (``judge_verdicts_cost``) before anything replaces one of them: a
+    record written before that field was kept counts its verdict and re-judgements only while they are its own."""
+    record.judge_verdicts_cost = round(verdicts_cost(record), 6)
+
+
+def add_verdict_cost(record: Record, amount: Any) -> float:
+    """Count what a verdict the judge just gave cost (``amount``: the Verdict's ``cost``; a re-judgement's too) in
+    ``judge_verdicts_cost``, where no later verdict erases it; the amount counted (0 unless believable).  Only a
+    verdict asked for is counted: one reused from the record was counted when it was given."""
+    paid = usd(amount)
+    record.judge_verdicts_cost = round(verdicts_cost(record) + paid, 6)
+    return paid
+
+
+def spent_in_run(record: Record, run_id: str | None) -> float:
+    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``); 0 for a record the
+    run bought nothing for, or without a run id."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    return usd(runs.get(run_id)) if run_id is not None else 0.0
+
+
+def note_run_spend(record: Record, run_id: str, bought: float) -> None:
+    """Write down what the run ``run_id`` has bought for this candidate so far (its lifecycle's ``bought``; less than
+    it said before when a job it submitted was forgotten: the provider says it failed, unbilled)."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    if bought or run_id in runs:
+        record.spent_by_run = {**runs, run_id: round(bought, 6)}
