@@ -113,9 +113,7 @@ class Dispatcher:
             self._closed = True
             self._finish_ready.notify_all()
             for job in self._order:
-                if job.done.is_set():  # settled already
-                    continue
-                if not job.settled:
+                if not job.settled:  # (an INLINE job's done is set, yet it is not settled: it fails too)
                     job.settle(error=exc)
                 job.done.set()
 
@@ -146,6 +144,8 @@ class Dispatcher:
                     job.done.set()
                 continue
             with self._cond:
+                if job.settled:  # the pool failed every job meanwhile (_fail_all): that outcome stands
+                    continue
                 if plan.needs_generation or plan.needs_verdict:
                     self._make_ready(job, plan)
                 else:
@@ -292,6 +292,13 @@ class Dispatcher:
         self._tasks.put((job, taken))
 
     def _work(self) -> None:
+        try:
+            self._work_steps()
+        except BaseException as exc:  # a bug in the pool's own bookkeeping: fail every waiting item rather than hang
+            self._fail_all(exc)
+            raise
+
+    def _work_steps(self) -> None:
         while True:
             task = self._tasks.get()
             if task is None:

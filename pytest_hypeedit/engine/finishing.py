@@ -54,6 +54,7 @@ class Finishers:
 
     if TYPE_CHECKING:
         def _count(self, record: Record) -> None: ...
+        def _fail_all(self, exc: BaseException) -> None: ...
 
     def _finish_later(self, job: Job, plan: "Plan") -> None:
         """(Under the lock.)  A job with nothing to pay: INLINE, queued for a finisher.  Its ``done`` is set: the
@@ -92,8 +93,11 @@ class Finishers:
                     self._finish_ready.notify()  # more may be waiting: another finisher looks
             try:
                 self.finish_job(job)
-            except Exception:  # settled with the error: the item shows it when pytest asks
-                pass
+            except Exception as exc:
+                if job.error is not exc:  # not the runner's failure, settled on the job, but the pool's own bug
+                    self._fail_all(exc)
+                    raise
+                # settled with the error: the item shows it when pytest asks
 
     def _next_to_finish(self) -> Job | None:
         """(Under the lock.)  The next INLINE job within the lookahead; jobs the main thread took are dropped."""
@@ -117,9 +121,11 @@ class Finishers:
                 self._cond.notify_all()
             raise
         with self._cond:
-            if not job.settled:
-                job.settle(record)
-                self._count(record)
-            job.done.set()
-            self._cond.notify_all()
+            try:
+                if not job.settled:
+                    job.settle(record)
+                    self._count(record)
+            finally:  # whatever happens, the item waiting on it is woken (a bug above is raised to the caller)
+                job.done.set()
+                self._cond.notify_all()
         return record

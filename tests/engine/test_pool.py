@@ -905,3 +905,58 @@ def test_the_live_spent_is_what_this_process_bought(tmp_path):
     pool.shutdown()
     assert sum(getattr(o, "outcome", None) == "error" for o in outcomes) == len(entries) // 2
     assert pool.state().spent == pytest.approx(len(entries) * 0.01 + judge.billed)
+
+
+class BrokenCount(RuntimeError):
+    """A bug planted in the pool's own bookkeeping (its count of a settled job), not in a step the runner runs."""
+
+
+def break_the_pools_count(pool, monkeypatch, on_threads: str):
+    """The pool's count fails on the threads whose name starts with ``on_threads`` (elsewhere it counts): each
+    kind of thread is tested alone, not rescued by another that met the bug first."""
+    count = pool._count
+
+    def broken(record):
+        if threading.current_thread().name.startswith(on_threads):
+            raise BrokenCount("a planted bug in the pool's count")
+        count(record)
+
+    monkeypatch.setattr(pool, "_count", broken)
+
+
+#: the threads the planted bug ends say so on stderr, as a bug should; here that is expected
+THREAD_DIES = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+
+
+def failed_by_the_bug(outcomes) -> bool:
+    """Every item got its outcome: the planted error, or the record of a job settled just before the bug struck
+    (the record is true; what failed was the pool's count of it)."""
+    from pytest_hypeedit.engine.records import Record
+
+    return any(isinstance(o, BrokenCount) for o in outcomes) and all(isinstance(o, (BrokenCount, Record))
+                                                                      for o in outcomes)
+
+
+@THREAD_DIES
+def test_a_bug_in_a_call_threads_bookkeeping_fails_the_items_instead_of_hanging(tmp_path, monkeypatch):
+    """A step ended, then the pool's own code failed on the call thread (not the runner's step): the thread dies,
+    and the items waiting for it get the error rather than waiting forever (as they do when the dispatcher fails)."""
+    runner = FakeRunner()
+    pool, entries = engine_pool(tmp_path, runner)
+    break_the_pools_count(pool, monkeypatch, "hypeedit-call-")
+    pool.start()
+    outcomes = ask_all(pool, entries, timeout=30)
+    pool.shutdown()
+    assert len(outcomes) == len(entries) and failed_by_the_bug(outcomes), [o for o in outcomes if not isinstance(o, BrokenCount) and not hasattr(o, "outcome")]
+
+
+@THREAD_DIES
+def test_a_bug_in_a_finishers_bookkeeping_fails_the_items_instead_of_hanging(tmp_path, monkeypatch):
+    runner = FinishRecorder(_all_on_disk(30))
+    pool, entries = engine_pool(tmp_path, runner, tasks=30)
+    break_the_pools_count(pool, monkeypatch, "hypeedit-finish-")
+    pool.start()
+    _wait_for(lambda: runner.threads)  # a finisher, not pytest's thread, met the bug first
+    outcomes = ask_all(pool, entries, timeout=30)
+    pool.shutdown()
+    assert len(outcomes) == len(entries) and failed_by_the_bug(outcomes), [o for o in outcomes if not isinstance(o, BrokenCount) and not hasattr(o, "outcome")]
