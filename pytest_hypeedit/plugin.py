@@ -66,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
     skip_exit_collection()
+    from .providers.batching import forget_earlier_runs
+
+    forget_earlier_runs()  # the live line counts this run's batches only
     from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run
     from .options import with_ini_origin

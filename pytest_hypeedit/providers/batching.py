@@ -316,6 +316,12 @@ class Collector:
 COLLECTORS: list[Collector] = []
 
 
+def forget_earlier_runs() -> None:
+    """A run starts in this process (pytester runs many in one): the collectors an earlier run left behind (one
+    still watching a batch it could not finish) are not this run's, and its live line must not count them."""
+    COLLECTORS.clear()
+
+
 def batch_tally() -> dict[str, list[int]]:
     """This process's batches by state: ``{"submitted": [batches, candidates], "running": …, "done": …}``, for the
     live line (report/progress.py); empty when nothing is batched."""

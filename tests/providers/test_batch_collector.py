@@ -236,3 +236,21 @@ def test_a_stopped_collector_releases_every_waiting_caller_with_a_retryable_erro
     coll.stop()
     thread.join(5)
     assert not thread.is_alive() and errors[0].retryable and "resumes it" in str(errors[0])
+
+
+def test_a_new_run_in_the_process_does_not_count_the_batches_an_earlier_run_left(pytester, tmp_path):
+    """pytester runs many runs in one process: a collector an earlier run left (still holding a finished batch)
+    is not the next run's, and the next run's live line does not count it."""
+    from benchdata import make_tasks, write_labels, write_split
+
+    left = collector(Backend())
+    left.done.append(3)  # an earlier run's batch of 3 candidates, ended
+    assert batch_tally()["done"][1] >= 3
+    write_split(pytester.path, "mini", make_tasks(1), pytester.path / "images")
+    write_labels(pytester.path / "r.json", {("task-00", "identity", 1): True})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+        pytester.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base",
+                           "images", "--repeats", "1", "--judge", "labels:r.json", "--outputs", "out"
+                           ).assert_outcomes(passed=1)
+    assert batch_tally() == {}  # the identity run batched nothing, and the earlier run's collector is forgotten
