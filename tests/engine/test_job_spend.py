@@ -52,18 +52,25 @@ def png() -> bytes:
     return buffer.getvalue()
 
 
-class JobProvider(Provider):
-    """Submits a job (billed on submission, journaled with its cost), then polls it; a journaled job is resumed."""
+class BilledProvider(Provider):
+    """A test provider whose calls are billed into ``bills`` at ``price`` each (its worst case too)."""
 
-    route = "jobs"
-    kind: str | None = None  # "batch": the job is a batch line
+    price: float
 
     def __init__(self, spec: ModelSpec, bills: Bills):
         super().__init__(spec)
         self.bills = bills
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
-        return JOB_PRICE
+        return self.price
+
+
+class JobProvider(BilledProvider):
+    """Submits a job (billed on submission, journaled with its cost), then polls it; a journaled job is resumed."""
+
+    route = "jobs"
+    price = JOB_PRICE
+    kind: str | None = None  # "batch": the job is a batch line
 
     def generate(self, request: GenerationRequest) -> Generation:
         if request.journal.job is None:
@@ -82,18 +89,12 @@ class BatchLines(JobProvider):
     kind = BATCH
 
 
-class SyncProvider(Provider):
+class SyncProvider(BilledProvider):
     """Answers at once, billed when it answers; "unbilled": a 503 before any work (nothing charged)."""
 
     route = "sync"
+    price = SYNC_PRICE
     tier = STANDARD  # an adapter that says the tier it buys at (openai, gemini)
-
-    def __init__(self, spec: ModelSpec, bills: Bills):
-        super().__init__(spec)
-        self.bills = bills
-
-    def worst_case_cost(self, request: GenerationRequest) -> float:
-        return SYNC_PRICE
 
     def generate(self, request: GenerationRequest) -> Generation:
         if self.bills.next() == "unbilled":
