@@ -203,9 +203,9 @@ def _given_rate(setup: _Setup, q1: np.ndarray, q0: np.ndarray) -> dict[str, np.n
     patterns = setup.columns.patterns
     size = int(setup.columns.judged.max()) + 1
     once = setup.source.ignore_judge
-    counts = imputed_counts(patterns, q1[:1] if once else q1, q0[:1] if once else q0, size)  # (R, G, P, size)
+    counts = imputed_counts(patterns, q1[:1] if once else q1, q0[:1] if once else q0, size)  # (size, P, R, G)
     tables = per_count_tables(patterns, size, setup.settings.retry_cap)
-    given = {name: np.swapaxes((counts * table.T[:, None, None, :].astype(np.float32)).sum(axis=0), 1, 2)
+    given = {name: np.swapaxes((counts * table.T[:, :, None, None].astype(np.float32)).sum(axis=0), 0, 1)
              for name, table in tables.items()}
     if once:
         given = {name: np.broadcast_to(value, (q1.shape[0], *value.shape[1:])) for name, value in given.items()}

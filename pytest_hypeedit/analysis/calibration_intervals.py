@@ -22,6 +22,7 @@ replicates and its leave-one-task-out (jackknife) values; this module turns them
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 from typing import Any
@@ -46,9 +47,11 @@ _NORMAL = NormalDist()
 _RATES = ("pass_rate", "pass_at_4", "pass_at_10", "first_attempt_pass_rate")
 
 
+@functools.lru_cache(maxsize=256)
 def t_quantile(level: float, dof: int) -> float:
     """Student's t quantile for a two-sided ``level``: bisection on the t distribution's CDF, integrated by
-    Simpson's rule (no scipy here; 1e-6 is ample for an interval's half-width)."""
+    Simpson's rule (no scipy here; 1e-6 is ample for an interval's half-width).  Cached: every metric of every
+    row asks for the same few (level, tasks - 1), and each bisection costs ~5 ms."""
     if dof < 1:
         return math.inf
     target = level / 2  # P(0 < T < t)

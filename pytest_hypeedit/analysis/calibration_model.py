@@ -125,38 +125,57 @@ def fit_mixing(likelihood: np.ndarray, drawn: np.ndarray, steps: int = SQUAREM_S
 
     Always from flat: EM multiplies weights, so a grid point the estimate dropped could hardly come back in a
     replicate started from it, and replicates would vary too little (the simulation's intervals were short).
+    Each weights' marginal (L w) is computed once and shared by its EM step and its log-likelihood.
     """
     share = drawn / drawn.sum(axis=1, keepdims=True)
     weights = np.full((drawn.shape[0], GRID.size), 1.0 / GRID.size)
+    at_weights = marginal_of(likelihood, weights)
     for _ in range(steps):
-        first = em_step(likelihood, share, weights)
+        first = em_step(likelihood, share, weights, at_weights)
         second = em_step(likelihood, share, first)
+        at_second = marginal_of(likelihood, second)
         r, v = first - weights, second - 2 * first + weights
         alpha = -np.sqrt((r * r).sum(axis=1)) / np.maximum(np.sqrt((v * v).sum(axis=1)), 1e-300)
         alpha = np.clip(alpha, -MAX_EXTRAPOLATION, -1.0)[:, None]
         with np.errstate(over="ignore", invalid="ignore"):
             jumped = np.clip(weights - 2 * alpha * r + alpha * alpha * v, 0.0, None)
             jumped = em_step(likelihood, share, jumped / jumped.sum(axis=1, keepdims=True))
-        better = np.isfinite(jumped).all(axis=1) & (log_likelihood(likelihood, share, jumped)
-                                                    >= log_likelihood(likelihood, share, second))
+        at_jumped = marginal_of(likelihood, jumped)
+        better = np.isfinite(jumped).all(axis=1) & (log_likelihood_at(share, at_jumped)
+                                                    >= log_likelihood_at(share, at_second))
         weights = np.where(better[:, None], jumped, second)
+        at_weights = np.where(better[:, None], at_jumped, at_second)
     return weights
 
 
-def em_step(likelihood: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """One EM step: w_g <- w_g sum_p share_p L_pg / (L w)_p, as matrix products (no posterior array)."""
-    marginal = np.matmul(likelihood, weights[:, :, None])[:, :, 0]  # (R, P)
+def marginal_of(likelihood: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each pattern's likelihood under the weights, (L w)_p: (R, P)."""
+    result: np.ndarray = np.matmul(likelihood, weights[:, :, None])[:, :, 0]  # numpy types its arithmetic as Any
+    return result
+
+
+def em_step(likelihood: np.ndarray, share: np.ndarray, weights: np.ndarray,
+            marginal: np.ndarray | None = None) -> np.ndarray:
+    """One EM step: w_g <- w_g sum_p share_p L_pg / (L w)_p, as matrix products (no posterior array).
+    ``marginal``: (L w), when already known."""
+    if marginal is None:
+        marginal = marginal_of(likelihood, weights)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(marginal > 0, share / marginal, 0.0)
     result: np.ndarray = weights * np.matmul(ratio[:, None, :], likelihood)[:, 0, :]  # numpy types its arithmetic as Any
     return result
 
 
-def log_likelihood(likelihood: np.ndarray, share: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    marginal = np.matmul(likelihood, weights[:, :, None])[:, :, 0]
+_LOWEST = np.finfo(float).min
+
+
+def log_likelihood_at(share: np.ndarray, marginal: np.ndarray) -> np.ndarray:
+    """sum_p share_p log (L w)_p, ranked for SQUAREM's comparison as np.nan_to_num(..., nan=-inf) ranks it: NaN
+    lowest, then -inf (as the lowest float)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        result: np.ndarray = np.nan_to_num((share * np.log(marginal)).sum(axis=1), nan=-np.inf)  # numpy types its arithmetic as Any
-        return result
+        total = (share * np.log(marginal)).sum(axis=1)
+    result: np.ndarray = np.where(np.isnan(total), -np.inf, np.where(total == -np.inf, _LOWEST, total))
+    return result
 
 
 def task_posterior(likelihood: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -174,29 +193,32 @@ def true_pass_given_verdict(se: np.ndarray, sp: np.ndarray, a1: np.ndarray) -> t
 
 
 def binomials(q: np.ndarray, most: int) -> np.ndarray:
-    """Binomial(u, q) probabilities of 0..most successes for u = 0..most: (R, G, most+1, most+1)."""
-    table = np.zeros((*q.shape, most + 1, most + 1), dtype=np.float32)  # half the memory traffic of float64
-    table[..., 0, 0] = 1.0
-    q = q[..., None].astype(np.float32)
+    """Binomial(u, q) probabilities of j = 0..most successes for u = 0..most: (most+1 [j], most+1 [u], R, G).
+
+    j and u first, so that picking each pattern's u (``table[:, u]``) copies whole (R, G) blocks."""
+    table = np.zeros((most + 1, most + 1, *q.shape), dtype=np.float32)  # half the memory traffic of float64
+    table[0, 0] = 1.0
+    q = q.astype(np.float32)
     for u in range(most):
-        table[..., u + 1, :] = table[..., u, :] * (1 - q)
-        table[..., u + 1, 1:] += table[..., u, :-1] * q
+        table[:, u + 1] = table[:, u] * (1 - q)
+        table[1:, u + 1] += table[:-1, u] * q
     return table
 
 
 def imputed_counts(patterns: np.ndarray, q1: np.ndarray, q0: np.ndarray, size: int) -> np.ndarray:
-    """P(the unlabelled candidates hold j true PASS | p) per pattern: (size, R, G, P), j first.
+    """P(the unlabelled candidates hold j true PASS | p) per pattern: (size, P, R, G), j first.
 
     The judge's PASS are each truly PASS with chance q1, its FAIL with chance q0, independently given p: the
     sum of two binomials, convolved here (j first, so that each step adds contiguous blocks)."""
     most = int(patterns[:, :2].max(initial=0))
-    after_pass = np.ascontiguousarray(np.moveaxis(binomials(q1, most)[:, :, patterns[:, 0], :], -1, 0))
-    after_fail = np.ascontiguousarray(np.moveaxis(binomials(q0, most)[:, :, patterns[:, 1], :], -1, 0))
-    padded = np.zeros((size, *after_fail.shape[1:]), dtype=np.float32)
-    padded[: most + 1] = after_fail[:size]
-    total = np.zeros_like(padded)
+    after_pass = binomials(q1, most)[:, patterns[:, 0]]  # (most+1, P, R, G)
+    after_fail = binomials(q0, most)[:, patterns[:, 1]]
+    total = np.zeros((size, *after_fail.shape[1:]), dtype=np.float32)
+    product = np.empty_like(total)  # one buffer for every step's products
     for j in range(min(most + 1, size)):
-        total[j:] += after_pass[j] * padded[: size - j]
+        i = min(most + 1, size - j)  # after_fail holds 0 past most
+        np.multiply(after_pass[j], after_fail[:i], out=product[:i])
+        total[j:j + i] += product[:i]
     return total
 
 
