@@ -22,6 +22,8 @@ up to 16.7 MP, Runware 6048x2592), at most 68 MB even as an uncompressed RGBA PN
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 import time
 import urllib.request
@@ -185,7 +187,7 @@ class EnvProxyTransport(httpx.BaseTransport):
     transport, so a proxied request is still retried, limited, bounded and kept from sending keys astray."""
 
     def __init__(self, proxies: dict[str, str]):
-        self.direct = with_deadlines(httpx.HTTPTransport())
+        self.direct = with_deadlines(httpx.HTTPTransport(verify=shared_tls_context()))
         self.proxies = proxies
         self._via: dict[str, httpx.HTTPTransport] = {}
 
@@ -194,7 +196,7 @@ class EnvProxyTransport(httpx.BaseTransport):
         if proxy is None or urllib.request.proxy_bypass(url.host):
             return self.direct
         if proxy not in self._via:
-            self._via[proxy] = with_deadlines(httpx.HTTPTransport(proxy=proxy))
+            self._via[proxy] = with_deadlines(httpx.HTTPTransport(proxy=proxy, verify=shared_tls_context()))
         return self._via[proxy]
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -209,7 +211,21 @@ def network_transport() -> httpx.BaseTransport:
     """The real network, with deadlines, honouring the environment's proxies."""
     proxies = {scheme: url for scheme, url in urllib.request.getproxies().items()
                if scheme in ("http", "https", "all") and url}
-    return EnvProxyTransport(proxies) if proxies else with_deadlines(httpx.HTTPTransport())
+    return EnvProxyTransport(proxies) if proxies else with_deadlines(httpx.HTTPTransport(verify=shared_tls_context()))
+
+
+def shared_tls_context() -> ssl.SSLContext:
+    """One TLS context per process for every transport of ours.  httpx builds a new one for each transport,
+    loading certifi's CA bundle every time (~40 ms: a run, a judge and each test opened several); a context is
+    safe to share between threads and connection pools, and httpcore only sets ALPN on it, the same
+    ``http/1.1`` for every transport here (none speaks HTTP/2).  Keyed by the variables httpx reads when it
+    builds one (``trust_env``), so a CA bundle named later in the process is still honoured."""
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()  # httpx's own defaults: certifi, or the variables above
 
 
 # --------------------------------------------------------------------------- the caps

@@ -175,3 +175,27 @@ def test_no_proxy_is_honoured(server, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     with client() as http:
         assert http.get(f"{server.url}/v1/thing").status_code == 200
+
+
+# --------------------------------------------------------------------------- one TLS context per process
+
+
+def tls_context_of(transport) -> object:
+    direct = transport.direct if isinstance(transport, bounds.EnvProxyTransport) else transport
+    return direct._pool._ssl_context  # httpcore's pool keeps the context it connects with
+
+
+def test_every_transport_shares_one_tls_context_and_a_ca_bundle_named_later_gets_its_own(monkeypatch):
+    """httpx loads certifi's CA bundle for each new transport (~40 ms); every transport of a process shares
+    one, unless the environment names another bundle (SSL_CERT_FILE, which httpx honours)."""
+    import certifi
+
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
+                 "https_proxy", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    first, second = bounds.network_transport(), bounds.network_transport()
+    assert tls_context_of(first) is tls_context_of(second)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # through a proxy too
+    assert tls_context_of(bounds.network_transport()) is tls_context_of(first)
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())
+    assert tls_context_of(bounds.network_transport()) is not tls_context_of(first)
