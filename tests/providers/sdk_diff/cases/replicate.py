@@ -14,7 +14,7 @@ bytedance/seedream-4.5 ``prompt``, ``image_input``, ``aspect_ratio`` (replicate.
 
 from __future__ import annotations
 
-from ..harness import Call, Case, download, file_reply
+from ..harness import QUICK_POLL_S, Call, Case, download, file_reply
 from ..recorder import Recorded, Recorder, Reply
 from ..wire import KEY
 
@@ -39,6 +39,7 @@ class ReplicateCase(Case):
         files = [open(path, "rb") for path in call.references]
         try:
             client = replicate.Client(api_token=KEY, base_url=call.base)
+            client.poll_interval = QUICK_POLL_S  # REPLICATE_POLL_INTERVAL's attribute (client.py), 0.5 s by default
             prediction = client.models.predictions.create(model=call.spec.provider_model,
                                                           input=model_input(call, files),
                                                           file_encoding_strategy="base64")
