@@ -23,7 +23,9 @@ pytest's default "prepend" import mode is kept, so test folders have no
 __init__.py and a test file's name must be unique across the whole tree.
 """
 
+import importlib
 import os
+import pkgutil
 import sys
 from pathlib import Path
 
@@ -34,7 +36,20 @@ if str(SUPPORT) not in sys.path:
 import httpcore  # noqa: F401, E402
 import numpy  # noqa: F401, E402
 
-import pytest_hypeedit.analysis.metrics  # noqa: F401, E402
+import pytest_hypeedit  # noqa: E402
+
+
+def _import_the_whole_package() -> None:
+    """Every module of the plugin, once per test process.  An inline run imports the modules the plugin loads
+    lazily (the pool, the report, the glue of each option), and the snapshot drops them after the run, so
+    each run imported them again, assertion rewriting included (pytest rewrites an installed plugin's
+    modules, and a machine with PYTHONDONTWRITEBYTECODE keeps no rewritten copy): ~0.2 s an inline run."""
+    for module in pkgutil.walk_packages(pytest_hypeedit.__path__, "pytest_hypeedit."):
+        if not module.name.endswith("__main__"):
+            importlib.import_module(module.name)
+
+
+_import_the_whole_package()
 
 # Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
 # change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.
