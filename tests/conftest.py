@@ -50,6 +50,10 @@ def _import_the_whole_package() -> None:
 
 
 _import_the_whole_package()
+# google-genai too (~1.3 s an import, with pydantic, aiohttp and websockets): the Gemini judge and adapters import
+# it lazily, so each inline run of theirs imported it again
+import google.genai  # noqa: F401, E402
+import google.genai.batches  # noqa: F401, E402
 
 # Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
 # change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.
