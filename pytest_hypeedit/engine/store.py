@@ -292,8 +292,12 @@ class Store:
         with open_regular(path, self.root) as handle:  # no link followed
             data = read_bounded_handle(handle, RECORD_BYTES)
             signature = _signature(os.fstat(handle.fileno()))
-        record = Record.from_dict(loads_json_bytes(data))
-        self._records[path] = (signature, record.to_json())
+        fields = loads_json_bytes(data)
+        record = Record.from_dict(fields)
+        # kept as the file's own text when it is the record exactly (written by this version, nothing cleaned
+        # away or left out): encoding it again was a sixth of reading 7,000 records
+        exact = isinstance(fields, dict) and record.to_dict() == fields
+        self._records[path] = (signature, data.decode("utf-8") if exact else record.to_json())
         return record
 
     def write_candidate(self, split: str, model: str, task_id: str, repeat: int, data: bytes | Path,

@@ -94,3 +94,23 @@ def test_a_claim_folder_removed_during_the_run_is_made_again(tmp_path):
     shutil.rmtree(store.claims_dir)
     with store.claim("s", "m", "t", 2):
         assert (store.claims_dir / "s" / "m" / "t" / "002.lock").is_file()
+
+
+@pytest.mark.parametrize("written_by", ["this version", "hand, with escapes", "an older version, a field less"])
+def test_a_record_read_again_unchanged_is_the_record_first_read_cleaned(tmp_path, written_by):
+    """The store keeps what it read of an unchanged file (engine/store.py ``_records``): the file's own text
+    when it is the record exactly, else the record encoded again, so the second read is as clean as the first
+    (a record on disk may have been written by anyone)."""
+    store = Store(tmp_path)
+    path = store.write_record(record(reasoning="fine"))
+    if written_by != "this version":
+        fields = json.loads(path.read_text())
+        if written_by == "hand, with escapes":
+            fields["reasoning"] = "fine\x1b]52;c;ZWNobyBwd25lZA==\x07 \x1b[31mred\x1b[0m"
+        else:
+            del fields["human"]
+        path.write_text(json.dumps(fields))
+    first = store.read_record(*record().key)
+    again = store.read_record(*record().key)  # from what the store kept
+    assert first is not None and again == first and again is not first
+    assert "\x1b" not in again.reasoning and "\x07" not in again.reasoning
