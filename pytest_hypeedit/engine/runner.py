@@ -135,6 +135,11 @@ class Runner(Purchase):
         if plan.candidate is None or plan.held:
             self._settle(plan)
             return plan.record
+        unchanged = None if self.pays_to_finish(plan) else self.free_verdict_if_unchanged(plan)
+        if unchanged is not None:  # nothing is written, so nothing to claim or merge
+            self._judge_candidate(plan, hold, answer=unchanged)
+            self._settle(plan)
+            return plan.record
         with self.store.claim(*plan.record.key):
             if not self._refreshed(plan):
                 self._settle(plan)

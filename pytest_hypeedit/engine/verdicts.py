@@ -46,9 +46,32 @@ def judge_key_variables(judge: Judge) -> tuple[str, ...]:
 class Verdicts(Planning):
     """Asking the judge about a saved candidate, and keeping what it said."""
 
-    def _judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False) -> None:
+    def free_verdict_if_unchanged(self, plan: Plan) -> Verdict | None:
+        """(Without the candidate's claim.)  The verdict a free judge (human labels: nothing is paid) gives the
+        candidate, when it is the one the record holds and nothing else would be written: no new content hashes
+        or signals, no call left to settle, no error to clear (re-judgements are the caller's to rule out).  Then
+        the record on disk is right as it is, and is neither claimed nor read again (on a 7,000-candidate
+        replay, a tenth of its time).  None: the record may change, so it is judged under the claim (a free
+        judge is then asked twice, at no cost)."""
+        record, judge = plan.record, self.judge
+        stale = record.judgements.get(judge.id) if isinstance(record.judgements, dict) else None
+        if (judge.routes or judge.needs_images or (judge.reuse_verdicts and not self.rejudge) or plan.candidate is None
+                or plan.bound or record.pending or record.error or not isinstance(stale, dict)
+                or self._needs_signals(record)):
+            return None
+        request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, (), slots=plan.slots)
+        try:
+            verdict = judge.judge(request)
+        except Exception:  # noqa: BLE001 - asked again under the claim, where a failure is handled and written
+            return None
+        entry = self._verdict_entry(verdict)
+        return verdict if _same_verdict(stale, entry) and record.judge == entry["judge"] else None
+
+    def _judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False,
+                         answer: Verdict | None = None) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
-        ``save``: the record changed already (its content hashes, provenance.py) and is written in any case."""
+        ``save``: the record changed already (its content hashes, provenance.py) and is written in any case;
+        ``answer``: what the free judge said already (``free_verdict_if_unchanged``), not asked again."""
         record, life, judge = plan.record, plan.life, self.judge
         assert plan.candidate is not None  # only a candidate on disk is judged
         new_signals = self._signals(plan.task, plan.candidate, record) or save
@@ -76,7 +99,7 @@ class Verdicts(Planning):
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)
             life.move(Step.ASK if judge.routes else Step.ASK_FREE, reservation)
-            verdict = self._call(lambda: judge.judge(request), record, f"judge {judge.id}", JudgeError)
+            verdict = self._call(lambda: answer if answer is not None else judge.judge(request), record, f"judge {judge.id}", JudgeError)
         except BudgetExceeded as exc:
             self._skip(life, record, str(exc))  # the paid candidate stays on disk: a larger budget judges it
             return
@@ -172,17 +195,20 @@ class Verdicts(Planning):
     def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
-        if not self.signals or record.signals:
-            return False
-        if record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra:
-            # a candidate read back from disk without them is left unmeasured (a replay of thousands would decode
-            # every image again): the report and signals_summary say how many, never a figure that was not
-            # computed. Bytes that changed since their verdict are judged again now, and measured with it
+        if not self._needs_signals(record):
             return False
         from .signals import candidate_signals
 
         record.signals = candidate_signals(task, candidate, self.references)
         return bool(record.signals)
+
+    def _needs_signals(self, record: Record) -> bool:
+        if not self.signals or record.signals:
+            return False
+        # a candidate read back from disk without them is left unmeasured (a replay of thousands would decode
+        # every image again): the report and signals_summary say how many, never a figure that was not
+        # computed. Bytes that changed since their verdict are judged again now, and measured with it
+        return not (record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra)
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict[str, Any]:

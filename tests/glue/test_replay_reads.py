@@ -3,8 +3,11 @@
 (engine/survey.py), and the store keeps a record it read while its file stays the same (engine/store.py).  The
 pool is handed each item once, however often its dispatcher asks for new ones (glue/pool_plugin.py).
 
-The conftest counts, per candidate, the survey's reads (``Planning.disk_state``) and the opens of its record
-file, and the entries handed to the pool, and writes the counts when the session ends.  Each item takes a
+A free judge (human labels) that says what the records hold writes nothing, so nothing is claimed either
+(engine/runner.py ``finish``); a label that changed is written under the candidate's claim.
+
+The conftest counts, per candidate, the survey's reads (``Planning.disk_state``), the opens of its record
+file and its claims, and the entries handed to the pool, and writes the counts when the session ends.  Each item takes a
 little longer than the dispatcher's tick, so that it asks for new items several times during the run.
 """
 
@@ -23,8 +26,14 @@ import collections, json, os, time
 import pytest
 from pytest_hypeedit.engine import dispatch, planning, pool, store
 
-COUNTS = {"disk_state": collections.Counter(), "record_opens": collections.Counter(), "handed": 0}
+COUNTS = {"disk_state": collections.Counter(), "record_opens": collections.Counter(), "handed": 0,
+          "claims": collections.Counter()}
 _disk_state, _open_regular, _add = planning.Planning.disk_state, store.open_regular, pool.CandidatePool.add
+_claim = store.Store.claim
+
+def claim(self, split, model, task_id, repeat):
+    COUNTS["claims"][f"{task_id}/{repeat}"] += 1
+    return _claim(self, split, model, task_id, repeat)
 
 def add(self, entries):
     entries = list(entries)
@@ -47,6 +56,7 @@ def open_regular(path, root):
 planning.Planning.disk_state = disk_state
 store.open_regular = open_regular
 pool.CandidatePool.add = add
+store.Store.claim = claim
 
 def pytest_sessionfinish(session):
     with open(os.environ["COUNTS_FILE"], "w") as out:
@@ -76,3 +86,15 @@ def test_a_replay_reads_each_candidate_once_before_it_starts_and_each_record_fil
     assert counts["disk_state"] == dict.fromkeys(every, 1)  # keys, judge, outputs, price: one survey
     assert counts["record_opens"] == dict.fromkeys(every, 1)  # survey, triage, merge: read once, kept
     assert counts["handed"] == ITEMS  # not all of them again at each of the dispatcher's ticks
+    assert counts["claims"] == {}  # the labels say what the records hold: nothing written, nothing claimed
+
+
+def test_a_label_that_changed_is_written_under_its_candidates_claim_and_only_it(replay):
+    pytester, args, counts_file = replay
+    verdicts = {(f"task-{t:02d}", "identity", r): r == 1 for t in range(TASKS) for r in range(1, REPEATS + 1)}
+    verdicts[("task-01", "identity", 2)] = True  # a rater changed their mind
+    write_labels(pytester.path / "labels.json", verdicts)
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=TASKS + 1, failed=TASKS - 1)
+    assert json.loads(counts_file.read_text())["claims"] == {"task-01/2": 1}
+    record = json.loads((pytester.path / "out" / "mini" / "identity" / "task-01" / "002.json").read_text())
+    assert (record["outcome"], record["verdict"]) == ("pass", "PASS")  # written, not only reported
