@@ -410,3 +410,9 @@ def record_to_property(record: Record) -> tuple[str, str]:
 
 def records_from_properties(user_properties: Iterable[tuple[str, Any]]) -> list[Record]:
     return [Record.from_json(value) for key, value in user_properties if key == PROPERTY_KEY]
+
+
+def cleaned_copy(record: Record) -> Record:
+    """A record of this process as ``from_json`` would give it back from its property: its outside texts
+    cleaned (``clean_fields``), its own fields' dict; without encoding and parsing it again."""
+    return Record(**clean_fields(dict(vars(record))))

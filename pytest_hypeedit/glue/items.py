@@ -24,7 +24,7 @@ from ..errors import HypeEditError
 from ..registry import ModelSpec
 from ..tasks import Task
 from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_text
-from .stash import POOL_KEY, RUNNER_KEY
+from .stash import POOL_KEY, RUNNER_KEY, SESSION_KEY
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -77,7 +77,11 @@ class CandidateItem(pytest.Item):
     def setup(self) -> None:
         # The pool has most likely bought and judged it already, while earlier items ran.
         self.record = record_for(self)
-        self.user_properties.append(record_to_property(self.record))
+        carried = record_to_property(self.record)
+        self.user_properties.append(carried)
+        session = self.config.stash.get(SESSION_KEY, None)
+        if session is not None:  # the session is in this process: it takes the record as it is (glue/session.py)
+            session.hand_over(self.nodeid, self.record, carried[1])
         if self.record.outcome == SKIPPED:
             pytest.skip(printable(self.record.error or "skipped"))
         if self.record.outcome == ERROR:

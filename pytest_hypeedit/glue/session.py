@@ -14,7 +14,7 @@ import pytest
 
 from ..config import RunConfig
 from ..engine.provenance import CHANGED
-from ..engine.records import DISCARDED, ERROR, Record, now_iso, records_from_properties
+from ..engine.records import DISCARDED, ERROR, PROPERTY_KEY, Record, cleaned_copy, now_iso, records_from_properties
 from ..errors import HypeEditError
 from ..judges.versions import judge_versions, version_warnings
 from ..report.terminal_table import summary_lines, title
@@ -33,6 +33,7 @@ class BenchmarkSession:
         self.started_at = now_iso()  # records on disk stamped since were bought by this run
         self.selected: set[tuple] | None = None  # the items left after -k, -m, --lf, --sw, --deselect
         self.interrupted: str | None = None
+        self._handed: dict[str, tuple[Record, str]] = {}  # nodeid -> (record, its property's text): see hand_over
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The serial session's selection (under -n the controller collects nothing: the workers tell it)."""
@@ -51,11 +52,24 @@ class BenchmarkSession:
         # The teardown report carries every property the item gathered (pytest-notes §1),
         # so the record is decoded once per item, not once per phase.
         if report.when == "teardown":
-            for record in records_from_properties(report.user_properties):
+            for record in self._records_of(report):
                 self.records[record.key] = record
                 self.config.hook.pytest_hypeedit_record(config=self.config, record=record)
         elif report.when == "???":  # an xdist worker crashed while running this item
             self._record_crash(report)
+
+    def hand_over(self, nodeid: str, record: Record, text: str) -> None:
+        """An item of this process (no -n) hands over its record with the text of the property it put on its
+        report: while that property is untouched, the record is taken without being parsed and checked again
+        (a sixth of what a 7,000-candidate replay spends on its items); its outside texts are still cleaned."""
+        self._handed[nodeid] = (record, text)
+
+    def _records_of(self, report: pytest.TestReport) -> list[Record]:
+        handed = self._handed.pop(report.nodeid, None)
+        carried = [value for key, value in report.user_properties if key == PROPERTY_KEY]
+        if handed is not None and len(carried) == 1 and carried[0] is handed[1]:
+            return [cleaned_copy(handed[0])]
+        return records_from_properties(report.user_properties)  # a worker's report, or one changed on its way
 
     def _record_crash(self, report) -> None:
         key = parse_nodeid(report.nodeid)
