@@ -139,5 +139,22 @@ def sha256_of(path: Path, root: Path | None) -> str:
     return digest.hexdigest()
 
 
+def file_signature(info: os.stat_result) -> list[int]:
+    """A file's identity and last change as the system keeps them: device, inode, size, modification and change
+    times (ns).  The change time is set by the system on every write, rename or restore, never by a program, so
+    the same signature means the same bytes, as git's index trusts its stat data."""
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def sha256_with_signature(path: Path, root: Path) -> tuple[str, list[int]]:
+    """``sha256_of`` a regular file inside ``root``, with the signature (``file_signature``) of the file read,
+    taken from the open file once every byte was read."""
+    digest = hashlib.sha256()
+    with open_regular(path, root) as handle:
+        while chunk := handle.read(HASH_CHUNK):
+            digest.update(chunk)
+        return digest.hexdigest(), file_signature(os.fstat(handle.fileno()))
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()

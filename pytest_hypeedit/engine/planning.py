@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HypeEditError, NotRegularFile
-from ..files import sha256_of
+from ..files import sha256_with_signature
 from ..registry import ModelSpec
 from ..tasks import Task
 from . import journal as paid, provenance
@@ -128,10 +128,11 @@ class Planning(PaidCalls):
 
     def _bind_adopted(self, plan: Plan, candidate: Path) -> None:
         try:
-            digest = sha256_of(candidate, self.store.root)
+            digest, signature = sha256_with_signature(candidate, self.store.root)
         except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
             return
         provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
+        plan.record.candidate_stat = signature
         plan.bound = True
 
     @staticmethod

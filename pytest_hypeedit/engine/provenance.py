@@ -2,8 +2,10 @@
 
 A record keeps the SHA-256 of its candidate file (``candidate_sha256``) and of each reference image
 (``references_sha256``) its verdicts and pixel signals were computed on: set when the image is saved (hashed from
-the bytes in memory) or adopted, and checked each time a run reuses the record (the file streamed once through
-the hash, ``files.sha256_of``).  What the check decides:
+the bytes in memory) or adopted, and checked each time a run reuses the record: the file streamed once through
+the hash (``files.sha256_with_signature``), unless it still has the signature recorded with its hash
+(``candidate_stat``: device, inode, size, modification and change time; the system sets the change time on
+every write, rename or restore), as git's index trusts its stat data.  What the check decides:
 
     same bytes                               keep: the verdict and the signals are reused
     no hash (a record of an older version)   trust it once and record the hash (the migration path), unless the
@@ -21,12 +23,14 @@ the session's warning lines; it is cleared by the next run's look at the disk.  
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import open_regular, sha256_of
+from ..files import file_signature, open_regular, sha256_of, sha256_with_signature
 from .records import Record, now_iso
 
 #: ``extra`` key: what this run found changed on disk (the warning line's source).
@@ -49,7 +53,31 @@ def check(record: Record, candidate: Path, root: Path, references: Sequence[str]
     """Compare the candidate ``record`` names (``candidate``, inside ``root``) and the task's reference hashes
     with what the record's verdicts were computed on; update the record as the module docstring says.  Raises
     NotRegularFile for a link swapped in since the store looked (OSError for a file that cannot be read)."""
-    digest = sha256_of(candidate, root)
+    digest, signature = candidate_digest(record, candidate, root)
+    try:
+        return _check(record, candidate, root, references, digest)
+    finally:
+        if record.candidate_sha256 == digest and signature is not None:
+            record.candidate_stat = signature  # written with the record whenever it is written
+
+
+def candidate_digest(record: Record, candidate: Path, root: Path) -> tuple[str, list[int] | None]:
+    """The SHA-256 of the candidate's bytes, and the file's signature when it was read (None: not read).  The
+    hash the record keeps is taken as is while the candidate is a regular file with the signature recorded with
+    that hash (``candidate_stat``: the same device, inode, size, modification and change time, so no write,
+    replacement or restore since); otherwise the file is streamed through the hash."""
+    kept = record.candidate_stat
+    if record.candidate_sha256 is not None and isinstance(kept, list):
+        try:
+            info = os.lstat(candidate)
+        except OSError:
+            info = None
+        if info is not None and stat.S_ISREG(info.st_mode) and file_signature(info) == kept:
+            return record.candidate_sha256, None
+    return sha256_with_signature(candidate, root)
+
+
+def _check(record: Record, candidate: Path, root: Path, references: Sequence[str], digest: str) -> Checked:
     if record.candidate_sha256 is None:
         # A record written before the hashes were kept: trusted once (its verdict was paid for and there is
         # nothing to compare with), and bound to the bytes now on disk, unless they are not even an image.

@@ -171,6 +171,9 @@ class Record:
     # changed on disk is judged again); None / [] in a record written before they were kept
     candidate_sha256: str | None = None
     references_sha256: list[str] = field(default_factory=list)
+    # the candidate file's signature (files.file_signature: device, inode, size, mtime and ctime in ns) when its
+    # SHA-256 above was computed: while the file keeps it, a run takes the hash as is (engine/provenance.py)
+    candidate_stat: list[int] | None = None
     # what went wrong, when outcome is "error" or "skipped"
     error: str | None = None
     # whether this run reused a candidate / verdict from disk instead of paying
@@ -270,7 +273,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
-    "candidate_sha256": _TEXT, "references_sha256": (list,), "spent_by_run": (dict,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,), "spent_by_run": (dict,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
     "tier": _TEXT, "judge_tier": _TEXT,
 }

@@ -17,7 +17,7 @@ from test_stray_files import ITEMS, JPEG_CONFTEST, args, model_calls
 
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import NotRegularFile
-from pytest_hypeedit.files import check_regular, sha256_of
+from pytest_hypeedit.files import check_regular, file_signature, sha256_of
 
 
 @pytest.fixture
@@ -38,6 +38,8 @@ def test_the_record_keeps_the_hash_of_the_bytes_its_verdict_judged(judged_run):
     pytester, judge, folder = judged_run
     record = record_of(folder)
     assert record["candidate_sha256"] == sha256_of(folder / "001.jpg", folder)
+    # and the file's signature, written with its hash when it was saved: the next run need not read it again
+    assert record["candidate_stat"] == file_signature(os.stat(folder / "001.jpg"))
     reference = pytester.path / "images" / "task-00" / "001.png"
     assert record["references_sha256"] == [sha256_of(reference, None)]
     again = pytester.runpytest(*args(judge))
