@@ -11,6 +11,7 @@ echoed must show the mask instead (so the fakes really did echo it).
 from __future__ import annotations
 
 import json
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -39,9 +40,22 @@ class EchoingArk(FakeArk):
     """ModelArk that quotes the caller's Authorization header in its errors and refusals, and hands out a
     result URL with the key in its query, whose file server quotes the URL back in its error."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.arrived, self.seen_generations = threading.Condition(), 0
+
+    #: The 401 is answered once this many generations have arrived: a refused key stops the route's calls not
+    #: yet sent, and on a loaded machine a quick 401 left some unsent (errors that echo nothing).
+    generations = 0
+
     def generate(self, seen: Seen) -> Reply:
         auth = seen.headers.get("authorization", "")
+        with self.arrived:
+            self.seen_generations += 1
+            self.arrived.notify_all()
         if self.take_fault("echo_error", seen.path):
+            with self.arrived:
+                self.arrived.wait_for(lambda: self.seen_generations >= self.generations, timeout=10)
             return Reply(401, {"error": {"code": "AuthenticationError", "type": "Unauthorized",
                                          "message": f"the API key in '{auth}' is not allowed to use this model"}})
         if self.take_fault("echo_refusal", seen.path):
@@ -96,6 +110,7 @@ def test_a_provider_that_echoes_the_key_leaves_no_key_in_any_output(pytester: py
         monkeypatch.setenv("ARK_API_KEY", ARK_KEY)
         for kind in ("echo_error", "echo_refusal", "echo_url"):
             fake.inject(kind, path="/images/generations")
+        fake.generations = 6  # every candidate is sent before the 401 comes back
         result = pytester.runpytest(*run_args("seedream-4.5", "labels:r1.json", 2))
     result.assert_outcomes(passed=3, failed=1, errors=2)
     assert_written(pytester.path)
