@@ -132,8 +132,10 @@ def read_regular(path: Path, root: Path) -> bytes:
 def sha256_of(path: Path, root: Path | None) -> str:
     """The SHA-256 (hex) of ``path``'s bytes, a regular file inside ``root`` (any file when None: not one of the
     outputs), read in HASH_CHUNK pieces."""
+    if root is not None:
+        return sha256_with_signature(path, root)[0]
     digest = hashlib.sha256()
-    with (open_regular(path, root) if root is not None else open(path, "rb")) as handle:
+    with open(path, "rb") as handle:
         while chunk := handle.read(HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -144,6 +146,16 @@ def file_signature(info: os.stat_result) -> list[int]:
     times (ns).  The change time is set by the system on every write, rename or restore, never by a program, so
     the same signature means the same bytes, as git's index trusts its stat data."""
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def regular_signature(path: Path) -> list[int] | None:
+    """``file_signature`` of the regular file at ``path`` (a link is not followed); None for anything else, or
+    nothing there."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return file_signature(info) if stat.S_ISREG(info.st_mode) else None
 
 
 def sha256_with_signature(path: Path, root: Path) -> tuple[str, list[int]]:

@@ -23,14 +23,12 @@ the session's warning lines; it is cleared by the next run's look at the disk.  
 
 from __future__ import annotations
 
-import os
-import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import file_signature, open_regular, sha256_of, sha256_with_signature
+from ..files import open_regular, regular_signature, sha256_of, sha256_with_signature
 from .records import Record, now_iso
 
 #: ``extra`` key: what this run found changed on disk (the warning line's source).
@@ -67,13 +65,8 @@ def candidate_digest(record: Record, candidate: Path, root: Path) -> tuple[str, 
     that hash (``candidate_stat``: the same device, inode, size, modification and change time, so no write,
     replacement or restore since); otherwise the file is streamed through the hash."""
     kept = record.candidate_stat
-    if record.candidate_sha256 is not None and isinstance(kept, list):
-        try:
-            info = os.lstat(candidate)
-        except OSError:
-            info = None
-        if info is not None and stat.S_ISREG(info.st_mode) and file_signature(info) == kept:
-            return record.candidate_sha256, None
+    if record.candidate_sha256 is not None and isinstance(kept, list) and regular_signature(candidate) == kept:
+        return record.candidate_sha256, None
     return sha256_with_signature(candidate, root)
 
 

@@ -10,14 +10,12 @@ poll, and the paid image is on disk (or its cost kept) before anything else happ
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, ProviderError, Refusal
-from ..files import file_signature, sha256_bytes, sha256_with_signature
+from ..files import regular_signature, sha256_bytes, sha256_with_signature
 from ..providers.base import Generation, GenerationRequest, seed_for
 from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
@@ -283,7 +281,7 @@ class Purchase(Verdicts):
         if isinstance(gen.image, Path):
             record.candidate_sha256, record.candidate_stat = sha256_with_signature(path, self.store.root)
         else:
-            record.candidate_sha256, record.candidate_stat = sha256_bytes(gen.image), written_signature(path)
+            record.candidate_sha256, record.candidate_stat = sha256_bytes(gen.image), regular_signature(path)
         try:
             self._write(plan.life, Step.WRITE_SAVED, record)  # the paid image is safe before the judge is asked
         except OSError as exc:
@@ -312,13 +310,3 @@ class Purchase(Verdicts):
             if not room.no_room(write_error):
                 raise
             self.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it
-
-
-def written_signature(path: Path) -> list[int] | None:
-    """The signature of the file just written from the bytes hashed (None: it cannot be read; the next run hashes
-    the file)."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return file_signature(info) if stat.S_ISREG(info.st_mode) else None
