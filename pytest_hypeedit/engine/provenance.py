@@ -52,11 +52,10 @@ def check(record: Record, candidate: Path, root: Path, references: Sequence[str]
     with what the record's verdicts were computed on; update the record as the module docstring says.  Raises
     NotRegularFile for a link swapped in since the store looked (OSError for a file that cannot be read)."""
     digest, signature = candidate_digest(record, candidate, root)
-    try:
-        return _check(record, candidate, root, references, digest)
-    finally:
-        if record.candidate_sha256 == digest and signature is not None:
-            record.candidate_stat = signature  # written with the record whenever it is written
+    checked = _check(record, candidate, root, references, digest)
+    if record.candidate_sha256 == digest and signature is not None:
+        record.candidate_stat = signature  # written with the record whenever it is written
+    return checked
 
 
 def candidate_digest(record: Record, candidate: Path, root: Path) -> tuple[str, list[int] | None]:

@@ -36,6 +36,13 @@ def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(old.get(key) == new.get(key) for key in keys)
 
 
+def _says_what_it_holds(record: Record, stale: dict[str, Any] | None, entry: dict[str, Any]) -> bool:
+    """Whether a verdict entry is the one the record holds and shows (the same verdict of the same judge, and no
+    error to clear): a free judge saying it again changes nothing on disk."""
+    return (isinstance(stale, dict) and bool(stale) and _same_verdict(stale, entry) and record.judge == entry["judge"]
+            and not record.error)
+
+
 def judge_key_variables(judge: Judge) -> tuple[str, ...]:
     """The variables a paid judge's key is read from (``key_variables`` when the judge says, e.g. the openai
     judge on another server than OpenAI's; else its ``key_env``, else its route's)."""
@@ -64,8 +71,7 @@ class Verdicts(Planning):
             verdict = judge.judge(request)
         except Exception:  # noqa: BLE001 - asked again under the claim, where a failure is handled and written
             return None
-        entry = self._verdict_entry(verdict)
-        return verdict if _same_verdict(stale, entry) and record.judge == entry["judge"] else None
+        return verdict if _says_what_it_holds(record, stale, self._verdict_entry(verdict)) else None
 
     def _judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False,
                          answer: Verdict | None = None) -> None:
@@ -138,8 +144,7 @@ class Verdicts(Planning):
         entry = self._verdict_entry(verdict)
         if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
-        if stale and not judge.routes and _same_verdict(stale, entry) and record.judge == entry["judge"] \
-                and not record.error:
+        if stale and not judge.routes and _says_what_it_holds(record, stale, entry):
             # A free judge (human labels) asked again and saying the same: the record on disk is right as it
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
