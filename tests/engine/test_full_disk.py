@@ -178,7 +178,9 @@ def test_no_room_while_saving_a_paid_image_says_disk_full_and_stops_buying(bench
 # --------------------------------------------------------------------------- the rules
 
 
-def test_room_needed_is_the_models_image_cap_and_a_margin(tmp_path):
+def test_room_needed_is_the_models_image_cap_and_a_margin(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
     from types import SimpleNamespace
 
     from pytest_hypeedit.engine import room
@@ -190,7 +192,14 @@ def test_room_needed_is_the_models_image_cap_and_a_margin(tmp_path):
     line = room.short_of_room(tmp_path, 96 * room.MiB, big)
     assert line.startswith(f"disk full at {tmp_path}: 96.0 MB free, and a m image may take up to 97 MB")
     assert room.short_of_room(tmp_path, 96 * room.MiB, small) is None  # a model whose cap is lower needs less
-    assert room.free_bytes(tmp_path / "not" / "yet") == room.free_bytes(tmp_path) > 0  # the outputs may not exist
+    assert room.free_bytes(tmp_path) > 0
+    # The outputs may not exist yet: their nearest existing parent's disk is asked. (The free figure itself is not
+    # compared between two calls: other processes write to the same disk in between.)
+    asked: list[Path] = []
+    real = shutil.disk_usage
+    monkeypatch.setattr(room.shutil, "disk_usage", lambda path: (asked.append(Path(path)), real(path))[1])
+    room.free_bytes(tmp_path / "not" / "yet")
+    assert asked == [tmp_path]
 
 
 def test_only_a_write_that_found_no_room_is_a_full_disk():
