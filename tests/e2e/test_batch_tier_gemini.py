@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from genai_fakes.gemini_batch import FakeGeminiBatch
-from tiny_batch import records, results_row, set_options, tiny_batch_bench
+from tiny_batch import GATHER_LINGER_S, records, results_row, set_options, tiny_batch_bench
 
 REPEATS, TASKS, REFERENCES = 2, 5, 6
 MODEL = "gemini-3-pro-preview"
@@ -28,6 +28,7 @@ def batch_run(pytester, monkeypatch, tmp_path):
 
 def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pytester):
     fake, run = batch_run
+    set_options(pytester.path, MODEL, batch_linger_s=GATHER_LINGER_S)  # one batch even on a loaded machine
     result = run("--tier", "batch")
     result.assert_outcomes(passed=TASKS * REPEATS)
     assert not any(":generateContent" in s.path for s in fake.requests)  # nothing at the standard tier

@@ -15,6 +15,9 @@ from pytest_hypeedit.registry import load_registry
 TINY = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
 #: Lingers and polls short enough for a test.
 QUICK = {"batch_linger_s": 0.3, "batch_poll_s": 0.02, "batch_poll_max_s": 0.05}
+#: A linger for a test that asserts the run's lines share one batch: on a loaded machine two lines of the same
+#: run arrived more than QUICK's 0.3 s apart (CI, once), and the collector rightly made two batches.
+GATHER_LINGER_S = 2.0
 
 
 def tiny_batch_bench(folder: Path, model: str, repeats: int) -> list[str]:
@@ -31,8 +34,15 @@ def tiny_args(model: str, repeats: int) -> list[str]:
             "--outputs", "out", "--model", model, "--models-file", "quick.yaml", "--judge", "labels:r1.json"]
 
 
+#: The model's requests per minute in these tests.  A batch's creation, polls and result download count against
+#: its route's limit (openai 50, gemini 60 a minute); QUICK's polls, 20 a second, used those up within a second
+#: whenever a run made a few batches, and the run then waited a minute for the window (an xdist run: 64 s).
+QUICK_RPM = 6000
+
+
 def write_options(folder: Path, model: str, options: dict[str, Any]) -> None:
-    (folder / "quick.yaml").write_text(yaml.safe_dump({"models": {model: {"options": options}}}))
+    entry = {"options": options, "limits": {"rpm": QUICK_RPM}}
+    (folder / "quick.yaml").write_text(yaml.safe_dump({"models": {model: entry}}))
 
 
 def set_options(folder: Path, model: str, **changes: Any) -> None:
