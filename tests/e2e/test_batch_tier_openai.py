@@ -99,6 +99,7 @@ def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase
 def test_an_expired_batch_keeps_what_it_returned_and_buys_the_rest_again(batch_run, pytester):
     fake, run = batch_run
     fake.end_as, fake.end_first, fake.partial = "expired", 1, 4  # the first batch expires after four lines
+    set_options(pytester.path, MODEL, batch_linger_s=GATHER_LINGER_S)  # the first batch holds all ten lines
     result = run("--tier", "batch")
     result.assert_outcomes(passed=TASKS * REPEATS)
     first, *later = (fake.batches[key] for key in sorted(fake.batches))
