@@ -134,11 +134,8 @@ def sha256_of(path: Path, root: Path | None) -> str:
     outputs), read in HASH_CHUNK pieces."""
     if root is not None:
         return sha256_with_signature(path, root)[0]
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return _sha256_of_handle(handle)
 
 
 def file_signature(info: os.stat_result) -> list[int]:
@@ -161,11 +158,16 @@ def regular_signature(path: Path) -> list[int] | None:
 def sha256_with_signature(path: Path, root: Path) -> tuple[str, list[int]]:
     """``sha256_of`` a regular file inside ``root``, with the signature (``file_signature``) of the file read,
     taken from the open file once every byte was read."""
-    digest = hashlib.sha256()
     with open_regular(path, root) as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
-        return digest.hexdigest(), file_signature(os.fstat(handle.fileno()))
+        return _sha256_of_handle(handle), file_signature(os.fstat(handle.fileno()))
+
+
+def _sha256_of_handle(handle: BinaryIO) -> str:
+    """The SHA-256 (hex) of what is left to read from ``handle``, read in HASH_CHUNK pieces."""
+    digest = hashlib.sha256()
+    while chunk := handle.read(HASH_CHUNK):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
