@@ -18,9 +18,9 @@ Three cases, no network (images are generated, the judges read labels files):
   labels files.  Timed with the plain command (no ``-n``): twice without
   ``--html`` (records lacking signals are not measured without ``--signals``)
   and twice with it (the second reuses the images).  Prints the replays' wall
-  times (the second, a replay of the finished run, against the 30 s goal), the time ``--html`` adds, the report folder's
-  size against its 150 MB goal and what makes it up, and the seconds until the
-  page is usable in Chromium.  ``--replays-only`` stops after the two replays.
+  times (the second, a replay of the finished run, against the 30 s goal), the
+  time ``--html`` adds, the report folder's size against its 150 MB goal and
+  what makes it up, and the seconds until the page is usable in Chromium.  ``--replays-only`` stops after the two replays.
   A reused fixture's records are put back as the fixture wrote them first, so
   the first replay is one (it judges every record and writes it).  The pytest
   plugins of this project's test extra (pytest-rerunfailures, pytest-timeout)

@@ -197,7 +197,12 @@ def test_room_needed_is_the_models_image_cap_and_a_margin(tmp_path, monkeypatch)
     # compared between two calls: other processes write to the same disk in between.)
     asked: list[Path] = []
     real = shutil.disk_usage
-    monkeypatch.setattr(room.shutil, "disk_usage", lambda path: (asked.append(Path(path)), real(path))[1])
+
+    def disk_usage(path):
+        asked.append(Path(path))
+        return real(path)
+
+    monkeypatch.setattr(room.shutil, "disk_usage", disk_usage)
     room.free_bytes(tmp_path / "not" / "yet")
     assert asked == [tmp_path]
 
