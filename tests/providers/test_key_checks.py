@@ -217,3 +217,55 @@ def test_a_probe_never_sends_its_key_off_its_origin(monkeypatch):
     assert found.verdict == UNSURE and "not followed" in found.detail
     assert stranger.key_checks == [] and stranger.requests == []
     assert fake.key not in found.detail
+
+
+# --------------------------------------------------------------------------- a paid call's refusal
+
+
+def test_googles_invalid_key_in_a_paid_call_is_a_refused_key(monkeypatch, tmp_path):
+    """Gemini's 400 INVALID_ARGUMENT with reason API_KEY_INVALID, through google-genai: a refused key (the route
+    stops at it), not a plain bad request."""
+    from providers_fakes.contract import make_request
+
+    from pytest_hypeedit.engine.refusedkeys import key_refused
+    from pytest_hypeedit.errors import ProviderError
+
+    with FakeGemini(expected_key="right-gemini-key-0123") as fake:
+        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        monkeypatch.setenv("GEMINI_API_KEY", WRONG)
+        spec = ModelSpec("g", "gemini", "gemini-3-pro-image", 0.134)
+        with pytest.raises(ProviderError) as caught:
+            GeminiProvider(spec).generate(make_request(tmp_path, spec))
+    assert caught.value.status == 400 and caught.value.key_invalid and key_refused(caught.value)
+    assert "API_KEY_INVALID" in str(caught.value) and WRONG not in str(caught.value)
+
+
+def test_a_reply_that_calls_the_key_invalid_is_a_refused_key_whatever_its_status():
+    from pytest_hypeedit.engine.refusedkeys import key_refused
+    from pytest_hypeedit.errors import ProviderError
+    from pytest_hypeedit.providers.httperrors import raise_for_status
+
+    request = httpx.Request("POST", "https://api.runware.ai/v1")
+    reply = httpx.Response(400, json={"errors": [{"code": "invalidApiKey", "message": "Invalid API key."}]},
+                           request=request)
+    with pytest.raises(ProviderError) as caught:
+        raise_for_status(reply, route="runware", model="m")
+    assert key_refused(caught.value) and "check RUNWARE_API_KEY" in str(caught.value)
+    plain = httpx.Response(400, json={"errors": [{"code": "invalidParameter", "message": "width"}]}, request=request)
+    with pytest.raises(ProviderError) as caught:
+        raise_for_status(plain, route="runware", model="m")
+    assert not key_refused(caught.value)
+
+
+def test_a_request_id_the_message_quotes_is_not_added_again():
+    from pytest_hypeedit.errors import ProviderError
+    from pytest_hypeedit.providers.httperrors import raise_for_status
+
+    request = httpx.Request("POST", "https://ark.ap-southeast.bytepluses.com/api/v3/images/generations")
+    reply = httpx.Response(401, json={"error": {"code": "AuthenticationError",
+                                                "message": "The API key is missing or invalid. Request id: 0217abc"}},
+                           headers={"x-request-id": "0217abc"}, request=request)
+    with pytest.raises(ProviderError) as caught:
+        raise_for_status(reply, route="ark", model="m")
+    assert str(caught.value).count("0217abc") == 1
