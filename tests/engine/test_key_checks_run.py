@@ -28,10 +28,10 @@ def bench(pytester: pytest.Pytester, monkeypatch, tmp_path):
     return pytester
 
 
-def run(pytester, *extra):
+def run(pytester, *extra, model: str = "gpt-image-1.5"):
     return pytester.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats",
                                          str(REPEATS), "--outputs", "out", "-p", "no:cacheprovider",
-                                         "--model", "gpt-image-1.5", *extra, timeout=180)
+                                         "--model", model, *extra, timeout=180)
 
 
 def test_a_wrong_judge_key_buys_nothing_and_says_so_once(bench, monkeypatch):
@@ -49,6 +49,21 @@ def test_a_wrong_judge_key_buys_nothing_and_says_so_once(bench, monkeypatch):
     assert "HTTP 400 INVALID_ARGUMENT" in err and "API_KEY_INVALID" in err and "judge gemini-3-flash" in err
     assert "nothing was paid for" in err
     assert WRONG_GEMINI not in err + out
+
+
+def test_a_wrong_key_of_a_gemini_model_and_judge_is_one_message_naming_both(bench, monkeypatch):
+    with FakeGemini(expected_key=RIGHT_GEMINI) as gemini:
+        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", gemini.url)
+        monkeypatch.setenv("GEMINI_API_KEY", WRONG_GEMINI)
+        result = run(bench, "-n", "2", model="gemini-3-pro-preview")  # the default judge is on Gemini too
+    assert result.ret == USAGE_ERROR
+    assert gemini.requests == []  # no image bought (Google's 400 used to be no refusal: 50 of 50 were sent)
+    assert sorted(c.path for c in gemini.key_checks) == ["/v1beta/models/gemini-3-flash-preview",
+                                                          "/v1beta/models/gemini-3-pro-image"]
+    err = result.stderr.str()
+    assert err.count("GEMINI_API_KEY was refused") == 1
+    assert "the key of route gemini and judge gemini-3-flash" in err
+    assert WRONG_GEMINI not in err + result.stdout.str()
 
 
 def test_the_right_keys_are_checked_once_and_the_run_buys(bench, monkeypatch):
