@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 from benchdata import make_tasks, write_labels, write_split
-from genai_fakes import FakeGemini
+from genai_fakes import FakeGemini, Reply
 from providers_fakes.openai import FakeOpenAI
 
 TASKS, REPEATS = 3, 2
+GEMINI_IN_FLIGHT = 8  # the gemini route's calls in flight (models.yaml)
 RIGHT_GEMINI = "right-gemini-key-0123456789"
 WRONG_GEMINI = "wrong-gemini-key-9876543210"
 USAGE_ERROR = 4
@@ -21,7 +22,8 @@ USAGE_ERROR = 4
 @pytest.fixture
 def bench(pytester: pytest.Pytester, monkeypatch, tmp_path):
     write_split(pytester.path, "mini", make_tasks(TASKS), pytester.path / "images")
-    write_labels(pytester.path / "r1.json", {(f"task-{t:02d}", "gpt-image-1.5", r): True for t in range(TASKS)
+    write_labels(pytester.path / "r1.json", {(f"task-{t:02d}", model, r): True for t in range(TASKS)
+                                             for model in ("gpt-image-1.5", "gemini-3-pro-preview")
                                              for r in range(1, REPEATS + 1)})
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -96,3 +98,32 @@ def test_an_estimate_checks_no_key(bench, monkeypatch):
         result = run(bench, "--judge", "labels:r1.json", "--estimate")
     assert result.ret == 0
     assert openai.key_checks == [] and openai.requests == []
+
+
+class GeminiCheckDown(FakeGemini):
+    """models.get is down (503); generateContent answers as Google does."""
+
+    def model_info(self, request):
+        return Reply(503, {"error": {"code": 503, "message": "The service is currently unavailable.",
+                                     "status": "UNAVAILABLE"}})
+
+
+def test_googles_400_for_a_wrong_key_in_a_paid_call_stops_the_route(bench, monkeypatch):
+    """The check could not tell: the paid calls' 400 INVALID_ARGUMENT (API_KEY_INVALID) is a refused key, which
+    stops the route after the calls in flight (it used to send one request per candidate), said once."""
+    tasks, repeats = 3, 6
+    write_split(bench.path, "mini", make_tasks(tasks), bench.path / "images")
+    with GeminiCheckDown(expected_key=RIGHT_GEMINI) as gemini:
+        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", gemini.url)
+        monkeypatch.setenv("GEMINI_API_KEY", WRONG_GEMINI)
+        result = bench.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats",
+                                            str(repeats), "--outputs", "out", "-p", "no:cacheprovider",
+                                            "--model", "gemini-3-pro-preview", "--judge", "labels:r1.json",
+                                            timeout=180)
+    result.assert_outcomes(errors=tasks * repeats)
+    assert 1 <= len(gemini.requests) <= GEMINI_IN_FLIGHT < tasks * repeats
+    text = " ".join(result.stdout.str().split())
+    assert "could not be checked before paying (HTTP 503" in text
+    assert "GEMINI_API_KEY was refused by gemini (HTTP 400): check the key" in text
+    assert text.count("API key not valid") == 1
+    assert WRONG_GEMINI not in text
