@@ -6,8 +6,9 @@ unknown model or a missing API key is one clear usage error, not 500 errors.
 
 The order: the options and the judge (a bad labels file), then every API key the run surely needs, before
 anything is downloaded; then the task files (a download, for the public split); then the keys the tasks
-show are needed (a model whose candidates are all on disk needs none); then the judge's script (a
-download) and the reference images (downloads).  Nothing is paid for before all of it holds.
+show are needed (a model whose candidates are all on disk needs none), each proved with its provider's free
+call (providers/keycheck.py: once per run, here on the controller, before any xdist worker starts); then the
+judge's script (a download) and the reference images (downloads).  Nothing is paid for before all of it holds.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
-from ..providers.keycheck import KeyProbe
+from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
@@ -277,18 +278,17 @@ def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Conf
         missing += _missing_judge_keys(runner.judge)
     _refuse_missing(missing, "nothing was paid for")
     jurors = list(getattr(runner.judge, "jurors", [runner.judge])) if judging else []
-    prove_keys(config, [*calling, *jurors])
+    prove_run_keys(config, [*calling, *jurors])
 
 
-def prove_keys(config: pytest.Config | None, users: list[object]) -> None:
+def prove_run_keys(config: pytest.Config | None, users: list[object]) -> None:
     """Send each model route's and judge's free key check at once (providers/keycheck.py): a refused key is one
     usage error per variable, before anything is paid; a check that cannot tell is a warning, and the run goes
     on (its own calls stop at the first refusal)."""
-    from ..providers.keycheck import prove_keys as prove, refusals, warnings_of
     from .retirement import RetirementNotice
 
     probes = [probe for user in users if (probe := _probe_of(user)) is not None]
-    checks = prove(probes)
+    checks = prove_keys(probes)
     refused = refusals(checks)
     if refused:
         raise ConfigError("; ".join(refused) + "; nothing was paid for")
@@ -299,7 +299,8 @@ def prove_keys(config: pytest.Config | None, users: list[object]) -> None:
 
 
 def _probe_of(user: object) -> KeyProbe | None:
-    """The user's key check; None for one that names none (a plugin's provider or judge may have no such method)."""
+    """The user's key check; None for one that names none (a provider or judge from a conftest.py that does not
+    derive from the built-in ones may have no such method: ``key_probe`` is not part of the public API)."""
     probe = getattr(user, "key_probe", None)
     found = probe() if callable(probe) else None
     return found if isinstance(found, KeyProbe) else None

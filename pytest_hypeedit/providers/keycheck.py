@@ -18,7 +18,8 @@ What a reply means (``KeyCheck.verdict``):
   or when the route cannot be reached (engine/routes.py), before paying for more.
 
 Each check has a short timeout (``CHECK_TIMEOUT_S`` per read and ``CHECK_DEADLINE_S`` per attempt) and is tried
-twice at most, the checks run concurrently: a run waits at most about a minute for an unreachable provider.
+twice at most, the checks run concurrently: a run waits at most about half a minute for a provider that does not
+answer.
 Keys go only to their provider's origin (the probe's ``hosts``, checked by the one HTTP policy: keyhosts.py), and
 every message is redacted.
 """
@@ -154,5 +155,5 @@ def warnings_of(checks: Iterable[KeyCheck]) -> list[str]:
     for found in checks:
         if found.verdict == UNSURE:
             lines.append(f"{found.probe.variable} of {found.probe.user} could not be checked before paying "
-                         f"({found.detail}); the run goes on, and stops that route at its first refusal")
+                         f"({found.detail}); the run goes on, and {found.probe.user} stops at its first refusal")
     return list(dict.fromkeys(lines))
