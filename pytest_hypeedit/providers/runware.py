@@ -153,8 +153,9 @@ class RunwareProvider(HttpProvider):
         return {"Authorization": f"Bearer {self.key}"}
 
     def key_probe(self) -> KeyProbe:
-        """Runware's account details, an account-management task (no inference, nothing billed): a wrong key is
-        answered with the error code ``invalidApiKey``."""
+        """Runware's account details, an account-management task (runware.ai/docs/platform/account-management):
+        an account query, not an inference task, and no price is listed for it; a wrong key is answered with the
+        error code ``invalidApiKey`` (runware-python ``errors.py``)."""
         task = {"taskType": "accountManagement", "taskUUID": str(uuid.uuid4()), "operation": "getDetails"}
         return self.probe("POST", self.base, self.headers, body=[task],
                           doc="https://runware.ai/docs/platform/account-management")
