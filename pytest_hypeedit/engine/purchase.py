@@ -106,8 +106,11 @@ class Purchase(Verdicts):
             hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
         if record.job:
             record.cost = self._job_cost(record, worst)
-        refused = self.refused_keys.note(exc, route=spec.route, model_scope=self._model_scope(spec),
-                                         variables=self._provider_key_variables(spec))
+        refused, said = self.refused_keys.refusal(exc, route=spec.route, model_scope=self._model_scope(spec),
+                                                  variables=self._provider_key_variables(spec))
+        if said:  # in flight when the key was refused: the one line of the scope, not the reply once more
+            self._failed(plan, ProviderError(said, retryable=False), note=self._lost_note(lost), lost=lost is not None)
+            return
         self._failed(plan, exc, note=self._lost_note(lost) + refused, lost=lost is not None)
 
     def _keep_generation(self, plan: Plan, generation: Generation, resumed: bool, latency: float) -> Path | None:

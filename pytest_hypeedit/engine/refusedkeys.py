@@ -7,9 +7,16 @@ same answer, one request per candidate.  So the first refusal is remembered for 
 was refused and what to do, and every later candidate of that scope ends at once with one short line,
 nothing sent:
 
-- 401 (the key itself is refused) stops the whole route: every model on it uses the same key;
+- 401 (the key itself is refused), or a reply that says so whatever its status (Google's 400 INVALID_ARGUMENT with
+  the reason API_KEY_INVALID: ``CallError.key_invalid``), stops the whole route: every model on it uses the same key;
 - 403 (the key may not use this model) stops that model of the route only;
 - a judge's refusal stops the judge.
+
+One refused key is one message: the first refusal's item says what the provider answered (its request id once)
+and what to do; every other candidate of the scope, a call that was already in flight and came back refused too
+as well as one never sent, ends with the same one short line (``stopped``), which the terminal shows once with
+how many items it ended.  Most keys are proved before anything is paid (providers/keycheck.py): this is for a
+route whose provider documents no free call to check a key, and for a key revoked during the run.
 
 Knows nothing of pytest; no I/O.
 """
@@ -29,7 +36,7 @@ def key_refused(exc: BaseException) -> bool:
     """Whether ``exc`` is the provider's final answer that the key was refused (not an expired signed URL's
     403, which is a JobExpired or a retryable download error)."""
     return (isinstance(exc, CallError) and not isinstance(exc, JobExpired) and not exc.retryable
-            and getattr(exc, "status", None) in AUTH_STATUSES)
+            and (getattr(exc, "status", None) in AUTH_STATUSES or exc.key_invalid))
 
 
 def variable_sent(variables: tuple[str, ...]) -> str:
@@ -52,15 +59,25 @@ class RefusedKeys:
 
     def note(self, exc: BaseException, *, route: str, model_scope: str, variables: tuple[str, ...]) -> str:
         """Remember a refusal (``exc``) and return the note its own item's error ends with; "" when ``exc`` is
-        no refusal of the key.  401 stops ``route``, 403 ``model_scope``."""
+        no refusal of the key.  401 (or a key the reply calls invalid) stops ``route``, 403 ``model_scope``."""
+        return self.refusal(exc, route=route, model_scope=model_scope, variables=variables)[0]
+
+    def refusal(self, exc: BaseException, *, route: str, model_scope: str,
+                variables: tuple[str, ...]) -> tuple[str, str | None]:
+        """(the note ``note`` returns, the line that replaces the whole error of a refusal that came back after
+        its scope was stopped already: a call in flight at the same time, whose item then says what every other
+        candidate of the scope says, not the provider's reply once more); ("", None) for no refusal."""
         if not key_refused(exc):
-            return ""
+            return "", None
         status = getattr(exc, "status", None)
         variable = variable_sent(variables)
-        scope, what = (route, f"route {route}") if status == 401 else (model_scope, model_scope)
+        whole_key = status == 401 or getattr(exc, "key_invalid", False)
+        scope, what = (route, f"route {route}") if whole_key else (model_scope, model_scope)
         refused = f"{variable} was refused by {route} (HTTP {status})"
         with self._lock:
+            earlier = self._stopped.get(scope)
             self._stopped.setdefault(scope, (
-                f"not sent: {refused} earlier in this run, so nothing more is sent on {what}; check the key "
+                f"{refused} earlier in this run, so nothing more is sent on {what}; check the key "
                 "(and that it may use this model), then rerun: only what is missing is done"))
-        return f"; {refused}: check the key (and that it may use this model); nothing more is sent on {what} in this run"
+        note = f"; {refused}: check the key (and that it may use this model); nothing more is sent on {what} in this run"
+        return note, earlier

@@ -128,10 +128,11 @@ class Verdicts(Planning):
         answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
         if reservation is not None:
             reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
-        refused = self.refused_keys.note(exc, route=judge.routes[0], model_scope=judge.routes[0],
-                                         variables=judge_key_variables(judge)) if judge.routes else ""
+        refused, said = self.refused_keys.refusal(exc, route=judge.routes[0], model_scope=judge.routes[0],
+                                                  variables=judge_key_variables(judge)) if judge.routes else ("", None)
+        # in flight when the key was refused: the one line of the judge, not its reply once more
         record.outcome, record.error = ERROR, clean_text(
-            redact(f"judge {judge.id}: {exc}") + self._lost_note(lost) + refused, ERROR_LIMIT)
+            redact(f"judge {judge.id}: {said or exc}") + self._lost_note(lost) + ("" if said else refused), ERROR_LIMIT)
         self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:

@@ -6,8 +6,9 @@ unknown model or a missing API key is one clear usage error, not 500 errors.
 
 The order: the options and the judge (a bad labels file), then every API key the run surely needs, before
 anything is downloaded; then the task files (a download, for the public split); then the keys the tasks
-show are needed (a model whose candidates are all on disk needs none); then the judge's script (a
-download) and the reference images (downloads).  Nothing is paid for before all of it holds.
+show are needed (a model whose candidates are all on disk needs none), each proved with its provider's free
+call (providers/keycheck.py: once per run, here on the controller, before any xdist worker starts); then the
+judge's script (a download) and the reference images (downloads).  Nothing is paid for before all of it holds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..providers.base import Provider
+from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
@@ -53,7 +55,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
         disk = config.stash[SURVEY_KEY] = Survey(runner)
         check_retirements(config, run, disk)  # before any image is fetched: nothing to do for a retired id
         if paying:
-            check_keys(run, runner, disk)
+            check_keys(run, runner, disk, config)
         check_judge(run, runner, disk)
         check_outputs_writable(run, runner, disk)
         check_reference_images(run, progress=startup_progress(config))
@@ -264,14 +266,44 @@ def check_keys_before_downloads(config: pytest.Config, run: RunConfig, judge: Ju
     _refuse_missing(missing, "nothing was downloaded or paid for")
 
 
-def check_keys(run: RunConfig, runner: Runner, disk: Survey) -> None:
+def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Config | None = None) -> None:
     """Every key the run needs, now the tasks are known: a route that must be called, and the judge when some
-    candidate still has to be judged.  A run whose candidates and verdicts are all on disk needs none."""
-    missing = [_missing_model_key(spec, runner.provider(spec)) for spec in run.models
+    candidate still has to be judged.  A run whose candidates and verdicts are all on disk needs none.  Each
+    key that is set is then proved with its provider's free call (``prove_keys``)."""
+    calling = [runner.provider(spec) for spec in run.models
                if any(disk.needs_call(key) for key in candidate_keys(run, spec))]
-    if pending_verdicts(run, runner, disk):
+    missing = [_missing_model_key(provider.spec, provider) for provider in calling]
+    judging = pending_verdicts(run, runner, disk)
+    if judging:
         missing += _missing_judge_keys(runner.judge)
     _refuse_missing(missing, "nothing was paid for")
+    jurors = list(getattr(runner.judge, "jurors", [runner.judge])) if judging else []
+    prove_run_keys(config, [*calling, *jurors])
+
+
+def prove_run_keys(config: pytest.Config | None, users: list[object]) -> None:
+    """Send each model route's and judge's free key check at once (providers/keycheck.py): a refused key is one
+    usage error per variable, before anything is paid; a check that cannot tell is a warning, and the run goes
+    on (its own calls stop at the first refusal)."""
+    from .retirement import RetirementNotice
+
+    probes = [probe for user in users if (probe := _probe_of(user)) is not None]
+    checks = prove_keys(probes)
+    refused = refusals(checks)
+    if refused:
+        raise ConfigError("; ".join(refused) + "; nothing was paid for")
+    warnings = warnings_of(checks)
+    if warnings and config is not None:
+        # the same start-of-run warning as a retiring model's, written also under -q
+        config.pluginmanager.register(RetirementNotice(warnings), "hypeedit-key-checks")
+
+
+def _probe_of(user: object) -> KeyProbe | None:
+    """The user's key check; None for one that names none (a provider or judge from a conftest.py that does not
+    derive from the built-in ones may have no such method: ``key_probe`` is not part of the public API)."""
+    probe = getattr(user, "key_probe", None)
+    found = probe() if callable(probe) else None
+    return found if isinstance(found, KeyProbe) else None
 
 
 def check_retirements(config: pytest.Config, run: RunConfig, disk: Survey) -> None:

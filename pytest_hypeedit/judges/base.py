@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..engine.limits import CallSlots
 from ..tasks import Task
 from ..text import REASONING_LIMIT, clean_entries, clean_text
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..providers.keycheck import KeyProbe
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,11 @@ class Judge:
         """Why a verdict this judge gave earlier (a record's ``judgements[id]`` entry) must not be reused,
         e.g. "given under another prompt"; None when it may stand.  Never reused silently: the runner
         records the reason and the session reports how many were judged again."""
+        return None
+
+    def key_probe(self) -> KeyProbe | None:
+        """The free request that proves this judge's key before anything is paid (providers/keycheck.py); None
+        for a judge that needs no key, or whose server documents no such call."""
         return None
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from ..engine.records import FLEX, SERVED_TIER, STANDARD, UNKNOWN_TIER
 from ..errors import ConfigError, JudgeError
 from ..providers.gemini import image_part
-from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, import_genai
+from ..providers.genai_client import GEMINI_KEY_ENV, GenaiSession, call, enum_name, gemini_probe, import_genai
 from ..secrets import redact
 from .base import Judge, JudgeRequest, Verdict
 from .judge_tiers import FLEX_OR_STANDARD, asked_tier
@@ -68,6 +68,7 @@ from .versions import MODEL_VERSION, answering_model
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import Content, GenerateContentConfig, GenerateContentResponse
 
+    from ..providers.keycheck import KeyProbe
     from . import JudgeOptions
 
 FLASH_MODEL = "gemini-3-flash-preview"
@@ -158,6 +159,10 @@ class GeminiJudge(Judge):
 
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         return stale_reason(entry, self.prompt)
+
+    def key_probe(self) -> KeyProbe:
+        """Google's models.get of the judge's model, free (genai_client.gemini_probe)."""
+        return gemini_probe(f"judge {self.id}", ROUTE, self.model)
 
     def worst_case_cost(self, request: JudgeRequest) -> float:
         """Every ask at its most: the message's tokens at their bound and MAX_OUTPUT_TOKENS out (see

@@ -44,6 +44,7 @@ from ..providers.http import (
     may_have_reached_provider,
     retryable_transport,
 )
+from ..providers.keycheck import KeyProbe
 from ..providers.keyhosts import key_hosts, origin
 from ..providers.requestopts import with_options
 from ..secrets import base_url, redact
@@ -113,6 +114,17 @@ class OpenAICompatJudge(Judge):
 
     def stale_reason(self, entry: dict[str, Any]) -> str | None:
         return stale_reason(entry, self.prompt)
+
+    def key_probe(self) -> KeyProbe | None:
+        """On OpenAI's own API (OPENAI_API_KEY): the models retrieve of the judge's model, free.  Another server
+        (vLLM, Ollama) documents no such call: none, and its first refusal stops the judge."""
+        key = os.environ.get(KEY_VARIABLE, "").strip()
+        if key_variable_for(self.base) != KEY_VARIABLE or not key:
+            return None
+        return KeyProbe(user=f"judge {self.id}", route=ROUTE, variable=KEY_VARIABLE, method="GET",
+                        url=f"{self.base}/models/{self.model}", headers={"Authorization": f"Bearer {key}"},
+                        secret=key, hosts=key_hosts(ROUTE, self.base),
+                        doc="https://platform.openai.com/docs/api-reference/models/retrieve")
 
     def judge(self, request: JudgeRequest) -> Verdict:
         content = _content(request, self.prompt.text())

@@ -32,6 +32,7 @@ from .body import json_request
 from .bounds import JSON_CAP, image_cap_of, inline_cap
 from .http import download_to, raise_for_status, request_id_of, send
 from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
+from .keycheck import KeyProbe
 from .keyhosts import KeyHosts, key_hosts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,6 +97,16 @@ class HttpProvider(Provider):
                                 deadline_s=None if deadline is None else float(deadline),
                                 reply_cap=inline_cap(self.image_cap) if self.inline_images else JSON_CAP,
                                 download_cap=self.image_cap, key_hosts=self.key_hosts)
+
+    def probe(self, method: str, url: str, headers: dict[str, str], *, doc: str, body: Any = None,
+              hosts: KeyHosts | None = None) -> KeyProbe:
+        """The route's key check (``key_probe``): the free ``method url`` with the key in ``headers``, to the
+        route's own key hosts unless ``hosts`` says otherwise; ``doc`` is the provider's page for the call."""
+        from ..engine.refusedkeys import variable_sent
+
+        return KeyProbe(user=f"route {self.route}", route=self.route, variable=variable_sent(self.key_env),
+                        method=method, url=url, headers=headers, secret=self.key, hosts=hosts or self.key_hosts,
+                        body=body, doc=doc)
 
     def close(self) -> None:
         if self._client is not None:

@@ -20,6 +20,7 @@ from ..tasks import Task
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.signals import Preview
+    from .keycheck import KeyProbe
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,11 @@ class Provider:
         call the remaining budget cannot cover never starts.  The model's list price, unless the adapter knows its
         provider charges more for this request (the size requested, per-reference fees, tokens at their max)."""
         return self.spec.price
+
+    def key_probe(self) -> KeyProbe | None:
+        """The free request its provider documents that proves this route's key (providers/keycheck.py), sent once
+        before anything is paid; None where the provider documents none (the first refusal then stops the route)."""
+        return None
 
     def close(self) -> None:
         """Release clients and connections; called once at the end of a worker's session."""

@@ -39,6 +39,7 @@ from .adapter import HttpProvider, nearest_ratio, size_at_pixels
 from .base import Generation, GenerationRequest
 from .http import request_id_of
 from .images import ImageLimits
+from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,6 +105,11 @@ class BflProvider(HttpProvider):
         if cls is BflProvider and str(spec.provider_model).startswith("flux-3"):
             cls = Flux3Provider
         return super().__new__(cls)
+
+    def key_probe(self) -> KeyProbe:
+        """BFL's credits, free: ``GET /v1/credits`` with the ``x-key`` header answers 401 or 403 to a wrong key."""
+        return self.probe("GET", f"{self.base}/v1/credits", {"x-key": self.key},
+                          doc="https://docs.bfl.ai/api-reference/get-the-users-credits")
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)

@@ -33,14 +33,19 @@ inference-api/queue/result; fal-ai/fal ``fal_client/client.py``):
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from typing import Any
 
 import httpx
 
+from ..secrets import base_url
 from .adapter import HttpProvider, size_at_pixels, size_in_pixel_range
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import ImageLimits
+from .keycheck import KeyProbe
+from .keyhosts import key_hosts
 from .polling import JobPoller, resumed_job
 
 REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")
@@ -58,6 +63,10 @@ def _detail_types(reply: Any) -> list[str]:
     if isinstance(detail, list):
         return [str(item.get("type", "")) for item in detail if isinstance(item, dict)]
     return [str(reply.get("error_type", ""))] if isinstance(reply, dict) else []
+
+
+#: fal's Platform API (fal.ai/docs/platform-apis), where the key check goes (``key_probe``).
+PLATFORM_BASE = "https://api.fal.ai/v1"
 
 
 class FalProvider(HttpProvider):
@@ -80,6 +89,20 @@ class FalProvider(HttpProvider):
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Key {self.key}"}
+
+    def key_probe(self) -> KeyProbe | None:
+        """fal's Platform API prices an endpoint for the key's account and needs a valid key for it: ``GET
+        https://api.fal.ai/v1/models/pricing?endpoint_id=...`` ("Authentication: Required",
+        fal.ai/docs/platform-apis/v1/models/pricing).  Its host is not the queue's: with the queue's base URL moved
+        (a proxy, a stand-in) the check goes to ``HYPEEDIT_FAL_PLATFORM_BASE_URL``, and without it is not made."""
+        moved = base_url("fal", self.default_base) != self.default_base
+        if moved and not os.environ.get("HYPEEDIT_FAL_PLATFORM_BASE_URL", "").strip():
+            return None
+        platform = base_url("fal_platform", PLATFORM_BASE)
+        query = urllib.parse.urlencode({"endpoint_id": self.spec.provider_model.strip("/")})
+        return self.probe("GET", f"{platform}/models/pricing?{query}", self.headers,
+                          doc="https://fal.ai/docs/platform-apis/v1/models/pricing",
+                          hosts=key_hosts(self.route, platform))
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)

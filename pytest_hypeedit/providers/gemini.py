@@ -26,7 +26,15 @@ from ..secrets import redact
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .bounds import image_cap_of, inline_cap
-from .genai_client import GEMINI_KEY_ENV, PAID_CALL_TIMEOUT_S, GenaiSession, call, enum_name, import_genai
+from .genai_client import (
+    GEMINI_KEY_ENV,
+    PAID_CALL_TIMEOUT_S,
+    GenaiSession,
+    call,
+    enum_name,
+    gemini_probe,
+    import_genai,
+)
 from .images import ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .batching import Collector
     from .gemini_batch import GeminiBatch
     from .http import RetryPolicy
+    from .keycheck import KeyProbe
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a
@@ -125,6 +134,10 @@ class GeminiProvider(Provider):
                                              reply_cap=inline_cap(image_cap_of(self.spec.options)),
                                              deadline_s=None if deadline is None else float(deadline))
             return self._session
+
+    def key_probe(self) -> KeyProbe:
+        """Google's models.get of this model, free (genai_client.gemini_probe)."""
+        return gemini_probe(f"route {self.route}", self.route, self.spec.provider_model)
 
     def generate(self, request: GenerationRequest) -> Generation:
         _, types, _ = import_genai()

@@ -49,6 +49,8 @@ from .http import (
     may_have_reached_provider,
     retryable_transport,
 )
+from .httperrors import key_invalid_in
+from .keycheck import KeyProbe
 from .keyhosts import key_hosts
 from .requestopts import mark, options_of
 from .waits import daily_quota, daily_quota_message
@@ -73,6 +75,22 @@ PAID_CALL_TIMEOUT_S = 600.0
 PAID_PATH_SUFFIX = (":generateContent", ":batchGenerateContent")
 #: The header that names a call's slots between google-genai and the session's hook; never sent.
 CALL_HEADER = "x-hypeedit-call"
+
+
+#: Google's models.get: free, and a wrong key is answered 400 INVALID_ARGUMENT, reason API_KEY_INVALID.
+MODELS_GET_DOC = "https://ai.google.dev/api/models#method:-models.get"
+
+
+def gemini_probe(user: str, route: str, model: str) -> KeyProbe:
+    """The key check of a Gemini user (the image route, the judge): ``GET /v1beta/models/{model}``, the key in
+    ``x-goog-api-key``, to the Gemini base URL's origin only."""
+    from ..engine.refusedkeys import variable_sent
+
+    key = key_for(ROUTE, GEMINI_KEY_ENV)
+    base = base_url("gemini", DEFAULT_BASE_URL)
+    return KeyProbe(user=user, route=route, variable=variable_sent(GEMINI_KEY_ENV), method="GET",
+                    url=f"{base}/{API_VERSION}/models/{model}", headers={"x-goog-api-key": key}, secret=key,
+                    hosts=key_hosts(route, base), doc=MODELS_GET_DOC)
 
 
 def import_genai() -> tuple[ModuleType, ModuleType, ModuleType]:
@@ -185,12 +203,18 @@ def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
     # providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not; nor is a per-day quota.
     retryable = code is not None and (code in RETRY_STATUSES or code >= 500)
     quota = daily_quota(exc.details) if code == 429 else None
+    # Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: a refused key, as a 401 is
+    invalid = key_invalid_in(exc.details) if isinstance(exc.details, dict) else None
     if quota:
         text, retryable = f"{text}; {daily_quota_message(quota)}", False
+    elif invalid:
+        text, retryable = f"{text} ({invalid})", False
     elif (wait := _refused_wait(exc)) is not None:
         text += (f"; Google asked to wait {wait:g} s, longer than the policy waits (max_retry_after): not waited "
                  "for; rerun later, only what is missing is done")
-    return error(redact(text), retryable=retryable, status=code)
+    failed = error(redact(text), retryable=retryable, status=code)
+    failed.key_invalid = invalid is not None
+    return failed
 
 
 def _refused_wait(exc: APIError) -> float | None:

@@ -89,6 +89,38 @@ def _code_and_message(body: Any) -> tuple[str | None, str]:
     return (None if code is None else str(code)), message
 
 
+#: What a reply's body says when the key itself is invalid, whatever the status: Google's ``ErrorInfo.reason``
+#: (a wrong key is HTTP 400 INVALID_ARGUMENT with the reason API_KEY_INVALID, ai.google.dev/gemini-api/docs/
+#: troubleshooting) and Runware's error codes (runware-python ``errors.py``), compared lower-cased.
+KEY_INVALID_REASONS = frozenset({"api_key_invalid", "invalidapikey", "missingapikey"})
+
+
+def key_invalid_reason(response: httpx.Response) -> str | None:
+    """The reason a reply gives for refusing the key itself (``API_KEY_INVALID``), else None."""
+    try:
+        body: Any = response.json()
+    except (ValueError, httpx.ResponseNotRead):
+        return None
+    return key_invalid_in(body)
+
+
+def key_invalid_in(body: Any) -> str | None:
+    """``key_invalid_reason`` of a parsed error body: Google's ``error.details[].reason`` or Runware's
+    ``errors[].code``."""
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error")
+    details = error.get("details") if isinstance(error, dict) else None
+    codes = body.get("errors")
+    entries = [*(details if isinstance(details, list) else []), *(codes if isinstance(codes, list) else [])]
+    for entry in entries:
+        if isinstance(entry, dict):
+            reason = entry.get("reason") or entry.get("code")
+            if isinstance(reason, str) and reason.lower() in KEY_INVALID_REASONS:
+                return reason
+    return None
+
+
 def request_id_of(response: httpx.Response) -> str | None:
     for header in ("x-request-id", "request-id", "x-fal-request-id", "x-tt-logid"):
         if header in response.headers:
@@ -108,11 +140,14 @@ def raise_for_status(response: httpx.Response, *, route: str, model: str) -> Non
     if message:
         text += f": {message[:500]}"
     request_id = request_id_of(response)
-    if request_id:
+    if request_id and request_id not in text:  # a provider's message may quote it already: said once
         text += f" (request id {request_id})"
-    retryable = is_retryable(response)
-    text += wait_note(response, route) or next_step(response.status_code, route, retryable)
-    raise ProviderError(redact(text), retryable=retryable, status=response.status_code)
+    invalid = key_invalid_reason(response)
+    retryable = is_retryable(response) and not invalid
+    text += wait_note(response, route) or next_step(401 if invalid else response.status_code, route, retryable)
+    error = ProviderError(redact(text), retryable=retryable, status=response.status_code)
+    error.key_invalid = invalid is not None
+    raise error
 
 
 def wait_note(response: httpx.Response, route: str) -> str:

@@ -28,6 +28,7 @@ from .adapter import HttpProvider, decode_base64, nearest_size
 from .base import Generation, GenerationRequest
 from .http import error_details, request_id_of
 from .images import EXT, ImageLimits
+from .keycheck import KeyProbe
 from .openai_models import LISTED_SIZES, REFERENCE_TOKENS_MAX, ImageModel, image_model
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,6 +62,12 @@ class OpenAIProvider(HttpProvider):
     timeout = 600.0
 
     _batcher: "tuple[Collector, OpenAIBatch] | None" = None
+
+    def key_probe(self) -> KeyProbe:
+        """OpenAI's models retrieve, free: ``GET /v1/models/{model}`` answers 401 to a wrong key."""
+        return self.probe("GET", f"{self.base}/models/{self.spec.provider_model}",
+                          {"Authorization": f"Bearer {self.key}"},
+                          doc="https://platform.openai.com/docs/api-reference/models/retrieve")
 
     def close(self) -> None:
         if self._batcher is not None:

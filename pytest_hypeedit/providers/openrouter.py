@@ -40,6 +40,7 @@ from .adapter import HttpProvider, nearest_ratio, reply_id
 from .base import Generation, GenerationRequest
 from .http import RETRY_STATUSES, request_id_of
 from .images import ImageLimits
+from .keycheck import KeyProbe
 
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
 #: Vendors whose models only output images (the guide's examples: Sourceful, Flux): they need ["image"].
@@ -76,6 +77,11 @@ class OpenRouterProvider(HttpProvider):
     # OpenRouter's quick start calls it with openai-python (openrouter.ai/docs/quick-start), whose default is
     # 600 s (openai-python ``_constants.py`` DEFAULT_TIMEOUT); an image model may take minutes.
     timeout = 600.0
+
+    def key_probe(self) -> KeyProbe:
+        """OpenRouter's current key info, free: ``GET /api/v1/key`` answers 401 to a wrong key."""
+        return self.probe("GET", f"{self.base}/key", {"Authorization": f"Bearer {self.key}"},
+                          doc="https://openrouter.ai/docs/api/api-reference/api-keys/get-current-key")
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)

@@ -46,6 +46,7 @@ from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
 from .body import InlineImage
 from .images import ImageLimits, PreparedImage
+from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,6 +100,11 @@ class ReplicateProvider(HttpProvider):
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
+
+    def key_probe(self) -> KeyProbe:
+        """Replicate's account, free: ``GET /v1/account`` answers 401 to a wrong token."""
+        return self.probe("GET", f"{self.base}/account", self.headers,
+                          doc="https://replicate.com/docs/reference/http#account.get")
 
     def generate(self, request: GenerationRequest) -> Generation:
         what = self.what(request)

@@ -69,6 +69,7 @@ from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
 from .http import is_retryable
 from .images import ImageLimits
+from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -150,6 +151,14 @@ class RunwareProvider(HttpProvider):
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.key}"}
+
+    def key_probe(self) -> KeyProbe:
+        """Runware's account details, an account-management task (runware.ai/docs/platform/account-management):
+        an account query, not an inference task, and no price is listed for it; a wrong key is answered with the
+        error code ``invalidApiKey`` (runware-python ``errors.py``)."""
+        task = {"taskType": "accountManagement", "taskUUID": str(uuid.uuid4()), "operation": "getDetails"}
+        return self.probe("POST", self.base, self.headers, body=[task],
+                          doc="https://runware.ai/docs/platform/account-management")
 
     @property
     def asynchronous(self) -> bool:

@@ -27,7 +27,15 @@ class FakeChat(LoopbackServer):
     def base_url(self) -> str:
         return self.url + "/v1"
 
+    def is_key_check(self, request: SeenRequest) -> bool:
+        return request.method == "GET" and request.path.split("?")[0].startswith("/v1/models/")
+
     def handle(self, request: SeenRequest) -> Reply:
+        if self.is_key_check(request):  # OpenAI's models retrieve: the key check of a judge on OpenAI's API
+            if self.expected_key is not None and request.headers.get("authorization") != f"Bearer {self.expected_key}":
+                return error_reply(401, "Incorrect API key provided.", "invalid_api_key")
+            model = request.path.split("?")[0].removeprefix("/v1/models/")
+            return Reply(200, {"id": model, "object": "model", "created": 1, "owned_by": "system"})
         if request.path.split("?")[0] != "/v1/chat/completions":
             return error_reply(404, f"fake chat: no route {request.path}", "not_found")
         if self.expected_key is not None and request.headers.get("authorization") != f"Bearer {self.expected_key}":

@@ -31,6 +31,8 @@ from typing import Any
 from .server import LoopbackServer, Reply, SeenRequest, snake_keys
 
 _PATH = re.compile(r"^/(v1beta|v1alpha|v1)/models/([^/:]+):generateContent$")
+#: models.get (ai.google.dev/api/models#method:-models.get): free, the run's key check
+_MODEL = re.compile(r"^/(v1beta|v1alpha|v1)/models/([^/:]+)$")
 
 #: The fields of a ``Part`` (google-genai 3.4 types.Part and _Part_to_mldev, which sends these on v1beta):
 #: a field outside them is rejected, as the API rejects an unknown name ("Invalid JSON payload received").
@@ -93,15 +95,18 @@ class FakeGemini(LoopbackServer):
         #: one entry per answered (billed) call: {"model", "tier", "prompt", "output"}
         self.bills: list[dict[str, Any]] = []
 
+    def is_key_check(self, request: SeenRequest) -> bool:
+        return request.method == "GET" and _MODEL.match(request.path.split("?")[0]) is not None
+
     def handle(self, request: SeenRequest) -> Reply:
+        if self.is_key_check(request):
+            return self.model_info(request)
         match = _PATH.match(request.path.split("?")[0])
         if not match:
             return error_reply(404, f"fake gemini: no route {request.path}", "NOT_FOUND")
-        key = request.headers.get("x-goog-api-key")
-        if not key:
-            return error_reply(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED")
-        if self.expected_key is not None and key != self.expected_key:
-            return error_reply(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT")
+        refused = self.refuse_key(request)
+        if refused is not None:
+            return refused
         if match.group(2) in self.retired:
             # The wording Google uses for an unknown model (second-hand, providers.md section 10).
             return error_reply(404, f"models/{match.group(2)} is not found for API version {match.group(1)}, or is "
@@ -116,6 +121,29 @@ class FakeGemini(LoopbackServer):
             return error_reply(503, "The service is currently unavailable.", "UNAVAILABLE")
         served = self.flex_served_as if asked == "flex" else "standard"
         return self._billed(self._versioned(self.next_reply(request), match.group(2)), match.group(2), served)
+
+    def refuse_key(self, request: SeenRequest) -> Reply | None:
+        """Google's answer to a missing key (403) or a wrong one (400 INVALID_ARGUMENT, reason API_KEY_INVALID,
+        ai.google.dev/gemini-api/docs/troubleshooting); None for the right key."""
+        key = request.headers.get("x-goog-api-key")
+        if not key:
+            return error_reply(403, "Method doesn't allow unregistered callers.", "PERMISSION_DENIED")
+        if self.expected_key is not None and key != self.expected_key:
+            return key_invalid_reply()
+        return None
+
+    def model_info(self, request: SeenRequest) -> Reply:
+        """models.get: the Model resource, the wrong-key answer, or 404 for a shut-down id."""
+        match = _MODEL.match(request.path.split("?")[0])
+        assert match is not None
+        refused = self.refuse_key(request)
+        if refused is not None:
+            return refused
+        model = match.group(2)
+        if model in self.retired:
+            return error_reply(404, f"models/{model} is not found for API version {match.group(1)}", "NOT_FOUND")
+        return Reply(200, {"name": f"models/{model}", "displayName": model, "version": "001",
+                           "supportedGenerationMethods": ["generateContent", "batchGenerateContent"]})
 
     def _shedding(self) -> bool:
         with self._lock:
@@ -332,6 +360,14 @@ def finish_reply(reason: str = "IMAGE_SAFETY") -> Reply:
 def error_reply(code: int, message: str, status: str, retry_after: float | None = None) -> Reply:
     headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
     return Reply(code, {"error": {"code": code, "message": message, "status": status}}, headers)
+
+
+def key_invalid_reply() -> Reply:
+    """A wrong key, as Google answers it: 400 INVALID_ARGUMENT with an ErrorInfo whose reason is API_KEY_INVALID."""
+    details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]
+    return Reply(400, {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
+                                 "status": "INVALID_ARGUMENT", "details": details}})
 
 
 def malformed_reply() -> Reply:

@@ -59,6 +59,9 @@ class LoopbackServer(LoopbackService):
         self.script: deque[Script] = deque()
         self.default: Script | None = None
         self.requests: list[SeenRequest] = []
+        #: the free key checks received (``is_key_check``), kept apart from ``requests``: a run sends one before
+        #: anything is paid (pytest_hypeedit/providers/keycheck.py), and ``requests`` holds the paid work
+        self.key_checks: list[SeenRequest] = []
         self._lock = threading.Lock()
 
     def queue(self, *replies: Script) -> None:
@@ -75,6 +78,10 @@ class LoopbackServer(LoopbackService):
     def handle(self, request: SeenRequest) -> Reply:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def is_key_check(self, request: SeenRequest) -> bool:
+        """Whether ``request`` is the provider's free call that proves a key (none by default)."""
+        return False
+
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
         path = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
         seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body, at=arrived.at)
@@ -82,7 +89,7 @@ class LoopbackServer(LoopbackService):
             seen.json = json.loads(arrived.body) if arrived.body else None
         except ValueError:
             seen.error = "request body is not JSON"
-        self.requests.append(seen)
+        (self.key_checks if self.is_key_check(seen) else self.requests).append(seen)
         reply = self.handle(seen)
         if reply.delay:
             time.sleep(reply.delay)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import re
 
 from PIL import Image
@@ -35,6 +36,7 @@ class FakeArk(FakeServer):
         super().__init__(key)
         self.files = FileStore(self)
         self.retired: set[str] = set()
+        self._request_ids = itertools.count(1)
         self.route("POST", f"{PREFIX}/images/generations", self.generate)
 
     @property
@@ -43,6 +45,14 @@ class FakeArk(FakeServer):
 
     def authorized(self, seen: Seen) -> bool:
         return seen.path.startswith("/files") or seen.headers.get("authorization") == f"Bearer {self.key}"
+
+    def unauthorized(self) -> Reply:
+        """ModelArk's 401 AuthenticationError; its message quotes the request id its header carries (as the
+        messages of Volcengine's gateway do, second-hand), a new one per request."""
+        request_id = f"0217{next(self._request_ids):016d}"
+        return Reply(401, {"error": {"code": "AuthenticationError", "type": "Unauthorized",
+                                     "message": "The API key or AK/SK in the request is missing or invalid. "
+                                                f"Request id: {request_id}"}}, {"x-request-id": request_id})
 
     def generate(self, seen: Seen) -> Reply:
         body = seen.json()

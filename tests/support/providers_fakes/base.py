@@ -102,14 +102,26 @@ class FakeServer(LoopbackService):
         super().__init__()
         self.key = key
         self.requests: list[Seen] = []
+        #: the free key checks received (``key_check_route``), kept apart from ``requests``: a run sends one
+        #: before anything is paid (pytest_hypeedit/providers/keycheck.py), and ``requests`` counts the paid work
+        self.key_checks: list[Seen] = []
         self.faults: list[Fault] = []
         self._routes: list[tuple[str, re.Pattern, Callable[[Seen], Reply]]] = []
+        self._check_routes: list[tuple[str, re.Pattern]] = []
         self._lock = threading.Lock()
         self.chaos = None  # a chaos.Chaos that queues faults every N requests
 
     # ---------------------------------------------------------------- configuration
     def route(self, method: str, path: str, handler: Callable[[Seen], Reply]) -> None:
         self._routes.append((method, re.compile(path), handler))
+
+    def key_check_route(self, method: str, path: str, handler: Callable[[Seen], Reply]) -> None:
+        """A route of the provider's free call that proves a key: served first, recorded in ``key_checks``."""
+        self._routes.insert(0, (method, re.compile(path), handler))
+        self._check_routes.append((method, re.compile(path)))
+
+    def is_key_check(self, seen: Seen) -> bool:
+        return any(method == seen.method and pattern.fullmatch(seen.path) for method, pattern in self._check_routes)
 
     def inject(self, kind: str, **kwargs: Any) -> Fault:
         fault = Fault(kind, **kwargs)
@@ -188,6 +200,10 @@ class FakeServer(LoopbackService):
         return Reply(401, {"error": {"code": "AuthenticationError", "message": "bad key"}})
 
     def record(self, seen: Seen) -> None:
+        if self.is_key_check(seen):
+            with self._lock:
+                self.key_checks.append(seen)
+            return
         with self._lock:
             self.requests.append(seen)
         if self.chaos is not None:

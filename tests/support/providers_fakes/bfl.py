@@ -58,6 +58,8 @@ class FakeBfl(FakeServer):
         self._task_lock = threading.Lock()
         self.route("POST", r"/v1/(?P<model>flux-[a-z0-9.\-]+)", self.submit)
         self.route("GET", "/v1/get_result", self.result)
+        # the key's credits (docs.bfl.ai/api-reference/get-the-users-credits: CreditsResponse)
+        self.key_check_route("GET", "/v1/credits", lambda seen: Reply(200, {"credits": 1000.0}))
 
     @property
     def base(self) -> str:

@@ -28,6 +28,7 @@ import io
 import itertools
 import re
 import threading
+import urllib.parse
 
 from PIL import Image
 
@@ -57,6 +58,9 @@ class FakeFal(FakeServer):
         self.route("GET", r"/(?P<owner>[^/]+)/(?P<app>[^/]+)/requests/(?P<id>[^/]+)/status", self.status)
         self.route("GET", r"/(?P<owner>[^/]+)/(?P<app>[^/]+)/requests/(?P<id>[^/]+)", self.response)
         self.route("POST", r"/(?P<endpoint>[^/]+/[^/]+(/[^/]+)*)", self.submit)
+        # the Platform API's pricing (fal.ai/docs/platform-apis/v1/models/pricing), served here under /v1: a
+        # run reaches it with HYPEEDIT_FAL_PLATFORM_BASE_URL = ``platform``
+        self.key_check_route("GET", "/v1/models/pricing", self.pricing)
 
     @property
     def base(self) -> str:
@@ -67,6 +71,17 @@ class FakeFal(FakeServer):
 
     def unauthorized(self) -> Reply:
         return Reply(401, {"detail": "Invalid API key"})
+
+    @property
+    def platform(self) -> str:
+        return self.url + "/v1"
+
+    def pricing(self, seen: Seen) -> Reply:
+        endpoint = urllib.parse.parse_qs(seen.query).get("endpoint_id", [""])[0]
+        if not endpoint:
+            return Reply(422, {"detail": [{"loc": ["query", "endpoint_id"], "msg": "field required"}]})
+        return Reply(200, {"prices": [{"endpoint_id": endpoint, "unit_price": 0.04, "unit": "image",
+                                       "currency": "USD"}], "next_cursor": None, "has_more": False})
 
     def submit(self, seen: Seen) -> Reply:
         body = seen.json()

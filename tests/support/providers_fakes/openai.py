@@ -40,6 +40,7 @@ class FakeOpenAI(FakeServer):
         self.retired: set[str] = set()  # ids answering 404 model_not_found (e.g. gpt-image-1.5 after 2026-12-01)
         self.usage = True  # False: replies without usage (as for an older model)
         self.route("POST", "/v1/images/edits", self.edit)
+        self.key_check_route("GET", r"/v1/models/(?P<model>[^/]+)", self.model_info)
 
     @property
     def base(self) -> str:
@@ -51,6 +52,16 @@ class FakeOpenAI(FakeServer):
     def unauthorized(self) -> Reply:
         return Reply(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
                                      "param": None, "code": "invalid_api_key"}})
+
+    def model_info(self, seen: Seen) -> Reply:
+        """``GET /v1/models/{model}`` (openai-python ``types/model.py``): the model object, or 404 as for an edit."""
+        model = seen.match["model"]
+        if model in self.retired or model not in MODELS:
+            return Reply(404, {"error": {"message": f"The model `{model}` does not exist or you do not have access "
+                                                    "to it.", "type": "invalid_request_error", "param": None,
+                                         "code": "model_not_found"}})
+        return Reply(200, {"id": model, "object": "model", "created": 1, "owned_by": "system"},
+                     {"x-request-id": "req_model"})
 
     def edit(self, seen: Seen) -> Reply:
         parts = seen.form()

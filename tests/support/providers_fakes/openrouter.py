@@ -40,6 +40,9 @@ class FakeOpenRouter(FakeServer):
         super().__init__(key)
         self.cost = cost
         self.route("POST", "/api/v1/chat/completions", self.complete)
+        # the current key's info (openrouter.ai/docs/api/api-reference/api-keys/get-current-key)
+        self.key_check_route("GET", "/api/v1/key", lambda seen: Reply(200, {"data": {
+            "label": "sk-or-v1-fak...789", "limit": None, "usage": 0.0, "is_free_tier": False}}))
 
     @property
     def base(self) -> str:

@@ -77,6 +77,9 @@ class FakeReplicate(FakeServer):
         self.route("GET", r"/v1/predictions/(?P<id>[^/]+)", self.get)
         self.route("POST", r"/v1/files", self.upload)
         self.route("GET", r"/v1/files/(?P<id>[^/]+)", self.download_upload)
+        # the token's account (replicate.com/docs/reference/http#account.get)
+        self.key_check_route("GET", "/v1/account", lambda seen: Reply(200, {
+            "type": "user", "username": "fake", "name": "Fake User", "github_url": None}))
 
     @property
     def base(self) -> str:

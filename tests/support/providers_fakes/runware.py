@@ -84,6 +84,9 @@ class FakeRunware(FakeServer):
         except (ValueError, LookupError, TypeError):
             return seen.path
 
+    def is_key_check(self, seen: Seen) -> bool:
+        return self.fault_path(seen) == "/v1#accountManagement"
+
     def authorized(self, seen: Seen) -> bool:
         return seen.path.startswith("/image") or seen.headers.get("authorization") == f"Bearer {self.key}"
 
@@ -99,6 +102,9 @@ class FakeRunware(FakeServer):
         if not isinstance(tasks, list) or not tasks:
             return Reply(400, {"errors": [{"code": "invalidPayload", "message": "a JSON array of tasks"}]})
         task = tasks[0]
+        if task.get("taskType") == "accountManagement":  # runware.ai/docs/platform/account-management
+            return Reply(200, {"data": [{"taskType": "accountManagement", "taskUUID": task.get("taskUUID"),
+                                         "organizationUUID": "org-fake", "balance": 100.0}]})
         if task.get("taskType") == "getResponse":
             return self.get_response(task, self.fault_path(seen))
         if task.get("model") in self.model_errors:
