@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from ..analysis.gates import Gate, GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
 from ..report.results_files import load_results
 
@@ -102,6 +102,7 @@ class CiPlugin:
         if session.exitstatus == pytest.ExitCode.OK and self._unfinished(results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_junit_properties(self.config, results, self.gate_results)
+        add_junit_gate_cases(self.config, self.gates, self.gate_results)
 
     def _unfinished(self, results: dict | None) -> bool:
         """A run whose results were not written, or that is not complete (stopped, a subset, errors, nothing
@@ -259,6 +260,30 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
         return
     for name, value in junit_properties(results, gate_results):
         xml.add_global_property(name, value)
+
+
+def add_junit_gate_cases(config: pytest.Config, gates: list[Gate], gate_results: list[GateResult]) -> None:
+    """One testcase per gate (classname ``hypeedit.gates``, named by the gate's text), failed exactly when the gate
+    failed on some row it applies to, its lines the failure's message: the decision, beside the candidates' own
+    testcases (whose FAILs are verdicts).  Fed to the controller's LogXML as the reports of a test that ran; xdist
+    workers write no junit XML, so each gate appears once."""
+    from _pytest.junitxml import xml_key
+    from _pytest.reports import TestReport
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for index, gate in enumerate(gates, start=1):
+        mine = [result for result in gate_results if result.gate == gate]
+        held = bool(mine) and all_hold(mine)
+        lines = "\n".join(result.line() for result in mine) or f"gate {gate.text!r} was not evaluated"
+        nodeid = f"hypeedit::gates::{gate.text}"  # a gate's text has no "::" (analysis/gates.py _GATE)
+        location = ("hypeedit", None, f"gate {index}")
+        xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "setup"))
+        call = TestReport(nodeid, location, {}, "passed", None, "call") if held else \
+            TestReport(nodeid, location, {}, "failed", lines, "call")
+        xml.pytest_runtest_logreport(call)
+        xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "teardown"))
 
 
 # --------------------------------------------------------------------------- terminal
