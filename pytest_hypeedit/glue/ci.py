@@ -311,7 +311,15 @@ def _with_interval(row: dict, key: str) -> str:
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
     ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
-    return f"{key} {format_value(row.get(key), kind)}{ci}"
+    return f"{_named(row, key)} {format_value(row.get(key), kind)}{ci}"
+
+
+def _named(row: dict, key: str) -> str:
+    """A metric's key, and what it measures when the row's repeats make pass_at_10 a Pass@k: "pass_at_10 (Pass@2)"."""
+    from ..report.tables import metric_labels
+
+    label = metric_labels(row.get("repeats")).get(key)
+    return f"{key} ({label})" if label is not None and label != metric_labels(None)[key] else key
 
 
 def sensitivity_lines(results: dict) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -162,3 +163,19 @@ def test_the_junit_xml_has_one_testcase_per_gate_failing_exactly_when_it_fails(b
     failure = cases["effective_cost<=0.5"].find("failure")
     assert failure is not None and failure.get("message").startswith("FAIL gate 'effective_cost<=0.5' on identity")
     assert ET.parse(bench.path / "failed.xml").getroot().find("testsuite").get("failures") == "9"
+
+
+def test_a_2_repeat_run_names_pass_at_2_for_what_it_is_everywhere(bench):
+    """Planted: metric_labels giving Pass@10 whatever the repeats -> the terminal, results.md and the HTML report
+    title the column Pass@10 again."""
+    result = bench.runpytest(*args("--html", "rep/report.html", repeats=2))
+    header = next(line for line in result.outlines if line.startswith("Model ") and "Pass rate" in line)
+    assert re.search(r"Pass@4\s+Pass@2\s+Attempts\s+\$/success\s+Hype gap@2$", header), header
+    said(result, "Pass@2: tasks with a PASS among their 2 images; Hype gap@2: Pass@2 - first-attempt pass rate.*")
+    [row] = results(bench)["rows"]
+    assert row["repeats"] == 2 and row["metric_labels"] == {"pass_at_10": "Pass@2", "hype_gap": "Hype gap@2"}
+    assert "pass_at_10" in row and "hype_gap" in row  # the keys stay, for readers of older files
+    markdown = (bench.path / "out" / "results.md").read_text()
+    assert "| Pass@2 |" in markdown and "| Hype gap@2 |" in markdown and "| Pass@10 |" not in markdown
+    html = (bench.path / "rep" / "report.html").read_text()
+    assert "<th>Pass@2</th>" in html and "<th>Pass@10</th>" not in html
