@@ -236,6 +236,9 @@ def junit_properties(results: dict | None, gate_results: list[GateResult]) -> li
         for key, bounds in (row.get("intervals") or {}).items():
             if key in JUNIT_METRICS:
                 props += [(f"{prefix}.{key}.low", _scalar(bounds[0])), (f"{prefix}.{key}.high", _scalar(bounds[1]))]
+        if row.get("repeats") is not None:  # what pass_at_10 and hype_gap measure at this many (Pass@k below 10)
+            props.append((f"{prefix}.repeats", str(row["repeats"])))
+            props += [(f"{prefix}.{key}.label", str(label)) for key, label in (row.get("metric_labels") or {}).items()]
     if results is not None:
         props.append(("hypeedit.complete", str(bool(results.get("complete", True))).lower()))
         coverage = results.get("coverage") or {}

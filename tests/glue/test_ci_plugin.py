@@ -168,7 +168,7 @@ def test_the_junit_xml_has_one_testcase_per_gate_failing_exactly_when_it_fails(b
 def test_a_2_repeat_run_names_pass_at_2_for_what_it_is_everywhere(bench):
     """Planted: metric_labels giving Pass@10 whatever the repeats -> the terminal, results.md and the HTML report
     title the column Pass@10 again."""
-    result = bench.runpytest(*args("--html", "rep/report.html", repeats=2))
+    result = bench.runpytest(*args("--html", "rep/report.html", "--junitxml", "junit.xml", repeats=2))
     header = next(line for line in result.outlines if line.startswith("Model ") and "Pass rate" in line)
     assert re.search(r"Pass@4\s+Pass@2\s+Attempts\s+\$/success\s+Hype gap@2$", header), header
     said(result, "Pass@2: tasks with a PASS among their 2 images; Hype gap@2: Pass@2 - first-attempt pass rate.*")
@@ -179,3 +179,7 @@ def test_a_2_repeat_run_names_pass_at_2_for_what_it_is_everywhere(bench):
     assert "| Pass@2 |" in markdown and "| Hype gap@2 |" in markdown and "| Pass@10 |" not in markdown
     html = (bench.path / "rep" / "report.html").read_text()
     assert "<th>Pass@2</th>" in html and "<th>Pass@10</th>" not in html
+    suite = ET.parse(bench.path / "junit.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["hypeedit.identity.mini.pass_at_10.label"] == "Pass@2"
+    assert props["hypeedit.identity.mini.repeats"] == "2"
