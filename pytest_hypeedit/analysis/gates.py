@@ -15,7 +15,9 @@ Without MODEL a gate holds for every model of the run; without SPLIT it is
 checked on the ``combined`` row when the run has one, else on every split.
 A row from an incomplete run (errors, budget skips, missing verdicts) fails
 every gate unless ``allow_incomplete`` is set: an unfinished run must never
-pass CI by accident.
+pass CI by accident.  A gate that cannot apply to the run (a model, split or
+metric it does not have) is refused before anything is bought
+(``check_gates_apply``, called at configure time).
 """
 
 from __future__ import annotations
