@@ -127,7 +127,8 @@ def parse_gate(text: str) -> Gate:
         raise _usage(text, "expected [MODEL[@SPLIT]:]METRIC OP THRESHOLD, e.g. 'pass_rate>=0.6'")
     metric = match["metric"]
     if metric not in METRIC_KINDS:
-        raise _usage(text, f"unknown metric {metric!r}")
+        close = _closest(metric, list(METRIC_KINDS))
+        raise _usage(text, f"unknown metric {metric!r}" + (f" (did you mean {close!r}?)" if close else ""))
     model, split = _parse_scope(match["scope"], text)
     relative, threshold = _parse_threshold(match["threshold"], text, METRIC_KINDS[metric])
     return Gate(text.strip(), metric, match["op"], threshold, relative, match["bound"], model, split,
@@ -210,11 +211,11 @@ def _not_in_run(gate: Gate, scope: RunScope) -> str | None:
     head = f"--gate {gate.text!r}"
     if gate.model is not None and gate.model not in scope.models:
         return (f"{head} names model {gate.model!r}, which this run does not measure (its models: "
-                f"{', '.join(scope.models)}){_did_you_mean(gate.model, scope.models)} Fix the name, add "
+                f"{', '.join(scope.models)}){_did_you_mean(gate.model, scope.models) or '.'} Fix the name, add "
                 f"--model {gate.model} to measure it, or drop the gate.")
     if gate.split is not None and gate.split not in scope.rows:
         return (f"{head} names split {gate.split!r}, which this run does not have (its splits: "
-                f"{', '.join(scope.rows)}){_did_you_mean(gate.split, scope.rows)} Fix the name, or add its "
+                f"{', '.join(scope.rows)}){_did_you_mean(gate.split, scope.rows) or '.'} Fix the name, or add its "
                 "task file with --tasks.")
     if gate.metric in TEN_REPEAT_METRICS and scope.repeats != 10:
         return (f"{head}: {gate.metric} is defined on 10 images per task, and with --repeats {scope.repeats} this "
@@ -230,10 +231,15 @@ def _not_in_run(gate: Gate, scope: RunScope) -> str | None:
 
 
 def _did_you_mean(name: str, known: Sequence[str]) -> str:
+    close = _closest(name, known)
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def _closest(name: str, known: Sequence[str]) -> str | None:
     import difflib
 
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else "."
+    return close[0] if close else None
 
 
 # --------------------------------------------------------------------------- evaluation

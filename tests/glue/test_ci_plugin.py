@@ -49,6 +49,9 @@ def test_a_bad_gate_is_a_usage_error_naming_the_option(bench):
     result = bench.runpytest(*args("--gate", "accuracy>=0.5"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gate 'accuracy>=0.5': unknown metric 'accuracy'. Allowed metrics: pass_rate*"])
+    typo = bench.runpytest(*args("--gate", "pass_rat>=0.5"))
+    typo.stderr.fnmatch_lines(["*--gate 'pass_rat>=0.5': unknown metric 'pass_rat' (did you mean 'pass_rate'?). "
+                               "Allowed metrics: pass_rate*"])
     no_baseline = bench.runpytest(*args("--gate", "pass_rate>=baseline"))
     no_baseline.stderr.fnmatch_lines(["*--gate refers to 'baseline' but no --baseline*"])
 
