@@ -15,7 +15,9 @@ Without MODEL a gate holds for every model of the run; without SPLIT it is
 checked on the ``combined`` row when the run has one, else on every split.
 A row from an incomplete run (errors, budget skips, missing verdicts) fails
 every gate unless ``allow_incomplete`` is set: an unfinished run must never
-pass CI by accident.
+pass CI by accident.  A gate that cannot apply to the run (a model, split or
+metric it does not have) is refused before anything is bought
+(``check_gates_apply``, called at configure time).
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def parse_gate(text: str) -> Gate:
         raise _usage(text, "expected [MODEL[@SPLIT]:]METRIC OP THRESHOLD, e.g. 'pass_rate>=0.6'")
     metric = match["metric"]
     if metric not in METRIC_KINDS:
-        raise _usage(text, f"unknown metric {metric!r}")
+        close = _closest(metric, list(METRIC_KINDS))
+        raise _usage(text, f"unknown metric {metric!r}" + (f" (did you mean {close!r}?)" if close else ""))
     model, split = _parse_scope(match["scope"], text)
     relative, threshold = _parse_threshold(match["threshold"], text, METRIC_KINDS[metric])
     return Gate(text.strip(), metric, match["op"], threshold, relative, match["bound"], model, split,
@@ -171,6 +174,72 @@ def _number(digits: str, percent: str, text: str, kind: str) -> float:
         # 'pass_rate>=60' would never hold: fractions are stored in [0, 1]
         raise _usage(text, f"{digits} is out of range for a fraction; write {digits}% or {float(digits) / 100:g}")
     return value
+
+
+# --------------------------------------------------------------------------- does a gate apply to the run?
+
+#: The metrics whose name says 10 images per task: at another number of repeats they measure Pass@k (k the repeats).
+TEN_REPEAT_METRICS = ("pass_at_10", "hype_gap")
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What a run will measure, known before anything is bought: its models, its splits (``combined`` is one when
+    there are several), its repeats, whether it has calibrated figures and bootstrap intervals."""
+
+    models: tuple[str, ...]
+    splits: tuple[str, ...]
+    repeats: int
+    calibrated: bool = False
+    intervals: bool = True
+
+    @property
+    def rows(self) -> tuple[str, ...]:
+        """The split names a results row of this run can have."""
+        return self.splits + (("combined",) if len(self.splits) > 1 else ())
+
+
+def check_gates_apply(gates: Sequence[Gate], scope: RunScope) -> None:
+    """A ConfigError naming every gate that cannot apply to the run (a model, split or metric it does not have),
+    so that a typo is a usage error before anything is bought, not a failed gate after paying for everything."""
+    problems = [problem for gate in gates if (problem := _not_in_run(gate, scope))]
+    if problems:
+        raise ConfigError(" ".join(problems) + " Nothing was bought.")
+
+
+def _not_in_run(gate: Gate, scope: RunScope) -> str | None:
+    head = f"--gate {gate.text!r}"
+    if gate.model is not None and gate.model not in scope.models:
+        return (f"{head} names model {gate.model!r}, which this run does not measure (its models: "
+                f"{', '.join(scope.models)}){_did_you_mean(gate.model, scope.models) or '.'} Fix the name, add "
+                f"--model {gate.model} to measure it, or drop the gate.")
+    if gate.split is not None and gate.split not in scope.rows:
+        return (f"{head} names split {gate.split!r}, which this run does not have (its splits: "
+                f"{', '.join(scope.rows)}){_did_you_mean(gate.split, scope.rows) or '.'} Fix the name, or add its "
+                "task file with --tasks.")
+    if gate.metric in TEN_REPEAT_METRICS and scope.repeats != 10:
+        return (f"{head}: {gate.metric} is defined on 10 images per task, and with --repeats {scope.repeats} this "
+                f"run would measure it on Pass@{scope.repeats} instead. Run --repeats 10 (the paper's) to gate "
+                "on it, or gate on pass_rate, pass_at_4, expected_attempts, effective_cost or first_attempt_pass_rate.")
+    if gate.calibrated and not scope.calibrated:
+        return (f"{head} gates on a calibrated figure, which only a run with --calibrate labels:PATH has (a human "
+                f"sample: hypeedit-review --sample draws one): add --calibrate, or gate on {gate.metric}.")
+    if gate.bound is not None and not gate.calibrated and not scope.intervals:
+        return (f"{head} gates on an interval bound, and --bootstrap 0 computes no interval: drop --bootstrap 0, "
+                f"or gate on {gate.metric}.")
+    return None
+
+
+def _did_you_mean(name: str, known: Sequence[str]) -> str:
+    close = _closest(name, known)
+    return f"; did you mean {close!r}?" if close else ""
+
+
+def _closest(name: str, known: Sequence[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 # --------------------------------------------------------------------------- evaluation

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ..analysis.gates import GateResult, all_hold, evaluate, format_value, parse_gates
+from ..analysis.gates import Gate, GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
 from ..report.results_files import load_results
 
@@ -102,6 +102,7 @@ class CiPlugin:
         if session.exitstatus == pytest.ExitCode.OK and self._unfinished(results):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_junit_properties(self.config, results, self.gate_results)
+        add_junit_gate_cases(self.config, self.gates, self.gate_results)
 
     def _unfinished(self, results: dict | None) -> bool:
         """A run whose results were not written, or that is not complete (stopped, a subset, errors, nothing
@@ -235,6 +236,9 @@ def junit_properties(results: dict | None, gate_results: list[GateResult]) -> li
         for key, bounds in (row.get("intervals") or {}).items():
             if key in JUNIT_METRICS:
                 props += [(f"{prefix}.{key}.low", _scalar(bounds[0])), (f"{prefix}.{key}.high", _scalar(bounds[1]))]
+        if row.get("repeats") is not None:  # what pass_at_10 and hype_gap measure at this many (Pass@k below 10)
+            props.append((f"{prefix}.repeats", str(row["repeats"])))
+            props += [(f"{prefix}.{key}.label", str(label)) for key, label in (row.get("metric_labels") or {}).items()]
     if results is not None:
         props.append(("hypeedit.complete", str(bool(results.get("complete", True))).lower()))
         coverage = results.get("coverage") or {}
@@ -259,6 +263,30 @@ def add_junit_properties(config: pytest.Config, results: dict | None, gate_resul
         return
     for name, value in junit_properties(results, gate_results):
         xml.add_global_property(name, value)
+
+
+def add_junit_gate_cases(config: pytest.Config, gates: list[Gate], gate_results: list[GateResult]) -> None:
+    """One testcase per gate (classname ``hypeedit.gates``, named by the gate's text), failed exactly when the gate
+    failed on some row it applies to, its lines the failure's message: the decision, beside the candidates' own
+    testcases (whose FAILs are verdicts).  Fed to the controller's LogXML as the reports of a test that ran; xdist
+    workers write no junit XML, so each gate appears once."""
+    from _pytest.junitxml import xml_key
+    from _pytest.reports import TestReport
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for index, gate in enumerate(gates, start=1):
+        mine = [result for result in gate_results if result.gate == gate]
+        held = bool(mine) and all_hold(mine)
+        lines = "\n".join(result.line() for result in mine) or f"gate {gate.text!r} was not evaluated"
+        nodeid = f"hypeedit::gates::{gate.text}"  # a gate's text has no "::" (analysis/gates.py _GATE)
+        location = ("hypeedit", None, f"gate {index}")
+        xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "setup"))
+        call = TestReport(nodeid, location, {}, "passed", None, "call") if held else \
+            TestReport(nodeid, location, {}, "failed", lines, "call")
+        xml.pytest_runtest_logreport(call)
+        xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "teardown"))
 
 
 # --------------------------------------------------------------------------- terminal
@@ -286,7 +314,15 @@ def _with_interval(row: dict, key: str) -> str:
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
     ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
-    return f"{key} {format_value(row.get(key), kind)}{ci}"
+    return f"{_named(row, key)} {format_value(row.get(key), kind)}{ci}"
+
+
+def _named(row: dict, key: str) -> str:
+    """A metric's key, and what it measures when the row's repeats make pass_at_10 a Pass@k: "pass_at_10 (Pass@2)"."""
+    from ..report.tables import metric_labels
+
+    label = metric_labels(row.get("repeats")).get(key)
+    return f"{key} ({label})" if label is not None and label != metric_labels(None)[key] else key
 
 
 def sensitivity_lines(results: dict) -> list[str]:

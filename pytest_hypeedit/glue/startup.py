@@ -38,6 +38,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     checking = controller and not config.option.collectonly
     run = build_run_config(config.option, Path(config.invocation_params.dir), extra, load_tasks=False)
     config.stash[RUN_KEY] = run  # the judge's options come from it
+    if controller:
+        check_gates(config, run)  # a gate on a model, split or metric the run lacks: before any key, download or call
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
     paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
     if paying and judge is not None:  # paying implies checking, which made the judge
@@ -60,6 +62,18 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
         check_outputs_writable(run, runner, disk)
         check_reference_images(run, progress=startup_progress(config))
     return run
+
+
+def check_gates(config: pytest.Config, run: RunConfig) -> None:
+    """Every ``--gate`` parses and names a model, split and metric this run measures (analysis/gates.py)."""
+    from ..analysis.gates import RunScope, check_gates_apply, parse_gates
+
+    option = config.option
+    scope = RunScope(models=tuple(spec.name for spec in run.models),
+                     splits=tuple(source.name for source in split_sources(option.hypeedit_tasks)),
+                     repeats=run.repeats, calibrated=bool(option.hypeedit_calibrate),
+                     intervals=option.hypeedit_bootstrap > 0)
+    check_gates_apply(parse_gates(option.hypeedit_gates), scope)
 
 
 def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = None) -> Runner:

@@ -13,7 +13,11 @@ from html import escape
 from typing import Any, Iterable, Mapping
 
 from ..finite import finite_number
-from .tables import format_metric as format_value  # one number format for tables and charts
+from .tables import (
+    format_metric as format_value,  # one number format for tables and charts
+    metric_labels,
+    row_repeats,
+)
 
 #: (results key, panel title, kind): kind decides the axis and the number format.
 CHART_METRICS: tuple[tuple[str, str, str], ...] = (
@@ -24,6 +28,25 @@ CHART_METRICS: tuple[tuple[str, str, str], ...] = (
     ("effective_cost", "Effective cost per success (USD)", "dollars"),
     ("hype_gap", "Hype gap (P@10 - first attempt)", "percent"),
 )
+
+
+
+def chart_metrics(repeats: int | None = None) -> tuple[tuple[str, str, str], ...]:
+    """CHART_METRICS titled for what they measure at ``repeats`` images per task (Pass@k, the hype gap on it)."""
+    labels = metric_labels(repeats)
+    if labels["pass_at_10"] == "Pass@10":
+        return CHART_METRICS
+    k = labels["pass_at_10"]
+    at = k.split()[0].replace("Pass", "P")  # "P@2"
+    titles = {"pass_at_10": k, "hype_gap": f"{labels['hype_gap']} ({at} - first attempt)"}
+    return tuple((key, titles.get(key, title), kind) for key, title, kind in CHART_METRICS)
+
+
+def rows_repeats(rows: Iterable[Mapping[str, Any]]) -> int | None:
+    """The images per task of a run's rows (they share it), None when they do not say."""
+    found = {row_repeats(row) for row in rows}
+    return found.pop() if len(found) == 1 else None
+
 
 #: Colour-blind-safe palette (Okabe-Ito); a model keeps its colour in every panel.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -50,7 +73,7 @@ def metric_charts_svg(rows: Iterable[Mapping[str, Any]], *, title: str = "") -> 
     if not rows:
         return ""
     colours = {row["model"]: PALETTE[i % len(PALETTE)] for i, row in enumerate(rows)}
-    panels = [_panel(rows, metric, name, kind, colours) for metric, name, kind in CHART_METRICS]
+    panels = [_panel(rows, metric, name, kind, colours) for metric, name, kind in chart_metrics(rows_repeats(rows))]
     panel_height = PANEL_TOP + len(rows) * (BAR_HEIGHT + BAR_GAP) + PANEL_BOTTOM
     width = COLUMNS * PANEL_WIDTH
     height = math.ceil(len(panels) / COLUMNS) * panel_height + (24 if title else 0)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..files import atomic_write_bytes
-from .tables import COLUMNS, by_pass_rate, format_metric, section_order
+from .tables import by_pass_rate, columns, leaderboard_cells, model_name, paid_elsewhere, repeats_note, sections
 
 if TYPE_CHECKING:
     from .published import Published
@@ -50,18 +50,23 @@ def relative_url(page: Path, start: Path) -> str:
 
 
 def index_html(merged: Mapping[str, Any], links: Mapping[str, list[str]], published: "Published | None" = None) -> str:
+    """The same tables as the Markdown leaderboard (report/leaderboard_markdown.py), cell for cell: the same
+    sections (a split's rows of each number of images per task apart, the paper's only beside its own number), the
+    same model marks (release, judge/calibrated, incomplete, published) and the effective cost at list price."""
     rows = list(merged.get("rows") or [])
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>HYPE-EDIT-1 results</title>", f"<style>{STYLE}</style></head><body>",
              "<h1>HYPE-EDIT-1 results</h1>", _summary(merged, published)]
-    for split in section_order(rows, published):
-        theirs = published.rows_of(split) if published else []
-        ours = [r for r in rows if r.get("split") == split]
+    for section in sections(rows, published, (merged.get("settings") or {}).get("repeats")):
+        ours: Sequence[Mapping[str, Any]] = section.rows
         if published:  # beside the published (human) figures, a run's own say whose they are
             from .published import beside_published
 
             ours = beside_published(ours)
-        parts += [f"<h2>{escape(split.capitalize())}</h2>", _table(by_pass_rate([*ours, *theirs]), links)]
+        parts += [f"<h2>{escape(section.title)}</h2>",
+                  _table(by_pass_rate([*ours, *section.published]), links, section.repeats)]
+        if section.rows and repeats_note(section.repeats):
+            parts.append(f"<p>{escape(repeats_note(section.repeats))}.</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -75,25 +80,25 @@ def _summary(merged: Mapping[str, Any], published: "Published | None") -> str:
         lines.append(f"Generated at {escape(str(merged['generated_at']))}.")
     if published:
         lines.append(f"Rows marked (published): the paper's figures as published in {escape(published.citation())}.")
+    if any(paid_elsewhere(row) for row in merged.get("rows") or []):
+        lines.append("Effective cost per success is at each model's list price, whatever tier a run bought at, so "
+                     "that runs compare; what a run paid is in its results JSON.")
     return "<p>" + " ".join(lines) + " Sorted by pass rate. Each model links to its own report.</p>"
 
 
-def _table(rows: Sequence[Mapping[str, Any]], links: Mapping[str, list[str]]) -> str:
-    head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in COLUMNS)
+def _table(rows: Sequence[Mapping[str, Any]], links: Mapping[str, list[str]], repeats: int | None = None) -> str:
+    head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in columns(repeats))
     body = [_row(row, links) for row in rows]
     return f"<table><thead><tr><th>Model</th>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>"
 
 
 def _row(row: Mapping[str, Any], links: Mapping[str, list[str]]) -> str:
-    model = str(row.get("model"))
-    if row.get("published"):
-        name, css = f"{escape(model)} (published)", ' class="published"'
-    else:
-        pages = links.get(model) or []
-        reports = " ".join(f'<a href="{escape(url)}">{"report" if len(pages) == 1 else escape(url)}</a>' for url in pages)
-        figures = f" ({escape(str(row['figures']))})" if row.get("figures") else ""
-        name, css = escape(model) + figures + (f" ({reports})" if reports else ""), ""
-    cells = "".join(f"<td>{escape(format_metric(row.get(key), kind))}</td>" for key, _, kind in COLUMNS)
+    name, css = escape(model_name(row)), ' class="published"' if row.get("published") else ""
+    pages = [] if row.get("published") else links.get(str(row.get("model"))) or []
+    reports = " ".join(f'<a href="{escape(url)}">{"report" if len(pages) == 1 else escape(url)}</a>' for url in pages)
+    if reports:
+        name += f' <span class="reports">({reports})</span>'
+    cells = "".join(f"<td>{escape(cell)}</td>" for cell in leaderboard_cells(row))
     return f"<tr{css}><td>{name}</td>{cells}</tr>"
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import HypeEditError, InputError
 from .leaderboard_markdown import results_markdown
 from .results_files import load_results, merge_results
-from .tables import SCHEMA, cell as _cell
+from .tables import COMBINED, SCHEMA, cell as _cell, row_repeats
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,7 +69,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runs = [(str(path), load_results(path)) for path in args.results]
         take_incomplete(runs, args.allow_incomplete)
+        stamp_repeats(runs)
         merged = merge_results(runs, _prefer_name(args.prefer), args.allow_mixed_settings) if runs else _no_run()
+        drop_mixed_combined(merged)
         published = _published() if args.with_published else None
     except HypeEditError as exc:
         print(f"hypeedit-leaderboard: error: {exc}", file=sys.stderr)
@@ -92,6 +94,38 @@ def take_incomplete(runs: Sequence[tuple[str, dict[str, Any]]], allowed: bool) -
         for row in results.get("rows") or []:
             if isinstance(row, dict):
                 row["incomplete"] = True
+
+
+def stamp_repeats(runs: Sequence[tuple[str, dict[str, Any]]]) -> None:
+    """Give each row the images per task its run was measured on (a file written before rows carried ``repeats``
+    says it in its settings), so that the merge keeps runs of 2 and 4 repeats apart: the settings of a merge are
+    the first file's."""
+    for _, results in runs:
+        settings = results.get("settings")
+        for row in results.get("rows") or []:
+            if isinstance(row, dict) and row_repeats(row) is None:
+                row["repeats"] = row_repeats({}, settings.get("repeats") if isinstance(settings, Mapping) else None)
+
+
+def drop_mixed_combined(merged: dict[str, Any]) -> None:
+    """A combined row pooled from split rows of different repeats is no figure of any number of images per task:
+    it is left out, named in ``combined_left_out``.  A combined row pooled from rows of one number carries it."""
+    rows = merged.get("rows") or []
+    kept, left_out = [], []
+    for row in rows:
+        if row.get("split") != COMBINED or row_repeats(row) is not None:
+            kept.append(row)
+            continue
+        found = {row_repeats(r) for r in rows if r.get("split") != COMBINED and r.get("model") == row.get("model")}
+        if len(found) == 1:
+            row["repeats"] = found.pop()
+            kept.append(row)
+        else:
+            left_out.append({"model": row.get("model"), "reason": "its splits were measured on different numbers of "
+                             f"images per task ({', '.join(str(k) for k in sorted(found, key=str))}): no pooled figure"})
+    merged["rows"] = kept
+    if left_out:
+        merged["combined_left_out"] = left_out
 
 
 def incomplete_why(results: Mapping[str, Any]) -> str:

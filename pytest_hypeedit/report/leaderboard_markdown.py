@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from .tables import COLUMNS, by_pass_rate, cell as _cell, format_metric, section_order
+from .tables import (
+    COLUMNS,
+    Section,
+    by_pass_rate,
+    cell as _cell,
+    columns,
+    format_metric,
+    leaderboard_cells,
+    model_name,
+    paid_elsewhere as _paid_elsewhere,
+    repeats_note,
+    sections,
+)
 
 if TYPE_CHECKING:
     from .published import Published
@@ -25,9 +37,13 @@ def results_markdown(results: Mapping[str, Any], published: "Published | None" =
     rows = list(results.get("rows") or [])
     settings = results.get("settings") or (published.settings if published and not rows else {})
     parts = [_header(settings, published, tiered=any(_paid_elsewhere(r) for r in rows))]
-    for split in section_order(rows, published):
-        theirs = published.rows_of(split) if published else []
-        parts.append(_split_section(split, [r for r in rows if r.get("split") == split], results, theirs, published))
+    tables = sections(rows, published, (results.get("settings") or {}).get("repeats"))
+    last = {section.split: section for section in tables if section.rows}  # the pairwise note goes under it, once
+    parts += [_split_section(section, results, published, last.get(section.split) is section) for section in tables]
+    left_out = [e for e in results.get("combined_left_out") or () if isinstance(e, Mapping)]
+    if left_out:  # report/leaderboard.py drop_mixed_combined
+        parts.append("Combined rows left out:\n\n" + "\n".join(f"- {_cell(e.get('model'))}: {_cell(e.get('reason'))}"
+                                                             for e in left_out) + "\n")
     if not rows and not published:
         parts.append("No candidate was judged in this run.\n")
     return "\n".join(parts)
@@ -43,7 +59,8 @@ def _header(settings: Mapping[str, Any], published: "Published | None" = None, t
         "Metrics:",
         "- Pass rate (P@1): mean over tasks of the share of PASS candidates.",
         "- Pass@4 (P@4): mean over tasks of 1 - (1 - p)^4, the chance of a PASS within 4 attempts.",
-        "- Pass@10 (P@10): tasks with at least one PASS among their candidates.",
+        "- Pass@10 (P@10): tasks with at least one PASS among their candidates (10 per task). A table of k images "
+        "per task other than 10 names it Pass@k, and the hype gap on it Hype gap@k: not the paper's figures.",
         f"- Expected attempts: expected number of attempts to get a PASS (max {cap}).",
         "- Effective cost per success: expected attempts * (model cost + review cost per candidate) / P@4.",
         "- Hype gap: Pass@10 - first-attempt pass rate.",
@@ -81,67 +98,49 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
     return notes
 
 
-def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[str, Any],
-                   theirs: Sequence[Mapping[str, Any]] = (), published: "Published | None" = None) -> str:
-    rows = by_pass_rate(rows)
+def _split_section(section: Section, results: Mapping[str, Any], published: "Published | None" = None,
+                   pairwise: bool = True) -> str:
+    rows, theirs, repeats, split = by_pass_rate(section.rows), section.published, section.repeats, section.split
     generated = results.get("generated_at") or results.get("created")
-    if not rows:  # a split only the paper has
+    if not rows:  # a table of the paper's rows alone
         generated = published.source["generated_at"] if published else None
-    title = f"## {split.capitalize()}" + (f" (generated at {str(generated)[:10]})" if generated else "")
-    scope = [_scope_line(rows, results)] if rows else []
+    title = f"## {section.title}" + (f" (generated at {str(generated)[:10]})" if generated else "")
+    scope = [_scope_line(rows, repeats)] if rows else []
     if theirs and published is not None:  # the paper's rows come with it
-        scope.append(f"Published: {_scope_line(theirs, {'settings': published.settings})}")
+        scope.append(f"Published: {_scope_line(theirs, published.settings['repeats'])}")
     ours = _beside_published(rows) if published else rows
-    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), _metric_cells)]
+    lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), leaderboard_cells, repeats)]
+    if rows and repeats_note(repeats):
+        lines += ["", repeats_note(repeats) + "."]
     if any(r.get("intervals") for r in rows):
-        lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
-    lines += _calibrated_section(rows)
-    lines += _pairwise_section(split, results)
+        lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells, repeats)]
+    lines += _calibrated_section(rows, repeats)
+    lines += _pairwise_section(split, results) if pairwise else []
     notes = [_row_note(r) for r in rows if _row_note(r)]
     if notes:
         lines += [""] + [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
 
-def _scope_line(rows: Sequence[Mapping[str, Any]], results: Mapping[str, Any]) -> str:
+def _scope_line(rows: Sequence[Mapping[str, Any]], repeats: int | None) -> str:
     tasks = max((int(r.get("tasks") or 0) for r in rows), default=0)
-    repeats = (results.get("settings") or {}).get("repeats")
     if not repeats and tasks:
         repeats = round(max(int(r.get("candidates") or 0) for r in rows) / tasks)
     total = f"{tasks * repeats:,}" if repeats else "?"
     return f"{tasks} tasks, {repeats or '?'} images per task, {total} total images."
 
 
-def _table(rows: list[Mapping[str, Any]], cells) -> str:
-    header = "| Model | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
+def _table(rows: list[Mapping[str, Any]], cells, repeats: int | None = None) -> str:
+    header = "| Model | " + " | ".join(title for _, title, _ in columns(repeats)) + " |"
     rule = "| --- " * (len(COLUMNS) + 1) + "|"
-    body = [f"| {_model_cell(r)} | " + " | ".join(cells(r)) + " |" for r in rows]
+    body = [f"| {_cell(model_name(r))} | " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join([header, rule, *body])
-
-
-def _model_cell(row: Mapping[str, Any]) -> str:
-    if row.get("published"):
-        return _cell(row.get("model")) + " (published)"
-    marked = " (incomplete)" if row.get("incomplete") or row.get("complete") is False else ""
-    return _cell(row.get("model")) + (f" ({row['figures']})" if row.get("figures") else "") + marked
 
 
 def _beside_published(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     from .published import beside_published
 
     return beside_published(rows)
-
-
-def _metric_cells(row: Mapping[str, Any]) -> list[str]:
-    at_list = {**row, "effective_cost": row["effective_cost_list"]} if "effective_cost_list" in row else row
-    return [format_metric(at_list.get(key), kind) for key, _, kind in COLUMNS]
-
-
-def _paid_elsewhere(row: Mapping[str, Any]) -> bool:
-    """Whether the row's run paid another price than the list price (a batch or Flex tier): the table shows its
-    effective cost at list price, and its interval (at the price paid) is left out."""
-    paid = row.get("cost_per_candidate_paid")
-    return paid is not None and paid != row.get("cost_per_candidate")
 
 
 def _interval_cells(row: Mapping[str, Any]) -> list[str]:
@@ -153,7 +152,7 @@ def _interval_cells(row: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def _calibrated_section(rows: list[Mapping[str, Any]]) -> list[str]:
+def _calibrated_section(rows: list[Mapping[str, Any]], repeats: int | None = None) -> list[str]:
     """The figures corrected with a human sample (--calibrate), each with its interval, and what to know."""
     calibrated = [r for r in rows if isinstance(r.get("calibration"), Mapping)]
     if not calibrated:
@@ -162,7 +161,7 @@ def _calibrated_section(rows: list[Mapping[str, Any]]) -> list[str]:
     level = next(iter(levels))[0] if len(levels) == 1 and next(iter(levels))[0] else None
     title = (f"Calibrated with a human sample ({f'{100 * level:g}% intervals' if level else 'intervals'} for the "
              "population of tasks, judged by people; n/a: not calibrated, see below):")
-    lines = ["", title, "", _table(calibrated, _calibrated_cells)]
+    lines = ["", title, "", _table(calibrated, _calibrated_cells, repeats)]
     for row in calibrated:
         lines += [f"- {_cell(row.get('model'))}: {_cell(problem)}" for problem in row["calibration"].get("problems") or ()]
     return lines

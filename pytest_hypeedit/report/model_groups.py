@@ -13,7 +13,7 @@ from html import escape
 from string import ascii_lowercase
 from typing import Any, Iterable, Mapping, Sequence
 
-from .tables import COLUMNS
+from .tables import columns, row_repeats
 
 #: Metrics where less is better: their groups are ordered from the lowest value.
 LOWER_IS_BETTER = ("expected_attempts", "effective_cost", "hype_gap")
@@ -60,7 +60,8 @@ def groups_by_metric(split: str, rows: Iterable[Mapping[str, Any]], pairwise: It
     entries = [e for e in pairwise or () if isinstance(e, Mapping) and e.get("split") == split]
     values = {str(r.get("model")): r for r in rows if isinstance(r, Mapping)}
     found = []
-    for key, label, _ in COLUMNS:
+    repeats = {row_repeats(row) for row in values.values()}
+    for key, label, _ in columns(repeats.pop() if len(repeats) == 1 else None):  # Pass@k titled for what it is
         mine = [e for e in entries if e.get("metric") == key and str(e.get("a")) in values
                 and str(e.get("b")) in values]
         if not mine:

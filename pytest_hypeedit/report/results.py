@@ -34,7 +34,7 @@ from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
-from .tables import COMBINED, SCHEMA
+from .tables import COMBINED, SCHEMA, metric_labels
 
 Key = tuple[str, str, str, int]
 
@@ -91,6 +91,9 @@ def build_results(
                             splits=tuple(split_names), run_id=run_id)
             if _has_something(combined):
                 rows.append(combined)
+    for row in rows:  # what pass_at_10 and hype_gap measure at this many images per task (Pass@k below 10)
+        row["repeats"] = settings_json.get("repeats")
+        row["metric_labels"] = metric_labels(row["repeats"])
     results: dict = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
                      "rows": rows}
     if coverage is not None:

@@ -18,10 +18,10 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from .charts import CHART_METRICS, format_value, metric_charts_svg
+from .charts import chart_metrics, format_value, metric_charts_svg, rows_repeats
 from .model_groups import groups_html
 from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
-from .tables import split_order
+from .tables import repeats_note, row_repeats, split_order
 
 #: Metrics the calibration also reports, beyond the six of the table.
 FIRST_ATTEMPT = ("first_attempt_pass_rate", "First attempt", "percent")
@@ -193,7 +193,7 @@ def possibly_paid_html(rows: list[Mapping[str, Any]]) -> str:
 def metrics_table(rows: list[Mapping[str, Any]]) -> str:
     """Per model: each metric with its interval; the calibrated figure first and marked when there is one."""
     calibrated = any(isinstance(r.get("calibrated"), Mapping) for r in rows)
-    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
+    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in chart_metrics(rows_repeats(rows)))
     body = "".join(_metrics_row(r) for r in rows)
     table = (f'<table class="hx-metrics"><thead><tr><th>Model</th>{head}<th>Judged</th><th>Refused</th>'
              f"<th>Errors</th><th>Spent</th></tr></thead><tbody>{body}</tbody></table>")
@@ -203,12 +203,13 @@ def metrics_table(rows: list[Mapping[str, Any]]) -> str:
     if calibrated:
         notes.append(_calibration_note(rows))
     notes += [_text(note) for note in (paid_price_note(rows),) if note]  # model names are untrusted text
+    notes += [_text(note + ".") for note in (repeats_note(rows_repeats(rows)),) if note]
     return _scroll(table) + (f'<p class="hx-note">{" ".join(notes)}</p>' if notes else "")
 
 
 def _metrics_row(row: Mapping[str, Any]) -> str:
     cal = row.get("calibrated") if isinstance(row.get("calibrated"), Mapping) else None
-    cells = "".join(f"<td>{_metric_cell(row, cal, key, kind)}</td>" for key, _, kind in CHART_METRICS)
+    cells = "".join(f"<td>{_metric_cell(row, cal, key, kind)}</td>" for key, _, kind in chart_metrics())
     return (f"<tr><th scope=\"row\">{_text(row.get('model'))}</th>{cells}"
             f"<td>{_text(row.get('judged'))}/{_text(row.get('candidates'))}</td><td>{_text(row.get('refusals'))}</td>"
             f"<td>{_text(row.get('errors'))}</td><td>{_text(format_value(row.get('spent'), 'dollars'))}</td></tr>")
@@ -334,7 +335,7 @@ def _float(value: Any, digits: int) -> str:
 def baseline_table(rows: list[Mapping[str, Any]]) -> str:
     lines = []
     for row in rows:
-        for key, name, kind in CHART_METRICS:
+        for key, name, kind in chart_metrics(row_repeats(row)):
             entry = (row.get("baseline") or {}).get(key)
             if not isinstance(entry, Mapping):
                 continue
@@ -417,12 +418,12 @@ def task_type_table(rows: list[Mapping[str, Any]]) -> str:
     lines = []
     for row in rows:
         for task_type, metrics in sorted((row.get("by_task_type") or {}).items()):
-            cells = "".join(f"<td>{_text(format_value(metrics.get(k), kind))}</td>" for k, _, kind in CHART_METRICS)
+            cells = "".join(f"<td>{_text(format_value(metrics.get(k), kind))}</td>" for k, _, kind in chart_metrics())
             lines.append(f"<tr><td>{_text(task_type)}</td><td>{_text(row.get('model'))}</td>"
                          f"<td>{_text(metrics.get('tasks'))}</td>{cells}</tr>")
     if not lines:
         return ""
-    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in CHART_METRICS)
+    head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in chart_metrics(rows_repeats(rows)))
     return _scroll(f"<table><thead><tr><th>Task type</th><th>Model</th><th>Tasks</th>{head}</tr></thead>"
                    f"<tbody>{''.join(lines)}</tbody></table>")
 

@@ -7,6 +7,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..finite import finite_number
@@ -25,6 +26,118 @@ COLUMNS = (
     ("effective_cost", "Effective cost/success", "dollars"),
     ("hype_gap", "Hype gap", "percent"),
 )
+
+#: The images per task the paper's Pass@10 and hype gap are defined on (and its published figures were made with).
+PAPER_REPEATS = 10
+#: The metrics whose name says 10 images per task: at k repeats a results row's ``pass_at_10`` is Pass@k.
+TEN_REPEAT_KEYS = ("pass_at_10", "hype_gap")
+
+
+def metric_labels(repeats: int | None) -> dict[str, str]:
+    """What ``pass_at_10`` and ``hype_gap`` measure at ``repeats`` images per task: Pass@10 and the hype gap at 10
+    (or when not known: an older results file), Pass@k and the hype gap on it ("Hype gap@k") otherwise."""
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats == PAPER_REPEATS:
+        return {"pass_at_10": "Pass@10", "hype_gap": "Hype gap"}
+    # at 4 repeats, "(any)" tells it from the Pass@4 column (1 - (1 - p)^4, modelled from the pass rate)
+    return {"pass_at_10": f"Pass@{repeats}" + (" (any)" if repeats == 4 else ""), "hype_gap": f"Hype gap@{repeats}"}
+
+
+def columns(repeats: int | None = None) -> tuple[tuple[str, str, str], ...]:
+    """COLUMNS titled for what they measure at ``repeats`` images per task (see ``metric_labels``)."""
+    labels = metric_labels(repeats)
+    return tuple((key, labels.get(key, title), kind) for key, title, kind in COLUMNS)
+
+
+def repeats_note(repeats: int | None) -> str:
+    """The line under a table whose rows were measured on other than 10 images per task ("" at 10)."""
+    labels = metric_labels(repeats)
+    if labels["pass_at_10"] == "Pass@10":
+        return ""
+    return (f"{labels['pass_at_10']}: tasks with a PASS among their {repeats} images; {labels['hype_gap']}: "
+            f"{labels['pass_at_10']} - first-attempt pass rate. Measured on {repeats} images per task, they are not "
+            f"the paper's Pass@10 and hype gap (10 images per task) and do not compare with them")
+
+
+def row_repeats(row: Mapping[str, Any], fallback: Any = None) -> int | None:
+    """The images per task a row was measured on: its own ``repeats`` (written since rows carry it), else
+    ``fallback`` (its file's settings)."""
+    for value in (row.get("repeats"), fallback):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+@dataclass(frozen=True)
+class Section:
+    """One table of a leaderboard: a split's rows measured on the same number of images per task, and the paper's
+    rows of the split when they were measured on as many (never beside rows of another number)."""
+
+    split: str
+    repeats: int | None
+    rows: list[Mapping[str, Any]]
+    published: list[Mapping[str, Any]]
+    several: bool  # the split has more than one table: its title names the images per task
+
+    @property
+    def title(self) -> str:
+        name = self.split.capitalize()
+        if not self.several:
+            return name
+        if self.rows:
+            return f"{name}, {self.repeats or '?'} images per task"
+        return f"{name}, published ({self.repeats} images per task)"
+
+
+def sections(rows: Sequence[Mapping[str, Any]], published: "Published | None" = None,
+             repeats: Any = None) -> list[Section]:
+    """The leaderboard's tables in order: per split (section_order), one per number of images per task among its
+    rows (``row_repeats``, ``repeats`` for a row that does not say), the paper's rows beside the run's rows of the
+    paper's repeats, else in a table of their own.  Rows of 2 and 4 repeats are never one table: their Pass@k are
+    not the same metric."""
+    found = []
+    paper = published.settings.get("repeats") if published else None
+    for split in section_order(rows, published):
+        groups: dict[int | None, list[Mapping[str, Any]]] = {}
+        for row in rows:
+            if row.get("split") == split:
+                groups.setdefault(row_repeats(row, repeats), []).append(row)
+        theirs = list(published.rows_of(split)) if published else []
+        tables = [(k, group, theirs if k == paper else []) for k, group in groups.items()]
+        if theirs and paper not in groups:
+            tables.append((paper, [], theirs))
+        found += [Section(split, k, ours, beside, len(tables) > 1) for k, ours, beside in tables]
+    return found
+
+
+def model_name(row: Mapping[str, Any]) -> str:
+    """A leaderboard row's model as every leaderboard table prints it (Markdown and HTML alike, unescaped): the name,
+    the release it measured when the row says (provider model id and label), whose figures (judge, calibrated)
+    and (incomplete); a published row is marked (published)."""
+    name = " ".join(str(row.get("model")).split())
+    if row.get("published"):
+        return f"{name} (published)"
+    release = row.get("release")
+    named = [str(release.get(key)) for key in ("provider_model", "label") if release.get(key)] \
+        if isinstance(release, Mapping) else []
+    if named:
+        name += f" (release {', '.join(named)})"
+    if row.get("figures"):
+        name += f" ({row['figures']})"
+    return name + (" (incomplete)" if row.get("incomplete") or row.get("complete") is False else "")
+
+
+def leaderboard_cells(row: Mapping[str, Any]) -> list[str]:
+    """A leaderboard row's metrics as every leaderboard table prints them: effective cost at list price
+    (``effective_cost_list``), so that runs bought at other tiers compare."""
+    at_list = {**row, "effective_cost": row["effective_cost_list"]} if "effective_cost_list" in row else row
+    return [format_metric(at_list.get(key), kind) for key, _, kind in COLUMNS]
+
+
+def paid_elsewhere(row: Mapping[str, Any]) -> bool:
+    """Whether the row's run paid another price than the list price (a batch or Flex tier): the tables show its
+    effective cost at list price, and its interval (at the price paid) is left out."""
+    paid = row.get("cost_per_candidate_paid")
+    return paid is not None and paid != row.get("cost_per_candidate")
 
 
 def section_order(rows: Sequence[Mapping[str, Any]], published: "Published | None") -> list[str]:

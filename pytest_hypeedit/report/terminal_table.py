@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 
 from .spend_tiers import spend_by_tier_text, tiered
-from .tables import COLUMNS, COMBINED, format_metric
+from .tables import COLUMNS, COMBINED, columns, format_metric, repeats_note
 
 #: The terminal's width the summary keeps to (a CI log, a laptop's split screen).
 WIDTH = 100
@@ -32,15 +32,19 @@ def title(results: dict) -> str:
 def summary_lines(results: dict) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
-    lines = metrics_table(rows, calibrated) + fold(legend(results)) + [""] + counts_table(rows)
+    repeats = (results.get("settings") or {}).get("repeats")
+    lines = metrics_table(rows, calibrated, repeats) + fold(legend(results))
+    lines += fold(repeats_note(repeats) + ".") if repeats_note(repeats) else []
+    lines += [""] + counts_table(rows)
     lines += totals_lines(rows, results)
     for line in tier_lines(rows) + rejudged_lines(rows) + possibly_paid_lines(rows) + implausible_lines(rows):
         lines += fold(line)
     return lines
 
 
-def metrics_table(rows: list[dict], calibrated: bool) -> list[str]:
-    headers = ["Model", "Split"] + [SHORT_TITLES.get(key, title) for key, title, _ in COLUMNS]
+def metrics_table(rows: list[dict], calibrated: bool, repeats: int | None = None) -> list[str]:
+    """The metrics, ``pass_at_10`` and ``hype_gap`` titled for what they measure at ``repeats`` (Pass@k)."""
+    headers = ["Model", "Split"] + [SHORT_TITLES.get(key, title) for key, title, _ in columns(repeats)]
     body = [[row["model"], row["split"], *_metrics(row)] for row in rows]
     if calibrated:
         headers.insert(2, "Figures")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 from hype_ci_fixtures import (
+    CONFTEST,
     args,
     bench,  # noqa: F401 - fixture
     results,
@@ -18,7 +20,7 @@ PASS_RATE = 4 / 12
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_gates_decide_the_exit_status(bench, xdist):
-    held = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "identity:pass_at_10>=100%", *xdist))
+    held = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "identity:pass_at_4>=80%", *xdist))
     held.assert_outcomes(passed=4, failed=8)
     assert held.ret == 0  # single items failed, but every gate holds
     said(held, "PASS gate 'pass_rate>=0.3' on identity (mini): pass_rate = 33.3%, threshold >= 30.0%, margin +3.3 points",
@@ -47,6 +49,9 @@ def test_a_bad_gate_is_a_usage_error_naming_the_option(bench):
     result = bench.runpytest(*args("--gate", "accuracy>=0.5"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--gate 'accuracy>=0.5': unknown metric 'accuracy'. Allowed metrics: pass_rate*"])
+    typo = bench.runpytest(*args("--gate", "pass_rat>=0.5"))
+    typo.stderr.fnmatch_lines(["*--gate 'pass_rat>=0.5': unknown metric 'pass_rat' (did you mean 'pass_rate'?). "
+                               "Allowed metrics: pass_rate*"])
     no_baseline = bench.runpytest(*args("--gate", "pass_rate>=baseline"))
     no_baseline.stderr.fnmatch_lines(["*--gate refers to 'baseline' but no --baseline*"])
 
@@ -92,3 +97,92 @@ def test_session_metrics_are_junit_properties_under_xdist(bench):
     assert float(props["hypeedit.identity.mini.pass_rate.low"]) <= PASS_RATE
     assert props["hypeedit.gates"] == "passed"
     assert props["hypeedit.gate.1"].startswith("PASS gate 'pass_rate>=0.3'")
+
+
+#: The bench's models, each call a line in $CALL_LOG.
+LOGGED = CONFTEST.replace("'log': None", "'log': '{task} {repeat}'")
+assert LOGGED != CONFTEST
+
+
+@pytest.mark.parametrize("gate, extra, message", [
+    ("flux-2-max:pass_rate>=0.6", [], "*--gate 'flux-2-max:pass_rate>=0.6' names model 'flux-2-max', which this run "
+                                     "does not measure (its models: flaky). Fix the name, add --model flux-2-max*"),
+    ("flakey:pass_rate>=0.6", [], "*names model 'flakey'*(its models: flaky); did you mean 'flaky'? Fix the name*"),
+    ("flaky@mnii:pass_rate>=0.6", [], "*names split 'mnii', which this run does not have (its splits: mini); "
+                                     "did you mean 'mini'? Fix the name, or add its task file with --tasks*"),
+    ("pass_at_10>=0.5", [], "*--gate 'pass_at_10>=0.5': pass_at_10 is defined on 10 images per task, and with "
+                            "--repeats 3 this run would measure it on Pass@3 instead. Run --repeats 10*"),
+    ("hype_gap<=0.2", [], "*hype_gap is defined on 10 images per task*"),
+    ("calibrated.pass_rate>=0.5", [], "*gates on a calibrated figure, which only a run with --calibrate*"),
+    ("pass_rate.low>=0.5", ["--bootstrap", "0"], "*gates on an interval bound, and --bootstrap 0 computes no interval*"),
+], ids=["model", "model-typo", "split-typo", "pass-at-10", "hype-gap", "calibrated", "bound"])
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_gate_the_run_cannot_have_is_refused_before_anything_is_bought(bench, monkeypatch, gate, extra, message,
+                                                                         xdist):
+    """Planted: check_gates not called at configure time -> the run buys all 12 candidates (the call log has
+    them) and the gate fails only after paying."""
+    bench.makeconftest(LOGGED)
+    calls = bench.path / "calls.log"
+    monkeypatch.setenv("CALL_LOG", str(calls))
+    result = bench.runpytest(*args("--gate", gate, "--gate", "pass_rate>=0.1", *extra, *xdist, model="flaky"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message + "Nothing was bought."])
+    assert not calls.exists() and not (bench.path / "out").exists()
+
+
+def test_a_gate_on_the_combined_row_applies_to_a_run_of_two_splits(bench):
+    from benchdata import make_tasks, write_split
+
+    write_split(bench.path, "more", make_tasks(1), bench.path / "images")
+    result = bench.runpytest(*args("--tasks", "more.json", "--gate", "identity@combined:pass_rate>=0",
+                                   "--allow-incomplete"))
+    assert result.ret == 0, result.stderr.str()
+
+
+def gate_cases(path) -> dict[str, ET.Element]:
+    cases = ET.parse(path).getroot().find("testsuite").findall("testcase")
+    found = [c for c in cases if c.get("classname") == "hypeedit.gates"]
+    assert len(found) == len({c.get("name") for c in found})  # each gate once, under -n too
+    return {c.get("name"): c for c in found}
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_junit_xml_has_one_testcase_per_gate_failing_exactly_when_it_fails(bench, xdist):
+    """Planted: add_junit_gate_cases not called -> no hypeedit.gates testcase; its outcome inverted -> the passing
+    run's gate testcases fail while it exits 0."""
+    held = bench.runpytest(*args("--junitxml", "held.xml", "--gate", "pass_rate>=0.3", "--gate", "pass_at_4>=80%",
+                                 *xdist))
+    assert held.ret == 0
+    suite = ET.parse(bench.path / "held.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "8"  # the candidates' FAIL verdicts, beside passing gates: the exit status is 0
+    cases = gate_cases(bench.path / "held.xml")
+    assert sorted(cases) == ["pass_at_4>=80%", "pass_rate>=0.3"]
+    assert all(case.find("failure") is None for case in cases.values())
+    failed = bench.runpytest(*args("--junitxml", "failed.xml", "--gate", "pass_rate>=0.3", "--gate",
+                                   "effective_cost<=0.5", *xdist))
+    assert failed.ret == 1
+    cases = gate_cases(bench.path / "failed.xml")
+    assert cases["pass_rate>=0.3"].find("failure") is None
+    failure = cases["effective_cost<=0.5"].find("failure")
+    assert failure is not None and failure.get("message").startswith("FAIL gate 'effective_cost<=0.5' on identity")
+    assert ET.parse(bench.path / "failed.xml").getroot().find("testsuite").get("failures") == "9"
+
+
+def test_a_2_repeat_run_names_pass_at_2_for_what_it_is_everywhere(bench):
+    """Planted: metric_labels giving Pass@10 whatever the repeats -> the terminal, results.md and the HTML report
+    title the column Pass@10 again."""
+    result = bench.runpytest(*args("--html", "rep/report.html", "--junitxml", "junit.xml", repeats=2))
+    header = next(line for line in result.outlines if line.startswith("Model ") and "Pass rate" in line)
+    assert re.search(r"Pass@4\s+Pass@2\s+Attempts\s+\$/success\s+Hype gap@2$", header), header
+    said(result, "Pass@2: tasks with a PASS among their 2 images; Hype gap@2: Pass@2 - first-attempt pass rate.*")
+    [row] = results(bench)["rows"]
+    assert row["repeats"] == 2 and row["metric_labels"] == {"pass_at_10": "Pass@2", "hype_gap": "Hype gap@2"}
+    assert "pass_at_10" in row and "hype_gap" in row  # the keys stay, for readers of older files
+    markdown = (bench.path / "out" / "results.md").read_text()
+    assert "| Pass@2 |" in markdown and "| Hype gap@2 |" in markdown and "| Pass@10 |" not in markdown
+    html = (bench.path / "rep" / "report.html").read_text()
+    assert "<th>Pass@2</th>" in html and "<th>Pass@10</th>" not in html
+    suite = ET.parse(bench.path / "junit.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["hypeedit.identity.mini.pass_at_10.label"] == "Pass@2"
+    assert props["hypeedit.identity.mini.repeats"] == "2"

@@ -106,7 +106,7 @@ hypeedit_judge = "labels:r1.json"
 hypeedit_outputs = "out"
 hypeedit_repeats = "{repeats}"
 hypeedit_bootstrap = 0
-hypeedit_gates = ["pass_rate <= 0.5", "pass_at_10 <= 0.5"]
+hypeedit_gates = ["pass_rate <= 0.5", "pass_at_4 <= 0.5"]
 {extra}""")
 
 
@@ -115,7 +115,7 @@ def test_pyproject_toml_with_lists_and_a_flag(bench):
     pyproject(bench, repeats=1)
     complete = bench.runpytest()
     assert complete.ret == pytest.ExitCode.OK  # every verdict is FAIL: both gates hold
-    complete.stdout.fnmatch_lines(["PASS gate 'pass_rate <= 0.5'*", "PASS gate 'pass_at_10 <= 0.5'*", "all gates hold*"])
+    complete.stdout.fnmatch_lines(["PASS gate 'pass_rate <= 0.5'*", "PASS gate 'pass_at_4 <= 0.5'*", "all gates hold*"])
     pyproject(bench, repeats=5)  # nobody labelled repeat 5: an incomplete run, whose gates fail...
     assert bench.runpytest().ret == pytest.ExitCode.TESTS_FAILED
     pyproject(bench, repeats=5, extra="hypeedit_allow_incomplete = true")

@@ -257,11 +257,12 @@ def test_two_models_on_two_splits_with_calibrated_figures_fit_100_columns(wide):
     assert len(rows) == 6 and all(row.get("calibrated") for row in rows)  # 2 models x (2 splits + combined)
     start = next(i for i, line in enumerate(lines) if re.fullmatch(TITLE, line))
     table = lines[start + 1:]
-    assert re.match(r"Model\s+Split\s+Figures\s+Pass rate\s+Pass@4\s+Pass@10\s+Attempts\s+\$/success\s+Hype gap$",
-                    table[0]), table[0]
+    # 4 repeats: what the paper's Pass@10 and hype gap measure here is named for it, apart from the Pass@4 column
+    assert re.match(r"Model\s+Split\s+Figures\s+Pass rate\s+Pass@4\s+Pass@4 \(any\)\s+Attempts\s+\$/success\s+"
+                    r"Hype gap@4$", table[0]), table[0]
     calibrated = [line for line in table if re.search(r"\s(alternative|gen|combined)\s+calibrated\s", line)]
     assert len(calibrated) == 6
-    assert sum(line.startswith("identity-t~-name ") for line in calibrated) == 3  # shortened to fit the table
+    assert sum(line.startswith("identi~me ") for line in calibrated) == 3  # shortened to fit the table
     assert any(line.startswith(TWIN + " ") for line in table)  # whole in the counts table, which has room
     assert not lines_naming(lines, "pass_at_4 ") and not lines_naming(lines, " s review: ")
     assert any(line.startswith("-v shows every interval") for line in lines)
