@@ -166,3 +166,19 @@ def test_calls_in_flight_at_the_decision_finish_and_are_saved_whatever_the_grace
     assert result.ret == 1 and found["sequential"]["gates"][0]["decision"] == "FAIL"
     assert "left in flight" not in result.stdout.str()
     assert billed(bench) <= found["sequential"]["candidates_bought"]
+
+
+
+@pytest.mark.parametrize(("labels", "gate", "decision", "status"), [
+    ("bad.json", "pass_rate>=0.7", "FAIL", 1), ("good.json", "pass_rate>=baseline-0.3", "PASS", 0)])
+def test_a_rerun_of_a_decided_run_ends_with_its_table_and_the_same_decision(bench, labels, gate, decision, status):
+    """The rerun finds every candidate it needs on disk and decides at once; the pool, whose grace a decision
+    lifts, shut down with join(inf) and crashed at session end (OverflowError): no table, no gates, exit 1."""
+    first, found = sequential(bench, labels, gate)
+    again, refound = sequential(bench, labels, gate)
+    assert first.ret == again.ret == status
+    [before], [after] = found["sequential"]["gates"], refound["sequential"]["gates"]
+    assert before["decision"] == after["decision"] == decision and before["after"] == after["after"]
+    said(again, "*HYPE-EDIT-1 results*", f"*decided {decision} by --sequential*",
+         f"*exit status {status}*")
+    assert "OverflowError" not in again.stdout.str() + again.stderr.str()
