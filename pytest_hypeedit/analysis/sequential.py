@@ -46,6 +46,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from .gates import OPERATORS, TIE_TOLERANCE
+
 METHOD = "betting confidence sequence, sampling without replacement (Waudby-Smith & Ramdas)"
 PASS, FAIL = "PASS", "FAIL"
 #: Bets are capped at this share of the largest bet that keeps the capital positive.
@@ -87,8 +89,8 @@ def paired_threshold(offset: float) -> float:
 
 
 def holds(op: str, value: float, threshold: float) -> bool:
-    return {">=": value >= threshold, "<=": value <= threshold, ">": value > threshold,
-            "<": value < threshold}[op]
+    """As the full run's gate compares (analysis/gates.py, ties within TIE_TOLERANCE on the threshold)."""
+    return bool(OPERATORS[op](value, threshold))
 
 
 @dataclass
@@ -231,7 +233,13 @@ def decide_many(values: Any, threshold: Any, op: str, alpha: float, low: Any = N
         log_down = np.cumsum(np.log(np.maximum(1 - down * (x - null_mean), 0)), axis=1)
     least = after + (low.sum(axis=1, keepdims=True) - np.cumsum(low, axis=1))
     most = after + (high.sum(axis=1, keepdims=True) - np.cumsum(high, axis=1))
-    compare = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}[op]
+    tolerance = TIE_TOLERANCE * np.maximum(1.0, np.abs(threshold))  # as analysis/gates.py tie_tolerance
+    shifted = {">=": -tolerance, "<=": tolerance, ">": tolerance, "<": -tolerance}[op]
+    strict = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}[op]
+
+    def compare(value: Any, threshold: Any) -> Any:
+        return strict(value, threshold + shifted)
+
     sure_pass = compare(least / planned, threshold) & compare(most / planned, threshold)
     sure_fail = ~compare(least / planned, threshold) & ~compare(most / planned, threshold)
     bar = math.log(1 / alpha)

@@ -82,3 +82,16 @@ def test_a_skipped_item_leaves_the_population():
     test.update(1.0)
     assert test.skip() == "PASS"  # 1 of the 2 left with a value passed: at least one half
     assert test.planned == 2 and test.position == 2
+
+
+@pytest.mark.parametrize(("op", "decision"), [(">=", "PASS"), ("<", "FAIL")])
+def test_a_tie_off_by_floating_point_error_is_decided_as_the_full_run_decides_it(op, decision):
+    """9 of 50 against 0.2 - 0.02 (0.18000000000000002): the full run's gate holds (analysis/gates.py compares
+    within TIE_TOLERANCE), and so must the decision forced once every value is in (a strict comparison failed it)."""
+    values = [1.0] * 9 + [0.0] * 41
+    test = BettingTest(0.2 - 0.02, op, 1e-6, [0.0] * 50, [1.0] * 50)  # alpha so small only the values decide
+    for value in values:
+        test.update(value)
+    assert test.decision == decision
+    [sign], _ = decide_many([values], 0.2 - 0.02, op, 1e-6)
+    assert sign == (1 if decision == "PASS" else -1)
