@@ -276,3 +276,14 @@ def test_runs_on_fresh_outputs_decide_as_the_full_run_even_with_the_failing_task
         seeds.add(json.loads(Path(found["sequential"]["orders"][0]["file"]).read_text())["seed"])
     assert len(seeds) == FRESH_RUNS  # each folder drew its own order
     assert decisions.count(0) >= 0.9 * FRESH_RUNS, decisions
+
+
+def test_a_corrupt_order_file_is_said_and_a_new_order_drawn(bench):
+    _, found = sequential(bench, "bad.json", "pass_rate>=0.7")
+    [order] = found["sequential"]["orders"]
+    Path(order["file"]).write_text('{"format": 1, "seed": "half a fi')
+    result, refound = sequential(bench, "bad.json", "pass_rate>=0.7")
+    said(result, f"hypeedit: WARNING: --sequential: {order['file']} is not this run's buying order (not JSON): a new "
+                 "one was drawn at random")
+    assert refound["sequential"]["orders"][0]["drawn"] and refound["sequential"]["gates"][0]["decision"] == "FAIL"
+    assert json.loads(Path(order["file"]).read_text())["format"] == 1  # the fresh draw is kept whole
