@@ -130,6 +130,8 @@ def keep_seed(path: Path, identity: dict[str, Any], seed: str, *, replace: bool)
             if other is not None:
                 return other
             os.replace(temporary, path)
+        except OSError:  # a file system without hard links: put in place whole all the same (the last writer's)
+            os.replace(temporary, path)
         return seed
     finally:
         temporary.unlink(missing_ok=True)

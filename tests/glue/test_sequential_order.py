@@ -137,3 +137,14 @@ def test_the_planned_order_sets_the_models_abreast_each_in_its_own_order(tmp_pat
     mine, theirs = order[0::2], order[1::2]
     assert mine == model_orders(run, seeds)[0] and theirs == model_orders(run, seeds)[1]
     assert [(k[0], k[2], k[3]) for k in mine] != [(k[0], k[2], k[3]) for k in theirs]
+
+
+def test_a_file_system_without_hard_links_still_keeps_the_order(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sequential_order.os, "link", no_links)
+    run = Run(tmp_path)
+    first = kept_order(run, Spec("m"))
+    assert first.drawn and first.warning is None
+    assert kept_order(run, Spec("m")).seed == first.seed
