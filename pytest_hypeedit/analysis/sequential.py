@@ -4,7 +4,8 @@ What is decided.  A row of the run plans N items (task x repeat).  Each item, on
 value x in [0, 1]: 1 for PASS, 0 for FAIL or a refusal; for a gate against a baseline, paired over tasks,
 x = (outcome - b_t + 1) / 2 with b_t the baseline's pass rate on the item's task.  M, the mean of the N
 values, is what the full run would report (its pass rate, or (pass rate - baseline's + 1) / 2 on the shared
-tasks, every task with all its repeats).  A gate ``pass_rate >= c`` is decided PASS once the run is sure at
+tasks, every task with all its repeats; with b_t the baseline's mean on the shared tasks for every task when the
+run has tasks the baseline lacks, as the full run's gate compares: glue/early_stop.py like_the_full_run).  A gate ``pass_rate >= c`` is decided PASS once the run is sure at
 level alpha that M >= c, and FAIL once it is sure that M < c.
 
 The guarantee, exactly: for any fixed task set and model (any N values the full run would see), the early

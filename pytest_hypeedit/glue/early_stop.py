@@ -191,7 +191,7 @@ class SequentialGates:
         if rates is None:
             low, high, threshold = [0.0] * len(keys), [1.0] * len(keys), gate.threshold
         else:
-            keys = [k for k in keys if task_key(k, split) in rates]
+            rates = like_the_full_run(rates, [task_key(k, split) for k in keys])
             low = [paired_value(0.0, rates[task_key(k, split)]) for k in keys]
             high = [paired_value(1.0, rates[task_key(k, split)]) for k in keys]
             threshold = paired_threshold(gate.threshold)
@@ -300,6 +300,19 @@ def _why_not_sequential(gate) -> str | None:
     if gate.bound:
         return "an interval bound is not a mean of candidates; the sequential test is its own interval"
     return None
+
+
+def like_the_full_run(rates: Mapping[str, float], tasks: Sequence[str]) -> dict[str, float]:
+    """The baseline figure each planned task is paired with, so the test decides the full run's gate: its row's
+    pass rate against the baseline's on the shared tasks (analysis/gates.py).  When the baseline has every task
+    of the row, that is each task's own rate (paired per task: task difficulty cancels out); when the row has
+    tasks the baseline lacks, the full gate sets the row's pass rate on ALL its tasks against the baseline's mean
+    on the shared ones, so every task is paired with that mean."""
+    if all(task in rates for task in tasks):
+        return dict(rates)
+    shared = sorted(set(tasks) & set(rates))
+    mean = math.fsum(rates[task] for task in shared) / len(shared)
+    return {task: mean for task in tasks}
 
 
 def task_key(key: Key, split: str) -> str:

@@ -287,3 +287,21 @@ def test_a_corrupt_order_file_is_said_and_a_new_order_drawn(bench):
                  "one was drawn at random")
     assert refound["sequential"]["orders"][0]["drawn"] and refound["sequential"]["gates"][0]["decision"] == "FAIL"
     assert json.loads(Path(order["file"]).read_text())["format"] == 1  # the fresh draw is kept whole
+
+
+def test_a_baseline_on_fewer_tasks_is_decided_as_the_full_runs_gate_decides_it(bench):
+    """The full run's gate sets the row's pass rate on ALL its tasks against the baseline's on the shared ones.
+    Here the baseline has ten of the twenty tasks, at 90%; the release passes those ten always and the other ten
+    twice in ten (60% on all): the full gate 60% >= 90% - 2 points FAILs.  Paired on the shared tasks alone, the
+    early test decided another figure (100% there) and PASSed."""
+    write_labels(bench.path / "split.json", {(f"task-{t:02d}", "release", r): t < 10 or r <= 2
+                                             for t in range(TASKS) for r in range(1, REPEATS + 1)})
+    old = json.loads((bench.path / "old.json").read_text())
+    [row] = old["rows"]
+    row["task_tallies"] = [dict(tally, passes=9, judged=10) for tally in row["task_tallies"]
+                           if int(tally["task_id"][-2:]) < 10]
+    (bench.path / "old.json").write_text(json.dumps(old))
+    result, found = sequential(bench, "split.json", "pass_rate>=baseline-0.02")
+    assert found["sequential"]["gates"][0]["decision"] == "FAIL"
+    assert result.ret == 1
+    said(result, "*FAIL gate 'pass_rate>=baseline-0.02'*baseline 90.0% on * shared tasks*decided FAIL by --sequential*")
