@@ -25,11 +25,13 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..analysis.sequential import interleaving
 
 FORMAT = 1
+#: A kept order is a few hundred bytes; a larger file there is not one (and is not read whole).
+MOST_BYTES = 65536
 _SEED = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -91,14 +93,17 @@ def read_seed(path: Path, identity: dict[str, Any]) -> tuple[str | None, str | N
     """(the kept seed, None) when the file holds this identity's order; (None, why not) when it holds something
     else; (None, None) when there is no file."""
     try:
-        text = path.read_bytes()
+        with path.open("rb") as handle:
+            text = handle.read(MOST_BYTES + 1)
     except FileNotFoundError:
         return None, None
     except OSError as exc:
         return None, f"unreadable: {exc.strerror or exc}"
+    if len(text) > MOST_BYTES:
+        return None, f"larger than {MOST_BYTES} bytes"
     try:
         kept = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None, "not JSON"
     if not isinstance(kept, dict) or kept.get("format") != FORMAT:
         return None, f"not a buying order of format {FORMAT}"
@@ -155,7 +160,3 @@ def _canonical(value: Any) -> bytes:
 
 def _joined(first: str | None, second: str) -> str:
     return f"{first}; {second}" if first else second
-
-
-def warnings_of(orders: Sequence[KeptOrder]) -> list[str]:
-    return [order.warning for order in orders if order.warning]

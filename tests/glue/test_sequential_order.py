@@ -95,9 +95,14 @@ def corrupt(path: Path, how: str) -> None:
         path.write_text(json.dumps(kept))
     elif how == "a list":
         path.write_text("[1, 2]")
+    elif how == "nested deep":
+        path.write_text("[" * 100_000 + "]" * 100_000)
+    elif how == "huge":
+        path.write_bytes(b" " * 1_000_000 + path.read_bytes())
 
 
-@pytest.mark.parametrize("how", ["not JSON", "truncated", "another run's", "bad seed", "seed swapped", "a list"])
+@pytest.mark.parametrize("how", ["not JSON", "truncated", "another run's", "bad seed", "seed swapped", "a list",
+                                 "nested deep", "huge"])
 def test_a_file_that_is_not_this_runs_order_is_said_and_replaced_by_a_fresh_draw(tmp_path, how):
     run = Run(tmp_path)
     first = kept_order(run, Spec("m"))
