@@ -175,11 +175,12 @@ def _declare_ci(add: Callable[..., None]) -> None:
         help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
              "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
     add("--sequential", dest="hypeedit_sequential", action="store_true",
-        help="with pass-rate gates: buy candidates in a seeded random order over tasks and stop buying once "
-             "every gate is decided at --gate-alpha (an anytime-valid betting test); the rest are skipped")
+        help="with pass-rate gates: buy candidates in a random order over tasks (drawn once per outputs folder, "
+             "kept there for reruns) and stop buying once every gate is decided at its share of --gate-alpha "
+             "(an anytime-valid betting test); the rest are skipped")
     add("--gate-alpha", dest="hypeedit_gate_alpha", type=finite_float, default=0.05, metavar="ALPHA",
-        help="with --sequential: the chance at most that an early decision differs from the full run's "
-             "(default 0.05)")
+        help="with --sequential: the chance at most, per run, that an early decision differs from the full "
+             "run's on the same task set, split over the run's gates (default 0.05)")
     add("--allow-incomplete", dest="hypeedit_allow_incomplete", action="store_true",
         help="let gates pass on a run with errors, budget skips or missing verdicts (default: they fail)")
     add("--bootstrap", dest="hypeedit_bootstrap", type=int, default=1000, metavar="N",

@@ -180,7 +180,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if config.option.hypeedit_sequential:  # an order that can decide early, the same in every process
             from .glue.early_stop import buying_order
 
-            items[:] = buying_order(items, config.stash[RUN_KEY])
+            items[:] = buying_order(items, config)
     return (yield)
 
 

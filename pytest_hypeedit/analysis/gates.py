@@ -41,11 +41,22 @@ METRIC_KINDS = {
     "first_attempt_pass_rate": "percent",
     "hype_gap": "percent",
 }
+#: A value within this of its threshold (relative to the threshold, absolute below 1) is on it: ``>=`` and ``<=``
+#: hold there, ``>`` and ``<`` do not.  Without it a tie was decided by floating-point error: 0.78 (156 of 200)
+#: against baseline 0.8 - 0.02 (0.7800000000000001) failed ``pass_rate>=baseline-0.02``.  The full run's gates and
+#: --sequential's early decisions (analysis/sequential.py) compare with it alike.
+TIE_TOLERANCE = 1e-9
+
+
+def tie_tolerance(threshold: float) -> float:
+    return TIE_TOLERANCE * max(1.0, abs(threshold)) if math.isfinite(threshold) else 0.0
+
+
 OPERATORS = {
-    ">=": lambda value, threshold: value >= threshold,
-    "<=": lambda value, threshold: value <= threshold,
-    ">": lambda value, threshold: value > threshold,
-    "<": lambda value, threshold: value < threshold,
+    ">=": lambda value, threshold: value >= threshold - tie_tolerance(threshold),
+    "<=": lambda value, threshold: value <= threshold + tie_tolerance(threshold),
+    ">": lambda value, threshold: value > threshold + tie_tolerance(threshold),
+    "<": lambda value, threshold: value < threshold - tie_tolerance(threshold),
 }
 BOUNDS = {"low": 0, "high": 1}
 _GATE = re.compile(r"^\s*(?:(?P<scope>[^:<>=]+):)?\s*(?P<calibrated>calibrated\.)?(?P<metric>[a-z_0-9]+)(?:\.(?P<bound>low|high))?\s*(?P<op>>=|<=|>|<)\s*(?P<threshold>\S.*?)\s*$")

@@ -4,14 +4,25 @@ What is decided.  A row of the run plans N items (task x repeat).  Each item, on
 value x in [0, 1]: 1 for PASS, 0 for FAIL or a refusal; for a gate against a baseline, paired over tasks,
 x = (outcome - b_t + 1) / 2 with b_t the baseline's pass rate on the item's task.  M, the mean of the N
 values, is what the full run would report (its pass rate, or (pass rate - baseline's + 1) / 2 on the shared
-tasks, every task with all its repeats).  A gate ``pass_rate >= c`` is decided PASS once the run is sure at
-level alpha that M >= c, and FAIL once it is sure that M < c: the decision is the one the full run's gate
-would have made, except with probability at most alpha (``--gate-alpha``), however early it comes.
+tasks, every task with all its repeats; with b_t the baseline's mean on the shared tasks for every task when the
+run has tasks the baseline lacks, as the full run's gate compares: glue/early_stop.py like_the_full_run).  A gate ``pass_rate >= c`` is decided PASS once the run is sure at
+level alpha that M >= c, and FAIL once it is sure that M < c.
+
+The guarantee, exactly: for any fixed task set and model (any N values the full run would see), the early
+decision differs from the one the full run's gate makes on those values in at most alpha of runs, the chance
+taken over the buying order alone, however early it comes.  It is agreement with the full run, not a test of
+the model's true pass rate: a release whose full run lands exactly on the threshold passes about half the time,
+as the full run itself would.  alpha here is one gate's (``per_gate_alpha``): the run's ``--gate-alpha`` split
+evenly (Bonferroni) over every gate and row decided early, so that the chance of any wrong early decision in a
+run is at most ``--gate-alpha`` however the gates depend on each other.
 
 Order and assumptions (each one the guarantee rests on):
 
-1. The items are bought in a uniformly random interleaving of the tasks (``interleaving``), drawn from a
-   fixed seed before any outcome is seen, in which the j-th time a task comes up buys its repeat j.
+1. The items are bought in a uniformly random interleaving of the tasks (``interleaving``), in which the j-th
+   time a task comes up buys its repeat j, from a seed drawn at random for the run's outputs folder and
+   identity before any outcome is seen (glue/sequential_order.py), and kept for its reruns.  A constant seed
+   gives every run the same order: averaged over task sets it errs at most alpha, but for the task sets it
+   happens to buy hardest-first it errs nearly always.
 2. A task's repeats are exchangeable (independent draws from the same model on the same task, whenever
    bought): then buying repeat j at the task's j-th turn has the same law as drawing the N items uniformly
    at random without replacement, which is what the test below needs.  Round robin (repeat 1 of every task,
@@ -34,7 +45,8 @@ capped at half the bet that could lose everything).  By Ville's inequality a cap
 with probability at most alpha under its null, at any time, however the run stops.  ``>=`` and ``>`` gates
 PASS when K+ reaches 1/alpha and FAIL when K- does (``<=``, ``<``: the other way round); only one of the two
 nulls is true, so the chance of a wrong decision is at most alpha.  Once the values bought pin M to one side
-of c whatever the rest would be (``forced``), the decision is certain.
+of c whatever the rest would be (``forced``), the decision is certain; M on c within the gates' tie tolerance
+(analysis/gates.py TIE_TOLERANCE) counts as on it, as in the full run.
 
 Pure: no I/O; ``decide_many`` is the vectorised (numpy) twin of ``BettingTest`` for the simulations.
 """
@@ -45,6 +57,8 @@ import math
 import random
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+
+from .gates import OPERATORS, TIE_TOLERANCE
 
 METHOD = "betting confidence sequence, sampling without replacement (Waudby-Smith & Ramdas)"
 PASS, FAIL = "PASS", "FAIL"
@@ -62,10 +76,11 @@ def is_sequential_stop(reason: object) -> bool:
     return isinstance(reason, str) and reason.startswith(STOP_PREFIX)
 
 
-def interleaving(task_keys: Sequence[object], repeats: int, seed: str = "hypeedit-sequential") -> list[tuple[int, int]]:
+def interleaving(task_keys: Sequence[object], repeats: int, seed: str) -> list[tuple[int, int]]:
     """The buying order: (task index, repeat) pairs, a uniformly random permutation of every task taken
-    ``repeats`` times, in which a task's j-th turn is its repeat j.  The seed is a string (``random`` hashes
-    it with SHA-512, never with the per-process hash seed): every xdist worker draws the same order."""
+    ``repeats`` times, in which a task's j-th turn is its repeat j.  The seed is a string drawn for the run
+    (glue/sequential_order.py); ``random`` hashes it with SHA-512, never with the per-process hash seed, so every
+    xdist worker given it draws the same order."""
     turns = [index for index in range(len(task_keys)) for _ in range(repeats)]
     random.Random(f"{seed}:{len(task_keys)}:{repeats}").shuffle(turns)
     seen = [0] * len(task_keys)
@@ -74,6 +89,12 @@ def interleaving(task_keys: Sequence[object], repeats: int, seed: str = "hypeedi
         seen[index] += 1
         order.append((index, seen[index]))
     return order
+
+
+def per_gate_alpha(alpha: float, gates: int) -> float:
+    """Each of ``gates`` early decisions at this level keeps the chance of any wrong one in the run at most
+    ``alpha`` (Bonferroni: the union bound, whatever the dependence between gates)."""
+    return alpha / max(1, gates)
 
 
 def paired_value(outcome: float, baseline_rate: float) -> float:
@@ -87,8 +108,8 @@ def paired_threshold(offset: float) -> float:
 
 
 def holds(op: str, value: float, threshold: float) -> bool:
-    return {">=": value >= threshold, "<=": value <= threshold, ">": value > threshold,
-            "<": value < threshold}[op]
+    """As the full run's gate compares (analysis/gates.py, ties within TIE_TOLERANCE on the threshold)."""
+    return bool(OPERATORS[op](value, threshold))
 
 
 @dataclass
@@ -231,7 +252,13 @@ def decide_many(values: Any, threshold: Any, op: str, alpha: float, low: Any = N
         log_down = np.cumsum(np.log(np.maximum(1 - down * (x - null_mean), 0)), axis=1)
     least = after + (low.sum(axis=1, keepdims=True) - np.cumsum(low, axis=1))
     most = after + (high.sum(axis=1, keepdims=True) - np.cumsum(high, axis=1))
-    compare = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}[op]
+    tolerance = TIE_TOLERANCE * np.maximum(1.0, np.abs(threshold))  # as analysis/gates.py tie_tolerance
+    shifted = {">=": -tolerance, "<=": tolerance, ">": tolerance, "<": -tolerance}[op]
+    strict = {">=": np.greater_equal, "<=": np.less_equal, ">": np.greater, "<": np.less}[op]
+
+    def compare(value: Any, threshold: Any) -> Any:
+        return strict(value, threshold + shifted)
+
     sure_pass = compare(least / planned, threshold) & compare(most / planned, threshold)
     sure_fail = ~compare(least / planned, threshold) & ~compare(most / planned, threshold)
     bar = math.log(1 / alpha)

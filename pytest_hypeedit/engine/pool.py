@@ -239,8 +239,11 @@ class CandidatePool(Dispatcher, Finishers):
             self._finish_ready.notify_all()
         for _ in self._threads:
             self._tasks.put(None)
-        for finisher in self._finishers:  # a record being written is written whole (they call nothing paid)
-            finisher.join(self.grace if wait else 0)
+        # a record being written is written whole (they call nothing paid); an endless grace (a --sequential
+        # decision: glue/early_stop.py) waits as long as it takes: join(inf) raises OverflowError, join(None) waits
+        patience = (None if self.grace == float("inf") else self.grace) if wait else 0
+        for finisher in self._finishers:
+            finisher.join(patience)
         return left
 
     def state(self) -> PoolState:

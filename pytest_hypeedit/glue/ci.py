@@ -53,10 +53,10 @@ class CiPlugin:
         self.session: pytest.Session | None = None
         self.sequential = None
         if option.hypeedit_sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
-            from .early_stop import SequentialGates
+            from .early_stop import PLUGIN_NAME, SequentialGates
 
             self.sequential = SequentialGates(config, run, self.gates, self.baseline)
-            config.pluginmanager.register(self.sequential, "hypeedit-sequential")
+            config.pluginmanager.register(self.sequential, PLUGIN_NAME)
 
     @property
     def analysis(self):

@@ -1,28 +1,31 @@
 """pytest glue of ``--sequential``: buy in an order that can decide early, and stop once every gate is decided.
 
-- ``buying_order`` (every process, at collection): the items in the seeded random interleaving of
-  analysis/sequential.py, a pure function of the run's tasks, models and repeats, so every xdist worker
-  collects the same list (xdist refuses a run whose workers' collections differ).
-- ``SequentialGates`` (the controller): one ``BettingTest`` per gate and row it applies to, fed each record
-  as its report arrives (``pytest_hypeedit_record``), in the planned order (the longest complete prefix).
-  Once every gate is decided it writes the run's stop file with the decision (glue/stopping.py ``write_stop``).
+- The order (glue/sequential_order.py): per model, a random interleaving of the run's tasks drawn once per
+  outputs folder and run identity and kept there; the controller reads or draws it at configure time and hands
+  its seeds to every xdist worker (``pytest_configure_node``), so every process collects the same list (xdist
+  refuses a run whose workers' collections differ).  ``buying_order`` sorts the items by it.
+- ``SequentialGates`` (the controller): one ``BettingTest`` per gate and row it applies to, at the run's
+  --gate-alpha split over them (``per_gate_alpha``), fed each record as its report arrives
+  (``pytest_hypeedit_record``), in the planned order (the longest complete prefix).  A run with no gate the
+  test can decide is refused at configure time, before anything is paid for.
 
-Why the stop file is the shared truth: every process of the run already watches it (it is how ``--maxfail``
-and Ctrl-C stop the workers' pools, under ``-n`` and without), the controller alone sees every record (the
-workers each see their share), and a decision is one line written once.  Reading the records on disk
-instead would have each worker reread every record of the run, and decide from records whose reports the
-controller has not seen.  A pool stopped by it starts no new call; each item it did not buy ends skipped,
-its reason the decision (``not started: sequential: gate ... decided FAIL after 38 of 200 candidates``), and a
-worker goes on through its items (glue/pool_plugin.py ``_should_stop``) so that each is reported skipped rather than
-missing.  A decision is no emergency: the calls in flight, paid for, finish and are saved whatever they take
-(the pool's grace is lifted; a second Ctrl-C or SIGTERM still leaves at once).
+The decision is kept in the controller's memory (``stopped``), the one process that sees every record; once
+every gate is decided it also writes the run's stop file (glue/stopping.py ``write_stop``), but only as the
+signal every process already watches to stop buying (it is how ``--maxfail`` and Ctrl-C stop the workers'
+pools, under ``-n`` and without).  A stop file is never read back as a decision (``vouched_stop``): one that
+reads like a decision and that this run's controller did not make stops the run as any stop does, incomplete.
+A pool stopped by it starts no new call; each item it did not buy ends skipped, its reason the decision
+(``not started: sequential: gate ... decided FAIL after 38 of 200 candidates``), and a worker goes on through its
+items (glue/pool_plugin.py ``_should_stop``) so that each is reported skipped rather than missing.  A decision is
+no emergency: the calls in flight, paid for, finish and are saved whatever they take (the pool's grace is lifted;
+a second Ctrl-C or SIGTERM still leaves at once).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import pytest
 
@@ -32,17 +35,23 @@ from ..analysis.sequential import (
     PASS,
     STOP_PREFIX,
     BettingTest,
-    interleaving,
     is_sequential_stop,
     paired_threshold,
     paired_value,
+    per_gate_alpha,
 )
+from .sequential_order import KeptOrder, kept_order, model_orders
 
 COMBINED = "combined"  # as report/leaderboard.py names the pooled row (not imported: numpy-free at collection)
 #: Metrics a full run can report but a run stopped early cannot: they need every repeat of every task.
 NEEDS_EVERY_REPEAT = ("pass_at_10", "pass_at_4", "expected_attempts", "effective_cost", "first_attempt_pass_rate",
                       "hype_gap", "effective_cost_list", "pass_at_4_unbiased", "pass_at_10_unbiased")
 Key = tuple[str, str, str, int]
+#: The name the controller registers ``SequentialGates`` under (glue/ci.py).
+PLUGIN_NAME = "hypeedit-sequential"
+#: Each model's order seed, on the process that drew or read them, and the workerinput key that hands them over.
+SEEDS_KEY = pytest.StashKey[dict]()
+SEEDS_INPUT = "hypeedit_sequential_seeds"
 
 
 def look_ahead(config: pytest.Config, concurrency: int) -> int | None:
@@ -55,19 +64,39 @@ def look_ahead(config: pytest.Config, concurrency: int) -> int | None:
     return max(1, -(-concurrency // workers))
 
 
-def planned_order(run) -> list[Key]:
-    """Every item of the run, (split, model, task_id, repeat), in the order --sequential buys them: the tasks of
-    every split interleaved at random (seeded), each turn every model's candidate of that task and repeat."""
-    tasks = [(split.name, task.task_id) for split in run.splits for task in split.tasks]
-    return [(tasks[index][0], spec.name, tasks[index][1], repeat)
-            for index, repeat in interleaving(tasks, run.repeats) for spec in run.models]
+def planned_order(run, seeds: Mapping[str, str]) -> list[Key]:
+    """Every item of the run, (split, model, task_id, repeat), in the order --sequential buys them: each model's
+    items in its own kept random order (glue/sequential_order.py), the models abreast (every model's first item,
+    then every model's second)."""
+    orders = model_orders(run, dict(seeds))
+    return [order[position] for position in range(len(orders[0]) if orders else 0) for order in orders]
 
 
-def buying_order(items: list, run) -> list:
-    """The collected items in the planned order (any item the plan does not know keeps its place at the end)."""
-    rank = {key: position for position, key in enumerate(planned_order(run))}
+def buying_order(items: list, config: pytest.Config) -> list:
+    """The collected items in the planned order (any item the plan does not know keeps its place at the end).
+    The seeds: the controller's (drawn or read at configure time), handed to a worker in its workerinput."""
+    from .stash import RUN_KEY
+
+    if hasattr(config, "workerinput"):
+        seeds = config.workerinput.get(SEEDS_INPUT)
+        if seeds is None:  # pragma: no cover - the controller always hands them over (pytest_configure_node)
+            raise RuntimeError("--sequential: this worker was not given the run's buying order")
+    else:
+        seeds = config.stash.get(SEEDS_KEY, None)
+        if seeds is None:  # an estimate: nothing is bought, no order was drawn
+            return items
+    rank = {key: position for position, key in enumerate(planned_order(config.stash[RUN_KEY], seeds))}
     return sorted(items, key=lambda item: rank.get((item.task.split, item.spec.name, item.task.task_id,
                                                      item.repeat), len(rank)))
+
+
+class Plan(NamedTuple):
+    """A gate on one row the test can decide: its per-task baseline rates when against the baseline."""
+
+    gate: Any
+    model: str
+    split: str
+    rates: dict[str, float] | None
 
 
 @dataclass
@@ -105,27 +134,33 @@ class SequentialGates:
         if not gates:
             raise pytest.UsageError("--sequential decides gates early: give at least one --gate (e.g. "
                                     "--gate 'pass_rate>=0.6')")
-        self.order = planned_order(run)
         self.records: dict[Key, Any] = {}
-        self.streams: list[Stream] = []
         self.undecidable: list[tuple[Any, str]] = []  # (gate, why it cannot be decided early)
+        plans: list[Plan] = []
         for gate in gates:
-            self._add_streams(gate, baseline)
-        self.stopped: str | None = None
+            plans += self._plans(gate, baseline)
+        if not plans:
+            raise pytest.UsageError(refusal(self.undecidable))
+        self.orders: list[KeptOrder] = [kept_order(run, spec) for spec in run.models]
+        self.seeds = {order.model: order.seed for order in self.orders}
+        config.stash[SEEDS_KEY] = self.seeds
+        self.order = planned_order(run, self.seeds)
+        self.gate_alpha = per_gate_alpha(self.alpha, len(plans))
+        self.streams = [self._stream(plan) for plan in plans]
+        self.stopped: str | None = None  # the decision, once made: kept here, never read back from a file
 
     # ------------------------------------------------------------------ the plan
-    def _add_streams(self, gate, baseline: Mapping[str, Any] | None) -> None:
+    def _plans(self, gate, baseline: Mapping[str, Any] | None) -> list[Plan]:
         why = _why_not_sequential(gate)
         if why:
             self.undecidable.append((gate, why))
-            return
+            return []
         models = [spec.name for spec in self.run.models]
         if gate.model is not None and gate.model not in models:
             self.undecidable.append((gate, f"the run has no model {gate.model!r}"))
-            return
-        for model in ([gate.model] if gate.model else models):
-            for split in self._scopes(gate):
-                self._add_stream(gate, model, split, baseline)
+            return []
+        return [plan for model in ([gate.model] if gate.model else models) for split in self._scopes(gate)
+                if (plan := self._plan(gate, model, split, baseline)) is not None]
 
     def _scopes(self, gate) -> list[str]:
         """The rows a gate is checked on (analysis/gates.py _target_rows): its split, else the combined row of a
@@ -135,33 +170,53 @@ class SequentialGates:
             return [gate.split]
         return [COMBINED] if len(names) > 1 else names
 
-    def _add_stream(self, gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> None:
-        keys = [k for k in self.order if k[1] == model and (k[0] == split or split == COMBINED)]
+    def _plan(self, gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> Plan | None:
+        tasks = [(s.name, t.task_id) for s in self.run.splits for t in s.tasks if split in (s.name, COMBINED)]
         rates = None
         if gate.relative_to_baseline:
             rates, why = baseline_rates(baseline, model, split)
             if rates is None:
                 self.undecidable.append((gate, why))
-                return
-            keys = [k for k in keys if task_key(k, split) in rates]  # paired: the shared tasks only
-        if not keys:
+                return None
+            tasks = [t for t in tasks if task_key((t[0], model, t[1], 0), split) in rates]  # paired: shared tasks
+        if not tasks or self.run.repeats < 1:
             self.undecidable.append((gate, f"no planned candidate of {model} ({split})"))
-            return
+            return None
+        return Plan(gate, model, split, rates)
+
+    def _stream(self, plan: Plan) -> Stream:
+        """The row's planned items in buying order, and their test at the per-gate alpha."""
+        gate, model, split, rates = plan
+        keys = [k for k in self.order if k[1] == model and (k[0] == split or split == COMBINED)]
         if rates is None:
             low, high, threshold = [0.0] * len(keys), [1.0] * len(keys), gate.threshold
         else:
+            rates = like_the_full_run(rates, [task_key(k, split) for k in keys])
             low = [paired_value(0.0, rates[task_key(k, split)]) for k in keys]
             high = [paired_value(1.0, rates[task_key(k, split)]) for k in keys]
             threshold = paired_threshold(gate.threshold)
-        test = BettingTest(threshold, gate.op, self.alpha, low, high)
-        self.streams.append(Stream(gate, model, split, keys, test, rates))
+        return Stream(gate, model, split, keys, BettingTest(threshold, gate.op, self.gate_alpha, low, high), rates)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        """xdist controller: every worker collects its items in the kept order (``buying_order``)."""
+        node.workerinput[SEEDS_INPUT] = dict(self.seeds)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """A kept order that could not be used or kept is said before the first item, also under -q."""
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for order in self.orders:
+            if order.warning and reporter is not None:
+                reporter.write_line(f"hypeedit: WARNING: --sequential: {order.warning}", yellow=True, bold=True)
 
     # ------------------------------------------------------------------ records in
     def pytest_hypeedit_record(self, config: pytest.Config, record) -> None:
         self.records[record.key] = record
         for stream in self.streams:
             self._advance(stream)
-        if self.stopped is None and self.streams and not self.undecidable and all(s.test.decision for s in self.streams):
+        if (self.stopped is None and self.streams and not self.undecidable and all(s.test.decision for s in self.streams)
+                and any(key not in self.records for key in self.order)):  # decided on the last item: nothing to stop
             self.stopped = STOP_PREFIX + "; ".join(s.line() for s in self.streams)
             from .stash import POOL_KEY
             from .stopping import write_stop
@@ -201,10 +256,12 @@ class SequentialGates:
                   "planned": len(s.keys)} for s in self.streams]
         gates += [{"gate": gate.text, "model": gate.model, "split": gate.split, "decided": False, "decision": None,
                    "not_decidable": why} for gate, why in self.undecidable]
+        orders = [{"model": order.model, "file": str(order.path), "drawn": order.drawn} for order in self.orders]
         return {"candidates_bought": candidates_bought(results), "candidates_planned": planned,
-                "alpha": self.alpha, "method": METHOD, "stopped": self.stopped is not None,
+                "alpha": self.alpha, "alpha_per_gate": self.gate_alpha, "method": METHOD,
+                "stopped": self.stopped is not None,
                 "saved_candidates": max(0, planned - candidates_bought(results)) if self.stopped else 0,
-                "saved_usd": self._saved_usd(results) if self.stopped else 0.0, "gates": gates}
+                "saved_usd": self._saved_usd(results) if self.stopped else 0.0, "gates": gates, "orders": orders}
 
     def _saved_usd(self, results: Mapping[str, Any]) -> float:
         """What the items not bought would have cost at the models' list prices (generation only)."""
@@ -215,10 +272,16 @@ class SequentialGates:
         left = sum(prices.get(key[1], 0.0) for key in self.order if key not in bought)
         return round(max(0.0, left - unreported), 6)
 
+    def guarantee(self) -> str:
+        return (f"sequential: --gate-alpha {self.alpha:g} for the run, split over its {len(self.streams)} early "
+                f"decisions: alpha {self.gate_alpha:g} each (an early decision differs from the full run's in at "
+                f"most {self.alpha:.0%} of runs, for any task set)")
+
     def lines(self, results: Mapping[str, Any] | None) -> list[str]:
         """What the terminal says of the decisions, above the gates."""
         entry = (results or {}).get("sequential") or {}
-        lines = [f"sequential (alpha {self.alpha:g}): {s.line()}" for s in self.streams]
+        lines = [self.guarantee()] if len(self.streams) > 1 else []
+        lines += [f"sequential (alpha {self.gate_alpha:g}): {s.line()}" for s in self.streams]
         lines += [f"sequential: gate {gate.text!r} cannot be decided early ({why}): the run buys every candidate "
                   "and judges it as without --sequential" for gate, why in self.undecidable]
         if self.stopped:
@@ -237,6 +300,19 @@ def _why_not_sequential(gate) -> str | None:
     if gate.bound:
         return "an interval bound is not a mean of candidates; the sequential test is its own interval"
     return None
+
+
+def like_the_full_run(rates: Mapping[str, float], tasks: Sequence[str]) -> dict[str, float]:
+    """The baseline figure each planned task is paired with, so the test decides the full run's gate: its row's
+    pass rate against the baseline's on the shared tasks (analysis/gates.py).  When the baseline has every task
+    of the row, that is each task's own rate (paired per task: task difficulty cancels out); when the row has
+    tasks the baseline lacks, the full gate sets the row's pass rate on ALL its tasks against the baseline's mean
+    on the shared ones, so every task is paired with that mean."""
+    if all(task in rates for task in tasks):
+        return dict(rates)
+    shared = sorted(set(tasks) & set(rates))
+    mean = math.fsum(rates[task] for task in shared) / len(shared)
+    return {task: mean for task in tasks}
 
 
 def task_key(key: Key, split: str) -> str:
@@ -295,7 +371,7 @@ def stopped_sequentially(results: Mapping[str, Any] | None) -> bool:
     return is_sequential_stop(((results or {}).get("coverage") or {}).get("stopped"))
 
 
-__all__ = ["PASS", "FAIL", "SequentialGates", "buying_order", "planned_order", "not_measured"]
+__all__ = ["PASS", "FAIL", "SequentialGates", "buying_order", "planned_order", "not_measured", "vouched_stop"]
 
 
 def follow_decisions(gate_results: list, sequential: SequentialGates, results: Mapping[str, Any],
@@ -321,10 +397,37 @@ def follow_decisions(gate_results: list, sequential: SequentialGates, results: M
         problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(rows.get((result.model,
                                                                                                     result.split), {}))
         note = (f"decided {stream.test.decision} by --sequential after {stream.test.decided_at} of {len(stream.keys)} "
-                f"candidates (alpha {sequential.alpha:g})")
+                f"candidates (alpha {sequential.gate_alpha:g}{_of_run(sequential)})")
         followed.append(replace(result, passed=stream.test.decision == PASS and not problems,
                                 note=_joined(result.note, note)))
     return followed
+
+
+def _of_run(sequential: SequentialGates) -> str:
+    return f" of the run's {sequential.alpha:g}" if len(sequential.streams) > 1 else ""
+
+
+def refusal(undecidable: Sequence[tuple[Any, str]]) -> str:
+    """Why a run with --sequential and no gate the test can decide is refused, before anything is paid for."""
+    whys = "; ".join(f"{gate.text!r}: {why}" for gate, why in undecidable)
+    return (f"--sequential: no gate of this run can be decided early ({whys}); only pass_rate gates, absolute or "
+            "against --baseline, are: add one (e.g. --gate 'pass_rate>=0.6'), or drop --sequential to buy every "
+            "candidate and judge the gates on the full run")
+
+
+def vouched_stop(config: pytest.Config, written: str | None) -> str | None:
+    """Why the run stopped, as it may be counted: a --sequential decision only when this run's controller made
+    it (kept in its memory), whatever the stop file says; a stop file that reads like a decision and that this
+    run did not make is a stop like any other (the run is incomplete), never a decision."""
+    sequential = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    decided = getattr(sequential, "stopped", None)
+    if decided and (written is None or is_sequential_stop(written)):
+        return str(decided)
+    if is_sequential_stop(written):
+        text = str(written)[len(STOP_PREFIX):][:200]
+        return (f"a stop file that reads as a --sequential decision this run did not make (\"{text}\"); "
+                "no gate was decided")
+    return written
 
 
 def _joined(first: str, second: str) -> str:

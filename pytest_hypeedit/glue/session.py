@@ -139,6 +139,9 @@ class BenchmarkSession:
             written = read_stop(state_dir(self.config))
         except RuntimeError:  # pragma: no cover - startup always configures it
             written = None
+        from .early_stop import vouched_stop
+
+        written = vouched_stop(self.config, written)  # a decision is the controller's, never a file's say-so
         reason = written or session.shouldfail or session.shouldstop or self.interrupted
         if not reason and session.exitstatus == pytest.ExitCode.INTERRUPTED:
             reason = "interrupted"
