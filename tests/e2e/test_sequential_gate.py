@@ -226,10 +226,10 @@ def pytest_hypeedit_record(config, record):
 
 def test_sequential_with_no_gate_it_can_decide_is_refused_before_anything_is_paid(bench):
     refused = bench.runpytest(*run_args("bad.json", "new", "--sequential", "--gate", "pass_at_4>=0.5",
-                                        "--gate", "calibrated.pass_rate>=0.5"))
+                                        "--gate", "pass_rate.low>=0.5"))
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--sequential: no gate of this run can be decided early ('pass_at_4>=0.5': "
-                                  "pass_at_4 needs every repeat*'calibrated.pass_rate>=0.5': *drop --sequential*"])
+                                  "pass_at_4 needs every repeat*'pass_rate.low>=0.5': an interval bound*drop --sequential*"])
     assert billed(bench) == 0 and not (Path(bench.path) / "new").exists()  # nothing bought, no order drawn
 
 
