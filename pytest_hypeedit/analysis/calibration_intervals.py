@@ -22,7 +22,6 @@ replicates and its leave-one-task-out (jackknife) values; this module turns them
 
 from __future__ import annotations
 
-import functools
 import math
 from statistics import NormalDist
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .stats import bca_interval
+from .task_intervals import t_quantile
 
 #: Fewer human labels than this in a row: the intervals widen (see above) and the output warns.
 SMALL_SAMPLE = 30
@@ -45,33 +45,6 @@ HULL_METHOD = "BCa task bootstrap widened to the cluster t (jackknife) interval 
 
 _NORMAL = NormalDist()
 _RATES = ("pass_rate", "pass_at_4", "pass_at_10", "first_attempt_pass_rate")
-
-
-@functools.lru_cache(maxsize=256)
-def t_quantile(level: float, dof: int) -> float:
-    """Student's t quantile for a two-sided ``level``: bisection on the t distribution's CDF, integrated by
-    Simpson's rule (no scipy here; 1e-6 is ample for an interval's half-width).  Cached: every metric of every
-    row asks for the same few (level, tasks - 1), and each bisection costs ~5 ms."""
-    if dof < 1:
-        return math.inf
-    target = level / 2  # P(0 < T < t)
-    low, high = 0.0, 1.0
-    while _t_mass(high, dof) < target:
-        high *= 2
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if _t_mass(middle, dof) < target else (low, middle)
-    return (low + high) / 2
-
-
-def _t_mass(x: float, dof: int, steps: int = 400) -> float:
-    """P(0 < T < x) for Student's t with ``dof`` degrees of freedom."""
-    log_norm = math.lgamma((dof + 1) / 2) - math.lgamma(dof / 2) - 0.5 * math.log(dof * math.pi)
-    grid = np.linspace(0.0, x, steps + 1)
-    density = np.exp(log_norm - (dof + 1) / 2 * np.log1p(grid * grid / dof))
-    weights = np.ones(steps + 1)
-    weights[1:-1:2], weights[2:-1:2] = 4, 2
-    return float(density @ weights) * x / (3 * steps)
 
 
 def expanded_level(level: float, tasks: int) -> float:

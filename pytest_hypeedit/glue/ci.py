@@ -286,6 +286,9 @@ def _with_interval(row: dict, key: str) -> str:
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
     ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
+    note = (row.get("interval_notes") or {}).get(key)
+    if note and not bounds:  # a figure without an interval says why (analysis/task_intervals.py)
+        ci = f" (no interval: {note})"
     return f"{key} {format_value(row.get(key), kind)}{ci}"
 
 

@@ -215,7 +215,8 @@ def _metrics_row(row: Mapping[str, Any]) -> str:
 
 
 def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str, kind: str) -> str:
-    judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind)
+    judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind,
+                                 (row.get("interval_notes") or {}).get(key))
     entry = cal.get(key) if cal else None
     if not isinstance(entry, Mapping):
         return judge
@@ -225,11 +226,14 @@ def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str
             f'<span class="hx-raw">judge: {judge}</span>')
 
 
-def _value_with_interval(value: Any, bounds: Any, kind: str) -> str:
+def _value_with_interval(value: Any, bounds: Any, kind: str, note: Any = None) -> str:
+    """A figure and its interval; a figure without one says why (results.json ``interval_notes``)."""
     text = _text(format_value(value, kind))
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
         text += (f' <span class="hx-ci">[{_text(format_value(bounds[0], kind))}, '
                  f"{_text(format_value(bounds[1], kind))}]</span>")
+    elif isinstance(note, str) and note:
+        text += f' <span class="hx-ci">(no interval: {_text(note)})</span>'
     return text
 
 
