@@ -129,7 +129,7 @@ class CiPlugin:
         verbose = self.config.get_verbosity() > 0
         lines = []
         if self.analysis.bootstrap:
-            terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
+            terminalreporter.write_sep("-", "95% intervals over tasks")
             lines += interval_lines(results) if verbose else headline_interval_lines(results)
         lines += sensitivity_lines(results) if verbose else []
         from ..report.terminal_table import pairwise_lines

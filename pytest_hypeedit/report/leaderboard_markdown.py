@@ -94,7 +94,7 @@ def _split_section(split: str, rows: list[Mapping[str, Any]], results: Mapping[s
     ours = _beside_published(rows) if published else rows
     lines = [title, "", " ".join(scope), "", _table(by_pass_rate([*ours, *theirs]), _metric_cells)]
     if any(r.get("intervals") for r in rows):
-        lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells)]
+        lines += ["", "95% intervals over tasks:", "", _table(rows, _interval_cells)]
     lines += _calibrated_section(rows)
     lines += _pairwise_section(split, results)
     notes = [_row_note(r) for r in rows if _row_note(r)]

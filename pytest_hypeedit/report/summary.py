@@ -246,7 +246,11 @@ def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
         text += f" ({_text(info.get('method'))}, {_text(info.get('design') or '')})".replace(", )", ")")
     if info.get("note"):
         text += f"; {_text(info.get('note'))}"
-    return text + "; judge: the judge's figure alone."
+    text += "; judge: the judge's figure alone."
+    # what a reader must know first (few disagreements, too few labels...), as the terminal prints it with "!"
+    problems = [f"{_text(r.get('model'))}: {_text(p)}" for r in rows if isinstance(r.get("calibration"), Mapping)
+                for p in r["calibration"].get("problems") or () if isinstance(p, str)]
+    return text + "".join(f"<br>! {p}" for p in problems)
 
 
 def _chart_rows(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
