@@ -348,6 +348,7 @@ def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> l
             high = "unbounded" if entry.get("high_unbounded") else format_value(entry.get("high"), kind)
             ci = f" [{format_value(entry['low'], kind)}, {high}]" if entry.get("low") is not None else ""
             ci += " (widened: few disagreements)" if entry.get("widened") and ci else ""
+            ci += " (indicative: see above)" if entry.get("caution") and ci else ""
             cells.append(f"{key} {format_value(entry.get('value'), kind)}{ci}" if entry.get("value") is not None
                          else f"{key} n/a" + (" (too few labels: see above)" if entry.get("reason") else ""))
         if row.get("calibrated"):
