@@ -154,3 +154,15 @@ def test_the_terminal_and_the_report_say_why_a_figure_has_no_interval():
     assert "effective_cost n/a (no interval: no candidate passed: no finite effective cost; at 95% it is at least $" in text
     assert "pass_rate 0.0% [0.0%, " in text  # a rate at 0 has an upper bound above 0, never [0.0%, 0.0%]
     assert "(no interval: no candidate passed" in _metric_cell(row, None, "effective_cost", "dollars")
+
+
+def test_a_metric_not_measured_after_a_sequential_stop_keeps_no_interval_note():
+    # plant: without the pop in glue/early_stop.py the terminal would explain an interval of a figure never measured
+    from pytest_hypeedit.glue.early_stop import not_measured
+
+    results = {"rows": [{"model": "m", "split": "s", "cost_per_candidate": 0.04, "pass_rate": 0.0,
+                         "effective_cost": None}]}
+    enrich_results(results, {("m", "s"): tallies_of([0] * 20)}, AnalysisSettings(MetricSettings(), bootstrap=100))
+    not_measured(results, "stopped early")
+    row = results["rows"][0]
+    assert "effective_cost" not in row["interval_notes"] and "pass_rate" in row["intervals"]
