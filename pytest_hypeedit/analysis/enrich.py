@@ -161,7 +161,22 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
-    return {"baseline": comparison, "baseline_model": old.get("model"), "baseline_tasks": task_deltas(tallies, old_tallies)}
+    return {"baseline": _marked_degenerate(comparison), "baseline_model": old.get("model"),
+            "baseline_tasks": task_deltas(tallies, old_tallies)}
+
+
+#: Why a paired difference has no interval: every task moved by the same amount (both runs at 100% on every
+#: shared task, say), so every resample gives the same difference and the bootstrap a zero-width interval.
+DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount, so every resample gives the same difference: "
+                         "no interval over tasks (a zero-width one would claim certainty)")
+
+
+def _marked_degenerate(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A zero-width interval of a paired difference is no interval: its bounds become null, with the reason."""
+    for entry in comparison.values():
+        if entry.get("low") is not None and entry["low"] == entry["high"]:
+            entry.update(low=None, high=None, degenerate=DEGENERATE_DIFFERENCE)
+    return comparison
 
 
 def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[dict[str, Any]]:

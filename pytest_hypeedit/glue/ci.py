@@ -324,6 +324,8 @@ def baseline_lines(results: dict) -> list[str]:
             ci = ""
             if entry.get("low") is not None:
                 ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]"
+            elif entry.get("degenerate"):
+                ci = " (no interval: every shared task changed by the same amount)"
             lines.append(f"vs baseline {row.get('baseline_model')}: {row['model']} ({row['split']}) {key} "
                          f"{format_value(entry['current'], kind)} vs {format_value(entry['baseline'], kind)}, "
                          f"difference {format_value(entry['difference'], kind)}{ci} on {entry['tasks']} tasks")

@@ -348,6 +348,8 @@ def baseline_table(rows: list[Mapping[str, Any]]) -> str:
                 continue
             low, high = entry.get("low"), entry.get("high")
             interval = f"[{_diff(low, kind)}, {_diff(high, kind)}]" if low is not None and high is not None else "n/a"
+            if entry.get("degenerate"):  # a zero-width interval is none (analysis/enrich.py)
+                interval = "n/a (every shared task changed by the same amount)"
             worse = _is_worse(key, entry.get("difference"), high if key in _LOWER_IS_BETTER else low)
             lines.append(
                 f'<tr class="{"hx-worse" if worse else ""}"><th scope="row">{_text(row.get("model"))}</th>'

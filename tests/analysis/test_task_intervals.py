@@ -166,3 +166,21 @@ def test_a_metric_not_measured_after_a_sequential_stop_keeps_no_interval_note():
     not_measured(results, "stopped early")
     row = results["rows"][0]
     assert "effective_cost" not in row["interval_notes"] and "pass_rate" in row["intervals"]
+
+
+def test_a_paired_difference_of_zero_width_is_marked_not_printed():
+    # both releases pass every repeat of every shared task: every resample's difference is 0, and the bootstrap's
+    # [0, 0] claimed certainty (a 98% and a 99% release look like this on 20 tasks).  Plant: without
+    # _marked_degenerate in enrich.baseline_entry the bounds are 0.0 and 0.0.
+    from pytest_hypeedit.glue.ci import baseline_lines
+
+    tallies = tallies_of([10] * 20)
+    old = {"rows": [{"model": "m", "split": "s", "cost_per_candidate": 0.04,
+                     "task_tallies": [{"task_id": t.task_id, "passes": 10, "judged": 10, "first_passed": True}
+                                      for t in tallies]}]}
+    results = {"rows": [{"model": "m", "split": "s", "cost_per_candidate": 0.04}]}
+    enrich_results(results, {("m", "s"): tallies}, AnalysisSettings(MetricSettings(), bootstrap=100), baseline=old)
+    entry = results["rows"][0]["baseline"]["pass_rate"]
+    assert entry["difference"] == 0.0 and entry["low"] is None and entry["high"] is None
+    assert entry["degenerate"].startswith("every shared task changed by the same amount")
+    assert any("(no interval: every shared task changed by the same amount)" in line for line in baseline_lines(results))
