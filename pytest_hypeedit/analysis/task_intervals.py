@@ -15,7 +15,8 @@ per-task value in a bounded range, or (effective cost) the unit cost over a rati
 * var(m) is the tasks' variance with a quarter of a pseudo-task at each end of the range (PSEUDO_TASKS): with
   50 tasks near 100% a run often holds no failing task at all, and its sample variance then says the mean is
   known to the third decimal when a hopeless task in 50 would move it by two points.  The bootstrap (BCa) had
-  that weakness: a 98% model's Pass@10 interval was [100%, 100%] and covered 2.6% of runs.
+  that weakness: a 98% model's Pass@10 interval was [100%, 100%], covering 0-27.5% of runs in
+  bench/bench_intervals.py (2.6% in the issue's simulation).
 * the number of tasks' t quantile replaces the normal one (Korn & Graubard's degrees of freedom).
 * effective cost = unit cost x mean E / mean S = unit cost / r, r = sum S / sum E (success per attempt, in
   [0, 1]): r gets the interval above with a ratio's linearised variance, and the bounds are inverted; r's
