@@ -235,8 +235,34 @@ def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict[str, 
         variance += population**2 * (1 - inclusion) * spread / len(errors)
     half = t_quantile(level, max(1, len(labelled) - len(cells))) * math.sqrt(variance)
     interval = (max(0.0, estimate - half), min(1.0, estimate + half))
-    return entry(estimate, interval, level, "finite-population, the labels' draw only", key="pass_rate",
-                 retry_cap=1) | {"target": "this_run"}
+    found = entry(estimate, interval, level, "finite-population, the labels' draw only", key="pass_rate",
+                  retry_cap=1) | {"target": "this_run"}
+    return _widened_this_run(found, units, labelled, weight, level)
+
+
+def _widened_this_run(found: dict[str, Any], units: Sequence[Unit], labelled: Sequence[Unit],
+                      weight: Mapping[str, float], level: float) -> dict[str, Any]:
+    """With fewer than MIN_DISAGREEMENTS disagreements in a partial sample the interval above rests on (almost)
+    no spread: with none it has no width at all.  Widened to the judge's pass rate of this run (known exactly)
+    plus the error shares' Clopper-Pearson intervals from the labels (each at 1 - alpha/2), as the population
+    figure is (calibration_intervals.error_bound_interval)."""
+    from .calibration_intervals import MIN_DISAGREEMENTS
+    from .task_intervals import clopper_pearson
+
+    missed = sum(1 for u in labelled if u.human_pass and not u.judge_pass)
+    wrongly_passed = sum(1 for u in labelled if not u.human_pass and u.judge_pass)
+    if missed + wrongly_passed >= MIN_DISAGREEMENTS or all((u.inclusion or 1.0) >= 1 for u in labelled):
+        return found
+    judge = sum(weight[u.task_id] * bool(u.judge_pass) for u in units)
+    alpha, n = 1.0 - level, len(labelled)
+    missed_low, missed_high = clopper_pearson(missed / n, n, 1.0 - alpha / 2)
+    passed_low, passed_high = clopper_pearson(wrongly_passed / n, n, 1.0 - alpha / 2)
+    low, high = judge + missed_low - passed_high, judge + missed_high - passed_low
+    if found.get("low") is not None:
+        low, high = min(low, found["low"]), max(high, found["high"])
+    return found | {"low": max(0.0, low), "high": min(1.0, high), "widened": True,
+                    "interval_method": "finite-population, widened to the judge error the labels cannot rule out "
+                                       "(few disagreements)"}
 
 
 def _sample_variance(values: Sequence[float]) -> float:

@@ -6,7 +6,8 @@ only decides which tallies go with which row and stores the answers as JSON.
 
 Keys added to each results row (design.md allows new keys):
 
-    intervals     {metric: [low, high]}   95% BCa bootstrap over tasks
+    intervals     {metric: [low, high]}   95% interval over tasks, valid at 0% and 100% (task_intervals.py)
+    interval_notes {metric: why}          a metric with a value but no interval (or no upper bound), and why
     sensitivity   [{review_seconds, retry_cap, effective_cost, ...}]
     task_tallies  [{task_id, passes, judged, first_passed, task_types}]
                   so a later run can compare itself with this one (--baseline)
@@ -29,7 +30,8 @@ from typing import Any, Mapping, Sequence
 
 from .metrics import MetricSettings, TaskTally, sensitivity
 from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
-from .stats import bootstrap_intervals, paired_comparison
+from .stats import paired_comparison
+from .task_intervals import METHOD, TARGET_TEXT, task_intervals
 
 SENSITIVITY_REVIEW_SECONDS = (10.0, 20.0, 60.0, 120.0)
 SENSITIVITY_RETRY_CAPS = (1, 2, 4, 10)
@@ -60,7 +62,9 @@ def enrich_results(
         cost = row_price(row)
         row["task_tallies"] = [tally_to_json(t) for t in row_tallies]
         if settings.bootstrap:
-            row["intervals"] = intervals_json(row_tallies, cost, settings)
+            row["intervals"], notes = interval_entries(row_tallies, cost, settings)
+            if notes:
+                row["interval_notes"] = notes
         row["sensitivity"] = sensitivity_grid(row_tallies, cost, settings)
         if baseline is not None:
             row.update(baseline_entry(row, row_tallies, cost, baseline, settings))
@@ -95,16 +99,23 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
 
 def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:
     info: dict[str, Any] = {"bootstrap_resamples": settings.bootstrap, "bootstrap_seed": settings.seed,
-                            "level": settings.level, "interval": "BCa bootstrap over tasks"}
+                            "level": settings.level, "interval": METHOD, "target": TARGET_TEXT}
     if baseline is not None:
         info["baseline"] = baseline.get("source") or "given"
     return info
 
 
+def interval_entries(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings
+                     ) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """Each metric's interval as ``[low, high]``, and why a metric with a value has none (task_intervals.py)."""
+    found = task_intervals(tallies, cost, settings.metrics, level=settings.level, n_resamples=settings.bootstrap,
+                           seed=settings.seed)
+    bounds = {name: [float(b[0]), float(b[1])] for name, b in found.bounds.items() if b is not None}
+    return bounds, dict(found.notes)
+
+
 def intervals_json(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> dict[str, list[float]]:
-    found = bootstrap_intervals(tallies, cost, settings.metrics, n_resamples=settings.bootstrap,
-                                seed=settings.seed, level=settings.level)
-    return {name: [float(bounds[0]), float(bounds[1])] for name, bounds in found.items() if bounds is not None}
+    return interval_entries(tallies, cost, settings)[0]
 
 
 def sensitivity_grid(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> list[dict[str, Any]]:
@@ -150,7 +161,22 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
-    return {"baseline": comparison, "baseline_model": old.get("model"), "baseline_tasks": task_deltas(tallies, old_tallies)}
+    return {"baseline": _marked_degenerate(comparison), "baseline_model": old.get("model"),
+            "baseline_tasks": task_deltas(tallies, old_tallies)}
+
+
+#: Why a paired difference has no interval: every task moved by the same amount (both runs at 100% on every
+#: shared task, say), so every resample gives the same difference and the bootstrap a zero-width interval.
+DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount, so every resample gives the same difference: "
+                         "no interval over tasks (a zero-width one would claim certainty)")
+
+
+def _marked_degenerate(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A zero-width interval of a paired difference is no interval: its bounds become null, with the reason."""
+    for entry in comparison.values():
+        if entry.get("low") is not None and entry["low"] == entry["high"]:
+            entry.update(low=None, high=None, degenerate=DEGENERATE_DIFFERENCE)
+    return comparison
 
 
 def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[dict[str, Any]]:

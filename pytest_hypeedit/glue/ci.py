@@ -130,7 +130,7 @@ class CiPlugin:
         verbose = self.config.get_verbosity() > 0
         lines = []
         if self.analysis.bootstrap:
-            terminalreporter.write_sep("-", "95% bootstrap intervals over tasks")
+            terminalreporter.write_sep("-", "95% intervals over tasks")
             lines += interval_lines(results) if verbose else headline_interval_lines(results)
         lines += sensitivity_lines(results) if verbose else []
         from ..report.terminal_table import pairwise_lines
@@ -314,6 +314,9 @@ def _with_interval(row: dict, key: str) -> str:
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
     ci = f" [{format_value(bounds[0], kind)}, {format_value(bounds[1], kind)}]" if bounds else ""
+    note = (row.get("interval_notes") or {}).get(key)
+    if note and not bounds:  # a figure without an interval says why (analysis/task_intervals.py)
+        ci = f" (no interval: {note})"
     return f"{_named(row, key)} {format_value(row.get(key), kind)}{ci}"
 
 
@@ -357,6 +360,8 @@ def baseline_lines(results: dict) -> list[str]:
             ci = ""
             if entry.get("low") is not None:
                 ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]"
+            elif entry.get("degenerate"):
+                ci = " (no interval: every shared task changed by the same amount)"
             lines.append(f"vs baseline {row.get('baseline_model')}: {row['model']} ({row['split']}) {key} "
                          f"{format_value(entry['current'], kind)} vs {format_value(entry['baseline'], kind)}, "
                          f"difference {format_value(entry['difference'], kind)}{ci} on {entry['tasks']} tasks")

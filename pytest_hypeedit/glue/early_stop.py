@@ -359,6 +359,7 @@ def not_measured(results: dict, reason: str) -> None:
         for key in missing:
             row[key] = None
             (row.get("intervals") or {}).pop(key, None)
+            (row.get("interval_notes") or {}).pop(key, None)  # not measured: no "no interval" to explain
         for entry in (row.get("by_task_type") or {}).values():
             if isinstance(entry, dict):
                 entry.update({key: None for key in missing if key in entry})

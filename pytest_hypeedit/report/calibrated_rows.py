@@ -216,6 +216,8 @@ def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settin
     row["calibration_evidence"] = {"tasks": [t.to_json() for t in evidence]}
     if result is None:
         return
+    # how often the judge and people disagreed in the sample: below MIN_DISAGREEMENTS its error is barely measured
+    row["calibration"].update(disagreements=result.disagreements, few_disagreements=result.few_disagreements)
     row["calibrated"], row["human_sample"], row["judge_error"] = result.calibrated, result.human_sample, result.judge_error
     this_run = this_run_pass_rate(found.units, settings.level)
     if this_run is not None:
@@ -345,6 +347,8 @@ def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> l
             kind = METRIC_KINDS[key]
             high = "unbounded" if entry.get("high_unbounded") else format_value(entry.get("high"), kind)
             ci = f" [{format_value(entry['low'], kind)}, {high}]" if entry.get("low") is not None else ""
+            ci += " (widened: few disagreements)" if entry.get("widened") and ci else ""
+            ci += " (indicative: see above)" if entry.get("caution") and ci else ""
             cells.append(f"{key} {format_value(entry.get('value'), kind)}{ci}" if entry.get("value") is not None
                          else f"{key} n/a" + (" (too few labels: see above)" if entry.get("reason") else ""))
         if row.get("calibrated"):
@@ -354,7 +358,8 @@ def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> l
         if this_run and this_run.get("low") is not None:
             lines.append(f"  this run, all human (what a full review of these candidates would give): pass_rate "
                          f"{format_value(this_run['value'], 'percent')} [{format_value(this_run['low'], 'percent')}, "
-                         f"{format_value(this_run['high'], 'percent')}]")
+                         f"{format_value(this_run['high'], 'percent')}]"
+                         + (" (widened: few disagreements)" if this_run.get("widened") else ""))
         lines += _baseline_lines(row)
     return lines
 

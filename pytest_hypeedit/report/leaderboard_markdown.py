@@ -113,7 +113,7 @@ def _split_section(section: Section, results: Mapping[str, Any], published: "Pub
     if rows and repeats_note(repeats):
         lines += ["", repeats_note(repeats) + "."]
     if any(r.get("intervals") for r in rows):
-        lines += ["", "95% bootstrap intervals over tasks:", "", _table(rows, _interval_cells, repeats)]
+        lines += ["", "95% intervals over tasks:", "", _table(rows, _interval_cells, repeats)]
     lines += _calibrated_section(rows, repeats)
     lines += _pairwise_section(split, results) if pairwise else []
     notes = [_row_note(r) for r in rows if _row_note(r)]

@@ -216,7 +216,8 @@ def _metrics_row(row: Mapping[str, Any]) -> str:
 
 
 def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str, kind: str) -> str:
-    judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind)
+    judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind,
+                                 (row.get("interval_notes") or {}).get(key))
     entry = cal.get(key) if cal else None
     if not isinstance(entry, Mapping):
         return judge
@@ -226,11 +227,14 @@ def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str
             f'<span class="hx-raw">judge: {judge}</span>')
 
 
-def _value_with_interval(value: Any, bounds: Any, kind: str) -> str:
+def _value_with_interval(value: Any, bounds: Any, kind: str, note: Any = None) -> str:
+    """A figure and its interval; a figure without one says why (results.json ``interval_notes``)."""
     text = _text(format_value(value, kind))
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
         text += (f' <span class="hx-ci">[{_text(format_value(bounds[0], kind))}, '
                  f"{_text(format_value(bounds[1], kind))}]</span>")
+    elif isinstance(note, str) and note:
+        text += f' <span class="hx-ci">(no interval: {_text(note)})</span>'
     return text
 
 
@@ -243,7 +247,11 @@ def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
         text += f" ({_text(info.get('method'))}, {_text(info.get('design') or '')})".replace(", )", ")")
     if info.get("note"):
         text += f"; {_text(info.get('note'))}"
-    return text + "; judge: the judge's figure alone."
+    text += "; judge: the judge's figure alone."
+    # what a reader must know first (few disagreements, too few labels...), as the terminal prints it with "!"
+    problems = [f"{_text(r.get('model'))}: {_text(p)}" for r in rows if isinstance(r.get("calibration"), Mapping)
+                for p in r["calibration"].get("problems") or () if isinstance(p, str)]
+    return text + "".join(f"<br>! {p}" for p in problems)
 
 
 def _chart_rows(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
@@ -341,6 +349,8 @@ def baseline_table(rows: list[Mapping[str, Any]]) -> str:
                 continue
             low, high = entry.get("low"), entry.get("high")
             interval = f"[{_diff(low, kind)}, {_diff(high, kind)}]" if low is not None and high is not None else "n/a"
+            if entry.get("degenerate"):  # a zero-width interval is none (analysis/enrich.py)
+                interval = "n/a (every shared task changed by the same amount)"
             worse = _is_worse(key, entry.get("difference"), high if key in _LOWER_IS_BETTER else low)
             lines.append(
                 f'<tr class="{"hx-worse" if worse else ""}"><th scope="row">{_text(row.get("model"))}</th>'

@@ -271,7 +271,7 @@ def test_two_models_on_two_splits_with_calibrated_figures_fit_100_columns(wide):
 def test_v_shows_every_interval_and_the_sensitivity_grid_within_100_columns(wide):
     result = wide.runpytest(*wide_args("-v"))
     lines = result.outlines
-    start = next(i for i, line in enumerate(lines) if "95% bootstrap intervals over tasks" in line)
+    start = next(i for i, line in enumerate(lines) if "95% intervals over tasks" in line)
     details = lines[start + 1:next(i for i, line in enumerate(lines) if "calibrated with a human sample" in line)]
     rows = [line for line in details if re.match(r"\S.* \((gen|alternative|combined)\): pass_rate ", line)]
     assert len(rows) == 6
@@ -279,7 +279,9 @@ def test_v_shows_every_interval_and_the_sensitivity_grid_within_100_columns(wide
     assert lines_naming(details, "by review time x retry cap:") and lines_naming(details, " s review: ")
     calibrated = [line for line in lines if line.startswith("  calibrated (95% intervals for the population of tasks): "
                                                              "pass_rate ")]
-    assert len(calibrated) == 6 and all(line.endswith("pass_at_4") for line in calibrated)  # then folded
+    # then folded (a pass rate widened for few judge/human disagreements carries its mark before the fold)
+    assert len(calibrated) == 6 and all(line.endswith(("pass_at_4", "(widened:", "disagreements);"))
+                                        for line in calibrated), calibrated
     assert max(len(line) for line in details) <= WIDTH, max(details, key=len)
 
 
