@@ -46,7 +46,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 import httpx
 
 from ..engine.limits import CallSlots
+from ..errors import ProviderError
 from ..secrets import install_log_redaction, redact, register_secret
+from .addresses import quoted
 from .bounds import (
     ACCEPT_ENCODING,
     IMAGE_CAP,
@@ -147,9 +149,10 @@ class Bounds:
 
 
 #: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
-#: key refused (these are not TransportErrors, so they are never retried) and a deadline that passed.
+#: key refused (these are not TransportErrors, so they are never retried), a deadline that passed and an address
+#: without http:// or https:// (providers/addresses.py).
 def _final(exc: Exception) -> bool:
-    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, DeadlinePassed)
+    return (isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, httpx.UnsupportedProtocol)))
 
 
 class PolicyTransport(httpx.BaseTransport):
@@ -335,6 +338,10 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:
         raise transport_error(exc, route=route, model=model, submits=submits) from None
+    except httpx.InvalidURL as exc:  # refused while the request was built: nothing left, nothing was paid
+        raise ProviderError(redact(f"{model} via {route}: not sent: its address {quoted(str(url))} cannot be used "
+                                   f"({exc}); check the route's HYPEEDIT_<PROVIDER>_BASE_URL"),
+                            retryable=False) from None
 
 
 #: Re-exported: callers import the reading of failed replies from here (providers/httperrors.py).

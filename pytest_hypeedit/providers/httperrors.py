@@ -22,7 +22,8 @@ from .waits import daily_quota, daily_quota_message, error_body
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: Transport errors raised before the request left: retrying them cannot submit twice.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: (An address without http:// or https:// is refused before anything leaves: UnsupportedProtocol.)
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
 #: The reply extension that records a wait the server asked for and the policy would not wait (seconds).
 WAIT_REFUSED = "hypeedit_wait_refused"
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
@@ -164,4 +165,4 @@ def may_have_reached_provider(exc: Exception) -> bool:
 def retryable_transport(exc: Exception) -> bool:
     """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
     for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
-    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding))
+    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding, httpx.UnsupportedProtocol))

@@ -90,7 +90,8 @@ class OpenRouterProvider(HttpProvider):
         request_id = reply_id(reply.get("id"))
         url = self.image_url(request, reply, request_id, what)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
-        return self.generation(request, self.download(url, what, request=request), cost=reported_cost(reply), request_id=request_id,
+        return self.generation(request, self.download(url, what, request=request, request_id=request_id),
+                               cost=reported_cost(reply), request_id=request_id,
                                seed=request.seed, usage=usage or None, served_by=reply.get("provider"),
                                aspect_ratio=self.aspect_ratio(request))
 
