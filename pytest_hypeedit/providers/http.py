@@ -37,7 +37,6 @@ import logging
 import math
 import os
 import random
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,7 @@ import httpx
 
 from ..engine.limits import CallSlots
 from ..errors import ProviderError
+from ..files import new_temporary
 from ..secrets import install_log_redaction, redact, register_secret
 from .addresses import quoted
 from .bounds import (
@@ -299,7 +299,7 @@ def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, mod
     extensions = with_options(None, download=True, stream=True, slots=slots)
     folder.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, attempts + 1):
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
+        fd, name = new_temporary(folder, ".download-")  # the user's umask, as every file of the outputs
         target = Path(name)
         try:
             with os.fdopen(fd, "wb") as out, client.stream("GET", url, headers=headers or {},
