@@ -91,7 +91,7 @@ class DashScopeProvider(HttpProvider):
         try:
             choice = reply["output"]["choices"][0]
             images = [part["image"] for part in choice["message"]["content"] if part.get("image")]
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):  # an answered call of another shape: no image
             images, choice = [], {}
         if not images:
             reason = (choice or {}).get("finish_reason") if isinstance(choice, dict) else None
