@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import types
 
+import httpx
 import pytest
 
 from pytest_hypeedit.errors import HypeEditError, Refusal
 from pytest_hypeedit.providers.ark import ArkProvider
 from pytest_hypeedit.providers.dashscope import DashScopeProvider
 from pytest_hypeedit.providers.openrouter import OpenRouterProvider
+from pytest_hypeedit.providers.runware import RunwareProvider
 from pytest_hypeedit.registry import ModelSpec
 
 #: Values a hostile or broken reply may hold where an image (or the list of them) belongs.
@@ -30,6 +32,7 @@ def replies():
         yield {"choices": [value]}
         yield {"data": value}
         yield {"data": [value]}
+        yield {"data": [{"taskUUID": "t-1", "imageURL": value}]}
         yield value
 
 
@@ -40,6 +43,7 @@ READERS = {
     "openrouter": (OpenRouterProvider, lambda provider, reply: provider.image_url(
         REQUEST, reply if isinstance(reply, dict) else {}, "req-1", "w")),
     "ark": (ArkProvider, lambda provider, reply: provider.image_bytes(REQUEST, reply, "req-1")),
+    "runware": (RunwareProvider, lambda provider, reply: str(provider.result_item(REQUEST, reply, "t-1")["imageURL"])),
 }
 
 
@@ -72,3 +76,9 @@ def test_a_result_url_that_cannot_be_fetched_is_a_paid_refusal_with_the_request_
             provider.download(url, "ark m", request=REQUEST, request_id="req-1")
         assert caught.value.cost == 0.04 and caught.value.request_id == "req-1"
         assert "cannot be fetched" in caught.value.reason
+
+
+@pytest.mark.parametrize("body", [{"errors": 5}, {"errors": "x"}, {"error": 1.5}, {"errors": [1, {"code": "c"}]}, [1]])
+def test_runware_reads_errors_of_any_shape(body):
+    response = httpx.Response(400, json=body)
+    assert all(isinstance(error, dict) for error in RunwareProvider.errors_of(response))
