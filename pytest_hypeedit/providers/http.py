@@ -65,6 +65,7 @@ from .bounds import (
 from .httperrors import (
     NOT_SENT,
     QUOTA_MARKERS,
+    REFUSED_BY_CLIENT,
     RETRY_STATUSES,
     WAIT_REFUSED,
     _url_without_query,
@@ -152,7 +153,7 @@ class Bounds:
 #: key refused (these are not TransportErrors, so they are never retried), a deadline that passed and an address
 #: without http:// or https:// (providers/addresses.py).
 def _final(exc: Exception) -> bool:
-    return (isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, httpx.UnsupportedProtocol)))
+    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, *REFUSED_BY_CLIENT))
 
 
 class PolicyTransport(httpx.BaseTransport):
@@ -342,6 +343,9 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
         raise ProviderError(redact(f"{model} via {route}: not sent: its address {quoted(str(url))} cannot be used "
                                    f"({exc}); check the route's HYPEEDIT_<PROVIDER>_BASE_URL"),
                             retryable=False) from None
+    except UnicodeEncodeError:  # a header that is not ASCII (a key pasted with a stray character): nothing left
+        raise ProviderError(f"{model} via {route}: not sent: a header of the request is not plain ASCII text "
+                            "(check the route's API key variable for a stray character)", retryable=False) from None
 
 
 #: Re-exported: callers import the reading of failed replies from here (providers/httperrors.py).

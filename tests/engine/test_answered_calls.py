@@ -141,3 +141,21 @@ def test_the_start_up_check_names_every_setting_that_cannot_be_used():
     assert "HYPEEDIT_OPENAI_BASE_URL" not in message and "HYPEEDIT_CACHE_DIR" not in message
     assert "HYPEEDIT_BFL_BASE_URL" not in message
     check_address_settings(None, {"HYPEEDIT_OPENAI_BASE_URL": "https://proxy.example/v1"})  # nothing to say
+
+
+@pytest.mark.parametrize("key", ["ark-key-0123\n456789", "ark-key-0123\u00e9456789"])
+def test_a_key_no_header_can_carry_is_not_sent_not_possibly_paid_and_not_shown(monkeypatch, tmp_path, key):
+    # Planted: LocalProtocolError out of NOT_SENT (a submit counted reply_lost, retried 5 times) and send()
+    # without its UnicodeEncodeError guard (a bare exception: "a bug of the plugin", possibly paid).
+    spec = load_registry().get("seedream-4.5")
+    with FakeArk() as fake:
+        monkeypatch.setenv(fake.env, fake.base)
+        monkeypatch.setenv(fake.key_env, key)
+        provider = ArkProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache",
+                                                     policy=RetryPolicy(max_attempts=5, base_delay=0.01)))
+        with pytest.raises(ProviderError) as caught:
+            provider.generate(make_request(tmp_path, spec))
+        provider.close()
+        assert not caught.value.reply_lost and not caught.value.retryable and "not sent" in str(caught.value)
+        assert "0123" not in str(caught.value) and "456789" not in str(caught.value)
+        assert fake.seen("/images/generations") == []
