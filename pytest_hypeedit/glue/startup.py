@@ -24,7 +24,7 @@ from ..engine.store import Store, probe_writable
 from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
-from ..providers.addresses import check_address_settings
+from ..providers.addresses import check_request_settings
 from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
@@ -37,8 +37,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     checking = controller and not config.option.collectonly
     run = build_run_config(config.option, Path(config.invocation_params.dir), extra, load_tasks=False)
     config.stash[RUN_KEY] = run  # the judge's options come from it
-    if checking:  # an address no request can go to: a usage error naming it, not a call possibly paid
-        check_address_settings(config.option.hypeedit_judge_base_url)
+    if checking:  # a setting no request can be made with: a usage error naming it, not a call possibly paid
+        check_request_settings(run.models, config.option.hypeedit_judge_base_url)
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
     paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
     if paying and judge is not None:  # paying implies checking, which made the judge

@@ -83,8 +83,12 @@ class HttpProvider(Provider):
         # Built on first use: listing models or reusing results from disk needs no key.
         with self._lock:
             if self._client is None:
-                timeout = float(self.spec.options.get("timeout_s", self.timeout))
-                self._client = self.make_client(timeout)
+                try:
+                    timeout = float(self.spec.options.get("timeout_s", self.timeout))
+                    self._client = self.make_client(timeout)
+                except (TypeError, ValueError) as exc:  # an option start-up did not see (providers/addresses.py)
+                    raise self.error(f"{self.route} {self.spec.name}: not sent: its options cannot make a client "
+                                     f"({exc})", retryable=False) from None
             return self._client
 
     @property

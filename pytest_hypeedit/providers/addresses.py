@@ -1,4 +1,5 @@
-"""Addresses a request goes to: a base URL from the environment or an option, a result URL from a reply.
+"""Addresses a request goes to (a base URL from the environment or an option, a result URL from a reply), and the
+model options that shape every request (its timeouts, deadline, size cap, waits): checked before anything is paid.
 
 httpx refuses an address holding a control character (a newline), an unclosed IPv6 bracket or a bad port only
 when the request is built (``httpx.InvalidURL``, which is no ``httpx.HTTPError``), and one without ``http://`` or
@@ -9,6 +10,9 @@ again on every run, with nothing sent.  So:
 - every setting whose value becomes an address of a request (``HYPEEDIT_<PROVIDER>_BASE_URL``,
   ``--judge-base-url``) is checked at start-up, and an unusable one is a usage error naming it
   (``check_address_settings``);
+- every model's options that the HTTP client or its waits are made from (``REQUEST_NUMBERS``) are positive
+  numbers: ``timeout_s: "abc"`` failed while the client was built, with the call journaled, and counted as
+  possibly paid with nothing sent (``check_request_options``);
 - a result URL a reply names is checked before it is fetched (``url_problem``): an unusable one is the answered
   call's failure (paid, not bought again: providers/adapter.py ``download``), never a fault of the plugin.
 """
@@ -17,11 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import httpx
 
 from ..errors import ConfigError
+from ..finite import finite_number
+from ..registry import ModelSpec
 from ..secrets import redact
 
 #: The variables that move a provider's API (secrets.base_url builds their names).
@@ -62,6 +68,13 @@ def quoted(url: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "...'"
 
 
+def check_request_settings(models: Iterable[ModelSpec], judge_base_url: str | None = None) -> None:
+    """Everything of the run's settings that reaches a request, checked at start-up (glue/startup.py): the
+    addresses and the models' request options."""
+    check_address_settings(judge_base_url)
+    check_request_options(models)
+
+
 def check_address_settings(judge_base_url: str | None = None,
                            environ: Mapping[str, str] | None = None) -> None:
     """Every ``HYPEEDIT_<PROVIDER>_BASE_URL`` set in the environment, and ``--judge-base-url`` when given, is an
@@ -77,3 +90,24 @@ def check_address_settings(judge_base_url: str | None = None,
         raise ConfigError("an address a request would go to cannot be used: " + "; ".join(problems)
                           + ". Give an http:// or https:// URL on one line (e.g. https://proxy.example.com/v1), "
                           "or unset the variable to use the provider's own address")
+
+
+#: Model options that make the HTTP client (its read timeout, deadline and size cap) or the waits of its requests:
+#: each a number of seconds (or MB) above 0, when given; those in REQUEST_NUMBERS_OR_ZERO may be 0 (no wait).
+REQUEST_NUMBERS = ("timeout_s", "deadline_s", "max_image_mb", "max_wait_s", "poll_s", "poll_max_s",
+                   "batch_max_wait_s", "batch_poll_s", "batch_poll_max_s")
+REQUEST_NUMBERS_OR_ZERO = ("wait_s", "batch_linger_s")
+
+
+def check_request_options(models: Iterable[ModelSpec]) -> None:
+    """Each model's request options are numbers in range; else a ConfigError naming the model and option."""
+    problems = [f"model {spec.name}: options.{key} is {quoted(spec.options[key], 40)}"
+                for spec in models for key in REQUEST_NUMBERS + REQUEST_NUMBERS_OR_ZERO
+                if key in spec.options and not _in_range(spec.options[key], zero=key in REQUEST_NUMBERS_OR_ZERO)]
+    if problems:
+        raise ConfigError("; ".join(problems) + ": each must be a number of seconds above 0 (MB for max_image_mb; "
+                          "wait_s and batch_linger_s may be 0); fix it in the --models-file that sets it")
+
+
+def _in_range(value: object, *, zero: bool) -> bool:
+    return finite_number(value) and (value >= 0 if zero else value > 0)

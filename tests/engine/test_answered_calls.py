@@ -10,6 +10,7 @@ request built on such an address anyway is "not sent", never possibly paid (prov
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -18,7 +19,7 @@ from providers_fakes.ark import FakeArk
 from providers_fakes.contract import make_request
 
 from pytest_hypeedit.errors import ConfigError, ProviderError
-from pytest_hypeedit.providers.addresses import check_address_settings, url_problem
+from pytest_hypeedit.providers.addresses import check_address_settings, check_request_options, url_problem
 from pytest_hypeedit.providers.ark import ArkProvider
 from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
 from pytest_hypeedit.providers.runtime import Runtime
@@ -159,3 +160,24 @@ def test_a_key_no_header_can_carry_is_not_sent_not_possibly_paid_and_not_shown(m
         assert not caught.value.reply_lost and not caught.value.retryable and "not sent" in str(caught.value)
         assert "0123" not in str(caught.value) and "456789" not in str(caught.value)
         assert fake.seen("/images/generations") == []
+
+
+def test_a_models_file_option_no_request_can_be_made_with_is_a_usage_error(ark_run):
+    # Planted: check_request_settings without check_request_options: every item errors, each journaled call
+    # counted possibly paid with nothing sent ('a bug of the plugin': could not convert string to float).
+    pytester, fake = ark_run
+    (pytester.path / "bad.yaml").write_text("models:\n  seedream-4.5: {options: {timeout_s: abc, poll_s: -1}}\n")
+    result = pytester.runpytest(*args("--models-file", "bad.yaml"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*model seedream-4.5: options.timeout_s is 'abc'; model seedream-4.5: options.poll_s "
+                                 "is '-1': each must be a number of seconds above 0*--models-file*"])
+    assert fake.requests == []
+
+
+def test_request_options_in_range_pass_and_zero_waits_are_allowed():
+    spec = load_registry().get("seedream-4.5")
+    fine = dataclasses.replace(spec, options={"timeout_s": 30, "wait_s": 0, "batch_linger_s": 0.0, "max_image_mb": 200})
+    check_request_options([fine])
+    for bad in ({"timeout_s": 0}, {"deadline_s": True}, {"max_image_mb": "big"}, {"wait_s": -1}, {"poll_s": None}):
+        with pytest.raises(ConfigError, match=f"options.{next(iter(bad))} is"):
+            check_request_options([dataclasses.replace(spec, options=bad)])
