@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,14 +26,33 @@ from .errors import NotRegularFile
 HASH_CHUNK = 1024 * 1024
 
 
+#: How a new file is opened: created, never an existing one or a link (as ``tempfile.mkstemp`` opens its files).
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) \
+    | getattr(os, "O_BINARY", 0)
+
+
+def new_temporary(folder: Path | str, prefix: str) -> tuple[int, str]:
+    """A new temporary file ``<prefix><random>.part`` in ``folder``, opened for writing: (fd, path).  Created with mode 0o666,
+    which the user's umask narrows as for any file they make (``mkstemp`` makes every file 0600 whatever the
+    umask: a report or results file a team shares was unreadable to it)."""
+    for _ in range(100):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}.part")
+        try:
+            return os.open(path, _NEW_FILE, 0o666), path
+        except FileExistsError:  # another writer's temporary file: another name
+            continue
+    raise FileExistsError(f"{folder}: no free temporary name {prefix}*.part")
+
+
 def atomic_write_bytes(dest: Path, data: bytes, *, durable: bool = False) -> None:
-    """Write ``data`` to ``dest`` atomically; ``durable`` also fsyncs, for what a person typed."""
+    """Write ``data`` to ``dest`` atomically, with the mode the user's umask gives a new file; ``durable`` also
+    fsyncs, for what a person typed."""
     dest = Path(dest)
     try:
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        fd, tmp = new_temporary(dest.parent, f".{dest.name}.")
     except FileNotFoundError:  # the folder is made only when missing: a mkdir per write was a tenth of its time
         dest.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+        fd, tmp = new_temporary(dest.parent, f".{dest.name}.")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

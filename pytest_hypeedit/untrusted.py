@@ -1,4 +1,5 @@
-"""Reading JSON and YAML files that anyone may have written (records, task, labels and models files), bounded.
+"""Reading JSON and YAML files that anyone may have written (records, task, labels, models and results files),
+bounded.
 
 Python's parsers trust their input: JSON nested 100,000 deep is a RecursionError, and YAML aliases expand
 without end (a 495-byte models file of nested aliases once hung start-up past 120 s; another took 3.1 GB,
@@ -33,6 +34,9 @@ LABELS_BYTES = 64 << 20
 #: A models file lists a few models and routes in a few KB; a split manifest is a few lines; a sampling design
 #: (review/design.py) names a few hundred candidates.
 MODELS_BYTES = MANIFEST_BYTES = DESIGN_BYTES = 1 << 20
+#: A run's results file (``--baseline``, ``hypeedit-leaderboard``): about 30 KB a row with its per-task tallies on
+#: the public split's 50 tasks; 32 MiB holds a thousand such rows, or splits of tens of thousands of tasks.
+RESULTS_BYTES = 32 << 20
 
 
 class UntrustedInput(ValueError):

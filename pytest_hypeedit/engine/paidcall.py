@@ -71,6 +71,10 @@ class PaidCalls:
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
+    #: One provider per model and one judge per process: the pool's threads ask for them at once, and a second
+    #: copy of a provider is a second client, limiter view and batch collector (on the batch tier, a batch of its
+    #: own: 10-15 batches for 20 candidates under -n 2 before this lock)
+    _make_lock: threading.RLock = field(default_factory=threading.RLock)
     _live: dict[Key, Record] = field(default_factory=dict)  # key -> record of a paid step running in this process
     _live_lock: threading.Lock = field(default_factory=threading.Lock)
     #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
@@ -83,15 +87,22 @@ class PaidCalls:
     _room_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def provider(self, spec: ModelSpec) -> Provider:
-        if spec.name not in self._providers:
-            self._providers[spec.name] = self.make_provider(spec)
-        return self._providers[spec.name]
+        made = self._providers.get(spec.name)
+        if made is not None:
+            return made
+        with self._make_lock:  # made once, whichever thread asks first (a failed making is tried again)
+            if spec.name not in self._providers:
+                self._providers[spec.name] = self.make_provider(spec)
+            return self._providers[spec.name]
 
     @property
     def judge(self) -> Judge:
-        if self._judge is None:
-            self._judge = self.make_judge()
-        return self._judge
+        if self._judge is not None:
+            return self._judge
+        with self._make_lock:
+            if self._judge is None:
+                self._judge = self.make_judge()
+            return self._judge
 
     def _write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises

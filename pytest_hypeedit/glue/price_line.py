@@ -89,7 +89,8 @@ def run_price(config: pytest.Config, run: RunConfig, keys: set):
 
     try:
         return estimate(config.stash[RUNNER_KEY], run.models, run.splits, run.repeats, limits_for=run.limits_for,
-                        concurrency=run.concurrency, selected=keys, disk=config.stash.get(SURVEY_KEY, None))
+                        concurrency=run.concurrency, selected=keys, disk=config.stash.get(SURVEY_KEY, None),
+                        tier=run.tier, judge_tier=run.judge_tier)
     except HypeEditError as exc:
         raise pytest.UsageError(f"the run's price cannot be stated: {exc}; nothing was paid for") from None
 

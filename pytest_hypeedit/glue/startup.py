@@ -25,6 +25,7 @@ from ..engine.store import Store, probe_writable
 from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
+from ..providers.addresses import check_request_settings
 from ..providers.base import Provider
 from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
 from ..registry import ModelSpec
@@ -40,6 +41,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     config.stash[RUN_KEY] = run  # the judge's options come from it
     if controller:
         check_gates(config, run)  # a gate on a model, split or metric the run lacks: before any key, download or call
+    if checking:  # a setting no request can be made with: a usage error naming it, not a call possibly paid
+        check_request_settings(run.models, config.option.hypeedit_judge_base_url)
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
     paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
     if paying and judge is not None:  # paying implies checking, which made the judge

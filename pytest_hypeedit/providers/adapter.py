@@ -27,6 +27,7 @@ from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
 from ..text import image_problem
 from . import runtime as runtime_module
+from .addresses import base_url_variable, quoted, url_problem
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .body import json_request
 from .bounds import JSON_CAP, image_cap_of, inline_cap
@@ -68,15 +69,27 @@ class HttpProvider(Provider):
 
     @property
     def base(self) -> str:
-        return base_url(self.provider or self.route, self.default_base)
+        """The API's address (``HYPEEDIT_<PROVIDER>_BASE_URL`` moves it); one no request can go to is an error
+        before anything is sent (start-up refuses it first: providers/addresses.py)."""
+        base = base_url(self.provider or self.route, self.default_base)
+        problem = url_problem(base)
+        if problem is not None:
+            raise self.error(f"{self.route}: not sent: its address {quoted(base)} "
+                             f"({base_url_variable(self.provider or self.route)}) cannot be used: {problem}",
+                             retryable=False)
+        return base
 
     @property
     def client(self) -> httpx.Client:
         # Built on first use: listing models or reusing results from disk needs no key.
         with self._lock:
             if self._client is None:
-                timeout = float(self.spec.options.get("timeout_s", self.timeout))
-                self._client = self.make_client(timeout)
+                try:
+                    timeout = float(self.spec.options.get("timeout_s", self.timeout))
+                    self._client = self.make_client(timeout)
+                except (TypeError, ValueError) as exc:  # an option start-up did not see (providers/addresses.py)
+                    raise self.error(f"{self.route} {self.spec.name}: not sent: its options cannot make a client "
+                                     f"({exc})", retryable=False) from None
             return self._client
 
     @property
@@ -167,15 +180,22 @@ class HttpProvider(Provider):
             raise ProviderError(f"{what}: HTTP {response.status_code} reply is not JSON: {excerpt!r}",
                                 retryable=True, status=response.status_code) from None
 
-    def download(self, url: str, what: str, *, headers: dict[str, str] | None = None,
+    def download(self, url: object, what: str, *, headers: dict[str, str] | None = None,
                  gone: Callable[[int], Exception | None] | None = None,
-                 request: GenerationRequest | None = None) -> bytes | Path:
+                 request: GenerationRequest | None = None, request_id: str | None = None) -> bytes | Path:
         """Fetch a returned image URL at once (signed URLs expire) with the same client and policy, straight
         into a file (a 2K image in flight is held on disk, not in memory) in the request's landing folder (the
         candidate's folder in the outputs: paid bytes never depend on the cache's disk); a data URL's bytes as
-        they are."""
-        if url.startswith("data:"):
-            return decode_data_url(url, what)
+        they are.  A URL that no request can go to (a newline, ``http://[::1/x.png``, no http(s)) is the answered
+        call's failure: a Refusal at the call's price (it was paid), never a call to buy again."""
+        if isinstance(url, str) and url.startswith("data:"):
+            return decode_data_url(url, what, cost=self.paid_for(request), request_id=request_id)
+        problem = url_problem(url)
+        if problem is not None:
+            raise Refusal(f"{what}: the reply's result URL {quoted(url)} cannot be fetched: {problem}; the call "
+                          "was answered (and paid), so it is not bought again", cost=self.paid_for(request),
+                          request_id=request_id)
+        assert isinstance(url, str)  # url_problem says so
 
         def expired(status: int) -> Exception | None:
             if status not in EXPIRED:
@@ -187,6 +207,10 @@ class HttpProvider(Provider):
             else self.runtime.downloads_dir()
         return download_to(self.client, url, folder, route=self.route, model=self.spec.name, headers=headers,
                            gone=gone or expired, slots=request.slots if request is not None else ())
+
+    def paid_for(self, request: GenerationRequest | None) -> float:
+        """What an answered call cost when its reply cannot be used and says no price: its worst case."""
+        return self.worst_case_cost(request) if request is not None else self.spec.price
 
     # ------------------------------------------------------------------ outputs
     def generation(self, request: GenerationRequest, data: bytes | Path, *, cost: float | None = None,
@@ -272,18 +296,21 @@ def reply_id(value: Any) -> str | None:
     return None
 
 
-def decode_base64(text: str, what: str) -> bytes:
+def decode_base64(text: str, what: str, *, cost: float | None = None, request_id: str | None = None) -> bytes:
+    """``text`` decoded; else a Refusal of an answered call (``cost``: what it was billed, when the caller knows)."""
     try:
         return base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError, TypeError):
-        raise Refusal(f"{what}: the returned base64 image is not valid base64") from None
+        raise Refusal(f"{what}: the returned base64 image is not valid base64", cost=cost,
+                      request_id=request_id) from None
 
 
-def decode_data_url(url: str, what: str) -> bytes:
+def decode_data_url(url: str, what: str, *, cost: float | None = None, request_id: str | None = None) -> bytes:
     header, _, payload = url.partition(",")
     if ";base64" not in header:
-        raise Refusal(f"{what}: the returned data URL is not base64 ({header[:40]!r})")
-    return decode_base64(payload, what)
+        raise Refusal(f"{what}: the returned data URL is not base64 ({header[:40]!r})", cost=cost,
+                      request_id=request_id)
+    return decode_base64(payload, what, cost=cost, request_id=request_id)
 
 
 def size_at_pixels(width: int, height: int, pixels: float, *, multiple: int = 16,

@@ -170,16 +170,17 @@ class ArkProvider(HttpProvider):
         if isinstance(reply, dict) and is_set(reply.get("error")):
             self.raise_reply_error(request, reply["error"], request_id, where="in an HTTP 200 reply")
         items = reply.get("data") if isinstance(reply, dict) else None
-        if not items or not isinstance(items[0], dict):
+        if not isinstance(items, list) or not items or not isinstance(items[0], dict):
             raise self.refusal(request, "the reply holds no image", request_id=request_id)
         item = items[0]
         if is_set(item.get("error")):  # one image of a batch failed: data[i].error{code, message}
             self.raise_reply_error(request, item["error"], request_id, where="on the image")
         if item.get("b64_json"):
-            return decode_base64(item["b64_json"], self.what(request))
+            return decode_base64(item["b64_json"], self.what(request), cost=self.cost_of(request),
+                                 request_id=request_id)
         if not item.get("url"):
             raise self.refusal(request, "the image item has neither url nor b64_json", request_id=request_id)
-        return self.download(item["url"], self.what(request), request=request)
+        return self.download(item["url"], self.what(request), request=request, request_id=request_id)
 
     def raise_reply_error(self, request: GenerationRequest, error: Any, request_id: str | None, *,
                           where: str) -> NoReturn:

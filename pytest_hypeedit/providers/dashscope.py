@@ -60,7 +60,8 @@ class DashScopeProvider(HttpProvider):
         reply = self.json_of(response, what)
         request_id = reply_id(reply.get("request_id")) if isinstance(reply, dict) else None
         url = self.image_url(request, reply, request_id)
-        return self.generation(request, self.download(url, what, request=request), request_id=request_id, seed=request.seed,
+        return self.generation(request, self.download(url, what, request=request, request_id=request_id),
+                               request_id=request_id, seed=request.seed,
                                size=self.size(request), usage=reply.get("usage"))
 
     @staticmethod
@@ -90,7 +91,7 @@ class DashScopeProvider(HttpProvider):
         try:
             choice = reply["output"]["choices"][0]
             images = [part["image"] for part in choice["message"]["content"] if part.get("image")]
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):  # an answered call of another shape: no image
             images, choice = [], {}
         if not images:
             reason = (choice or {}).get("finish_reason") if isinstance(choice, dict) else None

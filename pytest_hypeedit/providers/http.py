@@ -37,7 +37,6 @@ import logging
 import math
 import os
 import random
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +45,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 import httpx
 
 from ..engine.limits import CallSlots
+from ..errors import ProviderError
+from ..files import new_temporary
 from ..secrets import install_log_redaction, redact, register_secret
+from .addresses import quoted
 from .bounds import (
     ACCEPT_ENCODING,
     IMAGE_CAP,
@@ -63,6 +65,7 @@ from .bounds import (
 from .httperrors import (
     NOT_SENT,
     QUOTA_MARKERS,
+    REFUSED_BY_CLIENT,
     RETRY_STATUSES,
     WAIT_REFUSED,
     _url_without_query,
@@ -147,9 +150,10 @@ class Bounds:
 
 
 #: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
-#: key refused (these are not TransportErrors, so they are never retried) and a deadline that passed.
+#: key refused (these are not TransportErrors, so they are never retried), a deadline that passed and an address
+#: without http:// or https:// (providers/addresses.py).
 def _final(exc: Exception) -> bool:
-    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, DeadlinePassed)
+    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, *REFUSED_BY_CLIENT))
 
 
 class PolicyTransport(httpx.BaseTransport):
@@ -296,7 +300,7 @@ def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, mod
     extensions = with_options(None, download=True, stream=True, slots=slots)
     folder.mkdir(parents=True, exist_ok=True)
     for attempt in range(1, attempts + 1):
-        fd, name = tempfile.mkstemp(dir=folder, prefix=".download-", suffix=".part")
+        fd, name = new_temporary(folder, ".download-")  # the user's umask, as every file of the outputs
         target = Path(name)
         try:
             with os.fdopen(fd, "wb") as out, client.stream("GET", url, headers=headers or {},
@@ -335,6 +339,13 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:
         raise transport_error(exc, route=route, model=model, submits=submits) from None
+    except httpx.InvalidURL as exc:  # refused while the request was built: nothing left, nothing was paid
+        raise ProviderError(redact(f"{model} via {route}: not sent: its address {quoted(str(url))} cannot be used "
+                                   f"({exc}); check the route's HYPEEDIT_<PROVIDER>_BASE_URL"),
+                            retryable=False) from None
+    except UnicodeEncodeError:  # a header that is not ASCII (a key pasted with a stray character): nothing left
+        raise ProviderError(f"{model} via {route}: not sent: a header of the request is not plain ASCII text "
+                            "(check the route's API key variable for a stray character)", retryable=False) from None
 
 
 #: Re-exported: callers import the reading of failed replies from here (providers/httperrors.py).

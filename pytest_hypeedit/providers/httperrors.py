@@ -22,7 +22,12 @@ from .waits import daily_quota, daily_quota_message, error_body
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: Transport errors raised before the request left: retrying them cannot submit twice.
-NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: (An address without http:// or https:// is refused before anything leaves: UnsupportedProtocol; so is a
+#: header the client may not send, such as a key holding a newline: LocalProtocolError.)
+NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol,
+            httpx.LocalProtocolError)
+#: Of those, the ones another attempt would only repeat.
+REFUSED_BY_CLIENT = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
 #: The reply extension that records a wait the server asked for and the policy would not wait (seconds).
 WAIT_REFUSED = "hypeedit_wait_refused"
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
@@ -181,6 +186,9 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
     with contextlib.suppress(RuntimeError):
         where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, httpx.LocalProtocolError):  # it quotes the header, a key's pieces escaped past redaction
+        detail = ("not sent: a header the client may not send (a control character such as a newline in a key or "
+                  "setting?)")
     text = f"{model} via {route}: {type(exc).__name__}{where}: {detail}"
     lost = submits and may_have_reached_provider(exc)
     if lost:
@@ -199,4 +207,4 @@ def may_have_reached_provider(exc: Exception) -> bool:
 def retryable_transport(exc: Exception) -> bool:
     """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
     for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
-    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding))
+    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding, *REFUSED_BY_CLIENT))

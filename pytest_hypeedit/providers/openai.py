@@ -113,9 +113,9 @@ class OpenAIProvider(HttpProvider):
         self.check(response)
         reply = self.json_of(response, what)
         items = reply.get("data") if isinstance(reply, dict) else None
-        if not items or not items[0].get("b64_json"):
+        if not isinstance(items, list) or not items or not isinstance(items[0], dict) or not items[0].get("b64_json"):
             raise self.refusal(request, "the reply holds no image", request_id=request_id)
-        data = decode_base64(items[0]["b64_json"], what)
+        data = decode_base64(items[0]["b64_json"], what, cost=self.worst_case_cost(request), request_id=request_id)
         cost, cost_source = self.cost_of(reply, request)
         return self.generation(request, data, cost=cost, request_id=request_id, seed=None,
                                size=reply.get("size") or self.size(request), quality=reply.get("quality"),

@@ -96,7 +96,8 @@ class OpenRouterProvider(HttpProvider):
         request_id = reply_id(reply.get("id"))
         url = self.image_url(request, reply, request_id, what)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
-        return self.generation(request, self.download(url, what, request=request), cost=reported_cost(reply), request_id=request_id,
+        return self.generation(request, self.download(url, what, request=request, request_id=request_id),
+                               cost=reported_cost(reply), request_id=request_id,
                                seed=request.seed, usage=usage or None, served_by=reply.get("provider"),
                                aspect_ratio=self.aspect_ratio(request))
 
@@ -154,8 +155,10 @@ class OpenRouterProvider(HttpProvider):
             # NonStreamingChoice.error?: ErrorResponse, with finish_reason "error" (api_reference/overview.mdx)
             self.raise_for_reply_error(request, error_object(choice), request_id, "on the choice", cost)
         message = found if isinstance(found := choice.get("message"), dict) else {}
-        images = [i for i in message.get("images") or [] if isinstance(i, dict)]
-        url = ((images[0].get("image_url") or {}).get("url")) if images else None
+        listed = message.get("images")
+        images = [i for i in listed if isinstance(i, dict)] if isinstance(listed, list) else []
+        image_url = images[0].get("image_url") if images else None
+        url = image_url.get("url") if isinstance(image_url, dict) else None  # another shape: no image
         # finish_reason and native_finish_reason are both ``string | null`` in the response schema.
         native = str(choice.get("native_finish_reason") or "")
         if choice.get("finish_reason") == "content_filter" or native.upper().startswith("IMAGE_"):

@@ -197,4 +197,4 @@ class JobPoller:
             return None
 
         return self.read(lambda: self.provider.download(url, self.what, headers=headers, gone=gone,
-                                                        request=self.request))
+                                                        request=self.request, request_id=self.job_id))

@@ -282,7 +282,7 @@ class RunwareProvider(HttpProvider):
     @staticmethod
     def items_of(reply: Any, task_uuid: str) -> list[dict[str, Any]]:
         items = reply.get("data") if isinstance(reply, dict) else None
-        return [i for i in items or [] if isinstance(i, dict) and i.get("taskUUID", task_uuid) == task_uuid
+        return [i for i in (items if isinstance(items, list) else []) if isinstance(i, dict) and i.get("taskUUID", task_uuid) == task_uuid
                 and i.get("taskType", "imageInference") in ("imageInference", "getResponse")]
 
     # ------------------------------------------------------------------ one request
@@ -310,7 +310,7 @@ class RunwareProvider(HttpProvider):
             return []
         errors = body.get("errors") or body.get("error") if isinstance(body, dict) else None
         errors = [errors] if isinstance(errors, dict) else errors
-        return [e for e in errors or [] if isinstance(e, dict)]
+        return [e for e in (errors if isinstance(errors, list) else []) if isinstance(e, dict)]
 
     def result_item(self, request: GenerationRequest, reply: Any, task_uuid: str) -> dict[str, Any]:
         items = [i for i in self.items_of(reply, task_uuid) if i.get("imageURL") or i.get("imageDataURI")]

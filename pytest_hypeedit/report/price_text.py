@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..engine.estimate import Estimate, Purchase, RouteLoad
+from ..engine.estimate import Estimate, Purchase, RouteLoad, batch_window
 from ..registry import STANDARD, ModelSpec
 
 PREFIX = "hypeedit: "
@@ -40,9 +40,10 @@ def tier_lines(tier: str, models: Sequence[ModelSpec]) -> list[str]:
     lines = []
     for spec in models:
         if spec.has_tier(tier):
+            window = batch_window(spec.route)
             lines.append(f"{PREFIX}tier {tier}: {spec.name} ({spec.route}) buys at the {tier} tier, "
                          f"${spec.price_at(tier):.3f} a candidate (standard ${spec.price:.3f}); results within "
-                         "hours, each item waits for its line of the batch")
+                         f"{about(window.high_s)} ({window.source}), each item waits for its line of the batch")
         else:
             lines.append(f"{PREFIX}tier {tier}: {spec.name} ({spec.route}) has no {tier} tier, runs at standard")
     return lines
@@ -75,13 +76,21 @@ def _model_time(estimate: Estimate, p: Purchase) -> str:
     load = estimate.load(p.route)
     if load is None or not p.to_buy:
         return _time(0.0, None)
-    own = RouteLoad(load.route, p.to_buy, load.inflight, load.rpm, load.seconds_per_call)
+    own = RouteLoad(load.route, p.to_buy, load.inflight, load.rpm, load.seconds_per_call, load.stated)
     return _time(own.seconds, own)
 
 
 def _time(seconds: float, load: RouteLoad | None) -> str:
+    """How long, as the slowest route's load says: at its limits, or as its provider states for its tier."""
     if load is None:
         return "no paid call to wait for"
+    stated = load.stated
+    if stated is not None and not stated.per_call:  # a batch: its window, whatever the limits
+        return f"within {about(seconds)} ({stated.source}), each item waiting for its line of the batch"
+    if stated is not None:  # each call within a target latency: the run's time is a range
+        least = seconds * load.least_seconds / load.seconds if load.seconds else 0.0
+        return (f"about {about(least)} to {about(seconds)} at {load.route}'s limits ({load.inflight} in flight"
+                f"{_rpm(load)}; {stated.source})")
     return f"about {about(seconds)} at {load.route}'s limits ({load.inflight} in flight{_rpm(load)})"
 
 
@@ -91,14 +100,20 @@ def _rpm(load: RouteLoad) -> str:
 
 def _route(load: RouteLoad) -> str:
     rpm = f"{load.rpm:g}/min" if load.rpm else "no per-minute limit"
-    return (f"route {load.route}: {load.calls} call{'s' if load.calls != 1 else ''}, {load.inflight} in flight, "
-            f"{rpm}, about {load.seconds_per_call:g} s a call: about {about(load.seconds)}")
+    calls = f"route {load.route}: {load.calls} call{'s' if load.calls != 1 else ''}"
+    if load.stated is not None and not load.stated.per_call:
+        return f"{calls} in batches: within {about(load.seconds)} ({load.stated.source})"
+    if load.stated is not None:
+        return (f"{calls}, {load.inflight} in flight, {rpm}, {load.stated.source}: about "
+                f"{about(load.least_seconds)} to {about(load.seconds)}")
+    return f"{calls}, {load.inflight} in flight, {rpm}, about {load.seconds_per_call:g} s a call: about {about(load.seconds)}"
 
 
 def about(seconds: float) -> str:
-    """A duration as a person says it: 40 s, 14 min, 2.5 h."""
+    """A duration as a person says it: 40 s, 14 min, 2.5 h, 24 h."""
     if seconds < 90:
         return f"{max(1, math.ceil(seconds))} s"
     if seconds < 90 * 60:
         return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
+    hours = f"{seconds / 3600:.1f}"
+    return f"{hours.removesuffix('.0')} h"

@@ -8,12 +8,14 @@ nobody chose), or settings that change the numbers unless told to mix them.
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError, InputError
 from ..finite import finite_number
+from ..untrusted import RESULTS_BYTES, UntrustedInput, load_json_file
+from .results_shape import NotResults, check_results_shape
 from .tables import COMBINED, SCHEMA
 
 #: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
@@ -23,15 +25,22 @@ SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
 
 
 def load_results(path: Path) -> dict[str, Any]:
+    """The results file at ``path``, read as records are (untrusted.py): its size checked before it is read
+    (``RESULTS_BYTES``), its depth bounded, then every figure its readers take checked (report/results_shape.py);
+    anything else is an InputError naming the file, never a traceback."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if os.stat(path).st_size > RESULTS_BYTES:  # before a byte is read: a 400 MB file costs no memory
+            raise UntrustedInput(f"larger than {RESULTS_BYTES >> 20} MiB, the most a results file may hold")
+        data = load_json_file(Path(path), RESULTS_BYTES)
+        check_results_shape(data, SCHEMA)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read results file ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not JSON ({exc}); expected the results JSON of a benchmark run "
+        raise InputError(f"{path}: cannot read results file ({exc.strerror or exc})") from None
+    except UntrustedInput as exc:
+        raise InputError(f"{path}: not a results file: {exc}; expected the results JSON of a benchmark run "
                          "(pytest --model MODEL writes hypeedit-outputs/results.json)") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("rows"), list):
-        raise InputError(f"{path}: not a results file (expected schema {SCHEMA!r} with a 'rows' list)")
+    except NotResults as exc:
+        raise InputError(f"{path}: not a results file: {exc}; expected the results JSON of a benchmark run, as "
+                         "pytest-hypeedit wrote it") from None
     return data
 
 
