@@ -168,6 +168,8 @@ def beta_quantile(q: float, a: float, b: float) -> float:
     low, high, x = 0.0, 1.0, 0.5
     log_norm = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
     for _ in range(400):
+        if not 0.0 < x < 1.0:  # the bracket closed on an end: a quantile below the smallest float (a tiny a) is 0
+            return x
         gap = regularized_beta(x, a, b) - q
         low, high = (x, high) if gap < 0 else (low, x)
         density = math.exp(log_norm + (a - 1) * math.log(x) + (b - 1) * math.log1p(-x))

@@ -36,6 +36,18 @@ def test_clopper_pearson_matches_statsmodels_on_whole_counts(successes, trials):
     assert low == pytest.approx(ref_low, abs=1e-9) and high == pytest.approx(ref_high, abs=1e-9)
 
 
+@pytest.mark.parametrize("share", [1e-300, 1e-30, 1e-12, 1e-6, 0.5, 1 - 1e-12])
+@pytest.mark.parametrize("trials", [0.01, 1.0, 50.0, 1e8])
+def test_clopper_pearson_is_scipys_down_to_a_share_below_the_smallest_float(share, trials):
+    """A share of a hair above 0 (a task with an almost-nothing value among tasks of nothing) puts the lower
+    quantile below the smallest float: the bracket closes on 0, which is the answer, not a math domain error
+    (a session ended in a traceback with no results on such a row)."""
+    low, high = clopper_pearson(share, trials, 0.95)
+    successes = share * trials
+    assert low == pytest.approx(stats.beta.ppf(0.025, successes, trials - successes + 1), abs=1e-9)
+    assert high == pytest.approx(stats.beta.ppf(0.975, successes + 1, trials - successes), abs=1e-9)
+
+
 # --- the boundary by hand ------------------------------------------------------------------------------------
 
 
