@@ -296,6 +296,8 @@ class Purchase(Verdicts):
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
         record.cost, record.request_id, record.generated_at = cost, exc.request_id, now_iso()
         record.provider_model, record.error, record.pending = spec.provider_model, None, None
+        if exc.tier is not None:  # a refused batch line was billed at the batch tier, not the standard one
+            record.tier = known_tier(exc.tier)
         self._write(plan.life, Step.WRITE_REFUSED, record)
 
     def _failed(self, plan: Plan, exc: Exception, note: str = "", lost: bool = False) -> None:
