@@ -18,6 +18,13 @@ them (``batches.py`` ``_CreateBatchJobParameters_to_mldev``, ``_BatchJob_from_ml
   file (``output.responsesFile``, ``{"key", "response"}`` lines, in any order), fetched with
   ``GET /v1beta/files/{id}:download?alt=media`` (google-genai ``files.download``).
 
+Hostile options (the proxy of the attacks on the batch tier): ``image_bytes`` makes each response's PNG about that
+big; ``responses_file`` names the responses file so instead of its real name (a path, an URL); ``rewrite_results
+(texts) -> texts`` rewrites a responses file's JSON lines; ``create_reply`` answers a create that made its batch
+with that body; ``fail`` answers that many lines with an error (``{"code": 13, "message": …}``), not billed;
+``drop`` leaves that many billed lines out of a succeeded batch's results; ``same_key`` gives the second line the
+first one's key.
+
 Billing: each response at half the image's standard price (``IMAGE_PRICE``, the fake's own table: $0.134 a 1K
 or 2K gemini-3-pro-image, providers.md section 1), summed in ``billed``; refused lines (``refuse``) cost 0 (the
 sync path's rule) and lines of an expired job nothing.
@@ -30,6 +37,9 @@ import json
 import threading
 import time
 import urllib.parse
+from typing import Callable
+
+from providers_fakes.openai_batch import noise_png
 
 from .gemini import FakeGemini, block_reply, error_reply, image_reply
 from .server import Reply, SeenRequest, snake_keys
@@ -50,6 +60,12 @@ class FakeGeminiBatch(FakeGemini):
         self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
+        self.image_bytes = 0
+        self.responses_file: str | None = None
+        self.rewrite_results: Callable[[list[str]], list[str]] | None = None
+        self.create_reply: bytes | None = None
+        self.fail = self.drop = 0
+        self.same_key = False
         self._ids = itertools.count(1)
         self._uploads: dict[str, dict] = {}  # upload id -> the started file
         self._lock = threading.Lock()
@@ -128,6 +144,8 @@ class FakeGeminiBatch(FakeGemini):
                               "state": FLOW[0], "requests": requests, "output": None,
                               "from_file": bool(source.get("file_name")),
                               "created": time.monotonic()}
+        if self.create_reply is not None:
+            return Reply(200, self.create_reply, {"content-type": "application/json"})
         return Reply(200, self._view(self.batches[name]))
 
     def _check(self, item: dict) -> str | None:
@@ -167,22 +185,32 @@ class FakeGeminiBatch(FakeGemini):
         if batch["state"] == FLOW[2]:
             self.completed_at.append(time.monotonic())
             answers = [self._answer(batch, item) for item in batch["requests"]]
+            if self.same_key and len(answers) > 1:
+                answers[1] = {**answers[1], "metadata": answers[0]["metadata"]}
+            answers = answers[self.drop:]  # billed, and left out
             if not batch["from_file"]:
                 batch["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
                 return
             name = f"files/out{next(self._ids):06d}"  # a generated file: each line {"key", "response"} [T6]
-            data = "".join(json.dumps({"key": a["metadata"]["key"], "response": a["response"]}) + "\n"
-                           for a in reversed(answers))
+            texts = [json.dumps({"key": a["metadata"]["key"], **{k: a[k] for k in ("response", "error") if k in a}})
+                     for a in reversed(answers)]
+            if self.rewrite_results is not None:
+                texts = self.rewrite_results(texts)
+            data = "".join(text + "\n" for text in texts)
             self.files[name] = {"data": data.encode(), "mime_type": "application/jsonl", "uri": "", "generated": True}
-            batch["output"] = {"responsesFile": name}
+            batch["output"] = {"responsesFile": self.responses_file or name}
 
     def _answer(self, batch: dict, item: dict) -> dict:
+        if self.fail > 0:
+            self.fail -= 1
+            return {"error": {"code": 13, "message": "internal error at line"}, "metadata": item.get("metadata")}
         if self.refuse > 0:
             self.refuse -= 1
             return {"response": block_reply("SAFETY").body, "metadata": item.get("metadata")}
         model = batch["model"].removeprefix("models/")
         self.billed += IMAGE_PRICE.get(model, 0.134) / 2
-        return {"response": image_reply().body, "metadata": item.get("metadata")}
+        image = noise_png(self.image_bytes) if self.image_bytes else None
+        return {"response": image_reply(image).body, "metadata": item.get("metadata")}
 
     @staticmethod
     def _view(batch: dict) -> dict:
