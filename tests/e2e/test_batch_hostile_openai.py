@@ -39,7 +39,7 @@ def hostile(pytester, monkeypatch, tmp_path):
 
 
 def output_files(fake: FakeOpenAIBatch) -> list[bytes]:
-    return [f["data"] for f in fake.files.values() if f["filename"] == "output_file_id.jsonl"]
+    return [fake.file_bytes(f["data"]) for f in fake.files.values() if f["filename"] == "output_file_id.jsonl"]
 
 
 def test_a_batch_bigger_than_one_image_reply_is_delivered_whole(hostile, pytester):

@@ -34,7 +34,7 @@ import random
 import threading
 import time
 import urllib.parse
-from typing import Callable
+from typing import Callable, Iterator
 
 from PIL import Image
 
@@ -100,7 +100,23 @@ class FakeOpenAIBatch(FakeOpenAI):
         entry = self.files.get(seen.match["id"])
         if entry is None:
             return Reply(404, _error("No such File object", "invalid_request_error"))
+        if PLACEHOLDER in entry["data"]:
+            return Reply(200, headers={"content-type": "application/octet-stream"}, chunks=self._expanded(entry["data"]))
         return Reply(200, entry["data"], {"content-type": "application/octet-stream"})
+
+    def _expanded(self, data: bytes) -> Iterator[bytes]:
+        image = base64.b64encode(noise_png(self.image_bytes))
+        for line in data.splitlines(keepends=True):
+            yield line.replace(PLACEHOLDER, image)
+
+    def file_size(self, data: bytes) -> int:
+        """A file's size as ``content`` serves it (without building it)."""
+        grown = len(base64.b64encode(noise_png(self.image_bytes))) - len(PLACEHOLDER) if self.image_bytes else 0
+        return len(data) + data.count(PLACEHOLDER) * grown
+
+    def file_bytes(self, data: bytes) -> bytes:
+        """A file's bytes as ``content`` serves them."""
+        return b"".join(self._expanded(data)) if PLACEHOLDER in data else data
 
     # ---------------------------------------------------------------- batches
     def create(self, seen: Seen) -> Reply:
@@ -243,8 +259,10 @@ class FakeOpenAIBatch(FakeOpenAI):
         width, height = (int(x) for x in size.split("x")) if size != "auto" else (1024, 1024)
         spent = usage(fields, len(images), width * height)
         self.billed += self.batch_price(fields["model"], spent)
-        image = noise_png(self.image_bytes) if self.image_bytes else make_image(width // 16, height // 16)
-        return 200, {"created": 1, "data": [{"b64_json": base64.b64encode(image).decode()}],
+        # a noise image is the same for every line: each line holds a placeholder, and the file is written out
+        # line by line as it is read (``content``), so a bench's 500 2K lines never sit in the fake's memory
+        b64 = PLACEHOLDER.decode() if self.image_bytes else base64.b64encode(make_image(width // 16, height // 16)).decode()
+        return 200, {"created": 1, "data": [{"b64_json": b64}],
                      "quality": fields.get("quality"), "size": size,
                      "output_format": "png", "usage": spent}
 
@@ -258,6 +276,10 @@ class FakeOpenAIBatch(FakeOpenAI):
 
     def _new_id(self, table: dict, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}x"  # next() of a count is atomic
+
+
+#: What a line holds in place of its image's base64 until it is served (``image_bytes``).
+PLACEHOLDER = b"@IMAGE@"
 
 
 @functools.lru_cache(maxsize=4)
