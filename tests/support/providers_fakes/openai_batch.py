@@ -93,7 +93,7 @@ class FakeOpenAIBatch(FakeOpenAI):
             return Reply(400, _error("Invalid file format for Batch API. Must be .jsonl", "invalid_request_error"))
         file_id = self._new_id(self.files, "file-")
         self.files[file_id] = {"purpose": purpose, "filename": filename, "data": data}
-        return Reply(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": 1,
+        return Reply(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                            "filename": filename, "purpose": purpose, "status": "processed"})
 
     def content(self, seen: Seen) -> Reply:
@@ -135,13 +135,14 @@ class FakeOpenAIBatch(FakeOpenAI):
             return Reply(200, self.create_reply, {"content-type": "application/json"})
         return Reply(200, {k: v for k, v in self.batches[batch_id].items() if k != "created"})
 
-    def add_batches(self, count: int) -> None:
-        """``count`` batches of another input file, created now (newer than the others), already completed."""
+    def add_batches(self, count: int, ago: float = -1.0) -> None:
+        """``count`` batches of another input file, created ``ago`` seconds ago (by default a second from now: newer
+        than the others), already completed."""
         for _ in range(count):
             batch_id = self._new_id(self.batches, "batch_")
             self.batches[batch_id] = {"id": batch_id, "object": "batch", "endpoint": "/v1/images/edits",
                                       "input_file_id": "file-elsewhere", "status": "completed", "errors": None,
-                                      "created_at": int(time.time()) + 1, "output_file_id": None,
+                                      "created_at": int(time.time() - ago), "output_file_id": None,
                                       "error_file_id": None, "request_counts": {"total": 0, "completed": 0,
                                                                                 "failed": 0},
                                       "created": time.monotonic(), "filler": True}
