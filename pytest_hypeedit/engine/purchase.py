@@ -40,11 +40,15 @@ class Purchase(Verdicts):
             try:
                 return self._generate_once(plan)
             except JobExpired as exc:
-                expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
+                job = record.job or {}
+                # a batch line was not run (its batch never made, expired, cancelled or failed): not "expired"
+                ended = "not run" if job.get("kind") == BATCH else "expired"
+                expired = f"{spec.name} {'batch line' if ended == 'not run' else 'job'} {job.get('id')} {ended}: " \
+                    f"{redact(str(exc))}"
                 record.resubmitted += 1
                 record.job = None
                 if attempt == 2:
-                    self._failed(plan, JobExpired(f"{expired}; submitted again, expired again"))
+                    self._failed(plan, JobExpired(f"{expired}; submitted again, {ended} again"))
                     return None
                 record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
                 self._write(plan.life, Step.WRITE_EXPIRED, record)
