@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=0, help="pytest-xdist workers (0: none)")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--image-bytes", type=int, default=0, help="each returned image a PNG of about this size "
-                        "(gpt-image-2's fake; 0: a tiny one)")
+                        "(0: a tiny one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIBatch() as openai, \
             FakeGeminiBatch(expected_key=GEMINI_KEY) as gemini:
@@ -84,7 +84,7 @@ def main() -> None:
         command = prepare(folder, args.tasks, args.repeats, tuple(args.models)) + \
             (["-n", str(args.workers)] if args.workers else [])
         openai.ready_after = gemini.ready_after = args.ready
-        openai.image_bytes = args.image_bytes
+        openai.image_bytes = gemini.image_bytes = args.image_bytes
         env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(Path(tmp) / "cache"),
                "HYPEEDIT_OPENAI_BASE_URL": openai.base, "OPENAI_API_KEY": openai.key,
                "HYPEEDIT_GEMINI_BASE_URL": gemini.url, "GEMINI_API_KEY": GEMINI_KEY}

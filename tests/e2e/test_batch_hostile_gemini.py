@@ -49,7 +49,7 @@ def test_a_responses_file_bigger_than_one_image_reply_is_delivered_whole(hostile
     fake, run = hostile
     fake.image_bytes = 350_000
     run(8, max_image_mb=0.5).assert_outcomes(passed=TASKS * 8)  # 40 lines: past the inline count, a file
-    (output,) = [f["data"] for f in fake.files.values() if f.get("generated")]
+    (output,) = [fake.file_bytes(f["data"]) for f in fake.files.values() if f.get("generated")]
     assert len(output) > inline_cap(int(0.5 * MiB)) and fake.creations == 1
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
 

@@ -32,18 +32,21 @@ sync path's rule) and lines of an expired job nothing.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
 import time
 import urllib.parse
-from typing import Callable
+from typing import Callable, Iterator
 
 from providers_fakes.openai_batch import noise_png
 
 from .gemini import FakeGemini, block_reply, error_reply, image_reply
 from .server import Reply, SeenRequest, snake_keys
 
+#: What an answer holds in place of its image's base64 until it is written out (``image_bytes``): valid base64.
+MARKER = b"HYPEEDITIMAGEMARKER0"
 IMAGE_PRICE = {"gemini-3-pro-image": 0.134, "gemini-3.1-flash-lite-image": 0.06}
 FLOW = ["BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED"]
 
@@ -88,6 +91,9 @@ class FakeGeminiBatch(FakeGemini):
             entry = self.files.get(path.removeprefix("/v1beta/").removesuffix(":download"))
             if entry is None or "alt=media" not in query:
                 return error_reply(404, "file not found", "NOT_FOUND")
+            if MARKER in entry["data"]:
+                return Reply(200, headers={"content-type": "application/octet-stream"},
+                             chunks=self._expand(entry["data"]))
             return Reply(200, entry["data"], {"content-type": "application/octet-stream"})
         if path == "/v1beta/batches" and request.method == "GET":
             return Reply(200, {"operations": [self._view(b) for b in self.batches.values()]})
@@ -170,7 +176,8 @@ class FakeGeminiBatch(FakeGemini):
                 return error_reply(404, f"{name} not found", "NOT_FOUND")
             self.polls += 1
             self._advance(batch)
-            return Reply(200, self._view(batch))
+            view = json.dumps(self._view(batch)).encode()
+            return Reply(200, b"".join(self._expand(view)) if MARKER in view else view)
 
     def _advance(self, batch: dict) -> None:
         state = batch["state"]
@@ -209,8 +216,19 @@ class FakeGeminiBatch(FakeGemini):
             return {"response": block_reply("SAFETY").body, "metadata": item.get("metadata")}
         model = batch["model"].removeprefix("models/")
         self.billed += IMAGE_PRICE.get(model, 0.134) / 2
-        image = noise_png(self.image_bytes) if self.image_bytes else None
+        # a noise image is the same for every line: each answer holds a marker, replaced by the image's base64 as
+        # the reply or the file is written out (``_expand``), so a bench's 500 2K lines never sit in memory here
+        image = base64.b64decode(MARKER) if self.image_bytes else None
         return {"response": image_reply(image).body, "metadata": item.get("metadata")}
+
+    def file_bytes(self, data: bytes) -> bytes:
+        """A file's bytes as the download serves them."""
+        return b"".join(self._expand(data)) if MARKER in data else data
+
+    def _expand(self, data: bytes) -> Iterator[bytes]:
+        image = base64.b64encode(noise_png(self.image_bytes))
+        for line in data.splitlines(keepends=True):
+            yield line.replace(MARKER, image)
 
     @staticmethod
     def _view(batch: dict) -> dict:
