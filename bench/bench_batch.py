@@ -4,11 +4,15 @@ tests/support/genai_fakes/gemini_batch.py), each batch taking at least ``--ready
 
 Prints per model the run's spend at the batch tier (the results' ``spent``, and what the fake billed) against what
 the standard tier would have cost for the same calls, the uploads (references, input files), batches and polls,
-and the run's wall time against the servers' completion time (first batch created to last batch done).
+and the run's wall time against the servers' completion time (first batch created to last batch done), and the
+pytest process's peak memory (its maximum resident set).  ``--image-bytes`` makes each returned image a PNG of
+about that size (noise, which does not compress): the whole split in one batch of 2K PNGs, to show that a
+batch's results are read line by line (providers/batch_results.py), not held whole:
 
     python bench/bench_batch.py [--tasks 50] [--repeats 10] [--ready 5] [--workers 0]
+    python bench/bench_batch.py --models gpt-image-2 --image-bytes 4000000 --ready 0   # 500 lines of 4 MB PNGs
 
-The tasks are /work/shared/hype-edit-1/public.json (sizes, reference counts and instructions as they are), with
+The tasks are the public split (``HYPEEDIT_PUBLIC_SPLIT``, else shared/hype-edit-1/public.json beside the checkout; sizes, reference counts and instructions as they are), with
 small synthetic reference images in place of the CDN's.
 """
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,14 +36,17 @@ from benchdata import write_labels  # noqa: E402
 from genai_fakes.gemini_batch import FakeGeminiBatch  # noqa: E402
 from providers_fakes.openai_batch import FakeOpenAIBatch  # noqa: E402
 
-PUBLIC = Path(__file__).resolve().parents[2] / "shared" / "hype-edit-1" / "public.json"
+PUBLIC = Path(os.environ.get("HYPEEDIT_PUBLIC_SPLIT")
+              or Path(__file__).resolve().parents[2] / "shared" / "hype-edit-1" / "public.json")
 MODELS = ("gpt-image-2", "gemini-3-pro-preview")
 GEMINI_KEY = "fake-gemini-key-bench-0123456789"
-QUICK = {"batch_linger_s": 2.0, "batch_poll_s": 0.5, "batch_poll_max_s": 2.0}
+#: max_image_mb: the room a purchase in flight reserves on the disk is its image's cap (engine/room.py): 1,000 in
+#: flight at the default 96 MB would ask for 97 GB; the bench's images are at most a few MB.
+QUICK = {"batch_linger_s": 2.0, "batch_poll_s": 0.5, "batch_poll_max_s": 2.0, "max_image_mb": 16}
 FORMATS = {"webp": "WEBP", "png": "PNG", "jpg": "JPEG", "jpeg": "JPEG"}
 
 
-def prepare(folder: Path, tasks: int, repeats: int) -> list[str]:
+def prepare(folder: Path, tasks: int, repeats: int, models: tuple[str, ...] = MODELS) -> list[str]:
     """The public split's first ``tasks`` tasks with small references, labels and quick batch settings."""
     from pytest_hypeedit.registry import load_registry
 
@@ -53,12 +61,12 @@ def prepare(folder: Path, tasks: int, repeats: int) -> list[str]:
     write_labels(folder / "r1.json", {(t["task_id"], m, r): r % 3 != 0 for t in task_list for m in MODELS
                                       for r in range(1, repeats + 1)})
     registry = load_registry()
-    models = {m: {"options": {**registry.get(m).options, **QUICK}} for m in MODELS}
-    (folder / "quick.yaml").write_text(json.dumps({"models": models}))
+    entries = {m: {"options": {**registry.get(m).options, **QUICK}} for m in MODELS}
+    (folder / "quick.yaml").write_text(json.dumps({"models": entries}))
     return ["-q", "-p", "no:cacheprovider", "--tasks", "public.json", "--images-base", "images",
             "--repeats", str(repeats), "--outputs", "out", "--judge", "labels:r1.json", "--models-file",
             "quick.yaml", "--tier", "batch", "--concurrency", str(2 * tasks * repeats),
-            *[arg for m in MODELS for arg in ("--model", m)]]
+            *[arg for m in models for arg in ("--model", m)]]
 
 
 def main() -> None:
@@ -67,13 +75,18 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--ready", type=float, default=5.0, help="seconds each batch takes on the server")
     parser.add_argument("--workers", type=int, default=0, help="pytest-xdist workers (0: none)")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--image-bytes", type=int, default=0, help="each returned image a PNG of about this size "
+                        "(0: a tiny one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIBatch() as openai, \
             FakeGeminiBatch(expected_key=GEMINI_KEY) as gemini:
         folder = Path(tmp) / "run"
         folder.mkdir()
-        command = prepare(folder, args.tasks, args.repeats) + (["-n", str(args.workers)] if args.workers else [])
+        command = prepare(folder, args.tasks, args.repeats, tuple(args.models)) + \
+            (["-n", str(args.workers)] if args.workers else [])
         openai.ready_after = gemini.ready_after = args.ready
+        openai.image_bytes = gemini.image_bytes = args.image_bytes
         env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(Path(tmp) / "cache"),
                "HYPEEDIT_OPENAI_BASE_URL": openai.base, "OPENAI_API_KEY": openai.key,
                "HYPEEDIT_GEMINI_BASE_URL": gemini.url, "GEMINI_API_KEY": GEMINI_KEY}
@@ -82,21 +95,28 @@ def main() -> None:
         done = subprocess.run([sys.executable, "-m", "pytest", *command], cwd=folder, env=env,
                               capture_output=True, text=True)
         wall = time.monotonic() - started
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KB on Linux
         if "run complete" not in done.stdout:
             print(done.stdout[-3000:], done.stderr[-2000:])
             raise SystemExit("the run did not complete")
         rows = {row["model"]: row for row in json.loads((folder / "out" / "results.json").read_text())["rows"]}
         report(args, rows, openai, gemini, wall, started)
+        print(f"  peak memory of the pytest process {peak_mb:.0f} MB"
+              + (f"; each image about {args.image_bytes / 1e6:g} MB, gpt-image-2's output files "
+                 f"{sum(openai.file_size(f['data']) for f in openai.files.values() if f['purpose'] == 'batch_output') / 1e9:.2f} GB"
+                 if args.image_bytes else ""))
 
 
 def report(args, rows: dict, openai: FakeOpenAIBatch, gemini: FakeGeminiBatch, wall: float, started: float) -> None:
     candidates = args.tasks * args.repeats
-    print(f"{args.tasks} tasks x {args.repeats} repeats x {len(MODELS)} models at --tier batch, each batch "
+    print(f"{args.tasks} tasks x {args.repeats} repeats x {len(args.models)} models at --tier batch, each batch "
           f"{args.ready:g} s on the server, {args.workers or 'no'} xdist workers")
     standard_openai = openai.billed * 2  # the batch tier bills half the same tokens [T3]
     standard_gemini = sum(0.134 for _ in range(candidates))  # gemini-3-pro-image at 2K, standard [G24]
     for model, fake, standard in (("gpt-image-2", openai, standard_openai),
                                   ("gemini-3-pro-preview", gemini, standard_gemini)):
+        if model not in rows:
+            continue
         row = rows[model]
         print(f"  {model}: {row['candidates']} candidates, {row['errors']} errors; spent ${row['spent']:.2f} at "
               f"batch (the server billed ${fake.billed:.2f}); standard would have cost ${standard:.2f}")

@@ -136,12 +136,14 @@ class DiskFull(CallError):
 class Refusal(HypeEditError):
     """The model answered, but gave no usable image (moderation, no image part, undecodable file)."""
 
-    def __init__(self, reason: str, *, cost: float | None = None, request_id: str | None = None):
+    def __init__(self, reason: str, *, cost: float | None = None, request_id: str | None = None,
+                 tier: str | None = None):
         reason = clean_text(str(reason), ERROR_LIMIT)  # the provider's words
         super().__init__(reason)
         self.reason = reason
         self.cost = cost
         self.request_id = request_id
+        self.tier = tier  # the tier the refused call was billed at (a batch line: "batch"); None: standard
 
 
 class BudgetExceeded(HypeEditError):

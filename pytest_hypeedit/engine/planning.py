@@ -27,7 +27,7 @@ from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
 from .record_spend import keep_verdicts_cost
-from .records import DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd, verdicts_cost
+from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd, verdicts_cost
 
 
 def refused(record: Record | None) -> bool:
@@ -205,6 +205,9 @@ class Planning(PaidCalls):
             # resubmitted_cost holds already (a new purchase would have replaced the job: purchase.py).
             record.candidate, record.route = candidate.name, spec.route
             record.cost = 0.0 if paid.counted(record.job) else spec.price
+            if isinstance(record.job, dict) and record.job.get("kind") == BATCH:  # a batch line's image: its price
+                record.cost = 0.0 if paid.counted(record.job) else spec.price_at(BATCH)
+                record.tier = BATCH
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these

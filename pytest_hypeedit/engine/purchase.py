@@ -40,11 +40,15 @@ class Purchase(Verdicts):
             try:
                 return self._generate_once(plan)
             except JobExpired as exc:
-                expired = f"{spec.name} job {(record.job or {}).get('id')} expired: {redact(str(exc))}"
+                job = record.job or {}
+                # a batch line was not run (its batch never made, expired, cancelled or failed): not "expired"
+                ended = "not run" if job.get("kind") == BATCH else "expired"
+                expired = f"{spec.name} {'batch line' if ended == 'not run' else 'job'} {job.get('id')} {ended}: " \
+                    f"{redact(str(exc))}"
                 record.resubmitted += 1
                 record.job = None
                 if attempt == 2:
-                    self._failed(plan, JobExpired(f"{expired}; submitted again, expired again"))
+                    self._failed(plan, JobExpired(f"{expired}; submitted again, {ended} again"))
                     return None
                 record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
                 self._write(plan.life, Step.WRITE_EXPIRED, record)
@@ -299,6 +303,8 @@ class Purchase(Verdicts):
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
         record.cost, record.request_id, record.generated_at = cost, exc.request_id, now_iso()
         record.provider_model, record.error, record.pending = spec.provider_model, None, None
+        if exc.tier is not None:  # a refused batch line was billed at the batch tier, not the standard one
+            record.tier = known_tier(exc.tier)
         self._write(plan.life, Step.WRITE_REFUSED, record)
 
     def _failed(self, plan: Plan, exc: Exception, note: str = "", lost: bool = False) -> None:

@@ -58,6 +58,9 @@ class Outcome:
     reply: Any = None
     missing: str | None = None  # why the batch did not return it ("expired", "cancelled", "failed: ...")
     billed: bool = False
+    #: Why the line the batch returned for it cannot be read (too long, not JSON, named twice): it costs only
+    #: itself, ``billed`` saying whether the provider charged for it (batch_results.py).
+    problem: str | None = None
 
 
 @dataclass

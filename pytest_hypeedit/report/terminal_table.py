@@ -201,7 +201,8 @@ def _totals(rows: list[dict]) -> str:
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
     resubmitted = sum(r.get("resubmitted", 0) for r in own)
-    again = f", resubmitted {resubmitted} (their jobs had expired)" if resubmitted else ""
+    # a job whose result expired, or a batch line its batch did not run (never made, expired, cancelled, failed)
+    again = f", resubmitted {resubmitted} (expired, or not run by their batch)" if resubmitted else ""
     return (
         f"candidates: {sum(r['candidates'] for r in own)}, judged {sum(r['judged'] for r in own)}, "
         f"refused {sum(r['refusals'] for r in own)}, errors {sum(r['errors'] for r in own)}, "

@@ -70,6 +70,8 @@ def test_an_expired_job_is_bought_again(batch_run, pytester):
     # the job expired with no results, nothing billed: bought again at once, and that job expired too
     first.assert_outcomes(errors=TASKS * REPEATS)
     assert fake.billed == 0 and results_row(pytester.path)["spent"] == 0
+    # said as what happened: each batch line was not run (its job expired), not "expired" of a batch line
+    assert all("not run again" in r["error"] and "JOB_STATE_EXPIRED" in r["error"] for r in records(pytester.path))
     fake.end_as = None
     run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)

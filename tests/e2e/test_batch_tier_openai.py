@@ -116,6 +116,7 @@ def test_a_refused_line_is_a_refusal_as_on_the_standard_tier(batch_run, pytester
     result = run("--tier", "batch")
     result.assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
     assert results_row(pytester.path)["refusals"] == 1
+    assert {r["tier"] for r in records(pytester.path)} == {"batch"}  # the refused line too: filed under its tier
     created = fake.creations  # one batch, or more when the lines arrived further apart than the linger
     assert created >= 1
     again = run("--tier", "batch")  # a refusal is the model's answer: not bought again

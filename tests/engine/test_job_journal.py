@@ -97,7 +97,7 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     second = pytester.runpytest(*args)
     second.assert_outcomes(passed=1, failed=1)
     assert rows(pytester.path)["flux-2-max"]["resubmitted"] == 2
-    second.stdout.fnmatch_lines(["*resubmitted 2 (their jobs had expired)*"])
+    second.stdout.fnmatch_lines(["*resubmitted 2 (expired, or not run by their*"])
     assert list(bfl.ledger.submitted.values()) == [2, 2] and not bfl.ledger.paid_twice()
     for record in records(pytester.path):
         assert record["resubmitted"] == 1 and "Task not found" in record["extra"]["expired_jobs"][0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 
 import pytest
 from providers_fakes.contract import FAST, make_request
@@ -96,3 +97,17 @@ def test_a_batch_that_failed_validation_bills_nothing_and_is_bought_again(fake, 
     with pytest.raises(JobExpired, match="bought again"):
         provider.generate(request(tmp_path, provider, journal))
     assert journal.job["cost"] == 0.0 and fake.billed == 0
+
+
+def test_an_adoption_stops_listing_at_the_batches_older_than_its_input_file(fake, provider, tmp_path):
+    """The listing ends at the first page of batches made before the input file (none can be made from it), not
+    after reading every batch of the account, and then creates the batch once."""
+    provider.generate(request(tmp_path, provider))
+    (input_id,) = [k for k, f in fake.files.items() if f["purpose"] == "batch"]
+    fake.batches.clear()  # as if the create never reached OpenAI
+    fake.add_batches(50, ago=7200)  # an account's older batches
+    fake.page_size = 1
+    job = {"id": "public/task-0001/r001", "kind": "batch", "input_file_id": input_id,
+           "input_created_at": time.time() - 60}
+    provider.generate(request(tmp_path, provider, Journal(job, save=lambda job: None)))
+    assert len(fake.made) == 1 and fake.list_pages == 1

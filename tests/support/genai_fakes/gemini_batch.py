@@ -18,6 +18,13 @@ them (``batches.py`` ``_CreateBatchJobParameters_to_mldev``, ``_BatchJob_from_ml
   file (``output.responsesFile``, ``{"key", "response"}`` lines, in any order), fetched with
   ``GET /v1beta/files/{id}:download?alt=media`` (google-genai ``files.download``).
 
+Hostile options (the proxy of the attacks on the batch tier): ``image_bytes`` makes each response's PNG about that
+big; ``responses_file`` names the responses file so instead of its real name (a path, an URL); ``rewrite_results
+(texts) -> texts`` rewrites a responses file's JSON lines; ``create_reply`` answers a create that made its batch
+with that body; ``fail`` answers that many lines with an error (``{"code": 13, "message": …}``), not billed;
+``drop`` leaves that many billed lines out of a succeeded batch's results; ``same_key`` gives the second line the
+first one's key.
+
 Billing: each response at half the image's standard price (``IMAGE_PRICE``, the fake's own table: $0.134 a 1K
 or 2K gemini-3-pro-image, providers.md section 1), summed in ``billed``; refused lines (``refuse``) cost 0 (the
 sync path's rule) and lines of an expired job nothing.
@@ -25,15 +32,21 @@ sync path's rule) and lines of an expired job nothing.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import threading
 import time
 import urllib.parse
+from typing import Callable, Iterator
+
+from providers_fakes.openai_batch import noise_png
 
 from .gemini import FakeGemini, block_reply, error_reply, image_reply
 from .server import Reply, SeenRequest, snake_keys
 
+#: What an answer holds in place of its image's base64 until it is written out (``image_bytes``): valid base64.
+MARKER = b"HYPEEDITIMAGEMARKER0"
 IMAGE_PRICE = {"gemini-3-pro-image": 0.134, "gemini-3.1-flash-lite-image": 0.06}
 FLOW = ["BATCH_STATE_PENDING", "BATCH_STATE_RUNNING", "BATCH_STATE_SUCCEEDED"]
 
@@ -50,6 +63,12 @@ class FakeGeminiBatch(FakeGemini):
         self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
+        self.image_bytes = 0
+        self.responses_file: str | None = None
+        self.rewrite_results: Callable[[list[str]], list[str]] | None = None
+        self.create_reply: bytes | None = None
+        self.fail = self.drop = 0
+        self.same_key = False
         self._ids = itertools.count(1)
         self._uploads: dict[str, dict] = {}  # upload id -> the started file
         self._lock = threading.Lock()
@@ -72,6 +91,9 @@ class FakeGeminiBatch(FakeGemini):
             entry = self.files.get(path.removeprefix("/v1beta/").removesuffix(":download"))
             if entry is None or "alt=media" not in query:
                 return error_reply(404, "file not found", "NOT_FOUND")
+            if MARKER in entry["data"]:
+                return Reply(200, headers={"content-type": "application/octet-stream"},
+                             chunks=self._expand(entry["data"]))
             return Reply(200, entry["data"], {"content-type": "application/octet-stream"})
         if path == "/v1beta/batches" and request.method == "GET":
             return Reply(200, {"operations": [self._view(b) for b in self.batches.values()]})
@@ -128,6 +150,8 @@ class FakeGeminiBatch(FakeGemini):
                               "state": FLOW[0], "requests": requests, "output": None,
                               "from_file": bool(source.get("file_name")),
                               "created": time.monotonic()}
+        if self.create_reply is not None:
+            return Reply(200, self.create_reply, {"content-type": "application/json"})
         return Reply(200, self._view(self.batches[name]))
 
     def _check(self, item: dict) -> str | None:
@@ -152,7 +176,8 @@ class FakeGeminiBatch(FakeGemini):
                 return error_reply(404, f"{name} not found", "NOT_FOUND")
             self.polls += 1
             self._advance(batch)
-            return Reply(200, self._view(batch))
+            view = json.dumps(self._view(batch)).encode()
+            return Reply(200, b"".join(self._expand(view)) if MARKER in view else view)
 
     def _advance(self, batch: dict) -> None:
         state = batch["state"]
@@ -167,22 +192,43 @@ class FakeGeminiBatch(FakeGemini):
         if batch["state"] == FLOW[2]:
             self.completed_at.append(time.monotonic())
             answers = [self._answer(batch, item) for item in batch["requests"]]
+            if self.same_key and len(answers) > 1:
+                answers[1] = {**answers[1], "metadata": answers[0]["metadata"]}
+            answers = answers[self.drop:]  # billed, and left out
             if not batch["from_file"]:
                 batch["output"] = {"inlinedResponses": {"inlinedResponses": answers}}
                 return
             name = f"files/out{next(self._ids):06d}"  # a generated file: each line {"key", "response"} [T6]
-            data = "".join(json.dumps({"key": a["metadata"]["key"], "response": a["response"]}) + "\n"
-                           for a in reversed(answers))
+            texts = [json.dumps({"key": a["metadata"]["key"], **{k: a[k] for k in ("response", "error") if k in a}})
+                     for a in reversed(answers)]
+            if self.rewrite_results is not None:
+                texts = self.rewrite_results(texts)
+            data = "".join(text + "\n" for text in texts)
             self.files[name] = {"data": data.encode(), "mime_type": "application/jsonl", "uri": "", "generated": True}
-            batch["output"] = {"responsesFile": name}
+            batch["output"] = {"responsesFile": self.responses_file or name}
 
     def _answer(self, batch: dict, item: dict) -> dict:
+        if self.fail > 0:
+            self.fail -= 1
+            return {"error": {"code": 13, "message": "internal error at line"}, "metadata": item.get("metadata")}
         if self.refuse > 0:
             self.refuse -= 1
             return {"response": block_reply("SAFETY").body, "metadata": item.get("metadata")}
         model = batch["model"].removeprefix("models/")
         self.billed += IMAGE_PRICE.get(model, 0.134) / 2
-        return {"response": image_reply().body, "metadata": item.get("metadata")}
+        # a noise image is the same for every line: each answer holds a marker, replaced by the image's base64 as
+        # the reply or the file is written out (``_expand``), so a bench's 500 2K lines never sit in memory here
+        image = base64.b64decode(MARKER) if self.image_bytes else None
+        return {"response": image_reply(image).body, "metadata": item.get("metadata")}
+
+    def file_bytes(self, data: bytes) -> bytes:
+        """A file's bytes as the download serves them."""
+        return b"".join(self._expand(data)) if MARKER in data else data
+
+    def _expand(self, data: bytes) -> Iterator[bytes]:
+        image = base64.b64encode(noise_png(self.image_bytes))
+        for line in data.splitlines(keepends=True):
+            yield line.replace(MARKER, image)
 
     @staticmethod
     def _view(batch: dict) -> dict:

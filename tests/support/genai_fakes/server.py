@@ -9,7 +9,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from loopback import Arrived, LoopbackService, send
 
@@ -22,6 +22,7 @@ class Reply:
     body: Any = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering (a slow server)
+    chunks: Iterable[bytes] | None = None  # a body written as it comes, without a length (the connection closes)
 
     def encoded(self) -> bytes:
         if isinstance(self.body, (dict, list)):
@@ -96,7 +97,25 @@ class LoopbackServer(LoopbackService):
         # a reply may name its own content type (the batch fakes' file downloads: gemini_batch.py)
         default = [] if "content-type" in {name.lower() for name in reply.headers} else [
             ("Content-Type", "application/json; charset=UTF-8")]
+        if reply.chunks is not None:
+            _send_chunks(handler, reply.status, reply.chunks, [*default, *reply.headers.items()])
+            return
         send(handler, reply.status, reply.encoded(), [*default, *reply.headers.items()])
+
+
+def _send_chunks(handler: BaseHTTPRequestHandler, status: int, chunks: Iterable[bytes],
+                 headers: list[tuple[str, str]]) -> None:
+    """A reply whose body is written piece by piece, ended by closing the connection (a batch's big file)."""
+    handler.send_response(status)
+    for name, value in [*headers, ("connection", "close")]:
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.close_connection = True
+    try:
+        for chunk in chunks:
+            handler.wfile.write(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the client stopped reading
 
 
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")

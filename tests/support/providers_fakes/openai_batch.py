@@ -13,6 +13,12 @@
   200 and the ``ImagesResponse``, or an error-file line with the 4xx body (``refusal`` fault: 400
   moderation_blocked).  An expired or cancelled batch runs only its first ``partial`` lines; the rest are
   error-file lines with ``response: null`` and ``error.code`` ``batch_expired`` / ``batch_cancelled`` [T3].
+- Hostile options (the proxy of the attacks on the batch tier): ``image_bytes`` makes each line's PNG about that
+  big (noise: it does not compress); ``rewrite_results(kind, lines) -> lines`` rewrites the JSON text of an output
+  or error file's lines before they are written (a raw U+2028, a line cut short, a custom_id twice);
+  ``create_reply`` answers a create that made its batch with that body instead of the Batch (an unreadable 2xx);
+  ``page_size`` lists that many batches a page, the newest first, paged by ``after`` (``list_pages`` counts the
+  pages served); ``add_batches(n)`` makes n batches of another input file, newer than those made so far.
 - Billing: each output line at half the fake's own token prices (``BATCH_PRICES``, USD per 1M tokens: the prices
   OpenAI lists for gpt-image-2, providers.md section 10), summed in ``billed``; nothing else is billed.
 """
@@ -20,10 +26,17 @@
 from __future__ import annotations
 
 import base64
+import functools
+import io
 import itertools
 import json
+import random
 import threading
 import time
+import urllib.parse
+from typing import Callable, Iterator
+
+from PIL import Image
 
 from .base import Reply, Seen, make_image
 from .openai import MODELS, FakeOpenAI, _validate, usage
@@ -46,6 +59,11 @@ class FakeOpenAIBatch(FakeOpenAI):
         self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
+        self.image_bytes = 0
+        self.rewrite_results: Callable[[str, list[str]], list[str]] | None = None
+        self.create_reply: bytes | None = None
+        self.page_size = 100
+        self.list_pages = 0
         self._ids = itertools.count(1)
         self._state_lock = threading.Lock()
         self.route("POST", "/v1/files", self.upload)
@@ -75,14 +93,30 @@ class FakeOpenAIBatch(FakeOpenAI):
             return Reply(400, _error("Invalid file format for Batch API. Must be .jsonl", "invalid_request_error"))
         file_id = self._new_id(self.files, "file-")
         self.files[file_id] = {"purpose": purpose, "filename": filename, "data": data}
-        return Reply(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": 1,
+        return Reply(200, {"id": file_id, "object": "file", "bytes": len(data), "created_at": int(time.time()),
                            "filename": filename, "purpose": purpose, "status": "processed"})
 
     def content(self, seen: Seen) -> Reply:
         entry = self.files.get(seen.match["id"])
         if entry is None:
             return Reply(404, _error("No such File object", "invalid_request_error"))
+        if PLACEHOLDER in entry["data"]:
+            return Reply(200, headers={"content-type": "application/octet-stream"}, chunks=self._expanded(entry["data"]))
         return Reply(200, entry["data"], {"content-type": "application/octet-stream"})
+
+    def _expanded(self, data: bytes) -> Iterator[bytes]:
+        image = base64.b64encode(noise_png(self.image_bytes))
+        for line in data.splitlines(keepends=True):
+            yield line.replace(PLACEHOLDER, image)
+
+    def file_size(self, data: bytes) -> int:
+        """A file's size as ``content`` serves it (without building it)."""
+        grown = len(base64.b64encode(noise_png(self.image_bytes))) - len(PLACEHOLDER) if self.image_bytes else 0
+        return len(data) + data.count(PLACEHOLDER) * grown
+
+    def file_bytes(self, data: bytes) -> bytes:
+        """A file's bytes as ``content`` serves them."""
+        return b"".join(self._expanded(data)) if PLACEHOLDER in data else data
 
     # ---------------------------------------------------------------- batches
     def create(self, seen: Seen) -> Reply:
@@ -94,14 +128,41 @@ class FakeOpenAIBatch(FakeOpenAI):
         self.batches[batch_id] = {"id": batch_id, "object": "batch", "endpoint": body["endpoint"],
                                   "input_file_id": body["input_file_id"], "completion_window": "24h",
                                   "status": "validating", "output_file_id": None, "error_file_id": None,
-                                  "errors": None, "created_at": 1, "metadata": body.get("metadata"),
+                                  "errors": None, "created_at": int(time.time()), "metadata": body.get("metadata"),
                                   "request_counts": {"total": 0, "completed": 0, "failed": 0},
                                   "created": time.monotonic()}
+        if self.create_reply is not None:
+            return Reply(200, self.create_reply, {"content-type": "application/json"})
         return Reply(200, {k: v for k, v in self.batches[batch_id].items() if k != "created"})
 
+    def add_batches(self, count: int, ago: float = -1.0) -> None:
+        """``count`` batches of another input file, created ``ago`` seconds ago (by default a second from now: newer
+        than the others), already completed."""
+        for _ in range(count):
+            batch_id = self._new_id(self.batches, "batch_")
+            self.batches[batch_id] = {"id": batch_id, "object": "batch", "endpoint": "/v1/images/edits",
+                                      "input_file_id": "file-elsewhere", "status": "completed", "errors": None,
+                                      "created_at": int(time.time() - ago), "output_file_id": None,
+                                      "error_file_id": None, "request_counts": {"total": 0, "completed": 0,
+                                                                                "failed": 0},
+                                      "created": time.monotonic(), "filler": True}
+
+    @property
+    def made(self) -> list[dict]:
+        """The batches the plugin made (not ``add_batches``'s)."""
+        return [b for b in self.batches.values() if not b.get("filler")]
+
     def list(self, seen: Seen) -> Reply:
-        batches = [{k: v for k, v in b.items() if k != "created"} for b in self.batches.values()]
-        return Reply(200, {"object": "list", "data": batches, "has_more": False})
+        newest = sorted(self.batches.values(), key=lambda b: (b["created_at"], b["id"]), reverse=True)
+        query = dict(urllib.parse.parse_qsl(seen.query))
+        after = query.get("after")
+        if after:
+            ids = [b["id"] for b in newest]
+            newest = newest[ids.index(after) + 1:] if after in ids else []
+        limit = min(int(query.get("limit") or 20), self.page_size)
+        self.list_pages += 1
+        page = [{k: v for k, v in b.items() if k not in ("created", "filler")} for b in newest[:limit]]
+        return Reply(200, {"object": "list", "data": page, "has_more": len(newest) > limit})
 
     def retrieve(self, seen: Seen) -> Reply:
         with self._state_lock:
@@ -175,7 +236,10 @@ class FakeOpenAIBatch(FakeOpenAI):
         for field, lines in (("output_file_id", output), ("error_file_id", errors)):
             if lines:
                 file_id = self._new_id(self.files, "file-")
-                data = b"".join(json.dumps(entry).encode() + b"\n" for entry in reversed(lines))  # any order [T3]
+                texts = [json.dumps(entry) for entry in reversed(lines)]  # any order [T3]
+                if self.rewrite_results is not None:
+                    texts = self.rewrite_results(field, texts)
+                data = b"".join(text.encode() + b"\n" for text in texts)
                 self.files[file_id] = {"purpose": "batch_output", "filename": f"{field}.jsonl", "data": data}
                 batch[field] = file_id
 
@@ -196,8 +260,11 @@ class FakeOpenAIBatch(FakeOpenAI):
         width, height = (int(x) for x in size.split("x")) if size != "auto" else (1024, 1024)
         spent = usage(fields, len(images), width * height)
         self.billed += self.batch_price(fields["model"], spent)
-        return 200, {"created": 1, "data": [{"b64_json": base64.b64encode(make_image(width // 16, height // 16))
-                                             .decode()}], "quality": fields.get("quality"), "size": size,
+        # a noise image is the same for every line: each line holds a placeholder, and the file is written out
+        # line by line as it is read (``content``), so a bench's 500 2K lines never sit in the fake's memory
+        b64 = PLACEHOLDER.decode() if self.image_bytes else base64.b64encode(make_image(width // 16, height // 16)).decode()
+        return 200, {"created": 1, "data": [{"b64_json": b64}],
+                     "quality": fields.get("quality"), "size": size,
                      "output_format": "png", "usage": spent}
 
     @staticmethod
@@ -210,6 +277,23 @@ class FakeOpenAIBatch(FakeOpenAI):
 
     def _new_id(self, table: dict, prefix: str) -> str:
         return f"{prefix}{next(self._ids):06d}x"  # next() of a count is atomic
+
+
+#: What a line holds in place of its image's base64 until it is served (``image_bytes``).
+PLACEHOLDER = b"@IMAGE@"
+
+
+@functools.lru_cache(maxsize=4)
+def noise_png(size: int) -> bytes:
+    """A PNG of about ``size`` bytes: random pixels do not compress."""
+    side = max(1, int((size / 3) ** 0.5))
+    return make_png(Image.frombytes("RGB", (side, side), random.Random(size).randbytes(side * side * 3)))
+
+
+def make_png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=0)
+    return buffer.getvalue()
 
 
 def _error(message: str, kind: str, code: str | None = None) -> dict:
