@@ -1,6 +1,6 @@
 """Which differences are real, by simulation: the family-wise error of ``pairwise`` with equal models.
 
-    python bench/bench_pairwise.py [--pairs 2000] [--families 400] [--models 3 7 10]
+    python bench/bench_pairwise.py [--pairs 2000] [--families 400] [--models 3 7 10] [--rates 0.1 0.5 0.9]
 
 Simulated families of tests/support/pairwise_sim.py: 3, 7 and 10 copies of one model, 50 tasks x 10 repeats,
 task pass rates drawn from a Beta distribution (concentration 2: tasks very unlike) with mean 10%, 50% or 90%,
@@ -46,33 +46,37 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--families", type=int, default=400)
     parser.add_argument("--models", type=int, nargs="+", default=[3, 7, 10])
+    parser.add_argument("--rates", type=float, nargs="+", default=list(RATES))
     options = parser.parse_args()
     started = time.perf_counter()
-    if options.pairs:  # each part its own seed: either can run alone and print what the default run prints
-        calibration(np.random.default_rng(2025), options.pairs)
+    # each table and each cell its own seed: any of them can run alone (or in parallel) and print what the
+    # default run prints
+    if options.pairs:
+        calibration(options.pairs, options.rates)
     if options.families:
-        family_wise_error(np.random.default_rng(2026), options.families, options.models)
+        family_wise_error(options.families, options.models, options.rates)
     print(f"({time.perf_counter() - started:.0f} s)")
 
 
-def calibration(rng: np.random.Generator, pairs: int) -> None:
+def calibration(pairs: int, rates: list[float]) -> None:
     print(f"raw p-values of two equal models ({pairs} pairs each): share <= 5% / share <= 1%, smallest")
     print(f"{'pass rate':>9} " + " ".join(f"{SHORT[m]:>20}" for m in PAIRWISE_METRICS))
-    for rate in RATES:
-        found = null_p_values(rng, pairs, Regime(rate, SPREAD))
+    for rate in rates:
+        found = null_p_values(np.random.default_rng([2025, round(rate * 100)]), pairs, Regime(rate, SPREAD))
         cells = [f"{np.mean(v <= 0.05) * 100:5.2f}/{np.mean(v <= 0.01) * 100:4.2f}% {v.min():.4f}"
                  for v in (found[m] for m in PAIRWISE_METRICS)]
         print(f"{rate * 100:8.0f}% " + " ".join(f"{c:>20}" for c in cells), flush=True)
 
 
-def family_wise_error(rng: np.random.Generator, families: int, model_counts: list[int]) -> None:
+def family_wise_error(families: int, model_counts: list[int], rates: list[float]) -> None:
     print(f"family-wise error with equal models ({families} families each; 50 tasks x 10 repeats, "
           f"task pass rates Beta(concentration {SPREAD:g}), prices $0.01-$0.20)")
     print(f"{'pass rate':>9} {'models':>6} {'FWER':>6}  {'95% MC interval':<16} "
           + " ".join(f"{SHORT[m]:>8}" for m in PAIRWISE_METRICS) + "  smallest p_adjusted")
     worst = 0.0
     for models in model_counts:
-        for rate in RATES:
+        for rate in rates:
+            rng = np.random.default_rng([2026, models, round(rate * 100)])
             tally = false_discoveries(rng, families, models, Regime(rate, SPREAD))
             low, high = wilson(tally.any_false, tally.families)
             share = tally.any_false / tally.families

@@ -12,9 +12,10 @@ assuming normality, and stays valid with few tasks (where a t-test on 0/1-like d
 * Pass rate, Pass@4, Pass@10, expected attempts are means of a per-task value: the per-task values are the
   two models' per-task differences, and the test is exact when the models are exchangeable within tasks.
 * Effective cost (a ratio of means) and hype gap (a mean minus a ratio) are not: their per-task values are
-  the linearised (influence) values of each model's figure, whose mean is the difference exactly.  Exact
-  for the hype gap whenever every task's first candidate was judged (it is then a mean); for effective cost
-  an approximation, whose family-wise error bench/bench_pairwise.py measures.
+  linearised, their mean the difference exactly (``task_differences``).  Effective cost's are centred on the
+  two models' pooled cost per success, so for two models at one price a sign flip is exactly a swap of the
+  models' outcomes on that task and the test is exact; the hype gap's test is exact whenever every task's
+  first candidate was judged (it is then a mean).  bench/bench_pairwise.py measures both.
 
 The p-value is never 0: with random flips it is (1 + as extreme) / (1 + flips), the observed signs counting
 as one of them; with few tasks every sign vector is enumerated (exact, and again never 0, since all signs
@@ -235,29 +236,49 @@ def _every_sign(tasks: int) -> tuple[np.ndarray, ...]:
 # --- per-task values ----------------------------------------------------------------------
 
 
-def task_values(columns: TaskColumns, cost: float, settings: MetricSettings) -> dict[str, np.ndarray | None]:
-    """Per metric, one value per task whose mean is the metric (None when the metric is undefined).
+def task_differences(a: TaskColumns, b: TaskColumns, cost_a: float, cost_b: float,
+                     settings: MetricSettings) -> dict[str, np.ndarray | None]:
+    """Per metric, one value per shared task whose mean is the metric's a - b exactly (None when the metric is
+    undefined on a side).
 
-    A mean metric's column as it is; effective cost and hype gap linearised: the figure plus each task's
-    influence on it (a ratio U / S: (u_t - (U / S) s_t) / S), which sums to 0 over the tasks, so the mean
-    is the figure exactly.  Pairing: a - b of these, task by task."""
-    found: dict[str, np.ndarray | None] = {metric: getattr(columns, column)
+    A mean metric: the two models' per-task values subtracted.  Effective cost (a ratio of means, see
+    ``_effective_cost_differences``) and hype gap (a mean minus a ratio): linearised.  Hype gap: each model's
+    figure plus each task's influence on its ratio F / K ((f_t - (F / K) k_t) / K, summing to 0 over the
+    tasks); when every first candidate was judged (K = 1) that is the per-task any-pass minus first-pass,
+    a mean, and the test is exact."""
+    found: dict[str, np.ndarray | None] = {metric: getattr(a, column) - getattr(b, column)
                                            for metric, column in TASK_MEAN_COLUMNS.items()}
-    price = cost + settings.review_cost
-    success = float(columns.success_at_cap.mean())
-    if success > 0:
-        spend = price * columns.attempts_at_cap
-        effective = float(spend.mean()) / success
-        found["effective_cost"] = effective + (spend - effective * columns.success_at_cap) / success
-    else:
-        found["effective_cost"] = None  # no success: infinite, nothing to compare
-    known = float(columns.first_known.mean())
-    if known > 0:
-        first = float(columns.first_pass.mean()) / known
-        found["hype_gap"] = columns.any_pass - (first + (columns.first_pass - first * columns.first_known) / known)
-    else:
-        found["hype_gap"] = None
+    found["effective_cost"] = _effective_cost_differences(a, b, cost_a + settings.review_cost,
+                                                          cost_b + settings.review_cost)
+    gaps = [_hype_gap_values(columns) for columns in (a, b)]
+    found["hype_gap"] = None if gaps[0] is None or gaps[1] is None else gaps[0] - gaps[1]
     return found
+
+
+def _effective_cost_differences(a: TaskColumns, b: TaskColumns, price_a: float, price_b: float) -> np.ndarray | None:
+    """Per task, with u the spend (price x expected attempts) and s the success at the cap, U and S their means:
+    ((u_a - L s_a) - (u_b - L s_b)) (S_a + S_b) / (2 S_a S_b), L = (U_a + U_b) / (S_a + S_b) the pooled cost per
+    success.  Its mean is U_a / S_a - U_b / S_b exactly.  Pooled, not each model's own L and S: swapping the two
+    models' outcomes on a task leaves L and S_a + S_b as they are and only negates that task's value, so for two
+    models at one price the sign flips are exactly the swaps, and the test exact (the positive factor changes
+    no p-value).  None when a side has no success (infinite effective cost)."""
+    success_a, success_b = float(a.success_at_cap.mean()), float(b.success_at_cap.mean())
+    if success_a <= 0 or success_b <= 0:
+        return None
+    spend_a, spend_b = price_a * a.attempts_at_cap, price_b * b.attempts_at_cap
+    pooled = (float(spend_a.mean()) + float(spend_b.mean())) / (success_a + success_b)
+    centred = (spend_a - pooled * a.success_at_cap) - (spend_b - pooled * b.success_at_cap)
+    result: np.ndarray = centred * (success_a + success_b) / (2 * success_a * success_b)
+    return result
+
+
+def _hype_gap_values(columns: TaskColumns) -> np.ndarray | None:
+    known = float(columns.first_known.mean())
+    if known <= 0:
+        return None  # no first candidate judged: no hype gap
+    first = float(columns.first_pass.mean()) / known
+    result: np.ndarray = columns.any_pass - (first + (columns.first_pass - first * columns.first_known) / known)
+    return result
 
 
 # --- the family ---------------------------------------------------------------------------
@@ -272,13 +293,13 @@ def compare_pair(a: Entrant, b: Entrant, settings: MetricSettings,
     shared = shared_task_ids(a.tallies, b.tallies)
     if len(shared) < 2:
         return []
-    values_a, values_b = (task_values(_columns(e.tallies, shared, settings), e.cost, settings) for e in (a, b))
+    columns_a, columns_b = (_columns(entrant.tallies, shared, settings) for entrant in (a, b))
+    differences = task_differences(columns_a, columns_b, a.cost, b.cost, settings)
     found = []
     for metric in metrics:
-        mine, theirs = values_a.get(metric), values_b.get(metric)
-        if mine is None or theirs is None:
+        values = differences.get(metric)
+        if values is None:
             continue
-        values = mine - theirs
         found.append({"metric": metric, "difference": float(values.mean()), "values": values, "tasks": len(shared),
                       "task_ids": tuple(shared)})
     return found

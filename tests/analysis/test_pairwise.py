@@ -166,6 +166,32 @@ def test_per_task_values_average_to_the_metrics_difference():
         assert float(np.mean(entry["values"])) == pytest.approx(expected, rel=1e-12, abs=1e-12)
 
 
+def test_swapping_two_models_outcomes_on_a_task_only_flips_that_tasks_value():
+    # what makes a sign flip a swap of the models on a task, so the test exact for equal models: the swap flips that
+    # task's value and leaves the others as they were, up to one positive factor for all (which changes no p).
+    # Effective cost's values are centred on the pooled cost per success (each model's own would move with the
+    # swap); the hype gap's are a mean when every first candidate was judged
+    a = tallies([(i * 7) % 11 for i in range(30)])
+    b = tuple(TaskTally(f"t{i:02d}", (i * 5) % 9, 10, i % 3 == 0) for i in range(30))
+    swapped_a, swapped_b = list(a), list(b)
+    for task in (4, 17):
+        swapped_a[task], swapped_b[task] = b[task], a[task]
+    settings = MetricSettings()
+    before = {e["metric"]: e["values"] for e in compare_pair(Entrant("a", a, 0.04), Entrant("b", b, 0.04), settings)}
+    after = {e["metric"]: e["values"] for e in compare_pair(Entrant("a", tuple(swapped_a), 0.04),
+                                                           Entrant("b", tuple(swapped_b), 0.04), settings)}
+    assert set(before) == set(after) == {"pass_rate", "pass_at_4", "pass_at_10", "expected_attempts",
+                                         "effective_cost", "hype_gap"}
+    signs = np.ones(30)
+    signs[[4, 17]] = -1
+    for metric, values in before.items():
+        expected = signs * values
+        factor = float(after[metric] @ expected / (expected @ expected))
+        assert factor > 0 and after[metric] == pytest.approx(factor * expected, rel=1e-12, abs=1e-12), metric
+        if metric != "effective_cost":
+            assert factor == pytest.approx(1.0)
+
+
 # --- the family ----------------------------------------------------------------------------------
 
 
