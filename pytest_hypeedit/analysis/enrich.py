@@ -19,7 +19,7 @@ Keys added to each results row (design.md allows new keys):
 
 And at the top level, when a split has two or more models:
 
-    pairwise      [{split, a, b, metric, difference, interval, p_adjusted, significant, tasks}]
+    pairwise      [{split, a, b, metric, difference, interval, level, p_adjusted, significant, tasks}]
                   every pair x headline metric, paired over tasks, Holm-adjusted per split (pairwise.py)
 """
 
@@ -93,8 +93,7 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
     several = {split: entrants for split, entrants in splits.items() if len(entrants) > 1}
     if not several:
         return None
-    return pairwise(several, settings.metrics, metrics, n_resamples=settings.bootstrap or 1000, seed=settings.seed,
-                    level=settings.level)
+    return pairwise(several, settings.metrics, metrics, seed=settings.seed)
 
 
 def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:
