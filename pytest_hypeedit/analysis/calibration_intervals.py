@@ -13,7 +13,7 @@ replicates and its leave-one-task-out (jackknife) values; this module turns them
   jackknife t interval (the wider of the two on each side): the same weakness with few labels, and the t
   interval is the one shown to hold for the mean.  With a critical judge (wrong on 20% of candidates, mostly
   false FAILs) BCa alone covered Pass@4 89.8% of 100 runs with 30 labels and 91% with 100 labels; the hull 90.4%
-  and 96.0% of 200 (bench/bench_intervals.py --calibrated): below TRUSTED_LABELS the figures are marked.
+  and 96.0% of 200 (bench/bench_intervals.py, its calibrated case): below TRUSTED_LABELS the figures are marked.
 * **Few disagreements** (fewer than MIN_DISAGREEMENTS labels where the judge and people differ): the pass
   rate's t interval rests on two or three corrections (none: it is the judge's own interval), so it is widened
   to ``error_bound_interval``, the judge's interval plus the error the labels cannot rule out.

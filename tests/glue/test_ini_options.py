@@ -79,13 +79,13 @@ def test_the_command_line_wins_over_the_ini_file(bench):
     from_ini = bench.runpytest()
     assert from_ini.ret == pytest.ExitCode.TESTS_FAILED  # 4 repeats, and the ini's gate fails (pass rate 1/3)
     assert results(bench)["settings"]["repeats"] == 4
-    assert "95% bootstrap intervals" in from_ini.stdout.str()
+    assert "95% intervals over tasks" in from_ini.stdout.str()
     cli = bench.runpytest("--repeats", "1", "--gate", "pass_rate>=0.3", "--bootstrap", "0")
     # the command line's gate replaces the ini's list, it is not added to it: the 0.9 gate would fail
     assert cli.ret == pytest.ExitCode.OK
     cli.stdout.fnmatch_lines(["PASS gate 'pass_rate>=0.3'*"])
     assert "gate 'pass_rate >= 0.9'" not in cli.stdout.str()
-    assert "95% bootstrap intervals" not in cli.stdout.str()  # --bootstrap 0 is a value, not "unset"
+    assert "95% intervals over tasks" not in cli.stdout.str()  # --bootstrap 0 is a value, not "unset"
     assert results(bench)["settings"]["repeats"] == 1
 
 
