@@ -150,7 +150,8 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
-    return {"baseline": comparison, "baseline_model": old.get("model"), "baseline_tasks": task_deltas(tallies, old_tallies)}
+    return {"baseline": comparison, "baseline_model": old.get("model"), "baseline_tasks": task_deltas(tallies, old_tallies),
+            "baseline_release": old.get("release")}  # the release it measured (engine/release.py), None before
 
 
 def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[dict[str, Any]]:

@@ -414,9 +414,9 @@ def report_source(config: pytest.Config) -> ReportSource:
         """The file the record names, as the run chose it (Store.find): never a stray beside it."""
         if not record.candidate:
             return None
-        found = Store(run.outputs).find(*record.key, named=record.candidate)
-        return found.candidate or (run.outputs / record.split / record.model / record.task_id / record.candidate
-                                   if found.refused else None)
+        store = Store(run.outputs, folders=run.folders)
+        found = store.find(*record.key, named=record.candidate)
+        return found.candidate or (store.task_dir(*record.key[:3]) / record.candidate if found.refused else None)
 
     def instruction(record: Record) -> str:
         task = tasks.get((record.split, record.task_id))
