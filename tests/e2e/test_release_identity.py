@@ -189,3 +189,38 @@ def test_a_baseline_of_the_same_release_is_warned_about(bench, tmp_path):
     release = row(bench)["release"]
     assert f"ep-rel-a via paid (id {release['id']})" in report  # What ran names the release
     assert "a release compared with itself" in report
+
+
+def test_a_record_of_another_release_copied_into_this_ones_folder_is_never_counted_nor_overwritten(bench, tmp_path):
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-a"))
+    run(bench).assert_outcomes(passed=PLANNED)
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-b"))
+    run(bench).assert_outcomes(passed=PLANNED // 2, failed=PLANNED // 2)
+    release = row(bench)["release"]["id"]
+    ours, theirs = bench.path / "out" / "mini" / f"ourmodel@{release}", bench.path / "out" / "mini" / "ourmodel"
+    for name in ("002.json", "002.png"):  # release a's repeat 2 of task-00 (a PASS) over release b's (a FAIL)
+        shutil.copyfile(theirs / "task-00" / name, ours / "task-00" / name)
+    planted = (ours / "task-00" / "002.json").read_bytes()
+
+    result = run(bench, "-rE")
+    result.assert_outcomes(passed=PLANNED // 2, failed=PLANNED // 2 - 1, errors=1)
+    said = " ".join(line.strip() for line in result.outlines)  # folded to the terminal's width
+    assert f"ERROR task-00 ourmodel r002: out/mini/ourmodel@{release}/task-00/002.json: a record of another " \
+           "release" in said
+    partial = json.loads((bench.path / "out" / "results.partial.json").read_text())["rows"][0]
+    # task-00 counts its repeat 1 only (a PASS), each other task 1 of 2: release a's planted PASS is not counted
+    assert partial["pass_rate"] == pytest.approx((1 + 0.5 + 0.5) / 3) and partial["errors"] == 1
+    assert partial["spent"] == pytest.approx(5 * 0.04)  # nor what it cost
+    assert (ours / "task-00" / "002.json").read_bytes() == planted  # kept as it is, never overwritten
+    assert calls(tmp_path) == 2 * PLANNED  # nothing bought over it
+
+
+def test_every_xdist_worker_buys_into_the_folder_of_the_run_release(bench, tmp_path):
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-a"))
+    run(bench, "-n", "2").assert_outcomes(passed=PLANNED)
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-b"))
+    run(bench, "-n", "2").assert_outcomes(passed=PLANNED // 2, failed=PLANNED // 2)
+    assert calls(tmp_path) == 2 * PLANNED
+    release = row(bench)["release"]["id"]
+    assert len(images(bench.path / "out" / "mini" / f"ourmodel@{release}")) == PLANNED
+    assert {r["release"]["id"] for r in records(bench.path / "out" / "mini" / f"ourmodel@{release}")} == {release}
