@@ -224,3 +224,22 @@ def test_every_xdist_worker_buys_into_the_folder_of_the_run_release(bench, tmp_p
     release = row(bench)["release"]["id"]
     assert len(images(bench.path / "out" / "mini" / f"ourmodel@{release}")) == PLANNED
     assert {r["release"]["id"] for r in records(bench.path / "out" / "mini" / f"ourmodel@{release}")} == {release}
+
+
+def test_a_baselines_candidates_are_read_from_the_folder_of_its_release(bench, tmp_path):
+    from pytest_hypeedit.report.baseline import read_candidates
+
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-a"))
+    run(bench).assert_outcomes(passed=PLANNED)
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-b"))
+    run(bench, "--results", "b.json").assert_outcomes(passed=PLANNED // 2, failed=PLANNED // 2)
+    b = json.loads((bench.path / "b.json").read_text())["rows"][0]["release"]
+
+    (bench.path / "models.yaml").write_text(models_file("ep-rel-a"))
+    run(bench, "--baseline", "b.json", "--html", "rep/report.html").assert_outcomes(passed=PLANNED)
+    assert row(bench)["baseline_release"] == b
+    found = read_candidates(bench.path / "out", "mini", "ourmodel", "task-00", REPEATS, b["id"])
+    assert [c.record.release["provider_model"] for c in found] == ["ep-rel-b"] * REPEATS
+    assert all(c.image is not None and c.image.parent.parent.name == f"ourmodel@{b['id']}" for c in found)
+    report = (bench.path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert "baseline/mini/ourmodel/task-00/002" in report  # its candidates shown beside this run's
