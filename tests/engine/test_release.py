@@ -36,7 +36,8 @@ def test_each_part_of_the_release_changes_its_id(change):
 
 def test_options_that_only_govern_the_call_keep_the_release():
     slow = dataclasses.replace(SPEC, options={"pixels": 1e6, "timeout_s": 600, "deadline_s": 900, "poll_s": 2,
-                                              "max_wait_s": 60, "max_image_mb": 80, "reference_fee": 0.01})
+                                              "max_wait_s": 60, "max_image_mb": 80, "reference_fee": 0.01,
+                                              "batch_max_wait_s": 5, "batch_linger_s": 0.1, "batch_poll_s": 1})
     assert release_of(slow).id == release_of(SPEC).id
 
 
