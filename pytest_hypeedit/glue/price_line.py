@@ -61,11 +61,10 @@ class EstimateOnly:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         from ..report.price_text import estimate_lines, tier_lines
-        from .releases import estimate_release_lines
 
         keys = {key for key in (parse_nodeid(item.nodeid) for item in session.items) if key is not None}
         write_lines(self.config, tier_lines(self.run.tier, self.run.models)
-                    + estimate_lines(run_price(self.config, self.run, keys)) + estimate_release_lines(self.run))
+                    + estimate_lines(run_price(self.config, self.run, keys)))
         return True  # no item runs
 
 

@@ -47,11 +47,11 @@ def place_releases(config: pytest.Config, run: RunConfig) -> RunConfig:
 
 
 def header_lines(run: RunConfig) -> list[str]:
-    """pytest's header: the release of each model the run measures, and where its candidates are."""
+    """The release of each model the run measures, and where its candidates are."""
     lines = []
     for spec in run.models:
         where = sorted({f"{split.name}/{run.folders.get((split.name, spec.name), spec.name)}" for split in run.splits})
-        lines.append(f"hypeedit: release of {spec.name}: {release_of(spec).describe()}"
+        lines.append(f"hypeedit release of {spec.name}: {release_of(spec).describe()}"
                      + (f"; candidates in {', '.join(where)}" if where else ""))
     return lines
 
@@ -79,35 +79,25 @@ def _records(plain: Path, split: str) -> Iterator[Record]:
             yield record
 
 
-def estimate_release_lines(run: RunConfig) -> list[str]:
-    """``--estimate``'s line per model: the release it would buy from, and its id (a CI workflow keys its outputs
-    cache by it: examples/github-actions/hypeedit.yml)."""
-    lines = []
-    for spec in run.models:
-        release = release_of(spec)
-        lines.append(f"hypeedit: release {release.id} of {spec.name}: {release.describe()}")
-    return lines
-
-
 def worker_folders(config: pytest.Config) -> Any:
     """What the controller hands to a worker: the folders it chose (JSON-able lists)."""
     return config.stash.get(FOLDERS_STASH, [])
 
 
 class ReleaseNotice:
-    """pytest's header names the release of each model (``header_lines``); what is worth saying about the outputs
-    (candidates of another release are kept and not counted: ``notes``) is written under it, before the first
-    item.  Both also under ``-q``."""
+    """Under pytest's header, before the first item, also under ``-q`` (which hides the header): the release of
+    each model (``header_lines``; ``--estimate`` prints them too, so a CI workflow can key its cache by the id),
+    then what is worth saying about the outputs (candidates of another release kept, not counted: ``notes``)."""
 
     def __init__(self, header: list[str], notes: list[str]):
         self.header, self.notes = header, notes
 
-    def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        return self.header
-
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        for line in self.header:
+            reporter.write_line(line)
         for line in self.notes:
-            if reporter is not None:
-                reporter.write_line(line, yellow=True, bold=True)
+            reporter.write_line(line, yellow=True, bold=True)
