@@ -8,6 +8,7 @@ value and what is allowed; the plugin turns them into pytest usage errors.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
@@ -49,6 +50,9 @@ class RunConfig:
     possibly_paid: str = "rebuy"  # --possibly-paid: rebuy a possibly paid candidate, or hold it for review
     judge_tier: str = "standard"  # --judge-tier (judges/judge_tiers.py): standard, flex or flex-or-standard
     tier: str = "standard"  # --tier: the price tier candidates are bought at, where the model's route sells it
+    #: (split, model) -> the folder of the release this run buys from (engine/release.py), chosen on the
+    #: controller before anything is bought and handed to every worker; empty: each model's own folder
+    folders: Mapping[tuple[str, str], str] = dataclasses.field(default_factory=dict)
 
     def limits_for(self, spec: ModelSpec) -> RouteLimits:
         """A route's limits: --rate-limit wins over the model's own, which win over models.yaml's routes.  A model
@@ -106,7 +110,8 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[d
     from .judges.judge_tiers import parse_judge_tier
 
     registry = load_registry([Path(p) for p in option.hypeedit_models_files or []], extra_models)
-    models = tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models))
+    models = with_release_labels(tuple(registry.get(name) for name in dict.fromkeys(option.hypeedit_models)),
+                                 getattr(option, "hypeedit_releases", None) or [])
     cache_dir = Path(option.hypeedit_cache_dir) if option.hypeedit_cache_dir else default_cache_dir()
     outputs = Path(option.hypeedit_outputs or invocation_dir / "hypeedit-outputs")
     return RunConfig(
@@ -130,6 +135,16 @@ def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[d
         judge_tier=parse_judge_tier(getattr(option, "hypeedit_judge_tier", None)),
         tier=parse_tier(getattr(option, "hypeedit_tier", None)),
     )
+
+
+def with_release_labels(models: tuple[ModelSpec, ...], values: Sequence[str]) -> tuple[ModelSpec, ...]:
+    """``--release LABEL`` / ``--release MODEL=LABEL`` set the release label of the run's models (it wins over a
+    models file's ``release:``)."""
+    from .engine.release import parse_release_options
+
+    labels = parse_release_options(values, [spec.name for spec in models])
+    return tuple(dataclasses.replace(spec, release=labels[spec.name]) if spec.name in labels else spec
+                 for spec in models)
 
 
 def parse_tier(value: Any) -> str:

@@ -38,7 +38,7 @@ GROUPS = (
 #: reference (docs/reference/options.md) has one table per section, in the same order.
 GROUP_OF = {
     "--model": "hypeedit", "--tasks": "hypeedit", "--images-base": "hypeedit", "--repeats": "hypeedit",
-    "--outputs": "hypeedit", "--results": "hypeedit", "--cache-dir": "hypeedit",
+    "--outputs": "hypeedit", "--results": "hypeedit", "--cache-dir": "hypeedit", "--release": "hypeedit",
     "--models-file": "hypeedit-money", "--budget": "hypeedit-money", "--estimate": "hypeedit-money", "--possibly-paid": "hypeedit-money",
     "--tier": "hypeedit-money",
     "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
@@ -98,6 +98,10 @@ def _declare_all(add: Callable[..., None]) -> None:
         help="candidates per task and model (default 10)")
     add("--outputs", dest="hypeedit_outputs", metavar="DIR",
         help="where candidates and records go (default ./hypeedit-outputs)")
+    add("--release", action="append", dest="hypeedit_releases", default=[], metavar="[MODEL=]LABEL",
+        help="label of the release the models answer from (e.g. 2026-11-28, v1.4.0): recorded and part of "
+             "the release's identity, so candidates of another release are never counted; MODEL=LABEL for one model "
+             "(repeatable; wins over a models file's release:)")
     add("--results", dest="hypeedit_results", metavar="PATH",
         help="results JSON (default <outputs>/results.json; a Markdown table is written beside it)")
     add("--judge", dest="hypeedit_judge", metavar="SPEC",

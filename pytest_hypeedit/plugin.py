@@ -189,6 +189,9 @@ def pytest_configure_node(node) -> None:
     """xdist controller: give every worker the run id, so they share one budget and one rate limit."""
     if benchmark_mode(node.config):
         node.workerinput[RUN_ID_KEY] = run_id(node.config)
+        from .glue.releases import FOLDERS_KEY, worker_folders
+
+        node.workerinput[FOLDERS_KEY] = worker_folders(node.config)  # the folders of the run's releases
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -21,7 +21,7 @@ from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
 
 BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_ENTRY_KEYS = {"route", "provider_model", "price", "batch_price", "options", "limits", "note"}
+_ENTRY_KEYS = {"route", "provider_model", "price", "batch_price", "options", "limits", "note", "release"}
 #: The price tiers a run can buy at (``--tier``): the synchronous list price, or a provider's batch tier.
 STANDARD, BATCH = "standard", "batch"
 TIERS = (STANDARD, BATCH)
@@ -47,6 +47,9 @@ class ModelSpec:
     #: USD per candidate on the provider's batch tier (models.yaml ``batch_price``, cited there); None: the
     #: model's route sells no batch tier, so ``--tier batch`` buys it at the standard price.
     batch_price: float | None = None
+    #: The team's label of the release this entry buys from (models file ``release:``, or ``--release``), part
+    #: of the release's identity (engine/release.py); None: no label.
+    release: str | None = None
 
     def has_tier(self, tier: str) -> bool:
         return tier == STANDARD or (tier == BATCH and self.batch_price is not None)
@@ -154,6 +157,9 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
     for key in ("provider_model", "note"):
         if entry.get(key) is not None and not isinstance(entry[key], str):
             raise ConfigError(f"{where}: model {name}: {key!r} must be text, got {type(entry[key]).__name__}")
+    from .engine.release import check_label
+
+    release = check_label(entry.get("release"), f"{where}: model {name}: 'release'")
     options = entry.get("options") or {}
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: model {name}: 'options' must be a mapping")
@@ -167,6 +173,7 @@ def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
         limits=_limits(entry.get("limits") or {}, f"{where}: model {name}: limits"),
         note=entry.get("note"),
         batch_price=None if batch_price is None else float(batch_price),
+        release=release,
     )
 
 

@@ -161,7 +161,8 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
     return {"baseline": _marked_degenerate(comparison), "baseline_model": old.get("model"),
-            "baseline_tasks": task_deltas(tallies, old_tallies)}
+            "baseline_tasks": task_deltas(tallies, old_tallies),
+            "baseline_release": old.get("release")}  # the release it measured (engine/release.py), None before
 
 
 #: Why a paired difference has no interval: every task moved by the same amount (both runs at 100% on every

@@ -28,6 +28,7 @@ from .limits import CallSlots
 from .paidcall import PaidCalls
 from .record_spend import keep_verdicts_cost
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd, verdicts_cost
+from .release import belongs, record_release_id, release_of
 
 
 def refused(record: Record | None) -> bool:
@@ -83,11 +84,14 @@ class Planning(PaidCalls):
         not JSON) is treated as absent and noted on the new record (``extra["discarded_record"]``: why) for the
         summary to warn about, naming the file."""
         found, problem = self.store.load_record(task.split, spec.name, task.task_id, repeat)
+        release = release_of(spec)
         if found is not None:
             found.extra.pop(DISCARDED, None)  # a note of an earlier run, about a file since rewritten
+            if found.release is None and belongs(found, release):  # an earlier version's, proved this release's
+                found.release = release.as_record()  # written with the record whenever it is written
             return found
         record = Record(split=task.split, model=spec.name, task_id=task.task_id, repeat=repeat,
-                        task_types=list(task.task_types))
+                        task_types=list(task.task_types), release=release.as_record())
         if problem:
             record.extra[DISCARDED] = problem
         return record
@@ -95,6 +99,8 @@ class Planning(PaidCalls):
     def _look_on_disk(self, plan: Plan) -> None:
         """The candidate is the file its record names (engine/store.py): other images beside it are strays,
         noted on the record (``extra["strays"]``) for the summary to report and never adopted."""
+        if self._foreign(plan):
+            return
         found = self.store.find(*plan.record.key, named=plan.record.candidate)
         plan.candidate, plan.lost, plan.refused = found.candidate, found.missing, found.refused
         self._note_strays(plan.record, found.strays)
@@ -103,6 +109,25 @@ class Planning(PaidCalls):
             self._check_bytes(plan, plan.candidate)
         if plan.refused is not None:
             self._refuse(plan)
+
+    def _foreign(self, plan: Plan) -> bool:
+        """A record of another release where this release's candidate goes (a file copied in by hand: each release
+        has its own folder, engine/release.py): it is never counted for this one, and never overwritten (it was
+        paid for).  The candidate is an error naming it; the run's record of it is a new one, which is not
+        written."""
+        release = release_of(plan.spec)
+        if belongs(plan.record, release):
+            return False
+        other = record_release_id(plan.record.release) or "an earlier version's, of another provider model"
+        path = self.store.record_path(*plan.record.key)
+        plan.record = Record(split=plan.record.split, model=plan.record.model, task_id=plan.record.task_id,
+                             repeat=plan.record.repeat, task_types=list(plan.task.task_types),
+                             release=release.as_record())
+        plan.refused = (f"{path}: a record of another release ({other}) where release {release.id} of "
+                        f"{plan.spec.name} keeps its candidates; it is kept and not counted: move it (with its image) "
+                        "to its own release's folder, or out of the outputs")
+        self._refuse(plan)
+        return True
 
     def _check_bytes(self, plan: Plan, candidate: Path) -> None:
         """The candidate's bytes are those its verdict judged (engine/provenance.py), else it is judged again;

@@ -113,6 +113,9 @@ class Record:
     candidate: str | None = None  # file name beside the record, e.g. "001.png"
     route: str | None = None
     provider_model: str | None = None
+    # the release that made the candidate (engine/release.py Release.as_record: id, label, route, provider model,
+    # base URL, options); a candidate is never counted for another release.  None: written by an earlier version
+    release: dict[str, Any] | None = None
     seed: int | None = None
     request_id: str | None = None
     cost: float = 0.0  # generation spend in USD for this candidate
@@ -265,7 +268,8 @@ _SCALARS = (str, int, float, bool)
 #: (one added later, e.g. a content hash) is not checked here: list it when it is added.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
-    "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "seed": _SCALARS,
+    "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "release": (dict,),
+    "seed": _SCALARS,
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),

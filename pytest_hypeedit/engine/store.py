@@ -16,6 +16,10 @@ start with a letter, a digit or "_"), so every process that shares the outputs
 folder shares its claims, whatever its temp folder (containers, runners that
 set TMPDIR per job, an outputs folder restored from a CI cache).
 
+Each release of a model has its own folder (engine/release.py): ``<model>`` for the release that wrote there
+first, ``<model>@<release id>`` for every other.  A store is given the folder of each (split, model) of its run
+(``folders``); a model it was not given one for is in ``<model>``.
+
 A candidate is the file its record names (``Store.find``): another image of the
 same repeat beside it (``001.png`` dropped beside the real ``001.jpg``) is a
 *stray*, never adopted over the record's paid verdict, only reported.  An image
@@ -34,7 +38,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from ..files import atomic_write_bytes, not_regular_problem, open_regular
 from ..tasks import IMAGE_SUFFIXES
@@ -147,8 +151,11 @@ def _signature(info: os.stat_result) -> Signature:
 
 
 class Store:
-    def __init__(self, root: Path, claims_dir: Path | None = None):
+    def __init__(self, root: Path, claims_dir: Path | None = None,
+                 folders: Mapping[tuple[str, str], str] | None = None):
         self.root = Path(root)
+        #: (split, model) -> the folder of the run's release of that model (see the module docstring)
+        self.folders: Mapping[tuple[str, str], str] = folders or {}
         self.claims_dir = Path(claims_dir) if claims_dir else default_claims_dir(self.root)
         #: Each record read, by path: the signature of the file it was read from, and the record's JSON as
         #: ``Record.from_dict`` checked and cleaned it.  A run asks for a record several times (the up-front
@@ -162,7 +169,7 @@ class Store:
     @contextlib.contextmanager
     def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
         """Hold this candidate against every other process and thread while it is bought or judged."""
-        folder = os.path.join(self.claims_dir, split, model, task_id)
+        folder = os.path.join(self.claims_dir, split, self.folder(split, model), task_id)
         if folder not in self._claim_folders:  # made once per process: a replay claims thousands in a few
             os.makedirs(folder, exist_ok=True)
             self._claim_folders.add(folder)
@@ -175,9 +182,13 @@ class Store:
                 held.enter_context(exclusive(path))
             yield
 
+    def folder(self, split: str, model: str) -> str:
+        """The folder of the run's release of ``model`` in ``split`` (a plain name, or ``<model>@<id>``)."""
+        return self.folders.get((split, model), model)
+
     def task_dir(self, split: str, model: str, task_id: str) -> Path:
         # split, model and task_id were validated as plain names when loaded
-        return Path(os.path.join(self.root, split, model, task_id))
+        return Path(os.path.join(self.root, split, self.folder(split, model), task_id))
 
     def find(self, split: str, model: str, task_id: str, repeat: int, named: str | None = None) -> Found:
         """The candidate of this repeat: the file ``named`` by its record, else (no record names one) the image
@@ -188,7 +199,7 @@ class Store:
         repeat's image may have and its record's (``lstat``).  With no link among the folders, a file there is
         inside the outputs by construction (the names were validated as plain names); what is read later is
         opened with ``open_regular``, which checks the whole way again."""
-        folder = os.path.join(self.root, split, model, task_id)
+        folder = os.path.join(self.root, split, self.folder(split, model), task_id)
         refused = self._linked_folder(split, model, task_id)
         images: list[Path] = []
         if refused is None:
@@ -212,7 +223,7 @@ class Store:
         if named is None or named[len(stem):] not in IMAGE_SUFFIXES or not named.startswith(stem):
             return False  # a record is untrusted: only a name of this repeat's images is looked up
         try:
-            info = os.lstat(os.path.join(self.root, split, model, task_id, named))
+            info = os.lstat(os.path.join(self.root, split, self.folder(split, model), task_id, named))
         except OSError:
             return False
         return stat.S_ISLNK(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_size > 0)
@@ -242,7 +253,7 @@ class Store:
         """A split, model or task folder that is a symbolic link (even with no file in it yet: nothing is written
         through it)."""
         folder = str(self.root)
-        for part in (split, model, task_id):
+        for part in (split, self.folder(split, model), task_id):
             folder = os.path.join(folder, part)
             if _is_link(folder):
                 return (f"{folder}: a symbolic link inside {self.root}; the outputs hold real folders only, it was "
@@ -258,7 +269,7 @@ class Store:
         return None
 
     def record_path(self, split: str, model: str, task_id: str, repeat: int) -> Path:
-        return Path(os.path.join(self.root, split, model, task_id, f"{repeat_stem(repeat)}.json"))
+        return Path(os.path.join(self.root, split, self.folder(split, model), task_id, f"{repeat_stem(repeat)}.json"))
 
     def read_record(self, split: str, model: str, task_id: str, repeat: int) -> Record | None:
         """The record on disk, or None when there is none or it cannot be read (it is then rewritten)."""

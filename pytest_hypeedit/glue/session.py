@@ -15,8 +15,10 @@ import pytest
 from ..config import RunConfig
 from ..engine.provenance import CHANGED
 from ..engine.records import DISCARDED, ERROR, PROPERTY_KEY, Record, cleaned_copy, now_iso, records_from_properties
+from ..engine.store import Store
 from ..errors import HypeEditError
 from ..judges.versions import judge_versions, version_warnings
+from ..report.release_text import same_release_lines
 from ..report.terminal_table import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
 from .items import parse_nodeid
@@ -129,7 +131,7 @@ class BenchmarkSession:
         chosen = planned if selected is None else selected
         missing = [key for key in chosen if key not in self.records]
         return Coverage(planned, selected, self._stop_reason(session),
-                        tuple(unreported_on_disk(self.run.outputs, missing, self.started_at, run_id(self.config))))
+                        tuple(unreported_on_disk(self.run_store(), missing, self.started_at, run_id(self.config))))
 
     def _stop_reason(self, session: pytest.Session) -> str | None:
         """Why the run stopped early: a signal (the stop file every process of the run shares), -x, --maxfail."""
@@ -161,9 +163,15 @@ class BenchmarkSession:
         from .terminal_layout import write_folded
 
         records = self.records.values()
-        write_folded(terminalreporter, stray_lines(records, self.run.outputs) + changed_lines(records, self.run.outputs)
-                     + discarded_lines(records, self.run.outputs)
+        store = self.run_store()
+        write_folded(terminalreporter, same_release_lines(self.results["rows"])
+                     + stray_lines(records, store) + changed_lines(records, store)
+                     + discarded_lines(records, store)
                      + version_warnings(self.results.get("judge_versions") or {}), yellow=True)
+
+    def run_store(self) -> Store:
+        """The run's outputs, each model's candidates in the folder of the run's release (engine/release.py)."""
+        return Store(self.run.outputs, folders=self.run.folders)
 
     def _kept_note(self) -> str:
         if self.results_path == self.run.results:
@@ -220,14 +228,12 @@ def planned_keys(run: RunConfig):
 UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError, HypeEditError)
 
 
-def unreported_on_disk(outputs: Path, keys, since: str, run: str):
+def unreported_on_disk(store: Store, keys, since: str, run: str):
     """The records on disk of items without a report that show money paid by this run (``run``, which started at
     ``since``): the pool bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot
     be read is absent."""
-    from ..engine.store import Store
     from ..report.results import Unreported
 
-    store = Store(outputs)
     for key in keys:
         try:
             record = store.read_record(*key)
@@ -266,38 +272,38 @@ def capped(lines: list[str], what: str) -> list[str]:
     return lines
 
 
-def stray_lines(records, outputs: Path) -> list[str]:
+def stray_lines(records, store: Store) -> list[str]:
     """A warning per image found beside a candidate that its record does not name (engine/store.py)."""
     lines = []
     for record in records:
         for name in record.extra.get("strays") or ():
-            path = outputs / record.split / record.model / record.task_id / str(name)
+            path = store.task_dir(record.split, record.model, record.task_id) / str(name)
             named = f"the candidate is {record.candidate}" if record.candidate else "no candidate yet"
             lines.append(f"hypeedit: warning: {path}: not the file its record names ({named}); ignored, never "
                          "adopted over a paid verdict: move it away")
     return capped(lines, "stray images")
 
 
-def changed_lines(records, outputs: Path) -> list[str]:
+def changed_lines(records, store: Store) -> list[str]:
     """A warning per candidate whose bytes were not those its record's verdict judged (engine/provenance.py)."""
     lines = []
     for record in records:
         found = record.extra.get(CHANGED)
         if isinstance(found, dict):
-            path = outputs / record.split / record.model / record.task_id / str(found.get("file"))
+            path = store.task_dir(record.split, record.model, record.task_id) / str(found.get("file"))
             lines.append(f"hypeedit: warning: {path}: {found.get('why')}; the old verdict is not counted, the "
                          f"candidate was {found.get('then')}")
     return capped(lines, "changed candidates")
 
 
-def discarded_lines(records, outputs: Path) -> list[str]:
+def discarded_lines(records, store: Store) -> list[str]:
     """A warning per record file on disk that was no record (engine/store.py): named, with why, treated as
     absent (the candidate on disk, if any, was adopted; the record rewritten)."""
     lines = []
     for record in records:
         problem = record.extra.get(DISCARDED)
         if problem:
-            path = outputs / record.split / record.model / record.task_id / f"{record.repeat:03d}.json"
+            path = store.record_path(*record.key)
             lines.append(clean_text(f"hypeedit: warning: {path}: not a valid record ({problem}); ignored and "
                                     "rewritten", ERROR_LIMIT, multiline=False))
     return capped(lines, "invalid records")

@@ -31,6 +31,7 @@ from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
+from .releases import claim_folders, place_releases
 from .stash import RUN_KEY, RUNNER_KEY, SURVEY_KEY, run_id
 
 
@@ -48,6 +49,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     if paying and judge is not None:  # paying implies checking, which made the judge
         check_keys_before_downloads(config, run, judge)
     run = dataclasses.replace(run, splits=load_splits(config.option.hypeedit_tasks, run.cache_dir))
+    run = place_releases(config, run)  # each model's release in its own folder (engine/release.py)
     config.stash[RUN_KEY] = run
     for task_type in all_task_types(run.splits):
         config.addinivalue_line("markers", f"{task_type}: HYPE-EDIT-1 tasks of type {task_type!r}")
@@ -64,6 +66,8 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
         check_judge(run, runner, disk)
         check_outputs_writable(run, runner, disk)
         check_reference_images(run, progress=startup_progress(config))
+        if paying:
+            claim_folders(run)  # last: a run refused above has written nothing
     return run
 
 
@@ -91,7 +95,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
 
     state_dir = configure_runtime(config, run)
     return Runner(
-        store=Store(run.outputs),
+        store=Store(run.outputs, folders=run.folders),
         make_provider=lambda spec: make_provider(config, spec),
         make_judge=lambda: judge if judge is not None else make_judge(config, run),
         references=references,
@@ -154,7 +158,7 @@ def output_folders(run: RunConfig, store: Store) -> list[Path]:
     folders = [run.outputs, store.claims_dir]
     for split in run.splits:
         for spec in run.models:
-            model_dir = run.outputs / split.name / spec.name
+            model_dir = run.outputs / split.name / store.folder(split.name, spec.name)
             folders += [run.outputs / split.name, model_dir]
             folders += [store.task_dir(split.name, spec.name, t.task_id) for t in split.tasks]
     seen = dict.fromkeys(folders)

@@ -7,7 +7,8 @@ outputs cannot be found is said once in the report, which builds without its ima
 
 Each row of this run (model x split) is set against the baseline row ``analysis/enrich.py`` chose
 (``baseline_model``: the same model, else the only model of the split), so the candidates read are
-``<outputs>/<split>/<baseline_model>/<task_id>/<NNN>.<ext>`` with their records.  Everything read is
+``<outputs>/<split>/<baseline_model>/<task_id>/<NNN>.<ext>`` with their records, or the folder of the release the
+baseline row measured when that release was not the model folder's (``<baseline_model>@<id>``, engine/release.py).  Everything read is
 untrusted (the baseline file may come from anywhere): names that are not plain are never made into paths,
 and a record that cannot be read leaves that candidate out.  Imports no pytest.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..engine.records import Record
+from ..engine.release import folder_for
 from ..engine.store import Store
 from ..tasks import is_plain_name
 
@@ -77,6 +79,17 @@ def baseline_models(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
     return found
 
 
+def baseline_releases(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    """(model, split) of this run -> the id of the release its baseline row measured (``baseline_release``)."""
+    found = {}
+    for row in rows:
+        release = row.get("baseline_release")
+        value = release.get("id") if isinstance(release, Mapping) else None
+        if isinstance(value, str):
+            found[(str(row.get("model")), str(row.get("split")))] = value
+    return found
+
+
 def worse_tasks(rows: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
     """(model, split, task id) whose pass rate fell against the baseline (``baseline_tasks``)."""
     worse = set()
@@ -87,11 +100,14 @@ def worse_tasks(rows: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
     return worse
 
 
-def read_candidates(root: Path, split: str, model: str, task_id: str, repeats: int) -> list[BaselineCandidate]:
-    """The baseline candidates of one task and model, by repeat: those with a readable record."""
+def read_candidates(root: Path, split: str, model: str, task_id: str, repeats: int,
+                    release: str | None = None) -> list[BaselineCandidate]:
+    """The baseline candidates of one task and model, by repeat: those with a readable record; ``release``: the
+    id of the release the baseline measured (its folder, ``release.folder_for``)."""
     if not all(is_plain_name(name) for name in (split, model, task_id)):
         return []
-    store = Store(root, claims_dir=root)  # read only: nothing is claimed
+    folders = {(split, model): folder_for(root / split, model, release)}
+    store = Store(root, claims_dir=root, folders=folders)  # read only: nothing is claimed
     found = []
     for repeat in range(1, repeats + 1):
         record = store.read_record(split, model, task_id, repeat)

@@ -35,7 +35,15 @@ import pytest
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
 from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
-from .baseline import BaselineOutputs, baseline_models, counterpart, read_candidates, repeats_of, worse_tasks
+from .baseline import (
+    BaselineOutputs,
+    baseline_models,
+    baseline_releases,
+    counterpart,
+    read_candidates,
+    repeats_of,
+    worse_tasks,
+)
 from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
 from .summary import RunSpan, run_span, summary_html
@@ -245,7 +253,8 @@ class ReportPlugin:
         """--baseline: per (split, model, task) of this run, the baseline model compared with and its candidates
         of that task, each with its thumbnail started (``baseline/<split>/<model>/<task>/<NNN>``)."""
         source = _safe(self.source.baseline, None)
-        models = baseline_models((self.source.results() or {}).get("rows") or [])
+        rows = (self.source.results() or {}).get("rows") or []
+        models, releases = baseline_models(rows), baseline_releases(rows)
         if source is None or not models or self.self_contained:
             return {}
         root = source.outputs.root
@@ -260,7 +269,8 @@ class ReportPlugin:
                 continue
             entries = [(c.record, self.builder.image_pair(c.image, f"baseline/{split}/{old}/{task_id}/{c.record.repeat:03d}",
                                                           root=root)  # a regular file inside its outputs, no link
-                        if c.image else None) for c in read_candidates(root, split, old, task_id, repeats)]
+                        if c.image else None)
+                       for c in read_candidates(root, split, old, task_id, repeats, releases.get((model, split)))]
             found[(split, model, task_id)] = (old, entries)
         return found
 
@@ -414,9 +424,9 @@ def report_source(config: pytest.Config) -> ReportSource:
         """The file the record names, as the run chose it (Store.find): never a stray beside it."""
         if not record.candidate:
             return None
-        found = Store(run.outputs).find(*record.key, named=record.candidate)
-        return found.candidate or (run.outputs / record.split / record.model / record.task_id / record.candidate
-                                   if found.refused else None)
+        store = Store(run.outputs, folders=run.folders)
+        found = store.find(*record.key, named=record.candidate)
+        return found.candidate or (store.task_dir(*record.key[:3]) / record.candidate if found.refused else None)
 
     def instruction(record: Record) -> str:
         task = tasks.get((record.split, record.task_id))

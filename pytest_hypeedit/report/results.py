@@ -30,6 +30,7 @@ from ..engine.records import (
     implausible_amounts,
     unknown_tiers,
 )
+from ..engine.release import release_of
 from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
@@ -114,8 +115,8 @@ def _row(spec, split: str, records: list[Record], settings: MetricSettings, pool
     tallies = tallies_of(records, pooled_keys)
     counts = _counts(records, run_id)
     paid = paid_price(spec, records)
-    row = {"model": spec.name, "split": split, **counts, "cost_per_candidate": spec.price,
-           "cost_per_candidate_paid": paid}
+    row = {"model": spec.name, "split": split, "release": release_of(spec).as_row(), **counts,
+           "cost_per_candidate": spec.price, "cost_per_candidate_paid": paid}
     row.update(compute_metrics(tallies, paid, settings))
     # effective_cost is at the price the run paid (its tiers); at the list price too, so that runs at different
     # tiers compare (the leaderboard compares at list price)

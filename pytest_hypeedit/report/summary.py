@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from .charts import chart_metrics, format_value, metric_charts_svg, rows_repeats
 from .model_groups import groups_html
+from .release_text import release_lines, same_release_lines
 from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
 from .tables import repeats_note, row_repeats, split_order
 
@@ -125,7 +126,8 @@ def run_facts_html(settings: Any, span: RunSpan | None, rows: Sequence[Mapping[s
     """What ran: the judge, repeats, task files, the retry cap, the review time and rate, the price tiers used, and
     how long the records shown took to make."""
     settings = settings if isinstance(settings, Mapping) else {}
-    facts = [("Judge", settings.get("judge")), ("Repeats", settings.get("repeats")),
+    facts = [("Release", "; ".join(release_lines(rows) + same_release_lines(rows))), ("Judge", settings.get("judge")),
+             ("Repeats", settings.get("repeats")),
              ("Task files", _task_files(settings.get("splits"))), ("Retry cap", settings.get("retry_cap")),
              ("Review", _review_text(settings)), ("Price tier", tiers_text(rows, settings.get("tier") or DEFAULT_TIER)),
              ("Spend by tier", spend_by_tier_text(rows)), ("Duration", _span_text(span))]

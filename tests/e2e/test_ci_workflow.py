@@ -164,3 +164,36 @@ def test_a_failed_gate_still_saves_the_outputs_and_uploads_the_report(runner, fa
     merge = runner.run_job("leaderboard")  # the merge job still merges what the failed job left
     assert merge.ok, merge.log()
     assert "| seedream-4.5 (judge) | 0.0% |" in artifact(runner, "hypeedit-leaderboard", "RESULTS.md").read_text()
+
+
+def benchmark_job(runner: Runner, **event) -> tuple[object, dict]:
+    """One workflow run of seedream-4.5's job for ``event`` (new_run's): (the job, its results file)."""
+    runner.new_run(**event)
+    job = runner.run_job("benchmark", {"model": "seedream-4.5"})
+    assert job.ok, job.log()
+    return job, json.loads(artifact(runner, "hypeedit-report-seedream-4.5", "seedream-4.5/results.json").read_text())
+
+
+def test_each_release_has_its_own_cache_and_is_gated_on_the_last_accepted_one(runner, fakes):
+    """A release tag measures its release under the tag and becomes the accepted baseline; a pull request's run
+    measures its own release (nothing restored from another release's cache) and is gated on that baseline."""
+    candidates = TASKS * REPEATS
+    tagged, v1 = benchmark_job(runner, tag="v1.0")
+    [(first_key, _)] = [(k, v) for k, v in runner.cache.items() if k.startswith("hypeedit-outputs-")]
+    [row] = v1["rows"]
+    assert row["release"]["label"] == "v1.0" and row["release"]["id"] in first_key
+    assert "baseline" not in row  # no accepted release yet
+    assert [k for k in runner.cache if k.startswith("hypeedit-accepted-seedream-4.5-")]
+
+    pr_job, pr = benchmark_job(runner, event="pull_request")
+    [pr_row] = pr["rows"]
+    assert pr_row["release"]["label"] is None and pr_row["release"]["id"] != row["release"]["id"]
+    assert len(fakes["ark"].seen("/images/generations")) == 2 * candidates  # its own candidates, bought once
+    assert pr_row["baseline_release"]["id"] == row["release"]["id"]  # compared with the accepted v1.0
+    assert pr_row["baseline"]["pass_rate"]["baseline"] == pytest.approx(0.8)
+    assert "pass_rate>=baseline-0.05" in pr_job.log() and "compared with itself" not in pr_job.log()
+    assert len([k for k in runner.cache if k.startswith("hypeedit-accepted-")]) == 1  # a pull request is not accepted
+
+    _, again = benchmark_job(runner, tag="v1.0")  # the same release again: its own cache, nothing bought
+    assert len(fakes["ark"].seen("/images/generations")) == 2 * candidates
+    assert again["rows"][0]["release"] == row["release"]

@@ -1,6 +1,8 @@
 """What a submitted job cost is in its candidate's record from the moment the job is journaled, once, whatever
 happens to it: polled to the end, killed while polling, resumed and failing again, or left behind by a purchase
-that cannot poll it (the model moved to another route; a batch line when the run buys at standard).
+that cannot poll it (a batch line when the run buys at standard).  A model moved to another route is another
+release (engine/release.py): it buys its own candidate in its own folder, and the job stays in the first release's
+record, counted there once.
 
 The real Runner and a real --budget ledger, with fake providers at the Python seam that bill as the APIs do: a
 job when it is submitted, a synchronous call when it answers.
@@ -17,6 +19,7 @@ from PIL import Image
 
 from pytest_hypeedit.engine.budget import Budget
 from pytest_hypeedit.engine.records import BATCH, STANDARD, Record
+from pytest_hypeedit.engine.release import aside_folder, release_of
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import ProviderError
@@ -113,18 +116,25 @@ class FreeJudge(Judge):
 def run(tmp_path: Path, spec: ModelSpec, bills: Bills, provider: type[Provider] = JobProvider) -> tuple[Record, Budget]:
     """One run (a process with a ledger of its own) asking for the candidate; a kill ends it where it happens."""
     budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
-    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
+    store = Store(tmp_path / "out", claims_dir=tmp_path / "claims", folders=folders(spec))
+    runner = Runner(store=store,
                     make_provider=lambda s: (provider if s.route == "jobs" else SyncProvider)(s, bills),  # type: ignore[arg-type]
                     make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False)
     try:
         runner.run(TASK, spec, 1)
     except Killed:
         pass
-    return on_disk(tmp_path), budget
+    return on_disk(tmp_path, spec), budget
 
 
-def on_disk(tmp_path: Path) -> Record:
-    return Record.from_json((tmp_path / "out" / "mini" / "m" / "t0" / "001.json").read_text())
+def folders(spec: ModelSpec) -> dict[tuple[str, str], str]:
+    """Each release in its own folder, as the plugin places them: the first one (ON_JOBS) in the model's."""
+    return {} if spec is ON_JOBS else {("mini", spec.name): aside_folder(spec.name, release_of(spec))}
+
+
+def on_disk(tmp_path: Path, spec: ModelSpec = ON_JOBS) -> Record:
+    folder = folders(spec).get(("mini", spec.name), spec.name)
+    return Record.from_json((tmp_path / "out" / "mini" / folder / "t0" / "001.json").read_text())
 
 
 def test_a_job_is_counted_from_the_moment_it_is_journaled(tmp_path):
@@ -146,14 +156,12 @@ def test_a_job_resumed_after_a_kill_whose_poll_fails_again_stays_counted(tmp_pat
     assert done.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
 
 
-@pytest.mark.parametrize("provider, moved", [(JobProvider, MOVED), (BatchLines, ON_JOBS)],
-                         ids=["another-route", "batch-line-at-standard"])
-def test_a_job_left_behind_by_a_new_purchase_stays_counted_once(tmp_path, provider, moved):
+def test_a_batch_line_left_behind_by_a_purchase_at_standard_stays_counted_once(tmp_path):
     bills = Bills("poll-fails")
-    first, _ = run(tmp_path, ON_JOBS, bills, provider)  # a job whose polls failed: journaled, paid, no image
+    first, _ = run(tmp_path, ON_JOBS, bills, BatchLines)  # a job whose polls failed: journaled, paid, no image
     assert first.spent == pytest.approx(JOB_PRICE)
-    # the model moved to a route that cannot poll it, or the run buys at standard where a batch line was journaled
-    bought, budget = run(tmp_path, moved, bills, provider=SyncProvider if moved is ON_JOBS else provider)
+    # the run buys at standard where a batch line was journaled
+    bought, budget = run(tmp_path, ON_JOBS, bills, provider=SyncProvider)
     assert bought.outcome == "pass" and bills.submitted == 1
     assert budget.spent() == pytest.approx(SYNC_PRICE)  # this run bought the synchronous call only
     assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
@@ -162,15 +170,25 @@ def test_a_job_left_behind_by_a_new_purchase_stays_counted_once(tmp_path, provid
     assert "finished_at" not in bought.extra["left_behind_jobs"][0]
 
 
-def test_a_synchronous_call_that_fails_unbilled_after_a_job_was_left_behind_commits_nothing(tmp_path):
+def test_a_job_of_a_model_moved_to_another_route_stays_with_its_release(tmp_path):
+    bills = Bills("poll-fails")
+    first, _ = run(tmp_path, ON_JOBS, bills)  # a job whose polls failed: journaled, paid, no image
+    bought, budget = run(tmp_path, MOVED, bills)  # another release: its own candidate, in its own folder
+    assert bought.outcome == "pass" and bills.submitted == 1
+    assert budget.spent() == pytest.approx(SYNC_PRICE) == pytest.approx(bought.spent)
+    assert bought.job is None and not bought.extra.get("left_behind_jobs")
+    assert on_disk(tmp_path) == first  # the first release's record, its job and what it cost, untouched
+    assert first.spent + bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
+
+
+def test_a_synchronous_call_that_fails_unbilled_commits_nothing(tmp_path):
     bills = Bills("poll-fails", "unbilled")
     run(tmp_path, ON_JOBS, bills)
     failed, budget = run(tmp_path, MOVED, bills)  # a 503 before any work: nothing billed
-    assert failed.outcome == "error" and budget.spent() == 0
-    assert failed.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+    assert failed.outcome == "error" and budget.spent() == 0 and failed.spent == 0
     bought, budget = run(tmp_path, MOVED, bills)
-    assert budget.spent() == pytest.approx(SYNC_PRICE)
-    assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
+    assert budget.spent() == pytest.approx(SYNC_PRICE) == pytest.approx(bought.spent)
+    assert on_disk(tmp_path).spent + bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
 
 
 # --------------------------------------------------------------------------- what this run bought

@@ -37,6 +37,7 @@ from PIL import Image
 
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
 from pytest_hypeedit.engine.record_spend import spent_in_run
+from pytest_hypeedit.engine.release import aside_folder, release_of
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.errors import BudgetExceeded, JobExpired, JudgeError, ProviderError, Refusal
@@ -62,6 +63,7 @@ class World:
 
     def __init__(self, rng: random.Random, root: Path):
         self.rng, self.root = rng, root
+        self.folders: dict[tuple[str, str], str] = {}  # the folder of each release that is not its model's
         self.free_judge = rng.random() < 0.25  # a judge that costs nothing: judged without a journal entry
         self.keeps_results = 0.5  # the chance that a finished job's result is still kept when it is asked again
         self.rate = 0.0  # the chance of a fault at each event of this run
@@ -93,7 +95,7 @@ class World:
         raise Killed
 
     def record_on_disk(self, model: str, task_id: str, repeat: int) -> dict[str, Any]:
-        path = self.root / "mini" / model / task_id / f"{repeat:03d}.json"
+        path = self.root / "mini" / self.folders.get(("mini", model), model) / task_id / f"{repeat:03d}.json"
         return json.loads(path.read_text()) if path.exists() else {}
 
     def journaled(self, what: str, record: dict[str, Any], call_id: str | None) -> None:
@@ -160,7 +162,8 @@ class FakeProvider(Provider):
             if fault == "bug":
                 raise ValueError("a reply of an unexpected shape")
         image = png(world.rng)
-        world.given.append((world.root / "mini" / key[0] / key[1], hashlib.sha256(image).hexdigest()))
+        folder = world.root / "mini" / world.folders.get(("mini", key[0]), key[0]) / key[1]
+        world.given.append((folder, hashlib.sha256(image).hexdigest()))
         return Generation(image=image, ext="png", cost=PRICE, provider_model=self.spec.provider_model)
 
 
@@ -207,8 +210,8 @@ class FakeJudge(Judge):
 class FaultyStore(Store):
     """A store whose writes may find the disk full (for the rest of the run) or be where the process dies."""
 
-    def __init__(self, world: World, root: Path, claims: Path):
-        super().__init__(root, claims_dir=claims)
+    def __init__(self, world: World, root: Path, claims: Path, folders: dict[tuple[str, str], str] | None = None):
+        super().__init__(root, claims_dir=claims, folders=folders)
         self.world = world
 
     def _before_write(self, what: str) -> None:
@@ -265,8 +268,9 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
     """Every candidate, step by step as the pool runs them, until the run ends or the process is killed."""
     world.rate, world.billed_run, world.disk_full, world.killed, world.given = rate, 0.0, False, False, []
     world.escaped, world.writes, world.plans = False, 0, []
+    world.folders = release_folders(specs)
     ledger = Ledger(cap)
-    store = store_class(world, tmp_path / "out", tmp_path / "claims")
+    store = store_class(world, tmp_path / "out", tmp_path / "claims", world.folders)
     runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
                     make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
                     signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
@@ -284,6 +288,12 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
     except Killed:
         pass
     return ledger
+
+
+def release_folders(specs: list[ModelSpec]) -> dict[tuple[str, str], str]:
+    """Each release in its own folder, as the plugin places them (engine/release.py): a model moved to another
+    route buys its own candidates beside the first release's."""
+    return {("mini", spec.name): aside_folder(spec.name, release_of(spec)) for spec in specs if spec not in SPECS}
 
 
 def steps(runner: Runner, world: World, task: Task, spec: ModelSpec, repeat: int) -> None:
@@ -357,16 +367,20 @@ def check_run(world: World, ledger: Ledger, root: Path, seed: int, run: int) -> 
 def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_path, seed):
     rng = random.Random(seed)
     world = World(rng, tmp_path / "out")
+    releases = [SPECS]
     for run in range(rng.randint(2, 5)):
+        specs = MOVED if rng.random() < 0.25 else SPECS
+        releases += [specs] if specs not in releases else []
         ledger = one_run(world, tmp_path, rate=rng.choice((0.1, 0.25, 0.5)), cap=rng.choice((None, None, 0.2)),
                          possibly_paid=rng.choice((REBUY, REBUY, REVIEW)), rejudge=rng.random() < 0.2,
-                         specs=MOVED if rng.random() < 0.25 else SPECS, stability=sample(rng))
+                         specs=specs, stability=sample(rng))
         check_run(world, ledger, tmp_path / "out", seed, run)
         for image in list((tmp_path / "out").rglob("*.png")):
             if rng.random() < 0.1:
                 image.unlink()  # lost between runs (a cache restored without it): bought again, both paid
-    ledger = one_run(world, tmp_path, rate=0.0)
-    check_run(world, ledger, tmp_path / "out", seed, -1)
+    for specs in releases:  # each release's pending calls are settled by a run of that release, in its folder
+        ledger = one_run(world, tmp_path, rate=0.0, specs=specs)
+        check_run(world, ledger, tmp_path / "out", seed, -1)
     spent, pending, count = on_disk(tmp_path / "out")
     assert count == 0, f"seed {seed}: {count} calls still pending after a run without faults"
     # what the fakes billed is on disk, exactly: more only by the calls that failed unbilled after their journal
@@ -375,7 +389,7 @@ def test_random_faults_never_pay_twice_unjournaled_nor_lose_what_was_paid(tmp_pa
     assert spent == pytest.approx(world.billed + unbilled, abs=1e-9), f"seed {seed}: {spent} on disk, " \
         f"{world.billed} billed, {unbilled} possibly paid and never billed"
     records = list((tmp_path / "out").rglob("[0-9][0-9][0-9].json"))
-    assert len(records) == len(TASKS) * len(SPECS) * REPEATS
+    assert len(records) == len(TASKS) * len({release_of(spec).id for specs in releases for spec in specs}) * REPEATS
     outcomes = {json.loads(p.read_text())["outcome"] for p in records}
     assert outcomes <= {"pass", "fail", "refused"}, f"seed {seed}: a run without faults left {outcomes}"
 
@@ -395,7 +409,8 @@ class KilledAfterAnImage(FaultyStore):
         return super().write_record(record)
 
 
-#: job-m pointed at another route, where it is bought synchronously: the job journaled on "fake" is left behind
+#: job-m pointed at another route, where it is bought synchronously: another release, in its own folder (the job
+#: journaled on "fake" stays with the first release's record)
 MOVED = [SPECS[0], ModelSpec("job-m", "fake-sync", "sync-v1", PRICE, MappingProxyType({}))]
 
 

@@ -11,9 +11,13 @@ cannot grow an expression this runner silently ignores).  Only what needs GitHub
 - ``actions/cache/restore`` / ``save``: a store of folders by key; restore takes the exact key, else
   the newest entry whose key starts with a ``restore-keys`` prefix; a saved key is never overwritten;
 - ``actions/upload-artifact`` / ``download-artifact``: folders by artifact name, per workflow run;
-  download by ``pattern`` with ``merge-multiple`` (or one folder per artifact without it).
+  download by ``pattern`` with ``merge-multiple`` (or one folder per artifact without it);
+- the event: ``github.event_name``, ``github.ref_type`` and ``github.ref_name`` (and the runner's variables
+  GITHUB_EVENT_NAME, GITHUB_REF_TYPE, GITHUB_REF_NAME, GITHUB_SHA) as ``new_run`` sets them;
+- a ``run:`` step's outputs: the ``name=value`` lines it appends to ``$GITHUB_OUTPUT``.
 
-A step that fails stops its job; later steps run only under ``if: always()``.
+A step that fails stops its job; later steps run only under ``if: always()``.  A step's ``if:`` may also join
+with ``&&`` the terms ``success()``, ``always()`` and ``github.X == 'text'`` (or ``!=``).
 """
 
 from __future__ import annotations
@@ -62,12 +66,16 @@ class Runner:
         self.cache: dict[str, Path] = {}  # key -> folder, in the order saved
         self.artifacts: dict[str, Path] = {}
         self.run_id = 0
+        self.event = {"event_name": "schedule", "ref_type": "branch", "ref_name": "main", "sha": "0" * 40}
         self._workspaces = 0
 
-    def new_run(self) -> None:
-        """A new workflow run: a new run id, no artifacts; the cache stays."""
+    def new_run(self, event: str = "schedule", tag: str | None = None, sha: str | None = None) -> None:
+        """A new workflow run: a new run id, no artifacts, the event that started it (a ``tag`` pushed: a
+        push of that tag); the cache stays."""
         self.run_id += 1
         self.artifacts = {}
+        self.event = {"event_name": "push" if tag else event, "ref_type": "tag" if tag else "branch",
+                      "ref_name": tag or "main", "sha": sha or f"{self.run_id:040x}"}
 
     def matrix(self, job: str) -> list[dict[str, Any]]:
         spec = self.workflow["jobs"][job].get("strategy", {}).get("matrix", {})
@@ -82,20 +90,39 @@ class Runner:
         workspace = self._fresh_workspace()
         env = {**self.env, **{k: self.substitute(str(v), context) for k, v in (spec.get("env") or {}).items()}}
         env.update(HOME=str(workspace.parent / "home"), GITHUB_WORKSPACE=str(workspace), CI="true",
-                   GITHUB_STEP_SUMMARY=str(workspace.parent / "summary.md"), GITHUB_ACTIONS="true")
+                   GITHUB_STEP_SUMMARY=str(workspace.parent / "summary.md"), GITHUB_ACTIONS="true",
+                   **{f"GITHUB_{name.upper()}": value for name, value in self.event.items()})
         result = JobResult(job, matrix or {})
         for index, step in enumerate(spec["steps"]):
-            if not result.ok and "always()" not in str(step.get("if", "")):
+            if not self._runs(str(step.get("if", "success()")), result.ok):
                 continue
             result.steps.append(self._step(step, index, context, workspace, env))
         return result
+
+    def _runs(self, condition: str, ok: bool) -> bool:
+        """A step's ``if:`` (see the module docstring); anything else is an error, never silently true."""
+        terms = [term.strip() for term in EXPRESSION.sub(lambda m: m[1], condition).split("&&")]
+        verdicts = [ok or "always()" in terms]
+        for term in terms:
+            if term in ("success()", "always()"):
+                continue
+            match = re.fullmatch(r"github\.(\w+)\s*(==|!=)\s*'([^']*)'", term)
+            assert match, f"the simulator does not know the condition {condition!r}"
+            verdicts.append((self.event[match[1]] == match[3]) == (match[2] == "=="))
+        return all(verdicts)
 
     # ------------------------------------------------------------------ steps
 
     def _step(self, step: dict, index: int, context: dict, workspace: Path, env: dict) -> StepResult:
         name = self.substitute(str(step.get("name") or step.get("uses") or f"step {index + 1}"), context)
         if "run" in step:
-            return self._run(name, self.substitute(step["run"], context), workspace, env)
+            outputs = workspace.parent / f"output-{index}"
+            outputs.write_text("")
+            done = self._run(name, self.substitute(step["run"], context), workspace, {**env, "GITHUB_OUTPUT": str(outputs)})
+            if step.get("id"):
+                lines = outputs.read_text().splitlines()
+                context["steps"][step["id"]] = dict(line.split("=", 1) for line in lines if "=" in line)
+            return done
         action = step["uses"].split("@")[0]
         inputs = {k: self.substitute(_input(v), context) for k, v in (step.get("with") or {}).items()}
         outputs = self._action(action, inputs, workspace)
@@ -172,6 +199,8 @@ class Runner:
             return str(1000 + self.run_id)
         if expression == "github.run_attempt":
             return "1"
+        if parts[0] == "github" and len(parts) == 2 and parts[1] in self.event:
+            return self.event[parts[1]]
         if parts[0] == "steps" and len(parts) == 4 and parts[2] == "outputs":
             return context["steps"][parts[1]][parts[3]]
         raise AssertionError(f"the simulator does not know the expression ${{{{ {expression} }}}}")

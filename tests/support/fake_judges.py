@@ -46,6 +46,19 @@ class CoinJudge(Judge):
         return Verdict(passed=passed, reasoning="a coin", judge="coinjudge", cost=0.01)
 
 
+class PixelJudge(Judge):
+    """PASS for a candidate whose first pixel is red (fake_models.ModelIdProvider), free."""
+
+    name = "pixeljudge"
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        from PIL import Image
+
+        with Image.open(request.candidate) as image:
+            red = image.convert("RGB").getpixel((0, 0))[0] > 128
+        return Verdict(passed=red, reasoning="red" if red else "not red", judge="pixeljudge", cost=0.0)
+
+
 class SlowJudge(Judge):
     """Asks the loopback server at $SLOW_URL for each verdict, at ``/judge-route-of-<model>`` (the judge's route is
     one, the path names the model: a test can hold one model's verdicts); PASS on even repeats."""
@@ -123,7 +136,7 @@ class EchoJudge(Judge):
 
 
 JUDGES: dict[str, type[Judge]] = {kind.__name__: kind for kind in (
-    CoinJudge, SlowJudge, HostileJudge, HtmlJudge, PanelJudge, EchoJudge)}
+    CoinJudge, PixelJudge, SlowJudge, HostileJudge, HtmlJudge, PanelJudge, EchoJudge)}
 
 
 def plugin(judge: str, **knobs: Any):

@@ -113,6 +113,21 @@ class ReleaseProvider(FakeProvider):
         return out.getvalue(), "png"
 
 
+class ModelIdProvider(FakeProvider):
+    """An image that shows which release made it: red for provider model ``pass_model``, and on repeat 1 of every
+    other model; blue otherwise (fake_judges.PixelJudge passes the red ones)."""
+
+    pass_model = "ep-rel-a"
+
+    def make_image(self, request: GenerationRequest) -> tuple[bytes, str]:
+        from PIL import Image
+
+        red = request.spec.provider_model == self.pass_model or request.repeat == 1
+        buffer = io.BytesIO()
+        Image.new("RGB", (20, 12), (220, 10, 10) if red else (10, 10, 220)).save(buffer, format="PNG")
+        return buffer.getvalue(), "png"
+
+
 class EchoProvider(FakeProvider):
     """A plugin's own provider whose errors and refusals quote its key (no HTTP helper redacts them): repeat 1
     fails, repeat 2 is refused, repeat 3 is the reference."""
@@ -212,7 +227,7 @@ class SlowIdentity(FakeProvider):
 
 
 PROVIDERS: dict[str, type[FakeProvider]] = {kind.__name__: kind for kind in (
-    FakeProvider, ReleaseProvider, EchoProvider, HostileProvider, SlowProvider, CountingProvider,
+    FakeProvider, ReleaseProvider, ModelIdProvider, EchoProvider, HostileProvider, SlowProvider, CountingProvider,
     HalfPriceProvider, SlowIdentity)}
 
 
