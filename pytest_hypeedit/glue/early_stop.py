@@ -408,6 +408,14 @@ def _of_run(sequential: SequentialGates) -> str:
     return f" of the run's {sequential.alpha:g}" if len(sequential.streams) > 1 else ""
 
 
+def refuse_undecidable(gates: Sequence[Any]) -> None:
+    """--sequential with no gate the test can decide is a usage error at start-up (glue/startup.py check_gates),
+    before the run writes anything: not even its release's folder marker or a buying order."""
+    undecidable = [(gate, why) for gate in gates if (why := _why_not_sequential(gate)) is not None]
+    if len(undecidable) == len(gates):
+        raise pytest.UsageError(refusal(undecidable))
+
+
 def refusal(undecidable: Sequence[tuple[Any, str]]) -> str:
     """Why a run with --sequential and no gate the test can decide is refused, before anything is paid for."""
     whys = "; ".join(f"{gate.text!r}: {why}" for gate, why in undecidable)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.sequential import interleaving
+from ..engine.release import release_of
 
 FORMAT = 1
 #: A kept order is a few hundred bytes; a larger file there is not one (and is not read whole).
@@ -36,12 +37,13 @@ _SEED = re.compile(r"^[0-9a-f]{32}$")
 
 
 def order_identity(run, spec) -> dict[str, Any]:
-    """What one kept order belongs to: the run's splits, the model, the repeats and the task set.  Another value
-    of any of them is another run, with an order of its own."""
+    """What one kept order belongs to: the run's splits, the model and its release (engine/release.py), the repeats
+    and the task set.  Another value of any of them is another run, with an order of its own."""
     tasks = task_keys(run)
     listed = "\n".join(f"{split}/{task_id}" for split, task_id in tasks)
-    return {"splits": sorted(split.name for split in run.splits), "model": spec.name, "repeats": run.repeats,
-            "tasks": len(tasks), "task_set_sha256": hashlib.sha256(listed.encode("utf-8")).hexdigest()}
+    return {"splits": sorted(split.name for split in run.splits), "model": spec.name,
+            "release": release_of(spec).id, "repeats": run.repeats, "tasks": len(tasks),
+            "task_set_sha256": hashlib.sha256(listed.encode("utf-8")).hexdigest()}
 
 
 def task_keys(run) -> list[tuple[str, str]]:
@@ -50,9 +52,12 @@ def task_keys(run) -> list[tuple[str, str]]:
 
 
 def order_path(run, spec, identity: dict[str, Any]) -> Path:
-    """The file in the model's outputs folder (of its first split, by name) that keeps the identity's order."""
+    """The file in the outputs folder of the model's release (of its first split, by name: ``<model>`` or
+    ``<model>@<release id>``, glue/releases.py) that keeps the identity's order."""
     digest = hashlib.sha256(_canonical(identity)).hexdigest()[:16]
-    return Path(run.outputs) / identity["splits"][0] / spec.name / f"sequential-order-{digest}.json"
+    split = identity["splits"][0]
+    folder = run.folders.get((split, spec.name), spec.name)
+    return Path(run.outputs) / split / folder / f"sequential-order-{digest}.json"
 
 
 def new_seed() -> str:

@@ -80,7 +80,12 @@ def check_gates(config: pytest.Config, run: RunConfig) -> None:
                      splits=tuple(source.name for source in split_sources(option.hypeedit_tasks)),
                      repeats=run.repeats, calibrated=bool(option.hypeedit_calibrate),
                      intervals=option.hypeedit_bootstrap > 0)
-    check_gates_apply(parse_gates(option.hypeedit_gates), scope)
+    gates = parse_gates(option.hypeedit_gates)
+    check_gates_apply(gates, scope)
+    if option.hypeedit_sequential and gates:  # refused here, before any outputs folder is marked for a release
+        from .early_stop import refuse_undecidable
+
+        refuse_undecidable(gates)
 
 
 def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = None) -> Runner:

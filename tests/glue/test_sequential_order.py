@@ -29,6 +29,10 @@ class Split:
 @dataclass
 class Spec:
     name: str
+    route: str = "identity"
+    provider_model: str = "rel-a"
+    options: dict = field(default_factory=dict)
+    release: str | None = None
 
 
 @dataclass
@@ -37,6 +41,7 @@ class Run:
     splits: list = field(default_factory=lambda: [Split("mini", [Task(f"task-{i}") for i in range(6)])])
     models: list = field(default_factory=lambda: [Spec("m")])
     repeats: int = 10
+    folders: dict = field(default_factory=dict)
 
 
 def test_an_order_is_drawn_kept_and_read_back_by_the_next_run(tmp_path):
@@ -56,17 +61,30 @@ def test_fresh_outputs_folders_draw_different_orders(tmp_path):
     assert len(orders) == 5
 
 
-@pytest.mark.parametrize("change", ["repeats", "tasks", "model", "splits"])
+@pytest.mark.parametrize("change", ["repeats", "tasks", "model", "splits", "provider_model", "label"])
 def test_another_identity_gets_its_own_order(tmp_path, change):
     run = Run(tmp_path)
     kept_order(run, Spec("m"))
     other = {"repeats": Run(tmp_path, repeats=4),
              "tasks": Run(tmp_path, splits=[Split("mini", [Task(f"task-{i}") for i in range(5)])]),
              "model": Run(tmp_path, models=[Spec("n")]),
-             "splits": Run(tmp_path, splits=[Split("mini", [Task("task-0")]), Split("more", [Task("x")])])}[change]
+             "splits": Run(tmp_path, splits=[Split("mini", [Task("task-0")]), Split("more", [Task("x")])]),
+             "provider_model": Run(tmp_path, models=[Spec("m", provider_model="rel-b")]),
+             "label": Run(tmp_path, models=[Spec("m", release="v2")])}[change]
     spec = other.models[0]
     assert order_identity(other, spec) != order_identity(run, Spec("m"))
     assert kept_order(other, spec).drawn
+
+
+def test_a_release_bought_aside_keeps_its_order_in_its_own_folder(tmp_path):
+    """A second release of a model buys into ``<model>@<id>`` (glue/releases.py): its order is kept there, drawn
+    for it, not the first release's."""
+    first = kept_order(Run(tmp_path), Spec("m"))
+    newer = Spec("m", provider_model="rel-b")
+    aside = Run(tmp_path, models=[newer], folders={("mini", "m"): "m@0123456789ab"})
+    kept = kept_order(aside, newer)
+    assert kept.path.parent == tmp_path / "mini" / "m@0123456789ab" and kept.drawn
+    assert first.path.exists() and first.path.parent == tmp_path / "mini" / "m"
 
 
 def test_the_task_files_order_plays_no_part(tmp_path):
