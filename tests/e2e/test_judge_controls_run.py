@@ -11,6 +11,13 @@ import pytest
 from benchdata import make_tasks, write_split
 from fake_judges import judges_conftest
 from fake_models import models_conftest
+from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
+from genai_fakes.gemini import verdict_reply
+from upstream_stub import upstream_stub  # noqa: F401 - fixture
+
+from pytest_hypeedit.judges.gemini import FLASH_MODEL
+
+NEWER = "gemini-3.6-flash"
 
 TASKS = 8  # the judge passes the unchanged reference of task-00 and task-04: 2 of 8
 CONFTEST = models_conftest(image="png") + judges_conftest("ControlJudge", unchanged_every=4)
@@ -75,6 +82,8 @@ def test_the_controls_leave_the_models_figures_as_they_are(bench):
     assert [{key: row.get(key) for key in ROW_FIGURES} for row in plain["rows"]] == \
            [{key: row.get(key) for key in ROW_FIGURES} for row in with_controls["rows"]]
     assert [row["model"] for row in with_controls["rows"]] == ["paid"]  # the control kinds are no models
+    assert (plain["coverage"], plain["complete"], plain["judge_versions"]) == (
+        with_controls["coverage"], with_controls["complete"], with_controls["judge_versions"])
 
 
 def test_a_false_pass_gate_holds_or_fails_on_the_controls(bench):
@@ -155,3 +164,33 @@ def test_the_report_shows_the_controls_the_judge_passed_with_their_image_and_rea
     assert "Judge controlljudge" not in section and "Judge controljudge (served: control-judge-v1 (32))" in section
     assert section.count('<li class="hx-control"><img src="data:image/jpeg;base64,') == 2  # task-00 and task-04
     assert "<b>mini/task-00</b>: the reference unchanged, judged PASS: the reference itself" in section
+
+
+# --------------------------------------------------------------------------- the Gemini judge, served anew
+
+
+@pytest.fixture
+def gemini_bench(pytester, upstream_stub, fake_gemini):
+    write_split(pytester.path, "mini", make_tasks(3), pytester.path / "images")
+    fake_gemini.default = verdict_reply("FAIL", "Nothing was edited.")
+    return pytester
+
+
+def gemini_run(pytester, outputs, *extra):
+    return pytester.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json",
+                              "--images-base", "images", "--repeats", "1", "--outputs", outputs,
+                              "--judge-controls", *extra)
+
+
+def test_the_gemini_judge_served_by_a_newer_model_since_the_baseline_is_named_with_both(gemini_bench, fake_gemini):
+    gemini_run(gemini_bench, "monday")
+    asked = len(fake_gemini.requests)
+    assert asked == 3 + 4 * 3  # the items' verdicts and the controls'
+    old = json.loads((gemini_bench.path / "monday" / "results.json").read_text())["judge_controls"]
+    assert old["judges"]["gemini-3-flash"]["versions"] == {FLASH_MODEL: 12}
+    fake_gemini.answered_by[FLASH_MODEL] = NEWER  # Google serves the id with another model, without an error
+    result = gemini_run(gemini_bench, "tuesday", "--baseline", "monday/results.json", "--gate", "judge_drift<=0")
+    out = " ".join(result.stdout.str().split())
+    assert (f"WARNING: judge gemini-3-flash drifted since the baseline (served {NEWER}; baseline {FLASH_MODEL}): "
+            f"served model version {NEWER} now, {FLASH_MODEL} in the baseline") in out
+    assert result.ret == 1 and "FAIL gate 'judge_drift<=0' on judge gemini-3-flash (controls)" in out
