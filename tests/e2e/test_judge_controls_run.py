@@ -87,8 +87,10 @@ def test_the_controls_leave_the_models_figures_as_they_are(bench):
 
 
 def test_a_false_pass_gate_holds_or_fails_on_the_controls(bench):
-    failed = run(bench, "--judge-controls", "--gate", "judge_false_pass<=0.05")
+    failed = run(bench, "--judge-controls", "--gate", "judge_false_pass<=0.05", "--junitxml", "j.xml")
     assert failed.ret == 1
+    junit = (bench.path / "j.xml").read_text()
+    assert 'classname="hypeedit.gates" name="judge_false_pass&lt;=0.05"' in junit
     failed.stdout.fnmatch_lines(["*FAIL gate 'judge_false_pass<=0.05' on judge controljudge (controls)*6.2%*"])
     held = run(bench, "--judge-controls", "--gate", "judge_false_pass<=0.10")
     held.stdout.fnmatch_lines(["*PASS gate 'judge_false_pass<=0.10' on judge controljudge (controls)*"])
@@ -194,3 +196,11 @@ def test_the_gemini_judge_served_by_a_newer_model_since_the_baseline_is_named_wi
     assert (f"WARNING: judge gemini-3-flash drifted since the baseline (served {NEWER}; baseline {FLASH_MODEL}): "
             f"served model version {NEWER} now, {FLASH_MODEL} in the baseline") in out
     assert result.ret == 1 and "FAIL gate 'judge_drift<=0' on judge gemini-3-flash (controls)" in out
+
+
+def test_with_sequential_a_judge_gate_is_checked_on_the_controls_not_decided_early(bench):
+    result = run(bench, "--judge-controls", "--sequential", "--gate", "pass_rate>=0.01",
+                 "--gate", "judge_false_pass<=0.10")
+    out = " ".join(result.stdout.str().split())
+    assert "gate 'judge_false_pass<=0.10' cannot be decided early (a figure of the judge's controls" in out
+    assert "PASS gate 'judge_false_pass<=0.10' on judge controljudge (controls)" in out
