@@ -166,8 +166,9 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--judge-controls", dest="hypeedit_judge_controls", action="store_true",
         help="before the items, show the judge candidates whose right verdict is FAIL without a person (per task: "
              "the reference unchanged, a flat image, another task's reference, the reference mirrored): paid once, "
-             "in --budget, kept under <outputs>/_judge_controls, in no model's figures; results 'judge_controls', "
-             "gates judge_false_pass and (with --baseline) judge_drift")
+             "in --budget, kept under <outputs>/_judge_controls, in no model's figures; with --agreement/--calibrate "
+             "labels also a candidate people passed (right verdict PASS); results 'judge_controls', gates "
+             "judge_false_pass, judge_false_fail and (with --baseline) judge_drift")
     add("--calibrate", dest="hypeedit_calibrate", metavar="labels:PATH[,PATH...]",
         help="correct every metric for the judge's errors with a random human sample (rater files, or their "
              "folder with the sample-design.json of hypeedit-review --sample): calibrated figures with 95%% "

@@ -41,11 +41,12 @@ METRIC_KINDS = {
     "first_attempt_pass_rate": "percent",
     "hype_gap": "percent",
     "judge_false_pass": "percent",
+    "judge_false_fail": "percent",
     "judge_drift": "count",
 }
 #: The figures of the judge's controls (--judge-controls, analysis/judge_controls.py): one value per judge, read
 #: from the results' ``judge_controls``, not from a model's row.
-JUDGE_METRICS = ("judge_false_pass", "judge_drift")
+JUDGE_METRICS = ("judge_false_pass", "judge_false_fail", "judge_drift")
 #: A value within this of its threshold (relative to the threshold, absolute below 1) is on it: ``>=`` and ``<=``
 #: hold there, ``>`` and ``<`` do not.  Without it a tie was decided by floating-point error: 0.78 (156 of 200)
 #: against baseline 0.8 - 0.02 (0.7800000000000001) failed ``pass_rate>=baseline-0.02``.  The full run's gates and
@@ -210,6 +211,7 @@ class RunScope:
     intervals: bool = True
     judge_controls: bool = False  # --judge-controls
     baseline: bool = False  # --baseline
+    labels: bool = False  # human labels: --agreement or --calibrate
 
     @property
     def rows(self) -> tuple[str, ...]:
@@ -257,6 +259,10 @@ def _judge_gate_not_in_run(gate: Gate, scope: RunScope, head: str) -> str | None
     if not scope.judge_controls:
         return (f"{head} gates on the judge's controls, which only a run with --judge-controls judges: add "
                 "--judge-controls, or drop the gate.")
+    if gate.metric == "judge_false_fail" and not scope.labels:
+        return (f"{head}: judge_false_fail is read on the positive controls, candidates people passed, which only "
+                "a run with human labels has: add --agreement labels:PATH or --calibrate labels:PATH, or drop the "
+                "gate.")
     if gate.metric == "judge_drift" and (not scope.baseline or gate.bound is not None):
         return (f"{head}: judge_drift compares the judge's controls with those of --baseline RESULTS.json (a run "
                 "with --judge-controls), and has no interval: pass --baseline, and write 'judge_drift<=0'.")
@@ -405,8 +411,9 @@ def _join(first: str, second: str) -> str:
 
 
 def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[GateResult]:
-    """One result per judge of the run's controls: its false-PASS share on the negative controls (or a bound of
-    its exact interval), or whether it drifted since the baseline (1) or not (0)."""
+    """One result per judge of the run's controls: its false-PASS share on the negative controls or false-FAIL
+    share on the positive ones (or a bound of its exact interval), or whether it drifted since the baseline (1) or
+    not (0)."""
     judges = controls.get("judges") if isinstance(controls, Mapping) else None
     if not isinstance(judges, Mapping) or not judges:
         problem = controls.get("problem") if isinstance(controls, Mapping) else None
@@ -416,11 +423,14 @@ def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[Gat
     out = []
     for judge, entry in judges.items():
         value, note = None, ""
-        if gate.metric == "judge_false_pass":
-            pooled = entry.get("false_pass") or {}
+        if gate.metric != "judge_drift":
+            passing = gate.metric == "judge_false_pass"
+            pooled = entry.get("false_pass" if passing else "false_fail") or {}
             value = pooled.get("rate") if gate.bound is None else (pooled.get("interval") or [None, None])[
                 BOUNDS[gate.bound]]
-            note = f"{pooled.get('wrong')} false PASS of {pooled.get('judged')} negative controls"
+            note = (f"{pooled.get('wrong')} false {'PASS' if passing else 'FAIL'} of {pooled.get('judged')} "
+                    f"{'negative' if passing else 'positive'} controls" if pooled else
+                    "no positive controls: they need human labels (--agreement or --calibrate)")
             if entry.get("errors") and not allow_incomplete:
                 note = _join(note, f"incomplete controls ({entry['errors']} without a verdict): rerun to finish "
                                    "them, or pass --allow-incomplete")

@@ -5,7 +5,8 @@ A control's right verdict is FAIL for every negative kind (the reference unchang
 reference, the reference mirrored: none of them is the edit asked for).  Per judge and kind: the number judged, the
 judge's wrong verdicts (a false PASS on a negative), the exact (Clopper-Pearson) 95% interval of their share, and
 the tasks where it was wrong; pooled over the negative kinds, ``false_pass`` (what ``--gate judge_false_pass``
-reads).  The pooled interval counts every control as its own trial: the four controls of one task are not
+reads).  With human labels at hand, a positive kind too: a candidate the panel passed, whose right verdict is
+PASS (``false_fail``, ``--gate judge_false_fail``).  The pooled interval counts every control as its own trial: the four controls of one task are not
 independent draws, so it is narrower than one over tasks would be.
 
 Drift against a baseline: per kind, the two runs' wrong counts compared with Fisher's exact test (two-sided), each
@@ -25,18 +26,22 @@ from .task_intervals import clopper_pearson
 
 #: The negative control kinds, in the order they are made and printed (engine/controls.py makes them).
 NEGATIVE_KINDS = ("unchanged", "flat", "other_task", "mirrored")
+#: The positive control kind: a candidate the human panel passed (with labels at hand), whose right verdict is PASS.
+POSITIVE_KINDS = ("human_pass",)
+KINDS = NEGATIVE_KINDS + POSITIVE_KINDS
 #: What each kind is, for the docs, the terminal and the report.
 KIND_TEXT = {
     "unchanged": "the reference unchanged",
     "flat": "a flat grey image of the target size",
     "other_task": "another task's reference",
     "mirrored": "the reference mirrored",
+    "human_pass": "a candidate people passed",
 }
 LEVEL = 0.95
 DRIFT_ALPHA = 0.05
 #: How many wrong controls of each kind the results keep with their reasoning (the report shows them).
 WRONG_KEPT = 20
-METHOD = ("per judge and control kind: wrong verdicts (a PASS on a negative control) with their exact "
+METHOD = ("per judge and control kind: wrong verdicts (a PASS on a negative control, a FAIL on a positive) with their exact "
           "Clopper-Pearson 95% interval; drift: Fisher's exact test (two-sided) per kind at 0.05 / kinds compared, "
           "or a served model version the baseline's controls did not see")
 
@@ -55,8 +60,12 @@ class ControlVerdict:
     image: str = ""  # the control's file, relative to the outputs folder
 
     @property
+    def right(self) -> str:
+        return "PASS" if self.kind in POSITIVE_KINDS else "FAIL"
+
+    @property
     def wrong(self) -> bool:
-        return self.verdict == "PASS"  # every kind is a negative: PASS is the wrong verdict
+        return self.verdict is not None and self.verdict != self.right
 
 
 def _share(wrong: int, judged: int) -> dict[str, Any]:
@@ -66,7 +75,8 @@ def _share(wrong: int, judged: int) -> dict[str, Any]:
 
 
 def summarize(verdicts: Iterable[ControlVerdict]) -> dict[str, Any]:
-    """``judge_controls`` of one run: {"method", "judges": {judge: {"versions", "kinds", "false_pass"}}}."""
+    """``judge_controls`` of one run: {"method", "judges": {judge: {"versions", "kinds", "false_pass",
+    "false_fail"}}}."""
     by_judge: dict[str, list[ControlVerdict]] = {}
     for verdict in verdicts:
         by_judge.setdefault(verdict.judge, []).append(verdict)
@@ -75,13 +85,13 @@ def summarize(verdicts: Iterable[ControlVerdict]) -> dict[str, Any]:
 
 def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
     kinds: dict[str, Any] = {}
-    for kind in NEGATIVE_KINDS:
+    for kind in KINDS:
         of_kind = [row for row in rows if row.kind == kind]
         if not of_kind:
             continue
         judged = [row for row in of_kind if row.verdict is not None]
         wrong = sorted((row for row in judged if row.wrong), key=lambda row: (row.split, row.task_id))
-        kinds[kind] = {"right": "FAIL", **_share(len(wrong), len(judged)),
+        kinds[kind] = {"right": of_kind[0].right, **_share(len(wrong), len(judged)),
                        "errors": len(of_kind) - len(judged),
                        "wrong_tasks": [f"{row.split}/{row.task_id}" for row in wrong],
                        "wrong_controls": [{"task": f"{row.split}/{row.task_id}", "image": row.image,
@@ -92,9 +102,17 @@ def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
         if row.verdict is not None:
             name = row.version or "unnamed"
             versions[name] = versions.get(name, 0) + 1
-    pooled = _share(sum(entry["wrong"] for entry in kinds.values()), sum(entry["judged"] for entry in kinds.values()))
-    return {"versions": dict(sorted(versions.items())), "kinds": kinds, "false_pass": pooled,
+    return {"versions": dict(sorted(versions.items())), "kinds": kinds,
+            "false_pass": _pooled(kinds, NEGATIVE_KINDS), "false_fail": _pooled(kinds, POSITIVE_KINDS),
             "errors": sum(entry["errors"] for entry in kinds.values())}
+
+
+def _pooled(kinds: Mapping[str, Any], of: tuple[str, ...]) -> dict[str, Any] | None:
+    """The wrong verdicts over the kinds ``of`` (None when the run has none of them)."""
+    present = [entry for kind, entry in kinds.items() if kind in of]
+    if not present:
+        return None
+    return _share(sum(entry["wrong"] for entry in present), sum(entry["judged"] for entry in present))
 
 
 # --------------------------------------------------------------------------- drift between runs
@@ -197,11 +215,14 @@ def table_lines(judge_controls: Mapping[str, Any] | None) -> list[str]:
     for judge, entry in ((judge_controls or {}).get("judges") or {}).items():
         versions = ", ".join(f"{v} ({n})" for v, n in entry.get("versions", {}).items()) or "none named"
         lines.append(f"judge {judge} (served: {versions})")
-        for kind, item in [*entry.get("kinds", {}).items(), ("all negatives", entry.get("false_pass"))]:
+        pooled = [("all negatives", {**(entry.get("false_pass") or {}), "right": "FAIL"}),
+                  ("all positives", {**(entry.get("false_fail") or {}), "right": "PASS"})]
+        for kind, item in [*entry.get("kinds", {}).items(), *pooled]:
             if not item or not item.get("judged"):
                 continue
             low, high = item["interval"]
             errors = f", {item['errors']} without a verdict" if item.get("errors") else ""
-            lines.append(f"  {kind:<14} false PASS {item['wrong']:>4} of {item['judged']:<4} "
+            wrong = "false FAIL" if item.get("right") == "PASS" else "false PASS"
+            lines.append(f"  {kind:<14} {wrong} {item['wrong']:>4} of {item['judged']:<4} "
                          f"{item['rate'] * 100:5.1f}% [{low * 100:.1f}, {high * 100:.1f}]{errors}")
     return lines

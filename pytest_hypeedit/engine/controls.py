@@ -7,7 +7,10 @@ run's judge and settings through the same paid path as every candidate, and kept
 Per task of the split, four negatives (every HYPE-EDIT-1 instruction asks for a change, so each is a FAIL):
 the task's first reference unchanged (its bytes as they are), a flat grey image of the target size, another
 task's first reference (the task half the split away in task-id order: drawn the same in every run), and the
-reference mirrored left to right.  The images are byte-identical from run to run (a PNG written by the same
+reference mirrored left to right (a left-right symmetric reference gives its own pixels: still no edit).  With
+human labels at hand (``--agreement``, ``--calibrate``), one positive per labelled task: the first candidate (by
+model and repeat) the panel passed, its bytes copied from the outputs (``human_pass``; its right verdict PASS).
+The images are byte-identical from run to run (a PNG written by the same
 Pillow from the same reference), so a judge's controls of two runs can be compared (analysis/judge_controls.py).
 
 The control folder is a store of its own (engine/store.py) and each control a candidate of it with the kind
@@ -25,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..analysis.judge_controls import NEGATIVE_KINDS, ControlVerdict
+from ..analysis.judge_controls import NEGATIVE_KINDS, POSITIVE_KINDS, ControlVerdict
 from ..errors import HypeEditError
 from ..files import atomic_write_bytes
 from ..judges.base import JudgeRequest
@@ -109,11 +112,25 @@ def control_runner(runner: Runner, outputs: Path) -> Runner:
                                stability={})
 
 
-def judge_controls(runner: Runner, outputs: Path, tasks: Sequence[Task]) -> list[Record]:
+#: Where a task's positive control comes from: the candidate people passed (None: the task has none).
+PassedBy = Callable[[Task], "Path | None"]
+POSITIVE = POSITIVE_KINDS[0]
+
+
+def judge_controls(runner: Runner, outputs: Path, tasks: Sequence[Task], passed: PassedBy | None = None
+                   ) -> list[Record]:
     """Every control of ``tasks`` placed and judged (a verdict on disk is reused); their records."""
     controls = control_runner(runner, outputs)
     jobs: list[tuple[Task, ModelSpec]] = []
     for task in tasks:
+        source = passed(task) if passed else None
+        if source is not None:
+            try:
+                place(controls.store, POSITIVE, task, (source.read_bytes(), source.suffix.lower()))
+            except OSError as exc:
+                raise HypeEditError(f"--judge-controls: the candidate people passed for {task.split}/"
+                                    f"{task.task_id} ({source}) could not be read ({exc})") from None
+            jobs.append((task, control_spec(POSITIVE)))
         same_split = [t for t in tasks if t.split == task.split]
         for kind in NEGATIVE_KINDS:
             try:
@@ -128,7 +145,8 @@ def judge_controls(runner: Runner, outputs: Path, tasks: Sequence[Task]) -> list
         return list(pool.map(lambda job: controls.run(job[0], job[1], REPEAT), jobs))
 
 
-def controls_price(runner: Runner, outputs: Path, tasks: Sequence[Task]) -> tuple[int, float]:
+def controls_price(runner: Runner, outputs: Path, tasks: Sequence[Task], passed: PassedBy | None = None
+                   ) -> tuple[int, float]:
     """(verdicts the controls still need, the most they can cost): a control is judged again unless its record
     holds a verdict of this judge that can be reused (``Runner.reusable_verdict``); each is priced at its worst
     case, what --budget holds for it.  Reads the disk only (no call, no image made)."""
@@ -139,7 +157,8 @@ def controls_price(runner: Runner, outputs: Path, tasks: Sequence[Task]) -> tupl
     calls, usd = 0, 0.0
     for task in tasks:
         same_split = [t for t in tasks if t.split == task.split]
-        for kind in NEGATIVE_KINDS:
+        positive = (POSITIVE,) if passed is not None and passed(task) is not None else ()
+        for kind in NEGATIVE_KINDS + positive:
             if kind == "other_task" and other_task(task, same_split) is None:
                 continue
             record = controls.store.read_record(task.split, kind, task.task_id, REPEAT)

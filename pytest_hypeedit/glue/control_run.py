@@ -9,14 +9,19 @@ session's (glue/session.py): no model's figure counts them.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..config import RunConfig
 from ..engine.records import Record
 from ..errors import HypeEditError
+from ..tasks import Task
 from .stash import RUNNER_KEY
+
+if TYPE_CHECKING:
+    from ..engine.controls import PassedBy
 
 #: The name the plugin is registered under.
 PLUGIN_NAME = "hypeedit-judge-controls"
@@ -39,12 +44,13 @@ class ControlsPlugin:
         tasks = [task for split in self.run.splits for task in split.tasks]
         try:
             self.judge_id = runner.judge.id
-            calls, usd = controls_price(runner, self.run.outputs, tasks)
+            passed = passed_by_people(self.config, self.run)
+            calls, usd = controls_price(runner, self.run.outputs, tasks, passed)
             if calls:  # the price before paying, as the items' price line
                 terminal = self.config.pluginmanager.get_plugin("terminalreporter")
                 if terminal is not None:
                     terminal.write_line(price_line(calls, usd))
-            self.records = judge_controls(runner, self.run.outputs, tasks)
+            self.records = judge_controls(runner, self.run.outputs, tasks, passed)
         except HypeEditError as exc:
             self.problem = str(exc)
 
@@ -91,8 +97,33 @@ def estimate_lines(config: pytest.Config, run: RunConfig) -> list[str]:
     from ..engine.controls import controls_price, price_line
 
     calls, usd = controls_price(config.stash[RUNNER_KEY], run.outputs,
-                                [task for split in run.splits for task in split.tasks])
+                                [task for split in run.splits for task in split.tasks], passed_by_people(config, run))
     return [price_line(calls, usd)]
+
+
+def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
+    """The positive controls' source, when the run has human labels (``--agreement``, ``--calibrate``): per task,
+    the first candidate (by model and repeat) the panel's majority passed whose image is in the outputs."""
+    from ..engine.store import Store
+
+    plugin = config.pluginmanager.get_plugin("hypeedit-calibration")
+    panel = plugin.panel() if plugin is not None else None
+    if panel is None:
+        return None
+    passed_keys = sorted(key for key in panel.keys() if (verdict := panel.verdict(*key)) and verdict.passed)
+    store = Store(run.outputs)
+
+    def passed(task: Task) -> Path | None:
+        for task_id, model, repeat in passed_keys:
+            if task_id != task.task_id:
+                continue
+            record = store.read_record(task.split, model, task_id, repeat)
+            found = store.find(task.split, model, task_id, repeat, named=record.candidate if record else None)
+            if found.candidate is not None:
+                return found.candidate
+        return None
+
+    return passed
 
 
 def register_controls(config: pytest.Config, run: RunConfig) -> None:

@@ -77,7 +77,8 @@ def check_gates(config: pytest.Config, run: RunConfig) -> None:
                      repeats=run.repeats, calibrated=bool(option.hypeedit_calibrate),
                      intervals=option.hypeedit_bootstrap > 0,
                      judge_controls=bool(getattr(option, "hypeedit_judge_controls", False)),
-                     baseline=bool(option.hypeedit_baseline))
+                     baseline=bool(option.hypeedit_baseline),
+                     labels=bool(option.hypeedit_calibrate or getattr(option, "hypeedit_agreement", None)))
     check_gates_apply(parse_gates(option.hypeedit_gates), scope)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from benchdata import make_tasks, write_split
+from benchdata import make_tasks, write_labels, write_split
 from fake_judges import judges_conftest
 from fake_models import models_conftest
 from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
@@ -204,3 +204,22 @@ def test_with_sequential_a_judge_gate_is_checked_on_the_controls_not_decided_ear
     out = " ".join(result.stdout.str().split())
     assert "gate 'judge_false_pass<=0.10' cannot be decided early (a figure of the judge's controls" in out
     assert "PASS gate 'judge_false_pass<=0.10' on judge controljudge (controls)" in out
+
+
+def test_with_human_labels_the_candidates_people_passed_are_positive_controls(bench):
+    run(bench)  # the candidates, then a rater passes every first repeat and fails every second
+    write_labels(bench.path / "labels.json", {(f"task-{i:02d}", "paid", repeat): repeat == 1
+                                              for i in range(TASKS) for repeat in (1, 2)})
+    refused = run(bench, "--judge-controls", "--gate", "judge_false_fail<=0.5")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR and "--agreement labels:PATH" in refused.stderr.str()
+    result = run(bench, "--judge-controls", "--agreement", "labels:labels.json", "--gate", "judge_false_fail<=0.5")
+    controls = results(bench)["judge_controls"]["judges"]["controljudge"]
+    positive = controls["kinds"]["human_pass"]
+    assert (positive["right"], positive["wrong"], positive["judged"]) == ("PASS", 3, TASKS)  # tasks 0, 3 and 6
+    assert positive["wrong_tasks"] == ["mini/task-00", "mini/task-03", "mini/task-06"]
+    assert controls["false_fail"]["wrong"] == 3 and controls["false_pass"]["judged"] == 4 * TASKS
+    image = bench.path / "out" / positive["wrong_controls"][0]["image"]
+    assert image.read_bytes() == next((bench.path / "out" / "mini" / "paid" / "task-00").glob("001.*")).read_bytes()
+    out = " ".join(result.stdout.str().split())
+    assert "human_pass false FAIL 3 of 8 37.5%" in out
+    assert "PASS gate 'judge_false_fail<=0.5' on judge controljudge (controls)" in out and result.ret == 0
