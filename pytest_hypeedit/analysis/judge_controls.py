@@ -46,6 +46,12 @@ METHOD = ("per judge and control kind: wrong verdicts (a PASS on a negative cont
           "or a served model version the baseline's controls did not see")
 
 
+#: What the figures can and cannot show, said with them (results, terminal).
+LIMITS = ("not a model's score: the judge on candidates whose right verdict is known (obviously wrong ones, and with "
+          "labels ones people passed); a lower bound of its errors on real edits, not its accuracy on them; the "
+          "pooled share counts each control as its own trial, though a task's controls are not independent")
+
+
 @dataclass(frozen=True)
 class ControlVerdict:
     """One control and what the judge said of it (None: no verdict, an error)."""
@@ -80,7 +86,8 @@ def summarize(verdicts: Iterable[ControlVerdict]) -> dict[str, Any]:
     by_judge: dict[str, list[ControlVerdict]] = {}
     for verdict in verdicts:
         by_judge.setdefault(verdict.judge, []).append(verdict)
-    return {"method": METHOD, "judges": {judge: _judge_entry(rows) for judge, rows in sorted(by_judge.items())}}
+    return {"method": METHOD, "limits": LIMITS,
+            "judges": {judge: _judge_entry(rows) for judge, rows in sorted(by_judge.items())}}
 
 
 def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
@@ -212,7 +219,8 @@ def drift_warnings(judge_controls: Mapping[str, Any] | None) -> list[str]:
 def table_lines(judge_controls: Mapping[str, Any] | None) -> list[str]:
     """The terminal's short table: per judge and kind, wrong of judged, the share and its interval."""
     lines = []
-    for judge, entry in ((judge_controls or {}).get("judges") or {}).items():
+    judges = (judge_controls or {}).get("judges") or {}
+    for judge, entry in judges.items():
         versions = ", ".join(f"{v} ({n})" for v, n in entry.get("versions", {}).items()) or "none named"
         lines.append(f"judge {judge} (served: {versions})")
         pooled = [("all negatives", {**(entry.get("false_pass") or {}), "right": "FAIL"}),
@@ -225,4 +233,4 @@ def table_lines(judge_controls: Mapping[str, Any] | None) -> list[str]:
             wrong = "false FAIL" if item.get("right") == "PASS" else "false PASS"
             lines.append(f"  {kind:<14} {wrong} {item['wrong']:>4} of {item['judged']:<4} "
                          f"{item['rate'] * 100:5.1f}% [{low * 100:.1f}, {high * 100:.1f}]{errors}")
-    return lines
+    return lines + ([f"({LIMITS})"] if judges else [])
