@@ -109,9 +109,11 @@ def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
         if row.verdict is not None:
             name = row.version or "unnamed"
             versions[name] = versions.get(name, 0) + 1
+    failed = next((row for row in rows if row.verdict is None), None)
     return {"versions": dict(sorted(versions.items())), "kinds": kinds,
             "false_pass": _pooled(kinds, NEGATIVE_KINDS), "false_fail": _pooled(kinds, POSITIVE_KINDS),
-            "errors": sum(entry["errors"] for entry in kinds.values())}
+            "errors": sum(entry["errors"] for entry in kinds.values()),
+            "first_error": f"{failed.split}/{failed.task_id} {failed.kind}: {failed.reasoning}" if failed else None}
 
 
 def _pooled(kinds: Mapping[str, Any], of: tuple[str, ...]) -> dict[str, Any] | None:
@@ -176,16 +178,16 @@ def _count(value: Any) -> int | None:
 
 def _judge_drift(judge: str, entry: Mapping[str, Any], old: Mapping[str, Any], alpha: float) -> dict[str, Any]:
     kinds: dict[str, Any] = {}
+    old_kinds = old.get("kinds") if isinstance(old.get("kinds"), Mapping) else {}
     for kind, now in (entry.get("kinds") or {}).items():
-        mine, theirs = _counts(now), _counts((old.get("kinds") or {}).get(kind))
+        mine, theirs = _counts(now), _counts(old_kinds.get(kind))
         if mine is None or theirs is None or not mine[1] or not theirs[1]:
             continue
         p = fisher_exact(mine[0], mine[1] - mine[0], theirs[0], theirs[1] - theirs[0])
         kinds[kind] = {"current": list(mine), "baseline": list(theirs), "p_value": p}
     for item in kinds.values():
         item["significant"] = item["p_value"] < alpha / len(kinds)
-    versions = sorted(entry.get("versions") or {})
-    before = sorted(old.get("versions") or {})
+    versions, before = _named_versions(entry), _named_versions(old)
     reasons = [f"{kind}: wrong on {k['current'][0]} of {k['current'][1]} against {k['baseline'][0]} of "
                f"{k['baseline'][1]} in the baseline (Fisher p = {k['p_value']:.3g})"
                for kind, k in kinds.items() if k["significant"]]
@@ -194,6 +196,12 @@ def _judge_drift(judge: str, entry: Mapping[str, Any], old: Mapping[str, Any], a
         reasons.append(f"served model version {', '.join(new)} now, {', '.join(before)} in the baseline")
     return {"drifted": bool(reasons), "compared": True, "reasons": reasons, "kinds": kinds,
             "versions": versions, "baseline_versions": before}
+
+
+def _named_versions(entry: Mapping[str, Any]) -> list[str]:
+    """The served versions the controls' replies named ("unnamed" is no version: a reply that names none)."""
+    versions = entry.get("versions")
+    return sorted(str(v) for v in versions if v != "unnamed") if isinstance(versions, Mapping) else []
 
 
 def drift_count(judge_controls: Mapping[str, Any] | None) -> int | None:
@@ -233,4 +241,6 @@ def table_lines(judge_controls: Mapping[str, Any] | None) -> list[str]:
             wrong = "false FAIL" if item.get("right") == "PASS" else "false PASS"
             lines.append(f"  {kind:<14} {wrong} {item['wrong']:>4} of {item['judged']:<4} "
                          f"{item['rate'] * 100:5.1f}% [{low * 100:.1f}, {high * 100:.1f}]{errors}")
+        if entry.get("errors"):
+            lines.append(f"  {entry['errors']} control(s) without a verdict, first: {entry.get('first_error')}")
     return lines + ([f"({LIMITS})"] if judges else [])

@@ -128,3 +128,28 @@ def test_judge_gates_read_the_controls_per_judge():
     entry["drift"] = drift(entry, summarize(controls({"unchanged": 4}, version="v0")))
     (drifted,) = evaluate([parse_gate("judge_drift<=0")], results)
     assert not drifted.passed and drifted.value == 1.0 and "v1 now, v0 in the baseline" in drifted.note
+
+
+def test_a_judge_that_judged_no_control_says_why_once():
+    rows = [ControlVerdict("labels", kind, "s", "t00", None, reasoning="no rater labelled this candidate")
+            for kind in NEGATIVE_KINDS]
+    entry = summarize(rows)
+    lines = table_lines(entry)
+    assert "4 control(s) without a verdict, first: s/t00 unchanged: no rater labelled this candidate" in lines[1]
+
+
+@pytest.mark.parametrize("old", [{"judges": {"j": {"kinds": ["x"], "versions": "v1"}}},
+                                 {"judges": {"j": {"kinds": {"unchanged": {"judged": True, "wrong": -1}}}}},
+                                 {"judges": {"j": {"kinds": {"unchanged": {"judged": 3, "wrong": 9}}}}},
+                                 {"judges": ["j"]}, {"judges": None}, "not even a mapping"])
+def test_a_baseline_file_of_the_wrong_shape_is_compared_with_nothing_never_crashes(old):
+    found = drift(summarize(controls({"unchanged": 3})), old)["j"]
+    assert found["drifted"] is False
+
+
+def test_a_reply_that_names_no_version_is_no_version_drift():
+    base = summarize(controls({}, version="v1"))
+    now = summarize([ControlVerdict("j", kind, "s", f"t{i}", "FAIL", None) for kind in NEGATIVE_KINDS
+                     for i in range(20)])
+    assert now["judges"]["j"]["versions"] == {"unnamed": 80}
+    assert not drift(now, base)["j"]["drifted"]
