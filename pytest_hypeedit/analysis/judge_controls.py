@@ -178,7 +178,8 @@ def _count(value: Any) -> int | None:
 
 def _judge_drift(judge: str, entry: Mapping[str, Any], old: Mapping[str, Any], alpha: float) -> dict[str, Any]:
     kinds: dict[str, Any] = {}
-    old_kinds = old.get("kinds") if isinstance(old.get("kinds"), Mapping) else {}
+    found = old.get("kinds")
+    old_kinds: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     for kind, now in (entry.get("kinds") or {}).items():
         mine, theirs = _counts(now), _counts(old_kinds.get(kind))
         if mine is None or theirs is None or not mine[1] or not theirs[1]:
