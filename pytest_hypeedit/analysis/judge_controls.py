@@ -242,6 +242,9 @@ def table_lines(judge_controls: Mapping[str, Any] | None) -> list[str]:
             wrong = "false FAIL" if item.get("right") == "PASS" else "false PASS"
             lines.append(f"  {kind:<14} {wrong} {item['wrong']:>4} of {item['judged']:<4} "
                          f"{item['rate'] * 100:5.1f}% [{low * 100:.1f}, {high * 100:.1f}]{errors}")
+        if len(_named_versions(entry)) > 1:  # never pooled without saying so
+            lines.append(f"  its controls were answered by {len(_named_versions(entry))} served versions: the shares "
+                         "above pool them")
         if entry.get("errors"):
             lines.append(f"  {entry['errors']} control(s) without a verdict, first: {entry.get('first_error')}")
     return lines + ([f"({LIMITS})"] if judges else [])

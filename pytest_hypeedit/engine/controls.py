@@ -120,6 +120,9 @@ POSITIVE = POSITIVE_KINDS[0]
 def judge_controls(runner: Runner, outputs: Path, tasks: Sequence[Task], passed: PassedBy | None = None
                    ) -> list[Record]:
     """Every control of ``tasks`` placed and judged (a verdict on disk is reused); their records."""
+    if any(task.split == CONTROLS_FOLDER for task in tasks):  # its folder would be the controls'
+        raise HypeEditError(f"--judge-controls: a split named {CONTROLS_FOLDER!r} shares the controls' folder in "
+                            "the outputs; rename the split's task file")
     controls = control_runner(runner, outputs)
     jobs: list[tuple[Task, ModelSpec]] = []
     for task in tasks:

@@ -153,3 +153,10 @@ def test_a_reply_that_names_no_version_is_no_version_drift():
                      for i in range(20)])
     assert now["judges"]["j"]["versions"] == {"unnamed": 80}
     assert not drift(now, base)["j"]["drifted"]
+
+
+def test_controls_answered_by_several_served_versions_are_said_to_be_pooled():
+    rows = controls({"unchanged": 1}, version="v1") + [ControlVerdict("j", "flat", "s", "t99", "FAIL", "v2")]
+    lines = table_lines(summarize(rows))
+    assert "  its controls were answered by 2 served versions: the shares above pool them" in lines
+    assert not any("served versions" in line for line in table_lines(summarize(controls({}))))
