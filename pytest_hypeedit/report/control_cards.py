@@ -51,20 +51,21 @@ def judge_controls_html(results: Mapping[str, Any]) -> str:
         return ""
     settings = results.get("settings")
     outputs = settings.get("outputs") if isinstance(settings, Mapping) else None
-    parts, shown = ['<h3 id="hx-judge-controls">Judge controls</h3><p>Candidates whose right verdict is FAIL '
-                    '(in no model\'s figures): how often the judge passed them, with the exact 95% interval.</p>'], 0
+    parts, shown = ['<h3 id="hx-judge-controls">Judge controls</h3><p>Candidates whose right verdict is known '
+                    '(in no model\'s figures): how often the judge got them wrong, with the exact 95% interval.</p>'], 0
     for judge, entry in judges.items():
         if not isinstance(entry, Mapping):
             continue
         lines = []
         for kind, item in (entry.get("kinds") or {}).items():
             interval = item.get("interval") or [None, None]
+            wrong = "false FAIL" if item.get("right") == "PASS" else "false PASS"
             lines.append(f"<tr><th scope=\"row\">{_text(KIND_TEXT.get(kind, kind))}</th><td>{_text(item.get('wrong'))} "
-                         f"of {_text(item.get('judged'))}</td><td>{_percent(item.get('rate'))} "
+                         f"{wrong} of {_text(item.get('judged'))}</td><td>{_percent(item.get('rate'))} "
                          f"[{_percent(interval[0])}, {_percent(interval[1])}]</td></tr>")
         versions = ", ".join(f"{v} ({n})" for v, n in (entry.get("versions") or {}).items()) or "none named"
         parts.append(f"<h4>Judge {_text(judge)} (served: {_text(versions)})</h4><table><thead><tr><th>Control</th>"
-                     f"<th>False PASS</th><th>Share</th></tr></thead><tbody>{''.join(lines)}</tbody></table>")
+                     f"<th>Wrong verdicts</th><th>Share</th></tr></thead><tbody>{''.join(lines)}</tbody></table>")
         cards = []
         for kind, item in (entry.get("kinds") or {}).items():
             for wrong in item.get("wrong_controls") or []:
@@ -74,7 +75,8 @@ def judge_controls_html(results: Mapping[str, Any]) -> str:
                 source = thumbnail(Path(outputs) / wrong["image"]) if outputs and wrong.get("image") else ""
                 image = f'<img src="{source}" alt="{_text(kind)} control of {_text(wrong.get("task"))}">' if source else ""
                 cards.append(f'<li class="hx-control">{image}<p><b>{_text(wrong.get("task"))}</b>: '
-                             f'{_text(KIND_TEXT.get(kind, kind))}, judged PASS: {_text(wrong.get("reasoning"))}</p></li>')
+                             f'{_text(KIND_TEXT.get(kind, kind))}, judged {"PASS" if item.get("right") == "FAIL" else "FAIL"}: '
+                             f'{_text(wrong.get("reasoning"))}</p></li>')
         if cards:
             parts.append(f"<details open><summary>Controls judge {_text(judge)} passed</summary>"
                          f"<ul class=\"hx-controls\">{''.join(cards)}</ul></details>")

@@ -212,7 +212,8 @@ def test_with_human_labels_the_candidates_people_passed_are_positive_controls(be
                                               for i in range(TASKS) for repeat in (1, 2)})
     refused = run(bench, "--judge-controls", "--gate", "judge_false_fail<=0.5")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR and "--agreement labels:PATH" in refused.stderr.str()
-    result = run(bench, "--judge-controls", "--agreement", "labels:labels.json", "--gate", "judge_false_fail<=0.5")
+    result = run(bench, "--judge-controls", "--agreement", "labels:labels.json", "--gate", "judge_false_fail<=0.5",
+                 "--html", "rep/report.html")
     controls = results(bench)["judge_controls"]["judges"]["controljudge"]
     positive = controls["kinds"]["human_pass"]
     assert (positive["right"], positive["wrong"], positive["judged"]) == ("PASS", 3, TASKS)  # tasks 0, 3 and 6
@@ -223,3 +224,6 @@ def test_with_human_labels_the_candidates_people_passed_are_positive_controls(be
     out = " ".join(result.stdout.str().split())
     assert "human_pass false FAIL 3 of 8 37.5%" in out
     assert "PASS gate 'judge_false_fail<=0.5' on judge controljudge (controls)" in out and result.ret == 0
+    page = (bench.path / "rep" / "report.html").read_text()
+    assert "<b>mini/task-03</b>: a candidate people passed, judged FAIL: a candidate people passed" in page
+    assert "3 false FAIL of 8" in page and "2 false PASS of 8" in page
