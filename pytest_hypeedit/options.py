@@ -44,6 +44,7 @@ GROUP_OF = {
     "--concurrency": "hypeedit-money", "--rate-limit": "hypeedit-money",
     "--judge": "hypeedit-judges", "--judge-base-url": "hypeedit-judges", "--rejudge": "hypeedit-judges",
     "--judge-tier": "hypeedit-judges", "--agreement": "hypeedit-judges", "--calibrate": "hypeedit-judges", "--judge-stability": "hypeedit-judges",
+    "--judge-controls": "hypeedit-judges",
     "--retry-cap": "hypeedit-statistics", "--review-seconds": "hypeedit-statistics",
     "--review-rate": "hypeedit-statistics", "--gate": "hypeedit-statistics",
     "--allow-incomplete": "hypeedit-statistics", "--bootstrap": "hypeedit-statistics",
@@ -166,6 +167,12 @@ def _declare_all(add: Callable[..., None]) -> None:
     add("--judge-stability", dest="hypeedit_judge_stability", metavar="N[xK]",
         help="re-judge N candidates (stratified by model and split) K more times each (default K 2): paid calls, "
              "in --budget, kept in the records; reports how often the same judge flips its verdict")
+    add("--judge-controls", dest="hypeedit_judge_controls", action="store_true",
+        help="before the items, show the judge candidates whose right verdict is FAIL without a person (per task: "
+             "the reference unchanged, a flat image, another task's reference, the reference mirrored): paid once, "
+             "in --budget, kept under <outputs>/_judge_controls, in no model's figures; with --agreement/--calibrate "
+             "labels also a candidate people passed (right verdict PASS); results 'judge_controls', gates "
+             "judge_false_pass, judge_false_fail and (with --baseline) judge_drift")
     add("--calibrate", dest="hypeedit_calibrate", metavar="labels:PATH[,PATH...]",
         help="correct every metric for the judge's errors with a random human sample (rater files, or their "
              "folder with the sample-design.json of hypeedit-review --sample): calibrated figures with 95%% "

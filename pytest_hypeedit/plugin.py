@@ -133,6 +133,9 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
     from .glue.human_labels import register_calibration
 
     register_calibration(config, run)  # record.human from the labels of the run; --calibrate
+    from .glue.control_run import register_controls
+
+    register_controls(config, run)  # --judge-controls
 
 
 def register_pool_plugins(config: pytest.Config) -> None:

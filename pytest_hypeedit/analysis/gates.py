@@ -40,7 +40,13 @@ METRIC_KINDS = {
     "effective_cost": "dollars",
     "first_attempt_pass_rate": "percent",
     "hype_gap": "percent",
+    "judge_false_pass": "percent",
+    "judge_false_fail": "percent",
+    "judge_drift": "count",
 }
+#: The figures of the judge's controls (--judge-controls, analysis/judge_controls.py): one value per judge, read
+#: from the results' ``judge_controls``, not from a model's row.
+JUDGE_METRICS = ("judge_false_pass", "judge_false_fail", "judge_drift")
 #: A value within this of its threshold (relative to the threshold, absolute below 1) is on it: ``>=`` and ``<=``
 #: hold there, ``>`` and ``<`` do not.  Without it a tie was decided by floating-point error: 0.78 (156 of 200)
 #: against baseline 0.8 - 0.02 (0.7800000000000001) failed ``pass_rate>=baseline-0.02``.  The full run's gates and
@@ -203,6 +209,9 @@ class RunScope:
     repeats: int
     calibrated: bool = False
     intervals: bool = True
+    judge_controls: bool = False  # --judge-controls
+    baseline: bool = False  # --baseline
+    labels: bool = False  # human labels: --agreement or --calibrate
 
     @property
     def rows(self) -> tuple[str, ...]:
@@ -220,6 +229,8 @@ def check_gates_apply(gates: Sequence[Gate], scope: RunScope) -> None:
 
 def _not_in_run(gate: Gate, scope: RunScope) -> str | None:
     head = f"--gate {gate.text!r}"
+    if gate.metric in JUDGE_METRICS:
+        return _judge_gate_not_in_run(gate, scope, head)
     if gate.model is not None and gate.model not in scope.models:
         return (f"{head} names model {gate.model!r}, which this run does not measure (its models: "
                 f"{', '.join(scope.models)}){_did_you_mean(gate.model, scope.models) or '.'} Fix the name, add "
@@ -238,6 +249,23 @@ def _not_in_run(gate: Gate, scope: RunScope) -> str | None:
     if gate.bound is not None and not gate.calibrated and not scope.intervals:
         return (f"{head} gates on an interval bound, and --bootstrap 0 computes no interval: drop --bootstrap 0, "
                 f"or gate on {gate.metric}.")
+    return None
+
+
+def _judge_gate_not_in_run(gate: Gate, scope: RunScope, head: str) -> str | None:
+    if gate.model is not None or gate.split is not None or gate.calibrated or gate.relative_to_baseline:
+        return (f"{head}: {gate.metric} is a figure of the run's judge, not of a model: write it without "
+                f"MODEL@SPLIT, calibrated. or baseline, e.g. '{gate.metric}<=0.05'.")
+    if not scope.judge_controls:
+        return (f"{head} gates on the judge's controls, which only a run with --judge-controls judges: add "
+                "--judge-controls, or drop the gate.")
+    if gate.metric == "judge_false_fail" and not scope.labels:
+        return (f"{head}: judge_false_fail is read on the positive controls, candidates people passed, which only "
+                "a run with human labels has: add --agreement labels:PATH or --calibrate labels:PATH, or drop the "
+                "gate.")
+    if gate.metric == "judge_drift" and (not scope.baseline or gate.bound is not None):
+        return (f"{head}: judge_drift compares the judge's controls with those of --baseline RESULTS.json (a run "
+                "with --judge-controls), and has no interval: pass --baseline, and write 'judge_drift<=0'.")
     return None
 
 
@@ -271,6 +299,9 @@ def evaluate(
     rows = list(results.get("rows") or [])
     outcome = []
     for gate in gates:
+        if gate.metric in JUDGE_METRICS:
+            outcome.extend(_judge_checks(gate, results.get("judge_controls"), allow_incomplete))
+            continue
         targets = _target_rows(gate, rows)
         if not targets:
             outcome.append(_missing(gate, rows))
@@ -377,3 +408,41 @@ def incompleteness(row: Mapping[str, Any]) -> list[str]:
 
 def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
+
+
+def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[GateResult]:
+    """One result per judge of the run's controls: its false-PASS share on the negative controls or false-FAIL
+    share on the positive ones (or a bound of its exact interval), or whether it drifted since the baseline (1) or
+    not (0)."""
+    judges = controls.get("judges") if isinstance(controls, Mapping) else None
+    if not isinstance(judges, Mapping) or not judges:
+        problem = controls.get("problem") if isinstance(controls, Mapping) else None
+        return [GateResult(gate, None, None, None, None, False,
+                           f"no judge controls were judged{f' ({problem})' if problem else ''}")]
+    drifts = controls.get("drift") if isinstance(controls.get("drift"), Mapping) else {}
+    out = []
+    for judge, entry in judges.items():
+        value, note = None, ""
+        if gate.metric != "judge_drift":
+            passing = gate.metric == "judge_false_pass"
+            pooled = entry.get("false_pass" if passing else "false_fail") or {}
+            value = pooled.get("rate") if gate.bound is None else (pooled.get("interval") or [None, None])[
+                BOUNDS[gate.bound]]
+            note = (f"{pooled.get('wrong')} false {'PASS' if passing else 'FAIL'} of {pooled.get('judged')} "
+                    f"{'negative' if passing else 'positive'} controls" if pooled else
+                    "no positive controls: they need human labels (--agreement or --calibrate)")
+            if entry.get("errors") and not allow_incomplete:
+                note = _join(note, f"incomplete controls ({entry['errors']} without a verdict): rerun to finish "
+                                   "them, or pass --allow-incomplete")
+                value = None
+        else:
+            drifted = drifts.get(judge) if isinstance(drifts, Mapping) else None
+            if isinstance(drifted, Mapping) and drifted.get("compared"):
+                value = 1.0 if drifted.get("drifted") else 0.0
+                note = "; ".join(drifted.get("reasons") or []) or "no drift since the baseline"
+            else:
+                note = "the baseline has no judge controls of this judge to compare with"
+        value = float(value) if finite_number(value) else None
+        holds = value is not None and OPERATORS[gate.op](value, gate.threshold)
+        out.append(GateResult(gate, f"judge {judge}", "controls", value, gate.threshold, bool(holds), note))
+    return out

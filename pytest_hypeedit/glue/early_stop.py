@@ -293,6 +293,10 @@ class SequentialGates:
 
 def _why_not_sequential(gate) -> str | None:
     """Only a pass rate is a mean of one value per candidate, which the betting test needs."""
+    from ..analysis.gates import JUDGE_METRICS
+
+    if gate.metric in JUDGE_METRICS:
+        return "a figure of the judge's controls (--judge-controls), judged before the first item"
     if gate.metric != "pass_rate":
         return f"{gate.metric} needs every repeat of a task; only pass_rate gates are decided early"
     if gate.calibrated:

@@ -63,8 +63,10 @@ class EstimateOnly:
         from ..report.price_text import estimate_lines, tier_lines
 
         keys = {key for key in (parse_nodeid(item.nodeid) for item in session.items) if key is not None}
+        from .control_run import estimate_lines as control_lines
+
         write_lines(self.config, tier_lines(self.run.tier, self.run.models)
-                    + estimate_lines(run_price(self.config, self.run, keys)))
+                    + estimate_lines(run_price(self.config, self.run, keys)) + control_lines(self.config, self.run))
         return True  # no item runs
 
 

@@ -79,7 +79,10 @@ def check_gates(config: pytest.Config, run: RunConfig) -> None:
     scope = RunScope(models=tuple(spec.name for spec in run.models),
                      splits=tuple(source.name for source in split_sources(option.hypeedit_tasks)),
                      repeats=run.repeats, calibrated=bool(option.hypeedit_calibrate),
-                     intervals=option.hypeedit_bootstrap > 0)
+                     intervals=option.hypeedit_bootstrap > 0,
+                     judge_controls=bool(getattr(option, "hypeedit_judge_controls", False)),
+                     baseline=bool(option.hypeedit_baseline),
+                     labels=bool(option.hypeedit_calibrate or getattr(option, "hypeedit_agreement", None)))
     gates = parse_gates(option.hypeedit_gates)
     check_gates_apply(gates, scope)
     if option.hypeedit_sequential and gates:  # refused here, before any outputs folder is marked for a release

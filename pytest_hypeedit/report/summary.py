@@ -47,6 +47,9 @@ def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], s
              possibly_paid_html(rows), gates_html(gate_lines)]
     for split in split_order(rows):
         parts.append(split_html(split, [r for r in rows if str(r.get("split")) == split], results.get("pairwise")))
+    from .control_cards import judge_controls_html
+
+    parts.append(judge_controls_html(results))  # --judge-controls: the controls the judge passed
     parts.append("</section>")
     return "".join(parts)
 

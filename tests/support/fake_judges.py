@@ -135,8 +135,45 @@ class EchoJudge(Judge):
         return Verdict(passed=False, reasoning=f"FAIL, billed to {key}", judge="echojudge")
 
 
+class ControlJudge(Judge):
+    """A paid judge (a cent a call, each written to calls.log) that sees the images: it PASSes a candidate whose
+    bytes are the task's first reference on the tasks whose number is a multiple of ``unchanged_every`` (a known
+    rate of false PASS on unchanged references), FAILs every other image of the task's own pixels and the positive
+    controls (candidates people passed) on the tasks whose number is a multiple of ``human_fail_every``, and PASSes
+    the models' candidates on odd repeats; each verdict names the served version $CONTROL_JUDGE_VERSION (else
+    ``version``)."""
+
+    name = "controljudge"
+    routes = ("control-judge",)
+    needs_images = True
+    unchanged_every = 4
+    human_fail_every = 3
+    version = "control-judge-v1"
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def worst_case_cost(self, request: JudgeRequest) -> float:
+        return 0.01
+
+    def judge(self, request: JudgeRequest) -> Verdict:
+        with self.lock, open("calls.log", "a") as log:
+            log.write(f"{request.model} {request.task.task_id} {request.repeat}\n")
+        number = int(request.task.task_id.rsplit("-", 1)[-1])
+        if request.model == "human_pass":  # a candidate people passed: FAILed on every human_fail_every-th task
+            passed, why = number % self.human_fail_every != 0, "a candidate people passed"
+        elif request.model in ("flat", "other_task", "mirrored"):  # (a mirrored flat colour is the reference's bytes)
+            passed, why = False, "not the edit asked for"
+        elif request.candidate.read_bytes() == request.references[0].read_bytes():
+            passed, why = number % self.unchanged_every == 0, "the reference itself"
+        else:
+            passed, why = request.repeat % 2 == 1, "a model's candidate"
+        return Verdict(passed=passed, reasoning=why, judge=self.id, cost=0.01,
+                       extra={"model_version": os.environ.get("CONTROL_JUDGE_VERSION", self.version)})
+
+
 JUDGES: dict[str, type[Judge]] = {kind.__name__: kind for kind in (
-    CoinJudge, PixelJudge, SlowJudge, HostileJudge, HtmlJudge, PanelJudge, EchoJudge)}
+    CoinJudge, PixelJudge, SlowJudge, HostileJudge, HtmlJudge, PanelJudge, EchoJudge, ControlJudge)}
 
 
 def plugin(judge: str, **knobs: Any):

@@ -1,0 +1,131 @@
+"""``--judge-controls`` in a run (the controller only): the controls judged before the first item, their figures
+in the results (``judge_controls``), their table in the terminal, the drift warning against ``--baseline``.
+
+The controls are judged once per run, on the controller at session start (engine/controls.py), before pytest-xdist
+starts its workers (its session start comes last): under ``-n`` no worker judges them, and every verdict of theirs
+goes through the same runner (judge, budget ledger, run id) as the items'.  Their records never reach the
+session's (glue/session.py): no model's figure counts them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..config import RunConfig
+from ..engine.records import Record
+from ..errors import HypeEditError
+from ..tasks import Task
+from .stash import RUNNER_KEY
+
+if TYPE_CHECKING:
+    from ..engine.controls import PassedBy
+
+#: The name the plugin is registered under.
+PLUGIN_NAME = "hypeedit-judge-controls"
+
+
+class ControlsPlugin:
+    def __init__(self, config: pytest.Config, run: RunConfig):
+        self.config, self.run = config, run
+        self.records: list[Record] = []
+        self.judge_id: str | None = None
+        self.problem: str | None = None  # why the controls were not judged
+        self.entry: dict[str, Any] | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:
+            return
+        from ..engine.controls import controls_price, judge_controls, price_line
+
+        runner = self.config.stash[RUNNER_KEY]
+        tasks = [task for split in self.run.splits for task in split.tasks]
+        try:
+            self.judge_id = runner.judge.id
+            passed = passed_by_people(self.config, self.run)
+            calls, usd = controls_price(runner, self.run.outputs, tasks, passed)
+            if calls:  # the price before paying, as the items' price line
+                terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+                if terminal is not None:
+                    terminal.write_line(price_line(calls, usd))
+            self.records = judge_controls(runner, self.run.outputs, tasks, passed)
+        except HypeEditError as exc:
+            self.problem = str(exc)
+
+    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+        results["judge_controls"] = self.results_entry()
+
+    def results_entry(self) -> dict[str, Any]:
+        from ..analysis.judge_controls import drift, summarize
+        from ..engine.controls import verdicts_of
+
+        if self.entry is not None:
+            return self.entry
+        entry = summarize(verdicts_of(self.records, self.judge_id or "", self.run.outputs)) if self.judge_id else {
+            "judges": {}}
+        if self.problem:
+            entry["problem"] = self.problem
+        baseline = getattr(self.config.pluginmanager.get_plugin("hypeedit-ci"), "baseline", None)
+        if isinstance(baseline, dict):
+            old = baseline.get("judge_controls")
+            entry["drift"] = drift(entry, old if isinstance(old, dict) else None)
+        self.entry = entry
+        return entry
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        from ..analysis.judge_controls import drift_warnings, table_lines
+        from .terminal_layout import write_folded
+
+        if self.config.option.collectonly:
+            return
+        entry = self.results_entry()
+        terminalreporter.write_sep("-", "judge controls (no model's figures; results: judge_controls)")
+        if self.problem:
+            write_folded(terminalreporter, [f"WARNING: the judge controls were not judged: {self.problem}"],
+                         yellow=True)
+        write_folded(terminalreporter, table_lines(entry))
+        write_folded(terminalreporter, [f"WARNING: {line}" for line in drift_warnings(entry)], yellow=True)
+
+
+def estimate_lines(config: pytest.Config, run: RunConfig) -> list[str]:
+    """``--estimate`` with ``--judge-controls``: the controls' price line (judge calls only)."""
+    if not config.getoption("hypeedit_judge_controls", default=False):
+        return []
+    from ..engine.controls import controls_price, price_line
+
+    calls, usd = controls_price(config.stash[RUNNER_KEY], run.outputs,
+                                [task for split in run.splits for task in split.tasks], passed_by_people(config, run))
+    return [price_line(calls, usd)]
+
+
+def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
+    """The positive controls' source, when the run has human labels (``--agreement``, ``--calibrate``): per task,
+    the first candidate (by model and repeat) the panel's majority passed whose image is in the outputs."""
+    from ..engine.store import Store
+
+    plugin = config.pluginmanager.get_plugin("hypeedit-calibration")
+    panel = plugin.panel() if plugin is not None else None
+    if panel is None:
+        return None
+    passed_keys = sorted(key for key in panel.keys() if (verdict := panel.verdict(*key)) and verdict.passed)
+    store = Store(run.outputs)
+
+    def passed(task: Task) -> Path | None:
+        for task_id, model, repeat in passed_keys:
+            if task_id != task.task_id:
+                continue
+            record = store.read_record(task.split, model, task_id, repeat)
+            found = store.find(task.split, model, task_id, repeat, named=record.candidate if record else None)
+            if found.candidate is not None:
+                return found.candidate
+        return None
+
+    return passed
+
+
+def register_controls(config: pytest.Config, run: RunConfig) -> None:
+    if config.getoption("hypeedit_judge_controls", default=False):
+        config.pluginmanager.register(ControlsPlugin(config, run), PLUGIN_NAME)
