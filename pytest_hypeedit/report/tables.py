@@ -116,9 +116,10 @@ def model_name(row: Mapping[str, Any]) -> str:
     name = " ".join(str(row.get("model")).split())
     if row.get("published"):
         return f"{name} (published)"
-    release = row.get("release")
-    named = [str(release.get(key)) for key in ("provider_model", "label") if release.get(key)] \
-        if isinstance(release, Mapping) else []
+    release = row.get("release") if isinstance(row.get("release"), Mapping) else {}
+    provider, label = release.get("provider_model"), release.get("label")
+    # the provider's model id when it says more than the name, and the team's label
+    named = [str(part) for part in (provider if provider and str(provider) != name else None, label) if part]
     if named:
         name += f" (release {', '.join(named)})"
     if row.get("figures"):

@@ -125,9 +125,11 @@ def check_leaderboard(results_md: str) -> None:
     tables = merged_tables(results_md)
     assert list(tables) == ["Tiny", "Public", "Private", "Combined"]  # ours, then the paper's splits
     # 4 of 5 tasks pass every time: E = (4 x 1 + 4) / 5, Pass@4 = 0.8, cost = E x (price + $0.2778) / 0.8
-    # beside the paper's (human) rows, the run's say they are its judge's
+    # beside the paper's (human) rows, the run's say they are its judge's, and which release they measured (the
+    # provider's model id, where it is not the model's name)
     assert tables["Tiny"] == ["| gpt-image-2 (judge) | 80.0% | 80.0% | 80.0% | 1.60 | $0.94 | 0.0% |",
-                              "| seedream-4.5 (judge) | 80.0% | 80.0% | 80.0% | 1.60 | $0.64 | 0.0% |"]
+                              "| seedream-4.5 (release seedream-4-5-251128) (judge) | 80.0% | 80.0% | 80.0% | 1.60 | "
+                              "$0.64 | 0.0% |"]
     assert len(tables["Public"]) == 7 and all("(published)" in row for row in tables["Public"])
 
 
@@ -163,7 +165,7 @@ def test_a_failed_gate_still_saves_the_outputs_and_uploads_the_report(runner, fa
     assert len(records) == TASKS * REPEATS and all(r.get("verdict") == "FAIL" for r in records), records[:1]
     merge = runner.run_job("leaderboard")  # the merge job still merges what the failed job left
     assert merge.ok, merge.log()
-    assert "| seedream-4.5 (judge) | 0.0% |" in artifact(runner, "hypeedit-leaderboard", "RESULTS.md").read_text()
+    assert "| seedream-4.5 (release seedream-4-5-251128) (judge) | 0.0% |" in artifact(runner, "hypeedit-leaderboard", "RESULTS.md").read_text()
 
 
 def benchmark_job(runner: Runner, **event) -> tuple[object, dict]:

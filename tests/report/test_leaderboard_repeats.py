@@ -111,7 +111,9 @@ def test_the_index_prints_every_row_as_the_markdown_does(tmp_path):
     partial = row("partial", 10, pass_rate=0.2, release={"id": "r-2", "label": None, "route": "ark",
                                                          "provider_model": "ep-rel-c"})
     older = row("older", 4)  # no release: an older version's row
+    same = row("same", 10, release={"id": "r-3", "label": None, "route": "openai", "provider_model": "same"})
     files = [write(tmp_path, "batch", [batch], 10), write(tmp_path, "older", [older], 4),
+             write(tmp_path, "same", [same], 10),
              write(tmp_path, "partial", [partial], 10, complete=False,
                    coverage={"reasons": [{"reason": "errors", "count": 1, "detail": "1 error"}]})]
     markdown_path, index_path = tmp_path / "RESULTS.md", tmp_path / "index.html"
@@ -124,6 +126,7 @@ def test_the_index_prints_every_row_as_the_markdown_does(tmp_path):
     assert html_rows == markdown_rows
     by_model = {cells[0]: cells for cells in markdown_rows}
     assert by_model["batch (release ep-rel-b, rc1) (judge)"][5] == "$1.00"  # list price, not the $0.50 paid
+    assert "same (judge)" in by_model  # a provider model id that is the model's name says nothing more
     assert "partial (release ep-rel-c) (judge) (incomplete)" in by_model
     assert "older (judge)" in by_model
     html = index_path.read_text()
