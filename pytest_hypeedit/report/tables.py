@@ -116,7 +116,8 @@ def model_name(row: Mapping[str, Any]) -> str:
     name = " ".join(str(row.get("model")).split())
     if row.get("published"):
         return f"{name} (published)"
-    release = row.get("release") if isinstance(row.get("release"), Mapping) else {}
+    given = row.get("release")
+    release: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     provider, label = release.get("provider_model"), release.get("label")
     # the provider's model id when it says more than the name, and the team's label
     named = [str(part) for part in (provider if provider and str(provider) != name else None, label) if part]
