@@ -1,7 +1,7 @@
 """API keys from the environment, base URLs, and redaction of key values.
 
-Keys come from the variables each provider's own SDK reads (design.md,
-Environment).  ``redact`` is applied to every message that could quote a
+Keys come from the variables each provider's own SDK reads
+(docs/reference/environment.md).  ``redact`` is applied to every message that could quote a
 request or a provider's reply, so a key value never reaches a record, a
 report or a log line.  Log lines the plugin does not write itself (httpcore and
 httpx log every request and reply header at DEBUG; a provider may echo the key

@@ -1,6 +1,6 @@
 """Task files -> validated tasks; reference images and their cache.
 
-A split is one task file (the upstream schema, design.md).  It comes from a
+A split is one task file (the upstream schema, docs/reference/formats.md).  It comes from a
 local path, a URL, or a manifest in ``tasks/`` (source URL + sha256 + images
 base).  Everything in a task file is untrusted: a ``task_id`` or an image file
 name becomes a path on disk, so anything that is not a plain name is refused.

@@ -4,7 +4,7 @@ Pure: per-row task tallies and settings in, keys added to the rows out.  The
 statistics themselves are in ``stats.py`` and ``metrics.py``; this module
 only decides which tallies go with which row and stores the answers as JSON.
 
-Keys added to each results row (design.md allows new keys):
+Keys added to each results row (the results contract allows new keys: docs/reference/results.md):
 
     intervals     {metric: [low, high]}   95% interval over tasks, valid at 0% and 100% (task_intervals.py)
     interval_notes {metric: why}          a metric with a value but no interval (or no upper bound), and why

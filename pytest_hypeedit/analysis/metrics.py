@@ -1,6 +1,6 @@
 """The benchmark's numbers: pure functions of per-task PASS counts.
 
-The definitions are the contract in design.md ("The benchmark"), which the
+The definitions are the contract in docs/explanation/metrics.md, which the
 upstream RESULTS.md follows.  For task t with k_t PASS among n_t judged
 candidates, p_t = k_t / n_t and, with retry cap A:
 

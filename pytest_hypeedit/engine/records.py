@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from ..finite import finite_number
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
 
-#: Outcomes of one candidate (design.md, "Outcomes of one candidate").
+#: Outcomes of one candidate (docs/reference/results.md, "Outcomes of one candidate").
 PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
 OUTCOMES = (PASS, FAIL, REFUSED, ERROR, SKIPPED)
 
@@ -29,7 +29,7 @@ RECORD_SCHEMA = "hypeedit-record/1"
 #: ``extra`` key of a new record made where a file on disk was no record (engine/store.py): why it was not used.
 DISCARDED = "discarded_record"
 
-#: The price tiers a call can be served at (providers.md section 11): ``standard`` (the list price), ``flex``
+#: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price), ``flex``
 #: (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode).  A record read from disk is
 #: untrusted: any other value of ``tier`` or ``judge_tier`` becomes UNKNOWN_TIER, counted (``unknown_tiers``) and
 #: its spend shown under that name, never believed.

@@ -51,8 +51,8 @@ class BenchmarkSession:
             self.interrupted = "interrupted (Ctrl-C)"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # The teardown report carries every property the item gathered (pytest-notes §1),
-        # so the record is decoded once per item, not once per phase.
+        # The teardown report carries every property the item gathered (pytest copies item.user_properties onto
+        # each phase's report), so the record is decoded once per item, not once per phase.
         if report.when == "teardown":
             for record in self._records_of(report):
                 self.records[record.key] = record

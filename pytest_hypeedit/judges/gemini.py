@@ -34,7 +34,7 @@ after those retries ("To prevent unexpected charges, the system won't automatica
 the Standard tier", same page).  A shed request is taken as not billed: Gemini bills the tokens of an answer
 (ai.google.dev/gemini-api/docs/pricing) and a 503 carries none, Google's staff describing it as "can't service
 your request" (discuss.ai.google.dev/t/handling-429-503-errors-from-the-gemini-api/124640); that nothing at all is
-charged is UNCONFIRMED first-hand (providers.md section 11.6).  A reply lost on the way is never sent again
+charged is UNCONFIRMED first-hand (docs/reference/providers.md section 11.6).  A reply lost on the way is never sent again
 (genai_client.mark_paid) and goes to the journal as every paid call does.
 """
 
@@ -79,7 +79,7 @@ PRICES = {FLASH_MODEL: (0.50e-6, 3.00e-6)}
 #: What one verdict can cost at most (``worst_case_cost``, reserved against --budget), with the prices above:
 #: each image at media resolution HIGH is at most 1120 tokens on Gemini 3 (ai.google.dev/gemini-api/docs/
 #: media-resolution, "Token counts": the resolution sets the maximum tokens of a media input; the figure is
-#: second-hand, providers.md [G27], UNCONFIRMED); text is at most one token per UTF-8 byte (a SentencePiece
+#: second-hand, docs/reference/providers.md [G27], UNCONFIRMED); text is at most one token per UTF-8 byte (a SentencePiece
 #: token covers at least one byte; UNCONFIRMED for Gemini's tokenizer), plus a few per part for its framing;
 #: the output, thinking included, is capped by MAX_OUTPUT_TOKENS; and a reply that cannot be read is asked once
 #: more (prompting.ask_until_parsed): two paid asks.
@@ -98,7 +98,7 @@ THINKING_LEVEL = "MEDIUM"  # types.ThinkingLevel.MEDIUM, in google-genai >= 1.56
 MEDIA_RESOLUTION = {"level": "media_resolution_high"}
 
 #: What a verdict served at Flex costs, as a share of its standard price ("a 50% cost reduction compared to
-#: standard rates", ai.google.dev/gemini-api/docs/flex-inference; providers.md section 11.6).
+#: standard rates", ai.google.dev/gemini-api/docs/flex-inference; docs/reference/providers.md section 11.6).
 FLEX_SHARE = 0.5
 #: Seconds per read of a Flex call: "Minutes (1-15 min target)", "we recommend increasing client-side timeouts to
 #: 10 minutes or more" (the same page): the top of the target, never less than the run's own timeout.

@@ -4,7 +4,7 @@
 - ``flex``: Gemini's Flex tier, the same synchronous ``generateContent`` at 50% of the standard price, with minutes
   of latency, and requests that may be shed under load (503 UNAVAILABLE or 429) and are then retried on Flex with
   backoff, never upgraded to standard (ai.google.dev/gemini-api/docs/flex-inference: "the system won't
-  automatically upgrade a Flex request to the Standard tier"; providers.md section 11.6).
+  automatically upgrade a Flex request to the Standard tier"; docs/reference/providers.md section 11.6).
 - ``flex-or-standard``: Flex, and a verdict whose Flex request was still shed after its retries is asked once more
   at standard (billed at standard and recorded so): the user's explicit choice, never a silent one.
 - ``batch``: not supported yet for the judge (a run refuses it and names the tiers it has).

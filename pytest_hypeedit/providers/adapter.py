@@ -253,8 +253,8 @@ class HttpProvider(Provider):
 
 def decoded_ext(data: bytes | Path, what: str, *, request_id: str | None = None, cost: float | None = None,
                 previews: list[Preview] | None = None) -> str:
-    """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (design.md: an
-    undecodable file from the model is a refusal).  Formats other than PNG/JPEG/WebP are refused too: readers
+    """The extension of an image (bytes, or a file) that fully decodes; else a Refusal (an undecodable
+    file from the model is a refusal: docs/reference/results.md, "Outcomes of one candidate").  Formats other than PNG/JPEG/WebP are refused too: readers
     accept only those.  So is an image of more pixels than ``images.MAX_IMAGE_PIXELS``, before it is decoded:
     the model answered, and paid for, with an image no one can use here (a 12000 x 12000 PNG is 140 KB on
     the wire and 430 MB decoded), so it is the model's failed attempt, not a fault of the call to retry.

@@ -1,6 +1,6 @@
 """``ark``: Seedream 4.0 / 4.5 / 5.0 / 5.5 on BytePlus ModelArk (``POST {base}/images/generations``).
 
-Wire format: providers.md sections 2 and 10.  Synchronous.  References go as data
+Wire format: docs/reference/providers.md sections 2 and 10.  Synchronous.  References go as data
 URLs; the size is ``WxH`` at the task's aspect ratio with the model's 2K pixel
 budget (2048 x 2048, ``options.pixels``) kept within the total pixels the model
 accepts (``PIXEL_RANGES``); watermark off; the returned URL is fetched at once.
@@ -11,7 +11,7 @@ amount UNCONFIRMED): ``options.reference_fee`` (USD per reference) is added to t
 recorded cost; while the amount is unknown, the worst case reserved for
 ``--budget`` counts each reference at the model's own price.  An unknown or
 retired model id answers 404 ``InvalidEndpointOrModel.NotFound`` (second-hand,
-providers.md section 10): final (``ModelGone``).
+docs/reference/providers.md section 10): final (``ModelGone``).
 Moderation comes as HTTP 400 with a ``*SensitiveContentDetected*`` code, or as
 an error in an HTTP 200 reply: both are refusals.  The SDK's ``ImagesResponse``
 (byteplus-sdk/byteplus-python-sdk-v2, byteplussdkarkruntime/types/images/images.py)
@@ -20,7 +20,7 @@ carry its own: a 200 reply with either is that error, with its code kept (a
 moderation code is a refusal, any other a ProviderError), not "no image".
 
 References must have an aspect ratio between 1/3 and 3 (old 4.0 spec,
-second-hand, providers.md section 2): one outside that is padded into range
+second-hand, docs/reference/providers.md section 2): one outside that is padded into range
 before anything is paid for, and the record says so (``extra.padded_references``).
 
 The generation is a paid request sent once (``submits=True``): a reply lost to a
@@ -44,9 +44,9 @@ from .images import ImageLimits, padding_notes
 
 DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of every Seedream model
 #: Total pixels (min, max) a WxH size may have, per model: 4.0 1024^2-4096^2 and 4.5 3,686,400-16,777,216
-#: (providers.md section 2, second-hand copies of the model docs); 5.0 from 3,686,400 (gogogotoken's copy of
+#: (docs/reference/providers.md section 2, second-hand copies of the model docs); 5.0 from 3,686,400 (gogogotoken's copy of
 #: ModelArk's price list: "total pixels must be >= 3,686,400") to 3072x3072, its 3K (apimart, apixo: 2K/3K);
-#: 5.5 from 0.92 MP to about 2048x2048 (providers.md section 10, UNCONFIRMED); 5.0 Pro up to 4.19 MP (2048x2048)
+#: 5.5 from 0.92 MP to about 2048x2048 (docs/reference/providers.md section 10, UNCONFIRMED); 5.0 Pro up to 4.19 MP (2048x2048)
 #: with a 1K preset as its smallest (APIYI's Seedream versions page, second-hand, UNCONFIRMED).
 PIXEL_RANGES = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5-251128": (3_686_400, 16_777_216),
                 "seedream-5-0-260128": (3_686_400, 3072 * 3072), "seedream-5-5-261028": (921_600, 2048 * 2048),
@@ -59,7 +59,7 @@ NO_SEQUENTIAL = ("seedream-5-0-pro-260628",)
 #: Models that charge per reference image, and how many references each call carries free: 5.5 (second-hand;
 #: the amount is options.reference_fee) and 5.0 Pro, whose first reference is free (LaoZhang's note, UNCONFIRMED).
 PER_REFERENCE_FEE = {"seedream-5-5-261028": 0, "seedream-5-0-pro-260628": 1}
-#: 404 codes of a model id ModelArk does not know (any more): InvalidEndpointOrModel.NotFound (providers.md
+#: 404 codes of a model id ModelArk does not know (any more): InvalidEndpointOrModel.NotFound (docs/reference/providers.md
 #: section 10, second-hand) and InvalidEndpoint.NotFound (BytePlus's common error codes, 1299023).
 GONE_CODES = ("invalidendpointormodel.notfound", "invalidendpoint.notfound")
 
@@ -90,7 +90,7 @@ class ArkProvider(HttpProvider):
     # The stricter of the two models' documented limits (4.0: JPEG/PNG, <= 10 MB,
     # <= 6000 px, <= 10 images; 4.5 per-file limits are UNCONFIRMED).  Sides are
     # capped at 4096 to keep the JSON body reasonable.
-    # An input's width/height must be in [1/3, 3] (the 4.0 spec as copied by novita, providers.md [B6];
+    # An input's width/height must be in [1/3, 3] (the 4.0 spec as copied by novita, docs/reference/providers.md [B6];
     # second-hand, UNCONFIRMED for 4.5): a reference outside is padded into range, not refused.
     image_limits = ImageLimits(max_count=10, max_side=4096, min_side=14, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg", max_aspect_ratio=3.0)

@@ -4,7 +4,7 @@ provider batches, and hands each line's answer back to the candidate waiting for
 An adapter's ``generate()`` builds its candidate's line and calls ``Collector.buy`` (a new candidate) or
 ``Collector.resume`` (a line journaled by an earlier attempt); either blocks until the line's batch ended and
 returns the line's ``Outcome``.  The collector's own thread does the provider calls of a batch, in this order,
-so a kill at any point loses nothing and buys nothing twice (providers.md section 11):
+so a kill at any point loses nothing and buys nothing twice (docs/reference/providers.md section 11):
 
     lines gathered for ``linger`` seconds (or until a limit of the input file is reached)
     -> input file uploaded                       (free: nothing is bought yet)

@@ -3,7 +3,7 @@
 ``BflProvider(spec)`` is a ``Flux3Provider`` for a ``flux-3`` model id: its request shape is another
 (see ``Flux3Provider``); submitting, journaling and polling are the same.
 
-Wire format: providers.md section 4.  References go as ``input_image``,
+Wire format: docs/reference/providers.md section 4.  References go as ``input_image``,
 ``input_image_2`` ... ``input_image_8`` (base64); width and height are the
 task's aspect ratio at ``options.megapixels`` (default 1 MP, the paper's
 $0.10 price point), multiples of 16.  The submit reply's ``cost`` (credits,
@@ -27,7 +27,7 @@ help.bfl.ai "Why did my request fail?"); every status but ``Pending`` is final:
   Content Moderated  output flagged after processing: a refusal, "Not charged" (help.bfl.ai)
   Task not found     "does not exist or has expired" (docs.bfl.ml): the result is gone -> JobExpired
   Error / Failed     processing failed: the job ends as an error naming it (BFL's own polling
-                     examples stop on "Error"; "Failed" is the same end, providers.md section 4)
+                     examples stop on "Error"; "Failed" is the same end, docs/reference/providers.md section 4)
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 USD_PER_CREDIT = 0.01
 MAX_INPUTS = 8
-#: Why a result URL that answers 403/404/410 is gone (providers.md section 4, [F2]).
+#: Why a result URL that answers 403/404/410 is gone (docs/reference/providers.md section 4, [F2]).
 RESULT_KEPT = "BFL's signed result URLs are valid for 10 minutes"
 PENDING = "pending"
 MODERATED = {"request moderated": "Request Moderated", "content moderated": "Content Moderated"}
@@ -58,7 +58,7 @@ GONE = "task not found"
 
 #: FLUX.2 pricing in credits: (the first megapixel, each further megapixel), input images counted as processed
 #: megapixels (black-forest-labs/skills skills/bfl-api/SKILL.md "Model Endpoints & Pricing"; docs.bfl.ai
-#: quick_start/pricing; providers.md section 4 [F2]: [max] 1 MP text-to-image $0.07, 1 MP edit $0.10).
+#: quick_start/pricing; docs/reference/providers.md section 4 [F2]: [max] 1 MP text-to-image $0.07, 1 MP edit $0.10).
 CREDITS = {"flux-2-max": (7.0, 3.0), "flux-2-pro": (3.0, 1.5), "flux-2-flex": (5.0, 5.0),
            "flux-2-klein-9b": (1.5, 0.2), "flux-2-klein-4b": (1.4, 0.1)}
 #: How BFL rounds megapixels is not documented (UNCONFIRMED), so the worst case takes the larger of two
@@ -232,7 +232,7 @@ FLUX3_RATIOS = ("21:9", "2:1", "16:9", "3:2", "7:5", "4:3", "5:4", "1:1", "4:5",
 #: 1.5k is accepted but unpriced there), UNCONFIRMED.
 FLUX3_PRICES = {"768sq": 0.041, "1k": 0.048, "1.5k": None, "2k": 0.10, "4k": 0.607}
 #: Statuses that end a job (the FLUX.2 list); anything else is an interim status and is polled again (the
-#: endpoint reports statuses besides Pending while it works, providers.md section 10: names UNCONFIRMED).
+#: endpoint reports statuses besides Pending while it works, docs/reference/providers.md section 10: names UNCONFIRMED).
 FLUX3_FINAL = frozenset({"ready", GONE, *MODERATED, *FAILED})
 
 
@@ -244,7 +244,7 @@ class Flux3Provider(BflProvider):
     generating, on by default: sent ``false``, since an edit of the given images needs no search;
     ``options.grounding`` turns it on) and ``safety_tolerance`` (0-4, from ``options``).  Nothing else: the
     schema is strict and answers 422 to ``seed``, ``width``/``height``, ``output_format`` or ``input_image_N``
-    (providers.md section 10; Comfy Router's copy of the schema).  No seed, so none is recorded."""
+    (docs/reference/providers.md section 10; Comfy Router's copy of the schema).  No seed, so none is recorded."""
 
     image_limits = ImageLimits(max_count=10, min_side=256, max_pixels=4 * 1024 * 1024, max_bytes=14 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg")

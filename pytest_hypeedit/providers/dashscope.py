@@ -1,6 +1,6 @@
 """``dashscope``: Qwen Image Edit on Alibaba Model Studio (DashScope), synchronous.
 
-Wire format: providers.md section 6.  ``POST {base}/services/aigc/multimodal-generation/generation``
+Wire format: docs/reference/providers.md section 6.  ``POST {base}/services/aigc/multimodal-generation/generation``
 with the references (data URIs) then the instruction in one user message;
 ``parameters.size`` is ``W*H`` at the task's aspect ratio within 512-2048 px
 per side (``options.pixels``, default 1 MP); watermark off; the per-repeat

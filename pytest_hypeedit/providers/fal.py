@@ -1,6 +1,6 @@
 """``fal``: any fal.ai model through the queue API (qwen-image-edit-2511, qwen-image-2/edit).
 
-Wire format: providers.md sections 6 and 7.  Submit ``POST {base}/{endpoint id}``
+Wire format: docs/reference/providers.md sections 6 and 7.  Submit ``POST {base}/{endpoint id}``
 with the model input, then follow the URLs the reply returns (``status_url``,
 ``response_url``: they keep only the first two path segments of the id, so
 they are never rebuilt here).  References go as data URIs in ``image_urls``;
@@ -9,7 +9,7 @@ default, the $0.03 price point); ``options.arguments`` adds or replaces input
 fields for other models on fal.  A ``content_policy_violation`` or an
 ``has_nsfw_concepts`` flag is a refusal.  An endpoint with a documented range of
 output sizes (``SIZE_RANGES``: ``fal-ai/qwen-image-2/edit`` takes 0.26-4.19 MP,
-priced per image, providers.md section 10) gets the task's own size brought
+priced per image, docs/reference/providers.md section 10) gets the task's own size brought
 into that range instead (``options.megapixels`` still decides when set).
 
 The request (id, status and response URLs) is journaled right after the queue
@@ -53,7 +53,7 @@ RUNNING = ("IN_QUEUE", "IN_PROGRESS")
 GONE = (404, 410)  # a request (or its stored result) fal no longer knows
 RESULT_KEPT = "fal keeps a request's result 1 hour after it completes"
 #: Output pixels (min, max) of ``image_size`` per endpoint: qwen-image-2's edit endpoints take 0.26-4.19 MP
-#: (512^2 to 2048^2; fal's model page as copied second-hand, providers.md section 10, UNCONFIRMED).
+#: (512^2 to 2048^2; fal's model page as copied second-hand, docs/reference/providers.md section 10, UNCONFIRMED).
 SIZE_RANGES = {"fal-ai/qwen-image-2/edit": (512 * 512, 2048 * 2048),
                "fal-ai/qwen-image-2/pro/edit": (512 * 512, 2048 * 2048)}
 

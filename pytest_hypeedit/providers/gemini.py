@@ -1,13 +1,13 @@
 """``gemini``: Gemini image models through google-genai (gemini-3-pro-image, gemini-3.1-flash-image,
 gemini-nano-banana-2.1, gemini-3.1-flash-lite-image).
 
-Wire format: providers.md section 1.  The request carries the instruction,
+Wire format: docs/reference/providers.md section 1.  The request carries the instruction,
 then the reference images inline; ``imageConfig`` asks for the model's 2K size
 (``options.image_size``) at the allowed aspect ratio nearest the task's target
 size.  Gemini refuses with HTTP 200: a ``blockReason``, a refusing
 ``finishReason`` or an answer without an image is a ``Refusal``; HTTP errors
 are ``ProviderError``; a 404 ``NOT_FOUND`` (what a retired id such as
-gemini-3-pro-image-preview answers, providers.md section 10) is final
+gemini-3-pro-image-preview answers, docs/reference/providers.md section 10) is final
 (``ModelGone``, with the shutdown date and successor).  The image is the LAST
 inline image that is not a thought: a thinking model may send up to two
 interim images first.
@@ -57,13 +57,13 @@ ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9"
 #: release notes, second-hand, UNCONFIRMED).
 MODEL_ASPECT_RATIOS = {"gemini-3.1-flash-image": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1", "9:21"),
                        "gemini-nano-banana-2.1": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1")}
-#: "512" is gemini-3.1-flash-image's smallest size (the same page; providers.md section 10, second-hand).
+#: "512" is gemini-3.1-flash-image's smallest size (the same page; docs/reference/providers.md section 10, second-hand).
 IMAGE_SIZES = ("512", "1K", "2K", "4K")
 #: Models that take fewer sizes (all second-hand, UNCONFIRMED): gemini-nano-banana-2.1 refuses "512" (tanstack,
 #: as above); gemini-3.1-flash-lite-image makes 1K images only (Vercel AI Gateway's model page).
 MODEL_IMAGE_SIZES = {"gemini-nano-banana-2.1": ("1K", "2K", "4K"), "gemini-3.1-flash-lite-image": ("1K",)}
 #: USD per output image by image_size, and per input image, of the ids whose prices we know: gemini-3-pro-image
-#: $0.134 at 1K/2K and $0.24 at 4K, about $0.0011 an input image (providers.md section 1, the preview's
+#: $0.134 at 1K/2K and $0.24 at 4K, about $0.0011 an input image (docs/reference/providers.md section 1, the preview's
 #: prices, second-hand; the GA id's UNCONFIRMED); gemini-3.1-flash-image 747/1120/1680/2520 output tokens at
 #: 512/1K/2K/4K and 1120 tokens an input image (the Cloud page above) at $60 and $0.50 per 1M tokens
 #: (docs.ai.it.ufl.edu's listing: $0.067 a 1K image, UNCONFIRMED).
@@ -71,10 +71,10 @@ PRICES: dict[str, tuple[dict[str, float], float]] = {
     "gemini-3-pro-image": ({"1K": 0.134, "2K": 0.134, "4K": 0.24}, 0.0011),
     "gemini-3.1-flash-image": ({"512": 0.0448, "1K": 0.0672, "2K": 0.1008, "4K": 0.1512}, 0.00056),
 }
-#: providers.md: up to 14 reference images, PNG/JPEG/WebP, inline payload <= 100 MB (20 MB before Jan 2026).
+#: docs/reference/providers.md: up to 14 reference images, PNG/JPEG/WebP, inline payload <= 100 MB (20 MB before Jan 2026).
 #: The 5 MB per image is ours (UNCONFIRMED as a Gemini limit): 14 such images stay under 100 MB in base64.
 IMAGE_LIMITS = ImageLimits(max_count=14, max_bytes=5_000_000, formats=("png", "jpeg", "webp"), convert_to="png")
-#: finishReason values that mean "no image for you" (providers.md section 1).
+#: finishReason values that mean "no image for you" (docs/reference/providers.md section 1).
 REFUSING_FINISH = frozenset({
     "NO_IMAGE", "SAFETY", "PROHIBITED_CONTENT", "RECITATION", "BLOCKLIST", "SPII", "OTHER",
     "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "IMAGE_OTHER",
@@ -156,7 +156,7 @@ class GeminiProvider(Provider):
                 response = call(lambda: self.session.client.models.generate_content(
                     model=self.spec.provider_model, contents=contents, config=config), what=what, error=ProviderError)
         except ProviderError as exc:
-            if exc.status == 404:  # NOT_FOUND: the model id is unknown or retired (providers.md section 10)
+            if exc.status == 404:  # NOT_FOUND: the model id is unknown or retired (docs/reference/providers.md section 10)
                 self._gone = model_gone(self.spec, str(exc).removeprefix(f"{what}: "), status=404)
                 raise self._gone from None
             raise

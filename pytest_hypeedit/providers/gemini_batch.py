@@ -1,6 +1,6 @@
 """``gemini`` on the batch tier (``--tier batch``): image models through Gemini's Batch mode at half price.
 
-Wire format: providers.md sections 11.4 and 11.5, spoken through google-genai itself (its ``batches`` and
+Wire format: docs/reference/providers.md sections 11.4 and 11.5, spoken through google-genai itself (its ``batches`` and
 ``files`` modules are the reference [T9]):
 
 - each reference is uploaded once per process with the Files API (``client.files.upload``: the resumable
@@ -13,7 +13,7 @@ Wire format: providers.md sections 11.4 and 11.5, spoken through google-genai it
   (a run whose lines outgrow that makes more batches, never a bigger one);
 - ``client.batches.get(name)`` is polled; its ``state`` is ``JOB_STATE_*`` (google-genai maps the wire's
   ``BATCH_STATE_*``, ``_transformers.py`` ``t_job_state``); ended: SUCCEEDED, FAILED, CANCELLED, EXPIRED and
-  PARTIALLY_SUCCEEDED (``done`` alone misses the last, providers.md 11.4);
+  PARTIALLY_SUCCEEDED (``done`` alone misses the last, docs/reference/providers.md 11.4);
 - results: ``dest.inlined_responses`` (each ``{response, metadata, error}``, mapped by ``metadata.key``), or
   ``dest.file_name``, a JSONL of ``{"key", "response" | "error"}`` lines (``files.download``).
 
@@ -75,7 +75,7 @@ BATCH_NAME = re.compile(r"batches/[A-Za-z0-9_-]{1,200}")
 FILE_NAME = re.compile(r"files/[a-z0-9-]{1,100}")
 DISPLAY_NAME = re.compile(r"hypeedit-[0-9a-f]{32}")
 #: A Files API upload's ``uri``: ``https://…/files/<id>`` (google-genai extracts the id with ``[a-z0-9]+``,
-#: providers.md 11.5); http only for a base URL moved to loopback.
+#: docs/reference/providers.md 11.5); http only for a base URL moved to loopback.
 FILE_URI = re.compile(r"https?://[^\s/]{1,255}/[^\s]{0,200}files/[a-z0-9-]{1,100}")
 
 

@@ -71,7 +71,7 @@ GEMINI_KEY_ENV: tuple[str, ...] = KEY_ENV[ROUTE]
 #: unset ``HttpOptions.timeout`` becomes httpx's ``timeout=None``), so a stalled read would never end; 600 s
 #: is what the OpenAI and ModelArk SDKs wait (their ``_constants.py``), far above a 4K image's minute or two.
 PAID_CALL_TIMEOUT_S = 600.0
-#: A batch's creation is paid too, and not idempotent (providers.md 11.4): never sent twice either.
+#: A batch's creation is paid too, and not idempotent (docs/reference/providers.md 11.4): never sent twice either.
 PAID_PATH_SUFFIX = (":generateContent", ":batchGenerateContent")
 #: The header that names a call's slots between google-genai and the session's hook; never sent.
 CALL_HEADER = "x-hypeedit-call"
@@ -200,7 +200,7 @@ def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
     code = exc.code if isinstance(exc.code, int) else None
     message = exc.message if isinstance(exc.message, str) else ""
     text = f"{what}: HTTP {code} {exc.status or ''}".rstrip() + (f": {message[:500]}" if message else "")
-    # providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not; nor is a per-day quota.
+    # docs/reference/providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not; nor is a per-day quota.
     retryable = code is not None and (code in RETRY_STATUSES or code >= 500)
     quota = daily_quota(exc.details) if code == 429 else None
     # Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: a refused key, as a 401 is

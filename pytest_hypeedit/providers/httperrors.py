@@ -40,7 +40,7 @@ def _flag(headers: httpx.Headers, name: str) -> bool | None:
 
 
 def is_retryable(response: httpx.Response) -> bool:
-    """Whether trying the same request again may succeed (providers.md section 8)."""
+    """Whether trying the same request again may succeed (docs/reference/providers.md section 8)."""
     for header in ("x-should-retry", "x-fal-retryable"):
         flag = _flag(response.headers, header)
         if flag is not None:
@@ -65,7 +65,7 @@ def _url_without_query(url: httpx.URL | str) -> str:
 
 
 def error_details(response: httpx.Response) -> tuple[str | None, str]:
-    """(code, message) from the error envelopes the providers use (providers.md)."""
+    """(code, message) from the error envelopes the providers use (docs/reference/providers.md)."""
     try:
         body: Any = response.json()
     except (ValueError, httpx.ResponseNotRead):

@@ -1,7 +1,7 @@
 """Reference images prepared to a provider's documented limits, once per task x route.
 
 A provider limits how many images it takes, their pixels, sides, bytes and
-formats (providers.md).  ``prepare_references`` returns the task's images
+formats (docs/reference/providers.md).  ``prepare_references`` returns the task's images
 within those limits: unchanged when they already fit (no needless
 re-encoding), else resized and/or re-encoded.  Results are cached on disk under
 ``<cache>/<route>/<task_id>/``, keyed by the limits, written atomically under a

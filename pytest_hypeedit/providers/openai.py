@@ -1,13 +1,13 @@
 """``openai``: gpt-image-1.5 and gpt-image-2 through ``POST {base}/images/edits`` (multipart).
 
-Wire format: providers.md sections 3 and 10; what differs per model is in openai_models.py.  Every
+Wire format: docs/reference/providers.md sections 3 and 10; what differs per model is in openai_models.py.  Every
 reference goes as one ``image[]`` part; quality and input fidelity come from the model's options
 (high/high in models.yaml), input fidelity only to a model that takes it (gpt-image-2 ignores it).
 The size: for gpt-image-1.5 the listed one nearest the task's aspect ratio; for gpt-image-2 the task's
 own aspect ratio (within 1:3..3:1) at ``options.pixels`` (default 1536 x 1024's area, so both models
 make images of the same pixel count), sides multiples of 16.  The image comes back as ``b64_json``.
 ``moderation_blocked`` (HTTP 400) is a refusal; 404 ``model_not_found`` (the id does not exist or was
-retired, providers.md section 10) is final (``ModelGone``).  The cost is computed from the reply's
+retired, docs/reference/providers.md section 10) is final (``ModelGone``).  The cost is computed from the reply's
 ``usage`` at the model's token prices, else the list price of its size and quality.  The edits API
 takes no seed, so none is sent or recorded.
 
@@ -108,7 +108,7 @@ class OpenAIProvider(HttpProvider):
                 raise self.refusal(request, f"moderation: {code}: {message[:300]}", request_id=request_id)
         if response.status_code == 404:
             code, message = error_details(response)
-            if code == "model_not_found":  # a retired id answers so (providers.md section 10)
+            if code == "model_not_found":  # a retired id answers so (docs/reference/providers.md section 10)
                 raise self.gone(f"HTTP 404 {code}: {message[:300]}", status=404)
         self.check(response)
         reply = self.json_of(response, what)

@@ -1,12 +1,12 @@
 """``openai`` on the batch tier (``--tier batch``): gpt-image edits through the Files and Batch APIs at half price.
 
-Wire format (providers.md sections 11.1-11.3; openai-python 3.57 ``resources/{files,batches}.py``,
+Wire format (docs/reference/providers.md sections 11.1-11.3; openai-python 3.57 ``resources/{files,batches}.py``,
 ``types/{batch,batch_create_params,file_object,file_create_params,file_purpose}.py`` [T1]):
 
 - each reference is uploaded once per process (``POST /files``, multipart ``file`` + ``purpose``) and named by
   ``{"file_id": …}`` in every line that uses it (an ``ImageRefParam``, openai-python ``api_reference``
   ``openapi.transformed.yml`` [T2]); purpose ``vision``, the purpose the docs name for image inputs (for edits
-  UNCONFIRMED, providers.md 11.1);
+  UNCONFIRMED, docs/reference/providers.md 11.1);
 - the input file is JSONL, one ``{"custom_id", "method": "POST", "url": "/v1/images/edits", "body"}`` a line,
   the body the JSON edit body ``EditImageBodyJsonParam`` [T2]; uploaded with ``purpose=batch`` as ``.jsonl``
   (``resources/files.py``: "batch" files are .jsonl up to 200 MB), at most 50,000 lines and 200 MB a file
@@ -18,7 +18,7 @@ Wire format (providers.md sections 11.1-11.3; openai-python 3.57 ``resources/{fi
 - result lines are mapped by ``custom_id``, never by position ("the output line order may not match the input
   line order" [T3]).
 
-Billing (the Batch guide [T3] and FAQ, providers.md 11.3): "You will be charged for tokens consumed from any
+Billing (the Batch guide [T3] and FAQ, docs/reference/providers.md 11.3): "You will be charged for tokens consumed from any
 completed requests"; unfinished requests of an expired or cancelled batch are cancelled and written to the error
 file as ``batch_expired`` / ``batch_cancelled``.  So a line with an output (HTTP 200) was billed; an expired,
 cancelled or never-run line (a batch that failed validation) was not, and is bought again; a line the endpoint
@@ -54,7 +54,7 @@ MAX_REQUESTS, MAX_BYTES = 50_000, 190 * 1024 * 1024
 #: ``Batch.status`` values that end a batch (``batch.py``), and those that mean it is being worked on.
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 RUNNING = frozenset({"in_progress", "finalizing", "cancelling"})
-#: An error-file line's top-level ``error.code`` for a request that never ran (providers.md 11.3 [T3][T4]).
+#: An error-file line's top-level ``error.code`` for a request that never ran (docs/reference/providers.md 11.3 [T3][T4]).
 NOT_RUN = frozenset({"batch_expired", "batch_cancelled"})
 #: Seconds an adoption may list batches before it gives up for this run (creating nothing).
 ADOPT_S = 600.0

@@ -1,6 +1,6 @@
 """What differs between OpenAI's GPT image models on ``images/edits``: sizes, input fidelity, token prices.
 
-Sources (providers.md sections 3 and 10):
+Sources (docs/reference/providers.md sections 3 and 10):
 - openai/openai-python ``types/image_edit_params.py`` (2026-08): ``size`` for ``gpt-image-2`` and
   ``gpt-image-2-2026-04-21`` is any ``WIDTHxHEIGHT`` with both sides divisible by 16 and an aspect ratio
   between 1:3 and 3:1, at most 3840x2160 (above 2560x1440 experimental); the other GPT image models take
@@ -16,7 +16,7 @@ Sources (providers.md sections 3 and 10):
 - Output image tokens by size and quality: gpt-image-1.5 uses GPT image 1's table of OpenAI's image
   generation guide (low 272/408/400, medium 1056/1584/1568, high 4160/6240/6208 for 1024x1024, 1024x1536,
   1536x1024), which reproduces its list prices $0.133 (1024x1024 high) and about $0.20 (3:2 and 2:3 high)
-  at $32 per 1M (providers.md section 10).  gpt-image-2: the formula behind OpenAI's cost calculator as a
+  at $32 per 1M (docs/reference/providers.md section 10).  gpt-image-2: the formula behind OpenAI's cost calculator as a
   community post transcribed it (community.openai.com/t/gpt-image-2-output-pricing-calculator-online-and-
   in-your-code/1382699, UNCONFIRMED); it gives 7024 tokens at 1024x1024 high and 5488 at 1536x1024 high,
   as the post's readings of the calculator do.

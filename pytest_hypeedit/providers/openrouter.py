@@ -1,6 +1,6 @@
 """``openrouter``: any image model served through OpenRouter's chat completions API.
 
-Wire format: providers.md section 7.  One user message with the instruction
+Wire format: docs/reference/providers.md section 7.  One user message with the instruction
 and the references as ``image_url`` data URLs; ``modalities`` follows
 OpenRouter's image-generation guide (openrouter.ai/docs/features/multimodal/
 image-generation): "Models that output both text and images (e.g., Gemini): Use
@@ -148,7 +148,7 @@ class OpenRouterProvider(HttpProvider):
     def image_url(self, request: GenerationRequest, reply: dict[str, Any], request_id: str | None, what: str) -> str:
         cost = reported_cost(reply) or 0.0
         if reply.get("error"):
-            # "errors after generation starts can arrive as HTTP 200" (providers.md section 7)
+            # "errors after generation starts can arrive as HTTP 200" (docs/reference/providers.md section 7)
             self.raise_for_reply_error(request, error_object(reply), request_id, "after it started", cost)
         choice = first_choice(reply)
         if choice.get("error") or choice.get("finish_reason") == "error":

@@ -1,6 +1,6 @@
 """``replicate``: any Replicate model through ``POST {base}/models/{owner}/{name}/predictions``.
 
-Wire format: providers.md sections 5 and 7.  The input depends on the model:
+Wire format: docs/reference/providers.md sections 5 and 7.  The input depends on the model:
 Riverflow 2.0 (``sourceful/riverflow-2.0-*``: ``instruction``, ``init_images``,
 ``resolution``, ``aspect_ratio``) and everything else (``prompt``,
 ``image_input``, ``aspect_ratio``, as Seedream 4.5 takes); ``options.arguments``
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .runtime import Runtime
 
 #: Aspect ratios per model (prefix of the provider model id).  Seedream 4.5's schema lists
-#: match_input_image, 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 (providers.md section 7; no 4:5 or 5:4).
+#: match_input_image, 1:1, 4:3, 3:4, 16:9, 9:16, 3:2, 2:3, 21:9 (docs/reference/providers.md section 7; no 4:5 or 5:4).
 #: Riverflow 2.0's Replicate schema shows only its default "auto" in our sources: UNCONFIRMED, so its list is
 #: the ratios two other hosts of the same model both list (Runware's size table
 #: runware.ai/docs/models/sourceful-riverflow-2-0-pro, WaveSpeed's riverflow-2.0-pro docs).

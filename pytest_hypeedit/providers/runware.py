@@ -1,6 +1,6 @@
 """``runware``: Runware's task API; the riverflow-2-b1 stand-in (Riverflow 2.0 Pro) and Riverflow 2.5 Pro.
 
-Wire format: providers.md section 5.  ``POST {base}`` with a JSON array of one
+Wire format: docs/reference/providers.md section 5.  ``POST {base}`` with a JSON array of one
 ``imageInference`` task; references go in ``inputs.referenceImages`` as data
 URIs (Runware documents uploading first to get a UUID; whether inline data
 URIs are taken for Riverflow is UNCONFIRMED, so ``options.reference_field``
@@ -130,7 +130,7 @@ class RunwareProvider(HttpProvider):
     inline_images = False  # outputType URL: JSON replies name the image's URL
     #: The taskUUID we generated (uuid4): a record that journals anything else was not written by us.
     TASK_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    # <= 10 references, 300-2048 px per side, <= 20 MB (providers.md section 5).
+    # <= 10 references, 300-2048 px per side, <= 20 MB (docs/reference/providers.md section 5).
     image_limits = ImageLimits(max_count=10, max_side=2048, min_side=300, max_bytes=20 * 1024 * 1024,
                                formats=("png", "jpeg", "webp"), convert_to="jpeg")
     # runware-python's default: 1,200,000 ms per request (runware/types/sdk.py ``SDKConfig.timeout``).

@@ -1,4 +1,4 @@
-"""Records -> the results JSON (design.md contract) and its Markdown table.
+"""Records -> the results JSON (its contract: docs/reference/results.md) and its Markdown table.
 
 ``build_results`` is pure: it takes the run's records and settings and
 returns the dict; ``write_results`` does the I/O.  One row per model x split,

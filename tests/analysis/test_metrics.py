@@ -79,7 +79,8 @@ def test_unbiased_pass_at_k_needs_k_candidates():
 
 @pytest.mark.parametrize(("passes", "plug_in", "unbiased"), [(5, 0.9375, 0.976), (3, 0.760, 0.833)])
 def test_plug_in_versus_unbiased_pass_at_4_estimator_note(passes, plug_in, unbiased):
-    # anchors.md: c = 5/10 -> 0.9375 plug-in vs 0.976 unbiased; c = 3/10 -> 0.760 vs 0.833
+    # by hand: c = 5/10 -> 1 - 0.5^4 = 0.9375 plug-in vs 1 - C(5,4)/C(10,4) = 0.976 unbiased;
+    # c = 3/10 -> 1 - 0.7^4 = 0.760 vs 1 - C(7,4)/C(10,4) = 0.833
     metrics = compute_metrics([tally("t", passes)], 0.04)
     assert metrics["pass_at_4"] == pytest.approx(plug_in, abs=5e-4)
     assert metrics["pass_at_4_unbiased"] == pytest.approx(unbiased, abs=5e-4)
@@ -277,7 +278,8 @@ def test_sensitivity_default_grid_has_sixteen_rows():
 
 
 def published_like_split() -> list[TaskTally]:
-    """50 tasks x 10 repeats whose counts give the seedream-4.5 row of design.md's results JSON.
+    """50 tasks x 10 repeats whose counts give the seedream-4.5 public row of the published figures
+    (pytest_hypeedit/report/published.yaml).
 
     k_t histogram: 0 x8, 1 x6, 2 x9, 3 x2, 5 x20, 8 x3, 10 x2; repeat 1 passed in
     19 tasks (both 10s, the three 8s and 14 of the 5s).
@@ -308,7 +310,7 @@ def test_synthetic_split_reproduces_the_published_row_shape():
     assert metrics["effective_cost"] == pytest.approx(1.24136, abs=1e-5)
     assert metrics["first_attempt_pass_rate"] == pytest.approx(19 / 50)  # 0.38
     assert metrics["hype_gap"] == pytest.approx(0.84 - 0.38)  # 0.46, a whole number of tasks (23/50)
-    # rounded as RESULTS.md prints them, the row of design.md's results JSON; that row is itself a
+    # rounded as RESULTS.md prints them, that published row; it is itself a
     # ratio of means: 2.55 * 0.317778 / 0.653 = 1.2410 -> 1.24
     published = {"pass_rate": 0.348, "pass_at_4": 0.653, "pass_at_10": 0.84, "expected_attempts": 2.55,
                  "effective_cost": 1.24, "first_attempt_pass_rate": 0.38, "hype_gap": 0.46}

@@ -3,7 +3,7 @@
 The SDK side of every differential case takes its size, aspect ratio or size pair from this table, so an
 adapter whose rule goes wrong (width and height swapped, the wrong ratio list, a wrong pixel budget) sends
 something the SDK did not.  Each row names the rule it follows: the provider's documented constraint (the
-source beside it, providers.md section in brackets) and, where the provider leaves a choice, the project's
+source beside it, docs/reference/providers.md section in brackets) and, where the provider leaves a choice, the project's
 policy inside it (the task's own aspect ratio at the model's pixel budget, sides multiples of 16; a tie in
 rounding to 16 goes to the even multiple).  The values were worked out by hand from those rules; the
 constraints each must meet are checked again by test_expected.py, without our adapters' code.
@@ -39,15 +39,15 @@ RULES: dict[str, Rule] = {
         {"landscape": "4:3", "portrait": "3:4", "square": "1:1", "extreme": "4:1", "multi": "16:9"}),
     "flux3-ratios": Rule(
         "aspect_ratio: the nearest of 21:9 2:1 16:9 3:2 7:5 4:3 5:4 1:1 4:5 3:4 5:7 2:3 9:16 1:2 9:21",
-        "docs.comfy.org Comfy Router page of bfl/flux-3-image (2nd, UNCONFIRMED) [providers.md 10]",
+        "docs.comfy.org Comfy Router page of bfl/flux-3-image (2nd, UNCONFIRMED) [docs/reference/providers.md 10]",
         {"landscape": "4:3", "portrait": "3:4", "square": "1:1", "extreme": "21:9", "multi": "16:9"}),
     "replicate-seedream-ratios": Rule(
         "aspect_ratio: the nearest of 1:1 4:3 3:4 16:9 9:16 3:2 2:3 21:9",
-        "replicate.com/bytedance/seedream-4.5 API schema (2nd copy) [providers.md 7]",
+        "replicate.com/bytedance/seedream-4.5 API schema (2nd copy) [docs/reference/providers.md 7]",
         {"landscape": "4:3", "portrait": "3:4", "square": "1:1", "extreme": "21:9", "multi": "16:9"}),
     "replicate-riverflow-ratios": Rule(
         "aspect_ratio: the nearest of 1:1 4:3 3:4 16:9 9:16 3:2 2:3 5:4 4:5 (no 21:9: 4:1 -> 16:9)",
-        "Runware's and WaveSpeed's riverflow-2.0-pro size lists (Replicate's own UNCONFIRMED) [providers.md 5]",
+        "Runware's and WaveSpeed's riverflow-2.0-pro size lists (Replicate's own UNCONFIRMED) [docs/reference/providers.md 5]",
         {"landscape": "4:3", "portrait": "3:4", "square": "1:1", "extreme": "16:9", "multi": "16:9"}),
     # ---------------------------------------------------------------- listed sizes: the nearest listed pair
     "openai-listed": Rule(
@@ -69,18 +69,18 @@ RULES: dict[str, Rule] = {
     "openai-free": Rule(
         "size: any WxH, sides multiples of 16, ratio <= 3:1, 655,360-8,294,400 px; policy: the task's ratio "
         "(clamped to 3:1) at 1536x1024's area; 4:1 -> 2160x720",
-        "openai-python types/image_edit_params.py (gpt-image-2 size) [providers.md 10]",
+        "openai-python types/image_edit_params.py (gpt-image-2 size) [docs/reference/providers.md 10]",
         {"landscape": "1456x1088", "portrait": "1088x1456", "square": "1248x1248", "extreme": "2160x720",
          "multi": "1680x944"}),
     "seedream-2k": Rule(
         "size WxH: total pixels within the model's range (4.0 1024^2-4096^2, 4.5 3,686,400-16,777,216, 5.0 "
         "from 3,686,400), ratio 1/16-16; policy: the task's ratio at 2048x2048's area",
-        "ModelArk image generation API (size) [B5][B6 2nd] [providers.md 2, 10]",
+        "ModelArk image generation API (size) [B5][B6 2nd] [docs/reference/providers.md 2, 10]",
         {"landscape": "2368x1776", "portrait": "1776x2368", "square": "2048x2048", "extreme": "4096x1024",
          "multi": "2736x1536"}),
     "seedream-2k-capped": Rule(
         "as seedream-2k, within at most 2048x2048 pixels: 2368x1776 is over, so its long side gives 16 px",
-        "providers.md 10 (5.5: 0.92 MP to about 2048x2048, UNCONFIRMED); APIYI's Seedream page for 5.0 Pro (2nd)",
+        "docs/reference/providers.md 10 (5.5: 0.92 MP to about 2048x2048, UNCONFIRMED); APIYI's Seedream page for 5.0 Pro (2nd)",
         {"landscape": "2352x1776", "portrait": "1776x2352", "square": "2048x2048", "extreme": "4096x1024",
          "multi": "2720x1536"}),
     "bfl-1mp": Rule(
@@ -95,12 +95,12 @@ RULES: dict[str, Rule] = {
          "multi": (1328, 752)}),
     "fal-qwen2-range": Rule(
         "image_size {width, height} within 0.26-4.19 MP; policy: the task's own size brought into that range",
-        "fal-ai/qwen-image-2/edit model page (2nd) [providers.md 10]",
+        "fal-ai/qwen-image-2/edit model page (2nd) [docs/reference/providers.md 10]",
         {"landscape": (2352, 1776), "portrait": (1776, 2352), "square": (2048, 2048), "extreme": (4096, 1024),
          "multi": (1920, 1088)}),
     "dashscope-1mp": Rule(
         "parameters.size 'W*H', sides 512-2048; policy: the task's ratio at 1 MP, sides multiples of 16",
-        "Model Studio qwen-image-edit API reference (size) [Q1][Q3 2nd] [providers.md 6]",
+        "Model Studio qwen-image-edit API reference (size) [Q1][Q3 2nd] [docs/reference/providers.md 6]",
         {"landscape": "1184*880", "portrait": "880*1184", "square": "1024*1024", "extreme": "2048*512",
          "multi": "1360*768"}),
 }

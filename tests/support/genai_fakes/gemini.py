@@ -8,13 +8,13 @@ accepting both camelCase (what google-genai's converters emit) and snake_case
 ``inlineData.mime_type``, ``thinkingConfig.include_thoughts``) at every level,
 and answers camelCase JSON like the real API.
 
-It speaks Flex as google-genai sends it (providers.md section 11.6): a top-level ``serviceTier`` (``service_tier``)
+It speaks Flex as google-genai sends it (docs/reference/providers.md section 11.6): a top-level ``serviceTier`` (``service_tier``)
 of ``types.ServiceTier`` (unspecified, standard, flex, priority; case-insensitive), an unknown value refused with
 400.  ``shed`` Flex requests are answered 503 UNAVAILABLE as Flex sheds load, and not billed; every 200 reply
 names the tier that served it in ``usageMetadata.serviceTier`` and is billed at that tier's price (``bills``,
 ``billed_usd``): Flex at 50% of standard (ai.google.dev/gemini-api/docs/flex-inference).
 
-As the API does today (providers.md section 10), an id Google has shut down (``RETIRED``: the preview image
+As the API does today (docs/reference/providers.md section 10), an id Google has shut down (``RETIRED``: the preview image
 models, off since 2026-06-25) answers 404 ``NOT_FOUND``, whatever is scripted.
 """
 
@@ -48,7 +48,7 @@ PART_MEDIA_LEVELS = {"MEDIA_RESOLUTION_UNSPECIFIED", "MEDIA_RESOLUTION_LOW", "ME
 THINKING_LEVELS = {"THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH"}
 #: The fields of a ``GenerateContentRequest`` and of its ``generationConfig`` and ``imageConfig`` on v1beta
 #: (google-genai 3.6 ``_GenerateContentParameters_to_mldev``, ``_GenerationConfig_to_mldev``,
-#: ``_ImageConfig_to_mldev``; ``serviceTier`` for Flex, providers.md section 11.6): an unknown name is a 400
+#: ``_ImageConfig_to_mldev``; ``serviceTier`` for Flex, docs/reference/providers.md section 11.6): an unknown name is a 400
 #: "Invalid JSON payload received. Unknown name ..." [G5].  ``imageConfig.outputMimeType`` and
 #: ``personGeneration`` are Vertex-only (the SDK raises on the Gemini API [G2]).
 REQUEST_FIELDS = {"contents", "generation_config", "safety_settings", "system_instruction", "tools", "tool_config",
@@ -59,7 +59,7 @@ GENERATION_CONFIG_FIELDS = {
     "response_json_schema", "routing_config", "model_selection_config", "response_modalities", "media_resolution",
     "speech_config", "audio_timestamp", "thinking_config", "image_config", "enable_enhanced_civic_answers"}
 IMAGE_CONFIG_FIELDS = {"aspect_ratio", "image_size"}
-#: ``imageConfig.aspectRatio`` per model (providers.md section 1 [G3][G17]; the wider lists of
+#: ``imageConfig.aspectRatio`` per model (docs/reference/providers.md section 1 [G3][G17]; the wider lists of
 #: gemini-3.1-flash-image and gemini-nano-banana-2.1 second-hand, as providers/gemini.py); other models: any of
 #: these.  ``imageSize`` is upper-case K (``1K | 2K | 4K``; "512" for flash-image) [G3].
 ASPECT_RATIOS_10 = {"1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9"}
@@ -72,7 +72,7 @@ RETIRED = frozenset({"gemini-3-pro-image-preview", "gemini-3.1-flash-image-previ
 #: ``types.ServiceTier`` values (google-genai 3.6.1 types.py), compared case-insensitively.
 SERVICE_TIERS = {"unspecified", "standard", "flex", "priority"}
 #: USD per token (input, output incl. thinking) at standard of the judge's model, as Google bills it
-#: (providers.md section 1: $0.50 / $3.00 per 1M tokens); written here, not read from the judge's code.
+#: (docs/reference/providers.md section 1: $0.50 / $3.00 per 1M tokens); written here, not read from the judge's code.
 STANDARD_PRICE = {"gemini-3-flash-preview": (0.50e-6, 3.00e-6)}
 TIER_SHARE = {"standard": 1.0, "flex": 0.5}
 
@@ -108,7 +108,7 @@ class FakeGemini(LoopbackServer):
         if refused is not None:
             return refused
         if match.group(2) in self.retired:
-            # The wording Google uses for an unknown model (second-hand, providers.md section 10).
+            # The wording Google uses for an unknown model (second-hand, docs/reference/providers.md section 10).
             return error_reply(404, f"models/{match.group(2)} is not found for API version {match.group(1)}, or is "
                                     "not supported for generateContent. Call ListModels to see the list of "
                                     "available models and their supported methods.", "NOT_FOUND")

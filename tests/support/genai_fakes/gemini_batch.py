@@ -1,4 +1,4 @@
-"""A fake of Gemini's Batch mode and Files API (providers.md sections 11.4 and 11.5), as google-genai 3.6 speaks
+"""A fake of Gemini's Batch mode and Files API (docs/reference/providers.md sections 11.4 and 11.5), as google-genai 3.6 speaks
 them (``batches.py`` ``_CreateBatchJobParameters_to_mldev``, ``_BatchJob_from_mldev``; ``files.py``,
 ``_api_client.py`` ``_upload_fd``; ``_extra_utils.py`` ``prepare_resumable_upload``):
 
@@ -26,7 +26,7 @@ with that body; ``fail`` answers that many lines with an error (``{"code": 13, "
 first one's key.
 
 Billing: each response at half the image's standard price (``IMAGE_PRICE``, the fake's own table: $0.134 a 1K
-or 2K gemini-3-pro-image, providers.md section 1), summed in ``billed``; refused lines (``refuse``) cost 0 (the
+or 2K gemini-3-pro-image, docs/reference/providers.md section 1), summed in ``billed``; refused lines (``refuse``) cost 0 (the
 sync path's rule) and lines of an expired job nothing.
 """
 

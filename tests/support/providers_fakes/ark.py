@@ -1,4 +1,4 @@
-"""Fake BytePlus ModelArk ``images/generations`` (providers.md sections 2 and 10), answering as it does today.
+"""Fake BytePlus ModelArk ``images/generations`` (docs/reference/providers.md sections 2 and 10), answering as it does today.
 
 Models (``MODELS``, with the total pixels a WxH size may have): seedream 4.0, 4.5, 5.0, 5.0 Pro and 5.5 (5.0 Pro
 refuses ``sequential_image_generation`` and ``stream`` whatever their value); any other id,
@@ -124,7 +124,7 @@ def _validate(body: dict) -> str | None:
             return "image must be a URL or data:image/<fmt>;base64"
         image = Image.open(io.BytesIO(base64.b64decode(match[2])))
         image.load()
-        # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, providers.md [B6])
+        # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, docs/reference/providers.md [B6])
         if not 1 / 3 <= image.width / image.height <= 3:
             return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
     refused = sorted({"sequential_image_generation", "stream"} & set(body)) if body["model"] in NO_SEQUENTIAL else []

@@ -1,9 +1,9 @@
-"""Fake BFL API: submit ``/v1/<model>``, poll ``/v1/get_result?id=`` (providers.md section 4).
+"""Fake BFL API: submit ``/v1/<model>``, poll ``/v1/get_result?id=`` (docs/reference/providers.md section 4).
 
 Statuses as docs.bfl.ml/api_integration/errors.md lists them: ``Pending``, ``Ready``, ``Request Moderated``,
 ``Content Moderated``, ``Task not found``, ``Error``; plus ``Failed`` (BFL's polling examples stop on it).
 
-``flux-3-image`` (providers.md section 10, Comfy Router's copy of its schema): a strict schema of ``prompt``,
+``flux-3-image`` (docs/reference/providers.md section 10, Comfy Router's copy of its schema): a strict schema of ``prompt``,
 ``images`` (1-10 base64 images of at least 256x256), ``aspect_ratio``, ``resolution``, ``grounding``,
 ``safety_tolerance`` (0-4), ``version`` (and the webhook fields): any other field (``seed``, ``width``,
 ``output_format``, ``input_image``...) is a 422 ``extra_forbidden``, as is a value outside its list.  Its
@@ -135,7 +135,7 @@ class FakeBfl(FakeServer):
 
 def bfl_credits(body: dict, first: float = 7.0, extra: float = 3.0) -> float:
     """FLUX.2 [max]'s price of a submission: 7 credits for the first megapixel, 3 for each further one, the
-    input images counted (providers.md section 4), each image rounded up to whole megapixels of 1024x1024."""
+    input images counted (docs/reference/providers.md section 4), each image rounded up to whole megapixels of 1024x1024."""
     def megapixels(width: int, height: int) -> int:
         return max(1, math.ceil(width * height / (1024 * 1024)))
 

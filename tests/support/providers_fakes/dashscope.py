@@ -1,4 +1,4 @@
-"""Fake DashScope multimodal-generation (Qwen Image Edit; providers.md section 6)."""
+"""Fake DashScope multimodal-generation (Qwen Image Edit; docs/reference/providers.md section 6)."""
 
 from __future__ import annotations
 

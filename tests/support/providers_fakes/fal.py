@@ -1,4 +1,4 @@
-"""Fake fal queue API (providers.md section 7): submit, status_url, response_url.
+"""Fake fal queue API (docs/reference/providers.md section 7): submit, status_url, response_url.
 
 Status replies: ``IN_QUEUE`` / ``IN_PROGRESS`` with HTTP 202, ``COMPLETED`` with 200, which carries ``error`` and
 ``error_type`` when the request failed (fal-ai/fal ``fal_client/client.py`` ``Completed``); the response URL then
@@ -9,7 +9,7 @@ response path (``requests/[^/]+$``); taken at submit: ``refusal`` (content_polic
 ``failed`` (completes with an error), ``truncated``; taken at a status poll: ``lost`` (fal no longer knows the
 request: 404); at the download: ``expired`` (403).  ``ledger`` counts submissions per candidate (prompt, seed).
 
-``fal-ai/qwen-image-2/edit`` takes an ``image_size`` {width, height} of 0.26-4.19 MP only (providers.md section
+``fal-ai/qwen-image-2/edit`` takes an ``image_size`` {width, height} of 0.26-4.19 MP only (docs/reference/providers.md section
 10): any other is a 422, as fal answers a value outside a model's schema.
 
 Every field is checked against the edit endpoints' input schema (``INPUT_FIELDS``: fal's model API pages of

@@ -1,4 +1,4 @@
-"""Fake OpenAI ``images/edits`` (multipart; providers.md sections 3 and 10), answering as OpenAI does today.
+"""Fake OpenAI ``images/edits`` (multipart; docs/reference/providers.md sections 3 and 10), answering as OpenAI does today.
 
 Models: gpt-image-1.5 takes 1024x1024, 1536x1024, 1024x1536 or auto; gpt-image-2 any WxH with sides
 multiples of 16, an aspect ratio within 1:3..3:1, at most 3840 px a side and 655,360-8,294,400 pixels

@@ -1,4 +1,4 @@
-"""Fake OpenAI Files + Batch APIs on top of the images fake (providers.md sections 11.1-11.3), as openai-python
+"""Fake OpenAI Files + Batch APIs on top of the images fake (docs/reference/providers.md sections 11.1-11.3), as openai-python
 3.57 speaks them (``resources/files.py``, ``resources/batches.py``, ``types/batch.py``, ``file_object.py``).
 
 - ``POST /v1/files`` (multipart ``file`` + ``purpose``): a ``FileObject``; a ``batch`` file must be ``.jsonl``
@@ -20,7 +20,7 @@
   ``page_size`` lists that many batches a page, the newest first, paged by ``after`` (``list_pages`` counts the
   pages served); ``add_batches(n)`` makes n batches of another input file, newer than those made so far.
 - Billing: each output line at half the fake's own token prices (``BATCH_PRICES``, USD per 1M tokens: the prices
-  OpenAI lists for gpt-image-2, providers.md section 10), summed in ``billed``; nothing else is billed.
+  OpenAI lists for gpt-image-2, docs/reference/providers.md section 10), summed in ``billed``; nothing else is billed.
 """
 
 from __future__ import annotations

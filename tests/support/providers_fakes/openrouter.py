@@ -1,4 +1,4 @@
-"""Fake OpenRouter chat completions with image output (providers.md section 7).
+"""Fake OpenRouter chat completions with image output (docs/reference/providers.md section 7).
 
 An image-only model (``IMAGE_ONLY``: Sourceful's and Flux, as OpenRouter's image-generation guide names them)
 asked for ``["image", "text"]`` finds no endpoint serving those output modalities: a 404 (OpenRouter's

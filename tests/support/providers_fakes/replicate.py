@@ -1,4 +1,4 @@
-"""Fake Replicate API (providers.md section 7): predictions and the files API.
+"""Fake Replicate API (docs/reference/providers.md section 7): predictions and the files API.
 
 Predictions: created ``starting`` (with ``Prefer: wait`` and ``processing_polls == 0`` they settle at once),
 ``processing`` for ``processing_polls`` gets, then settled; ``data_removed`` and ``output: null`` once the
@@ -6,7 +6,7 @@ output is deleted (replicate-python-beta ``resources/predictions.py``).  Files: 
 ``content`` answers 201 with ``urls.get`` (replicate-python ``replicate/file.py`` and its cassette
 ``file-operations.yaml``); such URLs are accepted as file inputs.
 
-Inputs: ``aspect_ratio`` must be in the model's list (Seedream 4.5's, from its schema: providers.md section 7).
+Inputs: ``aspect_ratio`` must be in the model's list (Seedream 4.5's, from its schema: docs/reference/providers.md section 7).
 A data URI of 1 MB or more is recorded in ``oversized_data_uris`` and refused with 413: Replicate only says a
 data URI "is only recommended if the file is less than 1MB" (docs/topics/predictions/input-files), so the
 refusal's shape is this fake's own; a test reads ``oversized_data_uris``.

@@ -1,4 +1,4 @@
-"""Fake Runware task API (providers.md section 5): a JSON array of tasks in, ``data``/``errors`` out.
+"""Fake Runware task API (docs/reference/providers.md section 5): a JSON array of tasks in, ``data``/``errors`` out.
 
 ``imageInference`` with ``deliveryMethod: "sync"`` answers with the image; with ``"async"`` it answers an
 acknowledgment and the task is read with ``getResponse`` (runware.ai/docs platform/task-polling; Runware's REST

@@ -63,7 +63,7 @@ class BflCase(Case):
 
     @staticmethod
     def flux3_request(call: Call, images: list[str]) -> dict:
-        """FLUX 3 Image's documented shape (second-hand, providers.md section 10, UNCONFIRMED): ``images`` (1-10),
+        """FLUX 3 Image's documented shape (second-hand, docs/reference/providers.md section 10, UNCONFIRMED): ``images`` (1-10),
         ``aspect_ratio``, ``resolution``, ``grounding`` (on by default: an edit of given images asks for it off)
         and ``safety_tolerance``; the ratio is the adapter's choice of the documented list, as FLUX.2's width and
         height are."""
