@@ -51,6 +51,13 @@ def run(pytester, *extra):
                                          timeout=180)
 
 
+def said_by_the_run(out: str) -> str:
+    """What the run itself printed, its prose unfolded (the end of a run folds it within 100 columns), without
+    pytest's short test summary: ``-ra`` repeats there each failed item's message, in full when the variable CI is
+    set (pytest truncates it elsewhere), and that echo is pytest's, not a second message of the plugin's."""
+    return " ".join(out.split("short test summary info")[0].split())
+
+
 def test_a_refused_key_is_found_before_anything_is_paid(bench, monkeypatch):
     """OpenAI documents a free call (models retrieve): the wrong key is one usage error, no edit bought."""
     with FakeOpenAI() as openai:
@@ -77,7 +84,7 @@ def test_a_refused_key_on_a_route_without_a_free_check_stops_it_and_is_said_once
     assert 1 <= sent <= IN_FLIGHT, sent  # one per candidate without the stop
     assert ark.key_checks == []  # ModelArk documents no free call to prove a key
     out = result.stdout.str()
-    text = " ".join(out.split())  # the end of a run folds its prose within 100 columns
+    text = said_by_the_run(out)
     assert WRONG_KEY not in out
     # the provider's reply once (the first refusal), its request id once, though it quotes it itself
     assert text.count("missing or invalid") == 1, text
@@ -103,7 +110,7 @@ def test_a_refused_judge_key_stops_the_judge_and_the_buying(bench, monkeypatch):
     assert 1 <= len(judge.requests) <= JUDGE_IN_FLIGHT, len(judge.requests)
     assert judge.key_checks == []  # a server that is not OpenAI's documents no free call
     out = result.stdout.str()
-    text = " ".join(out.split())  # the end of a run folds its prose within 100 columns
+    text = said_by_the_run(out)
     assert WRONG_KEY not in out
     assert "HYPEEDIT_JUDGE_API_KEY was refused by openai-judge (HTTP 401): check the key" in text
     assert text.count("Incorrect API key provided") == 1

@@ -341,7 +341,7 @@ def test_junit_xml_and_results_md_say_what_a_subset_covered(bench):
     assert properties["hypeedit.complete"] == "false"
     assert (properties["hypeedit.coverage.planned"], properties["hypeedit.coverage.selected"],
             properties["hypeedit.coverage.recorded"]) == (str(TASKS * REPEATS), str(REPEATS), str(REPEATS))
-    assert "| paid (incomplete) |" in (bench.path / "out" / "results.md").read_text()
+    assert "| paid (release paid-v1) (incomplete) |" in (bench.path / "out" / "results.md").read_text()
 
 
 FULL_WHILE_BUYING = """
