@@ -358,9 +358,19 @@ def _tests(family: list[dict[str, Any]], flips: int, seed: int, alpha: float) ->
     return [test for test in tests if test is not None]
 
 
+#: Why a comparison's interval is a single point: every shared task differs by the same amount (both models at 100%
+#: on every task, say), so no flip of signs moves the mean and the test inverts to that one value.
+DEGENERATE = ("every shared task differs by the same amount: the interval is that one value, a statement of these "
+              "tasks, not a range that covers at its level")
+
+
 def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
     keys = ("split", "a", "b", "metric", "difference", "interval", "level", "p_adjusted", "significant", "tasks")
-    return {key: entry[key] for key in keys}
+    ordered = {key: entry[key] for key in keys}
+    low, high = ordered["interval"]
+    if low is not None and low == high:  # said, never left to read as certainty (docs/reference/results.md)
+        ordered["degenerate"] = DEGENERATE
+    return ordered
 
 
 def indistinguishable(entries: Sequence[Mapping[str, Any]], split: str, metric: str = "pass_rate") -> list[tuple[str, str]]:

@@ -203,6 +203,7 @@ def test_identical_models_differ_by_nothing_and_are_not_significant():
     for entry in found:
         assert entry["difference"] == 0.0
         assert entry["interval"] == [0.0, 0.0]
+        assert entry["degenerate"]  # a single point is said to be one, not left to read as certainty
         assert entry["p_adjusted"] == 1.0
         assert entry["significant"] is False
     assert indistinguishable(found, "public") == [("a", "b")]
@@ -220,6 +221,7 @@ def test_a_clearly_different_pair_is_significant():
     cost = next(e for e in found if e["metric"] == "effective_cost")
     assert cost["difference"] < 0 and cost["significant"] is True  # the good model costs less per success
     assert cost["interval"][1] < 0
+    assert "degenerate" not in rate and "degenerate" not in cost  # a range is not marked
     assert indistinguishable(found, "public") == []
 
 
@@ -261,8 +263,10 @@ def test_each_split_is_its_own_family_and_pairs_without_shared_tasks_are_left_ou
     found = pairwise({"public": [Entrant("good", good, 0.04), Entrant("bad", bad, 0.04)],
                       "private": [Entrant("good", good, 0.04), Entrant("lonely", other, 0.04)]}, MetricSettings())
     assert {e["split"] for e in found} == {"public"}
-    assert all(set(e) == {"split", "a", "b", "metric", "difference", "interval", "level", "p_adjusted",
-                          "significant", "tasks"} for e in found)
+    keys = {"split", "a", "b", "metric", "difference", "interval", "level", "p_adjusted", "significant", "tasks"}
+    assert all(set(e) - {"degenerate"} == keys for e in found)  # 'degenerate' where an interval is one value
+    assert all(("degenerate" in e) == (e["interval"][0] is not None and e["interval"][0] == e["interval"][1])
+               for e in found)
 
 
 def test_compare_pair_uses_the_shared_tasks_only():
