@@ -326,7 +326,7 @@ def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> l
     """Per calibrated row: the judge's error and the sample, then its calibrated figures with their intervals
     (the pass rate's alone unless ``every_interval``: -v, as for the judge's own intervals)."""
     from ..analysis.gates import METRIC_KINDS, format_value
-    from .tables import COLUMNS
+    from .tables import COLUMNS, metric_labels
 
     shown = [key for key, _, _ in COLUMNS][:None if every_interval else 1]  # the table's metrics, pass rate first
     lines = []
@@ -342,15 +342,18 @@ def terminal_lines(results: Mapping[str, Any], every_interval: bool = True) -> l
             lines.append(f"{where}: {info['note']}")
         lines += [f"  ! {problem}" for problem in info.get("problems") or ()]
         cells = []
+        labels, plain = metric_labels(row.get("repeats")), metric_labels(None)
         for key in shown:
+            # pass_at_10 at 2 repeats is a Pass@2: named so, as in the table and the judge's interval lines
+            name = f"{key} ({labels[key]})" if key in labels and labels[key] != plain[key] else key
             entry = (row.get("calibrated") or {}).get(key) or {}
             kind = METRIC_KINDS[key]
             high = "unbounded" if entry.get("high_unbounded") else format_value(entry.get("high"), kind)
             ci = f" [{format_value(entry['low'], kind)}, {high}]" if entry.get("low") is not None else ""
             ci += " (widened: few disagreements)" if entry.get("widened") and ci else ""
             ci += " (indicative: see above)" if entry.get("caution") and ci else ""
-            cells.append(f"{key} {format_value(entry.get('value'), kind)}{ci}" if entry.get("value") is not None
-                         else f"{key} n/a" + (" (too few labels: see above)" if entry.get("reason") else ""))
+            cells.append(f"{name} {format_value(entry.get('value'), kind)}{ci}" if entry.get("value") is not None
+                         else f"{name} n/a" + (" (too few labels: see above)" if entry.get("reason") else ""))
         if row.get("calibrated"):
             level = f"{100 * info['level']:g}% intervals" if info.get("level") else "intervals"
             lines.append(f"  calibrated ({level} for the population of tasks): " + "; ".join(cells))

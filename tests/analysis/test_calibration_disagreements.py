@@ -128,3 +128,18 @@ def test_figures_resting_on_fewer_than_100_labels_are_marked_indicative(labelled
     if marked:
         assert line[0].startswith("pass_at_4, pass_at_10, expected_attempts, effective_cost, first_attempt_pass_rate, "
                                   "hype_gap: the judge's error is measured on 60 labels (fewer than 100)")
+
+
+@pytest.mark.parametrize(("repeats", "named"), [(2, "pass_at_10 (Pass@2)"), (10, "pass_at_10 ")])
+def test_the_calibrated_lines_name_pass_at_k_for_what_it_is(repeats, named):
+    # At 2 repeats pass_at_10 is a Pass@2 (report/tables.metric_labels), named so in the calibrated -v lines as in
+    # the table.  Plant: the raw key in the cells -> the 2-repeat case fails.
+    from pytest_hypeedit.report.calibrated_rows import terminal_lines
+
+    evidence, _, _ = simulated_run(AGREEING, 30, np.random.default_rng(3))
+    result = calibrate(evidence, 0.04, n_resamples=2)
+    row = {"model": "m", "split": "s", "repeats": repeats, "calibrated": result.calibrated,
+           "judge_error": result.judge_error, "calibration": {"note": "30 labelled", "problems": [], "level": 0.95}}
+    screen = "\n".join(terminal_lines({"rows": [row]}))
+    assert named in screen
+    assert ("Pass@2" in screen) is (repeats == 2)
