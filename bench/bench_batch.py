@@ -12,8 +12,9 @@ batch's results are read line by line (providers/batch_results.py), not held who
     python bench/bench_batch.py [--tasks 50] [--repeats 10] [--ready 5] [--workers 0]
     python bench/bench_batch.py --models gpt-image-2 --image-bytes 4000000 --ready 0   # 500 lines of 4 MB PNGs
 
-The tasks are the public split (``HYPEEDIT_PUBLIC_SPLIT``, else shared/hype-edit-1/public.json beside the checkout; sizes, reference counts and instructions as they are), with
-small synthetic reference images in place of the CDN's.
+The tasks are the public split (sizes, reference counts and instructions as they are): ``HYPEEDIT_PUBLIC_SPLIT``
+names a local copy of its task file, else the plugin's own download at its pinned commit is used (checked against its
+sha256 and cached, as ``--tasks public`` does).  Small synthetic reference images stand in for the CDN's.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from benchdata import write_labels  # noqa: E402
 from genai_fakes.gemini_batch import FakeGeminiBatch  # noqa: E402
 from providers_fakes.openai_batch import FakeOpenAIBatch  # noqa: E402
 
-PUBLIC = Path(os.environ.get("HYPEEDIT_PUBLIC_SPLIT")
-              or Path(__file__).resolve().parents[2] / "shared" / "hype-edit-1" / "public.json")
 MODELS = ("gpt-image-2", "gemini-3-pro-preview")
 GEMINI_KEY = "fake-gemini-key-bench-0123456789"
 #: max_image_mb: the room a purchase in flight reserves on the disk is its image's cap (engine/room.py): 1,000 in
@@ -46,11 +45,23 @@ QUICK = {"batch_linger_s": 2.0, "batch_poll_s": 0.5, "batch_poll_max_s": 2.0, "m
 FORMATS = {"webp": "WEBP", "png": "PNG", "jpg": "JPEG", "jpeg": "JPEG"}
 
 
+def public_task_file() -> Path:
+    """``HYPEEDIT_PUBLIC_SPLIT``, else the public split as the plugin downloads it (pytest_hypeedit/splits/public.yaml:
+    the pinned commit and sha256; docs/reference/formats.md)."""
+    local = os.environ.get("HYPEEDIT_PUBLIC_SPLIT")
+    if local:
+        return Path(local)
+    from pytest_hypeedit.config import default_cache_dir
+    from pytest_hypeedit.tasks import default_sources, load_split
+
+    return load_split(default_sources()[0], default_cache_dir()).path
+
+
 def prepare(folder: Path, tasks: int, repeats: int, models: tuple[str, ...] = MODELS) -> list[str]:
     """The public split's first ``tasks`` tasks with small references, labels and quick batch settings."""
     from pytest_hypeedit.registry import load_registry
 
-    task_list = json.loads(PUBLIC.read_text())[:tasks]
+    task_list = json.loads(public_task_file().read_text())[:tasks]
     for index, task in enumerate(task_list):
         for number, name in enumerate(task["input_images"]):
             path = folder / "images" / task["task_id"] / name
