@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from genai_fakes.gemini_batch import FakeGeminiBatch
-from tiny_batch import GATHER_LINGER_S, records, results_row, set_options, tiny_batch_bench
+from tiny_batch import GATHER_LINGER_S, gemini_batch_route, records, results_row, set_options, tiny_batch_bench
 
 from pytest_hypeedit.providers.bounds import MiB, inline_cap
 
@@ -26,11 +25,7 @@ TASKS = 5
 @pytest.fixture
 def hostile(pytester, monkeypatch, tmp_path):
     """(fake, run(repeats, **options) -> result): the tiny split at the batch tier, one batch a run."""
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeGeminiBatch(expected_key=KEY) as fake:
-        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with gemini_batch_route(monkeypatch, tmp_path / "cache", KEY) as fake:
 
         def run(repeats: int, **options):
             args = tiny_batch_bench(pytester.path, MODEL, repeats)

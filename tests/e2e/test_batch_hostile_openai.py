@@ -14,7 +14,7 @@ import json
 
 import pytest
 from providers_fakes.openai_batch import FakeOpenAIBatch
-from tiny_batch import GATHER_LINGER_S, records, results_row, set_options, tiny_batch_bench
+from tiny_batch import GATHER_LINGER_S, openai_batch_route, records, results_row, set_options, tiny_batch_bench
 
 from pytest_hypeedit.providers.bounds import MiB, inline_cap
 
@@ -25,10 +25,7 @@ TASKS = 5
 @pytest.fixture
 def hostile(pytester, monkeypatch, tmp_path):
     """(fake, run(repeats, *extra) -> result): the tiny split on gpt-image-2 at the batch tier, one batch a run."""
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
-    with FakeOpenAIBatch() as fake:
-        monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", fake.base)
-        monkeypatch.setenv("OPENAI_API_KEY", fake.key)
+    with openai_batch_route(monkeypatch, tmp_path / "cache") as fake:
 
         def run(repeats: int, *extra: str, **options):
             args = tiny_batch_bench(pytester.path, MODEL, repeats)

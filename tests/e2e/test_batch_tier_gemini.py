@@ -7,8 +7,7 @@ nothing billed) is bought again."""
 from __future__ import annotations
 
 import pytest
-from genai_fakes.gemini_batch import FakeGeminiBatch
-from tiny_batch import GATHER_LINGER_S, records, results_row, set_options, tiny_batch_bench
+from tiny_batch import GATHER_LINGER_S, gemini_batch_route, records, results_row, set_options, tiny_batch_bench
 
 REPEATS, TASKS, REFERENCES = 2, 5, 6
 MODEL = "gemini-3-pro-preview"
@@ -17,12 +16,8 @@ KEY = "fake-gemini-key-batch-0123456789"
 
 @pytest.fixture
 def batch_run(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     args = tiny_batch_bench(pytester.path, MODEL, REPEATS)
-    with FakeGeminiBatch(expected_key=KEY) as fake:
-        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
-        monkeypatch.setenv("GEMINI_API_KEY", KEY)
-        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with gemini_batch_route(monkeypatch, tmp_path / "cache", KEY) as fake:
         yield fake, lambda *extra: pytester.runpytest(*args, *extra)
 
 

@@ -14,8 +14,15 @@ import sys
 import time
 
 import pytest
-from providers_fakes.openai_batch import FakeOpenAIBatch
-from tiny_batch import GATHER_LINGER_S, records, results_row, set_options, tiny_args, tiny_batch_bench
+from tiny_batch import (
+    GATHER_LINGER_S,
+    openai_batch_route,
+    records,
+    results_row,
+    set_options,
+    tiny_args,
+    tiny_batch_bench,
+)
 
 REPEATS = 2
 TASKS = 5
@@ -26,11 +33,8 @@ MODEL = "gpt-image-2"
 @pytest.fixture
 def batch_run(pytester, monkeypatch, tmp_path):
     """(fake, run(*extra) -> result): the tiny split on gpt-image-2 at the batch tier, quick lingers and polls."""
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     args = tiny_batch_bench(pytester.path, MODEL, REPEATS)
-    with FakeOpenAIBatch() as fake:
-        monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", fake.base)
-        monkeypatch.setenv("OPENAI_API_KEY", fake.key)
+    with openai_batch_route(monkeypatch, tmp_path / "cache") as fake:
         yield fake, lambda *extra: pytester.runpytest(*args, *extra)
 
 

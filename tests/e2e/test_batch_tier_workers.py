@@ -5,8 +5,7 @@ copies, each with a collector and a batch of its own: 10-15 batches for 20 candi
 from __future__ import annotations
 
 import pytest
-from providers_fakes.openai_batch import FakeOpenAIBatch
-from tiny_batch import GATHER_LINGER_S, results_row, set_options, tiny_batch_bench
+from tiny_batch import GATHER_LINGER_S, openai_batch_route, results_row, set_options, tiny_batch_bench
 
 MODEL = "gpt-image-2"
 TASKS, REPEATS = 5, 4  # the tiny split: 20 candidates
@@ -15,11 +14,8 @@ WORKERS = 2
 
 @pytest.fixture
 def batch_run(pytester, monkeypatch, tmp_path):
-    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
     args = tiny_batch_bench(pytester.path, MODEL, REPEATS)
-    with FakeOpenAIBatch() as fake:
-        monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", fake.base)
-        monkeypatch.setenv("OPENAI_API_KEY", fake.key)
+    with openai_batch_route(monkeypatch, tmp_path / "cache") as fake:
         yield fake, lambda *extra: pytester.runpytest(*args, *extra)
 
 

@@ -1,14 +1,18 @@
 """The shipped tiny split (examples/tiny-split) run at the batch tier in a pytester folder: the set-up the batch
-end-to-end tests of each route share (tests/e2e/test_batch_tier_*.py); each brings its own fake of the API."""
+end-to-end tests of each route share (tests/e2e/test_batch_*.py), and each route pointed at its fake API."""
 
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+import pytest
 import yaml
 from benchdata import write_labels
+from genai_fakes.gemini_batch import FakeGeminiBatch
+from providers_fakes.openai_batch import FakeOpenAIBatch
 
 from pytest_hypeedit.registry import load_registry
 
@@ -18,6 +22,28 @@ QUICK = {"batch_linger_s": 0.3, "batch_poll_s": 0.02, "batch_poll_max_s": 0.05}
 #: A linger for a test that asserts the run's lines share one batch: on a loaded machine two lines of the same
 #: run arrived more than QUICK's 0.3 s apart (CI, once), and the collector rightly made two batches.
 GATHER_LINGER_S = 2.0
+
+
+@contextmanager
+def openai_batch_route(monkeypatch: pytest.MonkeyPatch, cache: Path) -> Iterator[FakeOpenAIBatch]:
+    """A fake of OpenAI's Files and Batch APIs, the openai route pointed at it with its key, the cache in ``cache``."""
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(cache))
+    with FakeOpenAIBatch() as fake:
+        monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", fake.base)
+        monkeypatch.setenv("OPENAI_API_KEY", fake.key)
+        yield fake
+
+
+@contextmanager
+def gemini_batch_route(monkeypatch: pytest.MonkeyPatch, cache: Path, key: str) -> Iterator[FakeGeminiBatch]:
+    """A fake of Gemini's Batch mode expecting ``key``, the gemini route pointed at it with that key (and no
+    GOOGLE_API_KEY, which would win over it), the cache in ``cache``."""
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(cache))
+    with FakeGeminiBatch(expected_key=key) as fake:
+        monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
+        monkeypatch.setenv("GEMINI_API_KEY", key)
+        monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+        yield fake
 
 
 def tiny_batch_bench(folder: Path, model: str, repeats: int) -> list[str]:
