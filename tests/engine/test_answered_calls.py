@@ -88,6 +88,19 @@ def test_a_base_url_holding_a_newline_is_a_usage_error_naming_it(ark_run, monkey
     assert fake.requests == [] and not (pytester.path / "out").exists()
 
 
+def ark_generation_error(spec, tmp_path) -> ProviderError:
+    """The error of one ark generation in this environment, five tries allowed (a request that left would be
+    tried again, and counted)."""
+    provider = ArkProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache",
+                                                 policy=RetryPolicy(max_attempts=5, base_delay=0.01)))
+    try:
+        with pytest.raises(ProviderError) as caught:
+            provider.generate(make_request(tmp_path, spec))
+    finally:
+        provider.close()
+    return caught.value
+
+
 def test_a_request_built_on_an_address_that_cannot_be_used_is_not_sent_and_not_possibly_paid(monkeypatch, tmp_path):
     # What start-up missed (a plugin's provider, a variable set after it) still costs nothing: the request is
     # refused while it is built (httpx.InvalidURL), or before it leaves (UnsupportedProtocol), never sent.
@@ -96,13 +109,9 @@ def test_a_request_built_on_an_address_that_cannot_be_used_is_not_sent_and_not_p
         monkeypatch.setenv(fake.key_env, fake.key)
         for base in (fake.base.replace("/api", "/a\npi"), "ark.example/api/v3", "http://[::1/api/v3"):
             monkeypatch.setenv(fake.env, base)
-            provider = ArkProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache",
-                                                         policy=RetryPolicy(max_attempts=5, base_delay=0.01)))
-            with pytest.raises(ProviderError) as caught:
-                provider.generate(make_request(tmp_path, spec))
-            provider.close()
-            assert "not sent" in str(caught.value) and "HYPEEDIT_ARK_BASE_URL" in str(caught.value)
-            assert not caught.value.reply_lost and not caught.value.retryable
+            error = ark_generation_error(spec, tmp_path)
+            assert "not sent" in str(error) and "HYPEEDIT_ARK_BASE_URL" in str(error)
+            assert not error.reply_lost and not error.retryable
         assert fake.requests == []
 
 
@@ -152,13 +161,9 @@ def test_a_key_no_header_can_carry_is_not_sent_not_possibly_paid_and_not_shown(m
     with FakeArk() as fake:
         monkeypatch.setenv(fake.env, fake.base)
         monkeypatch.setenv(fake.key_env, key)
-        provider = ArkProvider(spec, runtime=Runtime(cache_dir=tmp_path / "cache",
-                                                     policy=RetryPolicy(max_attempts=5, base_delay=0.01)))
-        with pytest.raises(ProviderError) as caught:
-            provider.generate(make_request(tmp_path, spec))
-        provider.close()
-        assert not caught.value.reply_lost and not caught.value.retryable and "not sent" in str(caught.value)
-        assert "0123" not in str(caught.value) and "456789" not in str(caught.value)
+        error = ark_generation_error(spec, tmp_path)
+        assert not error.reply_lost and not error.retryable and "not sent" in str(error)
+        assert "0123" not in str(error) and "456789" not in str(error)
         assert fake.seen("/images/generations") == []
 
 
