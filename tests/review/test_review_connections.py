@@ -10,7 +10,7 @@ import threading
 import pytest
 import review_fixture as fixture
 
-from pytest_hypeedit.review import __main__ as cli, server as server_module
+from pytest_hypeedit.review import server as server_module
 from pytest_hypeedit.review.server import make_server
 
 #: How long a test waits for what the server must do (it is never the figure asserted).
@@ -19,11 +19,7 @@ PATIENCE_S = 15
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    paths = fixture.build(tmp_path_factory.mktemp("review"))
-    args = cli.parse_args(fixture.server_args(paths))
-    split, images_base = cli.load_tasks(args)
-    built, _ = cli.build_app(args, split, images_base, cli.labels_path(args, split.name))
-    return built
+    return fixture.app_of(fixture.build(tmp_path_factory.mktemp("review")))[0]
 
 
 @pytest.fixture

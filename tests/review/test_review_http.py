@@ -19,9 +19,7 @@ from pytest_hypeedit.review.server import make_server
 def served(tmp_path_factory):
     """An app on an in-process server; yields (port, app, paths)."""
     paths = fixture.build(tmp_path_factory.mktemp("review"))
-    args = cli.parse_args(fixture.server_args(paths))
-    split, images_base = cli.load_tasks(args)
-    app, _ = cli.build_app(args, split, images_base, cli.labels_path(args, split.name))
+    app, args = fixture.app_of(paths)
     server = make_server(app, args.host, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -138,10 +136,7 @@ def test_one_server_per_rater_file_and_a_clear_error_without_candidates(tmp_path
 def test_the_host_and_origin_checks_hold_on_any_address_not_only_the_loopback_names(tmp_path):
     from pytest_hypeedit.review import server as review_server
 
-    paths = fixture.build(tmp_path)
-    args = cli.parse_args(fixture.server_args(paths))
-    split, images_base = cli.load_tasks(args)
-    app, _ = cli.build_app(args, split, images_base, cli.labels_path(args, split.name))
+    app, _ = fixture.app_of(fixture.build(tmp_path))
     server = make_server(app, "127.0.0.2", 0)  # not one of the names LOOPBACK lists
     port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -17,7 +17,6 @@ from PIL import Image
 
 from pytest_hypeedit import labels
 from pytest_hypeedit.errors import InputError
-from pytest_hypeedit.review import __main__ as cli
 from pytest_hypeedit.review.design import (
     Design,
     Stratum,
@@ -100,9 +99,7 @@ def test_a_doctored_design_file_is_refused_by_name(tmp_path):
 
 
 def build(paths, rater="ann", *extra):
-    args = cli.parse_args(fixture.server_args(paths, rater) + list(extra))
-    split, images_base = cli.load_tasks(args)
-    return cli.build_app(args, split, images_base, cli.labels_path(args, split.name))[0]
+    return fixture.app_of(paths, rater, *extra)[0]
 
 
 def test_the_app_shows_the_sample_only_and_every_rater_gets_the_same(tmp_path):

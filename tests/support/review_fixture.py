@@ -56,3 +56,12 @@ def _record(model: str, task: dict, repeat: int) -> dict:
 def server_args(paths: dict, rater: str = "ann", port: int = 0) -> list[str]:
     return ["--outputs", str(paths["outputs"]), "--tasks", f"fixture={paths['tasks']}",
             "--images-base", str(paths["images"]), "--rater", rater, "--port", str(port), "--seed", "7"]
+
+
+def app_of(paths: dict, rater: str = "ann", *extra: str):
+    """(app, args): the review app ``hypeedit-review`` builds on the fixture's folder from ``server_args``."""
+    from pytest_hypeedit.review import __main__ as cli
+
+    args = cli.parse_args(server_args(paths, rater) + list(extra))
+    split, images_base = cli.load_tasks(args)
+    return cli.build_app(args, split, images_base, cli.labels_path(args, split.name))[0], args
