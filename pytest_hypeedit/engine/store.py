@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..files import atomic_write_bytes, not_regular_problem, open_regular
+from ..files import atomic_write_bytes, new_temporary, not_regular_problem, open_regular
 from ..tasks import IMAGE_SUFFIXES
 from ..untrusted import RECORD_BYTES, loads_json_bytes, read_bounded_handle
 from .limits import exclusive
@@ -59,7 +59,7 @@ def move_into_place(source: Path, dest: Path) -> None:
         return
     except OSError:  # another filesystem: copy beside the target, then rename there
         pass
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
+    fd, tmp = new_temporary(dest.parent, f".{dest.name}.")  # the user's umask, as every file of the outputs
     try:
         with os.fdopen(fd, "wb") as out, open(source, "rb") as src:
             shutil.copyfileobj(src, out, 1024 * 1024)

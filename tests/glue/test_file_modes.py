@@ -28,3 +28,24 @@ def test_every_file_a_run_writes_follows_the_umask(bench, shared_umask):
     assert len(written) > 10
     modes = {str(p.relative_to(bench.path)): oct(p.stat().st_mode & 0o777) for p in written}
     assert {path: mode for path, mode in modes.items() if mode != oct(shared_umask)} == {}
+
+
+def test_a_file_moved_across_filesystems_follows_the_umask_too(tmp_path, monkeypatch, shared_umask):
+    # store.move_into_place copies beside the target when a rename cannot cross filesystems (a download folder on
+    # another disk).  Planted: its copy on tempfile.mkstemp again -> the candidate is 0600.
+    from pytest_hypeedit.engine import store
+
+    source, dest = tmp_path / "download.png", tmp_path / "out" / "001.png"
+    source.write_bytes(b"image bytes")
+    rename = os.replace
+
+    def across(src, dst):
+        if os.fspath(src) == os.fspath(source):
+            raise OSError(18, "Invalid cross-device link")  # EXDEV, as from another filesystem
+        rename(src, dst)
+
+    monkeypatch.setattr(store.os, "replace", across)
+    store.move_into_place(source, dest)
+    assert dest.read_bytes() == b"image bytes" and not source.exists()
+    assert dest.stat().st_mode & 0o777 == shared_umask
+    assert [p.name for p in dest.parent.iterdir()] == ["001.png"]  # no temporary file left beside it
