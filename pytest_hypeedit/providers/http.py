@@ -68,7 +68,6 @@ from .httperrors import (
     REFUSED_BY_CLIENT,
     RETRY_STATUSES,
     WAIT_REFUSED,
-    _url_without_query,
     error_details,
     is_retryable,
     may_have_reached_provider,
@@ -77,6 +76,7 @@ from .httperrors import (
     request_id_of,
     retryable_transport,
     transport_error,
+    url_without_query,
     wait_note,
 )
 from .keyhosts import KeyHosts, check_request, redirect_guard
@@ -185,7 +185,7 @@ class PolicyTransport(httpx.BaseTransport):
                     return response
                 delay, why = decision, f"HTTP {response.status_code}"
             log.info("%s: %s from %s %s; retry %d in %.2fs", self.route, why, request.method,
-                     redact(_url_without_query(request.url)), attempt, delay)
+                     redact(url_without_query(request.url)), attempt, delay)
             (self.sleep or pause)(delay)
             attempt += 1
 

@@ -59,7 +59,7 @@ def _says_quota(response: httpx.Response) -> bool:
     return any(marker in body for marker in QUOTA_MARKERS)
 
 
-def _url_without_query(url: httpx.URL | str) -> str:
+def url_without_query(url: httpx.URL | str) -> str:
     # Signed result URLs carry long signatures in the query: noise in a message.
     return str(httpx.URL(str(url)).copy_with(query=None, fragment=None))
 
@@ -138,7 +138,7 @@ def raise_for_status(response: httpx.Response, *, route: str, model: str) -> Non
     if response.is_success:
         return
     code, message = error_details(response)
-    where = f"{response.request.method} {_url_without_query(response.request.url)}"
+    where = f"{response.request.method} {url_without_query(response.request.url)}"
     text = f"{model} via {route}: HTTP {response.status_code} from {where}"
     if code:
         text += f": {code}"
@@ -184,7 +184,7 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
     """A ProviderError for a network error or timeout that outlasted the retries."""
     where = ""
     with contextlib.suppress(RuntimeError):
-        where = f" on {exc.request.method} {_url_without_query(exc.request.url)}"
+        where = f" on {exc.request.method} {url_without_query(exc.request.url)}"
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, httpx.LocalProtocolError):  # it quotes the header, a key's pieces escaped past redaction
         detail = ("not sent: a header the client may not send (a control character such as a newline in a key or "

@@ -34,7 +34,7 @@ import httpx
 
 from ..secrets import redact
 from .http import RetryPolicy, make_http_client
-from .httperrors import _url_without_query, error_details, key_invalid_reason, request_id_of
+from .httperrors import error_details, key_invalid_reason, request_id_of, url_without_query
 from .keyhosts import KeyHosts
 
 #: Seconds per read of a key check, and per attempt whole: a free GET answers in well under a second.
@@ -65,7 +65,7 @@ class KeyProbe:
 
     @property
     def shown(self) -> str:
-        return f"{self.method} {_url_without_query(self.url)}"
+        return f"{self.method} {url_without_query(self.url)}"
 
 
 @dataclass(frozen=True)
