@@ -181,20 +181,20 @@ class Dispatcher:
                 self._end_unreachable(queue_, reason)
                 continue
             while True:
-                with self._cond:
+                with self._cond:  # queue_[0] read under the lock: a worker thread may take it meanwhile
                     if not queue_ or self._running >= self.concurrency:
                         break
-                if queue_ is not self._judge and not self._fair_to_start(queue_[0].spec.route):
-                    break  # the slots left are other routes' share; a finishing step wakes the dispatcher
-                if queue_ is not self._judge and not self._within_reach(queue_[0]):
-                    break  # --sequential: pytest asking for the next item wakes the dispatcher
+                    if queue_ is not self._judge and not self._fair_to_start(queue_[0].spec.route):
+                        break  # the slots left are other routes' share; a finishing step wakes the dispatcher
+                    if queue_ is not self._judge and not self._within_reach(queue_[0]):
+                        break  # --sequential: pytest asking for the next item wakes the dispatcher
                 taken = self._admit(gates)
                 if taken is None:
                     hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
                     wait = min(wait, min(hints) if hints else RETRY)
                     break
                 with self._cond:
-                    if not queue_:  # a stop emptied it meanwhile
+                    if not self._may_start(queue_):  # a stop, or another thread took the job checked above
                         self._release(taken)
                         break
                     job = queue_.popleft()
@@ -350,7 +350,7 @@ class Dispatcher:
             if taken is None:
                 continue
             with self._cond:
-                if queue_:
+                if self._may_start(queue_):  # checked again: the lock was let go while the route admitted it
                     job = queue_.popleft()
                     job.move(RUNNING)
                     self._hold(route, -1)
@@ -359,6 +359,15 @@ class Dispatcher:
                     return job, taken
             self._release(taken)
         return None, []
+
+    def _may_start(self, queue_: deque[Job]) -> bool:
+        """(Under the lock, just before a step is taken off ``queue_``.)  The checks made before its slots were
+        taken hold still: the route and slot admission runs without the lock, and meanwhile the run may have
+        stopped or another thread taken the job that was checked, leaving one past --sequential's reach first.
+        Unchecked here, a decided --sequential run bought a dozen candidates past its reach under load."""
+        if self._stop_reason is not None or self._closed or not queue_:
+            return False
+        return queue_ is self._judge or self._within_reach(queue_[0])
 
     def _within_reach(self, job: Job) -> bool:
         """(Under the lock.)  May this generation start now: always, unless --sequential limits how far the

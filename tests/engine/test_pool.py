@@ -547,8 +547,10 @@ class FakeRunner:
         return 0, 0, 0.0
 
 
-def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2, inflight=None):
-    """A pool over ``runner``; ``inflight``: each route also has a cross-process limiter with that many slots."""
+def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks=4, repeats=2, inflight=None,
+                ahead=None):
+    """A pool over ``runner``; ``inflight``: each route also has a cross-process limiter with that many slots;
+    ``ahead``: --sequential's reach past the item pytest asked for."""
     from pytest_hypeedit.engine.limits import RouteLimiter, SlotSet
     from pytest_hypeedit.engine.pool import CandidatePool
     from pytest_hypeedit.engine.routes import RouteGate
@@ -568,7 +570,8 @@ def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks
                for t in range(tasks) for spec in specs for r in range(1, repeats + 1)]
     pool = CandidatePool(runner, concurrency=concurrency, gate_for=lambda spec: gate(spec.route),
                          judge_gates=lambda: [gate(route) for route in runner.judge.routes],
-                         slots=SlotSet(tmp_path / "slots", "candidates", concurrency), source=lambda: entries)
+                         slots=SlotSet(tmp_path / "slots", "candidates", concurrency), source=lambda: entries,
+                         ahead=ahead)
     runner.pool = pool
     return pool, entries
 
@@ -737,6 +740,60 @@ def test_a_move_the_table_does_not_allow_raises():
     assert job.state is DONE and job.settled
     with pytest.raises(IllegalTransition):
         job.move(RUNNING)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_stop_during_a_routes_admission_starts_no_step(tmp_path, monkeypatch, concurrency):
+    """Slots are taken without the pool's lock, so a stop can land between the checks and taking the job:
+    no step may be taken once the run is stopping (before the check at the moment of taking, a decided
+    --sequential run bought a dozen candidates past its decision).  concurrency 1: the next step is mostly
+    taken by the thread whose step just ended; 4: by the dispatcher."""
+    from pytest_hypeedit.engine.jobs import Job, JobState
+    from pytest_hypeedit.engine.routes import RouteGate
+
+    runner = FakeRunner(verdicts=False)
+    pool, _ = engine_pool(tmp_path, runner, concurrency=concurrency, models=("m-a",), tasks=6)
+    admitted, taken_after_stop = [0], []
+    real_enter, real_move = RouteGate.try_enter, Job.move
+
+    def try_enter(gate):
+        slot = real_enter(gate)
+        if slot is not None:
+            admitted[0] += 1
+            if admitted[0] == 3:
+                pool.stop("sequential: decided")
+        return slot
+
+    def move(job, to):
+        if to == JobState.RUNNING and pool.stopping is not None:
+            taken_after_stop.append(job.label)
+        real_move(job, to)
+
+    monkeypatch.setattr(RouteGate, "try_enter", try_enter)
+    monkeypatch.setattr(Job, "move", move)
+    pool.start()
+    _wait_for(lambda: admitted[0] >= 3 and pool._running == 0)
+    pool.shutdown()
+    assert admitted[0] >= 3, "the pool never admitted a third step"
+    assert taken_after_stop == [], "steps taken after the run stopped"
+    assert len([kind for kind, _ in runner.steps if kind == "generate"]) < 3, runner.steps
+    assert pool.at_rest() == [], "the slots of the step that did not start were not given back"
+
+
+def test_no_generation_starts_past_the_reach_of_the_item_pytest_asked_for(tmp_path):
+    """--sequential's ``ahead``: with nothing asked, generations 0 to ahead-1 only; each item asked moves the
+    reach by one, however many threads race for the next step."""
+    runner = FakeRunner(verdicts=False)
+    pool, entries = engine_pool(tmp_path, runner, concurrency=8, models=("m-a", "m-b"), tasks=10, ahead=3)
+    pool.start()
+    _wait_for(lambda: len(runner.steps) >= 3)
+    time.sleep(0.2)  # a generation past the reach would have started by now
+    assert len(runner.steps) == 3, runner.steps
+    ask_all(pool, entries[:5])  # asked for plan position 4: the reach ends before position 7
+    _wait_for(lambda: len(runner.steps) >= 7)
+    time.sleep(0.2)
+    assert len(runner.steps) == 7, runner.steps
+    pool.shutdown()
 
 
 class FinishRecorder(FakeRunner):
