@@ -43,7 +43,7 @@ class AgreementCheck:
         paths = parse_agreement_option(value)
         return cls(paths, read_panel(paths, known_models))
 
-    def results(self, records: Iterable[Record], judge: str) -> dict:
+    def results(self, records: Iterable[Record], judge: str) -> dict[str, Any]:
         """The JSON-ready agreement report over the candidates of this run."""
         records = list(records)
         in_run = {(r.task_id, r.model, r.repeat) for r in records}
@@ -67,9 +67,10 @@ class AgreementCheck:
         }
 
 
-def _pairs(records: list[Record], panel: Panel) -> tuple[list, int]:
+def _pairs(records: list[Record], panel: Panel) -> tuple[list[tuple[bool, bool, tuple[str, ...]]], int]:
     """(judge PASS, panel PASS, task types) for candidates both judged; and how many the panel lacks."""
-    pairs, judge_only = [], 0
+    pairs: list[tuple[bool, bool, tuple[str, ...]]] = []
+    judge_only = 0
     for record in records:
         if record.outcome not in (PASS, FAIL):  # refusals have no image to label; errors no verdict
             continue
@@ -84,7 +85,7 @@ def _pairs(records: list[Record], panel: Panel) -> tuple[list, int]:
 CELLS = {(True, True): "both_pass", (True, False): "false_pass", (False, True): "false_fail", (False, False): "both_fail"}
 
 
-def signals_by_cell(records: list[Record], panel: Panel) -> dict:
+def signals_by_cell(records: list[Record], panel: Panel) -> dict[str, Any]:
     """How the pixel diagnostics (record.signals) fall in each cell of judge against panel, e.g. how many of
     the judge's PASS that people failed are unchanged copies of the reference."""
     cells: dict[str, list[dict[str, Any]]] = {name: [] for name in CELLS.values()}
@@ -98,7 +99,7 @@ def signals_by_cell(records: list[Record], panel: Panel) -> dict:
     return summary
 
 
-def _signal_counts(found: list[dict]) -> dict:
+def _signal_counts(found: list[dict[str, Any]]) -> dict[str, Any]:
     measured = [s for s in found if s]
     ssim = [s["ssim"] for s in measured if isinstance(s.get("ssim"), (int, float))]
     delta_e = [s["delta_e"] for s in measured if isinstance(s.get("delta_e"), (int, float))]
@@ -110,7 +111,7 @@ def _signal_counts(found: list[dict]) -> dict:
             "delta_e_mean": sum(delta_e) / len(delta_e) if delta_e else None}
 
 
-def disagreement_notes(records: list[Record], panel: Panel, limit: int = MAX_WARNINGS) -> list[dict]:
+def disagreement_notes(records: list[Record], panel: Panel, limit: int = MAX_WARNINGS) -> list[dict[str, Any]]:
     """The candidates where judge and panel disagree and a rater left a note: what people saw that the judge
     did not (or the reverse), for the terminal and the report."""
     found = []
@@ -131,7 +132,7 @@ def _capped(warnings: list[str]) -> list[str]:
     return warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more candidates with an even vote count"]
 
 
-def terminal_lines(results: dict) -> list[str]:
+def terminal_lines(results: dict[str, Any]) -> list[str]:
     report = results.get("agreement")
     if not report:
         return []
@@ -142,7 +143,7 @@ def terminal_lines(results: dict) -> list[str]:
     return lines + signal_lines(report) + note_lines(report)
 
 
-def signal_lines(report: dict) -> list[str]:
+def signal_lines(report: dict[str, Any]) -> list[str]:
     cells = report.get("signals") or {}
     parts = []
     for name, title in (("false_pass", "judge PASS / panel FAIL"), ("false_fail", "judge FAIL / panel PASS")):
@@ -152,7 +153,7 @@ def signal_lines(report: dict) -> list[str]:
     return [f"signals among disagreements: {'; '.join(parts)}"] if parts else []
 
 
-def note_lines(report: dict) -> list[str]:
+def note_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for entry in report.get("notes") or []:
         said = "; ".join(f'{v["rater"]} ({v["verdict"]}): "{v["note"]}"' for v in entry["votes"])

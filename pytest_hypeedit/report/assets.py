@@ -48,9 +48,14 @@ import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 from ..files import atomic_write_bytes, read_regular, sha256_bytes
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+T = TypeVar("T")
 
 ASSETS_DIR = "hypeedit-assets"
 CACHE_FILE = "cache.json"
@@ -173,13 +178,13 @@ def _fitted(size: tuple[int, int], box: int) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
-def _upright_rgb(image):
+def _upright_rgb(image: Image.Image) -> Image.Image:
     from ..providers.images import orientation, upright
 
     return upright(image.convert("RGB"), orientation(image))  # the one orientation rule (signals, review app)
 
 
-def _rotated(image) -> bool:
+def _rotated(image: Image.Image) -> bool:
     """An EXIF orientation other than 1: copied as is, some viewers would show it on its side."""
     try:
         return image.getexif().get(0x0112, 1) not in (0, 1)
@@ -187,7 +192,7 @@ def _rotated(image) -> bool:
         return True
 
 
-def _webp(image, quality: int) -> bytes:
+def _webp(image: Image.Image, quality: int) -> bytes:
     out = io.BytesIO()
     # method 2: a fifth of the default's (4) time at a thumbnail's size, for 1% more bytes (measured)
     image.save(out, format="WEBP", quality=quality, method=2)
@@ -205,9 +210,9 @@ class AssetCache:
         self.previous = self._read()
         # a view's suffix follows its format, so it is looked up by name without the suffix
         self.by_stem = {name.rsplit(".", 1)[0]: name for name in self.previous}
-        self.current: dict[str, dict] = {}
+        self.current: dict[str, dict[str, Any]] = {}
 
-    def _read(self) -> dict[str, dict]:
+    def _read(self) -> dict[str, Any]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -268,17 +273,17 @@ class AssetBuilder:
     def __post_init__(self) -> None:
         self.cache = AssetCache(self.root) if self.use_cache else None
         self._pool: ThreadPoolExecutor | None = None
-        self._futures: dict[str, Future] = {}
+        self._futures: dict[str, Future[Any]] = {}  # a Future[ImagePair] or Future[Built] by the job's kind
 
     # ---- submitting
 
-    def image_pair(self, source: Path, stem: str, root: Path | None = None) -> Future:
+    def image_pair(self, source: Path, stem: str, root: Path | None = None) -> Future[ImagePair]:
         """The thumbnail of ``source`` as ``<stem>.thumb.webp``; its full-size view ``<stem>.full.<ext>`` comes
         from ``views`` once every thumbnail is made.  ``root``: ``source`` is read only as a regular file inside
         it, never through a symbolic link (files.open_regular); the thumbnail's error says why otherwise."""
         return self._submit(f"pair:{stem}", self._build_pair, Path(source), stem, root)
 
-    def views(self, pairs: Sequence[ImagePair], budget: int | None) -> dict[str, Future]:
+    def views(self, pairs: Sequence[ImagePair], budget: int | None) -> dict[str, Future[Built]]:
         """Start the full-size views of ``pairs`` (thumbnail name -> Future[Built]), each within an even share
         of ``budget`` bytes (None: no budget, each at ``view_side``)."""
         wanted = [pair for pair in pairs if pair.source is not None and not pair.thumb.error]
@@ -288,7 +293,7 @@ class AssetBuilder:
         return {pair.thumb.name: self._submit(f"view:{pair.thumb.name}", self._view, pair, share)
                 for pair in wanted}
 
-    def difference(self, current: Built, baseline: Built, stem: str) -> Future:
+    def difference(self, current: Built, baseline: Built, stem: str) -> Future[Built]:
         """``<stem>.diff.webp``: the difference of two built views (``difference_bytes``) -> Future[Built]."""
         return self._submit(f"diff:{stem}", self._difference, current, baseline, stem)
 
@@ -302,7 +307,7 @@ class AssetBuilder:
                         total += _size_of(self.root / entry.name)
         return total
 
-    def _submit(self, job_id: str, function, *args) -> Future:
+    def _submit(self, job_id: str, function: Callable[..., T], *args: Any) -> Future[T]:
         if job_id not in self._futures:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="hypeedit-assets")
@@ -391,7 +396,7 @@ def _read(source: Path, root: Path | None) -> bytes:
     return read_regular(source, root) if root is not None else source.read_bytes()
 
 
-def _built_of(result) -> list[Built]:
+def _built_of(result: object) -> list[Built]:
     if isinstance(result, ImagePair):
         return [result.thumb] + ([result.view] if result.view else [])
     return [result] if isinstance(result, Built) else []

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ..analysis.enrich import row_price
 from ..engine.records import FAIL, PASS, REFUSED, Record
@@ -34,6 +34,12 @@ from ..errors import ConfigError
 from ..labels import Panel, PanelVerdict, read_panel
 from ..review.design import Design, designs_beside
 from .tables import COMBINED
+
+if TYPE_CHECKING:
+    from ..analysis.calibration import Calibration
+    from ..analysis.calibration_evidence import TaskEvidence, Unit
+    from ..review.design import Stratum
+    from .results import Key
 
 PREFIX = "labels:"
 
@@ -63,7 +69,7 @@ class HumanSample:
         paths = parse_calibrate_option(value)
         return cls(paths, read_panel(paths, known_models), designs_beside(paths))
 
-    def design_for(self, model: str, split: str):
+    def design_for(self, model: str, split: str) -> tuple[tuple[Stratum, ...], Design | None]:
         """The recorded strata of this model and split (one per judge verdict when the sample was stratified by
         it), and their design; ((), None) when none was recorded."""
         for design in self.designs:
@@ -80,7 +86,7 @@ class HumanSample:
 class RowSample:
     """What a row's records and the human sample make: the units, and what the note should say."""
 
-    units: list
+    units: list[Unit]
     judged: int = 0
     labelled: int = 0
     ties: int = 0
@@ -91,7 +97,7 @@ class RowSample:
     seeds: list[int] = field(default_factory=list)
     by_verdict: bool = False  # a recorded design stratified by the judge's verdict: weighted per verdict
     # judged and labelled candidates by the judge's verdict where no design was recorded (the rate check)
-    unrecorded: dict = field(default_factory=lambda: {PASS: [0, 0], FAIL: [0, 0]})
+    unrecorded: dict[str | None, list[int]] = field(default_factory=lambda: {PASS: [0, 0], FAIL: [0, 0]})
 
 
 def row_sample(records: Sequence[Record], sample: HumanSample, pooled_keys: bool) -> RowSample:
@@ -113,7 +119,8 @@ def row_sample(records: Sequence[Record], sample: HumanSample, pooled_keys: bool
     return out
 
 
-def _inclusions(judged: list[Record], labels: dict, strata, out: RowSample) -> dict:
+def _inclusions(judged: list[Record], labels: dict[Key, bool], strata: Sequence[Stratum],
+                out: RowSample) -> dict[Key, float]:
     """record key -> its inclusion probability: the labelled share of its cell.  A cell is the model and split,
     or, when the recorded design drew the judge's PASS and FAIL at different rates, the verdict's stratum."""
     verdict_strata = [s for s in strata if s.verdict]
@@ -144,18 +151,20 @@ def _strata(records: Sequence[Record]) -> dict[tuple[str, str], list[Record]]:
     return found
 
 
-def _stratum_labels(members: list[Record], model: str, split: str, sample: HumanSample, out: RowSample) -> dict:
+def _stratum_labels(members: list[Record], model: str, split: str, sample: HumanSample,
+                    out: RowSample) -> dict[Key, bool]:
     """record key -> the panel's majority (True = PASS) for the stratum's usable labels."""
     strata, design = sample.design_for(model, split)
     drawn = {p for s in strata for p in s.sample} if strata else None
     if not strata:
         out.assumed = True
     else:
+        assert design is not None  # design_for gives strata only with their design
         out.designs.append(str(design.path or design.split))
         out.seeds.append(design.seed)
         population = {p for s in strata for p in s.population}
         out.after_design += sum(1 for r in members if r.outcome in (PASS, FAIL) and (r.task_id, r.repeat) not in population)
-    labels = {}
+    labels: dict[Key, bool] = {}
     for record in members:
         verdict: PanelVerdict | None = sample.panel.verdict(record.task_id, record.model, record.repeat)
         if verdict is None or record.outcome not in (PASS, FAIL):
@@ -180,8 +189,8 @@ class Settings:
     level: float = 0.95
 
 
-def add_calibration(results: dict, records: Iterable[Record], sample: HumanSample, settings: Settings,
-                    baseline: Mapping[str, Any] | None = None) -> dict:
+def add_calibration(results: dict[str, Any], records: Iterable[Record], sample: HumanSample, settings: Settings,
+                    baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Add the calibration keys to every row of ``results`` (in place); see the module docstring."""
     records = list(records)
     for row in results.get("rows") or []:
@@ -196,7 +205,8 @@ def add_calibration(results: dict, records: Iterable[Record], sample: HumanSampl
     return results
 
 
-def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settings: Settings, baseline) -> None:
+def _calibrate_row(row: dict[str, Any], records: list[Record], sample: HumanSample, settings: Settings,
+                   baseline: Mapping[str, Any] | None) -> None:
     from ..analysis.calibration import METHOD, calibrate, task_evidence
     from ..analysis.calibration_evidence import this_run_pass_rate
     from ..analysis.calibration_intervals import TARGET, TARGET_TEXT
@@ -226,7 +236,7 @@ def _calibrate_row(row: dict, records: list[Record], sample: HumanSample, settin
         row.update(calibrated_baseline(row, evidence, settings, baseline))
 
 
-def _failed_row(row: dict, exc: Exception) -> None:
+def _failed_row(row: dict[str, Any], exc: Exception) -> None:
     """The row keeps its judge figures; the calibration says what went wrong instead of aborting the run."""
     for key in ("calibrated", "human_sample", "judge_error", "calibration_evidence", "calibrated_this_run"):
         row.pop(key, None)
@@ -237,7 +247,7 @@ def _failed_row(row: dict, exc: Exception) -> None:
     info["note"] = problem
 
 
-def _problems(found: RowSample, result, design: str) -> list[str]:
+def _problems(found: RowSample, result: Calibration | None, design: str) -> list[str]:
     """What a reader of the calibrated figures must know first: each is also printed."""
     from ..analysis.calibration_evidence import RATE_CHECK_ALPHA, labelling_rates_differ
 
@@ -257,7 +267,7 @@ def _problems(found: RowSample, result, design: str) -> list[str]:
     return problems
 
 
-def _note(found: RowSample, result, design: str) -> str:
+def _note(found: RowSample, result: Calibration | None, design: str) -> str:
     share = f"{100 * found.labelled / found.judged:.1f}%" if found.judged else "n/a"
     parts = [f"{found.labelled} of {found.judged} judged candidates labelled ({share})"]
     if design == "recorded":
@@ -282,7 +292,7 @@ def _note(found: RowSample, result, design: str) -> str:
 # --------------------------------------------------------------------------- baseline
 
 
-def calibrated_baseline(row, evidence, settings: Settings, baseline: Mapping[str, Any]) -> dict:
+def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], settings: Settings, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """The paired comparison of calibrated figures with the baseline's row, when it was calibrated too."""
     from ..analysis.calibration import TaskEvidence
     from ..analysis.calibration_paired import paired_calibrated
@@ -313,7 +323,7 @@ def _same_design(row: Mapping[str, Any], old: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- record.human
 
 
-def human_of(panel: Panel | None, record: Record) -> dict | None:
+def human_of(panel: Panel | None, record: Record) -> dict[str, Any] | None:
     """A record's ``human`` field from a panel: None when the panel did not label it."""
     verdict = panel.verdict(record.task_id, record.model, record.repeat) if panel is not None else None
     return verdict.human() if verdict is not None else None

@@ -94,7 +94,7 @@ def _title(title: str) -> str:
     return f'<text x="4" y="16" font-size="14" font-weight="bold">{escape(title)}</text>'
 
 
-def _panel(rows, metric: str, name: str, kind: str, colours: dict[str, str]) -> str:
+def _panel(rows: list[Mapping[str, Any]], metric: str, name: str, kind: str, colours: dict[str, str]) -> str:
     bars = [_bar(row, metric, colours) for row in rows]
     scale_max = _axis_max(bars, kind)
     plot_width = PANEL_WIDTH - LABEL_WIDTH - 60
@@ -130,7 +130,7 @@ def _nice_ceiling(value: float) -> float:
     """The next 1/2/5 x 10^k at or above value, so the axis ends on a round number."""
     if value <= 0:
         return 1.0
-    magnitude = 10 ** math.floor(math.log10(value))
+    magnitude: float = 10 ** math.floor(math.log10(value))
     for step in (1, 2, 5, 10):
         if step * magnitude >= value:
             return step * magnitude

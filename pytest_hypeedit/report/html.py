@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, overload
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable, Mapping, Protocol, overload
 from urllib.parse import quote
 
 import pytest
@@ -48,6 +48,13 @@ from .browser.data import Images, browser_data
 from .browser.page import Urls, browser_html, data_script, style_html
 from .summary import RunSpan, run_span, summary_html
 from .tables import split_order
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    import pluggy
+
+    from .results import Key
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
 #: The report folder's size goal when --html-max-mb is not given: what a CI artifact carries per run.  55 MB for a
@@ -100,7 +107,7 @@ def _safe(make: Callable[[], Any], default: Any) -> Any:
         return default
 
 
-def candidate_anchor(key: tuple) -> str:
+def candidate_anchor(key: Key) -> str:
     """The address fragment that opens a candidate in the browser (``<split>/<task>/<model>/<repeat>``)."""
     split, model, task_id, repeat = key
     return "#open=" + quote(f"{split}/{task_id}/{model}/{int(repeat)}", safe="/")
@@ -166,11 +173,18 @@ def register_gallery(config: pytest.Config, controller: bool) -> None:
         config.pluginmanager.register(ReportPlugin(config, report_source(config)), "hypeedit-html")
 
 
+class _Titled(Protocol):
+    """pytest-html's report object, as its title hook hands it over."""
+
+    title: str
+
+
 class TableLinks:
     """A failed benchmark item's row in pytest-html's table gets a link to its candidate in the browser."""
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call):
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         outcome = yield
         report = outcome.get_result()
         if report.failed and report.when in ("setup", "call"):
@@ -181,7 +195,8 @@ class TableLinks:
                 link = f'<a class="hypeedit-link" href="{escape(candidate_anchor(key))}">open in the failure browser</a>'
                 extra = {"name": "HYPE-EDIT browser", "format_type": "html", "content": link,
                          "mime_type": None, "extension": None}
-                report.extras = list(getattr(report, "extras", [])) + [extra]
+                # pytest-html reads this attribute, which a TestReport does not declare
+                report.extras = list(getattr(report, "extras", [])) + [extra]  # type: ignore[attr-defined]
 
 
 class ReportPlugin:
@@ -199,7 +214,7 @@ class ReportPlugin:
                                     full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
                                                                           default=False)))
         self.urls = Urls(root, inline=self.self_contained)
-        self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
+        self.thumbs: dict[Key, Future[ImagePair]] = {}
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
         self.max_bytes: int | None = None  # the folder's size goal, set once the candidates are counted
         self.max_mb = _max_mb(config)
@@ -243,13 +258,14 @@ class ReportPlugin:
         if self.self_contained:
             clear_folder(self.builder.root)  # its images are inlined now
 
-    def _data(self, records: list[Record], images: Images) -> dict:
+    def _data(self, records: list[Record], images: Images) -> dict[str, Any]:
         rows = (self.source.results() or {}).get("rows") or []
         return browser_data(records, instruction=self.source.instruction, images=images, url=self.urls.of,
                             models=[str(r.get("model")) for r in rows], splits=split_order(rows),
                             self_contained=self.self_contained, task_order=self.source.task_order)
 
-    def _baseline_thumbs(self, records: list[Record]) -> dict[tuple, tuple[str, list]]:
+    def _baseline_thumbs(self, records: list[Record]
+                         ) -> dict[tuple[str, str, str], tuple[str, list[tuple[Record, Future[ImagePair] | None]]]]:
         """--baseline: per (split, model, task) of this run, the baseline model compared with and its candidates
         of that task, each with its thumbnail started (``baseline/<split>/<model>/<task>/<NNN>``)."""
         source = _safe(self.source.baseline, None)
@@ -297,7 +313,8 @@ class ReportPlugin:
                                 for group, (old, entries) in images.baseline.items()},
                       diffs=self._differences(images, against, views))
 
-    def _differences(self, images: Images, against: Mapping[tuple, ImagePair], views: Mapping[str, Built]) -> dict:
+    def _differences(self, images: Images, against: Mapping[Key, ImagePair],
+                     views: Mapping[str, Built]) -> dict[Key, Built]:
         """Each candidate's difference image from its baseline counterpart, where both have a view."""
         futures = {}
         for key, old in against.items():
@@ -312,11 +329,12 @@ class ReportPlugin:
         self.builder.cancel()  # after an internal error there was no session finish: leave at once
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_report_title(self, report) -> None:
+    def pytest_html_report_title(self, report: _Titled) -> None:
         report.title = f"HYPE-EDIT-1 report ({report.title})"
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
+                                    session: pytest.Session) -> None:
         counts = table_counts(self.config)
         listed = sum(counts.get(name, 0) for name in TABLE_VISIBLE)
         prefix.append(style_html() + table_script(listed)
@@ -325,7 +343,7 @@ class ReportPlugin:
         postfix.append(table_note(counts, listed))
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         path = self.config.getoption("htmlpath", default=None)
         for note in self.notes:
             terminalreporter.write_line(f"HTML report: {note}", yellow=True)
@@ -344,7 +362,7 @@ class ReportPlugin:
                 yellow=True, bold=True,
             )
 
-    def _say_if_over(self, terminalreporter, page: Path | None) -> None:
+    def _say_if_over(self, terminalreporter: pytest.TerminalReporter, page: Path | None) -> None:
         """The folder's goal is met by sizing the views; when even the smallest views overrun it, say so."""
         if self.max_bytes is None:
             return
@@ -358,7 +376,7 @@ class ReportPlugin:
                 yellow=True, bold=True)
 
 
-def _counterpart_pair(images: Images, key: tuple) -> ImagePair | None:
+def _counterpart_pair(images: Images, key: Key) -> ImagePair | None:
     """The baseline candidate a candidate is compared with (``baseline.counterpart``), when it has a thumbnail."""
     split, model, task_id, repeat = key
     _, entries = images.baseline.get((split, model, task_id), (None, []))
@@ -379,7 +397,7 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 def _view_side(config: pytest.Config) -> int:
     from .assets import THUMB_SIZE, VIEW_SIDE
 
-    side = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
+    side: int = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
     if side != 0 and side < THUMB_SIZE:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
@@ -388,7 +406,7 @@ def _view_side(config: pytest.Config) -> int:
 
 def _max_mb(config: pytest.Config) -> float | None:
     """--html-max-mb: None (not given: the goal follows the candidates, ``goal_bytes``), 0 (no goal) or MB."""
-    megabytes = config.getoption("hypeedit_html_max_mb", default=None)
+    megabytes: float | None = config.getoption("hypeedit_html_max_mb", default=None)
     if megabytes is not None and megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
                                 f"(default: {AUTO_BASE_MB:g} up to {AUTO_BASE_CANDIDATES} candidates, "
@@ -442,7 +460,7 @@ def report_source(config: pytest.Config) -> ReportSource:
         settings = old.get("settings")
         return BaselineSource(str(path), settings if isinstance(settings, Mapping) else {}, outputs)
 
-    def session_attr(name: str, default):
+    def session_attr(name: str, default: Any) -> Any:
         return getattr(config.stash.get(SESSION_KEY, None), name, default)
 
     return ReportSource(

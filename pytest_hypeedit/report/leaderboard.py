@@ -22,12 +22,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..errors import HypeEditError, InputError
 from .leaderboard_markdown import results_markdown
 from .results_files import load_results, merge_results
 from .tables import COMBINED, SCHEMA, cell as _cell, row_repeats
+
+if TYPE_CHECKING:
+    from .published import Published
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,7 +144,8 @@ def incomplete_why(results: Mapping[str, Any]) -> str:
     return "; ".join(reasons)
 
 
-def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict]], published) -> None:
+def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict[str, Any]]],
+                   published: Published | None) -> None:
     markdown = results_markdown(merged, published)
     if args.json_out:
         args.json_out.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
@@ -159,7 +163,7 @@ def _no_run() -> dict[str, Any]:
     return {"schema": SCHEMA, "settings": {}, "runs": [], "rows": []}
 
 
-def _published():
+def _published() -> Published:
     from .published import load_published
 
     return load_published()

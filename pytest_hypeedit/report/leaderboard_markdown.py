@@ -7,7 +7,7 @@ results.json, and ``hypeedit-leaderboard`` (report/leaderboard.py) on merged res
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from .tables import (
     COLUMNS,
@@ -130,7 +130,7 @@ def _scope_line(rows: Sequence[Mapping[str, Any]], repeats: int | None) -> str:
     return f"{tasks} tasks, {repeats or '?'} images per task, {total} total images."
 
 
-def _table(rows: list[Mapping[str, Any]], cells, repeats: int | None = None) -> str:
+def _table(rows: list[Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]], repeats: int | None = None) -> str:
     header = "| Model | " + " | ".join(title for _, title, _ in columns(repeats)) + " |"
     rule = "| --- " * (len(COLUMNS) + 1) + "|"
     body = [f"| {_cell(model_name(r))} | " + " | ".join(cells(r)) + " |" for r in rows]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from html import escape
 from string import ascii_lowercase
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .tables import columns, row_repeats
 
@@ -36,7 +36,7 @@ def _letter(index: int) -> str:
     return ascii_lowercase[index] if index < len(ascii_lowercase) else f"[{index + 1}]"
 
 
-def _maximal_cliques(nodes: list[str], alike) -> list[frozenset[str]]:
+def _maximal_cliques(nodes: list[str], alike: Callable[[str, str], bool]) -> list[frozenset[str]]:
     """Bron-Kerbosch without pivoting: a report compares a handful of models."""
     found: list[frozenset[str]] = []
 

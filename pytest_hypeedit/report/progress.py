@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass
+from typing import Any, TextIO
 
 
 @dataclass
@@ -22,7 +23,7 @@ class Progress:
     started: float
     total: int = 0
 
-    def line(self, statuses: list[dict], now: float, reported: int | None = None) -> str:
+    def line(self, statuses: list[dict[str, Any]], now: float, reported: int | None = None) -> str:
         """``reported``: the items whose reports reached the controller, counted there, under -n.  The pools'
         own counts are not summed then: an item one worker's pool finished ahead and another worker ran
         (``--dist worksteal`` takes queued items back) is done in both, which read "56/50 done"."""
@@ -53,9 +54,9 @@ class Progress:
         return duration((self.total - done) * elapsed / done)
 
 
-def route_cells(statuses: list[dict]) -> list[str]:
+def route_cells(statuses: list[dict[str, Any]]) -> list[str]:
     """``route n/level`` per route, summed over processes; ``(max C)`` when the level is adaptive."""
-    merged: dict[str, dict] = {}
+    merged: dict[str, dict[str, Any]] = {}
     for status in statuses:
         for gate in status.get("routes", []):
             cell = merged.setdefault(gate["route"], {"in_flight": 0, "level": 0, "ceiling": gate["ceiling"],
@@ -73,7 +74,7 @@ def route_cells(statuses: list[dict]) -> list[str]:
     return cells
 
 
-def batch_cells(statuses: list[dict]) -> list[str]:
+def batch_cells(statuses: list[dict[str, Any]]) -> list[str]:
     """``2 submitted (80)``, ``1 running (40)``, ``3 done (120)``: batches by state and the candidates they hold
     (--tier batch), summed over processes; a value that is not a count is ignored (the files are untrusted)."""
     merged: dict[str, list[int]] = {}
@@ -129,7 +130,7 @@ class LineWriter:
                 pass
 
 
-def _own_terminal():
+def _own_terminal() -> tuple[bool, TextIO, bool]:
     """(is a terminal, a stream of our own on it, whether we opened it)."""
     try:
         fd = sys.stdout.fileno()

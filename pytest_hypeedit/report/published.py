@@ -58,7 +58,8 @@ def load_published(path: Path = DATA) -> Published:
     return Published(data["source"], data["settings"], tasks, rows)
 
 
-def _row(entry: Mapping[str, Any], index: int, units, tasks, settings, path: Path) -> dict[str, Any]:
+def _row(entry: Mapping[str, Any], index: int, units: Mapping[str, str], tasks: Mapping[str, int],
+         settings: Mapping[str, Any], path: Path) -> dict[str, Any]:
     where = f"{path}: row {index + 1} ({entry.get('model')}, {entry.get('split')})"
     if entry.get("split") not in tasks:
         raise InputError(f"{where}: split must be one of {', '.join(tasks)}")

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..analysis.sequential import is_sequential_stop
@@ -35,7 +35,11 @@ from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
-from .tables import COMBINED, SCHEMA, metric_labels
+from .tables import (
+    COMBINED as COMBINED,  # re-exported: glue/ci.py imports it from here
+    SCHEMA,
+    metric_labels,
+)
 
 Key = tuple[str, str, str, int]
 
@@ -59,20 +63,20 @@ class Coverage:
     --sw, --deselect (None: all of them), ``stopped`` why the run stopped early (Ctrl-C, SIGTERM, -x,
     --maxfail), and the records on disk of items bought ahead and never reported."""
 
-    planned: frozenset = frozenset()
-    selected: frozenset | None = None
+    planned: frozenset[Key] = frozenset()
+    selected: frozenset[Key] | None = None
     stopped: str | None = None
     unreported: tuple[Unreported, ...] = field(default=())
 
     @property
-    def chosen(self) -> frozenset:
+    def chosen(self) -> frozenset[Key]:
         return self.planned if self.selected is None else self.selected
 
 
 def build_results(
-    records: Iterable[Record], *, models: Sequence, split_names: Sequence[str], settings: MetricSettings,
-    settings_json: dict, coverage: Coverage | None = None, run_id: str | None = None,
-) -> dict:
+    records: Iterable[Record], *, models: Sequence[ModelSpec], split_names: Sequence[str], settings: MetricSettings,
+    settings_json: dict[str, Any], coverage: Coverage | None = None, run_id: str | None = None,
+) -> dict[str, Any]:
     """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
     (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;
     ``run_id`` names the run whose purchases ``spent_this_run`` counts (the records say, ``spent_by_run``; None:
@@ -95,7 +99,7 @@ def build_results(
     for row in rows:  # what pass_at_10 and hype_gap measure at this many images per task (Pass@k below 10)
         row["repeats"] = settings_json.get("repeats")
         row["metric_labels"] = metric_labels(row["repeats"])
-    results: dict = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
+    results: dict[str, Any] = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
                      "rows": rows}
     if coverage is not None:
         covered = coverage_summary(records, coverage, rows)
@@ -104,14 +108,14 @@ def build_results(
     return results
 
 
-def _has_something(row: dict) -> bool:
+def _has_something(row: dict[str, Any]) -> bool:
     """A row is shown when it has a record, was selected, or bought something (a model whose items were all
     bought ahead and never reported keeps its row, with what it spent)."""
     return bool(row["candidates"] or row.get("selected") or row["spent"])
 
 
-def _row(spec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False,
-         coverage: Coverage | None = None, splits: tuple[str, ...] = (), run_id: str | None = None) -> dict:
+def _row(spec: ModelSpec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False,
+         coverage: Coverage | None = None, splits: tuple[str, ...] = (), run_id: str | None = None) -> dict[str, Any]:
     tallies = tallies_of(records, pooled_keys)
     counts = _counts(records, run_id)
     paid = paid_price(spec, records)
@@ -136,7 +140,7 @@ def _row(spec, split: str, records: list[Record], settings: MetricSettings, pool
     return row
 
 
-def _add_coverage(row: dict, recorded: set, coverage: Coverage, mine) -> None:
+def _add_coverage(row: dict[str, Any], recorded: set[Key], coverage: Coverage, mine: Callable[[Key], bool]) -> None:
     """The row's share of the plan: items planned, selected, ended without a record, and what the items bought
     ahead and never reported cost (added to ``spent``: it was bought)."""
     planned = sum(1 for key in coverage.planned if mine(key))
@@ -156,7 +160,7 @@ def _add_coverage(row: dict, recorded: set, coverage: Coverage, mine) -> None:
     row["complete"] = row["complete"] and row["without_record"] == 0 and len(selected) == planned
 
 
-def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict]) -> dict:
+def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The run-level ``coverage`` object: counts, and ``reasons`` (each ``{"reason", "count", "detail"}``) why
     the run is not complete, empty when it is."""
     recorded = {r.key for r in records}
@@ -171,7 +175,7 @@ def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict]
     return summary
 
 
-def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
+def incomplete_reasons(summary: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Why a run is not complete, in the order a user acts on them: stopped, not covered, not measured."""
     reasons = []
 
@@ -215,7 +219,7 @@ def incomplete_reasons(summary: dict, rows: list[dict]) -> list[dict]:
     return reasons
 
 
-def signals_summary(records: list[Record]) -> dict:
+def signals_summary(records: list[Record]) -> dict[str, Any]:
     """What the pixel diagnostics say about a row (engine/signals.py): counts, and means where measured."""
     measured = [r for r in records if r.signals]
     ssim = [r.signals["ssim"] for r in measured if isinstance(r.signals.get("ssim"), (int, float))]
@@ -242,7 +246,7 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
     return tally_tasks(judged)
 
 
-def _counts(records: list[Record], run_id: str | None) -> dict:
+def _counts(records: list[Record], run_id: str | None) -> dict[str, Any]:
     spent = sum(r.spent for r in records)
     # every paid call this run sent, as each record says (spent_by_run: what the run's calls were settled with)
     this_run = sum(spent_in_run(r, run_id) for r in records)
@@ -278,7 +282,7 @@ def _money(value: float) -> float:
     return round(value, 6) if math.isfinite(value) else 0.0
 
 
-def _possibly_paid(records: list[Record]) -> dict:
+def _possibly_paid(records: list[Record]) -> dict[str, Any]:
     """Candidates with a paid call abandoned without its reply (engine/journal.py), which may therefore have been
     paid twice, and those calls' worst-case price; of them, ``possibly_paid_open``: not bought again yet (the next
     run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid review)."""
@@ -290,7 +294,7 @@ def _possibly_paid(records: list[Record]) -> dict:
             "possibly_paid_open": len(open_) - len(held), "possibly_paid_held": len(held)}
 
 
-def _spent_breakdown(records: list[Record]) -> dict:
+def _spent_breakdown(records: list[Record]) -> dict[str, Any]:
     """``spent`` in its parts: generation, judge, expired jobs bought again, possibly paid calls (USD)."""
     totals = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
     for record in records:
@@ -299,7 +303,7 @@ def _spent_breakdown(records: list[Record]) -> dict:
     return {part: round(value, 6) for part, value in totals.items()}
 
 
-def spend_by_tier(records: list[Record]) -> dict:
+def spend_by_tier(records: list[Record]) -> dict[str, Any]:
     """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (the records'
     ``tier`` and ``judge_tier``; ``unknown`` for a tier on disk that is no tier we know): USD.  A candidate's judge
     calls that failed after being paid, and its re-judgements, count at its verdict's tier (no reply says theirs)."""
@@ -312,7 +316,7 @@ def spend_by_tier(records: list[Record]) -> dict:
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
 
 
-def paid_price(spec, records: list[Record]) -> float:
+def paid_price(spec: ModelSpec, records: list[Record]) -> float:
     """The price per candidate the run paid: each bought candidate's model price at the tier that served it
     (``price_at``), averaged; the list price
     when none was bought or every one was bought at standard."""
@@ -332,7 +336,7 @@ def price_at(spec: ModelSpec, tier: str) -> float:
     return spec.price_at(tier) if tier in (STANDARD, BATCH) else spec.price
 
 
-def _rejudged_stale(records: list[Record]) -> dict:
+def _rejudged_stale(records: list[Record]) -> dict[str, Any]:
     """Verdicts this run gave in place of stored ones the judge declared stale (Judge.stale_reason), by reason:
     they were paid for again, so the user is told, never silently."""
     reasons: dict[str, int] = {}
@@ -345,7 +349,7 @@ def _rejudged_stale(records: list[Record]) -> dict:
     return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
 
 
-def write_results(results: dict, path: Path) -> Path:
+def write_results(results: dict[str, Any], path: Path) -> Path:
     """Write the JSON (strict: a NaN or infinity is a bug, refused here rather than written for a parser to
     refuse) and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
     atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False, allow_nan=False) + "\n").encode("utf-8"))
@@ -362,7 +366,7 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}{PARTIAL_SUFFIX}{path.suffix or '.json'}")
 
 
-def where_to_write(results: dict, path: Path) -> Path:
+def where_to_write(results: dict[str, Any], path: Path) -> Path:
     """Where this run's results go: ``path``, unless this run is not complete (a subset, stopped early, errors)
     and ``path`` holds a complete run's results, which a partial run never replaces: then beside it
     (``results.partial.json``)."""

@@ -23,6 +23,11 @@ TASK_MEANS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "firs
 COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "spent")
 SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
 
+#: Runs as given: (the file's name, its results).
+Runs = Sequence[tuple[str, Mapping[str, Any]]]
+#: The split rows kept, by (model, split): (the row, the name of the run it came from).
+Chosen = dict[tuple[str, str], tuple[dict[str, Any], str]]
+
 
 def load_results(path: Path) -> dict[str, Any]:
     """The results file at ``path``, read as records are (untrusted.py): its size checked before it is read
@@ -31,7 +36,7 @@ def load_results(path: Path) -> dict[str, Any]:
     try:
         if os.stat(path).st_size > RESULTS_BYTES:  # before a byte is read: a 400 MB file costs no memory
             raise UntrustedInput(f"larger than {RESULTS_BYTES >> 20} MiB, the most a results file may hold")
-        data = load_json_file(Path(path), RESULTS_BYTES)
+        data: dict[str, Any] = load_json_file(Path(path), RESULTS_BYTES)  # a dict once its shape is checked
         check_results_shape(data, SCHEMA)
     except OSError as exc:
         raise InputError(f"{path}: cannot read results file ({exc.strerror or exc})") from None
@@ -44,7 +49,7 @@ def load_results(path: Path) -> dict[str, Any]:
     return data
 
 
-def merge_results(runs: Sequence[tuple[str, Mapping[str, Any]]], prefer: str | None = None, allow_mixed_settings: bool = False) -> dict[str, Any]:
+def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: bool = False) -> dict[str, Any]:
     """Merge several runs' results into one results dict.
 
     ``prefer``: None (a duplicate model x split is an error), "first", "last",
@@ -65,7 +70,7 @@ def merge_results(runs: Sequence[tuple[str, Mapping[str, Any]]], prefer: str | N
     return merged
 
 
-def _merged_settings(runs, allow_mixed: bool) -> dict[str, Any]:
+def _merged_settings(runs: Runs, allow_mixed: bool) -> dict[str, Any]:
     settings = dict(runs[0][1].get("settings") or {})
     for name, results in runs[1:]:
         other = results.get("settings") or {}
@@ -85,11 +90,11 @@ def _merged_settings(runs, allow_mixed: bool) -> dict[str, Any]:
     return settings
 
 
-def _choose_split_rows(runs, prefer: str | None) -> dict[tuple[str, str], tuple[dict, str]]:
+def _choose_split_rows(runs: Runs, prefer: str | None) -> Chosen:
     names = [name for name, _ in runs]
     if prefer not in (None, "first", "last") and prefer not in names:
         raise ConfigError(f"--prefer {prefer!r}: expected first, last, or one of the files given ({', '.join(names)})")
-    chosen: dict[tuple[str, str], tuple[dict, str]] = {}
+    chosen: Chosen = {}
     for name, results in runs:
         for row in results.get("rows") or []:
             if row.get("split") == COMBINED:
@@ -112,9 +117,9 @@ def _replaces(new: str, old: str, prefer: str | None, key: tuple[str, str]) -> b
     return new == prefer
 
 
-def _combined_rows(chosen, runs, settings) -> list[dict[str, Any]]:
+def _combined_rows(chosen: Chosen, runs: Runs, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A combined row per model with two or more splits: kept from its run if all splits came from it."""
-    by_model: dict[str, list[tuple[dict, str]]] = {}
+    by_model: dict[str, list[tuple[dict[str, Any], str]]] = {}
     for (model, _split), entry in chosen.items():
         by_model.setdefault(model, []).append(entry)
     combined = []
@@ -127,7 +132,7 @@ def _combined_rows(chosen, runs, settings) -> list[dict[str, Any]]:
     return combined
 
 
-def _original_combined(model: str, sources: set[str], runs) -> dict[str, Any] | None:
+def _original_combined(model: str, sources: set[str], runs: Runs) -> dict[str, Any] | None:
     for name, results in runs:
         if name in sources:
             for row in results.get("rows") or []:
@@ -185,7 +190,7 @@ def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, An
     return found | ({"pairwise_skipped": skipped} if skipped else {})
 
 
-def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict] | None:
+def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
     from ..analysis.enrich import AnalysisSettings, pairwise_of_rows
     from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
     from ..analysis.pairwise import PAIRWISE_METRICS

@@ -18,11 +18,16 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from .charts import chart_metrics, format_value, metric_charts_svg, rows_repeats
+from .charts import chart_metrics, metric_charts_svg, rows_repeats
 from .model_groups import groups_html
 from .release_text import release_lines, same_release_lines
 from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
-from .tables import repeats_note, row_repeats, split_order
+from .tables import (
+    format_metric as format_value,  # the charts' number format
+    repeats_note,
+    row_repeats,
+    split_order,
+)
 
 #: Metrics the calibration also reports, beyond the six of the table.
 FIRST_ATTEMPT = ("first_attempt_pass_rate", "First attempt", "percent")

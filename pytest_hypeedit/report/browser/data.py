@@ -44,13 +44,13 @@ MAX_TEXT = 4000
 class Images:
     """What ``assets.py`` built: per record key its thumbnail (and view), per (split, task) its references."""
 
-    candidates: Mapping[tuple, ImagePair] = field(default_factory=dict)
+    candidates: Mapping[tuple[str, str, str, int], ImagePair] = field(default_factory=dict)
     references: Mapping[tuple[str, str], Sequence[tuple[str, ImagePair | None]]] = field(default_factory=dict)
     #: --baseline: (split, model, task) -> (the baseline model, [(its record, its images)] by repeat)
     baseline: Mapping[tuple[str, str, str], tuple[str, Sequence[tuple[Record, ImagePair | None]]]] = \
         field(default_factory=dict)
     #: record key -> the difference image from its baseline counterpart
-    diffs: Mapping[tuple, Built] = field(default_factory=dict)
+    diffs: Mapping[tuple[str, str, str, int], Built] = field(default_factory=dict)
 
 
 def browser_data(records: Iterable[Record], *, instruction: Callable[[Record], str], images: Images,
@@ -108,7 +108,7 @@ def _safe_text(instruction: Callable[[Record], str], record: Record) -> str:
         return ""
 
 
-def _row(task: int, model: int, group: list[Record], images: Images, url: Callable[[Built], str | None]) -> dict:
+def _row(task: int, model: int, group: list[Record], images: Images, url: Callable[[Built], str | None]) -> dict[str, Any]:
     row = {"t": task, "m": model, "pass": sum(r.outcome == PASS for r in group),
            "judged": sum(r.judged for r in group),
            "c": [_with_diff(candidate_json(r, images.candidates.get(r.key), url), images.diffs.get(r.key), url)
