@@ -11,9 +11,16 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..errors import HypeEditError, ImageError, InputError
 from ..tasks import default_sources, is_plain_name, load_split, parse_tasks_option, reference_image_paths
+
+if TYPE_CHECKING:
+    from filelock import FileLock
+
+    from ..tasks import Split, Task
+    from .server import ReviewApp, ReviewServer
 
 DEFAULT_PORT = 8765
 
@@ -52,16 +59,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def labels_path(args: argparse.Namespace, split: str) -> Path:
-    if args.labels is None:
-        return args.outputs.resolve().parent / "judgements" / split / f"{args.rater}.json"
-    if args.labels.suffix == ".json":
-        return args.labels
-    return args.labels / f"{args.rater}.json"
+    outputs: Path = args.outputs
+    labels: Path | None = args.labels
+    if labels is None:
+        return outputs.resolve().parent / "judgements" / split / f"{args.rater}.json"
+    if labels.suffix == ".json":
+        return labels
+    return labels / f"{args.rater}.json"
 
 
 def cache_dir(args: argparse.Namespace) -> Path:
-    if args.cache_dir:
-        return args.cache_dir
+    given: Path | None = args.cache_dir
+    if given:
+        return given
     if os.environ.get("HYPEEDIT_CACHE_DIR"):
         return Path(os.environ["HYPEEDIT_CACHE_DIR"])
     import platformdirs
@@ -69,7 +79,7 @@ def cache_dir(args: argparse.Namespace) -> Path:
     return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
 
 
-def load_tasks(args: argparse.Namespace):
+def load_tasks(args: argparse.Namespace) -> tuple[Split, str]:
     source = parse_tasks_option(args.tasks) if args.tasks else default_sources()[0]
     split = load_split(source, cache_dir(args))
     images_base = args.images_base or source.images_base
@@ -78,9 +88,9 @@ def load_tasks(args: argparse.Namespace):
     return split, images_base
 
 
-def reference_paths(tasks, images_base: str, cache: Path, warnings: list[str]) -> dict[str, list[Path]]:
+def reference_paths(tasks: Sequence[Task], images_base: str, cache: Path, warnings: list[str]) -> dict[str, list[Path]]:
     """Local reference images per task; a task whose images cannot be had is shown without them."""
-    paths = {}
+    paths: dict[str, list[Path]] = {}
     for task in tasks:
         try:
             paths[task.task_id] = reference_image_paths(task, images_base, cache)
@@ -89,7 +99,7 @@ def reference_paths(tasks, images_base: str, cache: Path, warnings: list[str]) -
     return paths
 
 
-def build_app(args: argparse.Namespace, split, images_base: str, path: Path):
+def build_app(args: argparse.Namespace, split: Split, images_base: str, path: Path) -> tuple[ReviewApp, list[str]]:
     """Everything but the socket: catalog, labels store, image table."""
     from .. import labels
     from .catalog import build_catalog
@@ -122,7 +132,7 @@ def allowed_roots(args: argparse.Namespace, split: str, images_base: str) -> dic
     return {"candidate": [(args.outputs / split).resolve()], "reference": references}
 
 
-def lock_labels_file(path: Path):
+def lock_labels_file(path: Path) -> FileLock:
     """One server per rater file: a second one would overwrite the first one's verdicts."""
     from filelock import FileLock, Timeout
 
@@ -169,10 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     return serve(server, app, path)
 
 
-def missing_references(app) -> dict[str, list[str]]:
+def missing_references(app: ReviewApp) -> dict[str, list[str]]:
     """task id -> the reference images it lacks, for every task with a candidate to label: a rater must not
     judge an edit without its original."""
-    missing = {}
+    missing: dict[str, list[str]] = {}
     for task_id in sorted({c.task_id for c in app.catalog.candidates}):
         task = app.catalog.tasks[task_id]
         servable = len(app.images.reference_images.get(task_id, []))
@@ -197,8 +207,9 @@ def missing_references_error(missing: dict[str, list[str]], images_base: str) ->
     return "\n".join([head, *lines, tail])
 
 
-def serve(server, app, path: Path) -> int:
-    host, port = server.server_address[:2]
+def serve(server: ReviewServer, app: ReviewApp, path: Path) -> int:
+    address, port = server.server_address[:2]
+    host = str(address)  # a TCP server's host is text (the standard library types it as text or bytes)
     shown_host = f"[{host}]" if ":" in host else host
     total, done = len(app.catalog.candidates), app.store.labelled_count()
     print(f"hypeedit-review: {total} candidates, {done} labelled by {app.rater}; verdicts go to {path}", flush=True)

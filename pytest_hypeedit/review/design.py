@@ -30,7 +30,7 @@ import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..engine.records import now_iso
 from ..errors import InputError
@@ -89,7 +89,7 @@ class Design:
         """(task_id, model, repeat) of every drawn candidate, the key labels files use."""
         return {(task, s.model, repeat) for s in self.strata for task, repeat in s.sample}
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"schema": DESIGN_SCHEMA, "split": self.split, "seed": self.seed, "requested": self.requested,
                 "created_at": self.created_at, "method": METHOD,
                 "strata": [{"model": s.model, "split": s.split, **({"verdict": s.verdict} if s.verdict else {}),
@@ -183,7 +183,7 @@ def read_design(path: Path) -> Design:
                   created_at=str(data.get("created_at") or ""), path=path)
 
 
-def _stratum(entry, path: Path, i: int) -> Stratum:
+def _stratum(entry: object, path: Path, i: int) -> Stratum:
     where = f"strata[{i}]"
     if not isinstance(entry, dict):
         raise InputError(f"{path}: {where} must be an object with model, split, population and sample")
@@ -195,14 +195,14 @@ def _stratum(entry, path: Path, i: int) -> Stratum:
     return stratum
 
 
-def _verdict(value, path: Path, where: str) -> str | None:
-    if value is None or value in ("PASS", "FAIL"):
+def _verdict(value: object, path: Path, where: str) -> str | None:
+    if value is None or (isinstance(value, str) and value in ("PASS", "FAIL")):
         return value
     raise InputError(f"{path}: {where}.verdict must be \"PASS\" or \"FAIL\" (the judge's verdict the stratum holds), "
                      f"got {value!r}")
 
 
-def _positions(value, path: Path, where: str) -> tuple[Position, ...]:
+def _positions(value: object, path: Path, where: str) -> tuple[Position, ...]:
     if not isinstance(value, list):
         raise InputError(f"{path}: {where} must be a list of [task_id, repeat] pairs")
     found = []
@@ -216,13 +216,13 @@ def _positions(value, path: Path, where: str) -> tuple[Position, ...]:
     return tuple(found)
 
 
-def _name(value, path: Path, where: str) -> str:
+def _name(value: object, path: Path, where: str) -> str:
     if not isinstance(value, str) or not is_plain_name(value):
         raise InputError(f"{path}: {where} must be a plain name, got {value!r}")
     return value
 
 
-def _int(value, path: Path, where: str) -> int:
+def _int(value: object, path: Path, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{path}: {where} must be a whole number, got {value!r}")
     return value

@@ -29,7 +29,7 @@ class OpResult:
 
 
 class LabelsStore:
-    def __init__(self, path: Path, catalog: Catalog, doc: dict):
+    def __init__(self, path: Path, catalog: Catalog, doc: dict[str, Any]):
         self.path = path
         self.catalog = catalog
         self.doc = doc
@@ -37,7 +37,7 @@ class LabelsStore:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: Path, catalog: Catalog, doc: dict | None, **meta: Any) -> "LabelsStore":
+    def open(cls, path: Path, catalog: Catalog, doc: dict[str, Any] | None, **meta: Any) -> "LabelsStore":
         """Use the existing document (aliases already merged into the catalog) or start a new one."""
         if doc is None:
             doc = labels.new_document(catalog.aliases, **meta)
@@ -47,7 +47,7 @@ class LabelsStore:
         labels.write_document(path, doc)  # fail now, not at the first verdict, if the folder is not writable
         return store
 
-    def verdict_of(self, candidate: Candidate) -> dict | None:
+    def verdict_of(self, candidate: Candidate) -> dict[str, Any] | None:
         return labels.get_verdict(self.doc, candidate.task_id, candidate.alias, candidate.file_name)
 
     def labelled_count(self) -> int:

@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..files import check_regular
-from .catalog import Catalog, opaque_id
+from .catalog import Candidate, Catalog, opaque_id
 from .labels_store import LabelsStore
 
 STATIC = {"/": ("index.html", "text/html; charset=utf-8"),
@@ -180,7 +180,7 @@ class ReviewApp:
                        for route, (name, kind) in STATIC.items()}
         self.allowed_hosts: set[str] | None = None  # set once the port is known
 
-    def state(self) -> dict:
+    def state(self) -> dict[str, Any]:
         """The whole session for the browser: aliases and opaque ids only, never a model name or a path."""
         shown = {c.task_id for c in self.catalog.candidates}
         tasks: dict[str, dict[str, Any]] = {tid: {"instruction": t.instruction, "types": list(t.task_types), "size": [t.width, t.height],
@@ -194,7 +194,7 @@ class ReviewApp:
                 "tasks": tasks, "items": items,
                 "resume": next((i["id"] for i in items if i["verdict"] is None), None)}
 
-    def _item(self, candidate) -> dict:
+    def _item(self, candidate: Candidate) -> dict[str, Any]:
         entry = self.store.verdict_of(candidate) or {}
         # The rater's own verdict and note only: never the model, the judge's verdict or its reasoning.
         return {"id": candidate.item_id, "alias": candidate.alias, "task": candidate.task_id,
@@ -241,7 +241,7 @@ class Handler(BaseHTTPRequestHandler):
                                    "labelled": self.app.store.labelled_count(),
                                    "total": len(self.app.catalog.candidates)})
 
-    def _read_json(self):
+    def _read_json(self) -> Any:  # the body as parsed, before the caller checks its shape
         length = self.headers.get("Content-Length", "")
         if not length.isdigit() or int(length) > MAX_BODY:
             self._json(HTTPStatus.BAD_REQUEST, {"error": "a JSON body under 1 MiB with Content-Length"})
@@ -276,7 +276,7 @@ class Handler(BaseHTTPRequestHandler):
         self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request refused"})
         return False
 
-    def _json(self, status: HTTPStatus, data) -> None:
+    def _json(self, status: HTTPStatus, data: object) -> None:
         self._send(status, json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json")
 
     def _send(self, status: HTTPStatus, body: bytes, kind: str, cache: str = "no-store") -> None:
@@ -289,7 +289,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 (the stdlib's signature)
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the stdlib's signature)
         if self.verbose:
             sys.stderr.write(f"[hypeedit-review] {format % args}\n")
 
