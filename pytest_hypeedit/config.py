@@ -13,11 +13,14 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import ConfigError
 from .registry import ModelSpec, Registry, RouteLimits, load_registry, parse_rate_limit
 from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_option
+
+if TYPE_CHECKING:
+    from .analysis.metrics import MetricSettings
 
 DEFAULT_JUDGE = "gemini-3-flash"
 #: Candidates in progress at once.  32 keeps one or two models' routes at their default limits (8 in flight
@@ -67,7 +70,7 @@ class RunConfig:
         return limits
 
     @property
-    def metric_settings(self):
+    def metric_settings(self) -> MetricSettings:
         from .analysis.metrics import MetricSettings, review_cost  # numpy: only where metrics are computed
 
         return MetricSettings(retry_cap=self.retry_cap, review_cost=review_cost(self.review_seconds, self.review_rate))

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypedDict
 
 from .engine.records import now_iso
 from .errors import LabelsError
@@ -45,6 +45,14 @@ class RaterLabels:
     notes: Mapping[LabelKey, str] = field(default_factory=dict)  # the rater's note on a verdict, where given
 
 
+class VoteEntry(TypedDict):
+    """One rater's vote as records and results carry it."""
+
+    rater: str
+    verdict: str  # "PASS" or "FAIL"
+    note: str | None
+
+
 @dataclass(frozen=True)
 class PanelVerdict:
     passed: bool
@@ -56,13 +64,13 @@ class PanelVerdict:
     def even(self) -> bool:
         return len(self.votes) % 2 == 0
 
-    def vote_entries(self) -> list[dict]:
+    def vote_entries(self) -> list[VoteEntry]:
         """``[{"rater", "verdict", "note"}]``: the votes as records and results carry them (JSON-ready)."""
         notes = self.notes or (None,) * len(self.votes)
         return [{"rater": rater, "verdict": "PASS" if passed else "FAIL", "note": note}
                 for (rater, passed), note in zip(self.votes, notes)]
 
-    def human(self) -> dict:
+    def human(self) -> dict[str, Any]:
         """A record's ``human`` field: the majority (None on a tie) and every vote with its note."""
         verdict = None if self.tie else ("PASS" if self.passed else "FAIL")
         return {"verdict": verdict, "votes": self.vote_entries()}
@@ -88,7 +96,7 @@ class Panel:
     def keys(self) -> set[LabelKey]:
         return {key for rater in self.raters for key in rater.verdicts}
 
-    def counts_per_rater(self) -> dict[str, Counter]:
+    def counts_per_rater(self) -> dict[str, Counter[str]]:
         return {r.rater: Counter("PASS" if v else "FAIL" for v in r.verdicts.values()) for r in self.raters}
 
     def rater_counts(self) -> dict[str, dict[str, int]]:
@@ -145,7 +153,7 @@ def read_labels(path: Path, known_models: Iterable[str] | None = None) -> RaterL
                        notes=notes)
 
 
-def _load_json(path: Path) -> dict:
+def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = load_json_file(path, LABELS_BYTES)
     except OSError as exc:
@@ -160,7 +168,7 @@ def _load_json(path: Path) -> dict:
     return data
 
 
-def _aliases(data: dict, path: Path, known: set[str] | None) -> dict[str, str]:
+def _aliases(data: Mapping[str, Any], path: Path, known: set[str] | None) -> dict[str, str]:
     models = data.get("models")
     if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
         raise LabelsError(f"{path}: 'models' must map alias (e.g. M01) -> model name")
@@ -173,7 +181,7 @@ def _aliases(data: dict, path: Path, known: set[str] | None) -> dict[str, str]:
     return dict(models)
 
 
-def _file_verdicts(by_file, task_id: str, model: str, where: str) -> tuple[dict[LabelKey, bool], dict[LabelKey, str]]:
+def _file_verdicts(by_file: object, task_id: str, model: str, where: str) -> tuple[dict[LabelKey, bool], dict[LabelKey, str]]:
     if not isinstance(by_file, dict):
         raise LabelsError(f"{where}: must map candidate file (e.g. 001.webp) -> {{'verdict': 'PASS'|'FAIL'}}")
     out: dict[LabelKey, bool] = {}
@@ -193,7 +201,7 @@ def _file_verdicts(by_file, task_id: str, model: str, where: str) -> tuple[dict[
     return out, notes
 
 
-def _note(value, where: str) -> str | None:
+def _note(value: object, where: str) -> str | None:
     """A rater's note as kept: a string without control characters, at most MAX_NOTE long; None when empty."""
     if value is None:
         return None
@@ -258,20 +266,21 @@ def _distinct_names(raters: list[RaterLabels]) -> list[RaterLabels]:
 # --------------------------------------------------------------------------- writing (the review app)
 
 
-def new_document(models: Mapping[str, str], **meta) -> dict:
+def new_document(models: Mapping[str, str], **meta: Any) -> dict[str, Any]:
     """An empty labels document: ``models`` maps alias (M01) -> model name; meta keys go on top."""
     stamp = now_iso()
     return {"schema_version": SCHEMA_VERSION, **meta, "created_at": stamp, "updated_at": stamp,
             "models": dict(models), "judgements": {}}
 
 
-def load_document(path: Path) -> dict:
+def load_document(path: Path) -> dict[str, Any]:
     """The raw document of an existing labels file, validated like read_labels (errors name the file)."""
     read_labels(path)
     return _load_json(Path(path))
 
 
-def set_verdict(doc: dict, task_id: str, alias: str, candidate_file: str, verdict: str | None, **extra) -> None:
+def set_verdict(doc: dict[str, Any], task_id: str, alias: str, candidate_file: str, verdict: str | None,
+                **extra: Any) -> None:
     """Record (or, with verdict None, remove) one verdict, the upstream way: task -> alias -> file."""
     if alias not in doc.get("models", {}):
         raise LabelsError(f"alias {alias!r} is not in the labels document's 'models' map")
@@ -289,11 +298,12 @@ def set_verdict(doc: dict, task_id: str, alias: str, candidate_file: str, verdic
     by_file[candidate_file] = {"verdict": verdict, "judged_at": now_iso(), **extra}
 
 
-def get_verdict(doc: dict, task_id: str, alias: str, candidate_file: str) -> dict | None:
-    return doc.get("judgements", {}).get(task_id, {}).get(alias, {}).get(candidate_file)
+def get_verdict(doc: Mapping[str, Any], task_id: str, alias: str, candidate_file: str) -> dict[str, Any] | None:
+    entry: dict[str, Any] | None = doc.get("judgements", {}).get(task_id, {}).get(alias, {}).get(candidate_file)
+    return entry
 
 
-def write_document(path: Path, doc: dict) -> None:
+def write_document(path: Path, doc: dict[str, Any]) -> None:
     """Write atomically and durably: temp file in the same folder, fsync, rename, fsync the folder.
 
     A crash at any point leaves either the previous file or the new one, never

@@ -22,9 +22,12 @@ import argparse
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import pytest
 
 #: pytest --help's sections of the plugin's options: (group name, title), in the order shown.
 GROUPS = (
@@ -209,6 +212,12 @@ def _declare_ci(add: Callable[..., None]) -> None:
 # --------------------------------------------------------------------------- declarations
 
 
+#: pytest's addini types the options use.
+IniType = Literal["string", "args", "linelist", "bool"]
+#: An option's ini type by its argparse action (else "string").
+_INI_TYPE_OF_ACTION: dict[str, IniType] = {"append": "args", "store_true": "bool"}
+
+
 @dataclass(frozen=True)
 class Declared:
     """One option: its flag, its ``dest`` (also its ini key) and argparse's keyword arguments."""
@@ -216,12 +225,12 @@ class Declared:
     flag: str
     dest: str
     argparse: Mapping[str, Any]
-    ini_type: str  # pytest's addini type: string, args, linelist or bool
+    ini_type: IniType
 
     @classmethod
-    def of(cls, flag: str, *, ini: str | None = None, **argparse: Any) -> "Declared":
+    def of(cls, flag: str, *, ini: IniType | None = None, **argparse: Any) -> "Declared":
         action = argparse.get("action")
-        ini_type = ini or {"append": "args", "store_true": "bool"}.get(str(action), "string")
+        ini_type = ini or _INI_TYPE_OF_ACTION.get(str(action), "string")
         return cls(flag, argparse["dest"], argparse, ini_type)
 
     @property
@@ -251,7 +260,7 @@ class Declared:
             return f"same as {usage}, a list ({layout}); the command line wins"
         return f"same as {usage}; the command line wins"
 
-    def register(self, parser, group) -> None:
+    def register(self, parser: pytest.Parser, group: pytest.OptionGroup) -> None:
         group.addoption(self.flag, **{**self.argparse, "default": self.unset()})
         ini_type = _scalar_ini_type() if self.ini_type == "string" else self.ini_type
         parser.addini(self.dest, self.ini_help(), type=ini_type, default=None)
@@ -296,7 +305,7 @@ def declared_options() -> tuple[Declared, ...]:
     return tuple(found)
 
 
-def add_options(parser) -> None:
+def add_options(parser: pytest.Parser) -> None:
     """Every option of the plugin (pytest --help lists the flags in the sections of GROUPS, and the ini keys)."""
     groups = {name: parser.getgroup(name, title) for name, title in GROUPS}
     for option in declared_options():
@@ -314,7 +323,7 @@ def help_epilogue() -> str:
 # --------------------------------------------------------------------------- the ini file
 
 
-def apply_ini(config) -> dict[str, str]:
+def apply_ini(config: pytest.Config) -> dict[str, str]:
     """Fill each option the command line left unset from the ini file, else its default.
 
     Returns ``{flag: where its value came from}`` for the values taken from the
@@ -339,7 +348,7 @@ def _blank(value: Any) -> bool:
     return value is None or value is False or (isinstance(value, (str, list)) and not value)
 
 
-def _read_ini(config, option: Declared) -> Any:
+def _read_ini(config: pytest.Config, option: Declared) -> Any:
     from pytest import UsageError  # pytest reports a value of the wrong type in the file as a UsageError
 
     try:
@@ -351,7 +360,7 @@ def _read_ini(config, option: Declared) -> Any:
                           + (" (a list)" if option.repeatable else "")) from None
 
 
-def ini_source(config, key: str) -> str:
+def ini_source(config: pytest.Config, key: str) -> str:
     """Where an ini key's value came from: ``-o KEY=...`` on the command line, or the ini file."""
     overrides = getattr(config.option, "override_ini", None) or []
     if any(str(entry).split("=", 1)[0].strip() == key for entry in overrides):

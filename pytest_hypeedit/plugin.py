@@ -14,11 +14,18 @@ collects any).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generator
 
 import pytest
 
 from .errors import HypeEditError
 from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+    from .judges.base import Judge
+    from .providers.base import Provider
+    from .registry import ModelSpec
 
 #: Every option can be set in the ini file; that plugin fills them in before any other hook reads them.
 pytest_plugins = ["pytest_hypeedit.glue.ini"]
@@ -116,7 +123,7 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
         config.option.tbstyle = "line"
 
 
-def register_controller_plugins(config: pytest.Config, run) -> None:
+def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
     """The session object (records -> results), CI gates and statistics, the end of session's layout
     (the answer last), the judge-panel agreement."""
     from .glue.agreement_plugin import register_agreement
@@ -157,7 +164,7 @@ def register_pool_plugins(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log):
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # xdist's logger and scheduler
     """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
     if benchmark_mode(config) and config.getvalue("dist") == "load":
         from .glue.xdist_internals import deal_all_scheduler
@@ -172,7 +179,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list):
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> Generator[None, None, None]:
     # A wrapper, and the items made before it yields: before every plugin's own pass over them, so a plugin
     # that reorders (pytest-randomly, -p random_order) or deselects (-k, -m, --lf) works on the benchmark's
     # items instead of having its order replaced.  The pool buys in the order pytest runs them.
@@ -188,7 +196,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node) -> None:
+def pytest_configure_node(node: Any) -> None:  # xdist's WorkerController (xdist has no types)
     """xdist controller: give every worker the run id, so they share one budget and one rate limit."""
     if benchmark_mode(node.config):
         node.workerinput[RUN_ID_KEY] = run_id(node.config)
@@ -208,14 +216,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_hypeedit_make_provider(config: pytest.Config, spec):
+def pytest_hypeedit_make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
     from .providers import builtin_provider
 
     return builtin_provider(spec)
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None):
+def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None) -> Judge:
     from .glue.startup import builtin_judge_for
 
     return builtin_judge_for(config, name, argument)

@@ -101,7 +101,7 @@ def parse_rate_limit(text: str) -> tuple[str, RouteLimits]:
     return route, _limits({k: v for k, v in given.items() if v is not None}, f"--rate-limit {text}")
 
 
-def read_yaml(path: Path) -> dict:
+def read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = load_yaml_file(Path(path), MODELS_BYTES) or {}
     except OSError as exc:
@@ -120,9 +120,9 @@ def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry
 
     ``sources`` are (where, data) pairs; ``data`` has ``models`` and optionally ``routes``.
     """
-    raw_models: dict[str, dict] = {}
+    raw_models: dict[str, dict[str, Any]] = {}
     origin: dict[str, str] = {}
-    raw_routes: dict[str, dict] = {}
+    raw_routes: dict[str, dict[str, Any]] = {}
     for where, data in sources:
         for name, entry in (data.get("models") or {}).items():
             if not isinstance(entry, dict):
@@ -138,7 +138,7 @@ def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry
     return Registry(MappingProxyType(models), MappingProxyType(routes))
 
 
-def _model_spec(name: str, entry: dict, where: str) -> ModelSpec:
+def _model_spec(name: str, entry: dict[str, Any], where: str) -> ModelSpec:
     if not _MODEL_NAME.fullmatch(name):  # "$" alone would let a trailing newline into a folder name
         raise ConfigError(f"{where}: model name {name!r} is not a plain name; it becomes a folder name")
     unknown = set(entry) - _ENTRY_KEYS

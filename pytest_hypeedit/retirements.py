@@ -20,11 +20,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import yaml
 
 from .errors import ConfigError, ModelGone
+
+if TYPE_CHECKING:
+    from .registry import ModelSpec
+
+#: The retirement table: (route, provider model id) -> its entry.
+Table = Mapping[tuple[str, str], "Retirement"]
 
 RETIREMENTS = Path(__file__).resolve().parent / "retirements.yaml"
 #: A model this many days or fewer before its shutdown is warned about at the start of a run.
@@ -112,21 +118,21 @@ def _date(value: Any, where: str) -> dt.date | None:
         raise ConfigError(f"{where}: {value!r} is not a date (YYYY-MM-DD) or null") from None
 
 
-def lookup(route: str, provider_model: str, table: Mapping | None = None) -> Retirement | None:
+def lookup(route: str, provider_model: str, table: Table | None = None) -> Retirement | None:
     return (load_table() if table is None else table).get((route, provider_model))
 
 
 # --------------------------------------------------------------------------- what it means for a run
 
 
-def usage_error(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> ConfigError:
+def usage_error(spec: ModelSpec, entry: Retirement, models: Iterable[ModelSpec], day: dt.date | None = None) -> ConfigError:
     """The error for a run that would call ``spec`` past its id's shutdown date."""
     return ConfigError(f"--model {spec.name}: {entry.route} shut down {entry.provider_model} on {entry.shutdown} "
                        f"({entry.source}). {successor_advice(spec, entry, models, day)} Candidates of {spec.name} "
                        "already on disk need no call and are reused.")
 
 
-def warning(spec, entry: Retirement, day: dt.date, models: Iterable) -> str:
+def warning(spec: ModelSpec, entry: Retirement, day: dt.date, models: Iterable[ModelSpec]) -> str:
     """The start-of-run warning for a model within WARN_DAYS of its shutdown."""
     left = entry.days_left(day)
     when = "tomorrow" if left == 1 else f"in {left} days"
@@ -135,7 +141,7 @@ def warning(spec, entry: Retirement, day: dt.date, models: Iterable) -> str:
             f"{successor_advice(spec, entry, models, day)}")
 
 
-def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | None = None) -> tuple[str, Any]:
+def check(spec: ModelSpec, models: Iterable[ModelSpec], day: dt.date | None = None, table: Table | None = None) -> tuple[str, Any]:
     """("retired", ConfigError) | ("retiring", warning text) | ("", None) for a model on ``day``."""
     entry = lookup(spec.route, spec.provider_model, table)
     day = today() if day is None else day
@@ -149,7 +155,7 @@ def check(spec, models: Iterable, day: dt.date | None = None, table: Mapping | N
     return "", None
 
 
-def successor_advice(spec, entry: Retirement, models: Iterable, day: dt.date | None = None) -> str:
+def successor_advice(spec: ModelSpec, entry: Retirement, models: Iterable[ModelSpec], day: dt.date | None = None) -> str:
     """What to run instead: a named model serving one of the successors still served on ``day`` (a successor
     shut down itself since is replaced by its own) when there is one."""
     if not entry.successors:
@@ -185,7 +191,7 @@ def served_successors(entry: Retirement, day: dt.date, seen: tuple[str, ...] = (
 # --------------------------------------------------------------------------- a provider's "no such model"
 
 
-def model_gone(spec, reply: str, models: Iterable | None = None, *, status: int | None = None) -> ModelGone:
+def model_gone(spec: ModelSpec, reply: str, models: Iterable[ModelSpec] | None = None, *, status: int | None = None) -> ModelGone:
     """The final error for a provider's "this model does not exist / was retired" reply (``reply`` says which,
     already redacted): the date and the successor when the table knows the id, else what to do."""
     head = f"{spec.name} ({spec.provider_model}) via {spec.route}: {reply}: the provider says this model id " \
@@ -202,7 +208,7 @@ def model_gone(spec, reply: str, models: Iterable | None = None, *, status: int 
     return ModelGone(f"{head}; {advice} Not retried: no call of this model id can succeed.", status=status)
 
 
-def _builtin_models() -> list:
+def _builtin_models() -> list[ModelSpec]:
     from .registry import load_registry
 
     try:

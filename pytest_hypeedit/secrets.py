@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import urllib.parse
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from .errors import ConfigError
 
@@ -114,10 +114,10 @@ _factory_lock = threading.Lock()
 class _RedactingFactory:
     """A log record factory that masks every known key in a record's message and traceback text."""
 
-    def __init__(self, inner):
+    def __init__(self, inner: Callable[..., logging.LogRecord]) -> None:
         self.inner = inner
 
-    def __call__(self, *args, **kwargs) -> logging.LogRecord:
+    def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
         record = self.inner(*args, **kwargs)
         secrets = known_secrets()
         if secrets:

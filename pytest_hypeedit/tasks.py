@@ -15,11 +15,15 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, TypeGuard
+from typing import Any, Callable, Iterable, Mapping, TypeGuard, TypeVar
 
 from .errors import ConfigError, ImageError, InputError, TaskFileError
 from .text import image_problem
 from .untrusted import MANIFEST_BYTES, TASK_FILE_BYTES, UntrustedInput, load_yaml_file, loads_json, read_bounded
+
+T = TypeVar("T")
+#: Downloads a URL's bytes (fetch.http_get unless a test gives its own).
+Fetch = Callable[[str], bytes]
 
 #: A plain file or directory name: no separators, no "..", no leading dot.
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}$")
@@ -121,14 +125,14 @@ def _parse_task(entry: Any, *, where: str, split: str) -> Task:
     )
 
 
-def _require(entry: dict, key: str, kind: type, where: str):
+def _require(entry: Mapping[str, Any], key: str, kind: type[T], where: str) -> T:
     value = entry.get(key)
     if not isinstance(value, kind) or (isinstance(value, str) and not value.strip()):
         raise TaskFileError(f"{where}: {key!r} must be a non-empty {kind.__name__}, got {value!r:.80}")
     return value
 
 
-def _positive_int(entry: dict, key: str, where: str) -> int:
+def _positive_int(entry: Mapping[str, Any], key: str, where: str) -> int:
     value = entry.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise TaskFileError(f"{where}: {key!r} must be a positive integer (pixels), got {value!r:.40}")
@@ -222,7 +226,7 @@ def load_manifest(path: Path) -> SplitSource:
     return SplitSource(name, location, data.get("sha256"), images, data.get("licence"), variable)
 
 
-def _read_manifest(path: Path) -> dict:
+def _read_manifest(path: Path) -> dict[str, Any]:
     try:
         data = load_yaml_file(path, MANIFEST_BYTES)
     except (OSError, UntrustedInput) as exc:
@@ -243,7 +247,7 @@ def default_sources() -> list[SplitSource]:
     return [load_manifest(SPLITS_DIR / f"{DEFAULT_SPLIT}.yaml")]
 
 
-def load_split(source: SplitSource, cache_dir: Path, *, fetch=None) -> Split:
+def load_split(source: SplitSource, cache_dir: Path, *, fetch: Fetch | None = None) -> Split:
     """Read (downloading once into the cache if remote) and validate one split."""
     path = _task_file_path(source, cache_dir, fetch)
     try:
@@ -260,7 +264,7 @@ def load_split(source: SplitSource, cache_dir: Path, *, fetch=None) -> Split:
     return Split(source, parse_tasks(data, source=str(path), split=source.name), path)
 
 
-def _task_file_path(source: SplitSource, cache_dir: Path, fetch) -> Path:
+def _task_file_path(source: SplitSource, cache_dir: Path, fetch: Fetch | None) -> Path:
     if not is_url(source.location):
         return Path(source.location)
     from .fetch import download_once
@@ -297,7 +301,7 @@ def _check_sha256(raw: bytes, source: SplitSource, path: Path) -> None:
 
 
 def reference_image_paths(
-    task: Task, images_base: str, cache_dir: Path, *, fetch=None, verify: bool = True,
+    task: Task, images_base: str, cache_dir: Path, *, fetch: Fetch | None = None, verify: bool = True,
     checked: "CheckedImages | None" = None,
 ) -> list[Path]:
     """Local paths of a task's reference images, downloading them once into the cache.
@@ -364,7 +368,7 @@ class CheckedImages:
             atomic_write_bytes(self.path, json.dumps(self._seen).encode("utf-8"))
 
 
-def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetch) -> Path:
+def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetch: Fetch | None) -> Path:
     from .fetch import download_once
 
     base_key = hashlib.sha256(base.rstrip("/").encode()).hexdigest()[:12]

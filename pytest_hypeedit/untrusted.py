@@ -104,14 +104,14 @@ def _too_deep() -> str:
     return f"nested deeper than {MAX_DEPTH} levels, the most such a file may nest"
 
 
-class BoundedLoader(yaml.SafeLoader):
+class BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML has no stubs here: its classes are Any
     """PyYAML's safe loader with the document's depth and its size with aliases expanded bounded."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
@@ -120,13 +120,13 @@ class BoundedLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
-    def compose_document(self):
+    def compose_document(self) -> yaml.Node:
         node = super().compose_document()
         _count_expanded(node)
         return node
 
 
-def _count_expanded(root) -> None:
+def _count_expanded(root: yaml.Node) -> None:
     """Walk the document as its readers will, every alias expanded, and stop past MAX_YAML_NODES (a loop of
     aliases, which never ends, stops there too)."""
     stack, seen = [root], 0
