@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from calibration_sim import COST, MODELS, NEAR_ONE, NEAR_ZERO, population_truth, run_case, simulated_run  # noqa: E402
+from calibration_sim import COST, MODELS, NEAR_ONE, NEAR_ZERO, population_truth, run_case, simulated_run
 
-from pytest_hypeedit.analysis.calibration import calibrate  # noqa: E402
-from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json  # noqa: E402
-from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally  # noqa: E402
+from pytest_hypeedit.analysis.calibration import calibrate
+from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json
+from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally
 
 KEYS = (("pass_rate", "pass rate", 100, "pts"), ("pass_at_4", "Pass@4", 100, "pts"),
         ("effective_cost", "effective cost", 1, "USD"))

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from interval_sim import KEYS, Population, coverage  # noqa: E402
+from interval_sim import KEYS, Population, coverage
 
-from pytest_hypeedit.analysis.stats import bootstrap_intervals  # noqa: E402
-from pytest_hypeedit.analysis.task_intervals import task_intervals  # noqa: E402
+from pytest_hypeedit.analysis.stats import bootstrap_intervals
+from pytest_hypeedit.analysis.task_intervals import task_intervals
 
 REGIMES = [Population(mean, concentration) for mean in (0.02, 0.5, 0.98) for concentration in (0.5, 5, 50)]
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from benchdata import make_tasks, write_labels, write_split  # noqa: E402
+from benchdata import make_tasks, write_labels, write_split
 
 EMPTY_TESTS = """
 import pytest

@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from pairwise_sim import Regime, false_discoveries, null_p_values  # noqa: E402
+from pairwise_sim import Regime, false_discoveries, null_p_values
 
-from pytest_hypeedit.analysis.pairwise import PAIRWISE_METRICS  # noqa: E402
+from pytest_hypeedit.analysis.pairwise import PAIRWISE_METRICS
 
 RATES = (0.1, 0.5, 0.9)
 SPREAD = 2.0

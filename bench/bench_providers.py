@@ -43,7 +43,7 @@ from providers_fakes import (  # noqa: E402
     ark as ark_module,
     dashscope as dashscope_module,
     make_image,
-    openai as openai_module,  # noqa: E402
+    openai as openai_module,
 )
 from providers_fakes.ark import FakeArk  # noqa: E402
 from providers_fakes.dashscope import FakeDashScope  # noqa: E402

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from sequential_sim import (  # noqa: E402
+from sequential_sim import (
     decisive_case,
     hardest_bought_first,
     simulated_runs,
@@ -43,7 +43,7 @@ from sequential_sim import (  # noqa: E402
     wrong_on_fixed_set,
 )
 
-from pytest_hypeedit.analysis.sequential import decide_many  # noqa: E402
+from pytest_hypeedit.analysis.sequential import decide_many
 
 RATES = (0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.98)
 SPREADS = (0.5, 5.0, 50.0)

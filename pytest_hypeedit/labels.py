@@ -258,8 +258,9 @@ def _distinct_names(raters: list[RaterLabels]) -> list[RaterLabels]:
     renamed = []
     for rater in raters:
         if stems.count(rater.rater) > 1 and rater.path is not None:
-            rater = dataclasses.replace(rater, rater=f"{rater.path.parent.name}/{rater.rater}")
-        renamed.append(rater)
+            renamed.append(dataclasses.replace(rater, rater=f"{rater.path.parent.name}/{rater.rater}"))
+        else:
+            renamed.append(rater)
     return renamed
 
 

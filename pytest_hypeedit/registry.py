@@ -202,8 +202,8 @@ def load_registry(extra_files: Iterable[Path] = (), extra_entries: Iterable[Mapp
     """The built-in models, then the user's files, then entries from the add-models hook."""
     sources: list[tuple[str, Mapping[str, Any]]] = [(str(BUILTIN_MODELS), read_yaml(BUILTIN_MODELS))]
     sources += [(str(path), read_yaml(path)) for path in extra_files]
-    for entry in extra_entries:
-        entry = dict(entry)
+    for given in extra_entries:
+        entry = dict(given)
         name = entry.pop("name", None)
         if not name:
             raise ConfigError(f"pytest_hypeedit_add_models: every entry needs a 'name', got {entry!r}")

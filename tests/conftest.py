@@ -52,7 +52,7 @@ def _import_the_whole_package() -> None:
 _import_the_whole_package()
 # google-genai too (~1.3 s an import, with pydantic, aiohttp and websockets): the Gemini judge and adapters import
 # it lazily, so each inline run of theirs imported it again
-import google.genai  # noqa: F401, E402
+import google.genai  # noqa: E402
 import google.genai.batches  # noqa: F401, E402
 
 #: The test files that take longest (seconds of one worker in a full run on two cores, 2026-11-28), run first.

@@ -208,7 +208,7 @@ class RouteLimiter:
     def __init__(self, state_dir: Path, route: str, rpm: float | None, inflight: int | None, *,
                  period: float = 60.0, margin: float | None = None,
                  clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep):
-        if rpm is not None and rpm <= 0 or inflight is not None and inflight < 1:
+        if (rpm is not None and rpm <= 0) or (inflight is not None and inflight < 1):
             raise ValueError(f"route {route}: rpm must be > 0 and inflight >= 1, got rpm={rpm} inflight={inflight}")
         self.route, self.rpm, self.inflight = route, rpm, inflight
         self.state_dir = Path(state_dir)

@@ -52,7 +52,7 @@ _exit_freeze_registered = False
 def skip_exit_collection() -> None:
     """At interpreter exit, leave the objects to the system instead of the collector (see the module's
     docstring); registered once per process, so runs in one process (pytester) add one handler."""
-    global _exit_freeze_registered
+    global _exit_freeze_registered  # noqa: PLW0603 -- once per process, whatever creates the runs
     if not _exit_freeze_registered:
         atexit.register(gc.freeze)
         _exit_freeze_registered = True

@@ -103,7 +103,7 @@ def same_model(asked: str, answered: str) -> bool:
     answers ``models/…`` ids in some replies, and a dated or numbered snapshot of an alias, e.g.
     ``gpt-4.1-2025-04-14`` for ``gpt-4.1`` or ``gemini-2.0-flash-001`` for ``gemini-2.0-flash``)."""
     asked, answered = asked.removeprefix("models/"), answered.removeprefix("models/")
-    return answered == asked or answered.startswith(asked + "-") and answered[len(asked) + 1:][:1].isdigit()
+    return answered == asked or (answered.startswith(asked + "-") and answered[len(asked) + 1:][:1].isdigit())
 
 
 def version_warnings(versions: Mapping[str, JudgeVersions]) -> list[str]:

@@ -34,7 +34,7 @@ from .body import InlineImage
 #: about 17 MP; 40 MP leaves a margin of more than 2x.  Decoded, 40 MP of RGBA is 160 MB; the 12000 x 12000
 #: PNG a model could send in 140 KB would be 430 MB or more.
 MAX_IMAGE_PIXELS = 40_000_000
-_PILLOW_DEFAULT_LIMIT = int(1024 * 1024 * 1024 // 4 // 3)  # Image.MAX_IMAGE_PIXELS as Pillow ships it
+_PILLOW_DEFAULT_LIMIT = 1024 * 1024 * 1024 // 4 // 3  # Image.MAX_IMAGE_PIXELS as Pillow ships it
 if Image.MAX_IMAGE_PIXELS == _PILLOW_DEFAULT_LIMIT:
     # Pillow's own guard, for every image this process opens (the report's, the review app's): it warns above
     # the limit (an image of ours that does is refused by check_pixels right after) and raises

@@ -135,7 +135,7 @@ def gpt_image_2_output_tokens(quality: str, width: int, height: int) -> int:
 def usage_cost(usage: Any, prices: TokenPrices) -> float | None:
     """``usage`` priced: text and image input tokens, image and text output tokens.  Input without its
     details is priced as image tokens, output without its details as image tokens (the dearer of each)."""
-    if not isinstance(usage, dict) or not _count(usage.get("output_tokens")) and not _count(usage.get("input_tokens")):
+    if not isinstance(usage, dict) or (not _count(usage.get("output_tokens")) and not _count(usage.get("input_tokens"))):
         return None
     inputs = details if isinstance(details := usage.get("input_tokens_details"), dict) else {}
     outputs = details if isinstance(details := usage.get("output_tokens_details"), dict) else {}

@@ -67,7 +67,7 @@ _current = Runtime()
 
 
 def configure(runtime: Runtime) -> None:
-    global _current
+    global _current  # noqa: PLW0603 -- the process's one runtime, set at configure
     _current = runtime
 
 

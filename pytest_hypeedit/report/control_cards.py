@@ -34,8 +34,8 @@ def thumbnail(path: Path) -> str:
     try:
         from PIL import Image
 
-        with Image.open(path) as image:
-            image = image.convert("RGB")
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
             image.thumbnail((THUMB_SIDE, THUMB_SIDE))
             buffer = io.BytesIO()
             image.save(buffer, format="JPEG", quality=80)

@@ -81,7 +81,7 @@ class ReportSource:
     instruction: Callable[[Record], str]
     results: Callable[[], Mapping[str, Any] | None] = lambda: None
     records: Callable[[], Iterable[Record]] = lambda: ()
-    gate_lines: Callable[[], list[str]] = lambda: []
+    gate_lines: Callable[[], list[str]] = list
     #: the outputs folder: a candidate is read only as a regular file inside it (files.open_regular), never
     #: through a symbolic link; None (a test's source): read as given
     outputs: Path | None = None

@@ -91,7 +91,7 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
         "random human sample (pytest --calibrate), the ones to compare with the published rows.",
     ]
     cap, review = settings.get("retry_cap"), settings.get("review_cost")
-    if cap is not None and cap != theirs["retry_cap"] or review is not None and abs(review - theirs["review_cost"]) > 5e-5:
+    if (cap is not None and cap != theirs["retry_cap"]) or (review is not None and abs(review - theirs["review_cost"]) > 5e-5):
         notes.append(f"- This run's retry cap or review cost differs from the paper's ({theirs['retry_cap']}, "
                      f"${theirs['review_cost']:.4f}): its expected attempts and effective cost are not comparable "
                      "with the published rows.")

@@ -88,7 +88,7 @@ def batch_cells(statuses: list[dict[str, Any]]) -> list[str]:
 
 
 def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:

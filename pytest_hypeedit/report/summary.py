@@ -125,7 +125,7 @@ def run_span(stamps: Iterable[Any]) -> RunSpan | None:
 
 
 def duration_text(seconds: float) -> str:
-    whole = int(round(seconds))
+    whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     return f"{hours} h {rest // 60:02d} min {rest % 60:02d} s" if hours else f"{rest // 60} min {rest % 60:02d} s"
 

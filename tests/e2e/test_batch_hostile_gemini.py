@@ -65,7 +65,7 @@ def test_a_responses_file_not_named_as_a_file_is_not_fetched(hostile, pytester, 
     fake.responses_file = name
     run(2, batch_inline_max_bytes=1).assert_outcomes(errors=TASKS * 2)
     assert all("not a Files API name" in e for e in errors(pytester))
-    downloads = [s for s in fake.requests if ":download" in s.path or "models" in s.path and s.method == "GET"]
+    downloads = [s for s in fake.requests if ":download" in s.path or ("models" in s.path and s.method == "GET")]
     assert not downloads  # nothing fetched with the key, anywhere
     assert fake.creations == 1
 

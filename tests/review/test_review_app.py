@@ -82,7 +82,7 @@ class Traffic:
 
     def watch(self, page):
         page.on("request", lambda r: self.requests.append(r.url + json.dumps(r.headers) + (r.post_data or "")))
-        page.on("response", lambda r: self.responses.append(r))
+        page.on("response", lambda r: self.responses.append(r))  # noqa: PLW0108 -- playwright sets an attribute on a handler, which list.append cannot take
 
     def text(self) -> str:
         parts = list(self.requests)

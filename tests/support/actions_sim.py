@@ -141,7 +141,7 @@ class Runner:
     def _action(self, action: str, inputs: dict[str, str], workspace: Path) -> dict[str, str]:
         handlers = {
             "actions/checkout": lambda: self._checkout(workspace),
-            "actions/setup-python": lambda: {},
+            "actions/setup-python": dict,
             "actions/cache/restore": lambda: self._restore(inputs, workspace),
             "actions/cache/save": lambda: self._save(inputs, workspace),
             "actions/upload-artifact": lambda: self._upload(inputs, workspace),

@@ -27,9 +27,8 @@ def typed_dict_schema(cls: type, *, plain_is_required: bool) -> dict:
         origin = typing.get_origin(hint)
         if origin is typing.Required or (plain_is_required and origin is not typing.NotRequired):
             required.append(name)
-        if origin in (typing.Required, typing.NotRequired):
-            hint = typing.get_args(hint)[0]
-        properties[name] = type_schema(hint)
+        inner = typing.get_args(hint)[0] if origin in (typing.Required, typing.NotRequired) else hint
+        properties[name] = type_schema(inner)
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
