@@ -60,10 +60,6 @@ class PanelVerdict:
     tie: bool = False
     notes: tuple[str | None, ...] = ()  # each vote's note, in the order of ``votes``
 
-    @property
-    def even(self) -> bool:
-        return len(self.votes) % 2 == 0
-
     def vote_entries(self) -> list[VoteEntry]:
         """``[{"rater", "verdict", "note"}]``: the votes as records and results carry them (JSON-ready)."""
         notes = self.notes or (None,) * len(self.votes)

@@ -55,7 +55,6 @@ TARGET = "population"
 TARGET_TEXT = ("the metric over the population of tasks like these, with the human panel's verdicts, measured "
                "with this run's repeats")
 T_METHOD = "cluster t over tasks"
-BCA_METHOD = "BCa task bootstrap"
 HULL_METHOD = "BCa task bootstrap widened to the cluster t (jackknife) interval"
 
 _NORMAL = NormalDist()

@@ -28,8 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: ``--judge-tier flex-or-standard``: Flex, falling back to standard for a verdict Flex kept shedding.
 FLEX_OR_STANDARD = "flex-or-standard"
 BATCH = "batch"
-#: What ``--judge-tier`` takes; batch is named so that its refusal can say it is not there yet.
-JUDGE_TIER_CHOICES = (STANDARD, FLEX, FLEX_OR_STANDARD, BATCH)
 #: The tiers a run can be asked at today (``batch`` is refused until it is built).
 SUPPORTED = (STANDARD, FLEX, FLEX_OR_STANDARD)
 

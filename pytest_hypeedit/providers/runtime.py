@@ -44,13 +44,6 @@ class Runtime:
             self._limiters[key] = RouteLimiter(self.state_dir / "limits", spec.route, limits.rpm, limits.inflight)
         return self._limiters[key]
 
-    def limiter_for_route(self, route: str) -> RouteLimiter | None:
-        """The limiter already made for ``route`` in this process (by an adapter or a judge), if any."""
-        for (name, _, _), limiter in self._limiters.items():
-            if name == route:
-                return limiter
-        return None
-
     def images_dir(self) -> Path:
         if self.cache_dir is None:
             self.cache_dir = Path(tempfile.mkdtemp(prefix="hypeedit-refs-"))

@@ -29,8 +29,6 @@ from .tables import (
     split_order,
 )
 
-#: Metrics the calibration also reports, beyond the six of the table.
-FIRST_ATTEMPT = ("first_attempt_pass_rate", "First attempt", "percent")
 #: How many tasks that got worse are listed per model before the rest fold away.
 WORSE_SHOWN = 10
 

@@ -29,8 +29,6 @@ COLUMNS = (
 
 #: The images per task the paper's Pass@10 and hype gap are defined on (and its published figures were made with).
 PAPER_REPEATS = 10
-#: The metrics whose name says 10 images per task: at k repeats a results row's ``pass_at_10`` is Pass@k.
-TEN_REPEAT_KEYS = ("pass_at_10", "hype_gap")
 
 
 def metric_labels(repeats: int | None) -> dict[str, str]:
