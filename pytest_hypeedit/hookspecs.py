@@ -6,9 +6,15 @@ still loads when the plugin is disabled (``-p no:hypeedit``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from .engine.records import Record
+    from .judges.base import Judge
+    from .providers.base import Provider
+    from .registry import ModelSpec
 
 
 # A spec has no body (pluggy calls the implementations), which mypy reads as a missing return.
@@ -17,16 +23,16 @@ def pytest_hypeedit_add_models(config: pytest.Config) -> list[dict[str, Any]]:  
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_hypeedit_make_provider(config: pytest.Config, spec: Any) -> Any:
+def pytest_hypeedit_make_provider(config: pytest.Config, spec: ModelSpec) -> Provider | None:
     """Return the provider adapter for a model spec, or None to leave it to the next implementation."""
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None) -> Any:
+def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None) -> Judge | None:
     """Return the judge named in ``--judge NAME[:ARGUMENT]``, or None to leave it to the next implementation."""
 
 
-def pytest_hypeedit_record(config: pytest.Config, record: Any) -> None:
+def pytest_hypeedit_record(config: pytest.Config, record: Record) -> None:
     """Called on the controller with each finished candidate's record (e.g. to stream it elsewhere)."""
 
 
