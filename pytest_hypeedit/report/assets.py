@@ -48,7 +48,7 @@ import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypedDict, TypeVar
 
 from ..files import atomic_write_bytes, read_regular, sha256_bytes
 
@@ -202,6 +202,13 @@ def _webp(image: Image.Image, quality: int) -> bytes:
 # --------------------------------------------------------------------------- the cache
 
 
+class CacheEntry(TypedDict):
+    """What ``cache.json`` keeps of one file this run needs."""
+
+    key: str  # what it was built from (``content_key``)
+    size: list[int] | None  # its pixel size, [width, height]
+
+
 class AssetCache:
     """``cache.json``: for each file, the key it was built from and its pixel size."""
 
@@ -210,7 +217,7 @@ class AssetCache:
         self.previous = self._read()
         # a view's suffix follows its format, so it is looked up by name without the suffix
         self.by_stem = {name.rsplit(".", 1)[0]: name for name in self.previous}
-        self.current: dict[str, dict[str, Any]] = {}
+        self.current: dict[str, CacheEntry] = {}
 
     def _read(self) -> dict[str, Any]:
         try:
