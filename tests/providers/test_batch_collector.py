@@ -187,6 +187,11 @@ def test_a_batch_run_says_per_model_at_which_tier_it_buys():
     assert lines[0].startswith("hypeedit: tier batch: gpt-image-2 (openai) buys at the batch tier, $0.095")
     assert lines[1] == "hypeedit: tier batch: seedream-4.5 (ark) has no batch tier, runs at standard"
     assert tier_lines("standard", [registry.get("gpt-image-2")]) == []
+    assert tier_lines("batch", [registry.get("gpt-image-2")], workers=2)[0] == (
+        "hypeedit: tier batch: under -n 2 each worker gathers its own lines: a model's candidates make at least 2 "
+        "batches (one per worker and linger window, waiting side by side), not one")
+    assert len(tier_lines("batch", [registry.get("seedream-4.5")], workers=2)) == 1  # nothing is batched
+    assert len(tier_lines("batch", [registry.get("gpt-image-2")], workers=1)) == 1
 
 
 def test_the_live_line_shows_batches_by_state_and_their_candidates():
