@@ -7,7 +7,14 @@ run's schedule: the ``-n 2`` run takes no more poll rounds than the serial one p
 from __future__ import annotations
 
 import pytest
-from tiny_batch import GATHER_LINGER_S, openai_batch_route, results_row, set_options, tiny_batch_bench
+from tiny_batch import (
+    GATHER_LINGER_S,
+    gemini_batch_route,
+    openai_batch_route,
+    results_row,
+    set_options,
+    tiny_batch_bench,
+)
 
 MODEL = "gpt-image-2"
 TASKS, REPEATS = 5, 4  # the tiny split: 20 candidates
@@ -58,3 +65,18 @@ def test_two_workers_batches_wait_side_by_side_in_the_serial_run_s_poll_rounds(b
     kinds = [kind for kind, _ in fake.events]
     assert kinds == ["created"] * fake.creations + ["completed"] * fake.creations, fake.events
     assert max(fake.polls_of.values()) <= serial + 1, (fake.polls_of, serial)
+
+
+GEMINI, GEMINI_KEY = "gemini-3-pro-preview", "fake-gemini-key-workers-0123456789"
+
+
+def test_gemini_under_two_workers_makes_at_most_one_batch_each(pytester, monkeypatch, tmp_path):
+    """The same on Gemini's Batch mode: each worker's 10 lines go inline in one batch (the serial run's 20 would
+    pass the 16 inline requests and go as an input file).  Planted: PaidCalls.provider without its lock."""
+    args = tiny_batch_bench(pytester.path, GEMINI, REPEATS)
+    set_options(pytester.path, GEMINI, batch_linger_s=GATHER_LINGER_S)
+    with gemini_batch_route(monkeypatch, tmp_path / "cache", GEMINI_KEY) as fake:
+        result = pytester.runpytest(*args, "--tier", "batch", "-n", str(WORKERS))
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    assert 1 <= fake.creations <= WORKERS, f"{fake.creations} batches for {TASKS * REPEATS} candidates"
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
