@@ -6,11 +6,12 @@ Prints per model the run's spend at the batch tier (the results' ``spent``, and 
 the standard tier would have cost for the same calls, the uploads (references, input files), batches and polls,
 and the run's wall time against the servers' completion time (first batch created to last batch done), and the
 pytest process's peak memory (its maximum resident set).  ``--image-bytes`` makes each returned image a PNG of
-about that size (noise, which does not compress): the whole split in one batch of 2K PNGs, to show that a
-batch's results are read line by line (providers/batch_results.py), not held whole:
+about that size (noise, which does not compress), ``--side N`` an N x N one: the whole split in one batch of 2K
+PNGs, to show that a batch's results are read line by line (providers/batch_results.py), not held whole:
 
     python bench/bench_batch.py [--tasks 50] [--repeats 10] [--ready 5] [--workers 0]
     python bench/bench_batch.py --models gpt-image-2 --image-bytes 4000000 --ready 0   # 500 lines of 4 MB PNGs
+    python bench/bench_batch.py --models gpt-image-2 --side 2048 --ready 0   # 500 lines of 2K PNGs (12.6 MB each)
 
 The tasks are the public split (sizes, reference counts and instructions as they are): ``HYPEEDIT_PUBLIC_SPLIT``
 names a local copy of its task file, else the plugin's own download at its pinned commit is used (checked against its
@@ -89,7 +90,11 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--image-bytes", type=int, default=0, help="each returned image a PNG of about this size "
                         "(0: a tiny one)")
+    parser.add_argument("--side", type=int, default=0, help="each returned image a PNG of N x N noise pixels, "
+                        "stored (2048: a 2K PNG of 12.6 MB, more than a photo's); overrides --image-bytes")
     args = parser.parse_args()
+    if args.side:
+        args.image_bytes = 3 * args.side * args.side  # noise_png: a square of side sqrt(bytes / 3), RGB, stored
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAIBatch() as openai, \
             FakeGeminiBatch(expected_key=GEMINI_KEY) as gemini:
         folder = Path(tmp) / "run"
@@ -113,9 +118,15 @@ def main() -> None:
         rows = {row["model"]: row for row in json.loads((folder / "out" / "results.json").read_text())["rows"]}
         report(args, rows, openai, gemini, wall, started)
         print(f"  peak memory of the pytest process {peak_mb:.0f} MB"
-              + (f"; each image about {args.image_bytes / 1e6:g} MB, gpt-image-2's output files "
+              + (f"; each image {image_shape(args)}, gpt-image-2's output files "
                  f"{sum(openai.file_size(f['data']) for f in openai.files.values() if f['purpose'] == 'batch_output') / 1e9:.2f} GB"
                  if args.image_bytes else ""))
+
+
+def image_shape(args) -> str:
+    if args.side:
+        return f"a {args.side}x{args.side} PNG ({args.image_bytes / 1e6:.1f} MB)"
+    return f"about {args.image_bytes / 1e6:g} MB"
 
 
 def report(args, rows: dict, openai: FakeOpenAIBatch, gemini: FakeGeminiBatch, wall: float, started: float) -> None:

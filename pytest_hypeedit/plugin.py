@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generator
 import pytest
 
 from .errors import HypeEditError
-from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, RUNTIME_KEY, SESSION_KEY, run_id
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -73,9 +73,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
     skip_exit_collection()
-    from .providers.batching import forget_earlier_runs
-
-    forget_earlier_runs()  # the live line counts this run's batches only
     from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run
     from .options import with_ini_origin
@@ -219,7 +216,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_hypeedit_make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
     from .providers import builtin_provider
 
-    return builtin_provider(spec)
+    return builtin_provider(spec, runtime=config.stash.get(RUNTIME_KEY, None))  # the run's, passed in
 
 
 @pytest.hookimpl(trylast=True)

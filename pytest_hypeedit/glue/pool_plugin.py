@@ -28,7 +28,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import pytest
 
@@ -41,7 +41,7 @@ from ..files import atomic_write_bytes
 from ..report.progress import LineWriter, Progress, duration
 from .early_stop import look_ahead
 from .items import CandidateItem
-from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY
+from .stash import POOL_KEY, RUN_KEY, RUNNER_KEY, RUNTIME_KEY
 from .stopping import (
     GRACE_SECONDS,  # noqa: F401 - the grace lived here; glue/stopping.py is its home now
     STOP_FILE,  # noqa: F401 - as GRACE_SECONDS
@@ -57,6 +57,9 @@ from .stopping import (
     write_stop,
 )
 from .xdist_internals import unsupported, worker_queue
+
+if TYPE_CHECKING:
+    from ..providers.runtime import Runtime
 
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
@@ -178,17 +181,20 @@ class PoolPlugin:
         )
 
     def _model_gate(self, spec) -> RouteGate:
-        from ..providers import runtime
-
-        return self._gate_of(spec.route, runtime.current().limiter_for(spec))
+        return self._gate_of(spec.route, self._runtime().limiter_for(spec))
 
     def _route_gate(self, route: str) -> RouteGate:
-        from ..providers import runtime
         from ..registry import ModelSpec
 
         # The judges build their limiter the same way (judges/prompting.py http_plumbing): one per route.
         spec = ModelSpec(name=f"judge-{route}", route=route, provider_model=route, price=0.0)
-        return self._gate_of(route, runtime.current().limiter_for(spec))
+        return self._gate_of(route, self._runtime().limiter_for(spec))
+
+    def _runtime(self) -> Runtime:
+        """The run's provider runtime (glue/startup.py configure_runtime), passed in through the stash."""
+        from ..providers import runtime
+
+        return self.config.stash.get(RUNTIME_KEY, None) or runtime.current()
 
     def _gate_of(self, route: str, limiter) -> RouteGate:
         key = (route, id(limiter))
@@ -233,7 +239,7 @@ class PoolPlugin:
 
     def _report(self, state: PoolState, final: bool = False) -> None:
         try:
-            write_status(self.folder, state, final=final)
+            write_status(self.folder, state, final=final, batches=self._runtime().batches.tally())
         except OSError:  # e.g. the cache's disk is full: the live line misses an update, the run goes on
             pass
 
@@ -253,11 +259,11 @@ def runs_items(session: pytest.Session) -> bool:
     return not (session.testsfailed and not option.continue_on_collection_errors)
 
 
-def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None:
+def write_status(folder: Path, state: PoolState, *, final: bool = False,
+                 batches: dict[str, list[int]] | None = None) -> None:
     """This process's pool state, for the controller's live line and stopping messages; ``final`` once its calls
-    are done with (finished, or left).  ``batches``: its batches by state (--tier batch, providers/batching.py)."""
-    from ..providers.batching import batch_tally
-
+    are done with (finished, or left).  ``batches``: the run's batches in this process by state (--tier batch,
+    providers/batching.py ``Collectors.tally``)."""
     document = {
         "at": time.time(), "planned": state.planned, "done": state.done, "running": state.running,
         "errors": state.errors, "refused": state.refused, "skipped": state.skipped, "spent": state.spent,
@@ -265,7 +271,7 @@ def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None
         "final": final,
         "routes": [{"route": g.route, "in_flight": g.in_flight, "level": g.level, "ceiling": g.ceiling,
                     "adaptive": g.adaptive, "throttled": g.throttled} for g in state.routes],
-        "batches": batch_tally(),
+        "batches": batches or {},
     }
     atomic_write_bytes(folder / STATUS_DIR / f"{os.getpid()}.json", json.dumps(document).encode("utf-8"))
 

@@ -36,9 +36,10 @@ class PriceLine:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
-        self.state(ids)  # every worker collects the same items: the first one's say what the run will buy
+        # every worker collects the same items: the first one's say what the run will buy (and how many workers)
+        self.state(ids, workers=int(getattr(node, "workerinput", {}).get("workercount", 1) or 1))
 
-    def state(self, nodeids: Iterable[str]) -> None:
+    def state(self, nodeids: Iterable[str], workers: int = 1) -> None:
         from ..report.price_text import price_lines, tier_lines
 
         keys = {key for key in map(parse_nodeid, nodeids) if key is not None}
@@ -49,7 +50,7 @@ class PriceLine:
         if SURVEY_KEY in self.config.stash:  # a view of the disk before the run: not to be asked again
             del self.config.stash[SURVEY_KEY]
         if price.paid:
-            write_lines(self.config, tier_lines(self.run.tier, self.run.models) + price_lines(price))
+            write_lines(self.config, tier_lines(self.run.tier, self.run.models, workers) + price_lines(price))
 
 
 class EstimateOnly:

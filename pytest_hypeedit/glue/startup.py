@@ -32,7 +32,7 @@ from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 from .releases import claim_folders, place_releases
-from .stash import RUN_KEY, RUNNER_KEY, SURVEY_KEY, run_id
+from .stash import RUN_KEY, RUNNER_KEY, RUNTIME_KEY, SURVEY_KEY, run_id
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -128,13 +128,15 @@ def stability_for(config: pytest.Config, run: RunConfig) -> dict:
 
 
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
-    """Tell the HTTP adapters the run's limits and folders; return the per-run directory every xdist
-    worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
+    """The run's provider runtime (its limits, folders, tier and batch collectors), kept in ``config.stash`` for
+    the adapters and route gates the plugin makes; return the per-run directory every xdist worker shares (budget
+    ledger, rate-limiter files), named by the run id the controller hands out."""
     from ..providers import runtime
 
     state_dir = run_state_dir(config, run)
-    runtime.configure(runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
-                                      limits=run.limits_for, tier=run.tier))
+    config.stash[RUNTIME_KEY] = runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
+                                                limits=run.limits_for, tier=run.tier)
+    runtime.configure(config.stash[RUNTIME_KEY])  # for what is made without it (a conftest.py's Class(spec), judges)
     return state_dir
 
 

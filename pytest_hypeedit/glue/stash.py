@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # names only: this module stays light at run time
     from ..engine.pool import CandidatePool
     from ..engine.runner import Runner
     from ..engine.survey import Survey
+    from ..providers.runtime import Runtime
     from .session import BenchmarkSession
 
 #: The validated RunConfig of a benchmark run (every process).
@@ -23,6 +24,9 @@ RUN_KEY: pytest.StashKey[RunConfig] = pytest.StashKey()
 RUNNER_KEY: pytest.StashKey[Runner] = pytest.StashKey()
 #: The disk as the up-front checks read it (engine/survey.py), on the controller until the price is stated.
 SURVEY_KEY: pytest.StashKey[Survey] = pytest.StashKey()
+#: The run's provider Runtime (providers/runtime.py: limits, folders, tier, batch collectors), passed in to the
+#: adapters the plugin makes and to the pool's route gates (every process that runs items).
+RUNTIME_KEY: pytest.StashKey[Runtime] = pytest.StashKey()
 #: The BenchmarkSession that aggregates records (the controller only).
 SESSION_KEY: pytest.StashKey[BenchmarkSession] = pytest.StashKey()
 

@@ -154,9 +154,11 @@ STOP_FILE = "stop"
 
 
 def state_dir(config: Any) -> Path:
-    from ..providers import runtime
+    """The run's state folder, from the run's runtime (glue/startup.py configure_runtime keeps it in the stash)."""
+    from .stash import RUNTIME_KEY
 
-    folder = runtime.current().state_dir
+    runtime = config.stash.get(RUNTIME_KEY, None)
+    folder = runtime.state_dir if runtime is not None else None
     if folder is None:  # pragma: no cover - startup always configures it
         raise RuntimeError("the run's state folder is not configured")
     return folder

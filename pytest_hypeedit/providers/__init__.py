@@ -12,10 +12,14 @@ call it is, here the image provider's interface and its Gemini route, there the 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import ConfigError
 from ..registry import ModelSpec
 from .base import Generation, GenerationRequest, Provider, seed_for
+
+if TYPE_CHECKING:  # a name only: the runtime imports the HTTP stack, which a run of identity never needs
+    from .runtime import Runtime
 
 __all__ = ["Generation", "GenerationRequest", "Provider", "seed_for", "BUILTIN_ROUTES", "builtin_provider"]
 
@@ -34,7 +38,9 @@ BUILTIN_ROUTES: dict[str, str] = {
 }
 
 
-def builtin_provider(spec: ModelSpec) -> Provider:
+def builtin_provider(spec: ModelSpec, runtime: Runtime | None = None) -> Provider:
+    """The built-in adapter of ``spec``'s route, given the run's ``runtime`` (its limits, folders, tier and batch
+    collectors; None: ``runtime.current()``, a library user's)."""
     target = BUILTIN_ROUTES.get(spec.route)
     if target is None:
         raise ConfigError(
@@ -42,5 +48,7 @@ def builtin_provider(spec: ModelSpec) -> Provider:
             "a conftest.py can add one with the pytest_hypeedit_make_provider hook."
         )
     module_name, class_name = target.split(":")
-    adapter: type[Provider] = getattr(importlib.import_module(module_name), class_name)  # a Provider: the table above
-    return adapter(spec)
+    adapter: Callable[..., Provider] = getattr(importlib.import_module(module_name), class_name)  # the table above
+    if runtime is None or spec.route == "identity":  # the identity route calls nothing: it has no runtime
+        return adapter(spec)
+    return adapter(spec, runtime=runtime)

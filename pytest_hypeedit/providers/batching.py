@@ -1,5 +1,7 @@
 """The batch tier (``--tier batch``): one collector per model and process gathers the candidates in flight into
-provider batches, and hands each line's answer back to the candidate waiting for it.
+provider batches, and hands each line's answer back to the candidate waiting for it.  The collectors belong to the
+run (``Collectors``, held by the run's ``Runtime``), not to the process: a later run in the same process starts
+with none.
 
 An adapter's ``generate()`` builds its candidate's line and calls ``Collector.buy`` (a new candidate) or
 ``Collector.resume`` (a line journaled by an earlier attempt); either blocks until the line's batch ended and
@@ -120,7 +122,7 @@ class Collector:
 
     def __init__(self, backend: Backend, *, what: str, linger: float = DEFAULT_LINGER,
                  poll: float = DEFAULT_POLL, poll_max: float = DEFAULT_POLL_MAX, max_wait: float = DEFAULT_MAX_WAIT,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, collectors: Collectors | None = None):
         self.backend, self.what, self.linger, self.clock = backend, what, linger, clock
         self.poll_first, self.poll_max, self.max_wait = poll, poll_max, max_wait
         self._queue: list[tuple[float, Line]] = []
@@ -131,7 +133,9 @@ class Collector:
         self._stopped = False
         self.counts = {"batches": 0, "polls": 0, "adopted": 0}
         self.done: list[int] = []  # the candidates of each batch that ended
-        COLLECTORS.append(self)
+        # the run's collectors, for its live line (a collector made alone, a unit test's, is in a set of its own)
+        self.collectors = collectors if collectors is not None else Collectors()
+        self.collectors.add(self)
 
     # ------------------------------------------------------------------ the callers' side
     def buy(self, line: Line) -> Outcome:
@@ -303,8 +307,7 @@ class Collector:
             line.finish(error=ProviderError(f"{self.what}: line {line.key}: the run ended while it waited for its "
                                             "batch; the next run resumes it (a submitted batch is never submitted "
                                             "again)", retryable=True))
-        if self in COLLECTORS:
-            COLLECTORS.remove(self)
+        self.collectors.remove(self)
 
     # ------------------------------------------------------------------ what the live line shows
     def snapshot(self) -> list[tuple[str, int]]:
@@ -315,35 +318,46 @@ class Collector:
             return shown + [(w.state, sum(len(v) for v in w.lines.values())) for w in self._watched.values()]
 
 
-#: Every collector of this process that is not stopped, for the live line.
-COLLECTORS: list[Collector] = []
+class Collectors:
+    """The batch collectors of one run in this process that are not stopped, for its live line.  The run owns them
+    (``Runtime.batches``, made with the run's runtime): a later run in the same process (pytester runs many) has
+    its own, so a collector an earlier run left behind (one still watching a batch it could not finish) is never
+    counted in it."""
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: list[Collector] = []
 
-def forget_earlier_runs() -> None:
-    """A run starts in this process (pytester runs many in one): the collectors an earlier run left behind (one
-    still watching a batch it could not finish) are not this run's, and its live line must not count them."""
-    COLLECTORS.clear()
+    def add(self, collector: Collector) -> None:
+        with self._lock:
+            self._live.append(collector)
 
+    def remove(self, collector: Collector) -> None:
+        with self._lock:
+            if collector in self._live:
+                self._live.remove(collector)
 
-def batch_tally() -> dict[str, list[int]]:
-    """This process's batches by state: ``{"submitted": [batches, candidates], "running": …, "done": …}``, for the
-    live line (report/progress.py); empty when nothing is batched."""
-    tally: dict[str, list[int]] = {SUBMITTED: [0, 0], RUNNING: [0, 0], DONE: [0, 0]}
-    for collector in COLLECTORS:
-        for state, candidates in collector.snapshot():
-            tally[state][0] += 1
-            tally[state][1] += candidates
-    return tally if any(count for count, _ in tally.values()) else {}
+    def tally(self) -> dict[str, list[int]]:
+        """The run's batches in this process by state: ``{"submitted": [batches, candidates], "running": …,
+        "done": …}``, for the live line (report/progress.py); empty when nothing is batched."""
+        with self._lock:
+            live = list(self._live)
+        tally: dict[str, list[int]] = {SUBMITTED: [0, 0], RUNNING: [0, 0], DONE: [0, 0]}
+        for collector in live:
+            for state, candidates in collector.snapshot():
+                tally[state][0] += 1
+                tally[state][1] += candidates
+        return tally if any(count for count, _ in tally.values()) else {}
 
 
 def _delays(first: float, cap: float) -> Iterator[float]:
     return itertools.chain((first * 1.5 ** n for n in range(60) if first * 1.5 ** n < cap), itertools.repeat(cap))
 
 
-def collector_for(backend: Backend, what: str, options: Any) -> Collector:
-    """A model's collector, its settings from the model's options: how long lines linger, how often batches are
-    polled, how long a candidate waits in one run."""
+def collector_for(backend: Backend, what: str, options: Any, collectors: Collectors) -> Collector:
+    """A model's collector among the run's ``collectors``, its settings from the model's options: how long lines
+    linger, how often batches are polled, how long a candidate waits in one run."""
     return Collector(backend, what=what, linger=float(options.get("batch_linger_s", DEFAULT_LINGER)),
                      poll=float(options.get("batch_poll_s", DEFAULT_POLL)),
                      poll_max=float(options.get("batch_poll_max_s", DEFAULT_POLL_MAX)),
-                     max_wait=float(options.get("batch_max_wait_s", DEFAULT_MAX_WAIT)))
+                     max_wait=float(options.get("batch_max_wait_s", DEFAULT_MAX_WAIT)), collectors=collectors)

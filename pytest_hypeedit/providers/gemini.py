@@ -181,7 +181,8 @@ class GeminiProvider(Provider):
         with self._lock:
             if self._batcher is None:
                 backend = GeminiBatch(self)
-                self._batcher = (collector_for(backend, f"gemini {self.spec.provider_model}", self.spec.options),
+                self._batcher = (collector_for(backend, f"gemini {self.spec.provider_model}", self.spec.options,
+                                               self.runtime.batches),
                                  backend)
             return self._batcher
 

@@ -88,7 +88,8 @@ class OpenAIProvider(HttpProvider):
         with self._lock:
             if self._batcher is None:
                 backend = OpenAIBatch(self)
-                self._batcher = (collector_for(backend, f"openai {self.spec.provider_model}", self.spec.options),
+                self._batcher = (collector_for(backend, f"openai {self.spec.provider_model}", self.spec.options,
+                                               self.runtime.batches),
                                  backend)
             return self._batcher
 

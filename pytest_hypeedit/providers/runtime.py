@@ -1,11 +1,14 @@
-"""What the HTTP adapters need from the run, set once per process by the pytest glue.
+"""What the HTTP adapters need from the run: one ``Runtime`` per run, made by the pytest glue and passed in.
 
-Adapters are built as ``Class(spec)`` (the ``pytest_hypeedit_make_provider``
-hook), so the run-wide pieces come from here: the per-run state directory
-shared by all xdist workers (rate-limiter files), the cache of prepared
-reference images, the route limits (models.yaml, overridable) and the retry
-policy.  Without ``configure`` (a library user, a unit test) there are no
-limits and images are prepared in a temporary directory.
+The run-wide pieces: the per-run state directory shared by all xdist workers
+(rate-limiter files), the cache of prepared reference images, the route limits
+(models.yaml, overridable), the retry policy, the tier and the run's batch
+collectors.  The glue keeps the run's runtime in ``config.stash`` and hands it
+to the built-in adapters it makes (``builtin_provider(spec, runtime=...)``) and
+to the pool's route gates.  An adapter made without one (a library user, a unit
+test, a conftest.py's ``Class(spec)``) takes the one last ``configure``-d, or
+else a runtime without limits whose images are prepared in a temporary
+directory.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Callable
 
 from ..engine.limits import RouteLimiter
 from ..registry import ModelSpec, RouteLimits
+from .batching import Collectors
 from .http import RetryPolicy
 
 
@@ -31,6 +35,7 @@ class Runtime:
     limits: Callable[[ModelSpec], RouteLimits] = _default_limits
     policy: RetryPolicy | None = None
     tier: str = "standard"  # --tier: a model whose route has a batch tier buys through it (providers/batching.py)
+    batches: Collectors = field(default_factory=Collectors)  # the run's batch collectors in this process
     _limiters: dict[tuple[str, float | None, int | None], RouteLimiter | None] = field(default_factory=dict)
 
     def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:
@@ -60,6 +65,8 @@ _current = Runtime()
 
 
 def configure(runtime: Runtime) -> None:
+    """The runtime of an adapter or judge made without one (``current``): the glue passes the run's runtime to
+    what it makes, and sets it here too for those made by a conftest.py as ``Class(spec)``."""
     global _current  # noqa: PLW0603 -- the process's one runtime, set at configure
     _current = runtime
 

@@ -32,12 +32,13 @@ def price_lines(estimate: Estimate) -> list[str]:
     return lines
 
 
-def tier_lines(tier: str, models: Sequence[ModelSpec]) -> list[str]:
+def tier_lines(tier: str, models: Sequence[ModelSpec], workers: int = 1) -> list[str]:
     """``--tier batch``: one line per model saying at which tier it is bought and at what price a candidate;
-    nothing at the standard tier (nothing changes there)."""
+    nothing at the standard tier (nothing changes there).  Under ``-n`` (``workers``), how many batches a model's
+    candidates make at least: each worker gathers its own (providers/batching.py)."""
     if tier == STANDARD:
         return []
-    lines = []
+    lines = _worker_lines(tier, models, workers)
     for spec in models:
         if spec.has_tier(tier):
             window = batch_window(spec.route)
@@ -47,6 +48,13 @@ def tier_lines(tier: str, models: Sequence[ModelSpec]) -> list[str]:
         else:
             lines.append(f"{PREFIX}tier {tier}: {spec.name} ({spec.route}) has no {tier} tier, runs at standard")
     return lines
+
+
+def _worker_lines(tier: str, models: Sequence[ModelSpec], workers: int) -> list[str]:
+    if workers <= 1 or not any(spec.has_tier(tier) for spec in models):
+        return []
+    return [f"{PREFIX}tier {tier}: under -n {workers} each worker gathers its own lines: a model's candidates make "
+            f"at least {workers} batches (one per worker and linger window, waiting side by side), not one"]
 
 
 def estimate_lines(estimate: Estimate) -> list[str]:

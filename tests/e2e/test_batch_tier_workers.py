@@ -1,11 +1,20 @@
 """``--tier batch`` under ``-n 2``: each worker keeps one provider per model (engine/paidcall.py), so the lines its
-pool gathers share its one batch collector.  With the provider's making unlocked, each worker's threads made 4-8
-copies, each with a collector and a batch of its own: 10-15 batches for 20 candidates, 70-80 s instead of 9-27 s."""
+pool gathers share its one batch collector: at most one batch per worker and linger window.  With the provider's
+making unlocked, each worker's threads made 4-8 copies, each with a collector and a batch of its own: 10-15 batches
+for 20 candidates, 70-80 s instead of 9-27 s.  The workers' batches wait side by side, each polled on the serial
+run's schedule: the ``-n 2`` run takes no more poll rounds than the serial one plus one (counted on the server)."""
 
 from __future__ import annotations
 
 import pytest
-from tiny_batch import GATHER_LINGER_S, openai_batch_route, results_row, set_options, tiny_batch_bench
+from tiny_batch import (
+    GATHER_LINGER_S,
+    gemini_batch_route,
+    openai_batch_route,
+    results_row,
+    set_options,
+    tiny_batch_bench,
+)
 
 MODEL = "gpt-image-2"
 TASKS, REPEATS = 5, 4  # the tiny split: 20 candidates
@@ -28,3 +37,46 @@ def test_two_workers_make_at_most_one_batch_each(batch_run, pytester):
     assert 1 <= fake.creations <= WORKERS, f"{fake.creations} batches for {TASKS * REPEATS} candidates"
     assert len(fake.uploads("batch")) == fake.creations
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+
+
+#: A batch is done on the server this long after its creation, polled every POLL_S (no backoff): a few rounds.
+READY_S, POLL_S = 2.0, 0.5
+
+
+def test_two_workers_batches_wait_side_by_side_in_the_serial_run_s_poll_rounds(batch_run, pytester):
+    """The serial run's one batch takes N polls (its rounds); under -n 2 every batch is created before the first
+    one ends (they wait together, not one after the other) and takes at most N + 1 polls: the run ends within one
+    poll interval of the serial one, counted in polls, not timed.  Planted: each worker submitting only once the
+    batches of the others ended (a run-wide lock held from creation to results): the second batch is created after
+    the first completed, and the -n 2 run takes two batches' rounds."""
+    fake, run = batch_run
+    set_options(pytester.path, MODEL, batch_linger_s=GATHER_LINGER_S, batch_poll_s=POLL_S, batch_poll_max_s=POLL_S)
+    fake.ready_after = READY_S
+    run("--tier", "batch").assert_outcomes(passed=TASKS * REPEATS)
+    assert fake.creations == 1
+    (serial,) = fake.polls_of.values()
+    fake.batches.clear()
+    fake.polls_of.clear()
+    fake.events.clear()
+    result = run("--tier", "batch", "-n", str(WORKERS), "--outputs", "out2")
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    result.stdout.fnmatch_lines([f"*under -n {WORKERS} each worker gathers its own lines*at least {WORKERS} batches*"])
+    assert 1 <= fake.creations <= WORKERS
+    kinds = [kind for kind, _ in fake.events]
+    assert kinds == ["created"] * fake.creations + ["completed"] * fake.creations, fake.events
+    assert max(fake.polls_of.values()) <= serial + 1, (fake.polls_of, serial)
+
+
+GEMINI, GEMINI_KEY = "gemini-3-pro-preview", "fake-gemini-key-workers-0123456789"
+
+
+def test_gemini_under_two_workers_makes_at_most_one_batch_each(pytester, monkeypatch, tmp_path):
+    """The same on Gemini's Batch mode: each worker's 10 lines go inline in one batch (the serial run's 20 would
+    pass the 16 inline requests and go as an input file).  Planted: PaidCalls.provider without its lock."""
+    args = tiny_batch_bench(pytester.path, GEMINI, REPEATS)
+    set_options(pytester.path, GEMINI, batch_linger_s=GATHER_LINGER_S)
+    with gemini_batch_route(monkeypatch, tmp_path / "cache", GEMINI_KEY) as fake:
+        result = pytester.runpytest(*args, "--tier", "batch", "-n", str(WORKERS))
+    result.assert_outcomes(passed=TASKS * REPEATS)
+    assert 1 <= fake.creations <= WORKERS, f"{fake.creations} batches for {TASKS * REPEATS} candidates"
+    assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)

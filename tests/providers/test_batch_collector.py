@@ -13,7 +13,7 @@ import pytest
 from pytest_hypeedit.config import parse_tier
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.errors import ConfigError, ProviderError
-from pytest_hypeedit.providers.batching import Collector, Line, Outcome, Status, batch_tally
+from pytest_hypeedit.providers.batching import Collector, Collectors, Line, Outcome, Status
 from pytest_hypeedit.registry import ModelSpec, load_registry
 from pytest_hypeedit.report.price_text import tier_lines
 from pytest_hypeedit.report.progress import Progress
@@ -53,7 +53,7 @@ class Backend:
 
 def collector(backend, **kwargs):
     return Collector(backend, what="test", linger=kwargs.pop("linger", 0.05), poll=0.01, poll_max=0.02,
-                     max_wait=kwargs.pop("max_wait", 10.0))
+                     max_wait=kwargs.pop("max_wait", 10.0), collectors=kwargs.pop("collectors", None))
 
 
 def buy_all(coll, keys, size=10):
@@ -187,6 +187,11 @@ def test_a_batch_run_says_per_model_at_which_tier_it_buys():
     assert lines[0].startswith("hypeedit: tier batch: gpt-image-2 (openai) buys at the batch tier, $0.095")
     assert lines[1] == "hypeedit: tier batch: seedream-4.5 (ark) has no batch tier, runs at standard"
     assert tier_lines("standard", [registry.get("gpt-image-2")]) == []
+    assert tier_lines("batch", [registry.get("gpt-image-2")], workers=2)[0] == (
+        "hypeedit: tier batch: under -n 2 each worker gathers its own lines: a model's candidates make at least 2 "
+        "batches (one per worker and linger window, waiting side by side), not one")
+    assert len(tier_lines("batch", [registry.get("seedream-4.5")], workers=2)) == 1  # nothing is batched
+    assert len(tier_lines("batch", [registry.get("gpt-image-2")], workers=1)) == 1
 
 
 def test_the_live_line_shows_batches_by_state_and_their_candidates():
@@ -197,18 +202,16 @@ def test_the_live_line_shows_batches_by_state_and_their_candidates():
     assert "batches" not in Progress(started=0.0, total=100).line([{"done": 1}], now=1.0)
 
 
-def test_a_collector_counts_its_batches_for_the_live_line(monkeypatch):
-    from pytest_hypeedit.providers import batching
-
-    monkeypatch.setattr(batching, "COLLECTORS", [])  # collectors other tests left in this process change as they end
-    backend = Backend()
-    coll = collector(backend)
-    before = batch_tally().get("done", [0, 0])
+def test_a_collector_counts_its_batches_for_the_live_line_of_its_run():
+    run, other = Collectors(), Collectors()
+    coll = collector(Backend(), collectors=run)
+    collector(Backend(), collectors=other).done.append(7)  # another run's batch: not this run's
     buy_all(coll, ["a", "b"])
     assert coll.snapshot() == [("done", 2)]
-    assert batch_tally()["done"] == [before[0] + 1, before[1] + 2]
+    assert run.tally() == {"submitted": [0, 0], "running": [0, 0], "done": [1, 2]}
     coll.stop()
-    assert batch_tally().get("done", [0, 0]) == before
+    assert run.tally() == {}  # a stopped collector is no longer counted
+    assert other.tally()["done"] == [1, 7]
 
 
 def test_a_model_without_a_batch_price_is_validated():
@@ -240,12 +243,16 @@ def test_a_stopped_collector_releases_every_waiting_caller_with_a_retryable_erro
 
 def test_a_new_run_in_the_process_does_not_count_the_batches_an_earlier_run_left(pytester, tmp_path):
     """pytester runs many runs in one process: a collector an earlier run left (still holding a finished batch)
-    is not the next run's, and the next run's live line does not count it."""
+    belongs to that run's runtime, not the next run's, and the next run's live line does not count it.
+    Planted: the runtimes sharing one set of collectors (a module-level default): the new run counts 3 done."""
     from benchdata import make_tasks, write_labels, write_split
 
-    left = collector(Backend())
+    from pytest_hypeedit.providers import runtime
+
+    earlier = runtime.current()
+    left = collector(Backend(), collectors=earlier.batches)
     left.done.append(3)  # an earlier run's batch of 3 candidates, ended
-    assert batch_tally()["done"][1] >= 3
+    assert earlier.batches.tally()["done"][1] >= 3
     write_split(pytester.path, "mini", make_tasks(1), pytester.path / "images")
     write_labels(pytester.path / "r.json", {("task-00", "identity", 1): True})
     with pytest.MonkeyPatch.context() as patch:
@@ -253,4 +260,29 @@ def test_a_new_run_in_the_process_does_not_count_the_batches_an_earlier_run_left
         pytester.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base",
                            "images", "--repeats", "1", "--judge", "labels:r.json", "--outputs", "out"
                            ).assert_outcomes(passed=1)
-    assert batch_tally() == {}  # the identity run batched nothing, and the earlier run's collector is forgotten
+    run = runtime.current()  # the runtime this run's glue made (and set for what is made without one)
+    assert run is not earlier and run.state_dir is not None
+    assert run.batches.tally() == {}  # the identity run batched nothing, and the earlier run's collector is not its
+    left.stop()
+
+
+@pytest.mark.parametrize("model", ["gpt-image-2", "gemini-3-pro-preview"])
+def test_an_adapter_the_plugin_makes_is_given_the_run_runtime_and_its_collector_is_the_run_s(model):
+    """The runtime is passed in (the plugin's make-provider hook hands the run's to ``builtin_provider``), and the
+    model's batch collector is among that run's collectors, not the process's.  Planted: ``builtin_provider``
+    ignoring ``runtime`` (the adapter read the module's): the adapter's runtime is another, and so are its
+    collectors."""
+    from pytest_hypeedit.providers import builtin_provider, runtime
+
+    run = runtime.Runtime(tier="batch")
+    provider = builtin_provider(load_registry().get(model), runtime=run)
+    try:
+        assert provider.runtime is run and provider.runtime is not runtime.current()
+        assert provider.tier == "batch"
+        coll, _ = provider.batcher()
+        assert coll.collectors is run.batches
+        coll.done.append(4)
+        assert run.batches.tally()["done"] == [1, 4]
+    finally:
+        provider.close()
+    assert run.batches.tally() == {}  # closing the adapter stops its collector

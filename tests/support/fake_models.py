@@ -257,10 +257,12 @@ def fast_retries(max_attempts: int, max_delay: float = 0.05):
 
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_hypeedit_make_provider(config, spec):
-        from pytest_hypeedit.providers import runtime
+        from pytest_hypeedit.glue.stash import RUNTIME_KEY
         from pytest_hypeedit.providers.http import RetryPolicy
 
-        runtime.current().policy = RetryPolicy(max_attempts=max_attempts, base_delay=0.01, max_delay=max_delay)
+        runtime = config.stash.get(RUNTIME_KEY, None)  # the run's, which the plugin passes in to the adapter it makes
+        if runtime is not None:
+            runtime.policy = RetryPolicy(max_attempts=max_attempts, base_delay=0.01, max_delay=max_delay)
         return None
 
     return pytest_hypeedit_make_provider

@@ -59,6 +59,8 @@ class FakeOpenAIBatch(FakeOpenAI):
         self.completed_at: list[float] = []
         self.billed = 0.0
         self.polls = 0
+        self.polls_of: dict[str, int] = {}  # batch id -> its polls
+        self.events: list[tuple[str, str]] = []  # ("created" | "completed", batch id), in the order they happened
         self.image_bytes = 0
         self.rewrite_results: Callable[[str, list[str]], list[str]] | None = None
         self.create_reply: bytes | None = None
@@ -131,6 +133,7 @@ class FakeOpenAIBatch(FakeOpenAI):
                                   "errors": None, "created_at": int(time.time()), "metadata": body.get("metadata"),
                                   "request_counts": {"total": 0, "completed": 0, "failed": 0},
                                   "created": time.monotonic()}
+        self.events.append(("created", batch_id))
         if self.create_reply is not None:
             return Reply(200, self.create_reply, {"content-type": "application/json"})
         return Reply(200, {k: v for k, v in self.batches[batch_id].items() if k != "created"})
@@ -170,6 +173,7 @@ class FakeOpenAIBatch(FakeOpenAI):
             if batch is None:
                 return Reply(404, _error("No batch found", "invalid_request_error"))
             self.polls += 1
+            self.polls_of[batch["id"]] = self.polls_of.get(batch["id"], 0) + 1
             self._advance(batch)
             return Reply(200, dict(batch))
 
@@ -200,6 +204,7 @@ class FakeOpenAIBatch(FakeOpenAI):
         if batch["status"] == "completed":
             self._run(batch)
             self.completed_at.append(time.monotonic())
+            self.events.append(("completed", batch["id"]))
 
     def _lines(self, batch: dict) -> list[dict]:
         return [json.loads(text) for text in self.files[batch["input_file_id"]]["data"].splitlines() if text.strip()]
