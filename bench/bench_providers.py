@@ -9,6 +9,8 @@ Cases (issue 8):
 - small:  500 candidates (50 tasks x 10), the fake ModelArk and a fake chat-completions judge answering after
           2 s each, --concurrency 64, in one process and with -n 2.  Ideal: 500 x 4 s / 64 = 31.25 s.
           Aim: wall <= 1.10 x ideal; peak RSS of the process tree <= 1 GB.
+          The pool at 64 in flight as issue 35 measures it: ``--case small --tasks 32 --repeats 10 --latency 3``
+          (320 candidates, 3 s each way; ideal 320 x 6 s / 64 = 30 s).  Aim: <= 1.10 x ideal, 1.15 x with -n 2.
 - real:   the same with reference images at the tasks' real size (WebP, 4096 x 4096 and 5504 x 3072) and
           2K outputs (PNG, about 6 MB).  Aim: peak RSS <= 1.5 GB.
 - routes: three models on three routes (ModelArk, OpenAI images, DashScope), DashScope limited to 2 calls in

@@ -94,5 +94,5 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 # Every pool of the suite (in this process and in the runs it starts) checks its counting invariants after each
-# change (engine/pool.py CandidatePool): a slot not given back or a count gone wrong fails the run that did it.
+# change (engine/board.py JobBoard): a slot not given back or a count gone wrong fails the run that did it.
 os.environ.setdefault("HYPEEDIT_DEBUG_INVARIANTS", "1")

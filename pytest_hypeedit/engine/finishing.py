@@ -13,7 +13,7 @@ written for an item pytest will not run beyond the lookahead already taken), and
 settled with the error, which the item shows.  A finisher holds no candidate slot and no route slot: it calls
 nothing paid (a job with re-judgements for --judge-stability is never finished ahead, see ``finishes_ahead``).
 
-The finishers wait on a condition of their own (``_finish_ready``, over the pool's one lock), woken when a job is
+The finishers wait on a condition of their own (``JobBoard.finish_ready``, over the pool's one lock), woken when a job is
 queued for them, when the lookahead moves and when the pool closes; each that takes a job wakes the next while
 more wait.  Woken by every event of the pool instead (every job triaged, settled or asked for), four finishers
 and the interpreter lock they fight over took a quarter of a 7,000-candidate replay's CPU.
@@ -22,14 +22,11 @@ and the interpreter lock they fight over took a quarter of a 7,000-candidate rep
 from __future__ import annotations
 
 import threading
-from collections import deque
-from typing import TYPE_CHECKING
 
+from .board import JobBoard
 from .jobs import FINISHING, INLINE, Job
-
-if TYPE_CHECKING:
-    from .records import Record
-    from .runner import Plan, Runner
+from .records import Record
+from .runner import Plan, Runner
 
 #: Finisher threads per process: enough to overlap the writes' waits (a rename over a file waits for the
 #: file system), few enough to leave the interpreter to pytest.
@@ -41,22 +38,18 @@ IDLE = 0.2
 
 
 class Finishers:
-    """The finisher threads' half of the pool; its fields are made by ``CandidatePool.__init__``."""
+    """The finisher threads, made as jobs are queued for them (at most ``FINISHERS``); they share the pool's
+    state (``JobBoard``) and take its lock for every change."""
 
-    runner: "Runner"
-    _cond: threading.Condition
-    _finish_ready: threading.Condition  # over _cond's lock: what the finishers wait on
-    _stop_reason: str | None
-    _closed: bool
-    _finishing: deque[Job]
-    _finishers: list[threading.Thread]
-    _asked_at: int  # the plan position of the item pytest asked for last
+    def __init__(self, board: JobBoard, runner: Runner):
+        self.board, self.runner = board, runner
+        self.threads: list[threading.Thread] = []
 
-    if TYPE_CHECKING:
-        def _count(self, record: Record) -> None: ...
-        def _fail_all(self, exc: BaseException) -> None: ...
+    def join(self, timeout: float | None) -> None:
+        for thread in self.threads:
+            thread.join(timeout)
 
-    def _finish_later(self, job: Job, plan: "Plan") -> None:
+    def finish_later(self, job: Job, plan: Plan) -> None:
         """(Under the lock.)  A job with nothing to pay: INLINE, queued for a finisher.  Its ``done`` is set: the
         main thread, waiting for it or asking later, takes it itself unless a finisher took it first (a finisher
         clears ``done`` when it takes a job, and sets it again once the job is settled)."""
@@ -65,67 +58,67 @@ class Finishers:
         job.done.set()
         if not self.finishes_ahead(plan):
             return  # the main thread finishes it when pytest asks
-        self._finishing.append(job)
-        self._finish_ready.notify()
-        if len(self._finishers) < FINISHERS:
-            thread = threading.Thread(target=self._finish_loop, name=f"hypeedit-finish-{len(self._finishers)}",
+        self.board.finishing.append(job)
+        self.board.finish_ready.notify()
+        if len(self.threads) < FINISHERS:
+            thread = threading.Thread(target=self._finish_loop, name=f"hypeedit-finish-{len(self.threads)}",
                                       daemon=True)
-            self._finishers.append(thread)
+            self.threads.append(thread)
             thread.start()
 
-    def finishes_ahead(self, plan: "Plan") -> bool:
+    def finishes_ahead(self, plan: Plan) -> bool:
         """Whether a finisher may write this job: not when finishing it may call a paid judge again
         (--judge-stability's re-judgements: those are started only for items pytest runs)."""
         return not self.runner.pays_to_finish(plan)
 
     def _finish_loop(self) -> None:
         while True:
-            with self._cond:
-                job = self._next_to_finish()
+            with self.board.changed:
+                job = self.next_to_finish()
                 while job is None:
-                    if self._closed:
+                    if self.board.closed:
                         return
-                    self._finish_ready.wait(IDLE)
-                    job = self._next_to_finish()
+                    self.board.finish_ready.wait(IDLE)
+                    job = self.next_to_finish()
                 job.move(FINISHING)
                 job.done.clear()
-                if self._finishing:
-                    self._finish_ready.notify()  # more may be waiting: another finisher looks
+                if self.board.finishing:
+                    self.board.finish_ready.notify()  # more may be waiting: another finisher looks
             try:
                 self.finish_job(job)
             except Exception as exc:
                 if job.error is not exc:  # not the runner's failure, settled on the job, but the pool's own bug
-                    self._fail_all(exc)
+                    self.board.fail_all(exc)
                     raise
                 # settled with the error: the item shows it when pytest asks
 
-    def _next_to_finish(self) -> Job | None:
+    def next_to_finish(self) -> Job | None:
         """(Under the lock.)  The next INLINE job within the lookahead; jobs the main thread took are dropped."""
-        queue_ = self._finishing
+        queue_ = self.board.finishing
         while queue_ and queue_[0].state != INLINE:
             queue_.popleft()
-        if not queue_ or self._stop_reason is not None or queue_[0].index > self._asked_at + LOOKAHEAD:
+        if not queue_ or self.board.stop_reason is not None or queue_[0].index > self.board.asked_at + LOOKAHEAD:
             return None
         return queue_.popleft()
 
-    def finish_job(self, job: Job) -> "Record":
+    def finish_job(self, job: Job) -> Record:
         """(A job this thread took: FINISHING, or MAIN when the main thread triaged it itself.)  Runner.finish, and
         the job settled with its outcome."""
         try:
             record = self.runner.finish(job.plan)
         except Exception as exc:
-            with self._cond:
+            with self.board.changed:
                 if not job.settled:  # a bug of the dispatcher may have failed every job meanwhile
                     job.settle(error=exc)
                 job.done.set()
-                self._cond.notify_all()
+                self.board.changed.notify_all()
             raise
-        with self._cond:
+        with self.board.changed:
             try:
                 if not job.settled:
                     job.settle(record)
-                    self._count(record)
+                    self.board.count(record)
             finally:  # whatever happens, the item waiting on it is woken (a bug above is raised to the caller)
                 job.done.set()
-                self._cond.notify_all()
+                self.board.changed.notify_all()
         return record

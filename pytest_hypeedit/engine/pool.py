@@ -24,100 +24,42 @@ paid step never started is ``NotStarted``.  The grace counts from the stop: the
 item waiting for a running step waits until then at most (then it is
 ``LeftInFlight``), and ``shutdown`` waits for the rest until then, or until
 ``should_leave()`` says to go now.  Threads are daemons, so a process that must
-leave does not wait for a 60 s call.  Knows nothing of pytest (glue/pool_plugin.py is
+leave does not wait for a 60 s call.
+
+The pool is made of one state and its collaborators: ``JobBoard`` (engine/board.py: the jobs, the queues, the
+counts, the one lock and the counting invariants), the ``Dispatcher`` and its call threads (engine/dispatch.py)
+and the ``Finishers`` (engine/finishing.py), each given the board.  ``CandidatePool`` is the main thread's side.
+Knows nothing of pytest (glue/pool_plugin.py is
 the glue; glue/stopping.py the signals).
 """
 
 from __future__ import annotations
 
-import os
-import queue
-import threading
 import time
-from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Iterable, TypedDict, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 from ..registry import ModelSpec
 from ..tasks import Task
-from .dispatch import Dispatcher, fair_shares
+from .board import DEBUG_ENV, JobBoard, PoolState, fair_shares
+from .dispatch import Dispatcher
 from .finishing import Finishers
-from .jobs import (
-    FINISHING,
-    GENERATE,
-    INLINE,
-    JUDGE,
-    MAIN,
-    NEW,
-    READY,
-    RUNNING,
-    STOPPED,
-    Entry,
-    Job,
-    Key,
-    LeftInFlight,
-    NotStarted,
-)
+from .jobs import FINISHING, INLINE, MAIN, NEW, STOPPED, Entry, Job, LeftInFlight, NotStarted
 from .limits import SlotSet
-from .record_spend import spent_in_run
-from .records import ERROR, REFUSED, SKIPPED, Record
-from .routes import GateState, RouteGate
-from .runner import Plan, Runner
+from .records import Record
+from .routes import RouteGate
+from .runner import Runner
 
 T = TypeVar("T")
 
-__all__ = ["CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_shares"]
-
-#: Set to 1: check the counting invariants after every change (CandidatePool's docstring); the tests set it.
-DEBUG_ENV = "HYPEEDIT_DEBUG_INVARIANTS"
-#: Up to this many jobs, the debug check also walks every job (READY ones queued, RUNNING ones counted).
-DEBUG_WALK_MAX = 500
-
-class Totals(TypedDict):
-    """The settled jobs' counts and what they spent."""
-
-    done: int
-    errors: int
-    refused: int
-    skipped: int
-    spent: float
+__all__ = ["DEBUG_ENV", "CandidatePool", "PoolState", "NotStarted", "LeftInFlight", "fair_shares"]
 
 
-@dataclass(frozen=True)
-class PoolState:
-    """What the live line shows of one process's pool."""
-
-    planned: int
-    done: int
-    running: int
-    errors: int
-    refused: int
-    skipped: int
-    spent: float
-    routes: tuple[GateState, ...]
-    #: Of the running steps: journaled jobs a next run resumes, paid calls sent and waiting for their reply
-    #: (lost if the process left now), and those calls' worst-case price (Runner.calls_in_flight).
-    resumable: int = 0
-    unanswered: int = 0
-    unanswered_cost: float = 0.0
-
-
-class CandidatePool(Dispatcher, Finishers):
+class CandidatePool:
     """The pool of one process (see the module docstring; the jobs' states and moves: engine/jobs.py).
 
-    The threads' side (the dispatcher, the workers, the sharing of slots) is engine/dispatch.py.  One lock
-    (``_cond``) guards every field below; the main thread, the dispatcher and the workers take it.
-    Counting invariants, true whenever the lock is free (``breaches`` lists the broken ones; checked after
-    every change of the counts when ``HYPEEDIT_DEBUG_INVARIANTS=1``, as the test suite sets):
-
-    - ``_running`` (steps running: a thread holds a candidate slot for them) is between 0 and ``concurrency``,
-      and never more than the threads made;
-    - ``_held`` counts those steps per route: every count is >= 0 and they sum to ``_running``; a route holds
-      at least as many as its jobs in RUNNING;
-    - the jobs in READY are exactly the jobs in the queues (``_judge``, ``_generate``), each once;
-    - the candidate slots this process holds (``SlotSet.held_here``) are at least ``_running`` (a slot is
-      taken before its step is counted and given back after it is not);
-    - at rest (``at_rest``: nothing running, the threads ended) no candidate slot and no route slot is held.
+    It owns the pool's state (``board``: the fields, the one lock, the counting invariants written in
+    ``JobBoard``'s docstring) and hands it to its collaborators: the ``dispatcher`` (the dispatcher thread and
+    the call threads) and the ``finishers``.  Its own methods are the main thread's side.
     """
 
     def __init__(self, runner: Runner, *, concurrency: int, gate_for: Callable[[ModelSpec], RouteGate],
@@ -127,49 +69,21 @@ class CandidatePool(Dispatcher, Finishers):
                  on_report: Callable[[PoolState], None] | None = None,
                  grace: float = 10.0, should_leave: Callable[[], bool] | None = None, ahead: int | None = None):
         self.runner, self.concurrency = runner, concurrency
-        # --sequential: no generation starts more than ``ahead`` items past the one pytest waits for, so a
-        # decision taken from the items reported stops the buying within that many (None: no limit)
-        self._ahead, self._asked_at = ahead, 0
         self.grace, self._should_leave = grace, should_leave
-        self._stopped_at: float | None = None
-        self._gate_for, self._judge_gates = gate_for, judge_gates
-        self._slots, self._source, self._should_stop, self._on_report = slots, source, should_stop, on_report
-        self._jobs: dict[Key, Job] = {}
-        self._order: list[Job] = []
-        self._triage_at = 0
-        self._generate: dict[str, deque[Job]] = {}  # route -> jobs ready to generate, in plan order
-        self._judge: deque[Job] = deque()
-        self._running = 0
-        self._held: dict[str, int] = {}  # route -> candidates of that route whose step is running here
-        self._route_gates: dict[str, RouteGate] = {}
-        self._stop_reason: str | None = None
-        self._closed = False
-        lock = threading.RLock()  # the pool's one lock (as threading.Condition() makes it)
-        self._cond = threading.Condition(lock)
-        # The finishers wait on a condition of their own over the same lock: woken when a job is queued for
-        # them or the lookahead moves, not by every event of the pool (engine/finishing.py)
-        self._finish_ready = threading.Condition(lock)
-        self._tasks = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._finishing: deque[Job] = deque()  # INLINE jobs a finisher may write (engine/finishing.py)
-        self._finishers: list[threading.Thread] = []
-        self._dispatcher: threading.Thread | None = None
-        self._totals: Totals = {"done": 0, "errors": 0, "refused": 0, "skipped": 0, "spent": 0.0}
-        self._gates: dict[int, RouteGate] = {}
-        self._last_activity = 0.0  # when a worker last finished a step (monotonic)
+        self.board = JobBoard(concurrency=concurrency, slots=slots, run_id=runner.run_id, ahead=ahead)
+        self.finishers = Finishers(self.board, runner)
+        report = None if on_report is None else (lambda: on_report(self.state()))
+        self.dispatcher = Dispatcher(self.board, runner, self.finishers, gate_for=gate_for, judge_gates=judge_gates,
+                                     source=source, should_stop=should_stop, report=report)
 
     # ------------------------------------------------------------------ the main thread's side
     def start(self) -> "CandidatePool":
-        self._dispatcher = threading.Thread(target=self._dispatch_loop, name="hypeedit-dispatcher", daemon=True)
-        self._dispatcher.start()
+        self.dispatcher.start()
         return self
 
     def add(self, entries: Iterable[Entry]) -> None:
         """Plan candidates (in the order pytest will ask for them); known ones are ignored."""
-        with self._cond:
-            added = sum(self._add(*entry) is not None for entry in entries)
-            if added:
-                self._cond.notify_all()
+        self.board.add_entries(entries)
 
     def result(self, task: Task, spec: ModelSpec, repeat: int,
                on_wait: Callable[[], None] | None = None) -> Record:
@@ -183,12 +97,12 @@ class CandidatePool(Dispatcher, Finishers):
             return self._outcome(job)
         while True:
             if self._take_inline(job):  # nothing to pay and no finisher on it (yet): finished here, now
-                return self._settle_here(job, lambda: self.finish_job(job))
+                return self._settle_here(job, lambda: self.finishers.finish_job(job))
             if not job.done.wait(0.25):  # a timeout keeps Ctrl-C responsive and the live line moving
                 if on_wait is not None:
                     on_wait()
                 if self._grace_over():
-                    raise LeftInFlight(f"left in flight: {self._stop_reason}, and its call did not end within "
+                    raise LeftInFlight(f"left in flight: {self.board.stop_reason}, and its call did not end within "
                                        f"the {self.grace:g} s grace (its record says what the next run does with it)")
             elif job.settled:
                 break
@@ -200,134 +114,96 @@ class CandidatePool(Dispatcher, Finishers):
         this item waits, up to ``most``: the threads turning answers into the next requests share the
         interpreter with it, and reporting is the one that can wait."""
         deadline = time.monotonic() + most
-        while time.monotonic() - self._last_activity < quiet and time.monotonic() < deadline:
+        while time.monotonic() - self.board.last_activity < quiet and time.monotonic() < deadline:
             time.sleep(quiet / 2)
 
     def stop(self, reason: str) -> None:
         """No new step starts from now on (running steps finish, within the grace)."""
-        with self._cond:
-            if self._stop_reason is None:
-                self._stop_reason, self._stopped_at = reason, time.monotonic()
-            self._cond.notify_all()
+        self.board.stop(reason)
 
     def _grace_over(self) -> bool:
         """Stopped, and the grace is spent or the run is leaving now."""
-        if self._stopped_at is None:
+        stopped_at = self.board.stopped_at
+        if stopped_at is None:
             return False
-        return time.monotonic() >= self._stopped_at + self.grace or bool(self._should_leave and self._should_leave())
+        return time.monotonic() >= stopped_at + self.grace or bool(self._should_leave and self._should_leave())
 
     @property
     def stopping(self) -> str | None:
-        return self._stop_reason
+        return self.board.stop_reason
 
     def stopped_for(self) -> float | None:
         """Seconds since the pool was stopped; None while it is not."""
-        return None if self._stopped_at is None else time.monotonic() - self._stopped_at
+        stopped_at = self.board.stopped_at
+        return None if stopped_at is None else time.monotonic() - stopped_at
 
     def shutdown(self, wait: bool = True) -> int:
         """Stop, wait for running steps until the grace (counted from the stop) is over or the run is leaving
         (``wait=False``: not at all), and end the threads; returns how many steps were still running (their
         calls are left: a journaled job is resumed by the next run, a call waiting for its reply is counted as
         possibly paid by it)."""
-        self.stop(self._stop_reason or "the session ended")
-        with self._cond:
-            while wait and self._running and not self._grace_over():
-                self._cond.wait(0.1)
-            left = self._running
-            self._closed = True
-            self._cond.notify_all()
-            self._finish_ready.notify_all()
-        for _ in self._threads:
-            self._tasks.put(None)
+        board = self.board
+        self.stop(board.stop_reason or "the session ended")
+        with board.changed:
+            while wait and board.running and not self._grace_over():
+                board.changed.wait(0.1)
+            left = board.running
+            board.closed = True
+            board.changed.notify_all()
+            board.finish_ready.notify_all()
+        self.dispatcher.end()
         # a record being written is written whole (they call nothing paid); an endless grace (a --sequential
         # decision: glue/early_stop.py) waits as long as it takes: join(inf) raises OverflowError, join(None) waits
         patience = (None if self.grace == float("inf") else self.grace) if wait else 0
-        for finisher in self._finishers:
-            finisher.join(patience)
+        self.finishers.join(patience)
         return left
 
     def state(self) -> PoolState:
-        with self._cond:
-            totals = self._totals.copy()
-            planned, running = len(self._order), self._running
-        gates = tuple(gate.state() for gate in self._known_gates())
+        with self.board.lock:
+            totals = self.board.totals.copy()
+            planned, running = len(self.board.order), self.board.running
+        gates = tuple(gate.state() for gate in self.board.known_gates())
         jobs, waiting, cost = self.runner.calls_in_flight()
         return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
                          totals["spent"], gates, jobs, waiting, cost)
 
     # ------------------------------------------------------------------ invariants
     def breaches(self) -> list[str]:
-        """The counting invariants (class docstring) that do not hold now; empty when all do."""
-        with self._cond:
-            return self._breaches()
-
-    def _breaches(self, *, every_job: bool = True) -> list[str]:
-        """``every_job=False``: the counts only (a walk over every job costs too much on a large run)."""
-        found, running, held = [], self._running, self._held
-        if not 0 <= running <= self.concurrency or running > len(self._threads):
-            found.append(f"{running} steps running, concurrency {self.concurrency}, {len(self._threads)} threads")
-        if any(count < 0 for count in held.values()) or sum(held.values()) != running:
-            found.append(f"held per route {held} does not sum to the {running} steps running")
-        if self._slots is not None and self._slots.held_here() < running:
-            found.append(f"{self._slots.held_here()} candidate slots held for {running} steps running")
-        if not every_job:
-            return found
-        for job in self._order:
-            if job.state == RUNNING and held.get(job.spec.route, 0) < 1:
-                found.append(f"{job.label} runs without its route {job.spec.route} counted")
-        queued = [job for queue_ in (self._judge, *self._generate.values()) for job in queue_]
-        ready = [job for job in self._order if job.state == READY]
-        if len(queued) != len(set(map(id, queued))) or set(map(id, queued)) != set(map(id, ready)):
-            found.append(f"{len(ready)} jobs READY, {len(queued)} queued")
-        return found
-
-    def _check(self) -> None:
-        """(Under the lock.)  In debug mode, raise at the first broken invariant (a bug of the pool)."""
-        if os.environ.get(DEBUG_ENV) == "1":
-            found = self._breaches(every_job=len(self._order) <= DEBUG_WALK_MAX)
-            if found:
-                raise AssertionError("pool invariants broken: " + "; ".join(found))
+        """The counting invariants (``JobBoard``'s docstring) that do not hold now; empty when all do."""
+        return self.board.breaches()
 
     def at_rest(self) -> list[str]:
         """After ``shutdown`` with nothing left running: what is still held (empty when every slot is back)."""
-        for thread in self._threads:
-            thread.join(5)
+        board = self.board
+        self.dispatcher.join(5)
         found = self.breaches()
-        with self._cond:
-            if self._running:
-                found.append(f"{self._running} steps still running")
-        if self._slots is not None and self._slots.held_here():
-            found.append(f"{self._slots.held_here()} candidate slots not given back")
+        with board.lock:
+            if board.running:
+                found.append(f"{board.running} steps still running")
+        if board.slots is not None and board.slots.held_here():
+            found.append(f"{board.slots.held_here()} candidate slots not given back")
         found += [f"route {gate.route}: {gate.in_flight} calls still in flight"
-                  for gate in self._known_gates() if gate.in_flight]
+                  for gate in self.board.known_gates() if gate.in_flight]
         return found
 
     # ------------------------------------------------------------------ jobs
-    def _add(self, task: Task, spec: ModelSpec, repeat: int) -> Job | None:
-        key = (task.split, spec.name, task.task_id, repeat)
-        if key in self._jobs:
-            return None
-        job = Job(task, spec, repeat, len(self._order))
-        self._jobs[key] = job
-        self._order.append(job)
-        return job
-
     def _claim_for_main(self, task: Task, spec: ModelSpec, repeat: int) -> Job:
-        with self._cond:
-            job = self._jobs.get((task.split, spec.name, task.task_id, repeat)) or self._add(task, spec, repeat)
-            assert job is not None  # _add gives None only for a job already known, which get() found
-            if job.index > self._asked_at:
-                self._asked_at = job.index
-                self._cond.notify_all()  # a generation held back by ``ahead`` moves on
-                if self._finishing:
-                    self._finish_ready.notify()  # and so does a finisher's lookahead
+        board = self.board
+        with board.changed:
+            job = board.jobs.get((task.split, spec.name, task.task_id, repeat)) or board.add(task, spec, repeat)
+            assert job is not None  # add gives None only for a job already known, which get() found
+            if job.index > board.asked_at:
+                board.asked_at = job.index
+                board.changed.notify_all()  # a generation held back by ``ahead`` moves on
+                if board.finishing:
+                    board.finish_ready.notify()  # and so does a finisher's lookahead
             if job.state == NEW:
                 job.move(MAIN)  # not triaged yet: the main thread reads the disk itself
             return job
 
     def _take_inline(self, job: Job) -> bool:
         """An INLINE job no finisher has taken yet: the main thread takes it (FINISHING) and finishes it now."""
-        with self._cond:
+        with self.board.changed:
             if job.state != INLINE:
                 return False
             job.move(FINISHING)
@@ -340,14 +216,14 @@ class CandidatePool(Dispatcher, Finishers):
         plan = self._settle_here(job, lambda: self.runner.plan(job.task, job.spec, job.repeat))
         if not (plan.needs_generation or plan.needs_verdict):
             job.plan = plan
-            return self._settle_here(job, lambda: self.finish_job(job))
-        with self._cond:
-            if self._stop_reason is not None:
+            return self._settle_here(job, lambda: self.finishers.finish_job(job))
+        with self.board.changed:
+            if self.board.stop_reason is not None:
                 job.move(STOPPED)
                 job.done.set()
             else:
-                self._make_ready(job, plan, urgent=True)
-                self._cond.notify_all()
+                self.board.make_ready(job, plan, urgent=True)
+                self.board.changed.notify_all()
         return None
 
     def _settle_here(self, job: Job, work: Callable[[], T]) -> T:
@@ -356,7 +232,7 @@ class CandidatePool(Dispatcher, Finishers):
         try:
             return work()
         except Exception as exc:
-            with self._cond:
+            with self.board.changed:
                 if not job.settled:
                     job.settle(error=exc)
                 job.done.set()
@@ -365,30 +241,11 @@ class CandidatePool(Dispatcher, Finishers):
     def _outcome(self, job: Job) -> Record:
         """The job's outcome, the same however often it is asked: a settled job keeps its record or error."""
         if self._take_inline(job):
-            return self._settle_here(job, lambda: self.finish_job(job))
+            return self._settle_here(job, lambda: self.finishers.finish_job(job))
         if job.state == STOPPED:
-            raise NotStarted(f"not started: {self._stop_reason or 'the run is stopping'}")
+            raise NotStarted(f"not started: {self.board.stop_reason or 'the run is stopping'}")
         if job.error is not None:
             raise job.error
         if job.record is None:  # pragma: no cover - a settled job always has one or the other
             raise RuntimeError(f"{job.label}: the pool settled it without a record (a bug of the pool)")
         return job.record
-
-    def _make_ready(self, job: Job, plan: Plan, *, urgent: bool = False) -> None:
-        job.move(READY)
-        job.plan = plan
-        if plan.needs_generation:
-            job.step = GENERATE
-            queue_ = self._generate.setdefault(job.spec.route, deque())
-        else:
-            job.step = JUDGE
-            queue_ = self._judge
-        queue_.appendleft(job) if urgent else queue_.append(job)
-
-    def _count(self, record: Record) -> None:
-        totals = self._totals
-        totals["done"] += 1
-        totals["errors"] += record.outcome == ERROR
-        totals["refused"] += record.outcome == REFUSED
-        totals["skipped"] += record.outcome == SKIPPED
-        totals["spent"] += spent_in_run(record, self.runner.run_id)  # every paid call this process settled for it

@@ -162,8 +162,7 @@ class PoolPlugin:
 
     def _stopped_for(self) -> float:
         assert self.pool is not None  # called by _announce only
-        stopped_at = self.pool._stopped_at
-        return 0.0 if stopped_at is None else time.monotonic() - stopped_at
+        return self.pool.stopped_for() or 0.0
 
     def _say(self, line: str) -> None:
         _say(self.config, line)

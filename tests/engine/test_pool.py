@@ -617,10 +617,10 @@ def test_the_pools_counts_hold_at_every_step_and_every_slot_is_back_at_rest(tmp_
 def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
     """The check the test above relies on: a candidate slot kept after its step (the planted bug of a worker
     that never gives it back) is reported at rest, and a count gone wrong raises in debug mode."""
-    from pytest_hypeedit.engine.pool import CandidatePool
+    from pytest_hypeedit.engine.dispatch import Dispatcher
 
     monkeypatch.setenv("HYPEEDIT_DEBUG_INVARIANTS", "1")
-    monkeypatch.setattr(CandidatePool, "_release", staticmethod(lambda taken: None))  # nothing given back
+    monkeypatch.setattr(Dispatcher, "_release", staticmethod(lambda taken: None))  # nothing given back
     runner = FakeRunner(verdicts=False)
     pool, entries = engine_pool(tmp_path, runner, concurrency=8, tasks=1, repeats=1)
     pool.start()
@@ -629,11 +629,12 @@ def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
     left = pool.at_rest()
     assert any("candidate slots not given back" in line for line in left), left
 
-    with pool._cond:
-        pool._held["route-m-a"] = pool._held.get("route-m-a", 0) + 1  # a count that no step holds
+    board = pool.board
+    with board.lock:
+        board.held["route-m-a"] = board.held.get("route-m-a", 0) + 1  # a count that no step holds
         with pytest.raises(AssertionError, match="does not sum"):
-            pool._check()
-        pool._held["route-m-a"] -= 1
+            board.check()
+        board.held["route-m-a"] -= 1
 
 
 @pytest.fixture
@@ -694,8 +695,9 @@ def test_every_slot_is_given_back_exactly_once_when_the_run_stops_midway(tmp_pat
     outcomes: list = []
     asker = threading.Thread(target=lambda: outcomes.extend(ask_all(pool, entries)), daemon=True)
     asker.start()
-    with pool._cond:  # the pool's own event: its steps are running (no wall-clock gap)
-        assert pool._cond.wait_for(lambda: pool._running == pool.concurrency, timeout=HOLD_MAX)
+    board = pool.board
+    with board.changed:  # the pool's own event: its steps are running (no wall-clock gap)
+        assert board.changed.wait_for(lambda: board.running == board.concurrency, timeout=HOLD_MAX)
     pool.stop("the test stops the run")
     runner.gate.set()
     asker.join(HOLD_MAX)
@@ -775,7 +777,7 @@ def test_a_stop_during_a_routes_admission_starts_no_step(tmp_path, monkeypatch, 
     monkeypatch.setattr(RouteGate, "try_enter", try_enter)
     monkeypatch.setattr(Job, "move", move)
     pool.start()
-    _wait_for(lambda: admitted[0] >= 3 and pool._running == 0)
+    _wait_for(lambda: admitted[0] >= 3 and pool.board.running == 0)
     pool.shutdown()
     assert admitted[0] >= 3, "the pool never admitted a third step"
     assert taken_after_stop == [], "steps taken after the run stopped"
@@ -866,7 +868,7 @@ def test_finishers_start_no_record_once_the_run_is_stopping(tmp_path):
     runner.hold.clear()  # a slow disk: every finisher is held in its first write
     pool, entries = engine_pool(tmp_path, runner, tasks=30)
     pool.start()
-    _wait_for(lambda: len(pool._finishers) == FINISHERS)
+    _wait_for(lambda: len(pool.finishers.threads) == FINISHERS)
     time.sleep(0.2)
     pool.stop("the run is stopping (-x)")
     runner.hold.set()
@@ -885,15 +887,15 @@ def test_idle_finishers_sleep_through_the_pools_other_events(tmp_path):
     runner = FinishRecorder(_all_on_disk(tasks))
     pool, entries = engine_pool(tmp_path, runner, tasks=tasks)
     pool.start()
-    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 1 and len(pool._finishers) == FINISHERS)
+    _wait_for(lambda: len(runner.finished) >= LOOKAHEAD + 1 and len(pool.finishers.threads) == FINISHERS)
     time.sleep(0.1)  # every finisher back in its wait: nothing more within the lookahead
     looks = []
-    real = pool._next_to_finish
-    pool._next_to_finish = lambda: looks.append(1) or real()
+    real = pool.finishers.next_to_finish
+    pool.finishers.next_to_finish = lambda: looks.append(1) or real()
     started = time.monotonic()
     for _ in range(200):  # events of the pool that are not the finishers'
-        with pool._cond:
-            pool._cond.notify_all()
+        with pool.board.changed:
+            pool.board.changed.notify_all()
         time.sleep(0.0005)
     idle_wakeups = FINISHERS * (int((time.monotonic() - started) / IDLE) + 2)  # each wakes itself every IDLE
     assert len(looks) <= idle_wakeups, f"{len(looks)} looks for work after 200 events that were not the finishers'"
@@ -973,14 +975,14 @@ class BrokenCount(RuntimeError):
 def break_the_pools_count(pool, monkeypatch, on_threads: str):
     """The pool's count fails on the threads whose name starts with ``on_threads`` (elsewhere it counts): each
     kind of thread is tested alone, not rescued by another that met the bug first."""
-    count = pool._count
+    count = pool.board.count
 
     def broken(record):
         if threading.current_thread().name.startswith(on_threads):
             raise BrokenCount("a planted bug in the pool's count")
         count(record)
 
-    monkeypatch.setattr(pool, "_count", broken)
+    monkeypatch.setattr(pool.board, "count", broken)
 
 
 #: the threads the planted bug ends say so on stderr, as a bug should; here that is expected

@@ -10,7 +10,7 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 from PIL import Image
 
-from pytest_hypeedit.engine.signals import compute_signals, lab, mean_delta_e, ssim
+from pytest_hypeedit.engine.signals import Window, compute_signals, lab, mean_delta_e, mean_distance, ssim, ssim_against
 
 
 def test_ssim_of_two_flat_images_by_hand():
@@ -29,6 +29,35 @@ def test_ssim_falls_as_structure_is_lost():
     assert ssim(image, 255 - image) < 0  # inverted structure: negatively correlated
     with pytest.raises(ValueError, match="same size"):
         ssim(image, image[:10])
+
+
+def whole_ssim(a, b):
+    """SSIM written out in one piece, five box filters (integral images), as the signals were first computed."""
+    def box(x):
+        integral = np.pad(x, ((1, 0), (1, 0))).cumsum(axis=0).cumsum(axis=1)
+        return (integral[7:, 7:] - integral[:-7, 7:] - integral[7:, :-7] + integral[:-7, :-7]) / 49
+    correction = 49 / 48
+    mu_a, mu_b = box(a), box(b)
+    var_a, var_b = (box(a * a) - mu_a**2) * correction, (box(b * b) - mu_b**2) * correction
+    cov = (box(a * b) - mu_a * mu_b) * correction
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    return float((((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))).mean())
+
+
+def test_the_references_side_computed_once_gives_the_very_bits_of_the_whole_formula():
+    """The reference's window means and variances are kept with it (every candidate of its task is compared with
+    them), and a Delta E adds its three squares without a reduction: a faster path, not other figures.  SSIM and
+    the mean Delta E are the same floats, to the last bit, as the whole formula gives, so the signals stored in
+    records do not move (planted: the reference's variances without the sample correction, the Delta E without its
+    square root: both caught; the squares added right to left change single pixels by an ulp, not the mean)."""
+    rng = np.random.default_rng(5)
+    for height, width in ((7, 7), (48, 64), (171, 256), (256, 90)):
+        a = rng.random((height, width)) * 255
+        b = np.clip(a + rng.normal(0, 25, a.shape), 0, 255)
+        assert ssim_against(Window.of(a), b) == whole_ssim(a, b)
+        x = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        y = np.clip(x + rng.integers(-30, 30, x.shape), 0, 255).astype(np.uint8)
+        assert mean_distance(lab(x), lab(y)) == float(np.sqrt(((lab(x) - lab(y)) ** 2).sum(axis=-1)).mean())
 
 
 def test_lab_and_delta_e_against_the_cie_values():

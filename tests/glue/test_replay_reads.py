@@ -24,11 +24,11 @@ ITEMS = TASKS * REPEATS
 COUNTING_CONFTEST = """
 import collections, json, os, time
 import pytest
-from pytest_hypeedit.engine import dispatch, planning, pool, store
+from pytest_hypeedit.engine import board, dispatch, planning, store
 
 COUNTS = {"disk_state": collections.Counter(), "record_opens": collections.Counter(), "handed": 0,
           "claims": collections.Counter()}
-_disk_state, _open_regular, _add = planning.Planning.disk_state, store.open_regular, pool.CandidatePool.add
+_disk_state, _open_regular, _add = planning.Planning.disk_state, store.open_regular, board.JobBoard.add_entries
 _claim = store.Store.claim
 
 def claim(self, split, model, task_id, repeat):
@@ -55,7 +55,7 @@ def open_regular(path, root):
 
 planning.Planning.disk_state = disk_state
 store.open_regular = open_regular
-pool.CandidatePool.add = add
+board.JobBoard.add_entries = add
 store.Store.claim = claim
 
 def pytest_sessionfinish(session):

@@ -26,20 +26,22 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _runtime_imports(body: list[ast.stmt]):
+def _runtime_imports(body: list[ast.stmt], *, type_checking: bool = False):
     """Every import statement that can run: the module body's and those inside functions (a lazy import is a
-    dependency all the same, only paid later), but not ``if TYPE_CHECKING:`` blocks (never run)."""
+    dependency all the same, only paid later), but not ``if TYPE_CHECKING:`` blocks (never run) unless
+    ``type_checking`` (the type checker's imports: a circle there is one concept split over two modules)."""
     for node in body:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
             continue
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not type_checking:
             yield from _runtime_imports(node.orelse)
             continue
         for field in ("body", "orelse", "finalbody", "handlers", "cases"):
             block = getattr(node, field, None)
             if isinstance(block, list):
-                yield from _runtime_imports([child for child in block if isinstance(child, ast.AST)])
+                yield from _runtime_imports([child for child in block if isinstance(child, ast.AST)],
+                                            type_checking=type_checking)
 
 
 def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -51,11 +53,12 @@ def _absolute(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The package's modules that ``module`` imports, at import time or later from a function."""
+def imports_of(module: str, path: Path, known: dict[str, Path], *, type_checking: bool = False) -> set[str]:
+    """The package's modules that ``module`` imports, at import time or later from a function (``type_checking``:
+    and for the type checker only)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     targets: set[str] = set()
-    for node in _runtime_imports(tree.body):
+    for node in _runtime_imports(tree.body, type_checking=type_checking):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
@@ -68,9 +71,9 @@ def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
     return targets
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(*, type_checking: bool = False) -> dict[str, set[str]]:
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    return {name: imports_of(name, path, known, type_checking=type_checking) for name, path in known.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -1,7 +1,10 @@
 """No import circle among the package's modules: each layer imports only those below it.
 
 Read with ast, so nothing is imported.  Lazy imports inside functions count (the circle
-providers/images.py <-> tasks.py was one); ``if TYPE_CHECKING:`` imports do not (never run)."""
+providers/images.py <-> tasks.py was one).  ``if TYPE_CHECKING:`` imports never run, yet a circle through them
+is one concept split over modules all the same (the pool's ``Dispatcher`` declared the pool's fields and
+imported it for the type checker): none may be added; the ones listed in ``TYPE_CHECKING_CIRCLES`` are being
+taken apart."""
 
 from __future__ import annotations
 
@@ -14,6 +17,36 @@ def test_the_package_has_no_import_circle():
     found = cycles(import_graph())
     assert not found, "import circles (move what both sides need into a module below them): " + "; ".join(
         " <-> ".join(group) for group in found)
+
+
+#: Circles that exist only through ``if TYPE_CHECKING:`` imports, known on 2026-11-28 (issue 35: each is being
+#: taken apart; delete its line when it is).  No other may appear, nor any circle wider than one of these.
+TYPE_CHECKING_CIRCLES = [
+    ["pytest_hypeedit.analysis.calibration", "pytest_hypeedit.analysis.calibration_evidence",
+     "pytest_hypeedit.analysis.calibration_model"],
+    ["pytest_hypeedit.engine.release", "pytest_hypeedit.registry"],
+    ["pytest_hypeedit.engine.runner", "pytest_hypeedit.engine.stability"],
+    ["pytest_hypeedit.engine.signals", "pytest_hypeedit.providers", "pytest_hypeedit.providers.base"],
+    ["pytest_hypeedit.glue.early_stop", "pytest_hypeedit.glue.items", "pytest_hypeedit.glue.session",
+     "pytest_hypeedit.glue.stash", "pytest_hypeedit.glue.terminal_layout"],
+    ["pytest_hypeedit.providers.gemini", "pytest_hypeedit.providers.gemini_batch"],
+    ["pytest_hypeedit.providers.openai", "pytest_hypeedit.providers.openai_batch"],
+]
+
+
+def test_no_new_circle_through_type_checking_imports():
+    found = cycles(import_graph(type_checking=True))
+    new = [group for group in found if not any(set(group) <= set(known) for known in TYPE_CHECKING_CIRCLES)]
+    assert not new, "import circles through TYPE_CHECKING imports (one concept split over modules: give each " \
+        "side what it needs from a module below both): " + "; ".join(" <-> ".join(group) for group in new)
+
+
+def test_the_pools_modules_import_no_circle_even_for_the_type_checker():
+    """The pool's state, its dispatcher and its finishers are collaborators, not halves of one class."""
+    graph = import_graph(type_checking=True)
+    pool = {f"pytest_hypeedit.engine.{name}" for name in ("pool", "board", "dispatch", "finishing", "jobs")}
+    assert not [group for group in cycles(graph) if pool & set(group)]
+    assert "pytest_hypeedit.engine.board" in graph["pytest_hypeedit.engine.dispatch"]
 
 
 def test_the_graph_sees_the_package_and_its_imports():
@@ -31,6 +64,8 @@ def test_a_circle_is_found():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_type_checking_imports_are_not_dependencies():
+def test_type_checking_imports_are_not_dependencies_at_run_time_but_are_for_the_type_checker():
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\ndef f():\n    import y\n")
     assert [alias.name for node in _runtime_imports(tree.body) for alias in node.names] == ["TYPE_CHECKING", "y"]
+    every = _runtime_imports(tree.body, type_checking=True)
+    assert [alias.name for node in every for alias in node.names] == ["TYPE_CHECKING", "x", "y"]
