@@ -370,6 +370,9 @@ def not_measured(results: dict, reason: str) -> None:
         row["not_measured"] = missing
     if isinstance(results.get("pairwise"), list):
         results["pairwise"] = [e for e in results["pairwise"] if e.get("metric") not in NEEDS_EVERY_REPEAT]
+    routes = (results.get("serving") or {}).get("routes")
+    if isinstance(routes, list):  # the same comparisons between the routes of one model (analysis/serving.py)
+        results["serving"]["routes"] = [e for e in routes if e.get("metric") not in NEEDS_EVERY_REPEAT]
 
 
 def stopped_sequentially(results: Mapping[str, Any] | None) -> bool:

@@ -191,3 +191,14 @@ def test_candidates_come_from_judged_records_with_their_times():
                            Record("n", "FAIL", "garbage", "1.0")])
     assert found["m"] == [Candidate("s", "t", True, 1795924810.0, 1.5), Candidate("s", "t", False, None, None)]
     assert found["n"] == [Candidate("s", "t", False, None, None)]
+
+
+def test_after_a_sequential_stop_the_route_comparisons_keep_only_what_was_measured():
+    """As pairwise's: the metrics that need every repeat are not compared (planted: without the filter in
+    glue/early_stop.not_measured, pass_at_10 stayed)."""
+    from pytest_hypeedit.glue.early_stop import not_measured
+
+    results = {"rows": [], "serving": {"routes": [{"metric": metric} for metric in
+                                                  ("pass_rate", "pass_at_4", "pass_at_10", "latency_s")]}}
+    not_measured(results, "stopped early")
+    assert [entry["metric"] for entry in results["serving"]["routes"]] == ["pass_rate", "latency_s"]
