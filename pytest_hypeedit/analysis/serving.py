@@ -58,7 +58,8 @@ _TIE = 1e-9
 LIMITS = {
     "routes": "the routes served these tasks differently during this run; not which route is right, nor that the "
               "difference lasts; not a model's score",
-    "time": "drift within this one run (minutes to hours), not over days or between releases; not a model's score",
+    "time": "drift over the times these candidates were bought (one run's minutes to hours, and the earlier runs' "
+            "whose candidates it reused), not over days or between releases; not a model's score",
     "latency": "latency is a proxy for the provider's load (a large image or a slow network also take longer); an "
                "association, not a cause; not a model's score",
 }
@@ -83,11 +84,15 @@ class Candidate:
 
 def candidates_of(records: Iterable[Any]) -> dict[str, list[Candidate]]:
     """Each model's judged candidates (a refusal is a judged FAIL, as in the metrics) from records
-    (engine/records.py ``Record``): the time ``generated_at`` says, in seconds, and ``latency_s``."""
+    (engine/records.py ``Record``): the time ``generated_at`` says, in seconds, and ``latency_s``, but for a candidate
+    bought on a batch tier, whose latency is its wait in the batch, not the provider's reply time."""
+    from ..registry import BATCH
+
     found: dict[str, list[Candidate]] = {}
     for record in records:
         if record.judged:
-            latency = record.latency_s if isinstance(record.latency_s, (int, float)) else None
+            timed = isinstance(record.latency_s, (int, float)) and getattr(record, "tier", None) != BATCH
+            latency = record.latency_s if timed else None
             found.setdefault(record.model, []).append(
                 Candidate(record.split, record.task_id, bool(record.passed), _seconds(record.generated_at), latency))
     return found

@@ -181,16 +181,18 @@ def test_only_rows_of_one_model_on_different_routes_are_paired():
 
 def test_candidates_come_from_judged_records_with_their_times():
     class Record:
-        def __init__(self, model, outcome, generated_at, latency):
+        def __init__(self, model, outcome, generated_at, latency, tier="standard"):
             self.model, self.split, self.task_id, self.generated_at, self.latency_s = model, "s", "t", generated_at, latency
-            self.judged, self.passed = outcome in ("PASS", "FAIL", "REFUSED"), outcome == "PASS"
+            self.judged, self.passed, self.tier = outcome in ("PASS", "FAIL", "REFUSED"), outcome == "PASS", tier
 
     found = candidates_of([Record("m", "PASS", "2026-11-29T04:00:10+00:00", 1.5),
                            Record("m", "REFUSED", "2026-11-29T04:00:00", None),  # no zone: not a time we can place
                            Record("m", "ERROR", "2026-11-29T04:00:00+00:00", 2.0),
-                           Record("n", "FAIL", "garbage", "1.0")])
+                           Record("n", "FAIL", "garbage", "1.0"),
+                           Record("b", "PASS", "2026-11-29T04:00:10+00:00", 900.0, tier="batch")])  # a batch's wait
     assert found["m"] == [Candidate("s", "t", True, 1795924810.0, 1.5), Candidate("s", "t", False, None, None)]
     assert found["n"] == [Candidate("s", "t", False, None, None)]
+    assert found["b"] == [Candidate("s", "t", True, 1795924810.0, None)]
 
 
 def test_after_a_sequential_stop_the_route_comparisons_keep_only_what_was_measured():
