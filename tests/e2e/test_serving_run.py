@@ -22,10 +22,10 @@ def bench(pytester, monkeypatch, tmp_path, tasks: int, **knobs) -> pytest.Pytest
     return pytester
 
 
-def run(pytester, *models, repeats: int = 10):
+def run(pytester, *models, repeats: int = 10, extra: tuple[str, ...] = ()):
     arguments = [part for model in models for part in ("--model", model)]
     return pytester.runpytest("-p", "no:cacheprovider", *arguments, "--tasks", "mini.json", "--images-base", "images",
-                              "--repeats", str(repeats), "--outputs", "out", "--judge", "pixeljudge")
+                              "--repeats", str(repeats), "--outputs", "out", "--judge", "pixeljudge", *extra)
 
 
 def serving(pytester) -> dict:
@@ -43,7 +43,11 @@ def pass_rate_entry(found: dict) -> dict:
 
 def test_two_routes_passing_at_80_and_50_percent_differ_significantly(pytester, monkeypatch, tmp_path):
     bench(pytester, monkeypatch, tmp_path, 12, pass_rates={"serve-a": 0.8, "serve-b": 0.5})
-    result = run(pytester, "served", "served@serve-b")
+    result = run(pytester, "served", "served@serve-b",
+                 extra=("--gate", "served@serve-b:pass_rate>=0.7", "--gate", "served@mini:pass_rate>=0.7"))
+    result.stdout.fnmatch_lines(["FAIL gate 'served@serve-b:pass_rate>=0.7' on served@serve-b (mini)*",
+                                 "PASS gate 'served@mini:pass_rate>=0.7' on served (mini)*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     results = json.loads((pytester.path / "out" / "results.json").read_text())
     assert [(row["model"], row["release"]["route"]) for row in results["rows"]] == [
         ("served", "serve-a"), ("served@serve-b", "serve-b")]
