@@ -204,3 +204,28 @@ def test_after_a_sequential_stop_the_route_comparisons_keep_only_what_was_measur
                                                   ("pass_rate", "pass_at_4", "pass_at_10", "latency_s")]}}
     not_measured(results, "stopped early")
     assert [entry["metric"] for entry in results["serving"]["routes"]] == ["pass_rate", "latency_s"]
+
+
+def test_rows_of_several_splits_and_their_combined_row_get_their_own_latencies():
+    """enrich.serving_of_rows: a split's row keys its tasks' latencies by task id, the combined row (a split no
+    candidate is on) by split/task_id over every split, as their tallies are keyed."""
+    from pytest_hypeedit.analysis.enrich import AnalysisSettings, serving_of_rows, task_latencies
+
+    found = [Candidate("a", "t1", True, 0.0, 1.0), Candidate("a", "t1", False, 1.0, 3.0),
+             Candidate("b", "t1", True, 2.0, 5.0), Candidate("b", "t2", True, 3.0, None)]
+    assert task_latencies(found, "a") == {"t1": 2.0}
+    assert task_latencies(found, "b") == {"t1": 5.0}
+    assert task_latencies(found, "combined") == {"a/t1": 2.0, "b/t1": 5.0}
+
+    def row(model, split, route, task_ids):
+        tallies = [{"task_id": task_id, "passes": 1, "judged": 2, "first_passed": True} for task_id in task_ids]
+        return {"model": model, "split": split, "release": {"route": route}, "task_tallies": tallies,
+                "cost_per_candidate": 0.04}
+
+    rows = [row("m", "a", "x", ["t1", "t2"]), row("m@y", "a", "y", ["t1", "t2"]),
+            row("m", "combined", "x", ["a/t1", "b/t1"]), row("m@y", "combined", "y", ["a/t1", "b/t1"]),
+            {"model": "old", "split": "a"}]  # no release: an older results row, not compared
+    entries = serving_of_rows(rows, {"m": found, "m@y": found}, AnalysisSettings(MetricSettings()))["routes"]
+    assert {(e["split"], e["a"], e["b"]) for e in entries} == {("a", "m", "m@y"), ("combined", "m", "m@y")}
+    latency = [e for e in entries if e["metric"] == "latency_s"]
+    assert [(e["split"], e["tasks"], e["difference"]) for e in latency] == [("combined", 2, 0.0)]
