@@ -86,9 +86,12 @@ def test_a_route_the_model_does_not_have_is_a_usage_error_naming_its_routes(pyte
 
 def test_a_pass_rate_that_falls_with_latency_is_found(pytester, monkeypatch, tmp_path):
     bench(pytester, monkeypatch, tmp_path, 10, pass_rates={"serve-a": 0.9}, slow_s=0.25, slow_pass_rate=0.1)
-    result = run(pytester, "served", repeats=6)
+    result = run(pytester, "served", repeats=6, extra=("--html", "rep/report.html"))
     entry = next(e for e in serving(pytester)["drift"] if e["by"] == "latency")
     assert entry["candidates"] == 60 and entry["tasks"] == 10
+    page = (pytester.path / "rep" / "report.html").read_text()
+    section = page[page.index('id="hx-serving"'):]
+    assert "<h4>served: PASS rate by third</h4>" in section and "slowest: " in section
     assert entry["significant"] and entry["difference"] < -0.5 and entry["interval"][1] < 0
     assert [third["third"] for third in entry["thirds"]] == ["fastest", "middle", "slowest"]
     result.stdout.fnmatch_lines(["*serving: routes and drift*"])
