@@ -211,7 +211,7 @@ def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: i
     strata, passed, values = _arrays(usable, by)
     third = thirds(values)
     residual = passed - _task_means(strata, passed)[strata]
-    estimate = _statistic(third[np.newaxis, :], residual)[0]
+    estimate = residual @ _weights(third)
     entry["thirds"] = [_third_entry(name, passed[third == k], values[third == k])
                        for k, name in enumerate(THIRDS[by])]
     entry["difference"] = float(estimate) + 0.0
@@ -260,27 +260,44 @@ def _task_means(strata: np.ndarray, passed: np.ndarray) -> np.ndarray:
     return result
 
 
-def _statistic(third: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """Per row of ``third`` (one labelling of the candidates): mean residual of the last third minus the first's."""
+def _weights(third: np.ndarray) -> np.ndarray:
+    """Per candidate, its weight in the statistic: 1 / (size of the last third) in it, -1 / (size of the first) in
+    that, 0 in the middle; the statistic is the weighted sum of the residuals (the last third's mean residual minus
+    the first's)."""
     last, first = (third == 2), (third == 0)
-    result: np.ndarray = (last @ residual) / last.sum(axis=1) - (first @ residual) / first.sum(axis=1)
+    result: np.ndarray = last / last.sum() - first / first.sum()
     return result
 
 
 def stratified_p(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, permutations: int = PERMUTATIONS,
                  seed: int = 0) -> float:
-    """Two-sided p of the statistic under random permutations of the thirds within each task (``strata`` sorted,
-    so a task is one block): (1 + as extreme) / (1 + permutations)."""
-    observed = abs(float(_statistic(third[np.newaxis, :], residual)[0]))
+    """Two-sided p of the statistic under random permutations within each task (``strata`` sorted, so a task is
+    one block): (1 + as extreme) / (1 + permutations).  The residuals are shuffled within each block against the
+    fixed thirds, which has the distribution of the thirds shuffled against fixed residuals (a uniform permutation's
+    inverse is uniform), the tasks with as many candidates together: one sort of small rows per chunk."""
+    weights = _weights(third)
+    observed = abs(float(residual @ weights))
     tie = _TIE * max(1.0, float(np.abs(residual).max(initial=0.0)))
     rng = np.random.default_rng(seed)
+    groups = _tasks_by_size(strata)
     extreme = 0
     for start in range(0, permutations, _CHUNK):
         size = min(_CHUNK, permutations - start)
-        # a random key within each task's block: sorting by task + key shuffles each block and nothing across them
-        order = np.argsort(strata[np.newaxis, :] + rng.random((size, strata.size)), axis=1)
-        extreme += int(np.count_nonzero(np.abs(_statistic(third[order], residual)) >= observed - tie))
+        flipped = np.zeros(size)
+        for index in groups:  # tasks x candidates of each, one row per task
+            order = np.argsort(rng.random((size, *index.shape)), axis=2)
+            shuffled = np.take_along_axis(np.broadcast_to(residual[index], (size, *index.shape)), order, axis=2)
+            flipped += np.einsum("ptc,tc->p", shuffled, weights[index])
+        extreme += int(np.count_nonzero(np.abs(flipped) >= observed - tie))
     return (1 + extreme) / (1 + permutations)
+
+
+def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
+    """The candidates' positions, one row per task, in one matrix per number of candidates a task has."""
+    by_size: dict[int, list[np.ndarray]] = {}
+    for rows in np.split(np.arange(strata.size), np.flatnonzero(np.diff(strata)) + 1):
+        by_size.setdefault(rows.size, []).append(rows)
+    return [np.stack(rows) for rows in by_size.values()]
 
 
 def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, resamples: int,

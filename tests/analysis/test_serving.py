@@ -119,6 +119,17 @@ def test_the_p_value_is_the_exact_stratified_one_on_two_small_tasks():
     assert stratified_p(strata, third, residual, permutations=40000, seed=3) == pytest.approx(exact, abs=0.01)
 
 
+def test_the_permutations_stay_within_each_task():
+    """Task a's four PASSes all in the first third, its two FAILs in the middle; task b passes everything.  Within
+    tasks only a's first third can change: p = 1 / C(6, 4) = 1/15.  (Planted: the candidates permuted across
+    tasks: p 0.25, caught.)"""
+    strata = np.array([0] * 6 + [1] * 6)
+    third = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2])
+    passed = np.array([1, 1, 1, 1, 0, 0] + [1] * 6, dtype=float)
+    residual = passed - np.array([4 / 6] * 6 + [1.0] * 6)
+    assert stratified_p(strata, third, residual, permutations=20000, seed=1) == pytest.approx(1 / 15, abs=0.01)
+
+
 # --- simulations (bench/bench_serving.py: more runs, printed) -------------------------------
 
 
