@@ -303,7 +303,9 @@ def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
 def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, resamples: int,
                         seed: int) -> tuple[float | None, float | None]:
     """95% percentile interval of the statistic over tasks drawn with replacement (a task's candidates together);
-    None bounds when too few resamples have both thirds."""
+    None bounds when too few resamples have both thirds (or none is asked for)."""
+    if resamples < 1:
+        return None, None
     tasks = int(strata.max()) + 1
     sums = [np.bincount(strata, weights=residual * (third == k), minlength=tasks) for k in (2, 0)]
     counts = [np.bincount(strata, weights=(third == k).astype(float), minlength=tasks) for k in (2, 0)]

@@ -240,3 +240,8 @@ def test_rows_of_several_splits_and_their_combined_row_get_their_own_latencies()
     assert {(e["split"], e["a"], e["b"]) for e in entries} == {("a", "m", "m@y"), ("combined", "m", "m@y")}
     latency = [e for e in entries if e["metric"] == "latency_s"]
     assert [(e["split"], e["tasks"], e["difference"]) for e in latency] == [("combined", 2, 0.0)]
+
+
+def test_no_bootstrap_asked_is_no_interval_not_an_error():
+    entry = drift_entry("m", "latency", drifting_candidates(10, 6, 0.0, 0), permutations=99, bootstrap=0)
+    assert entry["interval"] == [None, None] and 0 < entry["p_value"] <= 1
