@@ -63,7 +63,7 @@ def serving_lines(results: Mapping[str, Any]) -> list[str]:
         shown = [f"{name} {comparison_text(by_metric[metric], unit)}" for metric, name, unit in SHOWN
                  if metric in by_metric]
         others = [str(entry.get("metric")) for entry in entries
-                  if entry.get("significant") and entry.get("metric") not in dict((m, 0) for m, _, _ in SHOWN)]
+                  if entry.get("significant") and entry.get("metric") not in {metric for metric, _, _ in SHOWN}]
         also = f"; also differ: {', '.join(others)}" if others else ""
         lines.append(f"{first.get('model')} via {first.get('route_a')} vs via {first.get('route_b')} ({a} - {b}, "
                      f"{split}, {first.get('tasks')} tasks): {'; '.join(shown)}{also}")
