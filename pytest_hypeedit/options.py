@@ -93,7 +93,8 @@ def finite_float(text: str) -> float:
 def _declare_all(add: Callable[..., None]) -> None:
     """Every option of the plugin, one ``add`` call each."""
     add("--model", action="append", dest="hypeedit_models", default=[], metavar="NAME",
-        help="run the benchmark on this model (repeatable); see models.yaml")
+        help="run the benchmark on this model (repeatable); see models.yaml. NAME@ROUTE: the model on another of its "
+             "routes (its routes: in a models file), as a row of its own")
     add("--tasks", action="append", dest="hypeedit_tasks", default=[], metavar="[NAME=]PATH|URL",
         help="task file of a split (repeatable; default: the public split, downloaded at its pinned commit)")
     add("--images-base", dest="hypeedit_images_base", metavar="DIR|URL",

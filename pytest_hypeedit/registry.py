@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
@@ -21,7 +21,12 @@ from .untrusted import MODELS_BYTES, UntrustedInput, load_yaml_file
 
 BUILTIN_MODELS = Path(__file__).resolve().parent / "models.yaml"
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-_ENTRY_KEYS = {"route", "provider_model", "price", "batch_price", "options", "limits", "note", "release"}
+_ENTRY_KEYS = {"route", "provider_model", "price", "batch_price", "options", "limits", "note", "release", "routes"}
+#: What a model's other route (``routes: {ROUTE: {...}}``) may set; price and release are the model's unless given,
+#: options are not (they are the adapter's own, and another route has another adapter).
+_ROUTE_KEYS = {"provider_model", "price", "batch_price", "options", "limits", "note", "release"}
+#: Between a model's name and one of its routes: ``--model qwen-image-edit-2511@dashscope`` (its own row).
+ROUTE_SEPARATOR = "@"
 #: The price tiers a run can buy at (``--tier``): the synchronous list price, or a provider's batch tier.
 STANDARD, BATCH = "standard", "batch"
 TIERS = (STANDARD, BATCH)
@@ -50,6 +55,13 @@ class ModelSpec:
     #: The team's label of the release this entry buys from (models file ``release:``, or ``--release``), part
     #: of the release's identity (engine/release.py); None: no label.
     release: str | None = None
+    #: The model on its other routes (models file ``routes:``), each a spec named ``NAME@ROUTE``: ``--model
+    #: NAME@ROUTE`` runs one as its own row (``Registry.get``).
+    routes: Mapping[str, "ModelSpec"] = field(default_factory=lambda: MappingProxyType({}))
+
+    def route_names(self) -> list[str]:
+        """The routes the model can be bought through: its own first, then the others, sorted."""
+        return [self.route] + sorted(route for route in self.routes if route != self.route)
 
     def has_tier(self, tier: str) -> bool:
         return tier == STANDARD or (tier == BATCH and self.batch_price is not None)
@@ -60,6 +72,18 @@ class ModelSpec:
         if tier == BATCH and self.batch_price is not None:
             return self.batch_price
         return self.price
+
+    def on_route(self, route: str) -> "ModelSpec":
+        """This model on ``route``, named ``NAME@ROUTE``; a ConfigError naming the routes it has when it has not
+        that one."""
+        named = f"{self.name}{ROUTE_SEPARATOR}{route}"
+        if route == self.route:
+            return replace(self, name=named, routes=MappingProxyType({}))
+        if route not in self.routes:
+            raise ConfigError(f"--model {named}: model {self.name} has no route {route!r}; its routes: "
+                              f"{', '.join(self.route_names())}. Add one under 'routes:' of the model in a "
+                              "--models-file (docs/how-to/serving.md)")
+        return self.routes[route]
 
     def tier_factor(self, tier: str) -> float:
         """What the tier charges for what the standard tier charges 1 (0.5: half price), for prices the
@@ -73,6 +97,11 @@ class Registry:
     route_limits: Mapping[str, RouteLimits]
 
     def get(self, name: str) -> ModelSpec:
+        """The model ``--model`` names: ``NAME``, or ``NAME@ROUTE`` for the model on another of its routes (a row of
+        its own, named so, in its own folder and release)."""
+        model, route = parse_model_name(name)
+        if route is not None:
+            return self.get(model).on_route(route)
         if name not in self.models:
             known = ", ".join(sorted(self.models))
             raise ConfigError(
@@ -87,6 +116,14 @@ class Registry:
             rpm=spec.limits.rpm if spec.limits.rpm is not None else route.rpm,
             inflight=spec.limits.inflight if spec.limits.inflight is not None else route.inflight,
         )
+
+
+def parse_model_name(text: str) -> tuple[str, str | None]:
+    """``--model NAME`` or ``NAME@ROUTE`` -> (name, route or None): the one reading of a model's name."""
+    name, at, route = str(text).partition(ROUTE_SEPARATOR)
+    if (at and not (name and route)) or ROUTE_SEPARATOR in route:
+        raise ConfigError(f"--model {text}: give NAME or NAME@ROUTE (one route), e.g. qwen-image-edit-2511@dashscope")
+    return name, (route if at else None)
 
 
 def parse_rate_limit(text: str) -> tuple[str, RouteLimits]:
@@ -138,8 +175,8 @@ def build_registry(sources: Iterable[tuple[str, Mapping[str, Any]]]) -> Registry
     return Registry(MappingProxyType(models), MappingProxyType(routes))
 
 
-def _model_spec(name: str, entry: dict[str, Any], where: str) -> ModelSpec:
-    if not _MODEL_NAME.fullmatch(name):  # "$" alone would let a trailing newline into a folder name
+def _model_spec(name: str, entry: dict[str, Any], where: str, plain: bool = True) -> ModelSpec:
+    if plain and not _MODEL_NAME.fullmatch(name):  # "$" alone would let a trailing newline into a folder name
         raise ConfigError(f"{where}: model name {name!r} is not a plain name; it becomes a folder name")
     unknown = set(entry) - _ENTRY_KEYS
     if unknown:
@@ -164,7 +201,7 @@ def _model_spec(name: str, entry: dict[str, Any], where: str) -> ModelSpec:
     if not isinstance(options, dict):
         raise ConfigError(f"{where}: model {name}: 'options' must be a mapping")
     _check_finite(options, f"{where}: model {name}: options")
-    return ModelSpec(
+    spec = ModelSpec(
         name=name,
         route=route,
         provider_model=str(provider_model or name),
@@ -175,6 +212,30 @@ def _model_spec(name: str, entry: dict[str, Any], where: str) -> ModelSpec:
         batch_price=None if batch_price is None else float(batch_price),
         release=release,
     )
+    return replace(spec, routes=MappingProxyType(_other_routes(spec, entry.get("routes"), where)))
+
+
+def _other_routes(spec: ModelSpec, routes: Any, where: str) -> dict[str, ModelSpec]:
+    """A model's ``routes: {ROUTE: {provider_model, price, ...}}``: each a spec named ``NAME@ROUTE`` taking the
+    model's price and release unless it gives its own, and only its own options."""
+    if routes is None:
+        return {}
+    if not isinstance(routes, dict) or not all(isinstance(v, dict) for v in routes.values()):
+        raise ConfigError(f"{where}: model {spec.name}: 'routes' must be a mapping of route -> "
+                          f"{{{', '.join(sorted(_ROUTE_KEYS))}}}")
+    found = {}
+    for route, given in routes.items():
+        if not _MODEL_NAME.fullmatch(str(route)) or str(route) == spec.route:
+            raise ConfigError(f"{where}: model {spec.name}: routes.{route}: give another route than the model's own "
+                              f"({spec.route}), as a plain name (it becomes part of a folder name)")
+        unknown = set(given) - _ROUTE_KEYS
+        if unknown:
+            raise ConfigError(f"{where}: model {spec.name}: routes.{route}: unknown keys {sorted(unknown)}; "
+                              f"allowed: {sorted(_ROUTE_KEYS)}")
+        entry = {"route": str(route), "price": spec.price, "release": spec.release, **given}
+        named = f"{spec.name}{ROUTE_SEPARATOR}{route}"
+        found[str(route)] = _model_spec(named, entry, where, plain=False)
+    return found
 
 
 def _limits(data: Any, where: str) -> RouteLimits:

@@ -21,6 +21,11 @@ And at the top level, when a split has two or more models:
 
     pairwise      [{split, a, b, metric, difference, interval, level, p_adjusted, significant, tasks}]
                   every pair x headline metric, paired over tasks, Holm-adjusted per split (pairwise.py)
+
+And, when the session's candidates are given:
+
+    serving       {routes, drift, limits}
+                  the routes of one model compared, and PASS against purchase time and latency (serving.py)
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from .metrics import MetricSettings, TaskTally, sensitivity
 from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
+from .serving import Candidate, RouteRow, serving
 from .stats import paired_comparison
 from .task_intervals import METHOD, TARGET_TEXT, task_intervals
 
@@ -52,10 +58,12 @@ def enrich_results(
     tallies: Mapping[tuple[str, str], Sequence[TaskTally]],
     settings: AnalysisSettings,
     baseline: Mapping[str, Any] | None = None,
+    candidates: Mapping[str, Sequence[Candidate]] | None = None,
 ) -> dict[str, Any]:
     """Add intervals, sensitivity, task tallies and the baseline comparison to every row, in place.
 
-    ``tallies`` maps (model, split) of each row to its per-task tallies.
+    ``tallies`` maps (model, split) of each row to its per-task tallies; ``candidates`` each model's judged
+    candidates (keys ``split/task_id``), for ``serving``.
     """
     for row in results.get("rows") or []:
         row_tallies = list(tallies.get((row["model"], row["split"]), ()))
@@ -71,6 +79,8 @@ def enrich_results(
     compared = pairwise_of_rows(results.get("rows") or [], settings)
     if compared is not None:
         results["pairwise"] = compared
+    if candidates is not None:
+        results["serving"] = serving_of_rows(results.get("rows") or [], candidates, settings)
     results.setdefault("settings", {})["statistics"] = _statistics_settings(settings, baseline)
     return results
 
@@ -94,6 +104,36 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
     if not several:
         return None
     return pairwise(several, settings.metrics, metrics, seed=settings.seed)
+
+
+def serving_of_rows(rows: Sequence[Mapping[str, Any]], candidates: Mapping[str, Sequence[Candidate]],
+                    settings: AnalysisSettings) -> dict[str, Any]:
+    """``serving`` (serving.py) of rows carrying ``task_tallies`` and ``release``, with each model's candidates."""
+    from ..registry import parse_model_name
+
+    found = []
+    for row in rows:
+        model, split = str(row.get("model")), str(row.get("split"))
+        route = (row.get("release") or {}).get("route")
+        if not route:
+            continue
+        tallies = tuple(tally_from_json(t) for t in row.get("task_tallies") or ())
+        found.append(RouteRow(Entrant(model, tallies, row_price(row)), split, parse_model_name(model)[0], str(route),
+                              task_latencies(candidates.get(model, ()), split)))
+    return serving(found, candidates, settings.metrics, seed=settings.seed)
+
+
+def task_latencies(candidates: Sequence[Candidate], split: str) -> dict[str, float]:
+    """Per task of ``split``, the mean latency of its candidates that have one, keyed as the row's tallies are: by
+    task id, or, for a split none of the candidates is on (the pooled row of several splits), by ``split/task_id``
+    over all of them."""
+    pooled = not any(candidate.split == split for candidate in candidates)
+    found: dict[str, list[float]] = {}
+    for candidate in candidates:
+        if candidate.latency_s is None or not (pooled or candidate.split == split):
+            continue
+        found.setdefault(candidate.task if pooled else candidate.task_id, []).append(candidate.latency_s)
+    return {task: sum(values) / len(values) for task, values in found.items()}
 
 
 def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
@@ -168,10 +168,23 @@ def _usage(text: str, problem: str) -> ConfigError:
 def _parse_scope(scope: str | None, text: str) -> tuple[str | None, str | None]:
     if scope is None:
         return None, None
-    model, at, split = scope.strip().partition("@")
+    # MODEL@ROUTE@SPLIT: a model on another of its routes (--model NAME@ROUTE) on one split; MODEL@ROUTE alone
+    # reads as MODEL@SPLIT here and is read again as the model when the run has it (route_scoped)
+    model, at, split = scope.strip().rpartition("@") if scope.count("@") > 1 else scope.strip().partition("@")
     if not model.strip() or (at and not split.strip()):
-        raise _usage(text, f"the scope {scope!r} must be MODEL or MODEL@SPLIT")
+        raise _usage(text, f"the scope {scope!r} must be MODEL or MODEL@SPLIT (MODEL@ROUTE or "
+                                 "MODEL@ROUTE@SPLIT for a model on another of its routes)")
     return model.strip(), (split.strip() or None)
+
+
+def route_scoped(gate: Gate, models: Iterable[str]) -> Gate:
+    """A gate whose scope ``NAME@ROUTE`` was read as model NAME on split ROUTE, read as the model ``NAME@ROUTE`` (all
+    its rows) when that is a model of the run (a split of that name too is written ``NAME@ROUTE@SPLIT``); any other
+    gate as it is."""
+    joined = f"{gate.model}@{gate.split}"
+    if gate.model is not None and gate.split is not None and joined in set(models):
+        return replace(gate, model=joined, split=None)
+    return gate
 
 
 def _parse_threshold(raw: str, text: str, kind: str) -> tuple[bool, float]:
@@ -222,7 +235,7 @@ class RunScope:
 def check_gates_apply(gates: Sequence[Gate], scope: RunScope) -> None:
     """A ConfigError naming every gate that cannot apply to the run (a model, split or metric it does not have),
     so that a typo is a usage error before anything is bought, not a failed gate after paying for everything."""
-    problems = [problem for gate in gates if (problem := _not_in_run(gate, scope))]
+    problems = [problem for gate in gates if (problem := _not_in_run(route_scoped(gate, scope.models), scope))]
     if problems:
         raise ConfigError(" ".join(problems) + " Nothing was bought.")
 
@@ -302,11 +315,12 @@ def evaluate(
         if gate.metric in JUDGE_METRICS:
             outcome.extend(_judge_checks(gate, results.get("judge_controls"), allow_incomplete))
             continue
-        targets = _target_rows(gate, rows)
+        scoped = route_scoped(gate, [str(row.get("model")) for row in rows])
+        targets = _target_rows(scoped, rows)
         if not targets:
             outcome.append(_missing(gate, rows))
-        for row in targets:
-            outcome.append(_check(gate, row, baseline_rows, allow_incomplete, incomplete_reasons))
+        for row in targets:  # each result names the gate as given (the junit XML and --sequential match on it)
+            outcome.append(replace(_check(scoped, row, baseline_rows, allow_incomplete, incomplete_reasons), gate=gate))
     return outcome
 
 

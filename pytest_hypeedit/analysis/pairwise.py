@@ -323,7 +323,6 @@ def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
     Entries: ``split``, ``a``, ``b``, ``metric``, ``difference`` (a - b), ``interval`` (at ``level``),
     ``level``, ``p_adjusted``, ``significant``, ``tasks``.  Pairs sharing no judged task are left out."""
     found = []
-    level_alpha = Fraction(str(alpha))  # 0.05 as 1/20, not as its binary float
     for split, entrants in splits.items():
         family = []
         for a, b in combinations([e for e in entrants if judged_tallies(e.tallies)], 2):
@@ -332,16 +331,24 @@ def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
             except ValueError:  # no shared task: nothing to pair on
                 continue
             family += [{"split": split, "a": a.model, "b": b.model, **entry} for entry in entries]
-        tests = _tests(family, flips_for(len(family), alpha), seed, alpha)
-        p_values = [test.p_value() for test in tests]
-        factors = holm_factors(p_values, level_alpha)
-        for entry, test, adjusted, factor in zip(family, tests, holm_exact(p_values), factors):
-            entry["interval"] = list(test.interval(level_alpha / factor))
-            entry["level"] = float(1 - level_alpha / factor)
-            entry["p_adjusted"] = float(adjusted)
-            entry["significant"] = bool(adjusted < level_alpha)
+        holm_family(family, seed=seed, alpha=alpha)
         found += [_ordered(entry) for entry in family]
     return found
+
+
+def holm_family(family: list[dict[str, Any]], *, seed: int = 0, alpha: float = ALPHA) -> None:
+    """Test one Holm family in place: each entry's ``values`` (per task, their mean the difference) and
+    ``task_ids`` are taken out, and ``interval``, ``level``, ``p_adjusted`` and ``significant`` put in.  Also the
+    family of analysis/serving.py (the routes of one model), so both are tested alike."""
+    level_alpha = Fraction(str(alpha))  # 0.05 as 1/20, not as its binary float
+    tests = _tests(family, flips_for(len(family), alpha), seed, alpha)
+    p_values = [test.p_value() for test in tests]
+    factors = holm_factors(p_values, level_alpha)
+    for entry, test, adjusted, factor in zip(family, tests, holm_exact(p_values), factors):
+        entry["interval"] = list(test.interval(level_alpha / factor))
+        entry["level"] = float(1 - level_alpha / factor)
+        entry["p_adjusted"] = float(adjusted)
+        entry["significant"] = bool(adjusted < level_alpha)
 
 
 def _tests(family: list[dict[str, Any]], flips: int, seed: int, alpha: float) -> list[SignFlip]:

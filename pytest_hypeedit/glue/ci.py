@@ -70,8 +70,11 @@ class CiPlugin:
 
     def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
         from ..analysis.enrich import enrich_results
+        from ..analysis.serving import candidates_of
+        from .stash import SESSION_KEY
 
-        enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline)
+        candidates = candidates_of(config.stash[SESSION_KEY].records.values())  # serving: routes, drift
+        enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline, candidates)
         if self.sequential is not None:
             from .early_stop import not_measured, stopped_sequentially
 
@@ -136,6 +139,12 @@ class CiPlugin:
         from ..report.terminal_table import pairwise_lines
 
         write_folded(terminalreporter, lines + baseline_lines(results) + pairwise_lines(results))
+        from ..report.serving_view import serving_lines
+
+        serving = serving_lines(results)  # only when it applies: two routes of one model, or a significant drift
+        if serving:
+            terminalreporter.write_sep("-", "serving: routes and drift (not a model's score; results: serving)")
+            write_folded(terminalreporter, serving)
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
             hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
             write_folded(terminalreporter, [hint])

@@ -155,11 +155,14 @@ class SequentialGates:
         if why:
             self.undecidable.append((gate, why))
             return []
+        from ..analysis.gates import route_scoped
+
         models = [spec.name for spec in self.run.models]
-        if gate.model is not None and gate.model not in models:
-            self.undecidable.append((gate, f"the run has no model {gate.model!r}"))
+        scoped = route_scoped(gate, models)  # MODEL@ROUTE: the model on that route (analysis/gates.py)
+        if scoped.model is not None and scoped.model not in models:
+            self.undecidable.append((gate, f"the run has no model {scoped.model!r}"))
             return []
-        return [plan for model in ([gate.model] if gate.model else models) for split in self._scopes(gate)
+        return [plan for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
                 if (plan := self._plan(gate, model, split, baseline)) is not None]
 
     def _scopes(self, gate) -> list[str]:
@@ -370,6 +373,9 @@ def not_measured(results: dict, reason: str) -> None:
         row["not_measured"] = missing
     if isinstance(results.get("pairwise"), list):
         results["pairwise"] = [e for e in results["pairwise"] if e.get("metric") not in NEEDS_EVERY_REPEAT]
+    routes = (results.get("serving") or {}).get("routes")
+    if isinstance(routes, list):  # the same comparisons between the routes of one model (analysis/serving.py)
+        results["serving"]["routes"] = [e for e in routes if e.get("metric") not in NEEDS_EVERY_REPEAT]
 
 
 def stopped_sequentially(results: Mapping[str, Any] | None) -> bool:

@@ -53,6 +53,9 @@ def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], s
     from .control_cards import judge_controls_html
 
     parts.append(judge_controls_html(results))  # --judge-controls: the controls the judge passed
+    from .serving_view import serving_html
+
+    parts.append(serving_html(results))  # routes of one model compared, PASS by third of time and latency
     parts.append("</section>")
     return "".join(parts)
 

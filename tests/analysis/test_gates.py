@@ -131,3 +131,23 @@ def test_a_calibrated_gate_on_a_refused_figure_fails_and_gives_the_reason():
     [refused] = evaluate([parse_gate("calibrated.pass_at_4>=0.5")], run)
     assert not refused.passed and f"is not defined for this row ({reason})" in refused.line()
     assert all_hold(evaluate([parse_gate("calibrated.pass_rate>=0.5")], run))
+
+
+def test_a_gate_on_a_model_on_another_route_reads_its_scope_as_that_model():
+    """--model NAME@ROUTE makes rows named NAME@ROUTE: 'NAME@ROUTE:metric' gates them (all their rows, the combined
+    one when there are several splits), 'NAME@ROUTE@SPLIT:metric' one split; NAME@SPLIT keeps its meaning.
+    (Planted: evaluate without route_scoped: the NAME@ROUTE gate matched no row and failed: caught.)"""
+    from pytest_hypeedit.analysis.gates import RunScope, check_gates_apply, route_scoped
+
+    rows = [{"model": "q", "split": "public", "pass_rate": 0.8, "judged": 10, "candidates": 10},
+            {"model": "q@dashscope", "split": "public", "pass_rate": 0.5, "judged": 10, "candidates": 10}]
+    on_route, on_split, both = (parse_gate(text) for text in ("q@dashscope:pass_rate>=0.6",
+                                                              "q@public:pass_rate>=0.6",
+                                                              "q@dashscope@public:pass_rate>=0.4"))
+    assert (both.model, both.split) == ("q@dashscope", "public")
+    assert route_scoped(on_route, ["q", "q@dashscope"]).model == "q@dashscope"
+    assert route_scoped(on_split, ["q", "q@dashscope"]) == on_split
+    found = evaluate([on_route, on_split, both], {"rows": rows})
+    assert [(r.gate, r.model, r.value, r.passed) for r in found] == [
+        (on_route, "q@dashscope", 0.5, False), (on_split, "q", 0.8, True), (both, "q@dashscope", 0.5, True)]
+    check_gates_apply([on_route, on_split, both], RunScope(models=("q", "q@dashscope"), splits=("public",), repeats=10))

@@ -216,6 +216,36 @@ class HalfPriceProvider(FakeProvider):
         return generation
 
 
+class ServingProvider(FakeProvider):
+    """A model served differently by its routes ``serve-*`` (tests/e2e/test_serving_run.py): a red image (which
+    fake_judges.PixelJudge passes) with chance ``pass_rates[route]``, from a coin seeded by route, task and repeat
+    (the same run after run); odd repeats are slow replies (``slow_s`` seconds), and with ``slow_pass_rate`` set a
+    slow reply is red with that chance instead (a pass rate that falls with latency)."""
+
+    pass_rates: dict[str, float] = {}
+    slow_s = 0.0
+    slow_pass_rate: float | None = None
+
+    @classmethod
+    def serves(cls, spec: Any) -> bool:
+        return spec.route.startswith("serve-")
+
+    def make_image(self, request: GenerationRequest) -> tuple[bytes, str]:
+        import random
+
+        from PIL import Image
+
+        slow = request.repeat % 2 == 1
+        if slow:
+            time.sleep(self.slow_s)
+        rate = self.pass_rates.get(request.spec.route, 0.5)
+        rate = self.slow_pass_rate if slow and self.slow_pass_rate is not None else rate
+        red = random.Random(f"{request.spec.route} {request.task.task_id} {request.repeat}").random() < rate
+        buffer = io.BytesIO()
+        Image.new("RGB", (20, 12), (220, 10, 10) if red else (10, 10, 220)).save(buffer, format="PNG")
+        return buffer.getvalue(), "png"
+
+
 class SlowIdentity(FakeProvider):
     """The built-in ``identity`` model's own provider (internal), 50 ms a call."""
 
@@ -228,7 +258,7 @@ class SlowIdentity(FakeProvider):
 
 PROVIDERS: dict[str, type[FakeProvider]] = {kind.__name__: kind for kind in (
     FakeProvider, ReleaseProvider, ModelIdProvider, EchoProvider, HostileProvider, SlowProvider, CountingProvider,
-    HalfPriceProvider, SlowIdentity)}
+    HalfPriceProvider, ServingProvider, SlowIdentity)}
 
 
 def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = (PAID,), **knobs: Any):

@@ -1,0 +1,146 @@
+"""The results' ``serving`` (analysis/serving.py) shown: a few terminal lines when it applies (two routes of one
+model, or a significant drift), and a small HTML section (per model, the PASS rate by third of purchase time and of
+latency; the route comparison side by side).  Pure: results in, text out; every string from a run is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Mapping, Sequence
+
+#: The route metrics a terminal line names, with how each is written.
+SHOWN = (("pass_rate", "pass rate", "points"), ("latency_s", "latency", "seconds"))
+#: What the HTML headers call a drift's thirds.
+BY_TEXT = {"time": "Purchase time in the run", "latency": "Provider latency (a proxy for load)"}
+
+
+def _entries(results: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    serving = results.get("serving")
+    found = serving.get(key) if isinstance(serving, Mapping) else None
+    return [entry for entry in found or () if isinstance(entry, Mapping)]
+
+
+def _limits(results: Mapping[str, Any]) -> Mapping[str, Any]:
+    serving = results.get("serving")
+    limits = serving.get("limits") if isinstance(serving, Mapping) else None
+    return limits if isinstance(limits, Mapping) else {}
+
+
+def _difference(value: Any, unit: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "n/a"
+    return f"{value * 100:+.1f} points" if unit == "points" else f"{value:+.2f} s"
+
+
+def _bound(value: Any, unit: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "unbounded"
+    return f"{value * 100:+.1f}" if unit == "points" else f"{value:+.2f}"
+
+
+def comparison_text(entry: Mapping[str, Any], unit: str) -> str:
+    """``-6.1 points [-11.0, -1.2], significant``."""
+    low, high = (list(entry.get("interval") or ()) + [None, None])[:2]
+    verdict = "significant" if entry.get("significant") else "not significant"
+    return f"{_difference(entry.get('difference'), unit)} [{_bound(low, unit)}, {_bound(high, unit)}], {verdict}"
+
+
+def route_pairs(results: Mapping[str, Any]) -> dict[tuple[str, str, str], list[Mapping[str, Any]]]:
+    """The route comparisons grouped by (split, a, b), in the results' order."""
+    pairs: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for entry in _entries(results, "routes"):
+        pairs.setdefault((str(entry.get("split")), str(entry.get("a")), str(entry.get("b"))), []).append(entry)
+    return pairs
+
+
+def serving_lines(results: Mapping[str, Any]) -> list[str]:
+    """Per pair of routes of one model, its pass rate and latency difference (and the other metrics that differ);
+    each significant drift's sentence; what they cannot show.  [] when nothing applies."""
+    lines = []
+    for (split, a, b), entries in route_pairs(results).items():
+        first = entries[0]
+        by_metric = {entry.get("metric"): entry for entry in entries}
+        shown = [f"{name} {comparison_text(by_metric[metric], unit)}" for metric, name, unit in SHOWN
+                 if metric in by_metric]
+        others = [str(entry.get("metric")) for entry in entries
+                  if entry.get("significant") and entry.get("metric") not in {metric for metric, _, _ in SHOWN}]
+        also = f"; also differ: {', '.join(others)}" if others else ""
+        lines.append(f"{first.get('model')} via {first.get('route_a')} vs via {first.get('route_b')} ({a} - {b}, "
+                     f"{split}, {first.get('tasks')} tasks): {'; '.join(shown)}{also}")
+    drifts = [entry for entry in _entries(results, "drift") if entry.get("significant") and entry.get("sentence")]
+    lines += [str(entry["sentence"]) for entry in drifts]
+    if not lines:
+        return []
+    limits = _limits(results)
+    kinds = (["routes"] if route_pairs(results) else []) + list(dict.fromkeys(str(e.get("by")) for e in drifts))
+    lines += [f"  ({kind}: {limits[kind]})" for kind in kinds if kind in limits]
+    lines.append("  (paired over shared tasks, Holm-corrected, 5%; drift: stratified by task; all in results.json: "
+                 "serving)")
+    return lines
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _text(value: Any) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _percent(value: Any) -> str:
+    return f"{value * 100:.1f}%" if isinstance(value, (int, float)) else "n/a"
+
+
+def serving_html(results: Mapping[str, Any]) -> str:
+    """The route comparisons and each model's PASS rate by third; "" when the results have no ``serving``."""
+    drift = _entries(results, "drift")
+    pairs = route_pairs(results)
+    if not drift and not pairs:
+        return ""
+    limits = _limits(results)
+    parts = ['<h3 id="hx-serving">Serving</h3><p>Is each model served the same everywhere and all the time? Not a '
+             "model's score.</p>"]
+    if pairs:
+        parts.append(_routes_table(pairs))
+        parts.append(f"<p>{_text(limits.get('routes'))}</p>")
+    models = list(dict.fromkeys(str(entry.get("model")) for entry in drift))
+    for model in models:
+        parts.append(_drift_table(model, [entry for entry in drift if str(entry.get("model")) == model]))
+    if models:
+        parts.append("".join(f"<p>{_text(BY_TEXT.get(kind, kind))}: {_text(limits.get(kind))}</p>"
+                             for kind in ("time", "latency") if limits.get(kind)))
+    return "".join(parts)
+
+
+def _routes_table(pairs: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> str:
+    rows = []
+    for (split, a, b), entries in pairs.items():
+        by_metric = {entry.get("metric"): entry for entry in entries}
+        cells = "".join(f"<td>{_text(comparison_text(by_metric[metric], unit)) if metric in by_metric else 'n/a'}</td>"
+                        for metric, _, unit in SHOWN)
+        rows.append(f'<tr><th scope="row">{_text(a)} - {_text(b)}</th><td>{_text(split)}</td>'
+                    f"<td>{_text(entries[0].get('tasks'))}</td>{cells}</tr>")
+    return ("<table><thead><tr><th>Routes (a - b)</th><th>Split</th><th>Tasks</th><th>Pass rate</th>"
+            f"<th>Latency</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _drift_table(model: str, entries: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for entry in entries:
+        name = BY_TEXT.get(str(entry.get("by")), str(entry.get("by")))
+        if entry.get("note"):
+            rows.append(f'<tr><th scope="row">{_text(name)}</th><td colspan="4">{_text(entry["note"])}</td></tr>')
+            continue
+        thirds = "".join(f"<td>{_text(third.get('third'))}: {_percent(third.get('pass_rate'))} "
+                         f"({_text(third.get('candidates'))})</td>" for third in entry.get("thirds") or ())
+        low, high = (list(entry.get("interval") or ()) + [None, None])[:2]
+        verdict = "significant" if entry.get("significant") else "not significant"
+        rows.append(f'<tr><th scope="row">{_text(name)}</th>{thirds}<td>{_difference(entry.get("difference"), "points")} '
+                    f"[{_bound(low, 'points')}, {_bound(high, 'points')}], p = {_p(entry.get('p_adjusted'))}, "
+                    f"{verdict}</td></tr>")
+    return (f"<h4>{_text(model)}: PASS rate by third</h4><table><thead><tr><th>By</th><th>First third</th>"
+            "<th>Middle</th><th>Last third</th><th>Last - first, task-adjusted</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _p(value: Any) -> str:
+    return f"{value:.2g}" if isinstance(value, (int, float)) else "n/a"
