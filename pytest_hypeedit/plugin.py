@@ -14,11 +14,17 @@ collects any).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from .errors import HypeEditError
 from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, SESSION_KEY, run_id
+
+if TYPE_CHECKING:  # names only: see below
+    from .judges.base import Judge
+    from .providers.base import Provider
+    from .registry import ModelSpec
 
 #: Every option can be set in the ini file; that plugin fills them in before any other hook reads them.
 pytest_plugins = ["pytest_hypeedit.glue.ini"]
@@ -124,18 +130,19 @@ def register_controller_plugins(config: pytest.Config, run) -> None:
     from .glue.session import BenchmarkSession
     from .glue.terminal_layout import BenchmarkTerminal
 
-    session = BenchmarkSession(config, run)
+    ci = CiPlugin(config, run)
+    session = BenchmarkSession(config, run, ci)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "hypeedit-session")
-    config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
+    config.pluginmanager.register(ci, "hypeedit-ci")
     config.pluginmanager.register(BenchmarkTerminal(config), "hypeedit-terminal")
-    register_agreement(config, run)
+    session.agreement = register_agreement(config, run)
     from .glue.human_labels import register_calibration
 
-    register_calibration(config, run)  # record.human from the labels of the run; --calibrate
+    session.calibration = register_calibration(config, run)  # record.human from the labels of the run; --calibrate
     from .glue.control_run import register_controls
 
-    register_controls(config, run)  # --judge-controls
+    session.controls = register_controls(config, run)  # --judge-controls
 
 
 def register_pool_plugins(config: pytest.Config) -> None:
@@ -197,6 +204,15 @@ def pytest_configure_node(node) -> None:
         node.workerinput[FOLDERS_KEY] = worker_folders(node.config)  # the folders of the run's releases
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-html write their files from what it adds
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The package's one session finish: the end of the run in order, as plain calls (glue/session.py)."""
+    if benchmark_mode(session.config):
+        from .glue.session import end_of_run
+
+        end_of_run(session)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if getattr(config.option, "help", False):  # pytest --help unconfigures right after printing its text
         from .options import help_epilogue
@@ -208,14 +224,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_hypeedit_make_provider(config: pytest.Config, spec):
+def pytest_hypeedit_make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
     from .providers import builtin_provider
 
     return builtin_provider(spec)
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None):
+def pytest_hypeedit_make_judge(config: pytest.Config, name: str, argument: str | None) -> Judge:
     from .glue.startup import builtin_judge_for
 
     return builtin_judge_for(config, name, argument)

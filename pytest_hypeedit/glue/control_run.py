@@ -54,7 +54,7 @@ class ControlsPlugin:
         except HypeEditError as exc:
             self.problem = str(exc)
 
-    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+    def add_to(self, results: dict[str, Any]) -> None:
         results["judge_controls"] = self.results_entry()
 
     def results_entry(self) -> dict[str, Any]:
@@ -74,8 +74,7 @@ class ControlsPlugin:
         self.entry = entry
         return entry
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from ..analysis.judge_controls import drift_warnings, table_lines
         from .terminal_layout import write_folded
 
@@ -126,6 +125,9 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
     return passed
 
 
-def register_controls(config: pytest.Config, run: RunConfig) -> None:
-    if config.getoption("hypeedit_judge_controls", default=False):
-        config.pluginmanager.register(ControlsPlugin(config, run), PLUGIN_NAME)
+def register_controls(config: pytest.Config, run: RunConfig) -> ControlsPlugin | None:
+    if not config.getoption("hypeedit_judge_controls", default=False):
+        return None
+    plugin = ControlsPlugin(config, run)
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+    return plugin

@@ -224,7 +224,8 @@ class ReportPlugin:
             # a link is not followed: the row says so instead of a picture (assets.py)
             self.thumbs[record.key] = self.builder.image_pair(candidate, stem, root=self.source.outputs)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session) -> None:
+        """Called by the session's end of the run (glue/session.py), before pytest-html writes the page."""
         records = sorted(self.source.records(), key=lambda r: r.key)
         for record in records:
             self._submit_images(record)  # no-op for those submitted as they arrived
@@ -324,8 +325,7 @@ class ReportPlugin:
                       + self.browser)
         postfix.append(table_note(counts, listed))
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_summary(self, terminalreporter) -> None:
         path = self.config.getoption("htmlpath", default=None)
         for note in self.notes:
             terminalreporter.write_line(f"HTML report: {note}", yellow=True)
