@@ -12,12 +12,17 @@ nothing is paid for or sent to a provider, and pytest exits 0.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..config import RunConfig
 from .items import parse_nodeid
 from .stash import RUNNER_KEY, SURVEY_KEY
+
+if TYPE_CHECKING:
+    from ..engine.estimate import Estimate
+    from ..engine.jobs import Key
 
 
 def estimating(config: pytest.Config) -> bool:
@@ -35,7 +40,7 @@ class PriceLine:
             self.state([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.state(ids)  # every worker collects the same items: the first one's say what the run will buy
 
     def state(self, nodeids: Iterable[str]) -> None:
@@ -83,7 +88,7 @@ def register_price(config: pytest.Config, run: RunConfig) -> None:
         config.pluginmanager.register(PriceLine(config, run), "hypeedit-price")
 
 
-def run_price(config: pytest.Config, run: RunConfig, keys: set):
+def run_price(config: pytest.Config, run: RunConfig, keys: set[Key] | None) -> Estimate:
     """The price of the run's items; a worst case that cannot be said (a reference that cannot be read) is a
     usage error naming it, before anything is paid for."""
     from ..engine.estimate import estimate

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
@@ -33,6 +34,11 @@ from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 from .releases import claim_folders, place_releases
 from .stash import RUN_KEY, RUNNER_KEY, SURVEY_KEY, run_id
+
+if TYPE_CHECKING:
+    from ..engine.jobs import Key
+    from ..engine.records import Record
+    from ..judges import JudgeOptions
 
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
@@ -116,7 +122,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
     )
 
 
-def stability_for(config: pytest.Config, run: RunConfig) -> dict:
+def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:
     """--judge-stability N[xK]: which candidates are re-judged, the same in every process (seeded)."""
     from ..engine.stability import parse_stability_option, stability_sample
 
@@ -198,7 +204,7 @@ def _refuse(folder: Path, problem: OSError, what: str, option: str) -> None:
 
 
 def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
-    provider = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
+    provider: Provider | None = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
     if provider is None:
         raise ConfigError(f"model {spec.name}: no provider for route {spec.route!r}")
     register_key_variables(provider.key_env)  # a plugin's route may read its key from a variable of its own
@@ -210,7 +216,7 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     from .. import judges
 
     def juror(name: str, argument: str | None) -> Judge | None:
-        judge = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
+        judge: Judge | None = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
         if judge is not None:
             register_key_variables(judge.key_env)
         return judge
@@ -218,7 +224,7 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     return judges.make_judge(run.judge, judge_options(config, run), factory=juror)
 
 
-def judge_options(config: pytest.Config, run: RunConfig):
+def judge_options(config: pytest.Config, run: RunConfig) -> JudgeOptions:
     from ..judges import JudgeOptions
 
     return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models),
@@ -231,7 +237,7 @@ def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) ->
     return judges.builtin_judge(name, argument, judge_options(config, config.stash[RUN_KEY]))
 
 
-def check_reference_images(run: RunConfig, progress=None) -> None:
+def check_reference_images(run: RunConfig, progress: Callable[[int, int], None] | None = None) -> None:
     """Fetch (once, into the cache) and decode every reference image before anything is paid for.
 
     Tasks are fetched eight at a time; an image decoded by an earlier run (same size and time) is not
@@ -257,7 +263,7 @@ def check_reference_images(run: RunConfig, progress=None) -> None:
     checked.save()
 
 
-def startup_progress(config: pytest.Config):
+def startup_progress(config: pytest.Config) -> Callable[[int, int], None] | None:
     """A line saying how far the reference images are, when fetching them takes a moment (none under -q)."""
     import time
 
@@ -388,7 +394,7 @@ def _refuse_missing(problems: list[str | None], done: str) -> None:
         raise ConfigError("; ".join(named) + f"; {done}")
 
 
-def candidate_keys(run: RunConfig, spec: ModelSpec):
+def candidate_keys(run: RunConfig, spec: ModelSpec) -> Iterator[Key]:
     for split in run.splits:
         for task in split.tasks:
             for repeat in range(1, run.repeats + 1):
@@ -407,7 +413,7 @@ def pending_verdicts(run: RunConfig, runner: Runner, disk: Survey) -> bool:
     return False
 
 
-def _stability_missing(record, runner: Runner) -> bool:
+def _stability_missing(record: Record, runner: Runner) -> bool:
     from ..engine.stability import kept
 
     entry = kept(record, runner.judge.id)
