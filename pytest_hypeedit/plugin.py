@@ -57,7 +57,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def benchmark_mode(config: pytest.Config) -> bool:
-    return bool(config.getoption("hypeedit_models", default=None))
+    from .options import settings_of
+
+    return bool(settings_of(config).models)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -77,7 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     forget_earlier_runs()  # the live line counts this run's batches only
     from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run
-    from .options import with_ini_origin
+    from .options import settings_of, with_ini_origin
 
     prefer_one_line_failures(config)
     try:
@@ -93,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         origins: dict[str, str] = config.stash.get(INI_ORIGINS_KEY, {})
         raise pytest.UsageError(with_ini_origin(str(exc), origins)) from None
     register_pool_plugins(config)
-    if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
+    if settings_of(config).html_path:  # pytest-html's --html: the failure gallery
         from .report.html import register_gallery
 
         register_gallery(config, controller=is_controller(config))
@@ -103,9 +105,10 @@ def refuse_test_paths(config: pytest.Config) -> None:
     """``pytest tests --model X``: the paths given on the command line (not the ini file's testpaths, which
     pytest uses only when none are given) would not run; say so before anything is read or paid for."""
     from .glue.rootdir_guard import test_paths_message
+    from .options import settings_of
 
-    message = test_paths_message([str(path) for path in config.option.file_or_dir or []],
-                                 config.getoption("hypeedit_models"))
+    settings = settings_of(config)
+    message = test_paths_message(list(settings.file_or_dir), list(settings.models))
     if message:
         raise pytest.UsageError(message)
 
@@ -118,8 +121,10 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
     (quadratic: ~33 s of a 7,000-candidate replay). ``auto`` is pytest's default,
     so it counts as not chosen.
     """
-    if config.option.tbstyle == "auto":
-        config.option.tbstyle = "line"
+    from .options import set_traceback_style, traceback_style
+
+    if traceback_style(config) == "auto":
+        set_traceback_style(config, "line")
 
 
 def register_controller_plugins(config: pytest.Config, run) -> None:
@@ -152,7 +157,9 @@ def register_pool_plugins(config: pytest.Config) -> None:
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
     # once -n is given, and the option is absent with -p no:xdist)
-    distributing = is_controller(config) and config.getoption("dist", default="no") != "no"
+    from .options import settings_of
+
+    distributing = is_controller(config) and settings_of(config).distributing
     if not distributing:
         config.pluginmanager.register(PoolPlugin(config), "hypeedit-pool")
     if is_controller(config):
@@ -166,7 +173,9 @@ def register_pool_plugins(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
-    if benchmark_mode(config) and config.getvalue("dist") == "load":
+    from .options import settings_of
+
+    if benchmark_mode(config) and settings_of(config).dist == "load":
         from .glue.xdist_internals import deal_all_scheduler
 
         return deal_all_scheduler(config, log)
@@ -187,7 +196,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         from .glue.items import make_items
 
         items[:] = make_items(session, config.stash[RUN_KEY])
-        if config.option.hypeedit_sequential:  # an order that can decide early, the same in every process
+        from .options import settings_of
+
+        if settings_of(config).sequential:  # an order that can decide early, the same in every process
             from .glue.early_stop import buying_order
 
             items[:] = buying_order(items, config)
@@ -214,8 +225,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if getattr(config.option, "help", False):  # pytest --help unconfigures right after printing its text
-        from .options import help_epilogue
+    from .options import asked_for_help, help_epilogue
+
+    if asked_for_help(config):  # pytest --help unconfigures right after printing its text
 
         config.get_terminal_writer().write("\n" + help_epilogue())
     runner = config.stash.get(RUNNER_KEY, None)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import HypeEditError
+from ..options import settings_of
 from ..report.agreement_check import AgreementCheck, terminal_lines
 from .terminal_layout import write_folded
 
@@ -44,7 +45,7 @@ class AgreementPlugin:
 
 def register_agreement(config: pytest.Config, run: RunConfig) -> AgreementPlugin | None:
     """Read the panel now, so a bad labels file stops the run before anything is paid for."""
-    value = config.getoption("hypeedit_agreement", default=None)
+    value = settings_of(config).agreement
     try:
         check = AgreementCheck.from_option(value, tuple(run.registry.models))
     except HypeEditError as exc:

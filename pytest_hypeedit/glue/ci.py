@@ -22,6 +22,7 @@ import pytest
 
 from ..analysis.gates import Gate, GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
+from ..options import settings_of
 from ..report.results_files import load_results
 
 if TYPE_CHECKING:
@@ -42,21 +43,21 @@ GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO
 class CiPlugin:
     def __init__(self, config: pytest.Config, run: RunConfig) -> None:
         self.config, self.run = config, run
-        option = config.option
+        self.settings = settings = settings_of(config)
         try:
-            self.gates = parse_gates(option.hypeedit_gates)
-            self.baseline = _load_baseline(option.hypeedit_baseline)
+            self.gates = parse_gates(list(settings.gates))
+            self.baseline = _load_baseline(settings.baseline)
         except HypeEditError as exc:
             raise pytest.UsageError(str(exc)) from None
         if any(g.relative_to_baseline for g in self.gates) and self.baseline is None:
             raise pytest.UsageError("--gate refers to 'baseline' but no --baseline RESULTS.json was given")
-        if option.hypeedit_bootstrap < 0 or option.hypeedit_bootstrap == 1:
-            raise pytest.UsageError(f"--bootstrap {option.hypeedit_bootstrap}: must be 0 (off) or a number of resamples >= 2")
+        if settings.bootstrap < 0 or settings.bootstrap == 1:
+            raise pytest.UsageError(f"--bootstrap {settings.bootstrap}: must be 0 (off) or a number of resamples >= 2")
         self.gate_results: list[GateResult] = []
         self.incomplete_reasons: list[str] = []
         self.session: pytest.Session | None = None
         self.sequential = None
-        if option.hypeedit_sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
+        if settings.sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
             from .early_stop import PLUGIN_NAME, SequentialGates
 
             self.sequential = SequentialGates(config, run, self.gates, self.baseline)
@@ -68,8 +69,8 @@ class CiPlugin:
         (a tenth of a second before the first paid call)."""
         from ..analysis.enrich import AnalysisSettings
 
-        option, run = self.config.option, self.run
-        return AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
+        settings, run = self.settings, self.run
+        return AnalysisSettings(run.metric_settings, settings.bootstrap, settings.bootstrap_seed,
                                 review_seconds=run.review_seconds, review_rate=run.review_rate)
 
     def add_statistics(self, results: dict[str, Any]) -> None:
@@ -96,12 +97,12 @@ class CiPlugin:
         if self.gates:
             self.incomplete_reasons = _run_level_problems(session, self.config)
             self.gate_results = evaluate(self.gates, results or {}, (self.baseline or {}).get("rows"),
-                                         self.config.option.hypeedit_allow_incomplete, self.incomplete_reasons)
+                                         self.settings.allow_incomplete, self.incomplete_reasons)
             if self.sequential is not None:
                 from .early_stop import follow_decisions
 
                 self.gate_results = follow_decisions(self.gate_results, self.sequential, results or {},
-                                                     self.config.option.hypeedit_allow_incomplete,
+                                                     self.settings.allow_incomplete,
                                                      self.incomplete_reasons)
             self.config.stash[GATES_KEY] = [r.line() for r in self.gate_results]
             if session.exitstatus in GATEABLE:
@@ -115,7 +116,7 @@ class CiPlugin:
     def _unfinished(self, results: dict[str, Any] | None) -> bool:
         """A run that is not complete (stopped, a subset, errors, nothing measured) does not exit 0, unless
         --allow-incomplete says a partial run is what was wanted."""
-        if results is None or self.config.option.hypeedit_allow_incomplete:
+        if results is None or self.settings.allow_incomplete:
             return False
         if self.sequential is not None and finished_by_decision(results):
             return False  # a deliberate, declared stop: the gates' decisions are the exit status
@@ -145,7 +146,7 @@ class CiPlugin:
 
     def write_gates(self, terminalreporter: pytest.TerminalReporter) -> None:
         """One line per gate and the verdict, under the results table: printed last, by glue/terminal_layout.py."""
-        if not self.gates or self.config.option.collectonly:
+        if not self.gates or self.settings.collect_only:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
         from .terminal_layout import write_folded

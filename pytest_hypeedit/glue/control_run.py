@@ -17,6 +17,7 @@ import pytest
 from ..config import RunConfig
 from ..engine.records import Record
 from ..errors import HypeEditError
+from ..options import settings_of
 from ..tasks import Task
 from .stash import RUNNER_KEY
 
@@ -36,7 +37,7 @@ class ControlsPlugin:
         self.entry: dict[str, Any] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
+        if settings_of(self.config).collect_only:
             return
         from ..engine.controls import controls_price, judge_controls, price_line
 
@@ -78,7 +79,7 @@ class ControlsPlugin:
         from ..analysis.judge_controls import drift_warnings, table_lines
         from .terminal_layout import write_folded
 
-        if self.config.option.collectonly:
+        if settings_of(self.config).collect_only:
             return
         entry = self.results_entry()
         terminalreporter.write_sep("-", "judge controls (no model's figures; results: judge_controls)")
@@ -91,7 +92,7 @@ class ControlsPlugin:
 
 def estimate_lines(config: pytest.Config, run: RunConfig) -> list[str]:
     """``--estimate`` with ``--judge-controls``: the controls' price line (judge calls only)."""
-    if not config.getoption("hypeedit_judge_controls", default=False):
+    if not settings_of(config).judge_controls:
         return []
     from ..engine.controls import controls_price, price_line
 
@@ -126,7 +127,7 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
 
 
 def register_controls(config: pytest.Config, run: RunConfig) -> ControlsPlugin | None:
-    if not config.getoption("hypeedit_judge_controls", default=False):
+    if not settings_of(config).judge_controls:
         return None
     plugin = ControlsPlugin(config, run)
     config.pluginmanager.register(plugin, PLUGIN_NAME)

@@ -40,6 +40,7 @@ from ..analysis.sequential import (
     paired_value,
     per_gate_alpha,
 )
+from ..options import settings_of
 from .sequential_order import KeptOrder, kept_order, model_orders
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def look_ahead(config: pytest.Config, concurrency: int) -> int | None:
     """Under --sequential, how far a process's pool may buy past the item pytest waits for (engine/pool.py
     ``ahead``): its share of --concurrency (every process of the run shares it), so a decision taken from the
     reported items stops the buying about --concurrency candidates later, however fast the provider answers."""
-    if not config.option.hypeedit_sequential:
+    if not settings_of(config).sequential:
         return None
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1) or 1)
     return max(1, -(-concurrency // workers))
@@ -134,7 +135,7 @@ class SequentialGates:
     def __init__(self, config: pytest.Config, run: RunConfig, gates: Sequence[Gate],
                  baseline: Mapping[str, Any] | None) -> None:
         self.config, self.run = config, run
-        self.alpha = float(config.option.hypeedit_gate_alpha)
+        self.alpha = float(settings_of(config).gate_alpha)
         if not 0 < self.alpha < 1:
             raise pytest.UsageError(f"--gate-alpha {self.alpha:g}: give the chance of a wrong early decision, a "
                                     "number between 0 and 1 (default 0.05)")

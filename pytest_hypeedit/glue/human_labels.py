@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import HypeEditError
+from ..options import settings_of
 from ..report.calibrated_rows import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
 from .terminal_layout import write_folded
 
@@ -50,9 +51,8 @@ class HumanLabelsPlugin:
 
         config = self.config
         ci = config.pluginmanager.get_plugin("hypeedit-ci")
-        option = config.option
-        settings = Settings(config.stash[SESSION_KEY].run.metric_settings, option.hypeedit_bootstrap,
-                            option.hypeedit_bootstrap_seed)
+        read = settings_of(config)
+        settings = Settings(config.stash[SESSION_KEY].run.metric_settings, read.bootstrap, read.bootstrap_seed)
         records = config.stash[SESSION_KEY].records.values()
         add_calibration(results, records, self.sample, settings, getattr(ci, "baseline", None))
 
@@ -90,7 +90,7 @@ def _judge_panel(config: pytest.Config) -> Panel | None:
 
 def register_calibration(config: pytest.Config, run: RunConfig) -> HumanLabelsPlugin:
     """Read the human sample now, so a bad labels or design file stops the run before anything is paid for."""
-    value = config.getoption("hypeedit_calibrate", default=None)
+    value = settings_of(config).calibrate
     try:
         sample = HumanSample.from_option(value, tuple(run.registry.models))
     except HypeEditError as exc:

@@ -38,6 +38,7 @@ from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
+from ..options import settings_of
 from ..report.progress import LineWriter, Progress, duration
 from .early_stop import look_ahead
 from .items import CandidateItem
@@ -253,10 +254,10 @@ def _grace(config: pytest.Config) -> float:
 
 def runs_items(session: pytest.Session) -> bool:
     """Whether pytest's run loop will run the items (the same tests as _pytest/main.py's pytest_runtestloop)."""
-    option = session.config.option
-    if option.collectonly:
+    settings = settings_of(session.config)
+    if settings.collect_only:
         return False
-    return not (session.testsfailed and not option.continue_on_collection_errors)
+    return not (session.testsfailed and not settings.continue_on_collection_errors)
 
 
 def write_status(folder: Path, state: PoolState, *, final: bool = False) -> None:
@@ -334,7 +335,7 @@ class StopSignal:
         return statuses
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        maxfail = self.config.option.maxfail
+        maxfail = settings_of(self.config).maxfail
         if report.failed:
             self.failures += 1
             if maxfail and self.failures >= maxfail:
@@ -380,7 +381,7 @@ class LiveLine:
         self.session: pytest.Session | None = None
         self.writer = LineWriter()
         # under -n, done is what the controller saw reported (report/progress.py Progress.line says why)
-        self.reported: int | None = 0 if config.getoption("dist", default="no") != "no" else None
+        self.reported: int | None = 0 if settings_of(config).distributing else None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -437,7 +438,7 @@ class LiveLine:
 
 def live_line_wanted(config: pytest.Config) -> bool:
     """At the default verbosity only: -q asks for silence, -v prints a line per item already."""
-    return config.get_verbosity() == 0 and not config.option.collectonly
+    return config.get_verbosity() == 0 and not settings_of(config).collect_only
 
 
 def prepare_terminal(config: pytest.Config) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..config import RunConfig
+from ..options import settings_of, stop_distributing
 from .items import parse_nodeid
 from .stash import RUNNER_KEY, SURVEY_KEY
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def estimating(config: pytest.Config) -> bool:
-    return bool(config.getoption("hypeedit_estimate", default=False))
+    return settings_of(config).estimate
 
 
 class PriceLine:
@@ -36,7 +37,7 @@ class PriceLine:
         self.config, self.run, self.stated = config, run, False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if not self.config.option.collectonly:  # the xdist controller collects nothing: see below
+        if not settings_of(self.config).collect_only:  # the xdist controller collects nothing: see below
             self.state([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
@@ -80,7 +81,7 @@ def register_price(config: pytest.Config, run: RunConfig) -> None:
     if estimating(config):
         # No xdist worker is started: its controller ("dsession") is made by xdist's pytest_configure, which runs
         # after ours (both trylast) unless asked not to distribute, or before it, when it is taken away again.
-        config.option.dist, config.option.tx = "no", []
+        stop_distributing(config)
         if config.pluginmanager.has_plugin("dsession"):
             config.pluginmanager.unregister(name="dsession")
         config.pluginmanager.register(EstimateOnly(config, run), "hypeedit-estimate")

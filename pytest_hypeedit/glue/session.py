@@ -25,6 +25,7 @@ from ..engine.records import DISCARDED, ERROR, PROPERTY_KEY, Record, cleaned_cop
 from ..engine.store import Store
 from ..errors import HypeEditError
 from ..judges.versions import judge_versions, version_warnings
+from ..options import settings_of
 from ..report.release_text import same_release_lines
 from ..report.terminal_table import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
@@ -122,7 +123,7 @@ class BenchmarkSession:
         other plugins' ``pytest_hypeedit_results``, which see the finished results; write them; the gates and the
         exit status (which needs to know whether the results were written); the junit XML's properties and the
         HTML report, before junitxml and pytest-html write their files (their own session finish comes after)."""
-        if not self.config.option.collectonly:
+        if not settings_of(self.config).collect_only:
             self.results = self._build(session)
             if self.results is not None:
                 for analysis in self.analyses():

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Generator, Iterable
 import pytest
 
 from ..engine.records import REFUSED
+from ..options import set_traceback_style, settings_of, traceback_style
 from .items import label, parse_nodeid
 from .stash import SESSION_KEY
 
@@ -60,12 +61,12 @@ class BenchmarkTerminal:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> Generator[None, None, None]:
-        style = self.config.option.tbstyle
-        summary = not getattr(self.config.option, "no_summary", False)  # --no-summary: the answer alone
+        style = traceback_style(self.config)
+        summary = not settings_of(self.config).no_summary  # --no-summary: the answer alone
         condensed = summary and not report_chars_given(self.config)
         if style == "line" and summary:
             write_one_line_sections(terminalreporter)
-            self.config.option.tbstyle = "no"  # pytest's own sections would print every item again
+            set_traceback_style(self.config, "no")  # pytest's own sections would print every item again
         skips_asked = condensed and "s" in terminalreporter.reportchars  # an ini file's -ra: one line, not 100
         if condensed:
             terminalreporter.reportchars = "".join(c for c in terminalreporter.reportchars if c not in "fEs")
@@ -74,7 +75,7 @@ class BenchmarkTerminal:
             return (yield)
         finally:
             details.write()  # if pytest had no short summary to print them before
-            self.config.option.tbstyle = style
+            set_traceback_style(self.config, style)
             if condensed:
                 write_condensed_summary(terminalreporter, self.config)
             if skips_asked:

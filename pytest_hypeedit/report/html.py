@@ -34,6 +34,7 @@ import pytest
 
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
+from ..options import settings_of
 from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
 from .baseline import (
     BaselineOutputs,
@@ -153,7 +154,7 @@ def table_counts(config: pytest.Config) -> dict[str, int]:
 
 def report_dir(config: pytest.Config) -> Path | None:
     """Where pytest-html writes the report (it resolves the path the same way)."""
-    path = config.getoption("htmlpath", default=None)
+    path = settings_of(config).html_path
     if not path:
         return None
     return (Path.cwd() / Path(os.path.expandvars(path)).expanduser()).parent
@@ -189,15 +190,14 @@ class ReportPlugin:
 
     def __init__(self, config: pytest.Config, source: ReportSource):
         self.config, self.source = config, source
-        self.self_contained = bool(config.getoption("self_contained_html", default=False))
+        self.self_contained = settings_of(config).self_contained_html
         view_side = _view_side(config)
         # Made for --html only, so report_dir names a folder.
         root = (Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained
                 else report_dir(config) / ASSETS_DIR)  # type: ignore[operator]
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
                                     use_cache=not self.self_contained,
-                                    full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
-                                                                          default=False)))
+                                    full_resolution=settings_of(config).html_full_resolution)
         self.urls = Urls(root, inline=self.self_contained)
         self.thumbs: dict[tuple, Any] = {}  # record key -> Future[ImagePair]
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
@@ -326,7 +326,7 @@ class ReportPlugin:
         postfix.append(table_note(counts, listed))
 
     def write_summary(self, terminalreporter) -> None:
-        path = self.config.getoption("htmlpath", default=None)
+        path = settings_of(self.config).html_path
         for note in self.notes:
             terminalreporter.write_line(f"HTML report: {note}", yellow=True)
         if self.tally is not None and not self.self_contained:
@@ -379,7 +379,8 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 def _view_side(config: pytest.Config) -> int:
     from .assets import THUMB_SIZE, VIEW_SIDE
 
-    side = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
+    side = settings_of(config).html_views
+    side = VIEW_SIDE if side is None else side  # a namespace without the option (as getoption's default was)
     if side != 0 and side < THUMB_SIZE:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
@@ -388,7 +389,7 @@ def _view_side(config: pytest.Config) -> int:
 
 def _max_mb(config: pytest.Config) -> float | None:
     """--html-max-mb: None (not given: the goal follows the candidates, ``goal_bytes``), 0 (no goal) or MB."""
-    megabytes = config.getoption("hypeedit_html_max_mb", default=None)
+    megabytes = settings_of(config).html_max_mb
     if megabytes is not None and megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
                                 f"(default: {AUTO_BASE_MB:g} up to {AUTO_BASE_CANDIDATES} candidates, "
@@ -433,11 +434,11 @@ def report_source(config: pytest.Config) -> ReportSource:
         return task.instruction if task else ""
 
     def baseline() -> BaselineSource | None:
-        path = config.getoption("hypeedit_baseline", default=None)
+        path = settings_of(config).baseline
         if not path:
             return None
         old = load_results(Path(path))  # glue/ci.py refused an unreadable one at start
-        outputs = locate_outputs(Path(path), old.get("settings"), config.getoption("hypeedit_baseline_outputs", None),
+        outputs = locate_outputs(Path(path), old.get("settings"), settings_of(config).baseline_outputs,
                                  [split.name for split in run.splits])
         settings = old.get("settings")
         return BaselineSource(str(path), settings if isinstance(settings, Mapping) else {}, outputs)
