@@ -102,6 +102,12 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("pytest-hypeedit"))
 
 
+def run_config_of(config: Any, extra_models: Sequence[dict[str, Any]] = (), *, load_tasks: bool = True) -> RunConfig:
+    """The run's config from a pytest config's options (``build_run_config``), relative to where pytest was
+    started."""
+    return build_run_config(config.option, Path(config.invocation_params.dir), extra_models, load_tasks=load_tasks)
+
+
 def build_run_config(option: Any, invocation_dir: Path, extra_models: Sequence[dict[str, Any]] = (), *,
                      load_tasks: bool = True) -> RunConfig:
     """Validate the options (``config.option``) and load the registry and the task files.

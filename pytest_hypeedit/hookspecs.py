@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names only: this module loads in every pytest process
     from .engine.records import Record
     from .judges.base import Judge
     from .providers.base import Provider
@@ -37,4 +37,5 @@ def pytest_hypeedit_record(config: pytest.Config, record: Record) -> None:
 
 
 def pytest_hypeedit_results(config: pytest.Config, results: dict[str, Any]) -> None:
-    """Called on the controller with the results JSON before it is written; may add keys."""
+    """Called once on the controller with the results JSON before it is written, after every built-in analysis
+    added its part (glue/session.py); may add keys."""

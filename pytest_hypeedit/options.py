@@ -19,10 +19,13 @@ check sees one value wherever it came from.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+
+import pytest
 
 from .errors import ConfigError
 
@@ -376,3 +379,111 @@ def with_ini_origin(message: str, origins: Mapping[str, str]) -> str:
     if not notes:
         return message
     return f"{message} ({'; '.join(notes)}; the flag on the command line overrides it)"
+
+
+# --------------------------------------------------------------------------- the settings, read once
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the plugin reads of the options, besides the run itself (config.py ``RunConfig``): read once per
+    process, once the ini file has filled them in (``settings_of``), and the only place anything reads
+    ``config.option`` or ``config.getoption`` (tests/package/test_option_reads.py).  pytest's own options are
+    here as the plugin reads them."""
+
+    models: tuple[str, ...] = ()  # --model: none means the plugin is inert (plugin.py benchmark_mode)
+    tasks: tuple[str, ...] = ()  # --tasks, as given (config.py split_sources reads them)
+    judge_base_url: str | None = None  # --judge-base-url
+    estimate: bool = False  # --estimate
+    signals: bool = False  # --signals
+    judge_stability: str | None = None  # --judge-stability
+    judge_controls: bool = False  # --judge-controls
+    agreement: str | None = None  # --agreement
+    calibrate: str | None = None  # --calibrate
+    gates: tuple[str, ...] = ()  # --gate
+    sequential: bool = False  # --sequential
+    gate_alpha: float = 0.05  # --gate-alpha
+    allow_incomplete: bool = False  # --allow-incomplete
+    bootstrap: int = 1000  # --bootstrap
+    bootstrap_seed: int = 0  # --bootstrap-seed
+    baseline: str | None = None  # --baseline
+    baseline_outputs: str | None = None  # --baseline-outputs
+    html_views: Any = None  # --html-views (report/html.py reads its number)
+    html_max_mb: Any = None  # --html-max-mb
+    html_full_resolution: bool = False  # --html-full-resolution
+    # pytest's and its plugins' own
+    collect_only: bool = False  # --collect-only
+    continue_on_collection_errors: bool = False
+    maxfail: int = 0  # -x, --maxfail
+    dist: str = "no"  # pytest-xdist's --dist ("load" once -n is given); absent with -p no:xdist
+    html_path: str | None = None  # pytest-html's --html
+    self_contained_html: bool = False  # pytest-html's --self-contained-html
+    file_or_dir: tuple[str, ...] = ()  # the paths on the command line
+    no_summary: bool = False  # --no-summary
+
+    @property
+    def distributing(self) -> bool:
+        """Under -n: pytest-xdist's controller deals the items to workers."""
+        return self.dist != "no"
+
+    @classmethod
+    def of(cls, option: Any) -> Settings:
+        """From ``config.option`` (an argparse namespace); an option a disabled plugin did not declare is its
+        default."""
+
+        def value(name: str, default: Any = None) -> Any:
+            found = getattr(option, name, default)
+            return default if found is None else found
+
+        return cls(
+            models=tuple(value("hypeedit_models", ())), tasks=tuple(value("hypeedit_tasks", ())),
+            judge_base_url=value("hypeedit_judge_base_url"), estimate=bool(value("hypeedit_estimate", False)),
+            signals=bool(value("hypeedit_signals", False)), judge_stability=value("hypeedit_judge_stability"),
+            judge_controls=bool(value("hypeedit_judge_controls", False)), agreement=value("hypeedit_agreement"),
+            calibrate=value("hypeedit_calibrate"), gates=tuple(value("hypeedit_gates", ())),
+            sequential=bool(value("hypeedit_sequential", False)), gate_alpha=value("hypeedit_gate_alpha", 0.05),
+            allow_incomplete=bool(value("hypeedit_allow_incomplete", False)),
+            bootstrap=value("hypeedit_bootstrap", 1000), bootstrap_seed=value("hypeedit_bootstrap_seed", 0),
+            baseline=value("hypeedit_baseline"), baseline_outputs=value("hypeedit_baseline_outputs"),
+            html_views=value("hypeedit_html_views"), html_max_mb=value("hypeedit_html_max_mb"),
+            html_full_resolution=bool(value("hypeedit_html_full_resolution", False)),
+            collect_only=bool(value("collectonly", False)),
+            continue_on_collection_errors=bool(value("continue_on_collection_errors", False)),
+            maxfail=int(value("maxfail", 0)), dist=str(value("dist", "no")), html_path=value("htmlpath"),
+            self_contained_html=bool(value("self_contained_html", False)),
+            file_or_dir=tuple(str(path) for path in value("file_or_dir", ())),
+            no_summary=bool(value("no_summary", False)),
+        )
+
+
+_SETTINGS_KEY = pytest.StashKey[Settings]()
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    """The settings of this process, read from its options the first time they are asked for (after the ini
+    file filled them in: glue/ini.py runs first)."""
+    found = config.stash.get(_SETTINGS_KEY, None)
+    if found is None:
+        found = config.stash[_SETTINGS_KEY] = Settings.of(config.option)
+    return found
+
+
+def stop_distributing(config: pytest.Config) -> None:
+    """``--estimate`` under -n: no worker is started (glue/price_line.py); the settings say so too."""
+    config.option.dist, config.option.tx = "no", []
+    config.stash[_SETTINGS_KEY] = dataclasses.replace(settings_of(config), dist="no")
+
+
+def asked_for_help(config: pytest.Config) -> bool:
+    """``pytest --help``: read apart from the settings, which a bad value in the ini file must not stop."""
+    return bool(getattr(config.option, "help", False))
+
+
+def traceback_style(config: pytest.Config) -> str:
+    """pytest's ``--tb``, which the plugin sets for a benchmark's run (plugin.py) and, while pytest prints its
+    summary, to ``no`` (glue/terminal_layout.py): a value that changes, not a setting."""
+    return str(config.option.tbstyle)
+
+
+def set_traceback_style(config: pytest.Config, style: str) -> None:
+    config.option.tbstyle = style

@@ -21,7 +21,7 @@ import pytest
 from .errors import HypeEditError
 from .glue.stash import INI_ORIGINS_KEY, RUN_ID_KEY, RUN_KEY, RUNNER_KEY, RUNTIME_KEY, SESSION_KEY, run_id
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # names only: see below
     from .config import RunConfig
     from .judges.base import Judge
     from .providers.base import Provider
@@ -58,7 +58,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 
 def benchmark_mode(config: pytest.Config) -> bool:
-    return bool(config.getoption("hypeedit_models", default=None))
+    from .options import settings_of
+
+    return bool(settings_of(config).models)
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -75,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     skip_exit_collection()
     from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run
-    from .options import with_ini_origin
+    from .options import settings_of, with_ini_origin
 
     prefer_one_line_failures(config)
     try:
@@ -91,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
         origins: dict[str, str] = config.stash.get(INI_ORIGINS_KEY, {})
         raise pytest.UsageError(with_ini_origin(str(exc), origins)) from None
     register_pool_plugins(config)
-    if config.getoption("htmlpath", default=None):  # pytest-html's --html: the failure gallery
+    if settings_of(config).html_path:  # pytest-html's --html: the failure gallery
         from .report.html import register_gallery
 
         register_gallery(config, controller=is_controller(config))
@@ -101,9 +103,10 @@ def refuse_test_paths(config: pytest.Config) -> None:
     """``pytest tests --model X``: the paths given on the command line (not the ini file's testpaths, which
     pytest uses only when none are given) would not run; say so before anything is read or paid for."""
     from .glue.rootdir_guard import test_paths_message
+    from .options import settings_of
 
-    message = test_paths_message([str(path) for path in config.option.file_or_dir or []],
-                                 config.getoption("hypeedit_models"))
+    settings = settings_of(config)
+    message = test_paths_message(list(settings.file_or_dir), list(settings.models))
     if message:
         raise pytest.UsageError(message)
 
@@ -116,8 +119,10 @@ def prefer_one_line_failures(config: pytest.Config) -> None:
     (quadratic: ~33 s of a 7,000-candidate replay). ``auto`` is pytest's default,
     so it counts as not chosen.
     """
-    if config.option.tbstyle == "auto":
-        config.option.tbstyle = "line"
+    from .options import set_traceback_style, traceback_style
+
+    if traceback_style(config) == "auto":
+        set_traceback_style(config, "line")
 
 
 def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
@@ -128,18 +133,19 @@ def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
     from .glue.session import BenchmarkSession
     from .glue.terminal_layout import BenchmarkTerminal
 
-    session = BenchmarkSession(config, run)
+    ci = CiPlugin(config, run)
+    session = BenchmarkSession(config, run, ci)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "hypeedit-session")
-    config.pluginmanager.register(CiPlugin(config, run), "hypeedit-ci")
+    config.pluginmanager.register(ci, "hypeedit-ci")
     config.pluginmanager.register(BenchmarkTerminal(config), "hypeedit-terminal")
-    register_agreement(config, run)
+    session.agreement = register_agreement(config, run)
     from .glue.human_labels import register_calibration
 
-    register_calibration(config, run)  # record.human from the labels of the run; --calibrate
+    session.calibration = register_calibration(config, run)  # record.human from the labels of the run; --calibrate
     from .glue.control_run import register_controls
 
-    register_controls(config, run)  # --judge-controls
+    session.controls = register_controls(config, run)  # --judge-controls
 
 
 def register_pool_plugins(config: pytest.Config) -> None:
@@ -149,7 +155,9 @@ def register_pool_plugins(config: pytest.Config) -> None:
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
     # once -n is given, and the option is absent with -p no:xdist)
-    distributing = is_controller(config) and config.getoption("dist", default="no") != "no"
+    from .options import settings_of
+
+    distributing = is_controller(config) and settings_of(config).distributing
     if not distributing:
         config.pluginmanager.register(PoolPlugin(config), "hypeedit-pool")
     if is_controller(config):
@@ -163,7 +171,9 @@ def register_pool_plugins(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:  # xdist's logger and scheduler
     """Under -n (``--dist load``), deal every item at once so each worker's pool can work ahead."""
-    if benchmark_mode(config) and config.getvalue("dist") == "load":
+    from .options import settings_of
+
+    if benchmark_mode(config) and settings_of(config).dist == "load":
         from .glue.xdist_internals import deal_all_scheduler
 
         return deal_all_scheduler(config, log)
@@ -184,11 +194,14 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if benchmark_mode(config):
         from .glue.items import make_items
 
-        items[:] = make_items(session, config.stash[RUN_KEY])
-        if config.option.hypeedit_sequential:  # an order that can decide early, the same in every process
+        candidates = make_items(session, config.stash[RUN_KEY])
+        from .options import settings_of
+
+        if settings_of(config).sequential:  # an order that can decide early, the same in every process
             from .glue.early_stop import buying_order
 
-            items[:] = buying_order(items, config)
+            candidates = buying_order(candidates, config)
+        items[:] = candidates
     return (yield)
 
 
@@ -202,9 +215,19 @@ def pytest_configure_node(node: Any) -> None:  # xdist's WorkerController (xdist
         node.workerinput[FOLDERS_KEY] = worker_folders(node.config)  # the folders of the run's releases
 
 
+@pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-html write their files from what it adds
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The package's one session finish: the end of the run in order, as plain calls (glue/session.py)."""
+    if benchmark_mode(session.config):
+        from .glue.session import end_of_run
+
+        end_of_run(session)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if getattr(config.option, "help", False):  # pytest --help unconfigures right after printing its text
-        from .options import help_epilogue
+    from .options import asked_for_help, help_epilogue
+
+    if asked_for_help(config):  # pytest --help unconfigures right after printing its text
 
         config.get_terminal_writer().write("\n" + help_epilogue())
     runner = config.stash.get(RUNNER_KEY, None)

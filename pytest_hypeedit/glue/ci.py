@@ -1,31 +1,36 @@
-"""pytest glue for what CI reads: gates decide the exit status, statistics go into the results,
-session metrics go into the junit XML, and the HTML gallery is registered.
+"""What CI reads: gates decide the exit status, statistics go into the results, session metrics go into the junit
+XML.
 
-Gates and statistics are pure (analysis/gates.py, analysis/enrich.py); this module only wires
-them into the session:
+Gates and statistics are pure (analysis/gates.py, analysis/enrich.py); this module only applies them, called in
+order by the session's end of the run (glue/session.py ``BenchmarkSession.finish``), never through hook order:
 
-- ``pytest_hypeedit_results`` (before the results JSON is written): intervals,
-  sensitivity, per-task tallies and the baseline comparison are added to rows.
-- ``pytest_sessionfinish`` (controller, after the session object built the
-  results, before junitxml and pytest-html write their files): the gates are
+- ``add_statistics`` and ``add_sequential`` (analyses, before the results JSON is written): intervals,
+  sensitivity, per-task tallies and the baseline comparison are added to rows; ``--sequential``'s decisions.
+- ``decide`` (after the results are written, before junitxml and pytest-html write their files): the gates are
   evaluated and set ``session.exitstatus``; metrics become junit properties.
-- ``pytest_terminal_summary``: intervals, sensitivity and the baseline comparison; ``write_gates``
-  (called by glue/terminal_layout.py under the results table): one explicit line per gate, because pytest's
-  last line still says "N failed" when the gates pass (and "N passed" when not).
+- ``detail_lines`` and ``write_gates`` (called by glue/terminal_layout.py): intervals, sensitivity and the
+  baseline comparison above the table; one explicit line per gate under it, because pytest's last line still
+  says "N failed" when the gates pass (and "N passed" when not).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..analysis.gates import Gate, GateResult, all_hold, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
+from ..options import settings_of
 from ..report.results_files import load_results
 
-GATES_KEY = pytest.StashKey[list]()
+if TYPE_CHECKING:
+    from ..analysis.enrich import AnalysisSettings
+    from ..analysis.metrics import TaskTally
+    from ..config import RunConfig
+
+GATES_KEY = pytest.StashKey[list[str]]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
                  "first_attempt_pass_rate", "hype_gap")
 JUNIT_COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "skipped", "spent")
@@ -36,92 +41,91 @@ GATEABLE = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO
 
 
 class CiPlugin:
-    def __init__(self, config: pytest.Config, run):
+    def __init__(self, config: pytest.Config, run: RunConfig) -> None:
         self.config, self.run = config, run
-        option = config.option
+        self.settings = settings = settings_of(config)
         try:
-            self.gates = parse_gates(option.hypeedit_gates)
-            self.baseline = _load_baseline(option.hypeedit_baseline)
+            self.gates = parse_gates(list(settings.gates))
+            self.baseline = _load_baseline(settings.baseline)
         except HypeEditError as exc:
             raise pytest.UsageError(str(exc)) from None
         if any(g.relative_to_baseline for g in self.gates) and self.baseline is None:
             raise pytest.UsageError("--gate refers to 'baseline' but no --baseline RESULTS.json was given")
-        if option.hypeedit_bootstrap < 0 or option.hypeedit_bootstrap == 1:
-            raise pytest.UsageError(f"--bootstrap {option.hypeedit_bootstrap}: must be 0 (off) or a number of resamples >= 2")
+        if settings.bootstrap < 0 or settings.bootstrap == 1:
+            raise pytest.UsageError(f"--bootstrap {settings.bootstrap}: must be 0 (off) or a number of resamples >= 2")
         self.gate_results: list[GateResult] = []
         self.incomplete_reasons: list[str] = []
         self.session: pytest.Session | None = None
         self.sequential = None
-        if option.hypeedit_sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
+        if settings.sequential:  # the decisions, fed every record on the controller (glue/early_stop.py)
             from .early_stop import PLUGIN_NAME, SequentialGates
 
             self.sequential = SequentialGates(config, run, self.gates, self.baseline)
             config.pluginmanager.register(self.sequential, PLUGIN_NAME)
 
     @property
-    def analysis(self):
+    def analysis(self) -> AnalysisSettings:
         """The statistics' settings; numpy is imported here, when the results are computed, not at start-up
         (a tenth of a second before the first paid call)."""
         from ..analysis.enrich import AnalysisSettings
 
-        option, run = self.config.option, self.run
-        return AnalysisSettings(run.metric_settings, option.hypeedit_bootstrap, option.hypeedit_bootstrap_seed,
+        settings, run = self.settings, self.run
+        return AnalysisSettings(run.metric_settings, settings.bootstrap, settings.bootstrap_seed,
                                 review_seconds=run.review_seconds, review_rate=run.review_rate)
 
-    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+    def add_statistics(self, results: dict[str, Any]) -> None:
+        """Intervals, sensitivity, per-task tallies and the baseline comparison of every row."""
         from ..analysis.enrich import enrich_results
         from ..analysis.serving import candidates_of
         from .stash import SESSION_KEY
 
-        candidates = candidates_of(config.stash[SESSION_KEY].records.values())  # serving: routes, drift
-        enrich_results(results, _tallies_by_row(config, results), self.analysis, self.baseline, candidates)
-        if self.sequential is not None:
-            from .early_stop import not_measured, stopped_sequentially
+        candidates = candidates_of(self.config.stash[SESSION_KEY].records.values())  # serving: routes, drift
+        enrich_results(results, _tallies_by_row(self.config, results), self.analysis, self.baseline, candidates)
 
-            if stopped_sequentially(results):
-                not_measured(results, "not measured: --sequential stopped buying before every repeat of every "
-                                      "task was bought")
-            results["sequential"] = self.sequential.results_entry(results)
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
+    def add_sequential(self, results: dict[str, Any]) -> None:
+        """``--sequential``: its decisions (``sequential``), and which figures a decided stop left unmeasured."""
+        if self.sequential is None:
             return
-        results = _session_results(self.config)
+        from .early_stop import not_measured, stopped_sequentially
+
+        if stopped_sequentially(results):
+            not_measured(results, "not measured: --sequential stopped buying before every repeat of every "
+                                  "task was bought")
+        results["sequential"] = self.sequential.results_entry(results)
+
+    def decide(self, session: pytest.Session, results: dict[str, Any] | None, write_failed: bool) -> None:
+        """The gates and the exit status (once the results are written: a run whose results could not be written
+        does not exit 0), then the junit XML's properties and gate cases."""
         self.session = session
         if self.gates:
             self.incomplete_reasons = _run_level_problems(session, self.config)
             self.gate_results = evaluate(self.gates, results or {}, (self.baseline or {}).get("rows"),
-                                         self.config.option.hypeedit_allow_incomplete, self.incomplete_reasons)
+                                         self.settings.allow_incomplete, self.incomplete_reasons)
             if self.sequential is not None:
                 from .early_stop import follow_decisions
 
                 self.gate_results = follow_decisions(self.gate_results, self.sequential, results or {},
-                                                     self.config.option.hypeedit_allow_incomplete,
+                                                     self.settings.allow_incomplete,
                                                      self.incomplete_reasons)
             self.config.stash[GATES_KEY] = [r.line() for r in self.gate_results]
             if session.exitstatus in GATEABLE:
                 held = all_hold(self.gate_results)
                 session.exitstatus = pytest.ExitCode.OK if held else pytest.ExitCode.TESTS_FAILED
-        if session.exitstatus == pytest.ExitCode.OK and self._unfinished(results):
+        if session.exitstatus == pytest.ExitCode.OK and (write_failed or self._unfinished(results)):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_junit_properties(self.config, results, self.gate_results)
         add_junit_gate_cases(self.config, self.gates, self.gate_results)
 
-    def _unfinished(self, results: dict | None) -> bool:
-        """A run whose results were not written, or that is not complete (stopped, a subset, errors, nothing
-        measured), does not exit 0, unless --allow-incomplete says a partial run is what was wanted."""
-        from .stash import SESSION_KEY
-
-        if getattr(self.config.stash.get(SESSION_KEY, None), "write_failed", None):
-            return True
-        if results is None or self.config.option.hypeedit_allow_incomplete:
+    def _unfinished(self, results: dict[str, Any] | None) -> bool:
+        """A run that is not complete (stopped, a subset, errors, nothing measured) does not exit 0, unless
+        --allow-incomplete says a partial run is what was wanted."""
+        if results is None or self.settings.allow_incomplete:
             return False
         if self.sequential is not None and finished_by_decision(results):
             return False  # a deliberate, declared stop: the gates' decisions are the exit status
         return not results.get("complete", True)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_details(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The details above the table: each row's pass rate with its interval, and the comparison with the
         baseline; with -v every metric's interval and the effective cost by review time x retry cap (the
         results JSON always has them all)."""
@@ -149,9 +153,9 @@ class CiPlugin:
             hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
             write_folded(terminalreporter, [hint])
 
-    def write_gates(self, terminalreporter) -> None:
+    def write_gates(self, terminalreporter: pytest.TerminalReporter) -> None:
         """One line per gate and the verdict, under the results table: printed last, by glue/terminal_layout.py."""
-        if not self.gates or self.config.option.collectonly:
+        if not self.gates or self.settings.collect_only:
             return
         terminalreporter.write_sep("=", "HYPE-EDIT-1 gates")
         from .terminal_layout import write_folded
@@ -181,16 +185,17 @@ def _load_baseline(path: str | None) -> dict[str, Any] | None:
     return baseline
 
 
-def _session_results(config: pytest.Config) -> dict | None:
+def _session_results(config: pytest.Config) -> dict[str, Any] | None:
     from .stash import SESSION_KEY
 
     session = config.stash.get(SESSION_KEY, None)
     return getattr(session, "results", None)
 
 
-def _tallies_by_row(config: pytest.Config, results: dict) -> dict[tuple[str, str], list]:
+def _tallies_by_row(config: pytest.Config, results: dict[str, Any]) -> dict[tuple[str, str], list[TaskTally]]:
     """Per-task tallies of every row, from the session's records (as report/results.py builds them)."""
-    from ..report.results import COMBINED, tallies_of
+    from ..report.results import tallies_of
+    from ..report.tables import COMBINED
     from .stash import SESSION_KEY
 
     records = list(config.stash[SESSION_KEY].records.values())
@@ -225,7 +230,7 @@ ROW_REASONS = ("errors", "skipped", "disk_full")
 DECIDED_STOP = ("sequential", "bought_unreported")
 
 
-def finished_by_decision(results: dict) -> bool:
+def finished_by_decision(results: dict[str, Any]) -> bool:
     """Stopped by --sequential's decision, and nothing else keeps the run from being complete."""
     reasons = ((results or {}).get("coverage") or {}).get("reasons") or ()
     return any(r["reason"] == "sequential" for r in reasons) and all(r["reason"] in DECIDED_STOP for r in reasons)
@@ -234,7 +239,7 @@ def finished_by_decision(results: dict) -> bool:
 # --------------------------------------------------------------------------- junit XML
 
 
-def junit_properties(results: dict | None, gate_results: list[GateResult]) -> list[tuple[str, str]]:
+def junit_properties(results: dict[str, Any] | None, gate_results: list[GateResult]) -> list[tuple[str, str]]:
     """Flat ``hypeedit.<model>.<split>.<metric>`` properties a CI system can read without parsing JSON."""
     props: list[tuple[str, str]] = []
     for row in (results or {}).get("rows") or []:
@@ -262,7 +267,7 @@ def _scalar(value: Any) -> str:
     return repr(float(value)) if isinstance(value, float) else str(value)
 
 
-def add_junit_properties(config: pytest.Config, results: dict | None, gate_results: list[GateResult]) -> None:
+def add_junit_properties(config: pytest.Config, results: dict[str, Any] | None, gate_results: list[GateResult]) -> None:
     """Add testsuite properties through the controller's LogXML (record_testsuite_property cannot reach
     the controller from an xdist worker); our sessionfinish runs before LogXML writes the file."""
     from _pytest.junitxml import xml_key
@@ -301,7 +306,7 @@ def add_junit_gate_cases(config: pytest.Config, gates: list[Gate], gate_results:
 # --------------------------------------------------------------------------- terminal
 
 
-def interval_lines(results: dict) -> list[str]:
+def interval_lines(results: dict[str, Any]) -> list[str]:
     """-v: every metric of every row with its interval, a row's cells folded within the terminal's width."""
     from ..report.tables import COLUMNS
     from ..report.terminal_table import fold_cells
@@ -313,12 +318,12 @@ def interval_lines(results: dict) -> list[str]:
     return lines
 
 
-def headline_interval_lines(results: dict) -> list[str]:
+def headline_interval_lines(results: dict[str, Any]) -> list[str]:
     """The default: each row's pass rate and its interval."""
     return [f"{row['model']} ({row['split']}): {_with_interval(row, 'pass_rate')}" for row in results.get("rows") or []]
 
 
-def _with_interval(row: dict, key: str) -> str:
+def _with_interval(row: dict[str, Any], key: str) -> str:
     from ..analysis.gates import METRIC_KINDS
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
@@ -329,7 +334,7 @@ def _with_interval(row: dict, key: str) -> str:
     return f"{_named(row, key)} {format_value(row.get(key), kind)}{ci}"
 
 
-def _named(row: dict, key: str) -> str:
+def _named(row: dict[str, Any], key: str) -> str:
     """A metric's key, and what it measures when the row's repeats make pass_at_10 a Pass@k: "pass_at_10 (Pass@2)"."""
     from ..report.tables import metric_labels
 
@@ -337,7 +342,7 @@ def _named(row: dict, key: str) -> str:
     return f"{key} ({label})" if label is not None and label != metric_labels(None)[key] else key
 
 
-def sensitivity_lines(results: dict) -> list[str]:
+def sensitivity_lines(results: dict[str, Any]) -> list[str]:
     """Effective cost of each combined (or only) row across review times x retry caps."""
     rows = [r for r in results.get("rows") or [] if r.get("split") == "combined"] or list(results.get("rows") or [])
     lines = []
@@ -355,7 +360,7 @@ def sensitivity_lines(results: dict) -> list[str]:
     return lines
 
 
-def baseline_lines(results: dict) -> list[str]:
+def baseline_lines(results: dict[str, Any]) -> list[str]:
     from ..analysis.gates import METRIC_KINDS
 
     lines = []

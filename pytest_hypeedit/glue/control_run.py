@@ -17,6 +17,7 @@ import pytest
 from ..config import RunConfig
 from ..engine.records import Record
 from ..errors import HypeEditError
+from ..options import settings_of
 from ..tasks import Task
 from .stash import RUNNER_KEY
 
@@ -36,7 +37,7 @@ class ControlsPlugin:
         self.entry: dict[str, Any] | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
+        if settings_of(self.config).collect_only:
             return
         from ..engine.controls import controls_price, judge_controls, price_line
 
@@ -54,7 +55,7 @@ class ControlsPlugin:
         except HypeEditError as exc:
             self.problem = str(exc)
 
-    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+    def add_to(self, results: dict[str, Any]) -> None:
         results["judge_controls"] = self.results_entry()
 
     def results_entry(self) -> dict[str, Any]:
@@ -74,12 +75,11 @@ class ControlsPlugin:
         self.entry = entry
         return entry
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         from ..analysis.judge_controls import drift_warnings, table_lines
         from .terminal_layout import write_folded
 
-        if self.config.option.collectonly:
+        if settings_of(self.config).collect_only:
             return
         entry = self.results_entry()
         terminalreporter.write_sep("-", "judge controls (no model's figures; results: judge_controls)")
@@ -92,7 +92,7 @@ class ControlsPlugin:
 
 def estimate_lines(config: pytest.Config, run: RunConfig) -> list[str]:
     """``--estimate`` with ``--judge-controls``: the controls' price line (judge calls only)."""
-    if not config.getoption("hypeedit_judge_controls", default=False):
+    if not settings_of(config).judge_controls:
         return []
     from ..engine.controls import controls_price, price_line
 
@@ -126,6 +126,9 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
     return passed
 
 
-def register_controls(config: pytest.Config, run: RunConfig) -> None:
-    if config.getoption("hypeedit_judge_controls", default=False):
-        config.pluginmanager.register(ControlsPlugin(config, run), PLUGIN_NAME)
+def register_controls(config: pytest.Config, run: RunConfig) -> ControlsPlugin | None:
+    if not settings_of(config).judge_controls:
+        return None
+    plugin = ControlsPlugin(config, run)
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+    return plugin

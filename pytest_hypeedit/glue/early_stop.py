@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
 
 import pytest
 
@@ -40,7 +40,14 @@ from ..analysis.sequential import (
     paired_value,
     per_gate_alpha,
 )
+from ..options import settings_of
 from .sequential_order import KeptOrder, kept_order, model_orders
+
+if TYPE_CHECKING:
+    from ..analysis.gates import Gate, GateResult
+    from ..config import RunConfig
+    from ..engine.records import Record
+    from .items import CandidateItem
 
 COMBINED = "combined"  # as report/leaderboard.py names the pooled row (not imported: numpy-free at collection)
 #: Metrics a full run can report but a run stopped early cannot: they need every repeat of every task.
@@ -50,7 +57,7 @@ Key = tuple[str, str, str, int]
 #: The name the controller registers ``SequentialGates`` under (glue/ci.py).
 PLUGIN_NAME = "hypeedit-sequential"
 #: Each model's order seed, on the process that drew or read them, and the workerinput key that hands them over.
-SEEDS_KEY = pytest.StashKey[dict]()
+SEEDS_KEY = pytest.StashKey[dict[str, str]]()
 SEEDS_INPUT = "hypeedit_sequential_seeds"
 
 
@@ -58,13 +65,13 @@ def look_ahead(config: pytest.Config, concurrency: int) -> int | None:
     """Under --sequential, how far a process's pool may buy past the item pytest waits for (engine/pool.py
     ``ahead``): its share of --concurrency (every process of the run shares it), so a decision taken from the
     reported items stops the buying about --concurrency candidates later, however fast the provider answers."""
-    if not config.option.hypeedit_sequential:
+    if not settings_of(config).sequential:
         return None
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1) or 1)
     return max(1, -(-concurrency // workers))
 
 
-def planned_order(run, seeds: Mapping[str, str]) -> list[Key]:
+def planned_order(run: RunConfig, seeds: Mapping[str, str]) -> list[Key]:
     """Every item of the run, (split, model, task_id, repeat), in the order --sequential buys them: each model's
     items in its own kept random order (glue/sequential_order.py), the models abreast (every model's first item,
     then every model's second)."""
@@ -72,7 +79,7 @@ def planned_order(run, seeds: Mapping[str, str]) -> list[Key]:
     return [order[position] for position in range(len(orders[0]) if orders else 0) for order in orders]
 
 
-def buying_order(items: list, config: pytest.Config) -> list:
+def buying_order(items: list[CandidateItem], config: pytest.Config) -> list[CandidateItem]:
     """The collected items in the planned order (any item the plan does not know keeps its place at the end).
     The seeds: the controller's (drawn or read at configure time), handed to a worker in its workerinput."""
     from .stash import RUN_KEY
@@ -125,9 +132,10 @@ class Stream:
 class SequentialGates:
     """The controller's sequential decisions (see the module docstring)."""
 
-    def __init__(self, config: pytest.Config, run, gates: Sequence, baseline: Mapping[str, Any] | None):
+    def __init__(self, config: pytest.Config, run: RunConfig, gates: Sequence[Gate],
+                 baseline: Mapping[str, Any] | None) -> None:
         self.config, self.run = config, run
-        self.alpha = float(config.option.hypeedit_gate_alpha)
+        self.alpha = float(settings_of(config).gate_alpha)
         if not 0 < self.alpha < 1:
             raise pytest.UsageError(f"--gate-alpha {self.alpha:g}: give the chance of a wrong early decision, a "
                                     "number between 0 and 1 (default 0.05)")
@@ -150,7 +158,7 @@ class SequentialGates:
         self.stopped: str | None = None  # the decision, once made: kept here, never read back from a file
 
     # ------------------------------------------------------------------ the plan
-    def _plans(self, gate, baseline: Mapping[str, Any] | None) -> list[Plan]:
+    def _plans(self, gate: Gate, baseline: Mapping[str, Any] | None) -> list[Plan]:
         why = _why_not_sequential(gate)
         if why:
             self.undecidable.append((gate, why))
@@ -165,7 +173,7 @@ class SequentialGates:
         return [plan for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
                 if (plan := self._plan(gate, model, split, baseline)) is not None]
 
-    def _scopes(self, gate) -> list[str]:
+    def _scopes(self, gate: Gate) -> list[str]:
         """The rows a gate is checked on (analysis/gates.py _target_rows): its split, else the combined row of a
         run of several splits, else the one split."""
         names = [split.name for split in self.run.splits]
@@ -173,7 +181,7 @@ class SequentialGates:
             return [gate.split]
         return [COMBINED] if len(names) > 1 else names
 
-    def _plan(self, gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> Plan | None:
+    def _plan(self, gate: Gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> Plan | None:
         tasks = [(s.name, t.task_id) for s in self.run.splits for t in s.tasks if split in (s.name, COMBINED)]
         rates = None
         if gate.relative_to_baseline:
@@ -201,7 +209,7 @@ class SequentialGates:
         return Stream(gate, model, split, keys, BettingTest(threshold, gate.op, self.gate_alpha, low, high), rates)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
+    def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: every worker collects its items in the kept order (``buying_order``)."""
         node.workerinput[SEEDS_INPUT] = dict(self.seeds)
 
@@ -214,7 +222,7 @@ class SequentialGates:
                 reporter.write_line(f"hypeedit: WARNING: --sequential: {order.warning}", yellow=True, bold=True)
 
     # ------------------------------------------------------------------ records in
-    def pytest_hypeedit_record(self, config: pytest.Config, record) -> None:
+    def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
         self.records[record.key] = record
         for stream in self.streams:
             self._advance(stream)
@@ -244,7 +252,7 @@ class SequentialGates:
                 test.update(paired_value(outcome, stream.baseline[task_key(record.key, stream.split)]))
 
     # ------------------------------------------------------------------ out: results, gates, terminal
-    def decision_for(self, gate, model: str | None, split: str | None) -> Stream | None:
+    def decision_for(self, gate: Gate, model: str | None, split: str | None) -> Stream | None:
         for stream in self.streams:
             if stream.gate is gate and stream.model == model and stream.split == split:
                 return stream
@@ -273,7 +281,7 @@ class SequentialGates:
         unreported = sum(row.get("bought_unreported", 0) * prices.get(row["model"], 0.0)
                          for row in results.get("rows") or () if row.get("split") != COMBINED)
         left = sum(prices.get(key[1], 0.0) for key in self.order if key not in bought)
-        return round(max(0.0, left - unreported), 6)
+        return round(max(0.0, float(left - unreported)), 6)
 
     def guarantee(self) -> str:
         return (f"sequential: --gate-alpha {self.alpha:g} for the run, split over its {len(self.streams)} early "
@@ -294,7 +302,7 @@ class SequentialGates:
         return lines
 
 
-def _why_not_sequential(gate) -> str | None:
+def _why_not_sequential(gate: Gate) -> str | None:
     """Only a pass rate is a mean of one value per candidate, which the betting test needs."""
     from ..analysis.gates import JUDGE_METRICS
 
@@ -344,10 +352,10 @@ def baseline_rates(baseline: Mapping[str, Any] | None, model: str, split: str) -
     return rates, ""
 
 
-def _not_bought(record) -> bool:
+def _not_bought(record: Record) -> bool:
     from ..engine.records import SKIPPED
 
-    return record.outcome == SKIPPED
+    return bool(record.outcome == SKIPPED)
 
 
 def candidates_bought(results: Mapping[str, Any]) -> int:
@@ -358,7 +366,7 @@ def candidates_bought(results: Mapping[str, Any]) -> int:
                    for row in rows))
 
 
-def not_measured(results: dict, reason: str) -> None:
+def not_measured(results: dict[str, Any], reason: str) -> None:
     """A run stopped early has too few repeats of its tasks for the metrics that need every one: they are not
     measured (None, with the reason), never extrapolated."""
     for row in results.get("rows") or ():
@@ -385,8 +393,8 @@ def stopped_sequentially(results: Mapping[str, Any] | None) -> bool:
 __all__ = ["PASS", "FAIL", "SequentialGates", "buying_order", "planned_order", "not_measured", "vouched_stop"]
 
 
-def follow_decisions(gate_results: list, sequential: SequentialGates, results: Mapping[str, Any],
-                     allow_incomplete: bool, incomplete_reasons: Sequence[str]) -> list:
+def follow_decisions(gate_results: list[GateResult], sequential: SequentialGates, results: Mapping[str, Any],
+                     allow_incomplete: bool, incomplete_reasons: Sequence[str]) -> list[GateResult]:
     """Each gate decided early passes or fails by its decision (the value on the candidates bought is an
     estimate; the decision is the test's); undecided ones are judged as without --sequential, and say so.  A
     row with errors or skips still fails (analysis/gates.py) unless --allow-incomplete."""

@@ -8,11 +8,19 @@ judge's stability (``--judge-stability``, engine/stability.py) is printed here t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from ..errors import HypeEditError
+from ..options import settings_of
 from ..report.calibrated_rows import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
 from .terminal_layout import write_folded
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..engine.records import Record
+    from ..labels import Panel
 
 PLUGIN_NAME = "hypeedit-calibration"
 
@@ -20,10 +28,11 @@ PLUGIN_NAME = "hypeedit-calibration"
 class HumanLabelsPlugin:
     def __init__(self, config: pytest.Config, sample: HumanSample | None):
         self.config, self.sample = config, sample
-        self._panel, self._looked = None, False
-        self.results: dict | None = None
+        self._panel: Panel | None = None
+        self._looked = False
+        self.results: dict[str, Any] | None = None
 
-    def panel(self):
+    def panel(self) -> Panel | None:
         """The panel whose labels go into ``record.human``: the calibration's, the agreement's, the judge's."""
         if not self._looked:
             self._looked = True
@@ -31,24 +40,23 @@ class HumanLabelsPlugin:
         return self._panel
 
     @pytest.hookimpl(tryfirst=True)  # before the report's own hook reads the record
-    def pytest_hypeedit_record(self, config: pytest.Config, record) -> None:
+    def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
         record.human = human_of(self.panel(), record)
 
-    def pytest_hypeedit_results(self, config: pytest.Config, results: dict) -> None:
+    def add_to(self, results: dict[str, Any]) -> None:
         self.results = results
         if self.sample is None:
             return
         from .stash import SESSION_KEY
 
+        config = self.config
         ci = config.pluginmanager.get_plugin("hypeedit-ci")
-        option = config.option
-        settings = Settings(config.stash[SESSION_KEY].run.metric_settings, option.hypeedit_bootstrap,
-                            option.hypeedit_bootstrap_seed)
+        read = settings_of(config)
+        settings = Settings(config.stash[SESSION_KEY].run.metric_settings, read.bootstrap, read.bootstrap_seed)
         records = config.stash[SESSION_KEY].records.values()
         add_calibration(results, records, self.sample, settings, getattr(ci, "baseline", None))
 
-    @pytest.hookimpl(trylast=True)  # after the results table
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.results:
             return
         if self.sample is not None:
@@ -61,12 +69,13 @@ class HumanLabelsPlugin:
             write_folded(terminalreporter, stability)
 
 
-def _agreement_panel(config: pytest.Config):
+def _agreement_panel(config: pytest.Config) -> Panel | None:
     plugin = config.pluginmanager.get_plugin("hypeedit-agreement")
-    return plugin.check.panel if plugin is not None else None
+    panel: Panel | None = plugin.check.panel if plugin is not None else None
+    return panel
 
 
-def _judge_panel(config: pytest.Config):
+def _judge_panel(config: pytest.Config) -> Panel | None:
     """The panel of a labels judge, alone or as one juror of a majority."""
     from .stash import RUNNER_KEY
 
@@ -74,15 +83,18 @@ def _judge_panel(config: pytest.Config):
     judge = getattr(runner, "_judge", None)  # built at start-up on the controller; never built here
     for juror in getattr(judge, "jurors", [judge]):
         if getattr(juror, "panel", None) is not None:
-            return juror.panel
+            panel: Panel = juror.panel
+            return panel
     return None
 
 
-def register_calibration(config: pytest.Config, run) -> None:
+def register_calibration(config: pytest.Config, run: RunConfig) -> HumanLabelsPlugin:
     """Read the human sample now, so a bad labels or design file stops the run before anything is paid for."""
-    value = config.getoption("hypeedit_calibrate", default=None)
+    value = settings_of(config).calibrate
     try:
         sample = HumanSample.from_option(value, tuple(run.registry.models))
     except HypeEditError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.pluginmanager.register(HumanLabelsPlugin(config, sample), PLUGIN_NAME)
+    plugin = HumanLabelsPlugin(config, sample)
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+    return plugin

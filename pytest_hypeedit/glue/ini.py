@@ -11,13 +11,13 @@ from __future__ import annotations
 import pytest
 
 from ..errors import ConfigError
-from ..options import apply_ini
+from ..options import apply_ini, asked_for_help
 from .stash import INI_ORIGINS_KEY
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if config.option.help:  # pytest --help must work even with a bad value in the ini file
+    if asked_for_help(config):  # pytest --help must work even with a bad value in the ini file
         return
     try:
         config.stash[INI_ORIGINS_KEY] = apply_ini(config)

@@ -14,7 +14,7 @@ so ``-k``, ``--lf`` and ``--deselect`` work; each task type is a marker
 from __future__ import annotations
 
 import re
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -25,6 +25,11 @@ from ..registry import ModelSpec
 from ..tasks import Task
 from ..text import ERROR_LIMIT, REASONING_LIMIT, clean_text
 from .stash import POOL_KEY, RUNNER_KEY, SESSION_KEY
+
+if TYPE_CHECKING:
+    from _pytest._code.code import ExceptionInfo, TerminalRepr, TracebackStyle
+
+    from ..config import RunConfig
 
 _NODE_NAME = re.compile(r"^(?P<task>[^\[]+)\[(?P<model>.+)-r(?P<repeat>\d{3})\]$")
 
@@ -62,12 +67,12 @@ class CandidateFailed(Exception):
 class BenchmarkCollector(pytest.Collector):
     """``hypeedit`` and ``hypeedit::<split>``: containers that give items readable ids."""
 
-    def collect(self):  # items are made by the plugin, not discovered
+    def collect(self) -> list[pytest.Item | pytest.Collector]:  # items are made by the plugin, not discovered
         return []
 
 
 class CandidateItem(pytest.Item):
-    def __init__(self, *, task: Task, spec: ModelSpec, repeat: int, **kwargs):
+    def __init__(self, *, task: Task, spec: ModelSpec, repeat: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.task, self.spec, self.repeat = task, spec, repeat
         self.record: Record | None = None
@@ -100,17 +105,18 @@ class CandidateItem(pytest.Item):
     def _label(self) -> str:
         return label(self.task.task_id, self.spec.name, self.repeat)
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(self, excinfo: ExceptionInfo[BaseException],
+                     style: TracebackStyle | None = None) -> str | TerminalRepr:
         # A verdict is not a bug: the failure is one line with the judge's reasoning, no traceback.
         if isinstance(excinfo.value, (CandidateFailed, HypeEditError)):
             return printable(f"{self._label}: {excinfo.value}")
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, f"{self.task.split} {self._label}"
 
 
-def make_items(session: pytest.Session, run) -> list[CandidateItem]:
+def make_items(session: pytest.Session, run: RunConfig) -> list[CandidateItem]:
     """Every task x model x repeat of the run, in a deterministic order (xdist requires it)."""
     items = _build_items(session, run)
     # Tell the terminal (and --lf) about them, as a collector's report would.
@@ -121,7 +127,7 @@ def make_items(session: pytest.Session, run) -> list[CandidateItem]:
     return items
 
 
-def _build_items(session: pytest.Session, run) -> list[CandidateItem]:
+def _build_items(session: pytest.Session, run: RunConfig) -> list[CandidateItem]:
     root = BenchmarkCollector.from_parent(session, name="hypeedit", nodeid="hypeedit")
     items = []
     for split in run.splits:

@@ -28,7 +28,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Generator, Iterable
 
 import pytest
 
@@ -38,6 +38,7 @@ from ..engine.pool import CandidatePool, PoolState
 from ..engine.routes import RouteGate
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
+from ..options import settings_of
 from ..report.progress import LineWriter, Progress, duration
 from .early_stop import look_ahead
 from .items import CandidateItem
@@ -59,7 +60,10 @@ from .stopping import (
 from .xdist_internals import unsupported, worker_queue
 
 if TYPE_CHECKING:
+    from ..engine.jobs import Entry
+    from ..engine.limits import RouteLimiter
     from ..providers.runtime import Runtime
+    from ..registry import ModelSpec
 
 #: How often the live line is redrawn on a terminal, and printed as a plain line otherwise (seconds).
 REDRAW_EVERY, PLAIN_EVERY = 0.5, 30.0
@@ -79,14 +83,14 @@ class PoolPlugin:
         self.config = config
         self.pool: CandidatePool | None = None
         self.session: pytest.Session | None = None
-        self.gates: dict[tuple, RouteGate] = {}
+        self.gates: dict[tuple[str, int], RouteGate] = {}
         self.folder = state_dir(config)
         self.grace = _grace(config)
         self.stopper = Stopper(self._stop_now, self._first_signal_may_wait)
         self._announced = False
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, None]:
         if not runs_items(session):  # --collect-only, or collection errors: nothing may be bought
             yield
             return
@@ -122,7 +126,7 @@ class PoolPlugin:
         self._announce(self.pool.state())
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's own, which may take seconds to draw the traceback
-    def pytest_keyboard_interrupt(self, excinfo) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         reason = interrupt_reason(excinfo)
         if self.pool is not None:
             self.pool.stop(reason)
@@ -130,8 +134,9 @@ class PoolPlugin:
         if self.stopper.leaving:
             write_leave(self.folder)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def finish(self) -> None:
+        """The session finishes (glue/session.py end_of_run, first): the calls in flight end within their grace,
+        before the results are built."""
         if self.pool is None:
             return
         state = self.pool.state()
@@ -179,7 +184,7 @@ class PoolPlugin:
             ahead=look_ahead(self.config, run.concurrency),  # --sequential: glue/early_stop.py
         )
 
-    def _model_gate(self, spec) -> RouteGate:
+    def _model_gate(self, spec: ModelSpec) -> RouteGate:
         return self._gate_of(spec.route, self._runtime().limiter_for(spec))
 
     def _route_gate(self, route: str) -> RouteGate:
@@ -195,15 +200,15 @@ class PoolPlugin:
 
         return self.config.stash.get(RUNTIME_KEY, None) or runtime.current()
 
-    def _gate_of(self, route: str, limiter) -> RouteGate:
+    def _gate_of(self, route: str, limiter: RouteLimiter | None) -> RouteGate:
         key = (route, id(limiter))
         if key not in self.gates:
             run = self.config.stash[RUN_KEY]
             self.gates[key] = RouteGate(route, limiter, ceiling=run.concurrency, adaptive=run.adaptive)
         return self.gates[key]
 
-    def _source(self, session: pytest.Session):
-        def entries(items: Iterable) -> list:
+    def _source(self, session: pytest.Session) -> Callable[[], list[Entry]] | None:
+        def entries(items: Iterable[pytest.Item]) -> list[Entry]:
             return [(item.task, item.spec, item.repeat) for item in items if isinstance(item, CandidateItem)]
 
         # The dispatcher asks every TICK; each entry is given once (the pool never forgets a job), so that a poll
@@ -217,7 +222,7 @@ class PoolPlugin:
             return None  # unknown xdist internals: the pool works on each item as pytest reaches it
         given: set[int] = set()
 
-        def newly_dealt() -> list:
+        def newly_dealt() -> list[Entry]:
             fresh = [i for i in dealt() if i not in given]
             given.update(fresh)
             return entries(session.items[i] for i in fresh)
@@ -252,10 +257,10 @@ def _grace(config: pytest.Config) -> float:
 
 def runs_items(session: pytest.Session) -> bool:
     """Whether pytest's run loop will run the items (the same tests as _pytest/main.py's pytest_runtestloop)."""
-    option = session.config.option
-    if option.collectonly:
+    settings = settings_of(session.config)
+    if settings.collect_only:
         return False
-    return not (session.testsfailed and not option.continue_on_collection_errors)
+    return not (session.testsfailed and not settings.continue_on_collection_errors)
 
 
 def write_status(folder: Path, state: PoolState, *, final: bool = False,
@@ -275,7 +280,7 @@ def write_status(folder: Path, state: PoolState, *, final: bool = False,
     atomic_write_bytes(folder / STATUS_DIR / f"{os.getpid()}.json", json.dumps(document).encode("utf-8"))
 
 
-def read_statuses(folder: Path) -> list[dict]:
+def read_statuses(folder: Path) -> list[dict[str, Any]]:
     statuses = []
     for path in sorted((folder / STATUS_DIR).glob("*.json")):
         try:
@@ -300,7 +305,7 @@ class StopSignal:
         self.stopper = Stopper(self._stop_workers, lambda: True)
 
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, None]:
         self.stopper.install()
         untested = unsupported()
         if untested:
@@ -315,15 +320,15 @@ class StopSignal:
         running, jobs, waiting, cost = in_flight(read_statuses(self.folder))
         _say(self.config, stopping_line(running, jobs, waiting, cost, self.grace, where=" in the workers"))
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def finish(self) -> None:
+        """The session finishes (glue/session.py end_of_run, last): after a signal, what the workers left."""
         if self.stopper.signals:
             statuses = self._final_statuses()
             running, jobs, waiting, cost = in_flight(statuses)
             if running:
                 _say(self.config, left_line(running, jobs, waiting, cost))
 
-    def _final_statuses(self, patience: float = 2.0) -> list[dict]:
+    def _final_statuses(self, patience: float = 2.0) -> list[dict[str, Any]]:
         """The workers' statuses once each says its calls are done with (a leaving worker is quick)."""
         deadline = time.monotonic() + patience
         statuses = read_statuses(self.folder)
@@ -333,20 +338,20 @@ class StopSignal:
         return statuses
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        maxfail = self.config.option.maxfail
+        maxfail = settings_of(self.config).maxfail
         if report.failed:
             self.failures += 1
             if maxfail and self.failures >= maxfail:
                 write_stop(self.config, f"stopping after {self.failures} failures (--maxfail {maxfail})")
 
     @pytest.hookimpl(tryfirst=True)  # the workers hear it before pytest draws the traceback
-    def pytest_keyboard_interrupt(self, excinfo) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         write_stop(self.config, interrupt_reason(excinfo))
         if self.stopper.leaving:
             write_leave(self.folder)
 
 
-def interrupt_reason(excinfo) -> str:
+def interrupt_reason(excinfo: pytest.ExceptionInfo[BaseException]) -> str:
     """What stopped the run: pytest's own stop (--sw's "Test failed, continuing from this test next run.") is a
     KeyboardInterrupt too, and the results say which it was."""
     if isinstance(excinfo.value, pytest.Session.Interrupted) and str(excinfo.value):
@@ -379,13 +384,13 @@ class LiveLine:
         self.session: pytest.Session | None = None
         self.writer = LineWriter()
         # under -n, done is what the controller saw reported (report/progress.py Progress.line says why)
-        self.reported: int | None = 0 if config.getoption("dist", default="no") != "no" else None
+        self.reported: int | None = 0 if settings_of(config).distributing else None
         self._done = threading.Event()
         self._thread: threading.Thread | None = None
 
     # tryfirst and registered after the pool's: the outermost wrapper, so the last line sees the final figures
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, None]:
         self.session, self.progress.started = session, time.monotonic()
         self._thread = threading.Thread(target=self._draw_loop, name="hypeedit-live-line", daemon=True)
         self._thread.start()
@@ -397,7 +402,8 @@ class LiveLine:
             self._draw(final=True)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_report_teststatus(self, report, config):
+    def pytest_report_teststatus(self, report: pytest.TestReport,
+                                 config: pytest.Config) -> tuple[str, str, str] | None:
         if not report.nodeid.startswith("hypeedit::"):
             return None
         # The category (the counts) and the word (the summaries) stay; the letter goes: the live line is
@@ -410,7 +416,7 @@ class LiveLine:
             return "skipped", "", "SKIPPED"
         return "", "", ""
 
-    def pytest_runtest_logreport(self, report) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.reported is not None and report.when == "teardown" and report.nodeid.startswith("hypeedit::"):
             self.reported += 1
 
@@ -435,7 +441,7 @@ class LiveLine:
 
 def live_line_wanted(config: pytest.Config) -> bool:
     """At the default verbosity only: -q asks for silence, -v prints a line per item already."""
-    return config.get_verbosity() == 0 and not config.option.collectonly
+    return config.get_verbosity() == 0 and not settings_of(config).collect_only
 
 
 def prepare_terminal(config: pytest.Config) -> None:

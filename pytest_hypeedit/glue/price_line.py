@@ -12,16 +12,22 @@ nothing is paid for or sent to a provider, and pytest exits 0.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..config import RunConfig
+from ..options import settings_of, stop_distributing
 from .items import parse_nodeid
 from .stash import RUNNER_KEY, SURVEY_KEY
 
+if TYPE_CHECKING:
+    from ..engine.estimate import Estimate
+    from ..engine.jobs import Key
+
 
 def estimating(config: pytest.Config) -> bool:
-    return bool(config.getoption("hypeedit_estimate", default=False))
+    return settings_of(config).estimate
 
 
 class PriceLine:
@@ -31,11 +37,11 @@ class PriceLine:
         self.config, self.run, self.stated = config, run, False
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if not self.config.option.collectonly:  # the xdist controller collects nothing: see below
+        if not settings_of(self.config).collect_only:  # the xdist controller collects nothing: see below
             self.state([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids: list[str]) -> None:
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         # every worker collects the same items: the first one's say what the run will buy (and how many workers)
         self.state(ids, workers=int(getattr(node, "workerinput", {}).get("workercount", 1) or 1))
 
@@ -76,7 +82,7 @@ def register_price(config: pytest.Config, run: RunConfig) -> None:
     if estimating(config):
         # No xdist worker is started: its controller ("dsession") is made by xdist's pytest_configure, which runs
         # after ours (both trylast) unless asked not to distribute, or before it, when it is taken away again.
-        config.option.dist, config.option.tx = "no", []
+        stop_distributing(config)
         if config.pluginmanager.has_plugin("dsession"):
             config.pluginmanager.unregister(name="dsession")
         config.pluginmanager.register(EstimateOnly(config, run), "hypeedit-estimate")
@@ -84,7 +90,7 @@ def register_price(config: pytest.Config, run: RunConfig) -> None:
         config.pluginmanager.register(PriceLine(config, run), "hypeedit-price")
 
 
-def run_price(config: pytest.Config, run: RunConfig, keys: set):
+def run_price(config: pytest.Config, run: RunConfig, keys: set[Key] | None) -> Estimate:
     """The price of the run's items; a worst case that cannot be said (a reference that cannot be read) is a
     usage error naming it, before anything is paid for."""
     from ..engine.estimate import estimate

@@ -25,10 +25,14 @@ import re
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.sequential import interleaving
 from ..engine.release import release_of
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
+    from ..registry import ModelSpec
 
 FORMAT = 1
 #: A kept order is a few hundred bytes; a larger file there is not one (and is not read whole).
@@ -36,7 +40,7 @@ MOST_BYTES = 65536
 _SEED = re.compile(r"^[0-9a-f]{32}$")
 
 
-def order_identity(run, spec) -> dict[str, Any]:
+def order_identity(run: RunConfig, spec: ModelSpec) -> dict[str, Any]:
     """What one kept order belongs to: the run's splits, the model and its release (engine/release.py), the repeats
     and the task set.  Another value of any of them is another run, with an order of its own."""
     tasks = task_keys(run)
@@ -46,16 +50,16 @@ def order_identity(run, spec) -> dict[str, Any]:
             "task_set_sha256": hashlib.sha256(listed.encode("utf-8")).hexdigest()}
 
 
-def task_keys(run) -> list[tuple[str, str]]:
+def task_keys(run: RunConfig) -> list[tuple[str, str]]:
     """The run's tasks, (split, task_id), sorted: the order ``interleaving`` permutes."""
     return sorted((split.name, task.task_id) for split in run.splits for task in split.tasks)
 
 
-def order_path(run, spec, identity: dict[str, Any]) -> Path:
+def order_path(run: RunConfig, spec: ModelSpec, identity: dict[str, Any]) -> Path:
     """The file in the outputs folder of the model's release (of its first split, by name: ``<model>`` or
     ``<model>@<release id>``, glue/releases.py) that keeps the identity's order."""
     digest = hashlib.sha256(_canonical(identity)).hexdigest()[:16]
-    split = identity["splits"][0]
+    split = str(identity["splits"][0])
     folder = run.folders.get((split, spec.name), spec.name)
     return Path(run.outputs) / split / folder / f"sequential-order-{digest}.json"
 
@@ -76,7 +80,7 @@ class KeptOrder:
     warning: str | None = None
 
 
-def kept_order(run, spec) -> KeptOrder:
+def kept_order(run: RunConfig, spec: ModelSpec) -> KeptOrder:
     """The model's order: read back from its file, or drawn and kept there."""
     identity = order_identity(run, spec)
     path = order_path(run, spec, identity)
@@ -152,7 +156,7 @@ def order_digest(identity: dict[str, Any], seed: str) -> str:
     return hashlib.sha256(_canonical(order)).hexdigest()
 
 
-def model_orders(run, seeds: dict[str, str]) -> list[list[tuple[str, str, str, int]]]:
+def model_orders(run: RunConfig, seeds: dict[str, str]) -> list[list[tuple[str, str, str, int]]]:
     """Per model of the run, its items (split, model, task_id, repeat) in its own buying order."""
     tasks = task_keys(run)
     return [[(tasks[index][0], spec.name, tasks[index][1], repeat)

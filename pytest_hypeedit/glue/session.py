@@ -3,12 +3,19 @@
 Registered only where tests are not run by an xdist worker, so it sees every
 report exactly once (a worker's reports are replayed on the controller).
 Records ride on the reports, so the results are the same with and without -n.
+
+The end of the run is one sequence of plain calls (``end_of_run``, the package's one ``pytest_sessionfinish``,
+then ``BenchmarkSession.finish``), not an order of hooks: the pool's calls end, the results are built, the
+analyses add to them in a fixed order, ``pytest_hypeedit_results`` lets other plugins add theirs, the results are
+written, the gates set the exit status, the junit XML and the HTML report get theirs.  The terminal's part is
+glue/terminal_layout.py, the one ``pytest_terminal_summary``.
 """
 
 from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import pytest
 
@@ -18,22 +25,54 @@ from ..engine.records import DISCARDED, ERROR, PROPERTY_KEY, Record, cleaned_cop
 from ..engine.store import Store
 from ..errors import HypeEditError
 from ..judges.versions import judge_versions, version_warnings
+from ..options import settings_of
 from ..report.release_text import same_release_lines
 from ..report.terminal_table import summary_lines, title
 from ..text import ERROR_LIMIT, clean_text
 from .items import parse_nodeid
-from .stash import run_id
+from .stash import SESSION_KEY, run_id
+
+if TYPE_CHECKING:
+    from ..engine.jobs import Key
+    from ..report.results import Coverage, Unreported
+    from .agreement_plugin import AgreementPlugin
+    from .ci import CiPlugin
+    from .control_run import ControlsPlugin
+    from .human_labels import HumanLabelsPlugin
+
+#: An analysis adds its part to the results (a dict, as written): one step of the end of the run.
+Analysis = Callable[[dict[str, Any]], None]
+
+
+def end_of_run(session: pytest.Session) -> None:
+    """What every process of a benchmark run does when its session finishes, in order: its pool's calls end (the
+    serial session and each xdist worker), then the controller's session finishes (results, gates, reports), then
+    the xdist controller says what the workers left in flight after a signal."""
+    config = session.config
+    pool = config.pluginmanager.get_plugin("hypeedit-pool")
+    if pool is not None:
+        pool.finish()
+    benchmark = config.stash.get(SESSION_KEY, None)
+    if benchmark is not None:
+        benchmark.finish(session)
+    stop_signal = config.pluginmanager.get_plugin("hypeedit-stop")
+    if stop_signal is not None:
+        stop_signal.finish()
 
 
 class BenchmarkSession:
-    def __init__(self, config: pytest.Config, run: RunConfig):
-        self.config, self.run = config, run
-        self.records: dict[tuple, Record] = {}
-        self.results: dict | None = None
+    def __init__(self, config: pytest.Config, run: RunConfig, ci: CiPlugin):
+        self.config, self.run, self.ci = config, run, ci
+        # the optional analyses, given by plugin.py when their option is on (each reads its panel at start-up)
+        self.agreement: AgreementPlugin | None = None
+        self.calibration: HumanLabelsPlugin | None = None
+        self.controls: ControlsPlugin | None = None
+        self.records: dict[Key, Record] = {}
+        self.results: dict[str, Any] | None = None
         self.results_path: Path | None = None
         self.write_failed: str | None = None  # the one line saying why the results files were not written
         self.started_at = now_iso()  # records on disk stamped since were bought by this run
-        self.selected: set[tuple] | None = None  # the items left after -k, -m, --lf, --sw, --deselect
+        self.selected: set[Key] | None = None  # the items left after -k, -m, --lf, --sw, --deselect
         self.interrupted: str | None = None
         self._handed: dict[str, tuple[Record, str]] = {}  # nodeid -> (record, its property's text): see hand_over
 
@@ -42,11 +81,11 @@ class BenchmarkSession:
         self.selected = keys_of(item.nodeid for item in session.items)
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Under -n: each worker's collection, after its -k/-m/--lf (every worker collects the same)."""
         self.selected = (self.selected or set()) | keys_of(ids)
 
-    def pytest_keyboard_interrupt(self, excinfo) -> None:
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         if not isinstance(excinfo.value, pytest.Session.Interrupted):  # --sw's stop is one too: its reason is kept
             self.interrupted = "interrupted (Ctrl-C)"
 
@@ -57,7 +96,7 @@ class BenchmarkSession:
             for record in self._records_of(report):
                 self.records[record.key] = record
                 self.config.hook.pytest_hypeedit_record(config=self.config, record=record)
-        elif report.when == "???":  # an xdist worker crashed while running this item
+        elif str(report.when) == "???":  # an xdist worker crashed while running this item (not a when pytest types)
             self._record_crash(report)
 
     def hand_over(self, nodeid: str, record: Record, text: str) -> None:
@@ -73,23 +112,51 @@ class BenchmarkSession:
             return [cleaned_copy(handed[0])]
         return records_from_properties(report.user_properties)  # a worker's report, or one changed on its way
 
-    def _record_crash(self, report) -> None:
+    def _record_crash(self, report: pytest.TestReport) -> None:
         key = parse_nodeid(report.nodeid)
         if key and key not in self.records:
             split, model, task_id, repeat = key
             self.records[key] = Record(split, model, task_id, repeat, outcome=ERROR, error="the worker running it crashed")
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.config.option.collectonly:
-            return
+    def finish(self, session: pytest.Session) -> None:
+        """The end of the run on the controller, in this order: build the results; the analyses (``analyses``);
+        other plugins' ``pytest_hypeedit_results``, which see the finished results; write them; the gates and the
+        exit status (which needs to know whether the results were written); the junit XML's properties and the
+        HTML report, before junitxml and pytest-html write their files (their own session finish comes after)."""
+        if not settings_of(self.config).collect_only:
+            self.results = self._build(session)
+            if self.results is not None:
+                for analysis in self.analyses():
+                    analysis(self.results)
+                self.config.hook.pytest_hypeedit_results(config=self.config, results=self.results)
+                self._write_results()
+            self.ci.decide(session, self.results, write_failed=self.write_failed is not None)
+        report = self.config.pluginmanager.get_plugin("hypeedit-html")
+        if report is not None:
+            report.finish(session)
+
+    def analyses(self) -> list[Analysis]:
+        """What is added to the built results, in order: a new analysis is one more entry here.  The order is
+        that of the results JSON's keys (judge_controls, then each row's calibration, agreement, each row's
+        intervals and comparisons, sequential) and each may read what those before it added."""
+        steps: list[Analysis] = []
+        if self.controls is not None:
+            steps.append(self.controls.add_to)
+        if self.calibration is not None:
+            steps.append(self.calibration.add_to)
+        if self.agreement is not None:
+            steps.append(self.agreement.add_to)
+        return [*steps, self.ci.add_statistics, self.ci.add_sequential]
+
+    def _build(self, session: pytest.Session) -> dict[str, Any] | None:
+        """The results of the records (report/results.py), None when the run has neither records nor items."""
         run = self.run
         from ..report.results import build_results  # numpy: only once the records are in
 
         coverage = self._coverage(session)
         if not self.records and not coverage.unreported and not coverage.chosen:
-            return
-        self.results = build_results(
+            return None
+        results = build_results(
             self.records.values(),
             models=run.models,
             split_names=[s.name for s in run.splits],
@@ -99,9 +166,8 @@ class BenchmarkSession:
             run_id=run_id(self.config),
         )
         # which model answered each judge (judges/versions.py): a provider may serve the id asked for with another
-        self.results["judge_versions"] = judge_versions(self.records.values())
-        self.config.hook.pytest_hypeedit_results(config=self.config, results=self.results)
-        self._write_results()
+        results["judge_versions"] = judge_versions(self.records.values())
+        return results
 
     def _write_results(self) -> None:
         """results.json and .md; beside a complete run's as results.partial.json when this run is not complete.
@@ -122,7 +188,7 @@ class BenchmarkSession:
         if results.get("complete"):  # a partial run's file beside it would now contradict it
             remove_partial(path)
 
-    def _coverage(self, session: pytest.Session):
+    def _coverage(self, session: pytest.Session) -> Coverage:
         """What the run was asked for, what was selected, why it stopped, and what was bought ahead unreported."""
         from ..report.results import Coverage
 
@@ -149,7 +215,19 @@ class BenchmarkSession:
             reason = "interrupted"
         return str(reason) if reason else None
 
-    def write_table(self, terminalreporter) -> None:
+    def write_details(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """What the analyses say above the table: the intervals and comparisons, the agreement, the calibration
+        and the judge's stability, the judge controls, then the HTML report's notes; printed by
+        glue/terminal_layout.py before pytest's short summary."""
+        self.ci.write_details(terminalreporter)
+        for part in (self.agreement, self.calibration, self.controls):
+            if part is not None:
+                part.write_summary(terminalreporter)
+        report = self.config.pluginmanager.get_plugin("hypeedit-html")
+        if report is not None:
+            report.write_summary(terminalreporter)
+
+    def write_table(self, terminalreporter: pytest.TerminalReporter) -> None:
         """The results table and the run's totals: printed last, by glue/terminal_layout.py."""
         if not self.results:
             return
@@ -178,7 +256,7 @@ class BenchmarkSession:
             return ""
         return f"; {self.run.results} holds a complete run's results and is kept (a partial run never replaces it)"
 
-    def write_verdict(self, terminalreporter, exitstatus: int) -> None:
+    def write_verdict(self, terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None:
         """The run's last lines: results not written (a full disk), and an incomplete run, why, with counts and
         the exit status the process returns; printed last, by glue/terminal_layout.py."""
         from .terminal_layout import write_folded
@@ -199,7 +277,7 @@ def remove_partial(path: Path) -> None:
             pass
 
 
-def incomplete_line(results: dict, exitstatus: int) -> str:
+def incomplete_line(results: dict[str, Any], exitstatus: int) -> str:
     """``run INCOMPLETE: interrupted (Ctrl-C); 100 of 200 selected items ended without a record; ...``"""
     reasons = [r["detail"] for r in (results.get("coverage") or {}).get("reasons") or []]
     if not reasons:  # no coverage (a results dict from elsewhere): what the rows say
@@ -211,11 +289,11 @@ def incomplete_line(results: dict, exitstatus: int) -> str:
     return f"run INCOMPLETE{counts}: " + "; ".join(reasons) + f"; exit status {int(exitstatus)}"
 
 
-def keys_of(nodeids) -> set[tuple]:
+def keys_of(nodeids: Iterable[str]) -> set[Key]:
     return {key for key in map(parse_nodeid, nodeids) if key is not None}
 
 
-def planned_keys(run: RunConfig):
+def planned_keys(run: RunConfig) -> Iterator[Key]:
     """Every item the run was asked for: splits x tasks x models x repeats (as glue/items.py makes them)."""
     for split in run.splits:
         for task in split.tasks:
@@ -228,7 +306,7 @@ def planned_keys(run: RunConfig):
 UNREADABLE = (OSError, ValueError, TypeError, AttributeError, KeyError, RecursionError, HypeEditError)
 
 
-def unreported_on_disk(store: Store, keys, since: str, run: str):
+def unreported_on_disk(store: Store, keys: Iterable[Key], since: str, run: str) -> Iterator[Unreported]:
     """The records on disk of items without a report that show money paid by this run (``run``, which started at
     ``since``): the pool bought them ahead before the run stopped.  Records on disk are untrusted: one that cannot
     be read is absent."""
@@ -272,7 +350,7 @@ def capped(lines: list[str], what: str) -> list[str]:
     return lines
 
 
-def stray_lines(records, store: Store) -> list[str]:
+def stray_lines(records: Iterable[Record], store: Store) -> list[str]:
     """A warning per image found beside a candidate that its record does not name (engine/store.py)."""
     lines = []
     for record in records:
@@ -284,7 +362,7 @@ def stray_lines(records, store: Store) -> list[str]:
     return capped(lines, "stray images")
 
 
-def changed_lines(records, store: Store) -> list[str]:
+def changed_lines(records: Iterable[Record], store: Store) -> list[str]:
     """A warning per candidate whose bytes were not those its record's verdict judged (engine/provenance.py)."""
     lines = []
     for record in records:
@@ -296,7 +374,7 @@ def changed_lines(records, store: Store) -> list[str]:
     return capped(lines, "changed candidates")
 
 
-def discarded_lines(records, store: Store) -> list[str]:
+def discarded_lines(records: Iterable[Record], store: Store) -> list[str]:
     """A warning per record file on disk that was no record (engine/store.py): named, with why, treated as
     absent (the candidate on disk, if any, was adopted; the record rewritten)."""
     lines = []

@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import pytest
 
-from ..config import RunConfig, build_run_config, load_splits, split_sources
+from ..config import RunConfig, load_splits, run_config_of, split_sources
 from ..engine.budget import Budget
 from ..engine.runner import Runner, refused
 from ..engine.store import Store, probe_writable
 from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
+from ..options import settings_of
 from ..providers.addresses import check_request_settings
 from ..providers.base import Provider
 from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
@@ -34,21 +36,27 @@ from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
 from .releases import claim_folders, place_releases
 from .stash import RUN_KEY, RUNNER_KEY, RUNTIME_KEY, SURVEY_KEY, run_id
 
+if TYPE_CHECKING:
+    from ..engine.jobs import Key
+    from ..engine.records import Record
+    from ..judges import JudgeOptions
+
 
 def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     extra = [entry for entries in config.hook.pytest_hypeedit_add_models(config=config) for entry in entries or []]
-    checking = controller and not config.option.collectonly
-    run = build_run_config(config.option, Path(config.invocation_params.dir), extra, load_tasks=False)
+    settings = settings_of(config)
+    checking = controller and not settings.collect_only
+    run = run_config_of(config, extra, load_tasks=False)
     config.stash[RUN_KEY] = run  # the judge's options come from it
     if controller:
         check_gates(config, run)  # a gate on a model, split or metric the run lacks: before any key, download or call
     if checking:  # a setting no request can be made with: a usage error naming it, not a call possibly paid
-        check_request_settings(run.models, config.option.hypeedit_judge_base_url)
+        check_request_settings(run.models, settings.judge_base_url)
     judge = make_judge(config, run) if checking else None  # a bad labels file or judge spec: a usage error now
-    paying = checking and not config.getoption("hypeedit_estimate", default=False)  # an estimate needs no key
+    paying = checking and not settings.estimate  # an estimate needs no key
     if paying and judge is not None:  # paying implies checking, which made the judge
         check_keys_before_downloads(config, run, judge)
-    run = dataclasses.replace(run, splits=load_splits(config.option.hypeedit_tasks, run.cache_dir))
+    run = dataclasses.replace(run, splits=load_splits(list(settings.tasks) or None, run.cache_dir))
     run = place_releases(config, run)  # each model's release in its own folder (engine/release.py)
     config.stash[RUN_KEY] = run
     for task_type in all_task_types(run.splits):
@@ -75,17 +83,17 @@ def check_gates(config: pytest.Config, run: RunConfig) -> None:
     """Every ``--gate`` parses and names a model, split and metric this run measures (analysis/gates.py)."""
     from ..analysis.gates import RunScope, check_gates_apply, parse_gates
 
-    option = config.option
+    settings = settings_of(config)
     scope = RunScope(models=tuple(spec.name for spec in run.models),
-                     splits=tuple(source.name for source in split_sources(option.hypeedit_tasks)),
-                     repeats=run.repeats, calibrated=bool(option.hypeedit_calibrate),
-                     intervals=option.hypeedit_bootstrap > 0,
-                     judge_controls=bool(getattr(option, "hypeedit_judge_controls", False)),
-                     baseline=bool(option.hypeedit_baseline),
-                     labels=bool(option.hypeedit_calibrate or getattr(option, "hypeedit_agreement", None)))
-    gates = parse_gates(option.hypeedit_gates)
+                     splits=tuple(source.name for source in split_sources(list(settings.tasks) or None)),
+                     repeats=run.repeats, calibrated=bool(settings.calibrate),
+                     intervals=settings.bootstrap > 0,
+                     judge_controls=settings.judge_controls,
+                     baseline=bool(settings.baseline),
+                     labels=bool(settings.calibrate or settings.agreement))
+    gates = parse_gates(list(settings.gates))
     check_gates_apply(gates, scope)
-    if option.hypeedit_sequential and gates:  # refused here, before any outputs folder is marked for a release
+    if settings.sequential and gates:  # refused here, before any outputs folder is marked for a release
         from .early_stop import refuse_undecidable
 
         refuse_undecidable(gates)
@@ -111,20 +119,20 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
         on_possibly_paid=run.possibly_paid,
         stability=stability_for(config, run),
-        signals_from_disk=bool(config.getoption("hypeedit_signals", default=False)),
+        signals_from_disk=settings_of(config).signals,
         run_id=run_id(config),  # what the run bought, written into each record under its id (spent_by_run)
     )
 
 
-def stability_for(config: pytest.Config, run: RunConfig) -> dict:
+def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:
     """--judge-stability N[xK]: which candidates are re-judged, the same in every process (seeded)."""
     from ..engine.stability import parse_stability_option, stability_sample
 
-    wanted = parse_stability_option(config.getoption("hypeedit_judge_stability", default=None))
+    wanted = parse_stability_option(settings_of(config).judge_stability)
     if wanted is None:
         return {}
     keys = [key for spec in run.models for key in candidate_keys(run, spec)]
-    return stability_sample(keys, *wanted, seed=config.getoption("hypeedit_bootstrap_seed", default=0) or 0)
+    return stability_sample(keys, *wanted, seed=settings_of(config).bootstrap_seed or 0)
 
 
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
@@ -200,7 +208,7 @@ def _refuse(folder: Path, problem: OSError, what: str, option: str) -> None:
 
 
 def make_provider(config: pytest.Config, spec: ModelSpec) -> Provider:
-    provider = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
+    provider: Provider | None = config.hook.pytest_hypeedit_make_provider(config=config, spec=spec)
     if provider is None:
         raise ConfigError(f"model {spec.name}: no provider for route {spec.route!r}")
     register_key_variables(provider.key_env)  # a plugin's route may read its key from a variable of its own
@@ -212,7 +220,7 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     from .. import judges
 
     def juror(name: str, argument: str | None) -> Judge | None:
-        judge = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
+        judge: Judge | None = config.hook.pytest_hypeedit_make_judge(config=config, name=name, argument=argument)
         if judge is not None:
             register_key_variables(judge.key_env)
         return judge
@@ -220,10 +228,10 @@ def make_judge(config: pytest.Config, run: RunConfig) -> Judge:
     return judges.make_judge(run.judge, judge_options(config, run), factory=juror)
 
 
-def judge_options(config: pytest.Config, run: RunConfig):
+def judge_options(config: pytest.Config, run: RunConfig) -> JudgeOptions:
     from ..judges import JudgeOptions
 
-    return JudgeOptions(openai_base_url=config.option.hypeedit_judge_base_url, known_models=tuple(run.registry.models),
+    return JudgeOptions(openai_base_url=settings_of(config).judge_base_url, known_models=tuple(run.registry.models),
                         cache_dir=run.cache_dir, tier=run.judge_tier)
 
 
@@ -233,7 +241,7 @@ def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) ->
     return judges.builtin_judge(name, argument, judge_options(config, config.stash[RUN_KEY]))
 
 
-def check_reference_images(run: RunConfig, progress=None) -> None:
+def check_reference_images(run: RunConfig, progress: Callable[[int, int], None] | None = None) -> None:
     """Fetch (once, into the cache) and decode every reference image before anything is paid for.
 
     Tasks are fetched eight at a time; an image decoded by an earlier run (same size and time) is not
@@ -259,7 +267,7 @@ def check_reference_images(run: RunConfig, progress=None) -> None:
     checked.save()
 
 
-def startup_progress(config: pytest.Config):
+def startup_progress(config: pytest.Config) -> Callable[[int, int], None] | None:
     """A line saying how far the reference images are, when fetching them takes a moment (none under -q)."""
     import time
 
@@ -289,7 +297,7 @@ def check_keys_before_downloads(config: pytest.Config, run: RunConfig, judge: Ju
     folders will be called, so its key must be set; when no model has anything there, every candidate needs
     a verdict, so the judge's key too.  A model with something on disk may need no call at all: it is checked
     once its tasks are known (check_keys)."""
-    splits = [source.name for source in split_sources(config.option.hypeedit_tasks)]
+    splits = [source.name for source in split_sources(list(settings_of(config).tasks) or None)]
     fresh = [spec for spec in run.models if not any(_has_entries(run.outputs / split / spec.name) for split in splits)]
     missing = [_missing_model_key(spec, make_provider(config, spec)) for spec in fresh]
     if len(fresh) == len(run.models):
@@ -390,7 +398,7 @@ def _refuse_missing(problems: list[str | None], done: str) -> None:
         raise ConfigError("; ".join(named) + f"; {done}")
 
 
-def candidate_keys(run: RunConfig, spec: ModelSpec):
+def candidate_keys(run: RunConfig, spec: ModelSpec) -> Iterator[Key]:
     for split in run.splits:
         for task in split.tasks:
             for repeat in range(1, run.repeats + 1):
@@ -409,7 +417,7 @@ def pending_verdicts(run: RunConfig, runner: Runner, disk: Survey) -> bool:
     return False
 
 
-def _stability_missing(record, runner: Runner) -> bool:
+def _stability_missing(record: Record, runner: Runner) -> bool:
     from ..engine.stability import kept
 
     entry = kept(record, runner.judge.id)

@@ -80,7 +80,7 @@ class Stopper:
                 continue
         self._previous.clear()
 
-    def _handle(self, signum: int, frame) -> None:
+    def _handle(self, signum: int, frame: Any) -> None:
         self.signals += 1
         name = NAMES.get(signum, f"signal {signum}")
         if self.signals == 1 and not self.leaving and self.can_wait():
@@ -104,7 +104,7 @@ def leaving(folder: Path) -> bool:
 # --------------------------------------------------------------------------- what leaving costs
 
 
-def in_flight(statuses: Iterable[dict]) -> tuple[int, int, int, float]:
+def in_flight(statuses: Iterable[dict[str, Any]]) -> tuple[int, int, int, float]:
     """(calls in flight, journaled jobs a next run resumes, calls waiting for their reply, their worst-case price)
     summed over the processes' status files (glue/pool_plugin.py write_status)."""
     running = jobs = waiting = 0
@@ -158,7 +158,7 @@ def state_dir(config: Any) -> Path:
     from .stash import RUNTIME_KEY
 
     runtime = config.stash.get(RUNTIME_KEY, None)
-    folder = runtime.state_dir if runtime is not None else None
+    folder: Path | None = runtime.state_dir if runtime is not None else None
     if folder is None:  # pragma: no cover - startup always configures it
         raise RuntimeError("the run's state folder is not configured")
     return folder

@@ -15,22 +15,37 @@ From top to bottom, on the controller:
 
 The answer comes last because a run with hundreds of failures would otherwise scroll it away, and every line
 fits 100 columns (report/terminal_table.py: tables fit, prose is folded) so that none wraps.  The
-layout is one hook wrapper around everyone's ``pytest_terminal_summary``: before them it prints the
-one-line sections (and has pytest skip its own), after them, and after pytest's short summary, the answer.
+layout is the package's one ``pytest_terminal_summary``, a hook wrapper around everyone's: before them it
+prints the one-line sections (and has pytest skip its own); after them, just before pytest's short summary, the
+details (``BenchmarkSession.write_details``); after that summary, the answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
 from collections import Counter
+from typing import TYPE_CHECKING, Any, Generator, Iterable
 
 import pytest
 
 from ..engine.records import REFUSED
+from ..options import set_traceback_style, settings_of, traceback_style
 from .items import label, parse_nodeid
 from .stash import SESSION_KEY
+
+if TYPE_CHECKING:
+    from _pytest.reports import BaseReport
+
+    from ..config import RunConfig
+    from ..engine.jobs import Key
+
+#: A failed or errored report as the terminal's stats hold it, with its stat ("failed", "error").
+StatReport = tuple[str, "BaseReport"]
+#: (item key, FAIL | REFUSED | ERROR, its report).
+Outcome = tuple["Key", str, "BaseReport"]
 
 #: Options left out of the listing command (whether each takes a value): those that write files, which a
 #: listing must not overwrite, and the run's own -r (the command adds its own).
@@ -45,20 +60,22 @@ class BenchmarkTerminal:
         self.config = config
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_terminal_summary(self, terminalreporter):
-        style = self.config.option.tbstyle
-        summary = not getattr(self.config.option, "no_summary", False)  # --no-summary: the answer alone
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> Generator[None, None, None]:
+        style = traceback_style(self.config)
+        summary = not settings_of(self.config).no_summary  # --no-summary: the answer alone
         condensed = summary and not report_chars_given(self.config)
         if style == "line" and summary:
             write_one_line_sections(terminalreporter)
-            self.config.option.tbstyle = "no"  # pytest's own sections would print every item again
+            set_traceback_style(self.config, "no")  # pytest's own sections would print every item again
         skips_asked = condensed and "s" in terminalreporter.reportchars  # an ini file's -ra: one line, not 100
         if condensed:
             terminalreporter.reportchars = "".join(c for c in terminalreporter.reportchars if c not in "fEs")
+        details = DetailsFirst(terminalreporter, self.config)
         try:
             return (yield)
         finally:
-            self.config.option.tbstyle = style
+            details.write()  # if pytest had no short summary to print them before
+            set_traceback_style(self.config, style)
             if condensed:
                 write_condensed_summary(terminalreporter, self.config)
             if skips_asked:
@@ -66,7 +83,7 @@ class BenchmarkTerminal:
                     terminalreporter.write_line(line, yellow=True)
             self.write_answer(terminalreporter)
 
-    def write_answer(self, terminalreporter) -> None:
+    def write_answer(self, terminalreporter: pytest.TerminalReporter) -> None:
         session = self.config.stash.get(SESSION_KEY, None)
         if session is not None:
             session.write_table(terminalreporter)
@@ -78,6 +95,36 @@ class BenchmarkTerminal:
             session.write_verdict(terminalreporter, status)
 
 
+class DetailsFirst:
+    """The details (intervals, comparisons, agreement, calibration, controls, the HTML report's notes) where the
+    other plugins' summaries end: after theirs (junitxml's and pytest-html's file lines) and before pytest's own
+    short summary, which pytest prints after every plugin's summary.  Its ``short_test_summary`` is the one seam
+    between the two, so it is taken for the length of the hook; a pytest without it gets the details at the end
+    of the plugins' summaries all the same (``write`` after the hook)."""
+
+    def __init__(self, terminalreporter: Any, config: pytest.Config):
+        self.terminalreporter, self.config, self.written = terminalreporter, config, False
+        self.summary = getattr(terminalreporter, "short_test_summary", None)
+        if callable(self.summary):
+            terminalreporter.short_test_summary = self._then_summary
+
+    def _then_summary(self, *args: Any, **kwargs: Any) -> Any:
+        self.write()
+        assert self.summary is not None  # set in place of it only
+        return self.summary(*args, **kwargs)
+
+    def write(self) -> None:
+        if callable(self.summary):
+            with contextlib.suppress(AttributeError):
+                del self.terminalreporter.short_test_summary  # the class's own again
+        if self.written:
+            return
+        self.written = True
+        session = self.config.stash.get(SESSION_KEY, None)
+        if session is not None:
+            session.write_details(self.terminalreporter)
+
+
 # --------------------------------------------------------------------------- failures by task
 
 #: Task lines at most; the rest are counted (the report and -rfE list them all).
@@ -86,7 +133,7 @@ MAX_TASK_LINES = 20
 MAX_ERROR_LINES = 5
 
 
-def write_folded(terminalreporter, lines, **markup) -> None:
+def write_folded(terminalreporter: pytest.TerminalReporter, lines: Iterable[str], **markup: bool) -> None:
     """Each line within the summary's width, folded at its spaces (report/terminal_table.py ``fold``)."""
     from ..report.terminal_table import fold
 
@@ -95,7 +142,7 @@ def write_folded(terminalreporter, lines, **markup) -> None:
             terminalreporter.write_line(part, **markup)
 
 
-def write_one_line_sections(terminalreporter) -> None:
+def write_one_line_sections(terminalreporter: pytest.TerminalReporter) -> None:
     """The failed, refused and errored candidates, one line per task and model in the task files' order, and
     each error's message once (with how many candidates it ended)."""
     config = terminalreporter.config
@@ -111,32 +158,35 @@ def write_one_line_sections(terminalreporter) -> None:
     write_folded(terminalreporter, task_lines(outcomes) + reason_lines(outcomes))
 
 
-def section_title(stats: set) -> str:
+def section_title(stats: set[str]) -> str:
     return " and ".join(title for stat, title in (("failed", "FAILURES"), ("error", "ERRORS")) if stat in stats)
 
 
-def in_task_order(reports: list, config: pytest.Config) -> list:
+def in_task_order(reports: list[StatReport], config: pytest.Config) -> list[StatReport]:
     """(stat, report) pairs in the order of the task files, then of --model, then of the repeats (not in the
     order they completed)."""
     from .stash import RUN_KEY
 
     order = task_order(config.stash.get(RUN_KEY, None))
 
-    def place(pair):
-        split, model, task_id, repeat = parse_nodeid(pair[1].nodeid)
+    def place(pair: StatReport) -> tuple[tuple[Any, ...], int]:
+        key = parse_nodeid(pair[1].nodeid)
+        assert key is not None  # only our items are ordered
+        split, model, task_id, repeat = key
         return order.get((split, task_id, model), (len(order), split, task_id, model)), repeat
 
     return sorted(reports, key=place)
 
 
-def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple]:
+def candidate_outcomes(reports: list[StatReport], config: pytest.Config) -> list[Outcome]:
     """(key, FAIL | REFUSED | ERROR, report) of each (stat, report): a failed item whose record says refused is
     a refusal."""
     session = config.stash.get(SESSION_KEY, None)
     records = getattr(session, "records", {}) or {}
-    found = []
+    found: list[Outcome] = []
     for stat, report in reports:
         key = parse_nodeid(report.nodeid)
+        assert key is not None  # only our items have an outcome
         outcome = "ERROR" if stat == "error" else "FAIL"
         if outcome == "FAIL" and getattr(records.get(key), "outcome", None) == REFUSED:
             outcome = "REFUSED"
@@ -144,10 +194,10 @@ def candidate_outcomes(reports: list, config: pytest.Config) -> list[tuple]:
     return found
 
 
-def task_lines(outcomes: list) -> list[str]:
+def task_lines(outcomes: list[Outcome]) -> list[str]:
     """``task-04 identity: FAIL r003 r005; REFUSED r007; ERROR r001`` per task and model, in the order of the
     outcomes, at most MAX_TASK_LINES of them."""
-    marks: dict[tuple, dict[str, list[int]]] = {}
+    marks: dict[tuple[str, str, str], dict[str, list[int]]] = {}
     for (split, model, task_id, repeat), outcome, _ in outcomes:
         marks.setdefault((split, task_id, model), {}).setdefault(outcome, []).append(repeat)
     several = len({split for split, _, _ in marks}) > 1
@@ -159,7 +209,7 @@ def task_lines(outcomes: list) -> list[str]:
     return lines
 
 
-def task_order(run) -> dict[tuple, tuple]:
+def task_order(run: RunConfig | None) -> dict[tuple[str, str, str], tuple[int, int, int]]:
     """(split, task_id, model) -> its place: the splits' and their task files' order, then --model's."""
     if run is None:
         return {}
@@ -168,7 +218,7 @@ def task_order(run) -> dict[tuple, tuple]:
             for t, task in enumerate(split.tasks) for m, model in enumerate(models)}
 
 
-def _task_line(group: tuple, outcomes: dict[str, list[int]], several_splits: bool) -> str:
+def _task_line(group: tuple[str, str, str], outcomes: dict[str, list[int]], several_splits: bool) -> str:
     split, task_id, model = group
     where = f"{split} {task_id}" if several_splits else task_id
     parts = [f"{outcome} " + " ".join(f"r{repeat:03d}" for repeat in sorted(outcomes[outcome]))
@@ -176,7 +226,7 @@ def _task_line(group: tuple, outcomes: dict[str, list[int]], several_splits: boo
     return f"{where} {model}: " + "; ".join(parts)
 
 
-def reason_lines(outcomes: list) -> list[str]:
+def reason_lines(outcomes: list[Outcome]) -> list[str]:
     """Why candidates were refused or errored: each message once, with how many it ended and the first of them
     (``ERROR x10, e.g. task-04 identity r001: ...``); the judge's reasoning of a FAIL is in the report."""
     messages: dict[tuple[str, str], list[str]] = {}
@@ -192,7 +242,7 @@ def reason_lines(outcomes: list) -> list[str]:
     return lines
 
 
-def one_line(report) -> str:
+def one_line(report: BaseReport) -> str:
     """The item's message on one line, starting with the item's task, model and repeat once."""
     key = parse_nodeid(report.nodeid)
     text = str(report.longrepr).strip()  # not longreprtext: under -n it starts with the worker's "[gw0] linux ..."
@@ -220,7 +270,7 @@ def report_chars_given(config: pytest.Config) -> bool:
     return any(arg.startswith("--report-chars") or _REPORT_CHARS.match(arg) for arg in map(str, args))
 
 
-def write_condensed_summary(terminalreporter, config: pytest.Config) -> None:
+def write_condensed_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     counts = outcome_counts(terminalreporter.stats, config)
     if not counts:
         return
@@ -233,11 +283,11 @@ def write_condensed_summary(terminalreporter, config: pytest.Config) -> None:
     write_folded(terminalreporter, listing_lines(config))
 
 
-def outcome_counts(stats: dict, config: pytest.Config) -> dict[str, Counter]:
+def outcome_counts(stats: dict[str, list[Any]], config: pytest.Config) -> dict[str, Counter[str]]:
     """{model: Counter(outcome)} of the items that failed (FAIL or refused) or errored."""
     session = config.stash.get(SESSION_KEY, None)
     records = getattr(session, "records", {}) or {}
-    counts: dict[str, Counter] = {}
+    counts: dict[str, Counter[str]] = {}
     for stat in ("failed", "error"):
         for report in stats.get(stat) or []:
             key = parse_nodeid(report.nodeid)
@@ -252,11 +302,11 @@ def outcome_counts(stats: dict, config: pytest.Config) -> dict[str, Counter]:
 MAX_SKIP_LINES = 5
 
 
-def skip_lines(stats: dict) -> list[str]:
+def skip_lines(stats: dict[str, list[Any]]) -> list[str]:
     """Our skipped items condensed: one line per kind of reason (the text before its first ": ", e.g.
     "--budget 2 USD reached" or "not started"), with the count, the models and one example, where pytest's -rs
     prints a line per item (a budget stop skips hundreds)."""
-    kinds: dict[str, list] = {}
+    kinds: dict[str, list[tuple[str, str]]] = {}
     for report in stats.get("skipped") or []:
         key = parse_nodeid(report.nodeid)
         if key is None:
@@ -275,13 +325,13 @@ def skip_lines(stats: dict) -> list[str]:
     return lines
 
 
-def _skip_reason(report) -> str:
+def _skip_reason(report: BaseReport) -> str:
     longrepr = report.longrepr
     text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
     return str(text).removeprefix("Skipped: ")
 
 
-def describe(counts: Counter) -> str:
+def describe(counts: Counter[str]) -> str:
     words = {"failed": "failed", REFUSED: "refused", "error": "errors"}
     return ", ".join(f"{counts[outcome]} {word}" for outcome, word in words.items() if counts[outcome])
 

@@ -18,7 +18,7 @@ run says so once (``unsupported``).
 from __future__ import annotations
 
 import queue
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -77,7 +77,7 @@ def worker_queue(config: pytest.Config) -> Callable[[], list[int]] | None:
     return dealt
 
 
-def _queued(torun) -> list:
+def _queued(torun: Any) -> list[Any]:
     """What a worker's queue holds, without taking anything from it.  Read afresh each time: under
     ``--dist worksteal`` xdist 3.6 replaces the queue object when work is stolen."""
     if hasattr(torun, "lock"):  # 3.7 and later: TestQueue
@@ -92,7 +92,7 @@ def _queued(torun) -> list:
 # --------------------------------------------------------------------------- the controller's scheduler
 
 
-def deal_all_scheduler(config: pytest.Config, log):
+def deal_all_scheduler(config: pytest.Config, log: Any) -> Any:
     """The scheduler of a benchmark run under ``-n --dist load``: every item dealt at once, round robin, so each
     worker's pool can work ahead on its whole share (xdist's own hands a worker a few items at a time, which
     starves the pool at the end of the run).  None (xdist's own scheduler) under an untested xdist."""
@@ -100,7 +100,7 @@ def deal_all_scheduler(config: pytest.Config, log):
         return None
     from xdist.scheduler import LoadScheduling
 
-    class DealAllScheduling(LoadScheduling):
+    class DealAllScheduling(LoadScheduling):  # type: ignore[misc]  # xdist ships no types
         collection: list[str] | None  # LoadScheduling's (untyped): the node ids, once every worker collected
 
         def schedule(self) -> None:
@@ -114,7 +114,7 @@ def deal_all_scheduler(config: pytest.Config, log):
                 return
             self.collection = next(iter(self.node2collection.values()))
             nodes = sorted(self.nodes, key=lambda node: _natural(node.gateway.id))
-            shares: dict = {node: [] for node in nodes}
+            shares: dict[Any, list[int]] = {node: [] for node in nodes}
             for index in range(len(self.collection)):
                 shares[nodes[index % len(nodes)]].append(index)  # round robin: every worker gets every route
             self.pending[:] = []
@@ -128,6 +128,6 @@ def deal_all_scheduler(config: pytest.Config, log):
     return DealAllScheduling(config, log)
 
 
-def _natural(name: str) -> tuple:
+def _natural(name: str) -> tuple[str, int, str]:
     digits = "".join(ch for ch in name if ch.isdigit())
     return (name.rstrip("0123456789"), int(digits) if digits else -1, name)

@@ -34,6 +34,7 @@ import pytest
 
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
+from ..options import settings_of
 from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
 from .baseline import (
     BaselineOutputs,
@@ -160,7 +161,7 @@ def table_counts(config: pytest.Config) -> dict[str, int]:
 
 def report_dir(config: pytest.Config) -> Path | None:
     """Where pytest-html writes the report (it resolves the path the same way)."""
-    path = config.getoption("htmlpath", default=None)
+    path = settings_of(config).html_path
     if not path:
         return None
     return (Path.cwd() / Path(os.path.expandvars(path)).expanduser()).parent
@@ -204,15 +205,14 @@ class ReportPlugin:
 
     def __init__(self, config: pytest.Config, source: ReportSource):
         self.config, self.source = config, source
-        self.self_contained = bool(config.getoption("self_contained_html", default=False))
+        self.self_contained = settings_of(config).self_contained_html
         view_side = _view_side(config)
         # Made for --html only, so report_dir names a folder.
         root = (Path(tempfile.mkdtemp(prefix="hypeedit-assets-")) if self.self_contained
                 else report_dir(config) / ASSETS_DIR)  # type: ignore[operator]
         self.builder = AssetBuilder(root, view_side=0 if self.self_contained else view_side,
                                     use_cache=not self.self_contained,
-                                    full_resolution=bool(config.getoption("hypeedit_html_full_resolution",
-                                                                          default=False)))
+                                    full_resolution=settings_of(config).html_full_resolution)
         self.urls = Urls(root, inline=self.self_contained)
         self.thumbs: dict[Key, Future[ImagePair]] = {}
         self.references: dict[tuple[str, str], list[tuple[str, Any]]] = {}  # (split, task) -> [(name, Future)]
@@ -239,7 +239,8 @@ class ReportPlugin:
             # a link is not followed: the row says so instead of a picture (assets.py)
             self.thumbs[record.key] = self.builder.image_pair(candidate, stem, root=self.source.outputs)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session) -> None:
+        """Called by the session's end of the run (glue/session.py), before pytest-html writes the page."""
         records = sorted(self.source.records(), key=lambda r: r.key)
         for record in records:
             self._submit_images(record)  # no-op for those submitted as they arrived
@@ -342,9 +343,8 @@ class ReportPlugin:
                       + self.browser)
         postfix.append(table_note(counts, listed))
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        path = self.config.getoption("htmlpath", default=None)
+    def write_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        path = settings_of(self.config).html_path
         for note in self.notes:
             terminalreporter.write_line(f"HTML report: {note}", yellow=True)
         if self.tally is not None and not self.self_contained:
@@ -397,7 +397,8 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 def _view_side(config: pytest.Config) -> int:
     from .assets import THUMB_SIZE, VIEW_SIDE
 
-    side: int = config.getoption("hypeedit_html_views", default=VIEW_SIDE)
+    side: int | None = settings_of(config).html_views
+    side = VIEW_SIDE if side is None else side  # a namespace without the option (as getoption's default was)
     if side != 0 and side < THUMB_SIZE:
         raise pytest.UsageError(f"--html-views {side}: give the long side of the full-size views in pixels "
                                 f"(at least {THUMB_SIZE}), or 0 to keep no views in the report folder")
@@ -406,7 +407,7 @@ def _view_side(config: pytest.Config) -> int:
 
 def _max_mb(config: pytest.Config) -> float | None:
     """--html-max-mb: None (not given: the goal follows the candidates, ``goal_bytes``), 0 (no goal) or MB."""
-    megabytes: float | None = config.getoption("hypeedit_html_max_mb", default=None)
+    megabytes: float | None = settings_of(config).html_max_mb
     if megabytes is not None and megabytes < 0:
         raise pytest.UsageError(f"--html-max-mb {megabytes:g}: give the report folder's size goal in megabytes "
                                 f"(default: {AUTO_BASE_MB:g} up to {AUTO_BASE_CANDIDATES} candidates, "
@@ -451,11 +452,11 @@ def report_source(config: pytest.Config) -> ReportSource:
         return task.instruction if task else ""
 
     def baseline() -> BaselineSource | None:
-        path = config.getoption("hypeedit_baseline", default=None)
+        path = settings_of(config).baseline
         if not path:
             return None
         old = load_results(Path(path))  # glue/ci.py refused an unreadable one at start
-        outputs = locate_outputs(Path(path), old.get("settings"), config.getoption("hypeedit_baseline_outputs", None),
+        outputs = locate_outputs(Path(path), old.get("settings"), settings_of(config).baseline_outputs,
                                  [split.name for split in run.splits])
         settings = old.get("settings")
         return BaselineSource(str(path), settings if isinstance(settings, Mapping) else {}, outputs)
