@@ -41,7 +41,7 @@ import string
 import time
 from typing import Any, Callable
 
-from .records import Record, now_iso
+from .records import Record, now_iso, usd
 
 #: What a pending entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
 #: lost reply is possibly paid but buys nothing again: the next run just asks for the re-judgements missing).
@@ -51,6 +51,11 @@ REBUY, REVIEW = "rebuy", "review"
 POSSIBLY_PAID_CHOICES = (REBUY, REVIEW)
 #: The record's ``extra`` key of a candidate held for review: what was held (GENERATE or JUDGE).
 HELD = "held_for_review"
+#: The ``state`` of a pending entry whose call has not left yet: a batch line gathering in its collector
+#: (``--tier batch``, providers/batching.py).  Nothing of it reaches the provider before the line is journaled with
+#: its batch's input (the job, whose write clears this entry), and the batch is created only after every line of it
+#: was: a gathering entry found on disk, or left by a call that ended, was never sent, so never paid.
+GATHERING = "gathering"
 #: Why a pending entry found on disk was abandoned.
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
@@ -127,6 +132,19 @@ def sending(call: str, *, route: str, price: float, call_id: str | None, **field
     and the most it can cost."""
     return {"call": call, "route": route, "id": call_id, "sent_at": now_iso(), "price": round(float(price), 6),
             **{k: v for k, v in fields.items() if v is not None}}
+
+
+def gathering(pending: Any) -> bool:
+    """Whether a pending entry is a batch line still gathering (GATHERING): nothing sent, nothing paid."""
+    return isinstance(pending, dict) and pending.get("state") == GATHERING
+
+
+def open_price(pending: Any) -> float:
+    """What a pending entry may have cost: its worst-case price once its call may have left; 0 for a line still
+    gathering, and for an entry that is not one (a record on disk is untrusted)."""
+    if not isinstance(pending, dict) or gathering(pending):
+        return 0.0
+    return usd(pending.get("price"))
 
 
 def abandon(record: Record, why: str) -> dict[str, Any]:
