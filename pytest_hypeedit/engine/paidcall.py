@@ -26,7 +26,7 @@ from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import redact
 from ..tasks import Task
-from . import journal as paid, room
+from . import call_ledger as ledger, journal as paid, room
 from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
 from .record_spend import note_run_spend
@@ -203,7 +203,7 @@ class PaidCalls:
             records = list(self._live.values())
         pending = [r.pending for r in records if isinstance(r.pending, dict) and not paid.gathering(r.pending)]
         jobs = sum(1 for r in records if r.pending is None and r.job)
-        return jobs, len(pending), sum(paid.open_price(p) for p in pending)
+        return jobs, len(pending), sum(ledger.open_price(p) for p in pending)
 
     # ------------------------------------------------------------------ the outputs' disk
 

@@ -40,6 +40,7 @@ from typing import Callable, Iterable, TypedDict, TypeVar
 
 from ..registry import ModelSpec
 from ..tasks import Task
+from .call_ledger import spent_in_run
 from .dispatch import Dispatcher, fair_shares
 from .finishing import Finishers
 from .jobs import (
@@ -59,7 +60,6 @@ from .jobs import (
     NotStarted,
 )
 from .limits import SlotSet
-from .record_spend import spent_in_run
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan, Runner

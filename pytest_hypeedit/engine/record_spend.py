@@ -2,14 +2,16 @@
 
 A verdict replaced (``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a judge call that
 failed after being paid and each run's purchases (``spent_by_run``) stay counted in the record's own fields; these
-helpers are the only writers of those fields and the readers the results use (docs/explanation/money.md).
+helpers are the only writers of those fields.  What they add up to is read by the call ledger only
+(engine/call_ledger.py), where every figure of spend is derived (docs/explanation/money.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .records import Record, usd, verdicts_cost
+from .call_ledger import usd, verdicts_cost
+from .records import Record
 
 
 def add_failed_judge_cost(record: Record, amount: Any) -> float:
@@ -35,13 +37,6 @@ def add_verdict_cost(record: Record, amount: Any) -> float:
     paid = usd(amount)
     record.judge_verdicts_cost = round(verdicts_cost(record) + paid, 6)
     return paid
-
-
-def spent_in_run(record: Record, run_id: str | None) -> float:
-    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``); 0 for a record the
-    run bought nothing for, or without a run id."""
-    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
-    return usd(runs.get(run_id)) if run_id is not None else 0.0
 
 
 def note_run_spend(record: Record, run_id: str, bought: float) -> None:

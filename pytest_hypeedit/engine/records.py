@@ -14,8 +14,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from ..finite import finite_number
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
+from . import call_ledger as ledger
+
+# The price tiers (a record's ``tier`` and ``judge_tier``: any other value read from disk becomes UNKNOWN_TIER,
+# counted by ``unknown_tiers``, never believed) and the amounts of a record are the call ledger's; named here too,
+# where the code reading records has always found them.
+from .call_ledger import (
+    BATCH as BATCH,
+    FLEX as FLEX,
+    MAX_CALL_USD as MAX_CALL_USD,
+    STANDARD as STANDARD,
+    TIERS as TIERS,
+    UNKNOWN_TIER as UNKNOWN_TIER,
+    implausible_amounts as implausible_amounts,
+    known_tier as known_tier,
+    usd as usd,
+    verdicts_cost as verdicts_cost,
+)
 
 #: Outcomes of one candidate (docs/reference/results.md, "Outcomes of one candidate").
 PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
@@ -29,13 +45,6 @@ RECORD_SCHEMA = "hypeedit-record/1"
 #: ``extra`` key of a new record made where a file on disk was no record (engine/store.py): why it was not used.
 DISCARDED = "discarded_record"
 
-#: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price), ``flex``
-#: (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode).  A record read from disk is
-#: untrusted: any other value of ``tier`` or ``judge_tier`` becomes UNKNOWN_TIER, counted (``unknown_tiers``) and
-#: its spend shown under that name, never believed.
-STANDARD, FLEX, BATCH = "standard", "flex", "batch"
-TIERS = (STANDARD, FLEX, BATCH)
-UNKNOWN_TIER = "unknown"
 #: The key of a verdict's ``extra`` that names the tier that served it (judges/gemini.py).
 SERVED_TIER = "service_tier"
 
@@ -43,36 +52,6 @@ SERVED_TIER = "service_tier"
 def now_iso() -> str:
     """The timestamp format of records and labels files: UTC, to the second."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-#: The most one candidate's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
-#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
-MAX_CALL_USD = 10_000.0
-
-
-def usd(value: Any) -> float:
-    """A record's amount as a number: a record read from disk is untrusted, and a made-up amount (not a finite,
-    non-negative number up to MAX_CALL_USD) counts as 0; ``implausible_amounts`` counts them, to say so."""
-    return float(value) if _believable(value) else 0.0
-
-
-def _believable(value: Any) -> bool:
-    return finite_number(value) and 0 <= value <= MAX_CALL_USD
-
-
-def verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost (``judge_verdicts_cost``).  A record written before that was
-    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements (--judge-stability,
-    ``extra["stability"]["cost"]``)."""
-    if record.judge_verdicts_cost is not None:
-        return usd(record.judge_verdicts_cost)
-    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
-    return usd(record.judge_cost) + (usd(entry.get("cost")) if isinstance(entry, dict) else 0.0)
-
-
-def known_tier(value: Any) -> str:
-    """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
-    return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
 
 
 def verdict_tier(entry: dict[str, Any]) -> str:
@@ -87,16 +66,6 @@ def verdict_tier(entry: dict[str, Any]) -> str:
 def unknown_tiers(record: Record) -> int:
     """How many of the record's tiers were not believed (not a known tier name on disk)."""
     return sum(1 for tier in (record.tier, record.judge_tier) if tier == UNKNOWN_TIER)
-
-
-def implausible_amounts(record: Record) -> int:
-    """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
-    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
-    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.judge_verdicts_cost,
-               record.resubmitted_cost]
-    amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
-    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
-    return sum(1 for value in amounts if value is not None and not _believable(value))
 
 
 @dataclass
@@ -199,23 +168,18 @@ class Record:
 
     @property
     def spent(self) -> float:
-        """Everything this candidate cost: generation, judge (every verdict and re-judgement it was given, and judge
-        calls that failed after being paid), earlier purchases that left no image, possibly paid calls."""
-        return sum(self.spent_breakdown.values())
+        """Everything this candidate cost: every paid or possibly paid call of its ledger (engine/call_ledger.py)."""
+        return ledger.spent(ledger.calls_of(self))
 
     @property
     def spent_breakdown(self) -> dict[str, float]:
-        """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
-        non-negative number counts as 0."""
-        return {"generation": usd(self.cost), "judge": verdicts_cost(self) + usd(self.judge_failed_cost),
-                "resubmitted": usd(self.resubmitted_cost),
-                "possibly_paid": sum(usd(entry.get("price")) for entry in self.possibly_paid_calls)}
+        """The parts of ``spent`` (USD), from its ledger: generation, judge, resubmitted, possibly_paid."""
+        return ledger.breakdown(ledger.calls_of(self))
 
     @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
-        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything)."""
-        entries = self.possibly_paid if isinstance(self.possibly_paid, list) else []
-        return [entry for entry in entries if isinstance(entry, dict)]
+        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything), bounded."""
+        return ledger.possibly_paid_entries(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).

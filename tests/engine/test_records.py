@@ -102,7 +102,7 @@ def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
 
 
 def test_what_each_run_bought_is_read_as_untrusted():
-    from pytest_hypeedit.engine.record_spend import spent_in_run
+    from pytest_hypeedit.engine.call_ledger import spent_in_run
 
     base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
     record = Record.from_dict({**base, "spent_by_run": {"run-a": 0.04, "run-b": 0.003}})
