@@ -35,7 +35,8 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
 
 Where the entries come from: ``calls_of`` reads them from the record's money fields (``cost``, ``tier``,
 ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record written before it was
-kept, ``judge_failed_cost``, ``judge_tier``, ``resubmitted_cost``, ``possibly_paid``, ``pending``), as every
+kept, ``judge_failed_cost``, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
+``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every
 version of the plugin wrote them, so a record of any version is read with nothing it recorded as paid forgotten.
 Each amount read is untrusted (``usd``): a made-up amount counts as 0 and is counted (``implausible_amounts``); a
 tier that is no tier counts under UNKNOWN_TIER; the list of possibly paid calls read is bounded (MAX_CALLS).
@@ -43,7 +44,7 @@ tier that is no tier counts under UNKNOWN_TIER; the list of possibly paid calls 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import LifecycleError
@@ -155,12 +156,39 @@ def calls_of(record: Record) -> list[Call]:
     judge_tier = known_tier(record.judge_tier)
     calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
               Call(REJUDGEMENT, BILLED, rejudged, judge_tier),
-              Call(JUDGE_CALL, ANSWERED, usd(record.judge_failed_cost), judge_tier),
-              Call(GENERATION, LEFT_BEHIND, usd(record.resubmitted_cost), UNKNOWN_TIER)]
+              Call(JUDGE_CALL, ANSWERED, usd(record.judge_failed_cost), judge_tier)]
+    calls += _left_behind(record)
     calls += [_lost(entry) for entry in possibly_paid_entries(record)]
     # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
     # which tier it was at; the other sums are entries only when they hold something
     return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
+
+
+def _left_behind(record: Record) -> list[Call]:
+    """The purchases ``resubmitted_cost`` sums, one entry each where the record names it: a job left behind
+    (``extra["left_behind_jobs"]``: a batch line at tier batch), a lost image (``extra["lost_candidates"]``), and
+    what is left of the sum (expired jobs, images a full disk could not keep) as one entry.  Never more than
+    ``resubmitted_cost`` says, whatever ``extra`` holds (a record is untrusted): each item is capped by what is
+    left of it."""
+    items = []
+    for entry in _listed(record, "left_behind_jobs"):
+        batch = entry.get("kind") == BATCH
+        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(entry.get("cost")),
+                          BATCH if batch else UNKNOWN_TIER, route=_text(entry.get("route")), id=_text(entry.get("id"))))
+    items += [Call(GENERATION, LEFT_BEHIND, usd(entry.get("cost")), UNKNOWN_TIER)
+              for entry in _listed(record, "lost_candidates")]
+    left, calls = usd(record.resubmitted_cost), []
+    for item in items:
+        price = min(item.price, left)
+        left = max(0.0, left - price)
+        calls.append(replace(item, price=price))
+    return [*calls, Call(GENERATION, LEFT_BEHIND, left, UNKNOWN_TIER)]
+
+
+def _listed(record: Record, key: str) -> list[dict[str, Any]]:
+    """The entries of a list of the record's ``extra`` that are entries, at most MAX_CALLS of them."""
+    entries = record.extra.get(key) if isinstance(record.extra, dict) else None
+    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
 
 
 def possibly_paid_entries(record: Record) -> list[dict[str, Any]]:

@@ -102,15 +102,18 @@ def test_a_record_of_the_earlier_version_counts_everything_it_recorded_as_paid_o
     assert record.spent == ledger.spent(calls) == pytest.approx(recorded)
     assert record.spent_breakdown == pytest.approx({"generation": 0.19, "judge": 0.0105, "resubmitted": 0.38,
                                                     "possibly_paid": 0.194})
-    assert ledger.by_kind(calls) == pytest.approx({"generation": 0.19 + 0.38 + 0.19, "verdict": 0.005 + 0.004,
-                                                   "rejudgement": 0.004, "judge_call": 0.0015})
+    # resubmitted_cost itemized: the batch line left behind, the lost image; the generation possibly paid
+    assert ledger.by_kind(calls) == pytest.approx({"generation": 0.19 + 0.19 + 0.19, "batch_line": 0.19,
+                                                   "verdict": 0.005 + 0.004, "rejudgement": 0.004,
+                                                   "judge_call": 0.0015})
     assert sum(ledger.by_kind(calls).values()) == pytest.approx(record.spent)
     tiers = ledger.by_tier(calls)
-    assert tiers["generation"] == pytest.approx({"standard": 0.19}) and tiers["judge"] == pytest.approx({"flex": 0.0105})
+    assert tiers["generation"] == pytest.approx({"standard": 0.19})
+    assert tiers["judge"] == pytest.approx({"flex": 0.0105})
     lost = ledger.possibly_paid(calls)
     assert [(c.kind, c.id, c.worst, c.rebought) for c in lost] == [("generation", "c1", True, True),
                                                                    ("verdict", None, True, False)]
-    assert ledger.bought_again(calls) == 2  # the possibly paid generation bought again, the purchases left behind
+    assert ledger.bought_again(calls) == 3  # the possibly paid generation, the batch line left behind, the lost image
     assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.574)
     assert ledger.spent_in_run(record, "run-b") == pytest.approx(0.0135)
     # the pending judge call is the open call of the run that sent it, not in spent until found abandoned
@@ -129,6 +132,23 @@ def test_a_record_written_before_the_verdicts_cost_was_kept_counts_its_verdict_a
     assert ledger.by_kind(calls)["verdict"] == pytest.approx(0.002 + 0.004)  # the verdict, the lost judge call
     assert ledger.by_kind(calls)["rejudgement"] == pytest.approx(0.004)
     assert record.spent_breakdown["judge"] == pytest.approx(0.002 + 0.004 + 0.0015)
+
+
+def test_what_resubmitted_cost_sums_is_itemized_and_never_more_than_it_says():
+    """Planted: the items not capped by resubmitted_cost, a doctored left_behind_jobs entry of $5 made spent $5.38
+    (caught); the items dropped, the batch line left behind was filed as a generation (caught)."""
+    extra = {"left_behind_jobs": [{"id": "j1", "kind": "batch", "route": "openai", "cost": 0.095}],
+             "lost_candidates": [{"file": "001.png", "cost": 0.19}]}
+    record = Record.from_dict({**BASE, "resubmitted_cost": 0.38, "extra": extra})
+    calls = ledger.calls_of(record)
+    assert ledger.by_kind(calls) == pytest.approx({"batch_line": 0.095, "generation": 0.19 + 0.095})
+    assert [(c.kind, c.tier, c.id) for c in calls if c.state == ledger.LEFT_BEHIND] == [
+        ("batch_line", "batch", "j1"), ("generation", "unknown", None), ("generation", "unknown", None)]
+    assert record.spent == pytest.approx(0.38) and ledger.bought_again(calls) == 3
+    doctored = Record.from_dict({**BASE, "resubmitted_cost": 0.38, "extra": {
+        "left_behind_jobs": [{"kind": "batch", "cost": 5.0}, "junk", {"cost": "lots"}], "lost_candidates": 7}})
+    assert doctored.spent == pytest.approx(0.38)
+    assert ledger.by_kind(ledger.calls_of(doctored)) == pytest.approx({"batch_line": 0.38})
 
 
 def test_a_batch_line_is_filed_as_one_at_its_tier():
