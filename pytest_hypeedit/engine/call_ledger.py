@@ -33,18 +33,24 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
   or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
   entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
 
-Where the entries come from: ``calls_of`` reads them from the record's money fields (``cost``, ``tier``,
-``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record written before it was
-kept, ``judge_failed_cost``, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
-``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every
-version of the plugin wrote them, so a record of any version is read with nothing it recorded as paid forgotten.
-Each amount read is untrusted (``usd``): a made-up amount counts as 0 and is counted (``implausible_amounts``); a
-tier that is no tier counts under UNKNOWN_TIER; the list of possibly paid calls read is bounded (MAX_CALLS).
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: so far the judge
+calls paid without a verdict, appended by the step that ends the call, engine/record_spend.py; two processes'
+ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money fields
+(``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record
+written before it was kept, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
+``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record
+of an earlier version's ``judge_failed_cost`` is converted once on read into a ``calls`` entry (records.py).  So a
+record of any version is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is
+untrusted: a made-up amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts
+under UNKNOWN_TIER, a kind or state that is none is counted at its price (an unknown state as lost), and the
+entries read are bounded (MAX_CALLS).
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import LifecycleError
@@ -64,6 +70,8 @@ UNKNOWN_TIER = "unknown"
 GENERATION, BATCH_LINE, VERDICT, REJUDGEMENT, JUDGE_CALL = "generation", "batch_line", "verdict", "rejudgement", \
     "judge_call"
 KINDS = (GENERATION, BATCH_LINE, VERDICT, REJUDGEMENT, JUDGE_CALL)
+#: The kind of an entry read from a record whose kind is none of KINDS: counted at its price, never dropped.
+UNKNOWN_KIND = "unknown"
 #: The kinds of each part of ``spent_breakdown``: the candidate's image, and its judging.
 GENERATION_KINDS = frozenset({GENERATION, BATCH_LINE})
 JUDGE_KINDS = frozenset({VERDICT, REJUDGEMENT, JUDGE_CALL})
@@ -124,6 +132,47 @@ class Call:
     rebought: bool = False  # (lost) a later call bought again what it was for
 
 
+def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, route: str | None = None,
+              id: str | None = None, run: str | None = None) -> dict[str, Any]:
+    """A paid call's entry as the record's ``calls`` keep it (JSON), with an id of its own (``entry``: two processes'
+    ledgers of one candidate are merged by it, engine/planning.py) and the time it was written."""
+    call = Call(kind, state, round(price, 6), tier, route=route, id=id, run=run,
+                sent_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    check(call)
+    return {"entry": uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
+                                               if value is not None and value is not False}}
+
+
+#: The text fields of a ``calls`` entry, and its others: how a record's entry is checked on read (``problem``).
+_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run")
+
+
+def problem(entry: Any) -> str | None:
+    """Why a ``calls`` entry read from a record is not one (a field of the wrong type), else None.  A kind, state or
+    amount that is of its type but not believable is no problem here: it is counted (``implausible_amounts``)."""
+    if not isinstance(entry, dict):
+        return "must be an object"
+    for name in _ENTRY_TEXTS:
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            return f"{name} must be text"
+    price = entry.get("price")
+    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float))):
+        return "price must be a number"
+    for name in ("worst", "rebought"):
+        if entry.get(name) is not None and not isinstance(entry[name], bool):
+            return f"{name} must be true or false"
+    return None
+
+
+def merged(on_disk: Any, ours: Any) -> list[dict[str, Any]]:
+    """Two ledgers of one candidate (the record on disk, another process's; ours): every entry of either, once (by
+    its ``entry`` id), the disk's first.  Append-only: merging never drops an entry."""
+    kept = [entry for entry in (on_disk if isinstance(on_disk, list) else []) if isinstance(entry, dict)]
+    seen = {entry.get("entry") for entry in kept}
+    return kept + [entry for entry in (ours if isinstance(ours, list) else [])
+                   if isinstance(entry, dict) and entry.get("entry") not in seen]
+
+
 def move(state: str, to: str, what: str) -> str:
     """``to``, when an entry in ``state`` may move there; else LifecycleError naming ``what``."""
     if to not in MOVES.get(state, frozenset()):
@@ -155,13 +204,31 @@ def calls_of(record: Record) -> list[Call]:
     rejudged = min(_rejudgements_cost(record), _verdicts_cost(record))
     judge_tier = known_tier(record.judge_tier)
     calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
-              Call(REJUDGEMENT, BILLED, rejudged, judge_tier),
-              Call(JUDGE_CALL, ANSWERED, usd(record.judge_failed_cost), judge_tier)]
+              Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
     calls += _left_behind(record)
     calls += [_lost(entry) for entry in possibly_paid_entries(record)]
+    calls += [_native(entry) for entry in _entries(record)]
     # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
     # which tier it was at; the other sums are entries only when they hold something
     return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
+
+
+def _entries(record: Record) -> list[dict[str, Any]]:
+    """The record's ``calls`` that are entries, at most MAX_CALLS of them."""
+    entries = record.calls if isinstance(record.calls, list) else []
+    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
+
+
+def _native(entry: dict[str, Any]) -> Call:
+    """A ``calls`` entry read from a record (untrusted): an amount not believed counts 0, a tier that is none is
+    UNKNOWN_TIER, a kind that is none UNKNOWN_KIND, and a state that is none counts as lost (possibly paid at its
+    price): whatever it says, a paid call is never dropped."""
+    state = str(entry["state"]) if entry.get("state") in STATES else LOST
+    kind = str(entry["kind"]) if entry.get("kind") in KINDS else UNKNOWN_KIND
+    return Call(kind, state, usd(entry.get("price")), known_tier(entry.get("tier", STANDARD)),
+                worst=entry.get("worst") is True or state != entry.get("state"), route=_text(entry.get("route")),
+                id=_text(entry.get("id")), sent_at=_text(entry.get("sent_at")), run=_text(entry.get("run")),
+                rebought=entry.get("rebought") is True)
 
 
 def _left_behind(record: Record) -> list[Call]:
@@ -233,12 +300,13 @@ def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
-    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.judge_verdicts_cost,
-               record.resubmitted_cost]
-    amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record)]
+    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost, record.resubmitted_cost]
+    amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
     amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
-    past = max(0, len(record.possibly_paid) - MAX_CALLS) if isinstance(record.possibly_paid, list) else 0
-    return past + sum(1 for value in amounts if value is not None and not believable(value))
+    past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)
+               if isinstance(entries, list))
+    unknown = sum(1 for entry in _entries(record) if entry.get("kind") not in KINDS or entry.get("state") not in STATES)
+    return past + unknown + sum(1 for value in amounts if value is not None and not believable(value))
 
 
 # --------------------------------------------------------------------------- every figure, derived

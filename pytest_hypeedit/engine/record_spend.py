@@ -10,17 +10,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import call_ledger as ledger
 from .call_ledger import usd, verdicts_cost
 from .records import Record
 
 
-def add_failed_judge_cost(record: Record, amount: Any) -> float:
+def add_failed_judge_cost(record: Record, amount: Any, run: str | None = None) -> float:
     """Keep what a judge call that gave no verdict was paid all the same (``amount``: a JudgeError's ``cost``, the
-    asks answered before the judge gave up) in the record's ``judge_failed_cost``, where no later verdict erases
-    it; the amount counted (0 unless believable: a plugin's judge may set anything)."""
+    asks answered before the judge gave up) as an entry of the record's call ledger (``calls``: answered, at the
+    verdict's tier), where no later verdict erases it; the amount counted (0 unless believable: a plugin's judge may
+    set anything)."""
     paid = usd(amount)
     if paid:
-        record.judge_failed_cost = round(usd(record.judge_failed_cost) + paid, 6)
+        entry = ledger.new_entry(ledger.JUDGE_CALL, ledger.ANSWERED, paid, tier=ledger.known_tier(record.judge_tier),
+                                 run=run)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 
 

@@ -118,10 +118,6 @@ class Record:
     # or of an image that was lost) and --judge-stability's re-judgements.  Only grows: a verdict reused from the
     # record adds nothing, a new one adds its cost.  None in a record written before it was kept (verdicts_cost)
     judge_verdicts_cost: float | None = None
-    # USD of judge calls paid for that gave no verdict: asks answered (billed) before the judge failed, e.g. two
-    # replies that could not be read, a panel's answered jurors; --judge-stability re-judgements too.  Summed over
-    # every run and never reset: a later verdict does not erase what the failed calls cost
-    judge_failed_cost: float = 0.0
     # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
     # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
     # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
@@ -152,6 +148,12 @@ class Record:
     reused_candidate: bool = False
     reused_verdict: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # the candidate's call ledger (engine/call_ledger.py): paid calls written as entries, append-only, one each
+    # ({"entry": id, "kind", "state", "price", "tier", "route", "id", "sent_at", "run", "worst"}); today the judge
+    # calls paid without giving a verdict (asks answered before the judge failed, e.g. two replies that could not
+    # be read, a panel's answered jurors; --judge-stability's too: ``judge_failed_cost`` in records of earlier
+    # versions, converted once on read, ``from_dict``).  Never reset: a later verdict does not erase what they cost
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -198,6 +200,7 @@ class Record:
         if not isinstance(data, dict):
             raise MalformedRecord(f"not a JSON object but {type(data).__name__}")
         fields = {k: v for k, v in data.items() if k in _FIELD_NAMES}
+        _convert_earlier(data, fields)
         if fields.get("job") is not None and not isinstance(fields["job"], dict):
             # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
             # paid job), as an object without an id that the adapter refuses with a message naming the record.
@@ -216,6 +219,29 @@ class Record:
         fields = json.loads(text)
         del fields["schema"]
         return cls(**fields)
+
+
+#: The id of the ledger entry a record of an earlier version's ``judge_failed_cost`` becomes: one id, so a record
+#: converted twice (read back, merged with another process's) holds it once.
+EARLIER_JUDGE_CALLS = "judge_failed_cost"
+
+
+def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
+    """A record of an earlier version, converted once on read: its ``judge_failed_cost`` (what judge calls paid
+    without a verdict cost, summed) becomes one ledger entry of ``calls``, so nothing it recorded as paid is
+    forgotten, and none is counted twice (the entry's id is fixed).  An amount of the wrong type makes the record
+    malformed, as before; one not believable is kept as is, counted 0 and said (``implausible_amounts``)."""
+    amount = data.get("judge_failed_cost")
+    if amount is None or amount == 0:
+        return
+    if not _is(amount, _NUMBER):
+        raise MalformedRecord(f"'judge_failed_cost' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
+    found = fields.get("calls")
+    calls: list[Any] = found if isinstance(found, list) else []
+    if not any(isinstance(entry, dict) and entry.get("entry") == EARLIER_JUDGE_CALLS for entry in calls):
+        tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
+        fields["calls"] = [*calls, {"entry": EARLIER_JUDGE_CALLS, "kind": ledger.JUDGE_CALL,
+                                    "state": ledger.ANSWERED, "price": amount, "tier": tier}]
 
 
 #: Record's fields by name (a record read keeps only these).
@@ -237,7 +263,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
-    "judge_cost": _NUMBER, "judge_failed_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT,
+    "judge_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
@@ -265,7 +291,7 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
 _NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
-    "cost", "judge_cost", "judge_failed_cost", "resubmitted_cost"}
+    "cost", "judge_cost", "resubmitted_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:
@@ -287,8 +313,12 @@ def check_fields(fields: dict[str, Any]) -> None:
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
     _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
-    for name in ("votes", "possibly_paid"):
+    for name in ("votes", "possibly_paid", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
+    for index, entry in enumerate(fields.get("calls") or []):
+        wrong = ledger.problem(entry)
+        if wrong is not None:
+            raise MalformedRecord(f"calls[{index}]: {wrong}")
     if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:
         raise MalformedRecord(f"'outcome' must be one of {', '.join(OUTCOMES)}, not {fields['outcome']!r:.40}")
     for judge, entry in (fields.get("judgements") or {}).items():

@@ -194,3 +194,45 @@ def test_the_ledger_read_from_a_record_is_bounded():
     assert len(ledger.possibly_paid(ledger.calls_of(record))) == ledger.MAX_CALLS
     assert record.spent == pytest.approx(0.01 * ledger.MAX_CALLS)
     assert implausible_amounts(record) == 500  # said, not silently dropped
+
+
+# --------------------------------------------------------------------------- entries written as entries
+
+
+def test_a_judge_call_paid_without_a_verdict_is_an_entry_of_the_ledger_and_merges_append_only():
+    from pytest_hypeedit.engine.record_spend import add_failed_judge_cost
+
+    record = Record(**BASE, judge_tier="flex")
+    assert add_failed_judge_cost(record, 0.003, "run-a") == 0.003
+    assert add_failed_judge_cost(record, "lots") == 0 and add_failed_judge_cost(record, 0) == 0  # nothing added
+    [entry] = record.calls
+    assert (entry["kind"], entry["state"], entry["price"], entry["tier"], entry["run"]) == (
+        "judge_call", "answered", 0.003, "flex", "run-a")
+    theirs = Record(**BASE)  # another process's record of the candidate, with a failed call of its own
+    add_failed_judge_cost(theirs, 0.002)
+    both = ledger.merged(theirs.calls, record.calls)
+    assert ledger.merged(both, record.calls) == both  # an entry is kept once, whoever merges
+    assert Record(**BASE, calls=both).spent == pytest.approx(0.005)  # each process's call counted, none lost
+    back = Record.from_json(Record(**BASE, calls=both).to_json())
+    assert back.calls == both
+
+
+def test_a_doctored_entry_is_named_or_counted_never_a_crash():
+    for wrong, said in (([0.19], "every item of 'calls' must be an object"), ([{"price": "0.19"}], "calls\\[0\\]: price"),
+                        ([{}, {"kind": 7}], "calls\\[1\\]: kind must be text"),
+                        ([{"worst": "yes"}], "calls\\[0\\]: worst must be true or false")):
+        with pytest.raises(MalformedRecord, match=said):
+            Record.from_dict({**BASE, "calls": wrong})
+    odd = Record.from_dict({**BASE, "calls": [{"kind": "lunch", "state": "billed", "price": 0.5},
+                                              {"kind": "verdict", "state": "maybe", "price": 0.25},
+                                              {"kind": "verdict", "state": "billed", "price": float("inf")}]})
+    assert odd.spent == pytest.approx(0.75)  # a kind or state that is none still counts its price
+    assert ledger.by_kind(ledger.calls_of(odd)) == pytest.approx({"unknown": 0.5, "verdict": 0.25})
+    assert odd.spent_breakdown["possibly_paid"] == pytest.approx(0.25)  # an unknown state: possibly paid
+    assert implausible_amounts(odd) == 3  # the unknown kind, the unknown state, the made-up amount
+
+
+def test_the_entries_read_are_bounded():
+    many = [{"kind": "judge_call", "state": "answered", "price": 0.001}] * (ledger.MAX_CALLS + 10)
+    record = Record.from_dict({**BASE, "calls": many})
+    assert record.spent == pytest.approx(0.001 * ledger.MAX_CALLS) and implausible_amounts(record) == 10
