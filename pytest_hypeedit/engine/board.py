@@ -18,9 +18,9 @@ from typing import Iterable, TypedDict
 
 from ..registry import ModelSpec
 from ..tasks import Task
+from .call_ledger import spent_in_run
 from .jobs import GENERATE, JUDGE, NEW, READY, RUNNING, STOPPED, Entry, Job, Key
 from .limits import SlotSet
-from .record_spend import spent_in_run
 from .records import ERROR, REFUSED, SKIPPED, Record
 from .routes import GateState, RouteGate
 from .runner import Plan

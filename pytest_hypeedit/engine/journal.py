@@ -41,6 +41,7 @@ import string
 import time
 from typing import Any, Callable
 
+from . import call_ledger as ledger
 from .records import Record, now_iso
 
 #: What a pending entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
@@ -51,6 +52,12 @@ REBUY, REVIEW = "rebuy", "review"
 POSSIBLY_PAID_CHOICES = (REBUY, REVIEW)
 #: The record's ``extra`` key of a candidate held for review: what was held (GENERATE or JUDGE).
 HELD = "held_for_review"
+#: The ``state`` of a pending entry whose call has not left yet (engine/call_ledger.py): a batch line gathering in
+#: its collector (``--tier batch``, providers/batching.py).  Nothing of it reaches the provider before the line is
+#: journaled with its batch's input (the job, whose write clears this entry), and the batch is created only after
+#: every line of it was: a gathering entry found on disk, or left by a call that ended, was never sent, so never
+#: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` refuses it).
+GATHERING = ledger.GATHERING
 #: Why a pending entry found on disk was abandoned.
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
@@ -129,10 +136,18 @@ def sending(call: str, *, route: str, price: float, call_id: str | None, **field
             **{k: v for k, v in fields.items() if v is not None}}
 
 
+def gathering(pending: Any) -> bool:
+    """Whether a pending entry is a batch line still gathering (GATHERING): nothing sent, nothing paid."""
+    return isinstance(pending, dict) and pending.get("state") == GATHERING
+
+
 def abandon(record: Record, why: str) -> dict[str, Any]:
     """Move the record's pending call into its ``possibly_paid`` history: its reply never came, so it may
     have been paid.  Returns the entry."""
     pending = record.pending if isinstance(record.pending, dict) else {}
+    # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger refuses it)
+    ledger.move(GATHERING if gathering(pending) else ledger.JOURNALED, ledger.LOST,
+                f"{record.model} {record.task_id} r{record.repeat:03d}")
     entry = {**pending, "why": why, "found_at": now_iso(), "rebought": False}
     record.possibly_paid = [*record.possibly_paid_calls, entry]
     record.pending = None

@@ -26,7 +26,7 @@ from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import redact
 from ..tasks import Task
-from . import journal as paid, room
+from . import call_ledger as ledger, journal as paid, room
 from .journal import GENERATE, JUDGE, REBUY, REJUDGE
 from .lifecycle import Lifecycle, Step
 from .record_spend import note_run_spend
@@ -121,9 +121,10 @@ class PaidCalls:
     # ------------------------------------------------------------------ pending, possibly paid
 
     def _resolve_pending(self, record: Record, candidate: Path | None) -> None:
-        """A pending call whose answer is on disk after all (the image, the verdict) was not lost: forget it."""
+        """A pending call whose answer is on disk after all (the image, the verdict) was not lost, and a batch line
+        that was still gathering was never sent: forget it."""
         call = paid.pending_call(record)
-        if call == GENERATE and candidate is not None:
+        if call == GENERATE and (candidate is not None or paid.gathering(record.pending)):
             record.pending = None
         elif call == JUDGE:
             pending = record.pending or {}  # a JUDGE call is a pending entry
@@ -165,7 +166,7 @@ class PaidCalls:
             self._live.pop(record.key, None)
         if record.pending is None:
             return None
-        if exc is not None and getattr(exc, "reply_lost", False):
+        if exc is not None and getattr(exc, "reply_lost", False) and not paid.gathering(record.pending):
             return paid.abandon(record, redact(str(exc))[:500])
         record.pending = None
         return None
@@ -200,9 +201,9 @@ class PaidCalls:
         for their reply, the most those could cost) - what leaving now would cost."""
         with self._live_lock:
             records = list(self._live.values())
-        pending = [r.pending for r in records if isinstance(r.pending, dict)]
+        pending = [r.pending for r in records if isinstance(r.pending, dict) and not paid.gathering(r.pending)]
         jobs = sum(1 for r in records if r.pending is None and r.job)
-        return jobs, len(pending), sum(float(p.get("price") or 0) for p in pending)
+        return jobs, len(pending), sum(ledger.open_price(p) for p in pending)
 
     # ------------------------------------------------------------------ the outputs' disk
 

@@ -21,7 +21,7 @@ from ..errors import HypeEditError, NotRegularFile
 from ..files import sha256_with_signature
 from ..registry import ModelSpec
 from ..tasks import Task
-from . import journal as paid, provenance
+from . import call_ledger as ledger, journal as paid, provenance
 from .journal import GENERATE, JUDGE, REVIEW
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
@@ -264,8 +264,8 @@ class Planning(PaidCalls):
         if on_disk is None:
             return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
-        # what failed judge calls cost only ever grows, whichever process paid it: the larger figure is the newer
-        record.judge_failed_cost = max(usd(record.judge_failed_cost), usd(on_disk.judge_failed_cost))
+        # the call ledger is append-only, whichever process paid: every entry of both, once
+        record.calls = ledger.merged(on_disk.calls, record.calls)
         if record.judge_verdicts_cost is not None or on_disk.judge_verdicts_cost is not None:  # so do the verdicts'
             record.judge_verdicts_cost = max(verdicts_cost(record), verdicts_cost(on_disk))
         # what other runs bought is theirs to say (the disk's); what this one bought, ours

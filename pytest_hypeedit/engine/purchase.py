@@ -154,10 +154,13 @@ class Purchase(Verdicts):
     def _journal_generation(self, life: Lifecycle, record: Record, spec: ModelSpec, price: float,
                             request: GenerationRequest) -> None:
         """The generation's request, journaled before it leaves, at its worst-case price; a free route (price 0)
-        has nothing to lose.  A job left behind (``_leave_behind``) goes out of the record in the same write."""
+        has nothing to lose.  A job left behind (``_leave_behind``) goes out of the record in the same write.  A
+        batch line is journaled as gathering (journal.GATHERING): it leaves only with its batch, once journaled
+        with the batch's input, so until then a kill or a stop costs nothing and counts nothing."""
         if price > 0:
+            state = paid.GATHERING if self._tier_of(spec) == BATCH else None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
-                              life=life)
+                              life=life, state=state)
 
     def _journal(self, plan: Plan, worst: Callable[[], float]) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll,

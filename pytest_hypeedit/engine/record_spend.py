@@ -2,23 +2,29 @@
 
 A verdict replaced (``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a judge call that
 failed after being paid and each run's purchases (``spent_by_run``) stay counted in the record's own fields; these
-helpers are the only writers of those fields and the readers the results use (docs/explanation/money.md).
+helpers are the only writers of those fields.  What they add up to is read by the call ledger only
+(engine/call_ledger.py), where every figure of spend is derived (docs/explanation/money.md).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .records import Record, usd, verdicts_cost
+from . import call_ledger as ledger
+from .call_ledger import usd, verdicts_cost
+from .records import Record
 
 
-def add_failed_judge_cost(record: Record, amount: Any) -> float:
+def add_failed_judge_cost(record: Record, amount: Any, run: str | None = None) -> float:
     """Keep what a judge call that gave no verdict was paid all the same (``amount``: a JudgeError's ``cost``, the
-    asks answered before the judge gave up) in the record's ``judge_failed_cost``, where no later verdict erases
-    it; the amount counted (0 unless believable: a plugin's judge may set anything)."""
+    asks answered before the judge gave up) as an entry of the record's call ledger (``calls``: answered, at the
+    verdict's tier), where no later verdict erases it; the amount counted (0 unless believable: a plugin's judge may
+    set anything)."""
     paid = usd(amount)
     if paid:
-        record.judge_failed_cost = round(usd(record.judge_failed_cost) + paid, 6)
+        entry = ledger.new_entry(ledger.JUDGE_CALL, ledger.ANSWERED, paid, tier=ledger.known_tier(record.judge_tier),
+                                 run=run)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 
 
@@ -35,13 +41,6 @@ def add_verdict_cost(record: Record, amount: Any) -> float:
     paid = usd(amount)
     record.judge_verdicts_cost = round(verdicts_cost(record) + paid, 6)
     return paid
-
-
-def spent_in_run(record: Record, run_id: str | None) -> float:
-    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``); 0 for a record the
-    run bought nothing for, or without a run id."""
-    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
-    return usd(runs.get(run_id)) if run_id is not None else 0.0
 
 
 def note_run_spend(record: Record, run_id: str, bought: float) -> None:

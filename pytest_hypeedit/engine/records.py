@@ -14,8 +14,24 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from ..finite import finite_number
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
+from . import call_ledger as ledger
+
+# The price tiers (a record's ``tier`` and ``judge_tier``: any other value read from disk becomes UNKNOWN_TIER,
+# counted by ``unknown_tiers``, never believed) and the amounts of a record are the call ledger's; named here too,
+# where the code reading records has always found them.
+from .call_ledger import (
+    BATCH as BATCH,
+    FLEX as FLEX,
+    MAX_CALL_USD as MAX_CALL_USD,
+    STANDARD as STANDARD,
+    TIERS as TIERS,
+    UNKNOWN_TIER as UNKNOWN_TIER,
+    implausible_amounts as implausible_amounts,
+    known_tier as known_tier,
+    usd as usd,
+    verdicts_cost as verdicts_cost,
+)
 
 #: Outcomes of one candidate (docs/reference/results.md, "Outcomes of one candidate").
 PASS, FAIL, REFUSED, ERROR, SKIPPED = "pass", "fail", "refused", "error", "skipped"
@@ -29,13 +45,6 @@ RECORD_SCHEMA = "hypeedit-record/1"
 #: ``extra`` key of a new record made where a file on disk was no record (engine/store.py): why it was not used.
 DISCARDED = "discarded_record"
 
-#: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price), ``flex``
-#: (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode).  A record read from disk is
-#: untrusted: any other value of ``tier`` or ``judge_tier`` becomes UNKNOWN_TIER, counted (``unknown_tiers``) and
-#: its spend shown under that name, never believed.
-STANDARD, FLEX, BATCH = "standard", "flex", "batch"
-TIERS = (STANDARD, FLEX, BATCH)
-UNKNOWN_TIER = "unknown"
 #: The key of a verdict's ``extra`` that names the tier that served it (judges/gemini.py).
 SERVED_TIER = "service_tier"
 
@@ -43,36 +52,6 @@ SERVED_TIER = "service_tier"
 def now_iso() -> str:
     """The timestamp format of records and labels files: UTC, to the second."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-#: The most one candidate's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
-#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
-MAX_CALL_USD = 10_000.0
-
-
-def usd(value: Any) -> float:
-    """A record's amount as a number: a record read from disk is untrusted, and a made-up amount (not a finite,
-    non-negative number up to MAX_CALL_USD) counts as 0; ``implausible_amounts`` counts them, to say so."""
-    return float(value) if _believable(value) else 0.0
-
-
-def _believable(value: Any) -> bool:
-    return finite_number(value) and 0 <= value <= MAX_CALL_USD
-
-
-def verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost (``judge_verdicts_cost``).  A record written before that was
-    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements (--judge-stability,
-    ``extra["stability"]["cost"]``)."""
-    if record.judge_verdicts_cost is not None:
-        return usd(record.judge_verdicts_cost)
-    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
-    return usd(record.judge_cost) + (usd(entry.get("cost")) if isinstance(entry, dict) else 0.0)
-
-
-def known_tier(value: Any) -> str:
-    """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
-    return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
 
 
 def verdict_tier(entry: dict[str, Any]) -> str:
@@ -87,16 +66,6 @@ def verdict_tier(entry: dict[str, Any]) -> str:
 def unknown_tiers(record: Record) -> int:
     """How many of the record's tiers were not believed (not a known tier name on disk)."""
     return sum(1 for tier in (record.tier, record.judge_tier) if tier == UNKNOWN_TIER)
-
-
-def implausible_amounts(record: Record) -> int:
-    """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
-    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected."""
-    amounts = [record.cost, record.judge_cost, record.judge_failed_cost, record.judge_verdicts_cost,
-               record.resubmitted_cost]
-    amounts += [entry.get("price", 0) for entry in record.possibly_paid_calls]
-    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
-    return sum(1 for value in amounts if value is not None and not _believable(value))
 
 
 @dataclass
@@ -149,10 +118,6 @@ class Record:
     # or of an image that was lost) and --judge-stability's re-judgements.  Only grows: a verdict reused from the
     # record adds nothing, a new one adds its cost.  None in a record written before it was kept (verdicts_cost)
     judge_verdicts_cost: float | None = None
-    # USD of judge calls paid for that gave no verdict: asks answered (billed) before the judge failed, e.g. two
-    # replies that could not be read, a panel's answered jurors; --judge-stability re-judgements too.  Summed over
-    # every run and never reset: a later verdict does not erase what the failed calls cost
-    judge_failed_cost: float = 0.0
     # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
     # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
     # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
@@ -183,6 +148,12 @@ class Record:
     reused_candidate: bool = False
     reused_verdict: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # the candidate's call ledger (engine/call_ledger.py): paid calls written as entries, append-only, one each
+    # ({"entry": id, "kind", "state", "price", "tier", "route", "id", "sent_at", "run", "worst"}); today the judge
+    # calls paid without giving a verdict (asks answered before the judge failed, e.g. two replies that could not
+    # be read, a panel's answered jurors; --judge-stability's too: ``judge_failed_cost`` in records of earlier
+    # versions, converted once on read, ``from_dict``).  Never reset: a later verdict does not erase what they cost
+    calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -199,23 +170,18 @@ class Record:
 
     @property
     def spent(self) -> float:
-        """Everything this candidate cost: generation, judge (every verdict and re-judgement it was given, and judge
-        calls that failed after being paid), earlier purchases that left no image, possibly paid calls."""
-        return sum(self.spent_breakdown.values())
+        """Everything this candidate cost: every paid or possibly paid call of its ledger (engine/call_ledger.py)."""
+        return ledger.spent(ledger.calls_of(self))
 
     @property
     def spent_breakdown(self) -> dict[str, float]:
-        """The parts of ``spent`` (USD); a record from disk is untrusted, so a part that is not a finite,
-        non-negative number counts as 0."""
-        return {"generation": usd(self.cost), "judge": verdicts_cost(self) + usd(self.judge_failed_cost),
-                "resubmitted": usd(self.resubmitted_cost),
-                "possibly_paid": sum(usd(entry.get("price")) for entry in self.possibly_paid_calls)}
+        """The parts of ``spent`` (USD), from its ledger: generation, judge, resubmitted, possibly_paid."""
+        return ledger.breakdown(ledger.calls_of(self))
 
     @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
-        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything)."""
-        entries = self.possibly_paid if isinstance(self.possibly_paid, list) else []
-        return [entry for entry in entries if isinstance(entry, dict)]
+        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything), bounded."""
+        return ledger.possibly_paid_entries(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).
@@ -234,6 +200,7 @@ class Record:
         if not isinstance(data, dict):
             raise MalformedRecord(f"not a JSON object but {type(data).__name__}")
         fields = {k: v for k, v in data.items() if k in _FIELD_NAMES}
+        _convert_earlier(data, fields)
         if fields.get("job") is not None and not isinstance(fields["job"], dict):
             # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
             # paid job), as an object without an id that the adapter refuses with a message naming the record.
@@ -252,6 +219,29 @@ class Record:
         fields = json.loads(text)
         del fields["schema"]
         return cls(**fields)
+
+
+#: The id of the ledger entry a record of an earlier version's ``judge_failed_cost`` becomes: one id, so a record
+#: converted twice (read back, merged with another process's) holds it once.
+EARLIER_JUDGE_CALLS = "judge_failed_cost"
+
+
+def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
+    """A record of an earlier version, converted once on read: its ``judge_failed_cost`` (what judge calls paid
+    without a verdict cost, summed) becomes one ledger entry of ``calls``, so nothing it recorded as paid is
+    forgotten, and none is counted twice (the entry's id is fixed).  An amount of the wrong type makes the record
+    malformed, as before; one not believable is kept as is, counted 0 and said (``implausible_amounts``)."""
+    amount = data.get("judge_failed_cost")
+    if amount is None or amount == 0:
+        return
+    if not _is(amount, _NUMBER):
+        raise MalformedRecord(f"'judge_failed_cost' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
+    found = fields.get("calls")
+    calls: list[Any] = found if isinstance(found, list) else []
+    if not any(isinstance(entry, dict) and entry.get("entry") == EARLIER_JUDGE_CALLS for entry in calls):
+        tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
+        fields["calls"] = [*calls, {"entry": EARLIER_JUDGE_CALLS, "kind": ledger.JUDGE_CALL,
+                                    "state": ledger.ANSWERED, "price": amount, "tier": tier}]
 
 
 #: Record's fields by name (a record read keeps only these).
@@ -273,7 +263,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
-    "judge_cost": _NUMBER, "judge_failed_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT,
+    "judge_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
@@ -301,7 +291,7 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
 _NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
-    "cost", "judge_cost", "judge_failed_cost", "resubmitted_cost"}
+    "cost", "judge_cost", "resubmitted_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:
@@ -323,8 +313,12 @@ def check_fields(fields: dict[str, Any]) -> None:
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
     _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
-    for name in ("votes", "possibly_paid"):
+    for name in ("votes", "possibly_paid", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
+    for index, entry in enumerate(fields.get("calls") or []):
+        wrong = ledger.problem(entry)
+        if wrong is not None:
+            raise MalformedRecord(f"calls[{index}]: {wrong}")
     if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:
         raise MalformedRecord(f"'outcome' must be one of {', '.join(OUTCOMES)}, not {fields['outcome']!r:.40}")
     for judge, entry in (fields.get("judgements") or {}).items():

@@ -136,10 +136,10 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
 
 def _failed(runner: Runner, plan: Plan, entry: dict[str, Any], hold: Hold, exc: HypeEditError) -> None:
     """A re-judgement's call failed: what it may have cost is settled and kept in the record (asks answered before
-    it failed in ``judge_failed_cost``, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
+    it failed as an entry of its call ledger, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
     record = plan.record
     lost = runner.end_call(record, exc)
-    answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
+    answered = add_failed_judge_cost(record, getattr(exc, "cost", None), runner.run_id)
     hold.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
     entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
     record.extra["stability"] = entry

@@ -120,12 +120,12 @@ class Verdicts(Planning):
 
     def _judge_failed(self, plan: Plan, judge: Judge, reservation: Hold | None, exc: HypeEditError) -> None:
         """The judge's call failed (or never left): what it may have cost is settled, the record says why and keeps
-        what it was paid (``judge_failed_cost``, written with the error, so ``spent`` counts it)."""
+        what it was paid (an entry of its call ledger, written with the error, so ``spent`` counts it)."""
         record = plan.record
         lost = self.end_call(record, exc)
         # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
         # (that part is in the record's possibly_paid)
-        answered = add_failed_judge_cost(record, getattr(exc, "cost", None))
+        answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.run_id)
         if reservation is not None:
             reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
         refused, said = self.refused_keys.refusal(exc, route=judge.routes[0], model_scope=judge.routes[0],

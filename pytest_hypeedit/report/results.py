@@ -16,8 +16,9 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..analysis.sequential import is_sequential_stop
+from ..engine import call_ledger as ledger
+from ..engine.call_ledger import spent_in_run
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
-from ..engine.record_spend import spent_in_run
 from ..engine.records import (
     BATCH,
     ERROR,
@@ -267,6 +268,7 @@ def _counts(records: list[Record], run_id: str | None) -> dict[str, Any]:
         "spent": _money(spent),
         "spent_breakdown": _spent_breakdown(records),
         "spend_by_tier": spend_by_tier(records),
+        "spend_by_kind": spend_by_kind(records),
         "spent_this_run": _money(this_run),
     }
 
@@ -284,36 +286,48 @@ def _money(value: float) -> float:
 
 def _possibly_paid(records: list[Record]) -> dict[str, Any]:
     """Candidates with a paid call abandoned without its reply (engine/journal.py), which may therefore have been
-    paid twice, and those calls' worst-case price; of them, ``possibly_paid_open``: not bought again yet (the next
-    run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid review)."""
-    counted = [r for r in records if r.possibly_paid_calls]
+    paid twice, and those calls' worst-case price (the ledger's lost calls); of them, ``possibly_paid_open``: not
+    bought again yet (the next run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid
+    review)."""
+    lost = [(r, ledger.possibly_paid(ledger.calls_of(r))) for r in records]
+    counted = [r for r, calls in lost if calls]
     open_ = [r for r in counted if unresolved(r, GENERATE) or unresolved(r, JUDGE)]
     held = [r for r in open_ if r.outcome == ERROR and r.extra.get(HELD)]
-    return {"possibly_paid": len(counted), "possibly_paid_cost": round(sum(r.spent_breakdown["possibly_paid"]
-                                                                           for r in counted), 6),
+    return {"possibly_paid": len(counted),
+            "possibly_paid_cost": round(sum(call.price for _, calls in lost for call in calls), 6),
             "possibly_paid_open": len(open_) - len(held), "possibly_paid_held": len(held)}
 
 
 def _spent_breakdown(records: list[Record]) -> dict[str, Any]:
-    """``spent`` in its parts: generation, judge, expired jobs bought again, possibly paid calls (USD)."""
+    """``spent`` in its parts: generation, judge, expired jobs bought again, possibly paid calls (USD), from the
+    records' ledgers (engine/call_ledger.py)."""
     totals = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
     for record in records:
-        for part, value in record.spent_breakdown.items():
+        for part, value in ledger.breakdown(ledger.calls_of(record)).items():
             totals[part] += value
     return {part: round(value, 6) for part, value in totals.items()}
 
 
 def spend_by_tier(records: list[Record]) -> dict[str, Any]:
-    """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (the records'
-    ``tier`` and ``judge_tier``; ``unknown`` for a tier on disk that is no tier we know): USD.  A candidate's judge
-    calls that failed after being paid, and its re-judgements, count at its verdict's tier (no reply says theirs)."""
+    """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (``unknown`` for a
+    tier on disk that is no tier we know): USD.  A candidate's judge calls that failed after being paid, and its
+    re-judgements, count at its verdict's tier (no reply says theirs)."""
     parts: dict[str, dict[str, float]] = {"generation": {}, "judge": {}}
     for record in records:
-        breakdown = record.spent_breakdown
-        for part, tier, value in (("generation", record.tier, breakdown["generation"]),
-                                  ("judge", record.judge_tier, breakdown["judge"])):
-            parts[part][tier] = parts[part].get(tier, 0.0) + value
+        for part, tiers in ledger.by_tier(ledger.calls_of(record)).items():
+            for tier, value in tiers.items():
+                parts[part][tier] = parts[part].get(tier, 0.0) + value
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
+
+
+def spend_by_kind(records: list[Record]) -> dict[str, Any]:
+    """``spent`` by what each paid call was for (the ledger's kinds: generation, batch_line, verdict, rejudgement,
+    judge_call), every state counted (paid, left behind, possibly paid): USD, kinds that cost nothing left out."""
+    kinds: dict[str, float] = {}
+    for record in records:
+        for kind, value in ledger.by_kind(ledger.calls_of(record)).items():
+            kinds[kind] = kinds.get(kind, 0.0) + value
+    return {kind: _money(value) for kind, value in sorted(kinds.items())}
 
 
 def paid_price(spec: ModelSpec, records: list[Record]) -> float:

@@ -190,3 +190,43 @@ def test_under_xdist_each_reference_is_still_uploaded_once_per_run(batch_run, py
     result.assert_outcomes(passed=TASKS * REPEATS)
     assert len(fake.uploads("vision")) == REFERENCES  # the workers share the run's uploads (batch_uploads.py)
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(batch_run, pytester, signum):
+    """Killed (SIGKILL) or stopped (SIGTERM) while its lines still gather in the collector, nothing sent to the
+    provider: no line is a paid call.  The stopped run counts nothing spent and nothing bought ahead, and the
+    rerun's spend is what the fake billed (it was $2.45 for $0.96 billed: every gathering line possibly paid)."""
+    fake, run = batch_run
+    set_options(pytester.path, MODEL, batch_linger_s=120.0)  # the lines gather until the signal
+    args = [*tiny_args(MODEL, REPEATS), "--tier", "batch", "-p", "no:cacheprovider"]
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all_gathering(pytester):
+        assert process.poll() is None, "the run ended before it was stopped"
+        time.sleep(0.05)
+    assert all_gathering(pytester), "every candidate's line is journaled, gathering, before the signal"
+    os.killpg(process.pid, signum)
+    out = process.communicate(timeout=120)[0]
+    assert (fake.creations, len(fake.uploads("batch"))) == (0, 0)  # nothing was sent for the lines
+    if signum == signal.SIGTERM:
+        row = results_row(pytester.path)
+        assert (row["spent"], row["spent_this_run"], row["possibly_paid"]) == (0, 0, 0), out[-3000:]
+        assert not row.get("bought_unreported"), out[-3000:]
+    set_options(pytester.path, MODEL, batch_linger_s=GATHER_LINGER_S)
+    rerun = run("--tier", "batch")
+    rerun.assert_outcomes(passed=TASKS * REPEATS)
+    row = results_row(pytester.path)
+    assert fake.billed > 0 and row["spent"] == pytest.approx(fake.billed, abs=1e-5)
+    assert row["possibly_paid"] == 0
+    assert not any(r["possibly_paid"] for r in records(pytester.path))
+
+
+def all_gathering(pytester) -> bool:
+    try:
+        found = records(pytester.path)
+    except (OSError, ValueError):
+        return False  # a record being replaced right now
+    return len(found) == TASKS * REPEATS and all(r.get("pending") for r in found)

@@ -277,6 +277,6 @@ def test_a_job_left_polling_by_a_stopped_run_is_what_that_run_bought(tmp_path):
     runner = runner_for(tmp_path, bills, JobProvider)
     with pytest.raises(Killed):  # the run ends while its job is polled (killed, or left in flight by a stop)
         runner.run(TASK, ON_JOBS, 1)
-    from pytest_hypeedit.engine.record_spend import spent_in_run
+    from pytest_hypeedit.engine.call_ledger import spent_in_run
 
     assert spent_in_run(on_disk(tmp_path), runner.run_id) == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)

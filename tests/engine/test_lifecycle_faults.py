@@ -35,8 +35,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from pytest_hypeedit.engine.call_ledger import spent_in_run
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
-from pytest_hypeedit.engine.record_spend import spent_in_run
 from pytest_hypeedit.engine.release import aside_folder, release_of
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store

@@ -74,9 +74,13 @@ def test_spent_is_the_candidate_and_its_verdict():
 
 
 def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
-    record = Record("s", "m", "t", 1, cost=0.04, judge_cost=0.002, judge_failed_cost=0.003)
-    assert record.spent_breakdown["judge"] == pytest.approx(0.005) and record.spent == pytest.approx(0.045)
     base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    # a record of an earlier version: its judge_failed_cost is converted once into an entry of its call ledger
+    record = Record.from_dict({**base, "cost": 0.04, "judge_cost": 0.002, "judge_failed_cost": 0.003})
+    assert record.spent_breakdown["judge"] == pytest.approx(0.005) and record.spent == pytest.approx(0.045)
+    assert [(c["kind"], c["price"]) for c in record.calls] == [("judge_call", 0.003)]
+    again = Record.from_json(record.to_json())  # read back (a worker's report, the disk): converted once only
+    assert again.calls == record.calls and again.spent == pytest.approx(0.045)
     with pytest.raises(MalformedRecord, match="'judge_failed_cost' must be a whole number or a number, not text"):
         Record.from_dict({**base, "judge_failed_cost": "0.5"})
     assert Record.from_dict({**base, "judge_failed_cost": None}).spent == 0  # a null amount counts 0
@@ -102,7 +106,7 @@ def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
 
 
 def test_what_each_run_bought_is_read_as_untrusted():
-    from pytest_hypeedit.engine.record_spend import spent_in_run
+    from pytest_hypeedit.engine.call_ledger import spent_in_run
 
     base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
     record = Record.from_dict({**base, "spent_by_run": {"run-a": 0.04, "run-b": 0.003}})

@@ -1,0 +1,385 @@
+"""The call ledger of one candidate: its paid calls as entries, the states an entry may move through, and every
+figure of what the candidate cost, derived here and nowhere else.
+
+(Not the ``--budget`` ledger of a run, engine/budget.py, which holds the run's reservations: this one is per
+candidate, read from its record.)
+
+An entry (``Call``) is one paid call made for the candidate: its ``kind`` (KINDS: a generation, a batch line, a
+verdict, a re-judgement, a judge call that gave no verdict...), route, tier, run, when it was sent, its request id,
+its ``state`` and its ``price`` in USD: as billed (the provider's figure, its usage priced at its tier), or its
+worst case (``worst``) when the bill cannot be known (a reply lost).  The states and the moves between them::
+
+    journaled -> sent | gathering | not_sent       written into the record before the call may leave
+    gathering -> sent | not_sent                   a batch line in its collector: nothing sent yet
+    sent      -> answered | billed | lost | left_behind | expired_unbilled
+    answered  -> billed | left_behind              answered (paid) and its result not usable, or kept
+    billed    -> left_behind                       its image lost or its job left behind: bought again
+    lost, left_behind, expired_unbilled, not_sent  final
+
+``move`` refuses any other move (LifecycleError, a bug of the plugin).  The invariant (``check``): an entry's
+price counts in ``spent`` exactly when its state is one of COUNTED (answered, billed, left behind: paid; lost:
+possibly paid, at its worst case), and a worst-case price is only ever an open or lost call's, never one billed.
+
+The crash-safety rules of the money path (engine/lifecycle.py) are rules about these entries:
+
+- **An entry before the call.**  A paid call's entry is written into the record (journaled) before the call may
+  leave, and its outcome (billed, answered, lost...) is written after.  An entry journaled by a run that ended
+  before its outcome was written may have been sent: it counts as lost (possibly paid, at its worst case), and is
+  never sent again blindly.
+- **Gathering is not sent.**  A batch line is journaled as gathering: it leaves only with its batch, after it is
+  journaled with the batch's input, so an entry still gathering when its run ended was never sent, and moves to
+  not_sent: it costs nothing and counts nothing (engine/journal.py GATHERING).
+- **Nothing paid is forgotten.**  An entry's price counts from the write that says it was billed, answered, lost
+  or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
+  entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
+
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: so far the judge
+calls paid without a verdict, appended by the step that ends the call, engine/record_spend.py; two processes'
+ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money fields
+(``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record
+written before it was kept, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
+``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record
+of an earlier version's ``judge_failed_cost`` is converted once on read into a ``calls`` entry (records.py).  So a
+record of any version is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is
+untrusted: a made-up amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts
+under UNKNOWN_TIER, a kind or state that is none is counted at its price (an unknown state as lost), and the
+entries read are bounded (MAX_CALLS).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable
+
+from ..errors import LifecycleError
+from ..finite import finite_number
+
+if TYPE_CHECKING:
+    from .records import Record
+
+#: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price),
+#: ``flex`` (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode); any other value read from
+#: a record is UNKNOWN_TIER, counted and shown under that name, never believed.
+STANDARD, FLEX, BATCH = "standard", "flex", "batch"
+TIERS = (STANDARD, FLEX, BATCH)
+UNKNOWN_TIER = "unknown"
+
+#: What a paid call was for.
+GENERATION, BATCH_LINE, VERDICT, REJUDGEMENT, JUDGE_CALL = "generation", "batch_line", "verdict", "rejudgement", \
+    "judge_call"
+KINDS = (GENERATION, BATCH_LINE, VERDICT, REJUDGEMENT, JUDGE_CALL)
+#: The kind of an entry read from a record whose kind is none of KINDS: counted at its price, never dropped.
+UNKNOWN_KIND = "unknown"
+#: The kinds of each part of ``spent_breakdown``: the candidate's image, and its judging.
+GENERATION_KINDS = frozenset({GENERATION, BATCH_LINE})
+JUDGE_KINDS = frozenset({VERDICT, REJUDGEMENT, JUDGE_CALL})
+
+#: The states of an entry (module docstring).
+JOURNALED, GATHERING, SENT, ANSWERED, BILLED = "journaled", "gathering", "sent", "answered", "billed"
+LOST, LEFT_BEHIND, EXPIRED_UNBILLED, NOT_SENT = "lost", "left_behind", "expired_unbilled", "not_sent"
+STATES = (JOURNALED, GATHERING, SENT, ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED, NOT_SENT)
+#: The protocol: state -> the states it may move to.
+MOVES: dict[str, frozenset[str]] = {
+    JOURNALED: frozenset({SENT, GATHERING, NOT_SENT, LOST}),  # lost: its run ended after journaling it
+    GATHERING: frozenset({SENT, NOT_SENT}),
+    SENT: frozenset({ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED}),
+    ANSWERED: frozenset({BILLED, LEFT_BEHIND}),
+    BILLED: frozenset({LEFT_BEHIND}),
+    LOST: frozenset(), LEFT_BEHIND: frozenset(), EXPIRED_UNBILLED: frozenset(), NOT_SENT: frozenset(),
+}
+#: The states whose price is in ``spent``: paid (answered, billed, left behind) or possibly paid (lost).
+PAID_STATES = frozenset({ANSWERED, BILLED, LEFT_BEHIND})
+COUNTED = PAID_STATES | {LOST}
+
+#: The most one call's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
+#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
+MAX_CALL_USD = 10_000.0
+#: The most possibly paid calls read from one record: more is no record a run wrote (each is a call whose reply was
+#: lost, and a candidate is bought again after one); the rest are counted as implausible, never a crash.
+MAX_CALLS = 1_000
+
+
+def usd(value: Any) -> float:
+    """An amount read as a number: a record read from disk is untrusted, and a made-up amount (not a finite,
+    non-negative number up to MAX_CALL_USD) counts as 0; ``implausible_amounts`` counts them, to say so."""
+    return float(value) if believable(value) else 0.0
+
+
+def believable(value: Any) -> bool:
+    return finite_number(value) and 0 <= value <= MAX_CALL_USD
+
+
+def known_tier(value: Any) -> str:
+    """A tier read from outside (a record on disk, a verdict entry): one of TIERS, else UNKNOWN_TIER."""
+    return value if isinstance(value, str) and value in TIERS else UNKNOWN_TIER
+
+
+@dataclass(frozen=True)
+class Call:
+    """One paid call of a candidate (module docstring)."""
+
+    kind: str
+    state: str
+    price: float  # USD, as billed, or its worst case when ``worst``
+    tier: str = STANDARD
+    worst: bool = False  # the price is the call's worst case: its bill is not known
+    route: str | None = None
+    id: str | None = None  # the request id the provider may know it by
+    sent_at: str | None = None
+    run: str | None = None
+    rebought: bool = False  # (lost) a later call bought again what it was for
+
+
+def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, route: str | None = None,
+              id: str | None = None, run: str | None = None) -> dict[str, Any]:
+    """A paid call's entry as the record's ``calls`` keep it (JSON), with an id of its own (``entry``: two processes'
+    ledgers of one candidate are merged by it, engine/planning.py) and the time it was written."""
+    call = Call(kind, state, round(price, 6), tier, route=route, id=id, run=run,
+                sent_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    check(call)
+    return {"entry": uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
+                                               if value is not None and value is not False}}
+
+
+#: The text fields of a ``calls`` entry, and its others: how a record's entry is checked on read (``problem``).
+_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run")
+
+
+def problem(entry: Any) -> str | None:
+    """Why a ``calls`` entry read from a record is not one (a field of the wrong type), else None.  A kind, state or
+    amount that is of its type but not believable is no problem here: it is counted (``implausible_amounts``)."""
+    if not isinstance(entry, dict):
+        return "must be an object"
+    for name in _ENTRY_TEXTS:
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            return f"{name} must be text"
+    price = entry.get("price")
+    if price is not None and (isinstance(price, bool) or not isinstance(price, (int, float))):
+        return "price must be a number"
+    for name in ("worst", "rebought"):
+        if entry.get(name) is not None and not isinstance(entry[name], bool):
+            return f"{name} must be true or false"
+    return None
+
+
+def merged(on_disk: Any, ours: Any) -> list[dict[str, Any]]:
+    """Two ledgers of one candidate (the record on disk, another process's; ours): every entry of either, once (by
+    its ``entry`` id), the disk's first.  Append-only: merging never drops an entry."""
+    kept = [entry for entry in (on_disk if isinstance(on_disk, list) else []) if isinstance(entry, dict)]
+    seen = {entry.get("entry") for entry in kept}
+    return kept + [entry for entry in (ours if isinstance(ours, list) else [])
+                   if isinstance(entry, dict) and entry.get("entry") not in seen]
+
+
+def move(state: str, to: str, what: str) -> str:
+    """``to``, when an entry in ``state`` may move there; else LifecycleError naming ``what``."""
+    if to not in MOVES.get(state, frozenset()):
+        raise LifecycleError(f"{what}: its paid call cannot move from {state} to {to} (only to "
+                             f"{', '.join(sorted(MOVES.get(state, ()))) or 'nothing: final'}); a bug of the plugin's "
+                             "money path, please report it")
+    return to
+
+
+def check(call: Call) -> None:
+    """The ledger's invariant for one entry (LifecycleError when broken): a known kind and state, a believable
+    price, and a worst-case price only for a call whose bill is not known (open or lost)."""
+    if call.kind not in KINDS or call.state not in STATES:
+        raise LifecycleError(f"a paid call of kind {call.kind!r} in state {call.state!r}: not a ledger entry")
+    if not believable(call.price):
+        raise LifecycleError(f"a paid call priced {call.price!r}: not an amount")
+    if call.worst and call.state not in (JOURNALED, GATHERING, SENT, LOST):
+        raise LifecycleError(f"a {call.state} call priced at its worst case: a billed call has its bill")
+
+
+# --------------------------------------------------------------------------- the record's entries
+
+
+def calls_of(record: Record) -> list[Call]:
+    """The record's ledger: one entry per paid call (or sum of calls of one kind) its money fields hold."""
+    generation = BATCH_LINE if record.tier == BATCH else GENERATION
+    calls = [Call(generation, BILLED, usd(record.cost), known_tier(record.tier), route=_text(record.route),
+                  id=_text(record.request_id))]
+    rejudged = min(_rejudgements_cost(record), _verdicts_cost(record))
+    judge_tier = known_tier(record.judge_tier)
+    calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
+              Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
+    calls += _left_behind(record)
+    calls += [_lost(entry) for entry in possibly_paid_entries(record)]
+    calls += [_native(entry) for entry in _entries(record)]
+    # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
+    # which tier it was at; the other sums are entries only when they hold something
+    return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
+
+
+def _entries(record: Record) -> list[dict[str, Any]]:
+    """The record's ``calls`` that are entries, at most MAX_CALLS of them."""
+    entries = record.calls if isinstance(record.calls, list) else []
+    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
+
+
+def _native(entry: dict[str, Any]) -> Call:
+    """A ``calls`` entry read from a record (untrusted): an amount not believed counts 0, a tier that is none is
+    UNKNOWN_TIER, a kind that is none UNKNOWN_KIND, and a state that is none counts as lost (possibly paid at its
+    price): whatever it says, a paid call is never dropped."""
+    state = str(entry["state"]) if entry.get("state") in STATES else LOST
+    kind = str(entry["kind"]) if entry.get("kind") in KINDS else UNKNOWN_KIND
+    return Call(kind, state, usd(entry.get("price")), known_tier(entry.get("tier", STANDARD)),
+                worst=entry.get("worst") is True or state != entry.get("state"), route=_text(entry.get("route")),
+                id=_text(entry.get("id")), sent_at=_text(entry.get("sent_at")), run=_text(entry.get("run")),
+                rebought=entry.get("rebought") is True)
+
+
+def _left_behind(record: Record) -> list[Call]:
+    """The purchases ``resubmitted_cost`` sums, one entry each where the record names it: a job left behind
+    (``extra["left_behind_jobs"]``: a batch line at tier batch), a lost image (``extra["lost_candidates"]``), and
+    what is left of the sum (expired jobs, images a full disk could not keep) as one entry.  Never more than
+    ``resubmitted_cost`` says, whatever ``extra`` holds (a record is untrusted): each item is capped by what is
+    left of it."""
+    items = []
+    for entry in _listed(record, "left_behind_jobs"):
+        batch = entry.get("kind") == BATCH
+        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(entry.get("cost")),
+                          BATCH if batch else UNKNOWN_TIER, route=_text(entry.get("route")), id=_text(entry.get("id"))))
+    items += [Call(GENERATION, LEFT_BEHIND, usd(entry.get("cost")), UNKNOWN_TIER)
+              for entry in _listed(record, "lost_candidates")]
+    left, calls = usd(record.resubmitted_cost), []
+    for item in items:
+        price = min(item.price, left)
+        left = max(0.0, left - price)
+        calls.append(replace(item, price=price))
+    return [*calls, Call(GENERATION, LEFT_BEHIND, left, UNKNOWN_TIER)]
+
+
+def _listed(record: Record, key: str) -> list[dict[str, Any]]:
+    """The entries of a list of the record's ``extra`` that are entries, at most MAX_CALLS of them."""
+    entries = record.extra.get(key) if isinstance(record.extra, dict) else None
+    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
+
+
+def possibly_paid_entries(record: Record) -> list[dict[str, Any]]:
+    """The record's ``possibly_paid`` entries that are entries (a doctored record may hold anything), at most
+    MAX_CALLS of them."""
+    entries = record.possibly_paid if isinstance(record.possibly_paid, list) else []
+    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
+
+
+def _lost(entry: dict[str, Any]) -> Call:
+    kind = {"judge": VERDICT, "rejudge": REJUDGEMENT}.get(str(entry.get("call")), GENERATION)
+    return Call(kind, LOST, usd(entry.get("price")), known_tier(entry.get("tier", STANDARD)), worst=True,
+                route=_text(entry.get("route")), id=_text(entry.get("id")), sent_at=_text(entry.get("sent_at")),
+                rebought=entry.get("rebought") is True)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _verdicts_cost(record: Record) -> float:
+    """What every verdict given for this candidate cost (``judge_verdicts_cost``); a record written before that was
+    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements."""
+    if record.judge_verdicts_cost is not None:
+        return usd(record.judge_verdicts_cost)
+    return usd(record.judge_cost) + _rejudgements_cost(record)
+
+
+def _rejudgements_cost(record: Record) -> float:
+    """What the record's --judge-stability re-judgements cost (``extra["stability"]["cost"]``)."""
+    entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
+    return usd(entry.get("cost")) if isinstance(entry, dict) else 0.0
+
+
+def verdicts_cost(record: Record) -> float:
+    """What every verdict given for this candidate cost, re-judgements included (the ledger's verdict and
+    rejudgement entries): what a writer adds a new verdict's cost to (engine/record_spend.py)."""
+    return _verdicts_cost(record)
+
+
+def implausible_amounts(record: Record) -> int:
+    """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
+    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
+    calls past MAX_CALLS, not read."""
+    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost, record.resubmitted_cost]
+    amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
+    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
+    past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)
+               if isinstance(entries, list))
+    unknown = sum(1 for entry in _entries(record) if entry.get("kind") not in KINDS or entry.get("state") not in STATES)
+    return past + unknown + sum(1 for value in amounts if value is not None and not believable(value))
+
+
+# --------------------------------------------------------------------------- every figure, derived
+
+
+def spent(calls: Iterable[Call]) -> float:
+    """USD of every call paid or possibly paid (COUNTED): what the candidate cost."""
+    return sum(call.price for call in calls if call.state in COUNTED)
+
+
+def breakdown(calls: Iterable[Call]) -> dict[str, float]:
+    """``spent`` in its parts (the results' ``spent_breakdown``): the image (``generation``), its judging
+    (``judge``: verdicts, re-judgements, judge calls paid without a verdict), earlier purchases that left no image
+    (``resubmitted``: left behind) and calls possibly paid (``possibly_paid``: lost, at their worst case)."""
+    parts = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
+    for call in calls:
+        part = _part(call)
+        if part is not None:
+            parts[part] += call.price
+    return parts
+
+
+def _part(call: Call) -> str | None:
+    if call.state == LOST:
+        return "possibly_paid"
+    if call.state == LEFT_BEHIND:
+        return "resubmitted"
+    if call.state in PAID_STATES:
+        return "generation" if call.kind in GENERATION_KINDS else "judge"
+    return None
+
+
+def by_tier(calls: Iterable[Call]) -> dict[str, dict[str, float]]:
+    """The generation and judge parts of ``breakdown`` by the tier that served each call (the results'
+    ``spend_by_tier``); a judge call that gave no verdict, and a re-judgement, at its verdict's tier."""
+    parts: dict[str, dict[str, float]] = {"generation": {}, "judge": {}}
+    for call in calls:
+        part = _part(call)
+        if part in parts:
+            parts[part][call.tier] = parts[part].get(call.tier, 0.0) + call.price
+    return parts
+
+
+def by_kind(calls: Iterable[Call]) -> dict[str, float]:
+    """``spent`` by what each call was for (KINDS): USD, kinds that cost nothing left out."""
+    kinds: dict[str, float] = {}
+    for call in calls:
+        if call.state in COUNTED and call.price:
+            kinds[call.kind] = kinds.get(call.kind, 0.0) + call.price
+    return kinds
+
+
+def possibly_paid(calls: Iterable[Call]) -> list[Call]:
+    """The calls whose reply was lost: possibly paid, at their worst case."""
+    return [call for call in calls if call.state == LOST]
+
+
+def bought_again(calls: Iterable[Call]) -> int:
+    """How many of the candidate's paid calls were followed by a purchase of the same thing: a possibly paid call
+    bought again, and a purchase left behind (its image lost, its job expired or left behind) that counts once."""
+    return sum(1 for call in calls if (call.state == LOST and call.rebought) or call.state == LEFT_BEHIND)
+
+
+def spent_in_run(record: Record, run_id: str | None) -> float:
+    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``: what each run's
+    calls were settled with); 0 for a record the run bought nothing for, or without a run id."""
+    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
+    return usd(runs.get(run_id)) if run_id is not None else 0.0
+
+
+def open_price(pending: Any) -> float:
+    """What a journaled entry not yet ended (the record's ``pending``) may have cost: its worst-case price once its
+    call may have left; 0 for a batch line still gathering, and for an entry that is not one."""
+    if not isinstance(pending, dict) or pending.get("state") == GATHERING:
+        return 0.0
+    return usd(pending.get("price"))

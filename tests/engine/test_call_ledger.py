@@ -1,0 +1,238 @@
+"""The call ledger of a candidate (engine/call_ledger.py): its entries' states move only as the table says, every
+figure of spend is derived from the entries, a record written by an earlier version (its money in ``cost``,
+``judge_cost``, ``judge_verdicts_cost``, ``judge_failed_cost``, ``resubmitted_cost``, ``possibly_paid``,
+``pending``, ``spent_by_run``) is read with nothing it recorded as paid forgotten, and a doctored ledger is
+counted, never a crash and never a lost paid record."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from pytest_hypeedit.analysis.metrics import MetricSettings
+from pytest_hypeedit.engine import call_ledger as ledger, journal as paid
+from pytest_hypeedit.engine.call_ledger import Call
+from pytest_hypeedit.engine.records import MalformedRecord, Record, implausible_amounts
+from pytest_hypeedit.errors import LifecycleError
+from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.report.results import build_results
+
+BASE = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+SPEC = ModelSpec("m", "openai", "gpt-image-2", 0.19, batch_price=0.095)
+
+
+# --------------------------------------------------------------------------- the states
+
+
+def test_every_move_the_table_allows_is_taken_and_every_other_is_refused():
+    allowed = {(state, to) for state, moves in ledger.MOVES.items() for to in moves}
+    assert set(ledger.MOVES) == set(ledger.STATES)
+    for state, to in itertools.product(ledger.STATES, repeat=2):
+        if (state, to) in allowed:
+            assert ledger.move(state, to, "c") == to
+        else:
+            with pytest.raises(LifecycleError, match=f"c: its paid call cannot move from {state} to {to}"):
+                ledger.move(state, to, "c")
+
+
+def test_a_gathering_line_never_becomes_possibly_paid_and_a_paid_call_never_leaves_the_ledger():
+    # the two rules of the module docstring, as the table says them
+    assert ledger.LOST not in ledger.MOVES[ledger.GATHERING]
+    assert ledger.MOVES[ledger.GATHERING] == {ledger.SENT, ledger.NOT_SENT}
+    for state in ledger.PAID_STATES | {ledger.LOST}:  # once counted, only ever to a state that is counted too
+        assert ledger.MOVES[state] <= ledger.COUNTED
+
+
+def test_the_invariant_of_an_entry_is_checked():
+    ledger.check(Call(ledger.BATCH_LINE, ledger.BILLED, 0.095, ledger.BATCH))
+    ledger.check(Call(ledger.GENERATION, ledger.LOST, 0.19, worst=True))
+    for wrong in (Call("lunch", ledger.BILLED, 1.0), Call(ledger.VERDICT, "maybe", 1.0),
+                  Call(ledger.VERDICT, ledger.BILLED, float("nan")), Call(ledger.VERDICT, ledger.BILLED, -1.0),
+                  Call(ledger.GENERATION, ledger.BILLED, 0.19, worst=True)):  # a bill known is no worst case
+        with pytest.raises(LifecycleError):
+            ledger.check(wrong)
+
+
+def test_a_gathering_entry_is_refused_as_possibly_paid():
+    """journal.abandon moves the pending entry to lost through the ledger: a batch line that was never sent cannot
+    be made possibly paid (planted: the move removed from abandon, the gathering line became a $0.19 possibly paid
+    call: caught)."""
+    record = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="x",
+                                                 state=paid.GATHERING))
+    with pytest.raises(LifecycleError, match="cannot move from gathering to lost"):
+        paid.abandon(record, "its run ended")
+    assert record.possibly_paid == [] and record.spent == 0
+    sync = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="y"))
+    paid.abandon(sync, "its run ended")
+    assert sync.spent == pytest.approx(0.19)  # a journaled call may have left: possibly paid
+    assert ledger.open_price({"price": 0.19, "state": paid.GATHERING}) == 0
+    assert ledger.open_price({"price": 0.19}) == pytest.approx(0.19)
+    assert ledger.open_price({"price": "lots"}) == ledger.open_price([0.19]) == 0
+
+
+# --------------------------------------------------------------------------- records of earlier versions
+
+
+OLD = {  # a record as the version before the ledger wrote it: every money field it had
+    **BASE, "schema": "hypeedit-record/1", "outcome": "pass", "candidate": "001.png", "route": "openai",
+    "tier": "standard", "cost": 0.19, "request_id": "req_1",
+    "judge": "gemini-3-flash", "verdict": "PASS", "judge_tier": "flex", "judge_cost": 0.002,
+    "judge_verdicts_cost": 0.009,  # this verdict, one replaced by --rejudge (0.003), re-judgements (0.004)
+    "judge_failed_cost": 0.0015, "resubmitted_cost": 0.38,  # two purchases that left no image
+    "possibly_paid": [{"call": "generate", "route": "openai", "id": "c1", "sent_at": "2026-11-20T10:00:00+00:00",
+                       "price": 0.19, "why": "read timeout", "found_at": "2026-11-20T10:10:00+00:00",
+                       "rebought": True},
+                      {"call": "judge", "route": "gemini-judge", "id": None, "price": 0.004, "rebought": False}],
+    "pending": {"call": "judge", "route": "gemini-judge", "id": "c2", "sent_at": "2026-11-21T09:00:00+00:00",
+                "price": 0.004},
+    "spent_by_run": {"run-a": 0.574, "run-b": 0.0135},
+    "extra": {"stability": {"judge": "gemini-3-flash", "candidate": "001.png", "original": "PASS",
+                            "verdicts": ["PASS", "FAIL"], "cost": 0.004},
+              "lost_candidates": [{"file": "001.png", "cost": 0.19, "judge_cost": 0.002}],
+              "left_behind_jobs": [{"id": "j1", "kind": "batch", "cost": 0.19}]},
+}
+
+
+def test_a_record_of_the_earlier_version_counts_everything_it_recorded_as_paid_once():
+    record = Record.from_json(json.dumps(OLD))
+    calls = ledger.calls_of(record)
+    recorded = 0.19 + 0.009 + 0.0015 + 0.38 + 0.19 + 0.004  # every amount the fields hold, each once
+    assert record.spent == ledger.spent(calls) == pytest.approx(recorded)
+    assert record.spent_breakdown == pytest.approx({"generation": 0.19, "judge": 0.0105, "resubmitted": 0.38,
+                                                    "possibly_paid": 0.194})
+    # resubmitted_cost itemized: the batch line left behind, the lost image; the generation possibly paid
+    assert ledger.by_kind(calls) == pytest.approx({"generation": 0.19 + 0.19 + 0.19, "batch_line": 0.19,
+                                                   "verdict": 0.005 + 0.004, "rejudgement": 0.004,
+                                                   "judge_call": 0.0015})
+    assert sum(ledger.by_kind(calls).values()) == pytest.approx(record.spent)
+    tiers = ledger.by_tier(calls)
+    assert tiers["generation"] == pytest.approx({"standard": 0.19})
+    assert tiers["judge"] == pytest.approx({"flex": 0.0105})
+    lost = ledger.possibly_paid(calls)
+    assert [(c.kind, c.id, c.worst, c.rebought) for c in lost] == [("generation", "c1", True, True),
+                                                                   ("verdict", None, True, False)]
+    assert ledger.bought_again(calls) == 3  # the possibly paid generation, the batch line left behind, the lost image
+    assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.574)
+    assert ledger.spent_in_run(record, "run-b") == pytest.approx(0.0135)
+    # the pending judge call is the open call of the run that sent it, not in spent until found abandoned
+    assert ledger.open_price(record.pending) == pytest.approx(0.004)
+    paid.abandon(record, paid.RUN_ENDED)
+    assert record.spent == pytest.approx(recorded + 0.004)
+    assert implausible_amounts(record) == 0
+    for entry in calls:
+        ledger.check(entry)
+
+
+def test_a_record_written_before_the_verdicts_cost_was_kept_counts_its_verdict_and_re_judgements():
+    older = {key: value for key, value in OLD.items() if key != "judge_verdicts_cost"}
+    record = Record.from_json(json.dumps(older))
+    calls = ledger.calls_of(record)
+    assert ledger.by_kind(calls)["verdict"] == pytest.approx(0.002 + 0.004)  # the verdict, the lost judge call
+    assert ledger.by_kind(calls)["rejudgement"] == pytest.approx(0.004)
+    assert record.spent_breakdown["judge"] == pytest.approx(0.002 + 0.004 + 0.0015)
+
+
+def test_what_resubmitted_cost_sums_is_itemized_and_never_more_than_it_says():
+    """Planted: the items not capped by resubmitted_cost, a doctored left_behind_jobs entry of $5 made spent $5.38
+    (caught); the items dropped, the batch line left behind was filed as a generation (caught)."""
+    extra = {"left_behind_jobs": [{"id": "j1", "kind": "batch", "route": "openai", "cost": 0.095}],
+             "lost_candidates": [{"file": "001.png", "cost": 0.19}]}
+    record = Record.from_dict({**BASE, "resubmitted_cost": 0.38, "extra": extra})
+    calls = ledger.calls_of(record)
+    assert ledger.by_kind(calls) == pytest.approx({"batch_line": 0.095, "generation": 0.19 + 0.095})
+    assert [(c.kind, c.tier, c.id) for c in calls if c.state == ledger.LEFT_BEHIND] == [
+        ("batch_line", "batch", "j1"), ("generation", "unknown", None), ("generation", "unknown", None)]
+    assert record.spent == pytest.approx(0.38) and ledger.bought_again(calls) == 3
+    doctored = Record.from_dict({**BASE, "resubmitted_cost": 0.38, "extra": {
+        "left_behind_jobs": [{"kind": "batch", "cost": 5.0}, "junk", {"cost": "lots"}], "lost_candidates": 7}})
+    assert doctored.spent == pytest.approx(0.38)
+    assert ledger.by_kind(ledger.calls_of(doctored)) == pytest.approx({"batch_line": 0.38})
+
+
+def test_a_batch_line_is_filed_as_one_at_its_tier():
+    record = Record(**BASE, outcome="pass", candidate="001.png", tier="batch", cost=0.095)
+    calls = ledger.calls_of(record)
+    assert ledger.by_kind(calls) == {"batch_line": 0.095}
+    assert ledger.by_tier(calls)["generation"] == {"batch": 0.095}
+
+
+def test_results_derive_every_spend_figure_from_the_ledgers():
+    records = [Record.from_json(json.dumps(OLD)),
+               Record(**{**BASE, "repeat": 2}, outcome="pass", candidate="002.png", tier="batch", cost=0.095)]
+    row = build_results(records, models=[SPEC], split_names=["s"], settings=MetricSettings(),
+                        settings_json={"retry_cap": 4}, run_id="run-a")["rows"][0]
+    calls = [call for record in records for call in ledger.calls_of(record)]
+    assert row["spent"] == pytest.approx(ledger.spent(calls))
+    assert row["spend_by_kind"] == pytest.approx({kind: value for kind, value in ledger.by_kind(calls).items()})
+    assert sum(row["spend_by_kind"].values()) == pytest.approx(row["spent"])
+    assert sum(row["spent_breakdown"].values()) == pytest.approx(row["spent"])
+    assert (row["possibly_paid"], row["possibly_paid_cost"]) == (1, pytest.approx(0.194))
+    assert row["spent_this_run"] == pytest.approx(0.574)
+
+
+# --------------------------------------------------------------------------- untrusted ledgers
+
+
+def test_a_doctored_ledger_is_counted_never_a_crash_never_a_lost_paid_record():
+    with pytest.raises(MalformedRecord, match="every item of 'possibly_paid' must be an object, not a number"):
+        Record.from_dict({**BASE, "possibly_paid": [0.19]})
+    with pytest.raises(MalformedRecord, match="'possibly_paid' must be a list, not an object"):
+        Record.from_dict({**BASE, "possibly_paid": {"price": 0.19}})
+    odd = Record.from_dict({**BASE, "cost": 0.19, "possibly_paid": [
+        {"price": "lots"}, {"price": float("inf")}, {"price": 0.19, "call": ["judge"], "id": 7, "rebought": "yes"}]})
+    assert odd.spent == pytest.approx(0.38)  # the paid generation and the believable lost call, kept
+    assert implausible_amounts(odd) == 2
+    assert [c.kind for c in ledger.possibly_paid(ledger.calls_of(odd))] == ["generation"] * 3
+    assert ledger.bought_again(ledger.calls_of(odd)) == 0  # "yes" is no true
+
+
+def test_the_ledger_read_from_a_record_is_bounded():
+    many = [{"call": "generate", "price": 0.01, "rebought": True}] * (ledger.MAX_CALLS + 500)
+    record = Record.from_dict({**BASE, "possibly_paid": many})
+    assert len(ledger.possibly_paid(ledger.calls_of(record))) == ledger.MAX_CALLS
+    assert record.spent == pytest.approx(0.01 * ledger.MAX_CALLS)
+    assert implausible_amounts(record) == 500  # said, not silently dropped
+
+
+# --------------------------------------------------------------------------- entries written as entries
+
+
+def test_a_judge_call_paid_without_a_verdict_is_an_entry_of_the_ledger_and_merges_append_only():
+    from pytest_hypeedit.engine.record_spend import add_failed_judge_cost
+
+    record = Record(**BASE, judge_tier="flex")
+    assert add_failed_judge_cost(record, 0.003, "run-a") == 0.003
+    assert add_failed_judge_cost(record, "lots") == 0 and add_failed_judge_cost(record, 0) == 0  # nothing added
+    [entry] = record.calls
+    assert (entry["kind"], entry["state"], entry["price"], entry["tier"], entry["run"]) == (
+        "judge_call", "answered", 0.003, "flex", "run-a")
+    theirs = Record(**BASE)  # another process's record of the candidate, with a failed call of its own
+    add_failed_judge_cost(theirs, 0.002)
+    both = ledger.merged(theirs.calls, record.calls)
+    assert ledger.merged(both, record.calls) == both  # an entry is kept once, whoever merges
+    assert Record(**BASE, calls=both).spent == pytest.approx(0.005)  # each process's call counted, none lost
+    back = Record.from_json(Record(**BASE, calls=both).to_json())
+    assert back.calls == both
+
+
+def test_a_doctored_entry_is_named_or_counted_never_a_crash():
+    for wrong, said in (([0.19], "every item of 'calls' must be an object"), ([{"price": "0.19"}], "calls\\[0\\]: price"),
+                        ([{}, {"kind": 7}], "calls\\[1\\]: kind must be text"),
+                        ([{"worst": "yes"}], "calls\\[0\\]: worst must be true or false")):
+        with pytest.raises(MalformedRecord, match=said):
+            Record.from_dict({**BASE, "calls": wrong})
+    odd = Record.from_dict({**BASE, "calls": [{"kind": "lunch", "state": "billed", "price": 0.5},
+                                              {"kind": "verdict", "state": "maybe", "price": 0.25},
+                                              {"kind": "verdict", "state": "billed", "price": float("inf")}]})
+    assert odd.spent == pytest.approx(0.75)  # a kind or state that is none still counts its price
+    assert ledger.by_kind(ledger.calls_of(odd)) == pytest.approx({"unknown": 0.5, "verdict": 0.25})
+    assert odd.spent_breakdown["possibly_paid"] == pytest.approx(0.25)  # an unknown state: possibly paid
+    assert implausible_amounts(odd) == 3  # the unknown kind, the unknown state, the made-up amount
+
+
+def test_the_entries_read_are_bounded():
+    many = [{"kind": "judge_call", "state": "answered", "price": 0.001}] * (ledger.MAX_CALLS + 10)
+    record = Record.from_dict({**BASE, "calls": many})
+    assert record.spent == pytest.approx(0.001 * ledger.MAX_CALLS) and implausible_amounts(record) == 10
