@@ -33,20 +33,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from calibration_sim import (  # noqa: E402
-    COST,
-    MODELS,
-    NEAR_ONE,
-    NEAR_ZERO,
-    acceptance,
-    population_truth,
-    run_case,
-    simulated_run,
-)
+from calibration_sim import COST, MODELS, NEAR_ONE, NEAR_ZERO, population_truth, run_case, simulated_run
 
-from pytest_hypeedit.analysis.calibration import calibrate  # noqa: E402
-from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json  # noqa: E402
-from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally  # noqa: E402
+from pytest_hypeedit.analysis.calibration import calibrate
+from pytest_hypeedit.analysis.enrich import AnalysisSettings, intervals_json
+from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally
 
 KEYS = (("pass_rate", "pass rate", 100, "pts"), ("pass_at_4", "Pass@4", 100, "pts"),
         ("effective_cost", "effective cost", 1, "USD"))
@@ -114,6 +105,8 @@ def _median_cell(widths: list[float], scale: float, size: int) -> str:
 
 def acceptance_figures(runs: int, resamples: int) -> None:
     """The acceptance simulation's report, and whether every figure is within its tolerance."""
+    from calibration_sim import acceptance
+
     started = time.process_time()
     found = acceptance(runs, resamples)
     print(f"{runs} runs x {len(MODELS)} models, {resamples} replicates; target: the population truth; 95% intervals")
