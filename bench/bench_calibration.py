@@ -2,6 +2,7 @@
 
     python bench/bench_calibration.py [--runs 20] [--resamples 400] [--sizes 25,50,100,200,500]
     python bench/bench_calibration.py --cases [--runs 200] [--resamples 200]
+    python bench/bench_calibration.py --acceptance [--runs 150] [--resamples 200]
 
 Simulated runs of tests/support/calibration_sim.py (50 tasks x 10 repeats per model, task rates spread like the
 published table, a judge whose error differs by model).  For each sample size (labels per model, of its 500
@@ -13,6 +14,11 @@ calibration (both estimates, all replicates).
 ``--cases``: the off-the-happy-path cases of tests/analysis/test_calibration_simulation.py, each run ``--runs`` times (200
 for the figures in docs/explanation/statistics.md): coverage and bias of the calibrated pass rate, Pass@4 and
 effective cost against the population truth (the target), and how often each was refused.
+
+``--acceptance``: the calibration's acceptance simulation (``--runs`` runs x 3 models, a 10-20% sample; 150 runs
+and 200 replicates for the figures in docs/explanation/statistics.md): coverage of the calibrated 95% intervals
+against the population truth with its band, calibrated and judge bias per model, and whether each is within its
+tolerance.  tests/analysis/test_calibration_simulation.py runs its first 40 runs.
 """
 
 from __future__ import annotations
@@ -47,11 +53,15 @@ def judge_interval_widths(evidence, resamples: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--resamples", type=int, default=400)
+    parser.add_argument("--runs", type=int, help="default 20; 150 with --acceptance")
+    parser.add_argument("--resamples", type=int, help="default 400; 200 with --acceptance")
     parser.add_argument("--sizes", default="25,50,100,200,500")
     parser.add_argument("--cases", action="store_true", help="the off-the-happy-path cases instead of the widths")
+    parser.add_argument("--acceptance", action="store_true", help="the acceptance simulation instead of the widths")
     args = parser.parse_args()
+    if args.acceptance:
+        return acceptance_figures(args.runs or 150, args.resamples or 200)
+    args.runs, args.resamples = args.runs or 20, args.resamples or 400
     if args.cases:
         return cases(args.runs, args.resamples)
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -91,6 +101,19 @@ def main() -> None:
 def _median_cell(widths: list[float], scale: float, size: int) -> str:
     """The median width, or "-" when no row gave one (every calibrated figure refused for too few labels)."""
     return f"{scale * statistics.median(widths):{size}.2f}" if widths else f"{'-':>{size}}"
+
+
+def acceptance_figures(runs: int, resamples: int) -> None:
+    """The acceptance simulation's report, and whether every figure is within its tolerance."""
+    from calibration_sim import acceptance
+
+    started = time.process_time()
+    found = acceptance(runs, resamples)
+    print(f"{runs} runs x {len(MODELS)} models, {resamples} replicates; target: the population truth; 95% intervals")
+    print("\n".join(found.report))
+    print("judge's own pass rate minus the truth: " + ", ".join(f"{name} {offset:+.3f}"
+                                                               for name, offset in found.judge_offset.items()))
+    print(f"outside the tolerance: {len(found.problems)}; CPU {time.process_time() - started:.0f} s")
 
 
 def cases(runs: int, resamples: int) -> None:

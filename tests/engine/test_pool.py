@@ -163,8 +163,10 @@ def test_one_worker_may_use_the_whole_concurrency_when_the_other_is_done(bench, 
 
 def test_a_route_at_its_limit_leaves_the_slots_to_the_others(bench, server, tmp_path):
     # route-a's calls are held until every route-b call is answered: route-a's waiting candidates must hold no
-    # slot, so route-b gets the other two (a candidate waiting for route-a while holding a slot would starve it)
-    server.delay = 0.02
+    # slot, so route-b gets the other two (a candidate waiting for route-a while holding a slot would starve it).
+    # route-b's calls are held until two are in flight at once: they overlap by the test's say, not because a
+    # 0.02 s reply outlasted the next dispatch (under load it did not: a peak of 1); with one slot it waits for ever
+    hold_until_peak(server, "/route-b", 2)
     server.holds["/route-a"] = lambda: server.finished.get("/route-b", 0) >= 6
     result = bench.runpytest(*args("--model", "slow-a", "--model", "slow-b", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "4", "--rate-limit", "route-a=/2", "--repeats", "1"))

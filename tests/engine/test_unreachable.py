@@ -9,7 +9,6 @@ without the breaker its 20 candidates took about a minute of retries before the 
 from __future__ import annotations
 
 import socket
-import time
 
 import httpx
 import pytest
@@ -65,16 +64,14 @@ def two_routes(pytester: pytest.Pytester, monkeypatch, tmp_path):
 
 def test_an_unreachable_route_ends_within_seconds_and_the_other_route_goes_on(two_routes, tmp_path):
     pytester, dead, openai = two_routes
-    started = time.monotonic()
     # in a subprocess with a deadline: a route left waiting forever must fail the test, not hang it
     result = pytester.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats", str(REPEATS),
                                 "--outputs", "out", "--model", "seedream-4.5", "--model", "gpt-image-1.5",
                                 "--judge", "labels:r1.json", "-p", "no:cacheprovider", timeout=120)
-    elapsed = time.monotonic() - started
     result.assert_outcomes(passed=TASKS * REPEATS, errors=TASKS * REPEATS)
     assert len(openai.seen("/images/edits")) == TASKS * REPEATS  # the reachable route bought all of its own
-    assert elapsed < 20, f"the run took {elapsed:.1f} s"  # about 40 s of retries without the breaker
-    # the calls in flight when it opened (ark's 8) tried at most once more each; no other call started
+    # the calls in flight when it opened (ark's 8) tried at most once more each; no other call started: the run
+    # ends within seconds because it makes no more attempts (counted, not timed: a loaded machine is slower)
     attempts = len((tmp_path / "attempts.log").read_text().splitlines())
     assert OPEN_AFTER <= attempts <= 2 * 8, attempts
     line = (f"*seedream-4.5 r00?: route ark: nothing answers at {dead}/api/v3 (ConnectError*); its first * connection "

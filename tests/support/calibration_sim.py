@@ -108,6 +108,75 @@ def calibrated_figures(evidence, n_resamples: int, seed: int) -> dict:
     return calibration._figures(setup, n_resamples, seed, 0.95, prefer_ppi=True)
 
 
+# --------------------------------------------------------------------------- the acceptance simulation
+
+ACCEPTANCE_SEED = 20261123
+METRICS = ("pass_rate", "pass_at_4", "effective_cost")
+
+
+@dataclass
+class Acceptance:
+    """What the acceptance simulation found: its report lines, the lines outside their band, and per model the
+    judge's own pass rate minus the truth (a calibration that did nothing would carry it)."""
+
+    report: list[str]
+    problems: list[str]
+    judge_offset: dict[str, float]
+
+
+def acceptance(runs: int, resamples: int) -> Acceptance:
+    """``runs`` runs x 3 models, a 10-20% sample, calibrated with ``resamples`` bootstrap replicates (BCa).
+
+    The tolerances come from the simulation's own error: with N intervals, a method whose true coverage lies in
+    [93%, 97%] shows a coverage within 2.5 binomial standard errors of that band with probability above 99%, and
+    a mean bias within 1 point (pass rate, Pass@4; 5% of the truth for effective cost) plus 2.5 standard errors
+    of the mean.  The seed is fixed and the runs are drawn in order, so a shorter simulation is the start of a
+    longer one."""
+    found, close = _simulate(runs, resamples)
+    truths = {m.name: population_truth(m) for m in MODELS}
+    report, problems = [], []
+    for key in METRICS:
+        rows = np.array([row for m in MODELS for row in found[(m.name, key)]], dtype=float)
+        truth = np.repeat([truths[m.name][key] for m in MODELS], runs)
+        covered = np.mean((rows[:, 1] <= truth) & (truth <= rows[:, 2]))
+        se = math.sqrt(0.95 * 0.05 / len(rows))
+        report.append(f"{key}: coverage {covered:.3f} of {len(rows)} (band {0.93 - 2.5 * se:.3f}-{0.97 + 2.5 * se:.3f})")
+        if not 0.93 - 2.5 * se <= covered <= 0.97 + 2.5 * se:
+            problems.append(report[-1])
+        for model in MODELS:
+            values = np.array(found[(model.name, key)], dtype=float)
+            truth_m = truths[model.name][key]
+            scale = truth_m if key == "effective_cost" else 1.0  # dollars: relative to the truth
+            bias, judge_bias = (values[:, 0].mean() - truth_m) / scale, (values[:, 3].mean() - truth_m) / scale
+            error = values[:, 0].std() / math.sqrt(runs) / scale
+            allowed = (0.05 if key == "effective_cost" else 0.01) + 2.5 * error
+            report.append(f"  {model.name}: calibrated bias {bias:+.4f} (allowed {allowed:.4f}), judge bias {judge_bias:+.4f}")
+            if abs(bias) > allowed:
+                problems.append(report[-1])
+    report.append(f"runs with an 18-20% sample whose calibrated pass rate is within 3 points of the all-human one: "
+                  f"{np.mean(close):.2f}")
+    judge_offset = {m.name: float(np.mean([row[3] for row in found[(m.name, "pass_rate")]]) - truths[m.name]["pass_rate"])
+                    for m in MODELS}
+    return Acceptance(report, problems, judge_offset)
+
+
+def _simulate(runs: int, resamples: int) -> tuple[dict, list[bool]]:
+    rng = np.random.default_rng(ACCEPTANCE_SEED)
+    found: dict = {(m.name, key): [] for m in MODELS for key in METRICS}
+    close = []  # |calibrated - all-human pass rate of the same run| <= 3 points, runs with a ~20% sample
+    for run in range(runs):
+        share = rng.uniform(0.10, 0.20)
+        for model in MODELS:
+            evidence, judge, people = simulated_run(model, round(share * 500), rng)
+            figures = calibrated_figures(evidence, resamples, seed=run)
+            for key in METRICS:
+                found[(model.name, key)].append((figures[key]["value"], figures[key]["low"], figures[key]["high"],
+                                                 judge[key]))
+            if share >= 0.18:
+                close.append(abs(figures["pass_rate"]["value"] - people["pass_rate"]) <= 0.03)
+    return found, close
+
+
 # --------------------------------------------------------------------------- off the happy path (issue 25)
 
 #: Models at the edges: a near-zero and a near-one pass rate (judge error like seedream's).
