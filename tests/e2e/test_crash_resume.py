@@ -72,5 +72,11 @@ def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path):
     # the pixel signals of candidates bought before the kill and judged by the rerun are read back from disk, not
     # measured again without --signals: the summary counts them as unmeasured, and every other figure is the same
     signals = [rows[0].pop("signals_summary") for rows in (resumed["rows"], expected["rows"])]
+    # serving's drift is measured on when each candidate was bought and how long its call took: two runs differ
+    # there by nature, so only what it was measured on must agree
+    serving = [results.pop("serving") for results in (resumed, expected)]
+    assert [[(d["model"], d["by"], d["candidates"], d["tasks"]) for d in s["drift"]] for s in serving] == 2 * [
+        [(d["model"], d["by"], d["candidates"], d["tasks"]) for d in serving[1]["drift"]]]
+    assert serving[0]["routes"] == serving[1]["routes"] == []
     assert resumed == expected
     assert signals[1]["measured"] == 60 and signals[0]["measured"] + signals[0]["unmeasured"] == 60
