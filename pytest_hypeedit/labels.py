@@ -214,7 +214,7 @@ def clean_note(text: str) -> str | None:
     return text[:MAX_NOTE] or None
 
 
-#: The sampling design the review app writes beside a sample's labels (review/design.py): not a rater's file.
+#: The sampling design the review app writes beside a sample's labels (sample_design.py): not a rater's file.
 DESIGN_FILE = "sample-design.json"
 
 

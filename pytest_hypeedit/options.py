@@ -408,7 +408,7 @@ class Settings:
     bootstrap_seed: int = 0  # --bootstrap-seed
     baseline: str | None = None  # --baseline
     baseline_outputs: str | None = None  # --baseline-outputs
-    html_views: Any = None  # --html-views (report/html.py reads its number)
+    html_views: Any = None  # --html-views (glue/html_report.py reads its number)
     html_max_mb: Any = None  # --html-max-mb
     html_full_resolution: bool = False  # --html-full-resolution
     # pytest's and its plugins' own

@@ -94,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(with_ini_origin(str(exc), origins)) from None
     register_pool_plugins(config)
     if settings_of(config).html_path:  # pytest-html's --html: the failure gallery
-        from .report.html import register_gallery
+        from .glue.html_report import register_gallery
 
         register_gallery(config, controller=is_controller(config))
 

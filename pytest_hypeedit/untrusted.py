@@ -32,7 +32,7 @@ TASK_FILE_BYTES = 64 << 20
 #: One rater's labels: about 100 bytes per verdict, notes up to 2,000 characters; 64 MiB is far beyond a panel's.
 LABELS_BYTES = 64 << 20
 #: A models file lists a few models and routes in a few KB; a split manifest is a few lines; a sampling design
-#: (review/design.py) names a few hundred candidates.
+#: (sample_design.py) names a few hundred candidates.
 MODELS_BYTES = MANIFEST_BYTES = DESIGN_BYTES = 1 << 20
 #: A run's results file (``--baseline``, ``hypeedit-leaderboard``): about 30 KB a row with its per-task tallies on
 #: the public split's 50 tasks; 32 MiB holds a thousand such rows, or splits of tens of thousands of tasks.

@@ -2,7 +2,7 @@
 
 Pure: numpy only, no I/O, no pytest.  Input per results row: every judged candidate's judge verdict, and, on
 a random sample of them, the human panel's label with the candidate's inclusion probability (the sampling
-design: review/design.py, or a simple random sample within the model and split when none was recorded).
+design: sample_design.py, or a simple random sample within the model and split when none was recorded).
 
 Two estimators, one per kind of metric:
 

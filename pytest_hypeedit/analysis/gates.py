@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..finite import finite_number
-from ..report.tables import format_metric
+from .metrics import format_metric
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {

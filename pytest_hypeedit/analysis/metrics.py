@@ -32,6 +32,8 @@ from typing import Any, SupportsFloat
 import numpy as np
 import numpy.typing as npt
 
+from ..finite import finite_number
+
 DEFAULT_RETRY_CAP = 4
 DEFAULT_REVIEW_SECONDS = 20.0
 DEFAULT_REVIEW_RATE_PER_HOUR = 50.0
@@ -298,3 +300,15 @@ def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 "pass_at_cap": metrics.get("pass_at_cap", metrics["pass_at_4"]),
             })
     return rows
+
+
+def format_metric(value: Any, kind: str) -> str:
+    """A metric's value as the terminal, the Markdown and the gates' messages write it (``kind``: percent, dollars
+    or a plain number); "n/a" when it is not a finite number (not measured, or not computable)."""
+    if not finite_number(value):
+        return "n/a"
+    if kind == "percent":
+        return f"{value * 100:.1f}%"
+    if kind == "dollars":
+        return f"${value:.2f}"
+    return f"{value:.2f}"

@@ -51,7 +51,7 @@ def parse_stability_option(text: str | None) -> tuple[int, int] | None:
 
 def stability_sample(keys: Iterable[Key], size: int, k: int, seed: int) -> dict[Key, int]:
     """key -> K for the candidates to re-judge: ``size`` of ``keys``, stratified by model and split."""
-    from ..review.design import allocate
+    from ..sample_design import allocate
 
     strata: dict[tuple[str, str], list[Key]] = {}
     for key in keys:

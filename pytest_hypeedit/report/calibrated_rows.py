@@ -1,7 +1,7 @@
 """``--calibrate labels:PATH[,PATH...]``: every results row's figures corrected with a human sample.
 
 The glue between the run and the pure statistics in analysis/calibration.py: the panel's files and the sampling
-designs beside them (review/design.py) are read once at configure time (a bad file is a usage error before
+designs beside them (sample_design.py) are read once at configure time (a bad file is a usage error before
 anything is paid for); at the end of the run each row's candidates are paired with the panel's majority where
 the sample has one, each label weighed by its candidate's inclusion probability, and the row gains
 
@@ -32,13 +32,13 @@ from ..analysis.enrich import row_price
 from ..engine.records import FAIL, PASS, REFUSED, Record
 from ..errors import ConfigError
 from ..labels import Panel, PanelVerdict, read_panel
-from ..review.design import Design, designs_beside
+from ..sample_design import Design, designs_beside
 from .tables import COMBINED
 
 if TYPE_CHECKING:
     from ..analysis.calibration import Calibration
     from ..analysis.calibration_evidence import TaskEvidence, Unit
-    from ..review.design import Stratum
+    from ..sample_design import Stratum
     from .results import Key
 
 PREFIX = "labels:"

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable, Mapping
 
+from ..analysis.metrics import format_metric
 from ..finite import finite_number
 from .tables import (
-    format_metric as format_value,  # one number format for tables and charts
     metric_labels,
     row_repeats,
 )
@@ -139,10 +139,10 @@ def _nice_ceiling(value: float) -> float:
 
 def _bar_svg(bar: Bar, y: int, kind: str, scale_max: float, plot_width: int) -> str:
     label = escape(bar.label)
-    text = escape(format_value(bar.value, kind))
+    text = escape(format_metric(bar.value, kind))
     shown = f"{label}: {text}"
     if bar.interval:
-        shown += f" (95% CI {escape(format_value(bar.interval[0], kind))} to {escape(format_value(bar.interval[1], kind))})"
+        shown += f" (95% CI {escape(format_metric(bar.interval[0], kind))} to {escape(format_metric(bar.interval[1], kind))})"
     parts = [
         f'<text x="{LABEL_WIDTH - 6}" y="{y + BAR_HEIGHT - 4}" text-anchor="end">{escape(_clip(bar.label))}</text>'
     ]
@@ -178,6 +178,6 @@ def _axis_svg(y: int, kind: str, scale_max: float, plot_width: int) -> str:
     parts = [f'<path d="M{LABEL_WIDTH},{y}H{LABEL_WIDTH + plot_width}" stroke="#999"/>']
     for fraction in (0, 0.5, 1):
         x = LABEL_WIDTH + fraction * plot_width
-        tick = format_value(fraction * scale_max, kind).replace(".0%", "%")
+        tick = format_metric(fraction * scale_max, kind).replace(".0%", "%")
         parts.append(f'<text x="{x:.1f}" y="{y + 14}" text-anchor="middle" fill="#555">{escape(tick)}</text>')
     return "".join(parts)

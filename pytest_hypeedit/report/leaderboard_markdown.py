@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from ..analysis.metrics import format_metric
 from .tables import (
     COLUMNS,
     Section,
     by_pass_rate,
     cell as _cell,
     columns,
-    format_metric,
     leaderboard_cells,
     model_name,
     paid_elsewhere as _paid_elsewhere,

@@ -18,12 +18,12 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
+from ..analysis.metrics import format_metric
 from .charts import chart_metrics, metric_charts_svg, rows_repeats
 from .model_groups import groups_html
 from .release_text import release_lines, same_release_lines
 from .spend_tiers import paid_price_note, spend_by_tier_text, tiers_text
 from .tables import (
-    format_metric as format_value,  # the charts' number format
     repeats_note,
     row_repeats,
     split_order,
@@ -157,8 +157,8 @@ def _review_text(settings: Mapping[str, Any]) -> str:
     if not isinstance(seconds, (int, float)) or not isinstance(rate, (int, float)):
         return ""
     cost = settings.get("review_cost")
-    per = f" = {format_value(cost, 'dollars')} per candidate" if isinstance(cost, (int, float)) else ""
-    return f"{seconds:g} s per candidate at {format_value(rate, 'dollars')}/h{per}"
+    per = f" = {format_metric(cost, 'dollars')} per candidate" if isinstance(cost, (int, float)) else ""
+    return f"{seconds:g} s per candidate at {format_metric(rate, 'dollars')}/h{per}"
 
 
 def _span_text(span: RunSpan | None) -> str:
@@ -193,7 +193,7 @@ def possibly_paid_html(rows: list[Mapping[str, Any]]) -> str:
         return ""
     items = "".join(
         f"<li>{_text(r.get('model'))} ({_text(r.get('split'))}): {_text(r['possibly_paid'])} candidates, up to "
-        f"{_text(format_value(r.get('possibly_paid_cost'), 'dollars'))}</li>" for r in flagged)
+        f"{_text(format_metric(r.get('possibly_paid_cost'), 'dollars'))}</li>" for r in flagged)
     return (f'<div class="hx-warning"><p><b>Possibly paid:</b> calls abandoned without their reply '
             f"(the provider may have charged them).</p><ul>{items}</ul></div>")
 
@@ -223,7 +223,7 @@ def _metrics_row(row: Mapping[str, Any]) -> str:
     cells = "".join(f"<td>{_metric_cell(row, cal, key, kind)}</td>" for key, _, kind in chart_metrics())
     return (f"<tr><th scope=\"row\">{_text(row.get('model'))}</th>{cells}"
             f"<td>{_text(row.get('judged'))}/{_text(row.get('candidates'))}</td><td>{_text(row.get('refusals'))}</td>"
-            f"<td>{_text(row.get('errors'))}</td><td>{_text(format_value(row.get('spent'), 'dollars'))}</td></tr>")
+            f"<td>{_text(row.get('errors'))}</td><td>{_text(format_metric(row.get('spent'), 'dollars'))}</td></tr>")
 
 
 def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str, kind: str) -> str:
@@ -240,10 +240,10 @@ def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str
 
 def _value_with_interval(value: Any, bounds: Any, kind: str, note: Any = None) -> str:
     """A figure and its interval; a figure without one says why (results.json ``interval_notes``)."""
-    text = _text(format_value(value, kind))
+    text = _text(format_metric(value, kind))
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
-        text += (f' <span class="hx-ci">[{_text(format_value(bounds[0], kind))}, '
-                 f"{_text(format_value(bounds[1], kind))}]</span>")
+        text += (f' <span class="hx-ci">[{_text(format_metric(bounds[0], kind))}, '
+                 f"{_text(format_metric(bounds[1], kind))}]</span>")
     elif isinstance(note, str) and note:
         text += f' <span class="hx-ci">(no interval: {_text(note)})</span>'
     return text
@@ -296,11 +296,11 @@ def judge_table(rows: list[Mapping[str, Any]]) -> str:
         if not error and not stable:
             continue
         flips = (f"{_text(stable.get('flips'))} of {_text(stable.get('candidates'))} "
-                 f"({_text(format_value(stable.get('flip_rate'), 'percent'))}, k={_text(stable.get('k'))})"
+                 f"({_text(format_metric(stable.get('flip_rate'), 'percent'))}, k={_text(stable.get('k'))})"
                  if stable else "")
         lines.append(f"<tr><th scope=\"row\">{_text(row.get('model'))}</th><td>{_text(error.get('n_human'))}</td>"
-                     f"<td>{_text(format_value(error.get('sensitivity'), 'percent')) if error else ''}</td>"
-                     f"<td>{_text(format_value(error.get('specificity'), 'percent')) if error else ''}</td>"
+                     f"<td>{_text(format_metric(error.get('sensitivity'), 'percent')) if error else ''}</td>"
+                     f"<td>{_text(format_metric(error.get('specificity'), 'percent')) if error else ''}</td>"
                      f"<td>{flips}</td></tr>")
     if not lines:
         return ""
@@ -365,8 +365,8 @@ def baseline_table(rows: list[Mapping[str, Any]]) -> str:
             worse = _is_worse(key, entry.get("difference"), high if key in _LOWER_IS_BETTER else low)
             lines.append(
                 f'<tr class="{"hx-worse" if worse else ""}"><th scope="row">{_text(row.get("model"))}</th>'
-                f"<td>{_text(name)}</td><td>{_text(format_value(entry.get('current'), kind))}</td>"
-                f"<td>{_text(format_value(entry.get('baseline'), kind))}</td><td>{_diff(entry.get('difference'), kind)}</td>"
+                f"<td>{_text(name)}</td><td>{_text(format_metric(entry.get('current'), kind))}</td>"
+                f"<td>{_text(format_metric(entry.get('baseline'), kind))}</td><td>{_diff(entry.get('difference'), kind)}</td>"
                 f"<td>{interval}</td><td>{_text(entry.get('tasks'))}</td></tr>")
         if row.get("baseline_error"):
             lines.append(f'<tr><th scope="row">{_text(row.get("model"))}</th><td colspan="6">'
@@ -439,7 +439,7 @@ def task_type_table(rows: list[Mapping[str, Any]]) -> str:
     lines = []
     for row in rows:
         for task_type, metrics in sorted((row.get("by_task_type") or {}).items()):
-            cells = "".join(f"<td>{_text(format_value(metrics.get(k), kind))}</td>" for k, _, kind in chart_metrics())
+            cells = "".join(f"<td>{_text(format_metric(metrics.get(k), kind))}</td>" for k, _, kind in chart_metrics())
             lines.append(f"<tr><td>{_text(task_type)}</td><td>{_text(row.get('model'))}</td>"
                          f"<td>{_text(metrics.get('tasks'))}</td>{cells}</tr>")
     if not lines:
@@ -462,7 +462,7 @@ def sensitivity_table(rows: list[Mapping[str, Any]]) -> str:
         head = "".join(f"<th>cap {_text(c)}</th>" for c in caps)
         body = "".join(
             f"<tr><td>{_text(s)} s review</td>"
-            + "".join(f"<td>{_text(format_value(cell.get((s, c)), 'dollars'))}</td>" for c in caps) + "</tr>"
+            + "".join(f"<td>{_text(format_metric(cell.get((s, c)), 'dollars'))}</td>" for c in caps) + "</tr>"
             for s in seconds)
         blocks.append(f"<p>{_text(row.get('model'))}</p>"
                       + _scroll(f"<table><thead><tr><th>Effective cost</th>{head}</tr></thead><tbody>{body}</tbody></table>"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ..analysis.metrics import format_metric
 from ..finite import finite_number
 
 if TYPE_CHECKING:
@@ -160,16 +161,6 @@ def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _sort_key(value: Any) -> float:
     return float(value) if finite_number(value) else -1.0
-
-
-def format_metric(value: Any, kind: str) -> str:
-    if not finite_number(value):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"
 
 
 def cell(value: Any) -> str:

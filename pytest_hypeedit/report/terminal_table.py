@@ -11,8 +11,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from ..analysis.metrics import format_metric
 from .spend_tiers import spend_by_tier_text, tiered
-from .tables import COLUMNS, COMBINED, columns, format_metric, repeats_note
+from .tables import COLUMNS, COMBINED, columns, repeats_note
 
 #: The terminal's width the summary keeps to (a CI log, a laptop's split screen).
 WIDTH = 100

@@ -14,8 +14,8 @@ from pathlib import Path
 from ..engine.records import FAIL, PASS
 from ..engine.store import Store
 from ..errors import InputError
+from ..sample_design import Design, design_path, draw, parse_size, read_design, write_design
 from .catalog import Catalog
-from .design import Design, design_path, draw, parse_size, read_design, write_design
 
 
 def judged_populations(catalog: Catalog, outputs: Path) -> dict[str, list[tuple[str, int]]]:

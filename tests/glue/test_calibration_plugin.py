@@ -10,7 +10,7 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 from terminal_text import said
 
-from pytest_hypeedit.review.design import design_path, draw, write_design
+from pytest_hypeedit.sample_design import design_path, draw, write_design
 
 TASKS, REPEATS, MODEL = 8, 4, "identity"
 KEYS = [(f"task-{t:02d}", MODEL, r) for t in range(TASKS) for r in range(1, REPEATS + 1)]
@@ -241,7 +241,7 @@ def test_labels_without_a_design_drawn_mostly_from_judge_fails_are_flagged(bench
 def test_a_design_stratified_by_the_judge_s_verdict_weighs_each_label_by_its_stratum(bench):
     # The judge's FAILs labelled at a higher rate than its PASSes, as the design's verdict strata record: the
     # prediction-powered pass rate weighs each label by its own stratum's inclusion probability.
-    from pytest_hypeedit.review.design import Design, Stratum
+    from pytest_hypeedit.sample_design import Design, Stratum
 
     folder = bench.mkdir("panel")
     positions = {verdict: [(t, r) for t, _, r in KEYS if JUDGE[(t, MODEL, r)] == (verdict == "PASS")]
@@ -266,7 +266,7 @@ def test_a_design_stratified_by_the_judge_s_verdict_weighs_each_label_by_its_str
 
 def test_a_design_stratum_with_an_unknown_verdict_is_refused_by_name(tmp_path):
     from pytest_hypeedit.errors import InputError
-    from pytest_hypeedit.review.design import read_design
+    from pytest_hypeedit.sample_design import read_design
 
     path = tmp_path / "sample-design.json"
     path.write_text(json.dumps({"schema": "hypeedit-sample-design/1", "split": "mini", "seed": 1, "requested": 1,

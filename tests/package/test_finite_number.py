@@ -7,8 +7,8 @@ import math
 
 import pytest
 
+from pytest_hypeedit.analysis.metrics import format_metric
 from pytest_hypeedit.finite import finite_number
-from pytest_hypeedit.report.tables import format_metric
 
 
 @pytest.mark.parametrize("value", [0, 1, -2, 0.25, 1e300])

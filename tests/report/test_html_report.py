@@ -21,11 +21,11 @@ from hype_ci_fixtures import (
 from pytest_hypeedit.analysis.enrich import task_deltas
 from pytest_hypeedit.analysis.metrics import TaskTally
 from pytest_hypeedit.engine.records import Record
-from pytest_hypeedit.report import html as report_html
+from pytest_hypeedit.glue import html_report as report_html
+from pytest_hypeedit.glue.html_report import table_note, table_script
 from pytest_hypeedit.report.assets import Built, ImagePair
 from pytest_hypeedit.report.browser.data import Images, browser_data
 from pytest_hypeedit.report.browser.page import data_script
-from pytest_hypeedit.report.html import table_note, table_script
 from pytest_hypeedit.report.summary import summary_html
 
 CHROMIUM = Path("/usr/bin/chromium")

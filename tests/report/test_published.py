@@ -8,11 +8,12 @@ from itertools import product
 import pytest
 import yaml
 
+from pytest_hypeedit.analysis.metrics import format_metric
 from pytest_hypeedit.errors import InputError
 from pytest_hypeedit.registry import load_registry
 from pytest_hypeedit.report.leaderboard import main
 from pytest_hypeedit.report.published import DATA, METRICS, load_published
-from pytest_hypeedit.report.tables import COLUMNS, format_metric
+from pytest_hypeedit.report.tables import COLUMNS
 
 PUBLISHED = load_published()
 PAPER_MODELS = {"gemini-3-pro-preview", "seedream-4.5", "seedream-4.0", "gpt-image-1.5", "flux-2-max",

@@ -179,7 +179,7 @@ def test_views_without_a_budget_are_the_originals(tmp_path):
 
 
 def test_the_default_size_goal_follows_the_candidates_a_ci_artifact_carries():
-    from pytest_hypeedit.report.html import goal_bytes
+    from pytest_hypeedit.glue.html_report import goal_bytes
 
     assert goal_bytes(None, 120) == goal_bytes(None, 500) == 55_000_000  # the public split once: at most 60 MB
     assert goal_bytes(None, 7000) == 139_500_000  # the paper's full table: under 150 MB

@@ -17,7 +17,8 @@ from PIL import Image
 
 from pytest_hypeedit import labels
 from pytest_hypeedit.errors import InputError
-from pytest_hypeedit.review.design import (
+from pytest_hypeedit.review.server import make_server
+from pytest_hypeedit.sample_design import (
     Design,
     Stratum,
     allocate,
@@ -27,7 +28,6 @@ from pytest_hypeedit.review.design import (
     read_design,
     write_design,
 )
-from pytest_hypeedit.review.server import make_server
 
 # --------------------------------------------------------------------------- drawing
 

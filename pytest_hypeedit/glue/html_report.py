@@ -1,9 +1,10 @@
 """The HTML report on top of pytest-html (``--html report.html``): the summary, then the failure browser.
+The pytest side of it lives here, in glue/ (pytest-html's hooks, the run's stash); what it draws is report/'s.
 
-- The summary on top (``summary.py``): gates (a failed one highlighted), metrics per model and split
+- The summary on top (report/summary.py): gates (a failed one highlighted), metrics per model and split
   with their intervals (calibrated figures first when the run has them), charts, the judge and the
   pixel signals when measured, the baseline comparison with the tasks that got worse.
-- The failure browser (``browser/``): one card per task, a row per model with every repeat as a
+- The failure browser (report/browser/): one card per task, a row per model with every repeat as a
   thumbnail and its badge; a click opens the candidate's full view with the judge's reasoning, the
   human votes and notes and its facts; filters, keyboard navigation and a shareable address.  Drawn
   by a script from a JSON block a few tasks at a time: pytest-html builds each of its own rows in the
@@ -12,7 +13,7 @@
   (its documented ``?visible=`` filter, set by a line of script when the address has none); when none
   did, it is folded with a note and a button that lists the failed items.  Each failed row links to
   its candidate in the browser.
-- Images (``assets.py``) are files under ``<report dir>/hypeedit-assets/``: a thumbnail of every
+- Images (report/assets.py) are files under ``<report dir>/hypeedit-assets/``: a thumbnail of every
   candidate and a full-size view of every failure, built on a thread pool while the run goes on and
   reused across reruns by content hash.  The report's folder is complete on its own.
 - ``--self-contained-html`` still works: thumbnails are inlined as data URIs (no full-size views),
@@ -35,8 +36,8 @@ import pytest
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
 from ..options import settings_of
-from .assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
-from .baseline import (
+from ..report.assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
+from ..report.baseline import (
     BaselineOutputs,
     baseline_models,
     baseline_releases,
@@ -45,17 +46,17 @@ from .baseline import (
     repeats_of,
     worse_tasks,
 )
-from .browser.data import Images, browser_data
-from .browser.page import Urls, browser_html, data_script, style_html
-from .summary import RunSpan, run_span, summary_html
-from .tables import split_order
+from ..report.browser.data import Images, browser_data
+from ..report.browser.page import Urls, browser_html, data_script, style_html
+from ..report.summary import RunSpan, run_span, summary_html
+from ..report.tables import split_order
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     import pluggy
 
-    from .results import Key
+    from ..report.results import Key
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
 #: The report folder's size goal when --html-max-mb is not given: what a CI artifact carries per run.  55 MB for a
@@ -189,7 +190,7 @@ class TableLinks:
         outcome = yield
         report = outcome.get_result()
         if report.failed and report.when in ("setup", "call"):
-            from ..glue.items import parse_nodeid
+            from .items import parse_nodeid
 
             key = parse_nodeid(report.nodeid)
             if key:
@@ -395,7 +396,7 @@ def _with_view(pair: ImagePair | None, views: Mapping[str, Any]) -> ImagePair | 
 
 
 def _view_side(config: pytest.Config) -> int:
-    from .assets import THUMB_SIZE, VIEW_SIDE
+    from ..report.assets import THUMB_SIZE, VIEW_SIDE
 
     side: int | None = settings_of(config).html_views
     side = VIEW_SIDE if side is None else side  # a namespace without the option (as getoption's default was)
@@ -427,10 +428,10 @@ def goal_bytes(megabytes: float | None, candidates: int) -> int | None:
 
 def report_source(config: pytest.Config) -> ReportSource:
     """The report's view of a benchmark run: the run config, the runner's references, the session."""
-    from ..glue.ci import GATES_KEY
-    from ..glue.stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
-    from .baseline import locate_outputs
-    from .results_files import load_results
+    from ..report.baseline import locate_outputs
+    from ..report.results_files import load_results
+    from .ci import GATES_KEY
+    from .stash import RUN_KEY, RUNNER_KEY, SESSION_KEY
 
     run = config.stash[RUN_KEY]
     tasks = {(split.name, task.task_id): task for split in run.splits for task in split.tasks}

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..engine.records import now_iso
-from ..errors import InputError
-from ..files import atomic_write_bytes
-from ..labels import DESIGN_FILE
-from ..tasks import is_plain_name
-from ..untrusted import DESIGN_BYTES, UntrustedInput, load_json_file
+from .engine.records import now_iso
+from .errors import InputError
+from .files import atomic_write_bytes
+from .labels import DESIGN_FILE
+from .tasks import is_plain_name
+from .untrusted import DESIGN_BYTES, UntrustedInput, load_json_file
 
 DESIGN_SCHEMA = "hypeedit-sample-design/1"
 #: The fewest a stratum is given when it has that many: a model's judge error needs labels of its own.
