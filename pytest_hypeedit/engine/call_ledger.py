@@ -33,17 +33,18 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
   or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
   entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
 
-Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: so far the judge
-calls paid without a verdict, appended by the step that ends the call, engine/record_spend.py; two processes'
-ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money fields
-(``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record
-written before it was kept, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
-``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record
-of an earlier version's ``judge_failed_cost`` is converted once on read into a ``calls`` entry (records.py).  So a
-record of any version is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is
-untrusted: a made-up amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts
-under UNKNOWN_TIER, a kind or state that is none is counted at its price (an unknown state as lost), and the
-entries read are bounded (MAX_CALLS).
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: the judge calls
+paid without a verdict, and the purchases that left no image: a lost image, an expired job, a job left behind, an
+image a full disk could not keep, each appended by the step that ends or abandons it, engine/record_spend.py; two
+processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money
+fields (``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a
+record written before it was kept, ``judge_tier``, ``possibly_paid``, ``pending``), as every version of the plugin
+wrote them; a record of an earlier version's ``judge_failed_cost`` and ``resubmitted_cost`` (itemized by
+``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) are converted once on read
+into ``calls`` entries (records.py).  So a record of any version is read with nothing it recorded as paid
+forgotten, or counted twice.  Everything read is untrusted: a made-up amount counts as 0 and is counted
+(``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a kind or state that is none is
+counted at its price (an unknown state as lost), and the entries read are bounded (MAX_CALLS).
 """
 
 from __future__ import annotations
@@ -205,7 +206,6 @@ def calls_of(record: Record) -> list[Call]:
     judge_tier = known_tier(record.judge_tier)
     calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
               Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
-    calls += _left_behind(record)
     calls += [_lost(entry) for entry in possibly_paid_entries(record)]
     calls += [_native(entry) for entry in _entries(record)]
     # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
@@ -231,30 +231,34 @@ def _native(entry: dict[str, Any]) -> Call:
                 rebought=entry.get("rebought") is True)
 
 
-def _left_behind(record: Record) -> list[Call]:
-    """The purchases ``resubmitted_cost`` sums, one entry each where the record names it: a job left behind
-    (``extra["left_behind_jobs"]``: a batch line at tier batch), a lost image (``extra["lost_candidates"]``), and
-    what is left of the sum (expired jobs, images a full disk could not keep) as one entry.  Never more than
-    ``resubmitted_cost`` says, whatever ``extra`` holds (a record is untrusted): each item is capped by what is
-    left of it."""
+def earlier_left_behind(amount: float, extra: Any, entry_id: str) -> list[dict[str, Any]]:
+    """A record of an earlier version's ``resubmitted_cost`` (``amount``, believed) as ``calls`` entries, left
+    behind: one per purchase its ``extra`` names (``left_behind_jobs``: a ``batch`` job is a batch line at tier batch;
+    ``lost_candidates``), and what is left of the sum (expired jobs, images a full disk could not keep) as one.
+    Never more in all than ``amount``, whatever ``extra`` holds (a record is untrusted): each item is capped by what
+    is left of it.  Their ids are ``entry_id`` and ``entry_id.N``, fixed, so a record converted twice holds them
+    once (records.py)."""
     items = []
-    for entry in _listed(record, "left_behind_jobs"):
-        batch = entry.get("kind") == BATCH
-        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(entry.get("cost")),
-                          BATCH if batch else UNKNOWN_TIER, route=_text(entry.get("route")), id=_text(entry.get("id"))))
-    items += [Call(GENERATION, LEFT_BEHIND, usd(entry.get("cost")), UNKNOWN_TIER)
-              for entry in _listed(record, "lost_candidates")]
-    left, calls = usd(record.resubmitted_cost), []
+    for job in _listed(extra, "left_behind_jobs"):
+        batch = job.get("kind") == BATCH
+        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(job.get("cost")),
+                          BATCH if batch else UNKNOWN_TIER, route=_text(job.get("route")), id=_text(job.get("id"))))
+    items += [Call(GENERATION, LEFT_BEHIND, usd(lost.get("cost")), UNKNOWN_TIER)
+              for lost in _listed(extra, "lost_candidates")]
+    left, calls = amount, []
     for item in items:
         price = min(item.price, left)
         left = max(0.0, left - price)
-        calls.append(replace(item, price=price))
-    return [*calls, Call(GENERATION, LEFT_BEHIND, left, UNKNOWN_TIER)]
+        calls.append(replace(item, price=round(price, 6)))
+    calls.append(Call(GENERATION, LEFT_BEHIND, round(left, 6), UNKNOWN_TIER))
+    return [{"entry": entry_id if number == len(calls) else f"{entry_id}.{number}",
+             **{name: value for name, value in vars(call).items() if value is not None and value is not False}}
+            for number, call in enumerate(calls, 1) if call.price]
 
 
-def _listed(record: Record, key: str) -> list[dict[str, Any]]:
-    """The entries of a list of the record's ``extra`` that are entries, at most MAX_CALLS of them."""
-    entries = record.extra.get(key) if isinstance(record.extra, dict) else None
+def _listed(extra: Any, key: str) -> list[dict[str, Any]]:
+    """The entries of a list of a record's ``extra`` that are entries, at most MAX_CALLS of them."""
+    entries = extra.get(key) if isinstance(extra, dict) else None
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
 
 
@@ -300,7 +304,7 @@ def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
-    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost, record.resubmitted_cost]
+    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost]
     amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
     amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)

@@ -1,9 +1,10 @@
 """What a record says its candidate's purchases cost, kept where no later write erases it.
 
 A verdict replaced (``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a judge call that
-failed after being paid and each run's purchases (``spent_by_run``) stay counted in the record's own fields; these
-helpers are the only writers of those fields.  What they add up to is read by the call ledger only
-(engine/call_ledger.py), where every figure of spend is derived (docs/explanation/money.md).
+failed after being paid, a purchase that left no image and each run's purchases (``spent_by_run``) stay counted in
+the record's own fields and its call ledger (``calls``); these helpers are the only writers of them.  What they add
+up to is read by the call ledger only (engine/call_ledger.py), where every figure of spend is derived
+(docs/explanation/money.md).
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ def add_failed_judge_cost(record: Record, amount: Any, run: str | None = None) -
     if paid:
         entry = ledger.new_entry(ledger.JUDGE_CALL, ledger.ANSWERED, paid, tier=ledger.known_tier(record.judge_tier),
                                  run=run)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
+    return paid
+
+
+def add_left_behind(record: Record, amount: Any, *, tier: Any, route: Any = None, id: Any = None,
+                    run: str | None = None) -> float:
+    """Keep what an earlier purchase of this candidate that left no image was paid (``amount``: a lost image's, an
+    expired job's, a job left behind, an image a full disk could not keep) as an entry of the record's call ledger
+    (``calls``: left behind, a batch line at tier batch, else a generation), where no later purchase erases it; the
+    amount counted (0 unless believable: a record is untrusted)."""
+    paid = usd(amount)
+    if paid:
+        tier = ledger.known_tier(tier)
+        entry = ledger.new_entry(ledger.BATCH_LINE if tier == ledger.BATCH else ledger.GENERATION,
+                                 ledger.LEFT_BEHIND, paid, tier=tier, route=route if isinstance(route, str) else None,
+                                 id=id if isinstance(id, str) else None, run=run)
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 
