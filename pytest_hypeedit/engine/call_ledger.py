@@ -33,18 +33,19 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
   or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
   entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
 
-Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: the judge calls
-paid without a verdict, and the purchases that left no image: a lost image, an expired job, a job left behind, an
-image a full disk could not keep, each appended by the step that ends or abandons it, engine/record_spend.py; two
-processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money
-fields (``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a
-record written before it was kept, ``judge_tier``, ``possibly_paid``, ``pending``), as every version of the plugin
-wrote them; a record of an earlier version's ``judge_failed_cost`` and ``resubmitted_cost`` (itemized by
-``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) are converted once on read
-into ``calls`` entries (records.py).  So a record of any version is read with nothing it recorded as paid
-forgotten, or counted twice.  Everything read is untrusted: a made-up amount counts as 0 and is counted
-(``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a kind or state that is none is
-counted at its price (an unknown state as lost), and the entries read are bounded (MAX_CALLS).
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: every verdict and
+re-judgement, the judge calls paid without a verdict, and the purchases that left no image: a lost image, an
+expired job, a job left behind, an image a full disk could not keep, each appended by the step that ends or
+abandons it, engine/record_spend.py; two processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s
+reading of the record's other money fields (``cost``, ``tier``, ``judge_cost`` with ``extra["stability"]["cost"]``
+for a record whose verdicts are not entries yet, ``unwritten_verdicts``, ``possibly_paid``, ``pending``), as every
+version of the plugin wrote them; a record of an earlier version's ``judge_failed_cost``, ``resubmitted_cost``
+(itemized by ``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) and
+``judge_verdicts_cost`` are converted once on read into ``calls`` entries (records.py).  So a record of any version
+is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is untrusted: a made-up
+amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a
+kind or state that is none is counted at its price (an unknown state as lost), and the entries read are bounded
+(MAX_CALLS).
 """
 
 from __future__ import annotations
@@ -134,13 +135,14 @@ class Call:
 
 
 def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, route: str | None = None,
-              id: str | None = None, run: str | None = None) -> dict[str, Any]:
+              id: str | None = None, run: str | None = None, entry: str | None = None) -> dict[str, Any]:
     """A paid call's entry as the record's ``calls`` keep it (JSON), with an id of its own (``entry``: two processes'
-    ledgers of one candidate are merged by it, engine/planning.py) and the time it was written."""
+    ledgers of one candidate are merged by it, engine/planning.py; given, for what two processes may write alike)
+    and the time it was written."""
     call = Call(kind, state, round(price, 6), tier, route=route, id=id, run=run,
                 sent_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     check(call)
-    return {"entry": uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
+    return {"entry": entry or uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
                                                if value is not None and value is not False}}
 
 
@@ -202,10 +204,9 @@ def calls_of(record: Record) -> list[Call]:
     generation = BATCH_LINE if record.tier == BATCH else GENERATION
     calls = [Call(generation, BILLED, usd(record.cost), known_tier(record.tier), route=_text(record.route),
                   id=_text(record.request_id))]
-    rejudged = min(_rejudgements_cost(record), _verdicts_cost(record))
+    verdict, rejudged = unwritten_verdicts(record)
     judge_tier = known_tier(record.judge_tier)
-    calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
-              Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
+    calls += [Call(VERDICT, BILLED, verdict, judge_tier), Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
     calls += [_lost(entry) for entry in possibly_paid_entries(record)]
     calls += [_native(entry) for entry in _entries(record)]
     # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
@@ -280,12 +281,17 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost (``judge_verdicts_cost``); a record written before that was
-    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements."""
-    if record.judge_verdicts_cost is not None:
-        return usd(record.judge_verdicts_cost)
-    return usd(record.judge_cost) + _rejudgements_cost(record)
+def judged(record: Record) -> bool:
+    """Whether the record's ledger holds its verdicts as entries (a verdict or a re-judgement written as one, or
+    converted from an earlier version's ``judge_verdicts_cost``)."""
+    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) for entry in _entries(record))
+
+
+def unwritten_verdicts(record: Record) -> tuple[float, float]:
+    """What a record whose ledger holds no verdict entries says its verdicts cost, as records before
+    ``judge_verdicts_cost`` was kept counted it: the verdict it holds (``judge_cost``) and its re-judgements
+    (``extra["stability"]["cost"]``); (0, 0) once its verdicts are entries."""
+    return (0.0, 0.0) if judged(record) else (usd(record.judge_cost), _rejudgements_cost(record))
 
 
 def _rejudgements_cost(record: Record) -> float:
@@ -294,17 +300,16 @@ def _rejudgements_cost(record: Record) -> float:
     return usd(entry.get("cost")) if isinstance(entry, dict) else 0.0
 
 
-def verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost, re-judgements included (the ledger's verdict and
-    rejudgement entries): what a writer adds a new verdict's cost to (engine/record_spend.py)."""
-    return _verdicts_cost(record)
+def rejudgements_cost(stability: Any) -> float:
+    """What the re-judgements of a record's ``extra["stability"]`` (``stability``) say they cost."""
+    return usd(stability.get("cost")) if isinstance(stability, dict) else 0.0
 
 
 def implausible_amounts(record: Record) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
-    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost]
+    amounts = [record.cost, record.judge_cost]
     amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
     amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)

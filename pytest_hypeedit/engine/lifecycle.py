@@ -59,7 +59,7 @@ call's end with what the call cost (``Hold.settle``, the only place a reservatio
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
 twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
 hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
-hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_verdicts_cost``, a
+hold commits is on the record too, written by the step that ends its call (a verdict's entry in ``calls``, a
 failed judge call's entry in ``calls``, an expired job's left-behind entry, a lost reply's
 ``possibly_paid``), so ``spent``, summed from the records, is never less than what the ledger committed.
 """

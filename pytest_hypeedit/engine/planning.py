@@ -27,7 +27,7 @@ from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
 from .record_spend import add_left_behind, keep_verdicts_cost
-from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record, verdicts_cost
+from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
 
 
@@ -181,7 +181,7 @@ class Planning(PaidCalls):
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
         its verdict cost was paid all the same: the image's cost becomes a left-behind entry of the record's call
         ledger (an earlier purchase of this candidate that left no image) and its verdicts stay in
-        ``judge_verdicts_cost``, so ``spent`` keeps every purchase, not only the last; ``extra["lost_candidates"]``
+        its call ledger, so ``spent`` keeps every purchase, not only the last; ``extra["lost_candidates"]``
         says which image was lost and its verdict.  A job the record still
         holds (the one that delivered the lost image) is marked as counted there: the purchase may fetch its result
         again, which costs nothing more, and its expiry adds nothing (engine/purchase.py)."""
@@ -267,8 +267,6 @@ class Planning(PaidCalls):
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
         # the call ledger is append-only, whichever process paid: every entry of both, once
         record.calls = ledger.merged(on_disk.calls, record.calls)
-        if record.judge_verdicts_cost is not None or on_disk.judge_verdicts_cost is not None:  # so do the verdicts'
-            record.judge_verdicts_cost = max(verdicts_cost(record), verdicts_cost(on_disk))
         # what other runs bought is theirs to say (the disk's); what this one bought, ours
         ours = record.spent_by_run.get(self.run_id) if isinstance(record.spent_by_run, dict) else None
         record.spent_by_run = {**on_disk.spent_by_run, **({self.run_id: ours} if ours is not None else {})}
