@@ -53,13 +53,37 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from ..errors import LifecycleError
 from ..finite import finite_number
 
-if TYPE_CHECKING:
-    from .records import Record
+
+class RecordView(Protocol):
+    """What the ledger reads of a candidate's record (records.Record): its money fields, each untrusted (read from
+    disk, so typed Any here).  A view of its own, so the ledger needs nothing from records.py, which builds on it."""
+
+    @property
+    def cost(self) -> Any: ...
+    @property
+    def tier(self) -> Any: ...
+    @property
+    def route(self) -> Any: ...
+    @property
+    def request_id(self) -> Any: ...
+    @property
+    def judge_cost(self) -> Any: ...
+    @property
+    def judge_tier(self) -> Any: ...
+    @property
+    def extra(self) -> Any: ...
+    @property
+    def calls(self) -> Any: ...
+    @property
+    def possibly_paid(self) -> Any: ...
+    @property
+    def spent_by_run(self) -> Any: ...
+
 
 #: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price),
 #: ``flex`` (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode); any other value read from
@@ -199,7 +223,7 @@ def check(call: Call) -> None:
 # --------------------------------------------------------------------------- the record's entries
 
 
-def calls_of(record: Record) -> list[Call]:
+def calls_of(record: RecordView) -> list[Call]:
     """The record's ledger: one entry per paid call (or sum of calls of one kind) its money fields hold."""
     generation = BATCH_LINE if record.tier == BATCH else GENERATION
     calls = [Call(generation, BILLED, usd(record.cost), known_tier(record.tier), route=_text(record.route),
@@ -214,7 +238,7 @@ def calls_of(record: Record) -> list[Call]:
     return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
 
 
-def _entries(record: Record) -> list[dict[str, Any]]:
+def _entries(record: RecordView) -> list[dict[str, Any]]:
     """The record's ``calls`` that are entries, at most MAX_CALLS of them."""
     entries = record.calls if isinstance(record.calls, list) else []
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
@@ -263,7 +287,7 @@ def _listed(extra: Any, key: str) -> list[dict[str, Any]]:
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
 
 
-def possibly_paid_entries(record: Record) -> list[dict[str, Any]]:
+def possibly_paid_entries(record: RecordView) -> list[dict[str, Any]]:
     """The record's ``possibly_paid`` entries that are entries (a doctored record may hold anything), at most
     MAX_CALLS of them."""
     entries = record.possibly_paid if isinstance(record.possibly_paid, list) else []
@@ -281,20 +305,20 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def judged(record: Record) -> bool:
+def judged(record: RecordView) -> bool:
     """Whether the record's ledger holds its verdicts as entries (a verdict or a re-judgement written as one, or
     converted from an earlier version's ``judge_verdicts_cost``)."""
     return any(entry.get("kind") in (VERDICT, REJUDGEMENT) for entry in _entries(record))
 
 
-def unwritten_verdicts(record: Record) -> tuple[float, float]:
+def unwritten_verdicts(record: RecordView) -> tuple[float, float]:
     """What a record whose ledger holds no verdict entries says its verdicts cost, as records before
     ``judge_verdicts_cost`` was kept counted it: the verdict it holds (``judge_cost``) and its re-judgements
     (``extra["stability"]["cost"]``); (0, 0) once its verdicts are entries."""
     return (0.0, 0.0) if judged(record) else (usd(record.judge_cost), _rejudgements_cost(record))
 
 
-def _rejudgements_cost(record: Record) -> float:
+def _rejudgements_cost(record: RecordView) -> float:
     """What the record's --judge-stability re-judgements cost (``extra["stability"]["cost"]``)."""
     entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
     return usd(entry.get("cost")) if isinstance(entry, dict) else 0.0
@@ -305,7 +329,7 @@ def rejudgements_cost(stability: Any) -> float:
     return usd(stability.get("cost")) if isinstance(stability, dict) else 0.0
 
 
-def implausible_amounts(record: Record) -> int:
+def implausible_amounts(record: RecordView) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
@@ -379,7 +403,7 @@ def bought_again(calls: Iterable[Call]) -> int:
     return sum(1 for call in calls if (call.state == LOST and call.rebought) or call.state == LEFT_BEHIND)
 
 
-def spent_in_run(record: Record, run_id: str | None) -> float:
+def spent_in_run(record: RecordView, run_id: str | None) -> float:
     """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``: what each run's
     calls were settled with); 0 for a record the run bought nothing for, or without a run id."""
     runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
