@@ -33,17 +33,19 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
   or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
   entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
 
-Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: so far the judge
-calls paid without a verdict, appended by the step that ends the call, engine/record_spend.py; two processes'
-ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money fields
-(``cost``, ``tier``, ``judge_verdicts_cost`` with ``judge_cost`` and ``extra["stability"]["cost"]`` for a record
-written before it was kept, ``judge_tier``, ``resubmitted_cost`` itemized by ``extra["left_behind_jobs"]`` and
-``extra["lost_candidates"]``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record
-of an earlier version's ``judge_failed_cost`` is converted once on read into a ``calls`` entry (records.py).  So a
-record of any version is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is
-untrusted: a made-up amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts
-under UNKNOWN_TIER, a kind or state that is none is counted at its price (an unknown state as lost), and the
-entries read are bounded (MAX_CALLS).
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: every verdict and
+re-judgement, the judge calls paid without a verdict, and the purchases that left no image: a lost image, an
+expired job, a job left behind, an image a full disk could not keep, each appended by the step that ends or
+abandons it, engine/record_spend.py; two processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s
+reading of the record's other money fields (``cost``, ``tier``, ``judge_cost`` with ``extra["stability"]["cost"]``
+for a record whose verdicts are not entries yet, ``unwritten_verdicts``, ``possibly_paid``, ``pending``), as every
+version of the plugin wrote them; a record of an earlier version's ``judge_failed_cost``, ``resubmitted_cost``
+(itemized by ``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) and
+``judge_verdicts_cost`` are converted once on read into ``calls`` entries (records.py).  So a record of any version
+is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is untrusted: a made-up
+amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a
+kind or state that is none is counted at its price (an unknown state as lost), and the entries read are bounded
+(MAX_CALLS).
 """
 
 from __future__ import annotations
@@ -51,13 +53,37 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from ..errors import LifecycleError
 from ..finite import finite_number
 
-if TYPE_CHECKING:
-    from .records import Record
+
+class RecordView(Protocol):
+    """What the ledger reads of a candidate's record (records.Record): its money fields, each untrusted (read from
+    disk, so typed Any here).  A view of its own, so the ledger needs nothing from records.py, which builds on it."""
+
+    @property
+    def cost(self) -> Any: ...
+    @property
+    def tier(self) -> Any: ...
+    @property
+    def route(self) -> Any: ...
+    @property
+    def request_id(self) -> Any: ...
+    @property
+    def judge_cost(self) -> Any: ...
+    @property
+    def judge_tier(self) -> Any: ...
+    @property
+    def extra(self) -> Any: ...
+    @property
+    def calls(self) -> Any: ...
+    @property
+    def possibly_paid(self) -> Any: ...
+    @property
+    def spent_by_run(self) -> Any: ...
+
 
 #: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price),
 #: ``flex`` (Gemini's synchronous sheddable tier) and ``batch`` (a provider's batch mode); any other value read from
@@ -133,13 +159,14 @@ class Call:
 
 
 def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, route: str | None = None,
-              id: str | None = None, run: str | None = None) -> dict[str, Any]:
+              id: str | None = None, run: str | None = None, entry: str | None = None) -> dict[str, Any]:
     """A paid call's entry as the record's ``calls`` keep it (JSON), with an id of its own (``entry``: two processes'
-    ledgers of one candidate are merged by it, engine/planning.py) and the time it was written."""
+    ledgers of one candidate are merged by it, engine/planning.py; given, for what two processes may write alike)
+    and the time it was written."""
     call = Call(kind, state, round(price, 6), tier, route=route, id=id, run=run,
                 sent_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
     check(call)
-    return {"entry": uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
+    return {"entry": entry or uuid.uuid4().hex[:16], **{name: value for name, value in vars(call).items()
                                                if value is not None and value is not False}}
 
 
@@ -196,16 +223,14 @@ def check(call: Call) -> None:
 # --------------------------------------------------------------------------- the record's entries
 
 
-def calls_of(record: Record) -> list[Call]:
+def calls_of(record: RecordView) -> list[Call]:
     """The record's ledger: one entry per paid call (or sum of calls of one kind) its money fields hold."""
     generation = BATCH_LINE if record.tier == BATCH else GENERATION
     calls = [Call(generation, BILLED, usd(record.cost), known_tier(record.tier), route=_text(record.route),
                   id=_text(record.request_id))]
-    rejudged = min(_rejudgements_cost(record), _verdicts_cost(record))
+    verdict, rejudged = unwritten_verdicts(record)
     judge_tier = known_tier(record.judge_tier)
-    calls += [Call(VERDICT, BILLED, _verdicts_cost(record) - rejudged, judge_tier),
-              Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
-    calls += _left_behind(record)
+    calls += [Call(VERDICT, BILLED, verdict, judge_tier), Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
     calls += [_lost(entry) for entry in possibly_paid_entries(record)]
     calls += [_native(entry) for entry in _entries(record)]
     # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
@@ -213,7 +238,7 @@ def calls_of(record: Record) -> list[Call]:
     return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
 
 
-def _entries(record: Record) -> list[dict[str, Any]]:
+def _entries(record: RecordView) -> list[dict[str, Any]]:
     """The record's ``calls`` that are entries, at most MAX_CALLS of them."""
     entries = record.calls if isinstance(record.calls, list) else []
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
@@ -231,34 +256,38 @@ def _native(entry: dict[str, Any]) -> Call:
                 rebought=entry.get("rebought") is True)
 
 
-def _left_behind(record: Record) -> list[Call]:
-    """The purchases ``resubmitted_cost`` sums, one entry each where the record names it: a job left behind
-    (``extra["left_behind_jobs"]``: a batch line at tier batch), a lost image (``extra["lost_candidates"]``), and
-    what is left of the sum (expired jobs, images a full disk could not keep) as one entry.  Never more than
-    ``resubmitted_cost`` says, whatever ``extra`` holds (a record is untrusted): each item is capped by what is
-    left of it."""
+def earlier_left_behind(amount: float, extra: Any, entry_id: str) -> list[dict[str, Any]]:
+    """A record of an earlier version's ``resubmitted_cost`` (``amount``, believed) as ``calls`` entries, left
+    behind: one per purchase its ``extra`` names (``left_behind_jobs``: a ``batch`` job is a batch line at tier batch;
+    ``lost_candidates``), and what is left of the sum (expired jobs, images a full disk could not keep) as one.
+    Never more in all than ``amount``, whatever ``extra`` holds (a record is untrusted): each item is capped by what
+    is left of it.  Their ids are ``entry_id`` and ``entry_id.N``, fixed, so a record converted twice holds them
+    once (records.py)."""
     items = []
-    for entry in _listed(record, "left_behind_jobs"):
-        batch = entry.get("kind") == BATCH
-        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(entry.get("cost")),
-                          BATCH if batch else UNKNOWN_TIER, route=_text(entry.get("route")), id=_text(entry.get("id"))))
-    items += [Call(GENERATION, LEFT_BEHIND, usd(entry.get("cost")), UNKNOWN_TIER)
-              for entry in _listed(record, "lost_candidates")]
-    left, calls = usd(record.resubmitted_cost), []
+    for job in _listed(extra, "left_behind_jobs"):
+        batch = job.get("kind") == BATCH
+        items.append(Call(BATCH_LINE if batch else GENERATION, LEFT_BEHIND, usd(job.get("cost")),
+                          BATCH if batch else UNKNOWN_TIER, route=_text(job.get("route")), id=_text(job.get("id"))))
+    items += [Call(GENERATION, LEFT_BEHIND, usd(lost.get("cost")), UNKNOWN_TIER)
+              for lost in _listed(extra, "lost_candidates")]
+    left, calls = amount, []
     for item in items:
         price = min(item.price, left)
         left = max(0.0, left - price)
-        calls.append(replace(item, price=price))
-    return [*calls, Call(GENERATION, LEFT_BEHIND, left, UNKNOWN_TIER)]
+        calls.append(replace(item, price=round(price, 6)))
+    calls.append(Call(GENERATION, LEFT_BEHIND, round(left, 6), UNKNOWN_TIER))
+    return [{"entry": entry_id if number == len(calls) else f"{entry_id}.{number}",
+             **{name: value for name, value in vars(call).items() if value is not None and value is not False}}
+            for number, call in enumerate(calls, 1) if call.price]
 
 
-def _listed(record: Record, key: str) -> list[dict[str, Any]]:
-    """The entries of a list of the record's ``extra`` that are entries, at most MAX_CALLS of them."""
-    entries = record.extra.get(key) if isinstance(record.extra, dict) else None
+def _listed(extra: Any, key: str) -> list[dict[str, Any]]:
+    """The entries of a list of a record's ``extra`` that are entries, at most MAX_CALLS of them."""
+    entries = extra.get(key) if isinstance(extra, dict) else None
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
 
 
-def possibly_paid_entries(record: Record) -> list[dict[str, Any]]:
+def possibly_paid_entries(record: RecordView) -> list[dict[str, Any]]:
     """The record's ``possibly_paid`` entries that are entries (a doctored record may hold anything), at most
     MAX_CALLS of them."""
     entries = record.possibly_paid if isinstance(record.possibly_paid, list) else []
@@ -276,31 +305,35 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost (``judge_verdicts_cost``); a record written before that was
-    kept counts what it counted then: the verdict it holds (``judge_cost``) and its re-judgements."""
-    if record.judge_verdicts_cost is not None:
-        return usd(record.judge_verdicts_cost)
-    return usd(record.judge_cost) + _rejudgements_cost(record)
+def judged(record: RecordView) -> bool:
+    """Whether the record's ledger holds its verdicts as entries (a verdict or a re-judgement written as one, or
+    converted from an earlier version's ``judge_verdicts_cost``)."""
+    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) for entry in _entries(record))
 
 
-def _rejudgements_cost(record: Record) -> float:
+def unwritten_verdicts(record: RecordView) -> tuple[float, float]:
+    """What a record whose ledger holds no verdict entries says its verdicts cost, as records before
+    ``judge_verdicts_cost`` was kept counted it: the verdict it holds (``judge_cost``) and its re-judgements
+    (``extra["stability"]["cost"]``); (0, 0) once its verdicts are entries."""
+    return (0.0, 0.0) if judged(record) else (usd(record.judge_cost), _rejudgements_cost(record))
+
+
+def _rejudgements_cost(record: RecordView) -> float:
     """What the record's --judge-stability re-judgements cost (``extra["stability"]["cost"]``)."""
     entry = record.extra.get("stability") if isinstance(record.extra, dict) else None
     return usd(entry.get("cost")) if isinstance(entry, dict) else 0.0
 
 
-def verdicts_cost(record: Record) -> float:
-    """What every verdict given for this candidate cost, re-judgements included (the ledger's verdict and
-    rejudgement entries): what a writer adds a new verdict's cost to (engine/record_spend.py)."""
-    return _verdicts_cost(record)
+def rejudgements_cost(stability: Any) -> float:
+    """What the re-judgements of a record's ``extra["stability"]`` (``stability``) say they cost."""
+    return usd(stability.get("cost")) if isinstance(stability, dict) else 0.0
 
 
-def implausible_amounts(record: Record) -> int:
+def implausible_amounts(record: RecordView) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
-    amounts = [record.cost, record.judge_cost, record.judge_verdicts_cost, record.resubmitted_cost]
+    amounts = [record.cost, record.judge_cost]
     amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
     amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)
@@ -370,7 +403,7 @@ def bought_again(calls: Iterable[Call]) -> int:
     return sum(1 for call in calls if (call.state == LOST and call.rebought) or call.state == LEFT_BEHIND)
 
 
-def spent_in_run(record: Record, run_id: str | None) -> float:
+def spent_in_run(record: RecordView, run_id: str | None) -> float:
     """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``: what each run's
     calls were settled with); 0 for a record the run bought nothing for, or without a run id."""
     runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}

@@ -63,14 +63,17 @@ RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or 
 
 
 #: The key a journaled job gets when the image it delivered is lost from the outputs (engine/planning.py): its cost
-#: moved into the record's ``resubmitted_cost`` with the lost image, so fetching its result again, or its expiry,
-#: adds nothing more (engine/purchase.py); a new job submitted in its place is counted as any other.
+#: is kept as a left-behind entry of the record's call ledger (``calls``) with the lost image, so fetching its
+#: result again, or its expiry, adds nothing more (engine/purchase.py); a new job submitted in its place is counted
+#: as any other.
 COUNTED_IN = "counted_in"
 RESUBMITTED_COST = "resubmitted_cost"
 
 
 def counted(job: Any) -> bool:
-    """Whether a journaled job's cost is in the record's ``resubmitted_cost`` already (its image was lost)."""
+    """Whether a journaled job's cost is in the record's call ledger already, left behind (its image was lost).
+    The marker's value is the name of the field earlier versions counted it in, kept so their records read the
+    same."""
     return isinstance(job, dict) and job.get(COUNTED_IN) == RESUBMITTED_COST
 
 

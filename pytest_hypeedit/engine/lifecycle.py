@@ -34,7 +34,7 @@ reads only the disk):
 - **A submitted job is written before its first poll** (write_job, while SENT): killed while polling, the
   next run resumes the job instead of submitting (paying) again.
 - **Forget a lost image before buying again.**  A record that names an image gone from the disk stops naming
-  it (write_forgotten, its cost moved to ``resubmitted_cost``) before the new purchase is journaled.  Killed
+  it (write_forgotten, its cost a left-behind entry of ``calls``) before the new purchase is journaled.  Killed
   between writing the new image and its record, the next run finds an image no record names and adopts it
   rather than paying a third time; had the record still named the lost file, the new image would be a stray.
   A job the record holds is the lost image's, marked counted in the same write: its result fetched again (or
@@ -44,7 +44,7 @@ reads only the disk):
   image file first, then the record naming it, each atomic) before any judge is asked; ``ask`` is only taken
   from SAVED.  Killed between the two writes: the image is on disk, unnamed, and the next run adopts it at
   the model's price without paying.  So once PAID the only ways on are SAVED, or FAILED with the image's cost
-  kept in ``resubmitted_cost`` (a full disk): a paid image is never lost unaccounted.
+  kept as a left-behind entry of ``calls`` (a full disk): a paid image is never lost unaccounted.
 - **A re-judgement is a judge call like the verdict's** (--judge-stability, engine/stability.py): journaled before
   it leaves (write_rejudge_journaled, then ask_again), and written at once (write_rejudged, or
   write_rejudge_failed with what a failed call was paid), only once the candidate's verdict is JUDGED; its
@@ -59,8 +59,8 @@ call's end with what the call cost (``Hold.settle``, the only place a reservatio
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
 twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
 hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
-hold commits is on the record too, written by the step that ends its call (a verdict's ``judge_verdicts_cost``, a
-failed judge call's entry in ``calls``, an expired job's ``resubmitted_cost``, a lost reply's
+hold commits is on the record too, written by the step that ends its call (a verdict's entry in ``calls``, a
+failed judge call's entry in ``calls``, an expired job's left-behind entry, a lost reply's
 ``possibly_paid``), so ``spent``, summed from the records, is never less than what the ledger committed.
 """
 
@@ -165,7 +165,7 @@ STEPS: dict[Step, tuple[frozenset[Stage], Stage | None]] = {
     Step.WRITE_SAVED: (frozenset({S.PAID}), S.SAVED),
     Step.WRITE_REFUSED: (frozenset({S.SENT}), S.REFUSED),
     # a failure before the call (a reference unreadable, no room to journal), of the call, or of saving what
-    # it paid for (a full disk: the image's cost is kept in resubmitted_cost)
+    # it paid for (a full disk: the image's cost is kept as a left-behind entry of calls)
     Step.WRITE_FAILED: (_BEFORE_SEND | {S.JOURNALED, S.SENT, S.PAID, S.SAVED, S.JUDGE_JOURNALED, S.JUDGING},
                         S.FAILED),
     Step.WRITE_LOST: (frozenset({S.SENT, S.JUDGING}), S.REPLY_LOST),

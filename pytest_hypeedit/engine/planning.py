@@ -26,8 +26,8 @@ from .journal import GENERATE, JUDGE, REVIEW
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
-from .record_spend import keep_verdicts_cost
-from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record, usd, verdicts_cost
+from .record_spend import add_left_behind, keep_verdicts_cost
+from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
 
 
@@ -179,19 +179,20 @@ class Planning(PaidCalls):
         """The record names an image that is gone: its verdict can be neither shown nor checked, so the
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
-        its verdict cost was paid all the same: the image's cost moves to ``resubmitted_cost`` (earlier purchases of
-        this candidate that left no image) and its verdicts stay in ``judge_verdicts_cost``, so ``spent`` keeps every
-        purchase, not only the last.  A job the record still
+        its verdict cost was paid all the same: the image's cost becomes a left-behind entry of the record's call
+        ledger (an earlier purchase of this candidate that left no image) and its verdicts stay in
+        its call ledger, so ``spent`` keeps every purchase, not only the last; ``extra["lost_candidates"]``
+        says which image was lost and its verdict.  A job the record still
         holds (the one that delivered the lost image) is marked as counted there: the purchase may fetch its result
         again, which costs nothing more, and its expiry adds nothing (engine/purchase.py)."""
         if plan.lost is None:
             return
         record = plan.record
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
-                                           {"file": plan.lost, "cost": record.cost, "judge_cost": record.judge_cost,
-                                            "verdict": record.verdict}]
+                                           {"file": plan.lost, "verdict": record.verdict}]
         keep_verdicts_cost(record)
-        record.resubmitted_cost = usd(record.resubmitted_cost) + usd(record.cost)
+        add_left_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id,
+                        run=self.run_id)
         record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
         if isinstance(record.job, dict):
             record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
@@ -227,7 +228,7 @@ class Planning(PaidCalls):
             # An image no record names (Store.find never offers one over a named file): a run was killed
             # between the two writes, or the image came from elsewhere. It was paid for at the model's price; unless
             # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
-            # resubmitted_cost holds already (a new purchase would have replaced the job: purchase.py).
+            # its left-behind ledger entry holds already (a new purchase would have replaced the job: purchase.py).
             record.candidate, record.route = candidate.name, spec.route
             record.cost = 0.0 if paid.counted(record.job) else spec.price
             if isinstance(record.job, dict) and record.job.get("kind") == BATCH:  # a batch line's image: its price
@@ -266,8 +267,6 @@ class Planning(PaidCalls):
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
         # the call ledger is append-only, whichever process paid: every entry of both, once
         record.calls = ledger.merged(on_disk.calls, record.calls)
-        if record.judge_verdicts_cost is not None or on_disk.judge_verdicts_cost is not None:  # so do the verdicts'
-            record.judge_verdicts_cost = max(verdicts_cost(record), verdicts_cost(on_disk))
         # what other runs bought is theirs to say (the disk's); what this one bought, ours
         ours = record.spent_by_run.get(self.run_id) if isinstance(record.spent_by_run, dict) else None
         record.spent_by_run = {**on_disk.spent_by_run, **({self.run_id: ours} if ours is not None else {})}

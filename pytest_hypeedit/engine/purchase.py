@@ -26,6 +26,7 @@ from .journal import GENERATE, Journal
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .planning import Plan
+from .record_spend import add_left_behind
 from .records import BATCH, ERROR, REFUSED, Record, known_tier, now_iso, usd
 from .verdicts import Verdicts
 
@@ -191,16 +192,15 @@ class Purchase(Verdicts):
     def _leave_behind(self, record: Record, spec: ModelSpec) -> None:
         """A journaled job this purchase cannot poll was paid for when it was submitted: what the record counts of
         it (its ``cost``; a job journaled by a run killed before it counted it, its own figure, else the list price;
-        nothing for a lost image's job, counted already) moves to ``resubmitted_cost`` (an earlier purchase that
-        left no image), and the job out of ``job`` into ``extra["left_behind_jobs"]``, so that nothing of this
-        purchase (a failed call's cost, a finished stamp, an image adopted later) is taken for it.  Written by the
-        purchase's next write (write_journaled, on a paid route), with whatever it leaves on the disk consistent."""
+        nothing for a lost image's job, counted already) becomes a left-behind entry of the record's call ledger (an
+        earlier purchase that left no image: a ``batch`` job a batch line at tier batch, with its route and id), and
+        the job leaves ``job``, so that nothing of this purchase (a failed call's cost, a finished stamp, an image
+        adopted later) is taken for it.  Written by the purchase's next write (write_journaled, on a paid route),
+        with whatever it leaves on the disk consistent."""
         job = record.job or {}
-        moved = usd(usd(record.cost) or self._job_cost(record, lambda: spec.price))  # a record is untrusted
-        record.resubmitted_cost = round(usd(record.resubmitted_cost) + moved, 6)
-        kept = {key: job.get(key) for key in ("id", "route", "kind", "submitted_at") if job.get(key) is not None}
-        earlier = record.extra.get("left_behind_jobs")
-        record.extra["left_behind_jobs"] = [*(earlier if isinstance(earlier, list) else []), {**kept, "cost": moved}]
+        moved = usd(record.cost) or self._job_cost(record, lambda: spec.price)  # a record is untrusted
+        add_left_behind(record, moved, tier=BATCH if job.get("kind") == BATCH else record.tier, route=job.get("route"),
+                        id=job.get("id"), run=self.run_id)
         record.job, record.cost = None, 0.0
 
     def _tier_of(self, spec: ModelSpec) -> str | None:
@@ -215,14 +215,14 @@ class Purchase(Verdicts):
     @staticmethod
     def _new_cost(record: Record, resumed: bool, cost: float) -> float:
         """What this attempt's answer adds to the record: ``cost``, unless it is the result of a job whose image was
-        lost, fetched again: that job's cost is in ``resubmitted_cost`` already (engine/planning.py)."""
+        lost, fetched again: that job's cost is in the record's call ledger already (engine/planning.py)."""
         return 0.0 if resumed and paid.counted(record.job) else cost
 
     @staticmethod
     def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
         """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
         call's worst case: what it may have cost); 0 when no job was submitted, or when the job's cost is counted
-        already (its image was lost: ``resubmitted_cost``)."""
+        already (its image was lost: a left-behind entry of the record's call ledger)."""
         if not record.job or paid.counted(record.job):
             return 0.0
         cost = record.job.get("cost")
@@ -249,18 +249,20 @@ class Purchase(Verdicts):
         except HypeEditError:
             return spec.price
 
-    @staticmethod
-    def _expired_job_paid(record: Record, cost: float, hold: Hold | None) -> None:
-        """A job whose result expired at the provider was paid for all the same: a cost of its own
-        (``resubmitted_cost``), in ``spent``, apart from the generation that replaces it."""
+    def _expired_job_paid(self, record: Record, cost: float, hold: Hold | None) -> None:
+        """A job whose result expired at the provider was paid for all the same: a left-behind entry of the
+        record's call ledger, in ``spent``, apart from the generation that replaces it."""
         if hold is not None:
             hold.settle(cost)
-        record.resubmitted_cost = (record.resubmitted_cost or 0.0) + cost
+        job = record.job or {}
+        add_left_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier, route=job.get("route"),
+                        id=job.get("id"), run=self.run_id)
         record.cost = 0.0  # the candidate's own generation is the next submission's
 
     def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float) -> Path:
         """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the
-        disk has no room: an image that could not be written is counted as paid and lost (``resubmitted_cost``);
+        disk has no room: an image that could not be written is counted as paid and lost (a left-behind entry of the
+        record's call ledger, at the tier that served it);
         one written before its record failed stays on disk, and the next run adopts it without paying."""
         record, spec = plan.record, plan.spec
         plan.life.check(Step.WRITE_SAVED)  # an image is only written once paid for
@@ -270,7 +272,7 @@ class Purchase(Verdicts):
         except OSError as exc:
             if not room.no_room(exc):
                 raise
-            record.resubmitted_cost = usd(record.resubmitted_cost) + usd(cost)
+            add_left_behind(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=self.run_id)
             record.cost = 0.0  # a journaled job counted there: its result fetched again adds nothing more
             if isinstance(record.job, dict):
                 record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST

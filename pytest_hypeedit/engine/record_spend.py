@@ -1,9 +1,10 @@
 """What a record says its candidate's purchases cost, kept where no later write erases it.
 
-A verdict replaced (``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a judge call that
-failed after being paid and each run's purchases (``spent_by_run``) stay counted in the record's own fields; these
-helpers are the only writers of those fields.  What they add up to is read by the call ledger only
-(engine/call_ledger.py), where every figure of spend is derived (docs/explanation/money.md).
+A verdict given (and later replaced: ``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a
+judge call that failed after being paid, a purchase that left no image and each run's purchases (``spent_by_run``)
+stay counted in the record's call ledger (``calls``) and its own fields; these helpers are the only writers of them.  What they add
+up to is read by the call ledger only (engine/call_ledger.py), where every figure of spend is derived
+(docs/explanation/money.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import call_ledger as ledger
-from .call_ledger import usd, verdicts_cost
+from .call_ledger import usd
 from .records import Record
 
 
@@ -28,18 +29,52 @@ def add_failed_judge_cost(record: Record, amount: Any, run: str | None = None) -
     return paid
 
 
-def keep_verdicts_cost(record: Record) -> None:
-    """Write down what the record's verdicts cost (``judge_verdicts_cost``) before anything replaces one of them: a
-    record written before that field was kept counts its verdict and re-judgements only while they are its own."""
-    record.judge_verdicts_cost = round(verdicts_cost(record), 6)
-
-
-def add_verdict_cost(record: Record, amount: Any) -> float:
-    """Count what a verdict the judge just gave cost (``amount``: the Verdict's ``cost``; a re-judgement's too) in
-    ``judge_verdicts_cost``, where no later verdict erases it; the amount counted (0 unless believable).  Only a
-    verdict asked for is counted: one reused from the record was counted when it was given."""
+def add_left_behind(record: Record, amount: Any, *, tier: Any, route: Any = None, id: Any = None,
+                    run: str | None = None) -> float:
+    """Keep what an earlier purchase of this candidate that left no image was paid (``amount``: a lost image's, an
+    expired job's, a job left behind, an image a full disk could not keep) as an entry of the record's call ledger
+    (``calls``: left behind, a batch line at tier batch, else a generation), where no later purchase erases it; the
+    amount counted (0 unless believable: a record is untrusted)."""
     paid = usd(amount)
-    record.judge_verdicts_cost = round(verdicts_cost(record) + paid, 6)
+    if paid:
+        tier = ledger.known_tier(tier)
+        entry = ledger.new_entry(ledger.BATCH_LINE if tier == ledger.BATCH else ledger.GENERATION,
+                                 ledger.LEFT_BEHIND, paid, tier=tier, route=route if isinstance(route, str) else None,
+                                 id=id if isinstance(id, str) else None, run=run)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
+    return paid
+
+
+#: The ids of the entries ``keep_verdicts_cost`` writes: fixed, so two processes that both kept one record's
+#: verdicts write them alike, and merged (call_ledger.merged) they count once.
+KEPT_VERDICT, KEPT_REJUDGEMENTS = "judge_cost", "judge_cost.rejudged"
+
+
+def keep_verdicts_cost(record: Record) -> None:
+    """Write down what the record's verdicts cost as entries of its call ledger before anything replaces one of
+    them: a record whose verdicts are not entries yet (written before ``judge_verdicts_cost`` was kept) counts its
+    verdict (``judge_cost``) and re-judgements only while they are its own."""
+    verdict, rejudged = ledger.unwritten_verdicts(record)
+    tier = ledger.known_tier(record.judge_tier)
+    kept = [ledger.new_entry(kind, ledger.BILLED, amount, tier=tier, entry=entry)
+            for kind, amount, entry in ((ledger.VERDICT, verdict, KEPT_VERDICT),
+                                        (ledger.REJUDGEMENT, rejudged, KEPT_REJUDGEMENTS)) if amount]
+    if kept:
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), *kept]
+
+
+def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kind: str = ledger.VERDICT,
+                     tier: str | None = None) -> float:
+    """Count what a verdict the judge just gave cost (``amount``: the Verdict's ``cost``; a re-judgement's too,
+    ``kind`` REJUDGEMENT) as an entry of the record's call ledger (billed, at ``tier``: the tier that served it, else
+    the record's verdict's), where no later
+    verdict erases it; the amount counted (0 unless believable).  Only a verdict asked for is counted: one reused
+    from the record was counted when it was given."""
+    keep_verdicts_cost(record)
+    paid = usd(amount)
+    if paid:
+        entry = ledger.new_entry(kind, ledger.BILLED, paid, tier=ledger.known_tier(tier or record.judge_tier), run=run)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 
 

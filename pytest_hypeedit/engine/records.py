@@ -30,7 +30,6 @@ from .call_ledger import (
     implausible_amounts as implausible_amounts,
     known_tier as known_tier,
     usd as usd,
-    verdicts_cost as verdicts_cost,
 )
 
 #: Outcomes of one candidate (docs/reference/results.md, "Outcomes of one candidate").
@@ -96,10 +95,6 @@ class Record:
     # so that no later attempt submits it again (engine/journal.py)
     job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
-    # USD of earlier purchases of this candidate that left no image: expired jobs (paid, their images never
-    # arrived), candidates bought again because their image went missing (extra["lost_candidates"]) and jobs left
-    # behind by a purchase that could not poll them (extra["left_behind_jobs"], engine/purchase.py)
-    resubmitted_cost: float = 0.0
     # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
     # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
     # a run that finds one it did not send knows the call may have been paid
@@ -112,12 +107,7 @@ class Record:
     reasoning: str | None = None
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
-    judge_cost: float = 0.0  # what the verdict the record holds cost
-    # USD of every verdict judge calls gave this candidate, over every run: the one it holds, those it held before
-    # (replaced by --rejudge, a stale verdict judged again, another judge's verdict, a verdict of bytes that changed
-    # or of an image that was lost) and --judge-stability's re-judgements.  Only grows: a verdict reused from the
-    # record adds nothing, a new one adds its cost.  None in a record written before it was kept (verdicts_cost)
-    judge_verdicts_cost: float | None = None
+    judge_cost: float = 0.0  # what the verdict the record holds cost (every verdict given: entries of ``calls``)
     # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
     # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
     # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
@@ -152,7 +142,15 @@ class Record:
     # ({"entry": id, "kind", "state", "price", "tier", "route", "id", "sent_at", "run", "worst"}); today the judge
     # calls paid without giving a verdict (asks answered before the judge failed, e.g. two replies that could not
     # be read, a panel's answered jurors; --judge-stability's too: ``judge_failed_cost`` in records of earlier
-    # versions, converted once on read, ``from_dict``).  Never reset: a later verdict does not erase what they cost
+    # versions, converted once on read, ``from_dict``), and earlier purchases of this candidate that left no image,
+    # left behind: expired jobs (paid, their images never arrived), images that went missing (the candidate bought
+    # again), jobs left behind by a purchase that could not poll them (engine/purchase.py), images a full disk could
+    # not keep (``resubmitted_cost`` in records of earlier versions); and every verdict judge calls gave it, over
+    # every run (the one it holds, those it held before: replaced by --rejudge, a stale verdict judged again, another
+    # judge's verdict, a verdict of bytes that changed or of an image that was lost) and --judge-stability's
+    # re-judgements (``judge_verdicts_cost`` in records of earlier versions; a record older still counts its
+    # ``judge_cost`` and ``extra["stability"]["cost"]`` until a verdict is written, call_ledger.unwritten_verdicts).
+    # Never reset: a later verdict or purchase does not erase what they cost
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -221,27 +219,58 @@ class Record:
         return cls(**fields)
 
 
-#: The id of the ledger entry a record of an earlier version's ``judge_failed_cost`` becomes: one id, so a record
-#: converted twice (read back, merged with another process's) holds it once.
+#: The ids of the ledger entries a record of an earlier version's ``judge_failed_cost`` and ``resubmitted_cost``
+#: become: fixed, so a record converted twice (read back, merged with another process's) holds them once.
 EARLIER_JUDGE_CALLS = "judge_failed_cost"
+EARLIER_LEFT_BEHIND = "resubmitted_cost"
+EARLIER_VERDICTS = "judge_verdicts_cost"
 
 
 def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     """A record of an earlier version, converted once on read: its ``judge_failed_cost`` (what judge calls paid
-    without a verdict cost, summed) becomes one ledger entry of ``calls``, so nothing it recorded as paid is
-    forgotten, and none is counted twice (the entry's id is fixed).  An amount of the wrong type makes the record
-    malformed, as before; one not believable is kept as is, counted 0 and said (``implausible_amounts``)."""
-    amount = data.get("judge_failed_cost")
-    if amount is None or amount == 0:
-        return
-    if not _is(amount, _NUMBER):
-        raise MalformedRecord(f"'judge_failed_cost' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
+    without a verdict cost, summed) becomes one ledger entry of ``calls``, and its ``resubmitted_cost`` (earlier
+    purchases that left no image, summed) one left-behind entry per purchase its ``extra`` names and one for the
+    rest (call_ledger.earlier_left_behind), so nothing it recorded as paid is forgotten, and none is counted twice
+    (the entries' ids are fixed).  An amount of the wrong type makes the record malformed, as before; one not
+    believable is kept as is, counted 0 and said (``implausible_amounts``)."""
+    for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS):
+        amount = data.get(name)
+        if amount is not None and not _is(amount, _NUMBER):
+            raise MalformedRecord(f"'{name}' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
     found = fields.get("calls")
     calls: list[Any] = found if isinstance(found, list) else []
-    if not any(isinstance(entry, dict) and entry.get("entry") == EARLIER_JUDGE_CALLS for entry in calls):
+    ids = {str(entry.get("entry")).split(".")[0] for entry in calls if isinstance(entry, dict)}
+    added: list[dict[str, Any]] = []
+    failed = data.get(EARLIER_JUDGE_CALLS)
+    if failed and EARLIER_JUDGE_CALLS not in ids:
         tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
-        fields["calls"] = [*calls, {"entry": EARLIER_JUDGE_CALLS, "kind": ledger.JUDGE_CALL,
-                                    "state": ledger.ANSWERED, "price": amount, "tier": tier}]
+        added.append({"entry": EARLIER_JUDGE_CALLS, "kind": ledger.JUDGE_CALL, "state": ledger.ANSWERED,
+                      "price": failed, "tier": tier})
+    left = data.get(EARLIER_LEFT_BEHIND)
+    if left and EARLIER_LEFT_BEHIND not in ids:
+        added += (ledger.earlier_left_behind(left, data.get("extra"), EARLIER_LEFT_BEHIND) if ledger.believable(left)
+                  else [{"entry": EARLIER_LEFT_BEHIND, "kind": ledger.GENERATION, "state": ledger.LEFT_BEHIND,
+                         "price": left, "tier": ledger.UNKNOWN_TIER}])
+    verdicts = data.get(EARLIER_VERDICTS)
+    if verdicts is not None and EARLIER_VERDICTS not in ids:
+        added += _earlier_verdicts(data, verdicts)
+    if added:
+        fields["calls"] = [*calls, *added]
+
+
+def _earlier_verdicts(data: dict[str, Any], amount: float) -> list[dict[str, Any]]:
+    """A record of an earlier version's ``judge_verdicts_cost`` (every verdict it was given, re-judgements included)
+    as ledger entries at its verdict's tier: the re-judgements (``extra["stability"]["cost"]``, at most all of it)
+    and the verdicts, the latter written even at $0 (it says the verdicts are entries, so ``judge_cost`` is no longer
+    counted for them, call_ledger.unwritten_verdicts)."""
+    tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
+    extra = data.get("extra")
+    believed = ledger.usd(amount)
+    rejudged = min(ledger.rejudgements_cost(extra.get("stability") if isinstance(extra, dict) else None), believed)
+    verdicts = {"entry": EARLIER_VERDICTS, "kind": ledger.VERDICT, "state": ledger.BILLED, "tier": tier,
+                "price": round(believed - rejudged, 6) if ledger.believable(amount) else amount}
+    return [verdicts] + ([{"entry": f"{EARLIER_VERDICTS}.rejudged", "kind": ledger.REJUDGEMENT,
+                           "state": ledger.BILLED, "price": round(rejudged, 6), "tier": tier}] if rejudged else [])
 
 
 #: Record's fields by name (a record read keeps only these).
@@ -261,9 +290,9 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "release": (dict,),
     "seed": _SCALARS,
     "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
-    "job": (dict,), "resubmitted": _INT, "resubmitted_cost": _NUMBER, "pending": (dict,),
+    "job": (dict,), "resubmitted": _INT, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
-    "judge_cost": _NUMBER, "judge_verdicts_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
+    "judge_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
@@ -291,7 +320,7 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
 _NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
-    "cost", "judge_cost", "resubmitted_cost"}
+    "cost", "judge_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:

@@ -137,12 +137,12 @@ class Verdicts(Planning):
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
         """The judge's answer applied to the record and written at once (a paid verdict is never lost); what it cost
-        is counted with every verdict the record was given (``judge_verdicts_cost``), whichever it replaces."""
+        is counted with every verdict the record was given (an entry of its call ledger), whichever it replaces."""
         record, judge = plan.record, self.judge
-        add_verdict_cost(record, verdict.cost)
+        entry = self._verdict_entry(verdict)
+        add_verdict_cost(record, verdict.cost, self.run_id, tier=verdict_tier(entry))
         stale = record.judgements.get(judge.id)
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
-        entry = self._verdict_entry(verdict)
         if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
         if stale and not judge.routes and _says_what_it_holds(record, stale, entry):

@@ -95,7 +95,8 @@ def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase
     assert json.loads(ledger.read_text())["spent"] / 1e6 == pytest.approx(row["spent_this_run"])  # each in --budget
     # the lines left pending were submitted in a batch, which may still bill them: what the batch run counted of
     # them stays in spent (as earlier purchases that left no image), beside what this run bought
-    assert all(r["job"] is None and r["extra"]["left_behind_jobs"][0]["kind"] == "batch" for r in records(pytester.path))
+    assert all(r["job"] is None and [(c["kind"], c["state"], c["tier"]) for c in r["calls"]] == [
+        ("batch_line", "left_behind", "batch")] for r in records(pytester.path))
     assert row["spent_this_run"] > 0 and row["spent_breakdown"]["resubmitted"] > 0
     assert row["spent"] == pytest.approx(row["spent_this_run"] + row["spent_breakdown"]["resubmitted"])
 

@@ -151,6 +151,85 @@ def test_what_resubmitted_cost_sums_is_itemized_and_never_more_than_it_says():
     assert ledger.by_kind(ledger.calls_of(doctored)) == pytest.approx({"batch_line": 0.38})
 
 
+def test_an_earlier_resubmitted_cost_is_converted_once_whoever_reads_writes_or_merges_it():
+    """Planted: the conversion made on every read (its check of the fixed ids removed): the record read back counted
+    $0.76 for $0.38 (caught)."""
+    from pytest_hypeedit.engine.record_spend import add_left_behind
+
+    extra = {"left_behind_jobs": [{"id": "j1", "kind": "batch", "route": "openai", "cost": 0.095}],
+             "lost_candidates": [{"file": "001.png", "cost": 0.19}]}
+    old = {**BASE, "resubmitted_cost": 0.38, "extra": extra}
+    record = Record.from_dict(old)
+    assert "resubmitted_cost" not in json.loads(record.to_json())  # the field is gone: its entries hold it
+    assert [(c["entry"], c["kind"], c["price"]) for c in record.calls] == [
+        ("resubmitted_cost.1", "batch_line", 0.095), ("resubmitted_cost.2", "generation", 0.19),
+        ("resubmitted_cost", "generation", 0.095)]
+    again = Record.from_json(record.to_json())  # read, written, read again
+    assert again.calls == record.calls and again.spent == pytest.approx(0.38)
+    # a second writer read the same old record, and left a job behind of its own since: merged, each once
+    theirs = Record.from_dict(old)
+    add_left_behind(theirs, 0.19, tier="standard", route="openai", id="j2", run="run-b")
+    both = Record(**BASE, calls=ledger.merged(theirs.calls, again.calls))
+    assert both.spent == pytest.approx(0.38 + 0.19) and ledger.bought_again(ledger.calls_of(both)) == 4
+    assert Record.from_json(both.to_json()).spent == pytest.approx(0.57)
+    # an old record mixing its field with entries already converted (a later version wrote it back): once
+    assert Record.from_dict({**old, "calls": record.calls}).spent == pytest.approx(0.38)
+    odd = Record.from_dict({**BASE, "resubmitted_cost": -3})  # not believable: counted 0, and said
+    assert odd.spent == 0 and implausible_amounts(odd) == 1
+    with pytest.raises(MalformedRecord, match="'resubmitted_cost' must be a whole number or a number, not text"):
+        Record.from_dict({**BASE, "resubmitted_cost": "0.38"})
+
+
+def test_a_purchase_that_left_no_image_is_written_as_a_left_behind_entry():
+    from pytest_hypeedit.engine.record_spend import add_left_behind
+
+    record = Record(**BASE)
+    assert add_left_behind(record, 0.095, tier="batch", route="openai", id="batch_1", run="run-a") == 0.095
+    assert add_left_behind(record, 0.19, tier="standard") == 0.19
+    assert add_left_behind(record, "lots", tier="batch") == 0 and add_left_behind(record, 0, tier="batch") == 0
+    assert [(c["kind"], c["state"], c["tier"], c.get("id")) for c in record.calls] == [
+        ("batch_line", "left_behind", "batch", "batch_1"), ("generation", "left_behind", "standard", None)]
+    calls = ledger.calls_of(record)
+    assert record.spent_breakdown["resubmitted"] == pytest.approx(0.285) and ledger.bought_again(calls) == 2
+    assert ledger.by_tier(calls)["generation"] == {"standard": 0}  # left behind: resubmitted, not the image's
+
+
+def test_earlier_verdicts_costs_are_converted_once_and_new_verdicts_are_entries():
+    """Planted: the conversion made on every read (its check of the fixed id removed): a record holding the field
+    beside its entries counted $0.018 for $0.009 (caught); keep_verdicts_cost with an id of its own each time: two processes that both gave a
+    verdict to an older record counted its first verdict twice (caught)."""
+    from pytest_hypeedit.engine.record_spend import add_verdict_cost
+
+    old = {**BASE, "judge_cost": 0.002, "judge_tier": "flex", "judge_verdicts_cost": 0.009,
+           "extra": {"stability": {"cost": 0.004}}}
+    record = Record.from_dict(old)
+    assert "judge_verdicts_cost" not in json.loads(record.to_json())  # the field is gone: its entries hold it
+    assert [(c["kind"], c["price"], c["tier"]) for c in record.calls] == [("verdict", 0.005, "flex"),
+                                                                           ("rejudgement", 0.004, "flex")]
+    again = Record.from_json(record.to_json())  # read, written, read again: judge_cost is not counted beside them
+    assert again.calls == record.calls and again.spent == pytest.approx(0.009)
+    # the field beside the entries it was converted into (a later version's entries kept by an earlier one): once
+    assert Record.from_dict({**old, "calls": record.calls}).spent == pytest.approx(0.009)
+    theirs = Record.from_dict(old)  # a second writer read the same record and gave a new verdict
+    assert add_verdict_cost(theirs, 0.003, "run-b") == 0.003
+    merged = Record.from_json(Record(**BASE, calls=ledger.merged(theirs.calls, again.calls)).to_json())
+    assert merged.spent == pytest.approx(0.012) and ledger.by_kind(ledger.calls_of(merged)) == pytest.approx(
+        {"verdict": 0.008, "rejudgement": 0.004})
+    # older still (no judge_verdicts_cost): judge_cost and the re-judgements count until a verdict is written; then
+    # they are kept as entries (ids fixed: two processes keeping them count them once) and judge_cost no longer
+    older = Record.from_dict({**BASE, "judge_cost": 0.002, "extra": {"stability": {"cost": 0.004}}})
+    assert older.calls == [] and older.spent == pytest.approx(0.006)
+    one, two = Record.from_json(older.to_json()), Record.from_json(older.to_json())
+    add_verdict_cost(one, 0.003, "run-a")
+    add_verdict_cost(two, 0.001, "run-b", kind=ledger.REJUDGEMENT)
+    one.judge_cost = 0.003  # the verdict it holds now
+    both = Record.from_json(Record(**BASE, judge_cost=0.003, calls=ledger.merged(one.calls, two.calls)).to_json())
+    assert both.spent == pytest.approx(0.006 + 0.003 + 0.001)
+    assert ledger.by_kind(ledger.calls_of(both)) == pytest.approx({"verdict": 0.005, "rejudgement": 0.005})
+    with pytest.raises(MalformedRecord, match="'judge_verdicts_cost' must be a whole number or a number, not text"):
+        Record.from_dict({**BASE, "judge_verdicts_cost": "0.5"})
+
+
 def test_a_batch_line_is_filed_as_one_at_its_tier():
     record = Record(**BASE, outcome="pass", candidate="001.png", tier="batch", cost=0.095)
     calls = ledger.calls_of(record)

@@ -166,8 +166,8 @@ def test_a_batch_line_left_behind_by_a_purchase_at_standard_stays_counted_once(t
     assert budget.spent() == pytest.approx(SYNC_PRICE)  # this run bought the synchronous call only
     assert bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
     assert bought.job is None, "the job left behind is no job of this purchase"
-    assert [job["id"] for job in bought.extra["left_behind_jobs"]] == ["job-1"]
-    assert "finished_at" not in bought.extra["left_behind_jobs"][0]
+    [left] = [entry for entry in bought.calls if entry["state"] == "left_behind"]  # an entry of its call ledger
+    assert (left["id"], left["kind"], left["tier"], left["price"]) == ("job-1", "batch_line", "batch", JOB_PRICE)
 
 
 def test_a_job_of_a_model_moved_to_another_route_stays_with_its_release(tmp_path):
@@ -176,7 +176,7 @@ def test_a_job_of_a_model_moved_to_another_route_stays_with_its_release(tmp_path
     bought, budget = run(tmp_path, MOVED, bills)  # another release: its own candidate, in its own folder
     assert bought.outcome == "pass" and bills.submitted == 1
     assert budget.spent() == pytest.approx(SYNC_PRICE) == pytest.approx(bought.spent)
-    assert bought.job is None and not bought.extra.get("left_behind_jobs")
+    assert bought.job is None and not bought.calls
     assert on_disk(tmp_path) == first  # the first release's record, its job and what it cost, untouched
     assert first.spent + bought.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE + SYNC_PRICE)
 
@@ -280,3 +280,27 @@ def test_a_job_left_polling_by_a_stopped_run_is_what_that_run_bought(tmp_path):
     from pytest_hypeedit.engine.call_ledger import spent_in_run
 
     assert spent_in_run(on_disk(tmp_path), runner.run_id) == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)
+
+
+def test_a_batch_line_whose_image_a_full_disk_could_not_keep_is_left_behind_at_the_batch_tier(tmp_path, monkeypatch):
+    """Planted: the full disk's cost written as a generation at the record's tier (standard): caught."""
+    import errno
+    import os
+
+    class BatchTierLines(BatchLines):
+        def generate(self, request: GenerationRequest) -> Generation:
+            generation = super().generate(request)
+            return Generation(image=generation.image, ext="png", cost=JOB_PRICE, tier=BATCH,
+                              provider_model=self.spec.provider_model)
+
+    def no_room(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Store, "write_candidate", no_room)
+    bills = Bills()
+    lost, _ = run(tmp_path, ON_JOBS, bills, BatchTierLines)  # billed, its image not kept: its record says so
+    assert lost.candidate is None and "disk full" in (lost.error or "")
+    assert [(c["kind"], c["state"], c["tier"], c["price"]) for c in lost.calls] == [
+        ("batch_line", "left_behind", "batch", JOB_PRICE)]
+    assert lost.spent == pytest.approx(bills.billed) == pytest.approx(JOB_PRICE)  # counted once
+    assert lost.spent_breakdown["resubmitted"] == pytest.approx(JOB_PRICE)

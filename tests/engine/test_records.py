@@ -90,12 +90,15 @@ def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
 
 
 def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
-    record = Record("s", "m", "t", 1, cost=0.04, judge_cost=0.002, judge_verdicts_cost=0.006)
+    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
+    # a record of an earlier version: its judge_verdicts_cost is converted once into entries of its call ledger
+    record = Record.from_dict({**base, "cost": 0.04, "judge_cost": 0.002, "judge_verdicts_cost": 0.006})
     assert record.spent_breakdown["judge"] == pytest.approx(0.006) and record.spent == pytest.approx(0.046)
+    again = Record.from_json(record.to_json())  # read back: converted once only, judge_cost not counted again
+    assert again.calls == record.calls and again.spent == pytest.approx(0.046)
     # a record written before it was kept counts what it counted: its verdict and its re-judgements
     older = Record("s", "m", "t", 1, judge_cost=0.002, extra={"stability": {"cost": 0.004}})
     assert older.spent_breakdown["judge"] == pytest.approx(0.006)
-    base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
     with pytest.raises(MalformedRecord, match="'judge_verdicts_cost' must be a whole number or a number, not text"):
         Record.from_dict({**base, "judge_verdicts_cost": "0.5"})
     assert Record.from_dict({**base, "judge_verdicts_cost": None, "judge_cost": 0.002}).spent == 0.002

@@ -112,7 +112,9 @@ def test_a_candidate_bought_again_keeps_the_cost_of_its_first_purchase(paid_run,
     assert row["spent"] == pytest.approx(0.04 * len(model_calls(tmp_path)))  # what the model billed, all of it
     assert row["spent_breakdown"]["resubmitted"] == pytest.approx(0.04)
     record = json.loads((pytester.path / "out" / "mini" / "paid" / "task-00" / "002.json").read_text())
-    assert record["extra"]["lost_candidates"][0]["cost"] == 0.04 and record["cost"] == 0.04
+    assert record["extra"]["lost_candidates"][0]["file"] == "002.jpg" and record["cost"] == 0.04
+    [left] = record["calls"]  # the first image's cost: an entry of the call ledger, left behind
+    assert (left["kind"], left["state"], left["price"], left["route"]) == ("generation", "left_behind", 0.04, "paid")
     pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)  # a third run reuses: same spend, once
     assert json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]["spent"] == \
         pytest.approx(0.04 * (ITEMS + 1))
