@@ -41,7 +41,7 @@ import string
 import time
 from typing import Any, Callable
 
-from . import call_ledger as ledger
+from . import call_ledger
 from .records import Record, now_iso
 
 #: What a pending entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
@@ -57,7 +57,7 @@ HELD = "held_for_review"
 #: journaled with its batch's input (the job, whose write clears this entry), and the batch is created only after
 #: every line of it was: a gathering entry found on disk, or left by a call that ended, was never sent, so never
 #: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` refuses it).
-GATHERING = ledger.GATHERING
+GATHERING = call_ledger.GATHERING
 #: Why a pending entry found on disk was abandoned.
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
@@ -149,7 +149,7 @@ def abandon(record: Record, why: str) -> dict[str, Any]:
     have been paid.  Returns the entry."""
     pending = record.pending if isinstance(record.pending, dict) else {}
     # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger refuses it)
-    ledger.move(GATHERING if gathering(pending) else ledger.JOURNALED, ledger.LOST,
+    call_ledger.move(GATHERING if gathering(pending) else call_ledger.JOURNALED, call_ledger.LOST,
                 f"{record.model} {record.task_id} r{record.repeat:03d}")
     entry = {**pending, "why": why, "found_at": now_iso(), "rebought": False}
     record.possibly_paid = [*record.possibly_paid_calls, entry]

@@ -26,8 +26,20 @@ from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..secrets import redact
 from ..tasks import Task
-from . import call_ledger as ledger, journal as paid, room
-from .journal import GENERATE, JUDGE, REBUY, REJUDGE
+from . import call_ledger, room
+from .journal import (
+    GENERATE,
+    HELD,
+    JUDGE,
+    REBUY,
+    REJUDGE,
+    RUN_ENDED,
+    abandon,
+    gathering,
+    mark_rebought,
+    pending_call,
+    sending,
+)
 from .lifecycle import Lifecycle, Step
 from .record_spend import note_run_spend
 from .records import Record
@@ -123,8 +135,8 @@ class PaidCalls:
     def _resolve_pending(self, record: Record, candidate: Path | None) -> None:
         """A pending call whose answer is on disk after all (the image, the verdict) was not lost, and a batch line
         that was still gathering was never sent: forget it."""
-        call = paid.pending_call(record)
-        if call == GENERATE and (candidate is not None or paid.gathering(record.pending)):
+        call = pending_call(record)
+        if call == GENERATE and (candidate is not None or gathering(record.pending)):
             record.pending = None
         elif call == JUDGE:
             pending = record.pending or {}  # a JUDGE call is a pending entry
@@ -138,16 +150,16 @@ class PaidCalls:
         """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
         disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
         self._resolve_pending(record, candidate)
-        if paid.pending_call(record) is not None:
-            paid.abandon(record, paid.RUN_ENDED)
+        if pending_call(record) is not None:
+            abandon(record, RUN_ENDED)
             self._write(life, Step.WRITE_ABANDONED, record)
 
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
                      life: Lifecycle, **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
-        record.pending = paid.sending(call, route=route, price=price, call_id=call_id, **fields)
-        paid.mark_rebought(record, call)
-        record.extra.pop(paid.HELD, None)
+        record.pending = sending(call, route=route, price=price, call_id=call_id, **fields)
+        mark_rebought(record, call)
+        record.extra.pop(HELD, None)
         step = _JOURNALED[call]
         try:
             self._write(life, step, record)
@@ -166,8 +178,8 @@ class PaidCalls:
             self._live.pop(record.key, None)
         if record.pending is None:
             return None
-        if exc is not None and getattr(exc, "reply_lost", False) and not paid.gathering(record.pending):
-            return paid.abandon(record, redact(str(exc))[:500])
+        if exc is not None and getattr(exc, "reply_lost", False) and not gathering(record.pending):
+            return abandon(record, redact(str(exc))[:500])
         record.pending = None
         return None
 
@@ -201,9 +213,9 @@ class PaidCalls:
         for their reply, the most those could cost) - what leaving now would cost."""
         with self._live_lock:
             records = list(self._live.values())
-        pending = [r.pending for r in records if isinstance(r.pending, dict) and not paid.gathering(r.pending)]
+        pending = [r.pending for r in records if isinstance(r.pending, dict) and not gathering(r.pending)]
         jobs = sum(1 for r in records if r.pending is None and r.job)
-        return jobs, len(pending), sum(ledger.open_price(p) for p in pending)
+        return jobs, len(pending), sum(call_ledger.open_price(p) for p in pending)
 
     # ------------------------------------------------------------------ the outputs' disk
 

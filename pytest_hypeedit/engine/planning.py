@@ -21,8 +21,8 @@ from ..errors import HypeEditError, NotRegularFile
 from ..files import sha256_with_signature
 from ..registry import ModelSpec
 from ..tasks import Task
-from . import call_ledger as ledger, journal as paid, provenance
-from .journal import GENERATE, JUDGE, REVIEW
+from . import call_ledger, provenance
+from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .paidcall import PaidCalls
@@ -195,7 +195,7 @@ class Planning(PaidCalls):
                         run=self.run_id)
         record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
         if isinstance(record.job, dict):
-            record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
+            record.job[COUNTED_IN] = RESUBMITTED_COST
         self._write(plan.life, Step.WRITE_FORGOTTEN, record)
         plan.lost = None
 
@@ -230,9 +230,9 @@ class Planning(PaidCalls):
             # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
             # its left-behind ledger entry holds already (a new purchase would have replaced the job: purchase.py).
             record.candidate, record.route = candidate.name, spec.route
-            record.cost = 0.0 if paid.counted(record.job) else spec.price
+            record.cost = 0.0 if counted(record.job) else spec.price
             if isinstance(record.job, dict) and record.job.get("kind") == BATCH:  # a batch line's image: its price
-                record.cost = 0.0 if paid.counted(record.job) else spec.price_at(BATCH)
+                record.cost = 0.0 if counted(record.job) else spec.price_at(BATCH)
                 record.tier = BATCH
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
@@ -245,14 +245,14 @@ class Planning(PaidCalls):
         record.outcome, record.error = SKIPPED, reason
 
     def _held(self, record: Record, call: str) -> bool:
-        return self.on_possibly_paid == REVIEW and bool(paid.unresolved(record, call))
+        return self.on_possibly_paid == REVIEW and bool(unresolved(record, call))
 
     @staticmethod
     def _hold(plan: Plan, call: str) -> None:
         plan.needs_generation = plan.needs_verdict = False
         plan.held = True
-        plan.record.outcome, plan.record.error = ERROR, paid.held_message(plan.record, call)
-        plan.record.extra[paid.HELD] = call
+        plan.record.outcome, plan.record.error = ERROR, held_message(plan.record, call)
+        plan.record.extra[HELD] = call
 
     # ------------------------------------------------------------------ other writers
 
@@ -266,7 +266,7 @@ class Planning(PaidCalls):
             return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
         # the call ledger is append-only, whichever process paid: every entry of both, once
-        record.calls = ledger.merged(on_disk.calls, record.calls)
+        record.calls = call_ledger.merged(on_disk.calls, record.calls)
         # what other runs bought is theirs to say (the disk's); what this one bought, ours
         ours = record.spent_by_run.get(self.run_id) if isinstance(record.spent_by_run, dict) else None
         record.spent_by_run = {**on_disk.spent_by_run, **({self.run_id: ours} if ours is not None else {})}

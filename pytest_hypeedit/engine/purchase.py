@@ -21,8 +21,8 @@ from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
-from . import journal as paid, room
-from .journal import GENERATE, Journal
+from . import room
+from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal, counted, new_call_id
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .planning import Plan
@@ -159,7 +159,7 @@ class Purchase(Verdicts):
         batch line is journaled as gathering (journal.GATHERING): it leaves only with its batch, once journaled
         with the batch's input, so until then a kill or a stop costs nothing and counts nothing."""
         if price > 0:
-            state = paid.GATHERING if self._tier_of(spec) == BATCH else None
+            state = GATHERING if self._tier_of(spec) == BATCH else None
             self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life, state=state)
 
@@ -187,7 +187,7 @@ class Purchase(Verdicts):
         if record.job and job is None:
             self._leave_behind(record, spec)
         source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
-        return Journal(job, save, route=spec.route, call_id=paid.new_call_id(), source=str(source))
+        return Journal(job, save, route=spec.route, call_id=new_call_id(), source=str(source))
 
     def _leave_behind(self, record: Record, spec: ModelSpec) -> None:
         """A journaled job this purchase cannot poll was paid for when it was submitted: what the record counts of
@@ -216,14 +216,14 @@ class Purchase(Verdicts):
     def _new_cost(record: Record, resumed: bool, cost: float) -> float:
         """What this attempt's answer adds to the record: ``cost``, unless it is the result of a job whose image was
         lost, fetched again: that job's cost is in the record's call ledger already (engine/planning.py)."""
-        return 0.0 if resumed and paid.counted(record.job) else cost
+        return 0.0 if resumed and counted(record.job) else cost
 
     @staticmethod
     def _job_cost(record: Record, unknown: Callable[[], float]) -> float:
         """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
         call's worst case: what it may have cost); 0 when no job was submitted, or when the job's cost is counted
         already (its image was lost: a left-behind entry of the record's call ledger)."""
-        if not record.job or paid.counted(record.job):
+        if not record.job or counted(record.job):
             return 0.0
         cost = record.job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
@@ -275,7 +275,7 @@ class Purchase(Verdicts):
             add_left_behind(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=self.run_id)
             record.cost = 0.0  # a journaled job counted there: its result fetched again adds nothing more
             if isinstance(record.job, dict):
-                record.job[paid.COUNTED_IN] = paid.RESUBMITTED_COST
+                record.job[COUNTED_IN] = RESUBMITTED_COST
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.stop_for_disk(exc)) from exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import call_ledger as ledger
+from . import call_ledger
 from .call_ledger import usd
 from .records import Record
 
@@ -23,7 +23,7 @@ def add_failed_judge_cost(record: Record, amount: Any, run: str | None = None) -
     set anything)."""
     paid = usd(amount)
     if paid:
-        entry = ledger.new_entry(ledger.JUDGE_CALL, ledger.ANSWERED, paid, tier=ledger.known_tier(record.judge_tier),
+        entry = call_ledger.new_entry(call_ledger.JUDGE_CALL, call_ledger.ANSWERED, paid, tier=call_ledger.known_tier(record.judge_tier),
                                  run=run)
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
@@ -37,9 +37,9 @@ def add_left_behind(record: Record, amount: Any, *, tier: Any, route: Any = None
     amount counted (0 unless believable: a record is untrusted)."""
     paid = usd(amount)
     if paid:
-        tier = ledger.known_tier(tier)
-        entry = ledger.new_entry(ledger.BATCH_LINE if tier == ledger.BATCH else ledger.GENERATION,
-                                 ledger.LEFT_BEHIND, paid, tier=tier, route=route if isinstance(route, str) else None,
+        tier = call_ledger.known_tier(tier)
+        entry = call_ledger.new_entry(call_ledger.BATCH_LINE if tier == call_ledger.BATCH else call_ledger.GENERATION,
+                                 call_ledger.LEFT_BEHIND, paid, tier=tier, route=route if isinstance(route, str) else None,
                                  id=id if isinstance(id, str) else None, run=run)
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
@@ -54,16 +54,16 @@ def keep_verdicts_cost(record: Record) -> None:
     """Write down what the record's verdicts cost as entries of its call ledger before anything replaces one of
     them: a record whose verdicts are not entries yet (written before ``judge_verdicts_cost`` was kept) counts its
     verdict (``judge_cost``) and re-judgements only while they are its own."""
-    verdict, rejudged = ledger.unwritten_verdicts(record)
-    tier = ledger.known_tier(record.judge_tier)
-    kept = [ledger.new_entry(kind, ledger.BILLED, amount, tier=tier, entry=entry)
-            for kind, amount, entry in ((ledger.VERDICT, verdict, KEPT_VERDICT),
-                                        (ledger.REJUDGEMENT, rejudged, KEPT_REJUDGEMENTS)) if amount]
+    verdict, rejudged = call_ledger.unwritten_verdicts(record)
+    tier = call_ledger.known_tier(record.judge_tier)
+    kept = [call_ledger.new_entry(kind, call_ledger.BILLED, amount, tier=tier, entry=entry)
+            for kind, amount, entry in ((call_ledger.VERDICT, verdict, KEPT_VERDICT),
+                                        (call_ledger.REJUDGEMENT, rejudged, KEPT_REJUDGEMENTS)) if amount]
     if kept:
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), *kept]
 
 
-def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kind: str = ledger.VERDICT,
+def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kind: str = call_ledger.VERDICT,
                      tier: str | None = None) -> float:
     """Count what a verdict the judge just gave cost (``amount``: the Verdict's ``cost``; a re-judgement's too,
     ``kind`` REJUDGEMENT) as an entry of the record's call ledger (billed, at ``tier``: the tier that served it, else
@@ -73,7 +73,7 @@ def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kin
     keep_verdicts_cost(record)
     paid = usd(amount)
     if paid:
-        entry = ledger.new_entry(kind, ledger.BILLED, paid, tier=ledger.known_tier(tier or record.judge_tier), run=run)
+        entry = call_ledger.new_entry(kind, call_ledger.BILLED, paid, tier=call_ledger.known_tier(tier or record.judge_tier), run=run)
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 

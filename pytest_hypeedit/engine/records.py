@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from ..text import ERROR_LIMIT, REASONING_LIMIT, SHORT_LIMIT, clean_entries, clean_optional
-from . import call_ledger as ledger
+from . import call_ledger
 
 # The price tiers (a record's ``tier`` and ``judge_tier``: any other value read from disk becomes UNKNOWN_TIER,
 # counted by ``unknown_tiers``, never believed) and the amounts of a record are the call ledger's; named here too,
@@ -169,17 +169,17 @@ class Record:
     @property
     def spent(self) -> float:
         """Everything this candidate cost: every paid or possibly paid call of its ledger (engine/call_ledger.py)."""
-        return ledger.spent(ledger.calls_of(self))
+        return call_ledger.spent(call_ledger.calls_of(self))
 
     @property
     def spent_breakdown(self) -> dict[str, float]:
         """The parts of ``spent`` (USD), from its ledger: generation, judge, resubmitted, possibly_paid."""
-        return ledger.breakdown(ledger.calls_of(self))
+        return call_ledger.breakdown(call_ledger.calls_of(self))
 
     @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
         """The ``possibly_paid`` entries that are entries (a doctored record may hold anything), bounded."""
-        return ledger.possibly_paid_entries(self)
+        return call_ledger.possibly_paid_entries(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).
@@ -244,13 +244,13 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     failed = data.get(EARLIER_JUDGE_CALLS)
     if failed and EARLIER_JUDGE_CALLS not in ids:
         tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
-        added.append({"entry": EARLIER_JUDGE_CALLS, "kind": ledger.JUDGE_CALL, "state": ledger.ANSWERED,
+        added.append({"entry": EARLIER_JUDGE_CALLS, "kind": call_ledger.JUDGE_CALL, "state": call_ledger.ANSWERED,
                       "price": failed, "tier": tier})
     left = data.get(EARLIER_LEFT_BEHIND)
     if left and EARLIER_LEFT_BEHIND not in ids:
-        added += (ledger.earlier_left_behind(left, data.get("extra"), EARLIER_LEFT_BEHIND) if ledger.believable(left)
-                  else [{"entry": EARLIER_LEFT_BEHIND, "kind": ledger.GENERATION, "state": ledger.LEFT_BEHIND,
-                         "price": left, "tier": ledger.UNKNOWN_TIER}])
+        added += (call_ledger.earlier_left_behind(left, data.get("extra"), EARLIER_LEFT_BEHIND) if call_ledger.believable(left)
+                  else [{"entry": EARLIER_LEFT_BEHIND, "kind": call_ledger.GENERATION, "state": call_ledger.LEFT_BEHIND,
+                         "price": left, "tier": call_ledger.UNKNOWN_TIER}])
     verdicts = data.get(EARLIER_VERDICTS)
     if verdicts is not None and EARLIER_VERDICTS not in ids:
         added += _earlier_verdicts(data, verdicts)
@@ -265,12 +265,12 @@ def _earlier_verdicts(data: dict[str, Any], amount: float) -> list[dict[str, Any
     counted for them, call_ledger.unwritten_verdicts)."""
     tier = data.get("judge_tier") if isinstance(data.get("judge_tier"), str) else STANDARD
     extra = data.get("extra")
-    believed = ledger.usd(amount)
-    rejudged = min(ledger.rejudgements_cost(extra.get("stability") if isinstance(extra, dict) else None), believed)
-    verdicts = {"entry": EARLIER_VERDICTS, "kind": ledger.VERDICT, "state": ledger.BILLED, "tier": tier,
-                "price": round(believed - rejudged, 6) if ledger.believable(amount) else amount}
-    return [verdicts] + ([{"entry": f"{EARLIER_VERDICTS}.rejudged", "kind": ledger.REJUDGEMENT,
-                           "state": ledger.BILLED, "price": round(rejudged, 6), "tier": tier}] if rejudged else [])
+    believed = call_ledger.usd(amount)
+    rejudged = min(call_ledger.rejudgements_cost(extra.get("stability") if isinstance(extra, dict) else None), believed)
+    verdicts = {"entry": EARLIER_VERDICTS, "kind": call_ledger.VERDICT, "state": call_ledger.BILLED, "tier": tier,
+                "price": round(believed - rejudged, 6) if call_ledger.believable(amount) else amount}
+    return [verdicts] + ([{"entry": f"{EARLIER_VERDICTS}.rejudged", "kind": call_ledger.REJUDGEMENT,
+                           "state": call_ledger.BILLED, "price": round(rejudged, 6), "tier": tier}] if rejudged else [])
 
 
 #: Record's fields by name (a record read keeps only these).
@@ -345,7 +345,7 @@ def check_fields(fields: dict[str, Any]) -> None:
     for name in ("votes", "possibly_paid", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
     for index, entry in enumerate(fields.get("calls") or []):
-        wrong = ledger.problem(entry)
+        wrong = call_ledger.problem(entry)
         if wrong is not None:
             raise MalformedRecord(f"calls[{index}]: {wrong}")
     if fields.get("outcome") is not None and fields["outcome"] not in OUTCOMES:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ..errors import BudgetExceeded, CallError, ConfigError, DiskFull, HypeEditError, JudgeError
 from ..judges.base import JudgeRequest
 from ..secrets import redact
-from . import call_ledger as ledger, room
+from . import call_ledger, room
 from .journal import REJUDGE, new_call_id
 from .lifecycle import Hold, Step
 from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost
@@ -126,7 +126,7 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
             return
         runner.end_call(record)
         hold.settle(verdict.cost)
-        add_verdict_cost(record, verdict.cost, runner.run_id, kind=ledger.REJUDGEMENT)  # never erased
+        add_verdict_cost(record, verdict.cost, runner.run_id, kind=call_ledger.REJUDGEMENT)  # never erased
         entry["verdicts"].append(verdict.label)
         entry["cost"] = round(usd(entry.get("cost")) + usd(verdict.cost), 6)
         record.extra["stability"] = entry

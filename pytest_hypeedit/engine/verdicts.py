@@ -19,8 +19,8 @@ from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
-from . import journal as paid, provenance, room
-from .journal import JUDGE
+from . import provenance, room
+from .journal import JUDGE, new_call_id
 from .lifecycle import Hold, Lifecycle, Step
 from .planning import Plan, Planning
 from .record_spend import add_failed_judge_cost, add_verdict_cost
@@ -100,7 +100,7 @@ class Verdicts(Planning):
         try:
             references = tuple(self.references(plan.task)) if judge.needs_images else ()
             request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
-                                   call_id=paid.new_call_id() if judge.routes else None, slots=plan.slots)
+                                   call_id=new_call_id() if judge.routes else None, slots=plan.slots)
             reservation = hold or self._reserve_verdict(life, request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)

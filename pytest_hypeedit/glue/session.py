@@ -327,12 +327,12 @@ def paid_since(record: Record, since: str, run: str) -> tuple[float, float, floa
     paid by it.  What the run bought is what the record says (``spent_by_run[run]``); a paid call it sent and never
     heard back from is its pending entry, sent since ``since`` (ISO strings in UTC, records.now_iso, compared as
     text)."""
-    from ..engine import call_ledger as ledger
+    from ..engine import call_ledger
 
-    this_run = ledger.spent_in_run(record, run)
+    this_run = call_ledger.spent_in_run(record, run)
     pending = record.pending if isinstance(record.pending, dict) else {}
     sent = pending.get("sent_at")
-    open_price = ledger.open_price(pending) if isinstance(sent, str) and sent >= since else 0.0
+    open_price = call_ledger.open_price(pending) if isinstance(sent, str) and sent >= since else 0.0
     if not this_run and not open_price:
         return None
     return record.spent, this_run, open_price

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..analysis.sequential import is_sequential_stop
-from ..engine import call_ledger as ledger
+from ..engine import call_ledger
 from ..engine.call_ledger import spent_in_run
 from ..engine.journal import GENERATE, HELD, JUDGE, unresolved
 from ..engine.records import (
@@ -289,7 +289,7 @@ def _possibly_paid(records: list[Record]) -> dict[str, Any]:
     paid twice, and those calls' worst-case price (the ledger's lost calls); of them, ``possibly_paid_open``: not
     bought again yet (the next run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid
     review)."""
-    lost = [(r, ledger.possibly_paid(ledger.calls_of(r))) for r in records]
+    lost = [(r, call_ledger.possibly_paid(call_ledger.calls_of(r))) for r in records]
     counted = [r for r, calls in lost if calls]
     open_ = [r for r in counted if unresolved(r, GENERATE) or unresolved(r, JUDGE)]
     held = [r for r in open_ if r.outcome == ERROR and r.extra.get(HELD)]
@@ -303,7 +303,7 @@ def _spent_breakdown(records: list[Record]) -> dict[str, Any]:
     records' ledgers (engine/call_ledger.py)."""
     totals = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
     for record in records:
-        for part, value in ledger.breakdown(ledger.calls_of(record)).items():
+        for part, value in call_ledger.breakdown(call_ledger.calls_of(record)).items():
             totals[part] += value
     return {part: round(value, 6) for part, value in totals.items()}
 
@@ -314,7 +314,7 @@ def spend_by_tier(records: list[Record]) -> dict[str, Any]:
     re-judgements, count at its verdict's tier (no reply says theirs)."""
     parts: dict[str, dict[str, float]] = {"generation": {}, "judge": {}}
     for record in records:
-        for part, tiers in ledger.by_tier(ledger.calls_of(record)).items():
+        for part, tiers in call_ledger.by_tier(call_ledger.calls_of(record)).items():
             for tier, value in tiers.items():
                 parts[part][tier] = parts[part].get(tier, 0.0) + value
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
@@ -325,7 +325,7 @@ def spend_by_kind(records: list[Record]) -> dict[str, Any]:
     judge_call), every state counted (paid, left behind, possibly paid): USD, kinds that cost nothing left out."""
     kinds: dict[str, float] = {}
     for record in records:
-        for kind, value in ledger.by_kind(ledger.calls_of(record)).items():
+        for kind, value in call_ledger.by_kind(call_ledger.calls_of(record)).items():
             kinds[kind] = kinds.get(kind, 0.0) + value
     return {kind: _money(value) for kind, value in sorted(kinds.items())}
 
