@@ -340,23 +340,3 @@ class Dispatcher:
         with self.board.changed:
             job.settle(record)
             self.board.count(record)
-
-
-
-
-def fair_shares(demands: dict[str, int], total: int) -> dict[str, int]:
-    """Max-min fair shares of ``total`` slots, in whole slots: a route that wants less than an even split gets
-    what it wants, and the rest is split evenly among the others (water-filling).  Slots that do not split
-    evenly are nobody's share (any route may take them): with fewer slots than routes, no route is owed one,
-    so the first that can go goes rather than each waiting for a slot reserved for another."""
-    level = 0  # the water level: the most slots any route is owed
-    for candidate in sorted(set(demands.values())):
-        if sum(min(d, candidate) for d in demands.values()) > total:
-            break
-        level = candidate
-    else:
-        return dict(demands)  # every demand fits
-    below = [d for d in demands.values() if d <= level]
-    above = len(demands) - len(below)
-    level = max(level, (total - sum(below)) // above) if above else level
-    return {name: min(d, level) for name, d in demands.items()}
