@@ -6,11 +6,7 @@ nothing billed) is bought again."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 from tiny_batch import (
@@ -19,7 +15,7 @@ from tiny_batch import (
     records,
     results_row,
     set_options,
-    tiny_args,
+    stop_while_gathering,
     tiny_batch_bench,
 )
 
@@ -103,18 +99,7 @@ def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(b
     """Killed or stopped while its lines gather (nothing sent to Gemini): no line is a paid call; the stopped run
     counts nothing, and the rerun's spend is what the fake billed (planted: the gathering state dropped, caught)."""
     fake, run = batch_run
-    set_options(pytester.path, MODEL, batch_linger_s=120.0)  # the lines gather until the signal
-    args = [*tiny_args(MODEL, REPEATS), "--tier", "batch", "-p", "no:cacheprovider"]
-    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not _all_gathering(pytester):
-        assert process.poll() is None, "the run ended before it was stopped"
-        time.sleep(0.05)
-    assert _all_gathering(pytester), "every candidate's line is journaled, gathering, before the signal"
-    os.killpg(process.pid, signum)
-    out = process.communicate(timeout=120)[0]
+    out = stop_while_gathering(pytester.path, MODEL, REPEATS, TASKS * REPEATS, signum)
     assert fake.creations == 0 and fake.billed == 0  # nothing was sent for the lines
     if signum == signal.SIGTERM:
         row = results_row(pytester.path)
@@ -127,10 +112,3 @@ def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(b
     assert fake.billed > 0 and row["spent"] == pytest.approx(fake.billed, abs=1e-6)
     assert row["possibly_paid"] == 0 and not any(r["possibly_paid"] for r in records(pytester.path))
 
-
-def _all_gathering(pytester) -> bool:
-    try:
-        found = records(pytester.path)
-    except (OSError, ValueError):
-        return False  # a record being replaced right now
-    return len(found) == TASKS * REPEATS and all(r.get("pending") for r in found)

@@ -7,11 +7,7 @@ batch on the next run and submits nothing again; an expired batch keeps what it 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 
 import pytest
 from tiny_batch import (
@@ -20,7 +16,8 @@ from tiny_batch import (
     records,
     results_row,
     set_options,
-    tiny_args,
+    signal_when,
+    stop_while_gathering,
     tiny_batch_bench,
 )
 
@@ -157,17 +154,9 @@ def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_ru
     provider; the rerun polls that batch and creates nothing."""
     fake, run = batch_run
     fake.hold = True
-    args = [*tiny_args(MODEL, REPEATS), "--tier", "batch", "-p", "no:cacheprovider"]
-    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not all_journaled(pytester):
-        assert process.poll() is None, "the run ended before it was killed"
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    assert all_journaled(pytester), "every candidate's record names its batch before the kill"
+    signal_when(pytester.path, MODEL, REPEATS, names_its_batch, "every candidate's record names its batch before the kill",
+                signal.SIGKILL)
+    assert names_its_batch(records(pytester.path)), "every candidate's record names its batch after the kill"
     created, inputs = fake.creations, len(fake.uploads("batch"))
     assert created >= 1
     fake.hold = False
@@ -177,11 +166,8 @@ def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_ru
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-5)
 
 
-def all_journaled(pytester) -> bool:
-    try:
-        found = records(pytester.path)
-    except (OSError, ValueError):
-        return False  # a record being replaced right now
+def names_its_batch(found: list[dict]) -> bool:
+    """Every candidate's record names its batch (the batch was created and the create reply read)."""
     return len(found) == TASKS * REPEATS and all((r.get("job") or {}).get("batch_id") for r in found)
 
 
@@ -199,18 +185,7 @@ def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(b
     provider: no line is a paid call.  The stopped run counts nothing spent and nothing bought ahead, and the
     rerun's spend is what the fake billed (it was $2.45 for $0.96 billed: every gathering line possibly paid)."""
     fake, run = batch_run
-    set_options(pytester.path, MODEL, batch_linger_s=120.0)  # the lines gather until the signal
-    args = [*tiny_args(MODEL, REPEATS), "--tier", "batch", "-p", "no:cacheprovider"]
-    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=pytester.path,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not all_gathering(pytester):
-        assert process.poll() is None, "the run ended before it was stopped"
-        time.sleep(0.05)
-    assert all_gathering(pytester), "every candidate's line is journaled, gathering, before the signal"
-    os.killpg(process.pid, signum)
-    out = process.communicate(timeout=120)[0]
+    out = stop_while_gathering(pytester.path, MODEL, REPEATS, TASKS * REPEATS, signum)
     assert (fake.creations, len(fake.uploads("batch"))) == (0, 0)  # nothing was sent for the lines
     if signum == signal.SIGTERM:
         row = results_row(pytester.path)
@@ -224,10 +199,3 @@ def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(b
     assert row["possibly_paid"] == 0
     assert not any(r["possibly_paid"] for r in records(pytester.path))
 
-
-def all_gathering(pytester) -> bool:
-    try:
-        found = records(pytester.path)
-    except (OSError, ValueError):
-        return False  # a record being replaced right now
-    return len(found) == TASKS * REPEATS and all(r.get("pending") for r in found)

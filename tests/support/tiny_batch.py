@@ -4,9 +4,13 @@ end-to-end tests of each route share (tests/e2e/test_batch_*.py), and each route
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 import yaml
@@ -83,3 +87,37 @@ def results_row(folder: Path) -> dict:
 
 def records(folder: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in (folder / "out").rglob("0*.json")]
+
+
+
+def signal_when(folder: Path, model: str, repeats: int, ready: Callable[[list[dict]], bool], why: str,
+                signum: int) -> str:
+    """Start a batch run of the tiny split on ``model`` in ``folder`` as its own process group, wait until its
+    records are ``ready`` (``why`` says what that means, for the failure), send ``signum`` to the group and
+    return what the run printed."""
+    args = [*tiny_args(model, repeats), "--tier", "batch", "-p", "no:cacheprovider"]
+    process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=folder,
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _records_are(folder, ready):
+        assert process.poll() is None, f"the run ended before it was stopped ({why})"
+        time.sleep(0.05)
+    assert _records_are(folder, ready), why
+    os.killpg(process.pid, signum)
+    return str(process.communicate(timeout=120)[0])
+
+
+def _records_are(folder: Path, ready: Callable[[list[dict]], bool]) -> bool:
+    try:
+        return ready(records(folder))
+    except (OSError, ValueError):
+        return False  # a record being replaced right now
+
+
+def stop_while_gathering(folder: Path, model: str, repeats: int, candidates: int, signum: int) -> str:
+    """A batch run whose lines linger for two minutes, sent ``signum`` once each of its ``candidates`` records
+    journals its line as pending (gathering: nothing sent to the provider yet); what it printed."""
+    set_options(folder, model, batch_linger_s=120.0)  # the lines gather until the signal
+    return signal_when(folder, model, repeats, lambda found: len(found) == candidates and all(
+        r.get("pending") for r in found), "every candidate's line is journaled, gathering, before the signal", signum)
