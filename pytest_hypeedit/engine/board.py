@@ -228,6 +228,19 @@ class JobBoard:
         owed = sum(max(0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
         return self.concurrency - running - 1 >= owed
 
+    def within_share(self, *, keeping: bool = False) -> bool:
+        """(Under the lock.)  May a generation take a candidate slot, by the run's sharing of the slots between
+        its processes (``SlotSet.share``: each in proportion to what it has left to settle)?  ``keeping``: the
+        thread asking already holds the slot it would use."""
+        if self.slots is None:
+            return True
+        held, share = self.slots.held_here(), self.slots.share()
+        return held <= share if keeping else held < share
+
+    def unsettled(self) -> int:
+        """(Under the lock.)  The candidates this process still has to settle, as the other processes see it."""
+        return len(self.order) - self.totals["done"]
+
     # ------------------------------------------------------------------ gates
     def known_gates(self) -> list[RouteGate]:
         with self.lock:

@@ -99,6 +99,10 @@ class Dispatcher:
     def _poll_outside(self) -> None:
         if self._source is not None:
             self.board.add_entries(self._source())
+        if self.board.slots is not None:
+            with self.board.lock:
+                unsettled = self.board.unsettled()
+            self.board.slots.publish_demand(unsettled)  # outside the lock: a file write
         if self._should_stop is not None and self.board.stop_reason is None:
             reason = self._should_stop()
             if reason:
@@ -148,6 +152,8 @@ class Dispatcher:
                         break  # the slots left are other routes' share; a finishing step wakes the dispatcher
                     if queue_ is not self.board.judge and not self.board.within_reach(queue_[0]):
                         break  # --sequential: pytest asking for the next item wakes the dispatcher
+                    if queue_ is not self.board.judge and not self.board.within_share():
+                        break  # the other processes' part of the slots; each has as much left to do
                 taken = self._admit(gates)
                 if taken is None:
                     hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
@@ -302,7 +308,8 @@ class Dispatcher:
                     return None, []
                 if not queue_ or (queue_ is not self.board.judge
                                   and not (self.board.fair_to_start(queue_[0].spec.route, giving_up=route)
-                                           and self.board.within_reach(queue_[0]))):
+                                           and self.board.within_reach(queue_[0])
+                                           and self.board.within_share(keeping=True))):
                     continue
             taken = self._admit_routes(gates)
             if taken is None:

@@ -49,6 +49,9 @@ except ImportError:  # pragma: no cover - Windows
 
 #: Polling bounds while every in-flight slot is taken (seconds).
 MIN_POLL, MAX_POLL = 0.002, 0.025
+#: SlotSet.share: a process rewrites its count at least this often (s); a count older than DEMAND_STALE is a
+#: process that died (or stalls) and is not waited for; the others' counts are read again after DEMAND_READ_EVERY.
+DEMAND_REFRESH, DEMAND_STALE, DEMAND_READ_EVERY = 1.0, 5.0, 0.1
 
 
 @contextlib.contextmanager
@@ -142,7 +145,7 @@ class SlotSet:
     """
 
     def __init__(self, folder: Path, name: str, size: int, *, sleep: Callable[[float], None] = time.sleep,
-                 owner: object = None):
+                 owner: object = None, clock: Callable[[], float] = time.monotonic):
         if size < 1:
             raise ValueError(f"{name}: a slot set needs at least one slot, got {size}")
         self.size, self.sleep, self.name = size, sleep, name
@@ -153,6 +156,13 @@ class SlotSet:
         self._held: set[int] = set()
         self._given_back: list[int] = []  # most recent last
         self._lock = threading.Lock()
+        # What this process has left to settle, for ``share`` (one file per SlotSet, named for this one)
+        self.clock = clock
+        self._demand_file = folder / f"{safe_name(name)}.demand.{os.getpid()}-{id(self):x}"
+        self._published: int | None = None
+        self._published_at = 0.0
+        self._others: int = 0  # what the other processes have left to settle, as last read
+        self._others_at: float | None = None
 
     def try_take(self) -> InFlightSlot | None:
         with self._lock:
@@ -186,6 +196,55 @@ class SlotSet:
         """How many of the slots this process holds now."""
         with self._lock:
             return len(self._held)
+
+    # ------------------------------------------------------------------ shares between processes
+    def publish_demand(self, demand: int) -> None:
+        """Say how many candidates this process still has to settle (its ``share`` and every other process's
+        read it).  Written when it changes, and at least every DEMAND_REFRESH s so that readers can tell a live
+        process from one that died (its file is older than DEMAND_STALE s, and ignored)."""
+        now = self.clock()
+        if demand == self._published and now - self._published_at < DEMAND_REFRESH:
+            return
+        self._published, self._published_at = demand, now
+        temporary = self._demand_file.with_name(self._demand_file.name + ".tmp")
+        try:
+            temporary.write_text(str(max(0, demand)))
+            os.replace(temporary, self._demand_file)
+        except OSError:  # a full disk: the shares are a refinement, the slots themselves still bound the run
+            return
+
+    def withdraw_demand(self) -> None:
+        """This process has nothing more to settle: its file goes, and the others share every slot."""
+        self._published = None
+        with contextlib.suppress(OSError):
+            self._demand_file.unlink()
+
+    def share(self) -> int:
+        """The slots this process may hold: all of them while no other process of the run has candidates to
+        settle; else a share in proportion to its own count, at least one.  Under xdist each worker is dealt
+        its items up front, so a worker that took more slots than its part finished first and the other then
+        ran on alone, with fewer calls in flight than the run allows (the -n 2 run of bench_providers.py took
+        1.35x its ideal time).  In proportion, both finish together."""
+        now = self.clock()
+        if self._others_at is None or now - self._others_at >= DEMAND_READ_EVERY:
+            self._others, self._others_at = self._read_others(), now
+        mine = self._published or 0
+        if self._others <= 0 or mine <= 0:
+            return self.size
+        return max(1, math.ceil(self.size * mine / (mine + self._others)))
+
+    def _read_others(self) -> int:
+        total, fresh_after = 0, time.time() - DEMAND_STALE
+        for path in self._demand_file.parent.glob(f"{safe_name(self.name)}.demand.*"):
+            if path == self._demand_file or path.suffix == ".tmp":
+                continue
+            try:
+                if path.stat().st_mtime < fresh_after:
+                    continue
+                total += max(0, int(path.read_text()[:20] or 0))
+            except (OSError, ValueError):  # gone meanwhile, or half-written by a process that died
+                continue
+        return total
 
     def take(self) -> InFlightSlot:
         pause = MIN_POLL

@@ -152,6 +152,8 @@ class CandidatePool:
             board.changed.notify_all()
             board.finish_ready.notify_all()
         self.dispatcher.end()
+        if board.slots is not None:
+            board.slots.withdraw_demand()  # the other processes share every slot from now on
         # a record being written is written whole (they call nothing paid); an endless grace (a --sequential
         # decision: glue/early_stop.py) waits as long as it takes: join(inf) raises OverflowError, join(None) waits
         patience = (None if self.grace == float("inf") else self.grace) if wait else 0

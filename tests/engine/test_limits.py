@@ -194,3 +194,49 @@ def test_a_download_of_a_result_takes_no_request_per_minute_token(tmp_path):
                 send(client, "GET", f"{server.url}/files/1.png", route="ark", model="m", download=True)
     assert len(json.loads((tmp_path / "ark.rpm.json").read_text())) == 1
     assert limiter.rpm_wait() == 0  # one of two tokens used: the downloads took none
+
+
+# --------------------------------------------------------------------------- the slots' shares between processes
+
+
+def test_each_process_may_hold_slots_in_proportion_to_what_it_has_left(tmp_path):
+    """Two processes of one run (two SlotSets on one folder): 10 and 30 candidates left of 8 slots give 2 and 6
+    (each at least one, rounded up); alone, or once the other has nothing left, a process may hold every slot."""
+    from pytest_hypeedit.engine.limits import SlotSet
+
+    clock = [0.0]
+    mine = SlotSet(tmp_path, "candidates", 8, clock=lambda: clock[0])
+    other = SlotSet(tmp_path, "candidates", 8, clock=lambda: clock[0])
+    mine.publish_demand(10)
+    assert mine.share() == 8  # nobody else has anything to settle
+    other.publish_demand(30)
+    clock[0] += 1.0  # the others' counts are read again after a tenth of a second
+    assert (mine.share(), other.share()) == (2, 6)
+    other.publish_demand(1)
+    clock[0] += 1.0
+    assert (mine.share(), other.share()) == (8, 1)
+    other.withdraw_demand()
+    clock[0] += 1.0
+    assert mine.share() == 8
+    mine.publish_demand(0)
+    assert other.share() == 8
+
+
+def test_a_count_left_by_a_dead_or_broken_process_is_not_waited_for(tmp_path):
+    import os
+
+    from pytest_hypeedit.engine.limits import DEMAND_STALE, SlotSet
+
+    clock = [0.0]
+    mine = SlotSet(tmp_path, "candidates", 8, clock=lambda: clock[0])
+    mine.publish_demand(10)
+    stale = tmp_path / "candidates.demand.999999-dead"
+    stale.write_text("1000")
+    old = time.time() - DEMAND_STALE - 1
+    os.utime(stale, (old, old))
+    (tmp_path / "candidates.demand.999998-torn").write_text("12x")  # cut mid-write
+    (tmp_path / "other-set.demand.1-a").write_text("1000")  # another slot set's count
+    assert mine.share() == 8
+    stale.touch()  # the same file, fresh: a live process with 1000 candidates left
+    clock[0] += 1.0
+    assert mine.share() == 1

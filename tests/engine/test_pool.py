@@ -1024,3 +1024,28 @@ def test_a_bug_in_a_finishers_bookkeeping_fails_the_items_instead_of_hanging(tmp
     outcomes = ask_all(pool, entries, timeout=30)
     pool.shutdown()
     assert len(outcomes) == len(entries) and failed_by_the_bug(outcomes), [o for o in outcomes if not isinstance(o, BrokenCount) and not hasattr(o, "outcome")]
+
+
+def test_a_process_takes_no_more_candidate_slots_than_its_share_while_another_has_work(tmp_path):
+    """Under xdist each worker is dealt its items up front: a worker that took more slots than its part finished
+    first and the other ran on alone with fewer calls in flight (bench_providers.py -n 2: 1.35x the ideal time).
+    8 candidates here, 24 in another process of the run, 8 slots: this pool's share is 2 until the other is
+    done, then all 8."""
+    from pytest_hypeedit.engine.limits import SlotSet
+
+    runner = FakeRunner(verdicts=False)
+    runner.gate.clear()  # every step waits: the steps running are the slots taken
+    pool, entries = engine_pool(tmp_path, runner, concurrency=8, models=("m-a",), tasks=4, repeats=2)
+    other = SlotSet(tmp_path / "slots", "candidates", 8)
+    other.publish_demand(24)
+    pool.start()
+    _wait_for(lambda: pool.board.running >= 2)
+    time.sleep(0.3)  # a step past the share would have started by now (the dispatcher polls every 0.2 s)
+    assert pool.board.running == 2
+    other.withdraw_demand()
+    _wait_for(lambda: pool.board.running >= 8)
+    assert pool.board.running == 8
+    runner.gate.set()
+    assert all(not isinstance(outcome, Exception) for outcome in ask_all(pool, entries))
+    pool.shutdown()
+    assert not list((tmp_path / "slots").glob("candidates.demand.*"))  # both withdrawn: no count outlives its run
