@@ -200,7 +200,7 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
                                        level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
-    return {"baseline": _marked_degenerate(comparison), "baseline_model": old.get("model"),
+    return {"baseline": marked_degenerate(comparison), "baseline_model": old.get("model"),
             "baseline_tasks": task_deltas(tallies, old_tallies),
             "baseline_release": old.get("release")}  # the release it measured (engine/release.py), None before
 
@@ -211,7 +211,7 @@ DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount, so every
                          "no interval over tasks (a zero-width one would claim certainty)")
 
 
-def _marked_degenerate(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def marked_degenerate(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A zero-width interval of a paired difference is no interval: its bounds become null, with the reason."""
     for entry in comparison.values():
         if entry.get("low") is not None and entry["low"] == entry["high"]:

@@ -296,7 +296,7 @@ def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], se
     """The paired comparison of calibrated figures with the baseline's row, when it was calibrated too."""
     from ..analysis.calibration import TaskEvidence
     from ..analysis.calibration_paired import paired_calibrated
-    from ..analysis.enrich import baseline_row
+    from ..analysis.enrich import baseline_row, marked_degenerate
 
     old = baseline_row(row, baseline)
     if old is None or not (old.get("calibration_evidence") or {}).get("tasks"):
@@ -308,7 +308,8 @@ def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], se
                                        n_resamples=settings.bootstrap or 1000, seed=settings.seed, level=settings.level)
     except (ValueError, KeyError, TypeError) as exc:
         return {"calibrated_baseline_error": f"the baseline's calibration evidence cannot be used ({exc})"}
-    return {"calibrated_baseline": comparison, "calibrated_baseline_note": _same_design(row, old)}
+    # the same rule as the judge's own baseline comparison (analysis/enrich.py): a zero-width interval is none
+    return {"calibrated_baseline": marked_degenerate(comparison), "calibrated_baseline_note": _same_design(row, old)}
 
 
 def _same_design(row: Mapping[str, Any], old: Mapping[str, Any]) -> str:
@@ -388,6 +389,7 @@ def _baseline_lines(row: Mapping[str, Any]) -> list[str]:
             continue
         kind = METRIC_KINDS[key]
         ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]" if entry.get("low") is not None else ""
+        ci = ci or (" (no interval: every shared task changed by the same amount)" if entry.get("degenerate") else "")
         lines.append(f"  calibrated vs baseline: {key} {format_value(entry['current'], kind)} vs "
                      f"{format_value(entry['baseline'], kind)}, difference {format_value(entry['difference'], kind)}{ci}")
     if lines and row.get("calibrated_baseline_note"):

@@ -131,7 +131,10 @@ def test_gates_and_the_baseline_read_the_calibrated_figures(bench):
     assert result.ret == 0
     comparison = row_of(bench)["calibrated_baseline"]["pass_rate"]
     assert comparison["difference"] == pytest.approx(0) and comparison["tasks"] == TASKS
-    said(result, "calibrated vs baseline: pass_rate * difference 0.0%",  # details, then gates last
+    # the same candidates and labels twice: every task moved by 0, so a zero-width interval, which is none
+    assert comparison["low"] is None and comparison["high"] is None and "same amount" in comparison["degenerate"]
+    said(result, "calibrated vs baseline: pass_rate * difference 0.0% (no interval: every shared task changed by "
+                 "the same amount)",  # details, then gates last
          "PASS gate 'calibrated.pass_rate>=baseline-0.01' on identity (mini): calibrated.pass_rate = *baseline * on 8 "
          "shared tasks")
     failing = run(bench, "--calibrate", "labels:panel", "--gate", f"calibrated.pass_rate.low>={value + 0.3:.4f}")
