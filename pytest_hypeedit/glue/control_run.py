@@ -23,6 +23,7 @@ from .stash import RUNNER_KEY
 
 if TYPE_CHECKING:
     from ..engine.controls import PassedBy
+    from ..labels import Panel
 
 #: The name the plugin is registered under.
 PLUGIN_NAME = "hypeedit-judge-controls"
@@ -107,7 +108,7 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
     from ..engine.store import Store
 
     plugin = config.pluginmanager.get_plugin("hypeedit-calibration")
-    panel = plugin.panel() if plugin is not None else None
+    panel = plugin.panel() if plugin is not None else labels_of_the_options(config, run)
     if panel is None:
         return None
     passed_keys = sorted(key for key in panel.keys() if (verdict := panel.verdict(*key)) and verdict.passed)
@@ -124,6 +125,22 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
         return None
 
     return passed
+
+
+def labels_of_the_options(config: pytest.Config, run: RunConfig) -> Panel | None:
+    """The panel of ``--calibrate``, else of ``--agreement``, read from the options: ``--estimate`` registers none
+    of the controller's plugins (it pays nothing and writes no results), yet prices the positive controls those
+    labels give (without this, it left them out: 32 control verdicts priced where the run bought 40)."""
+    from ..report.agreement_check import AgreementCheck
+    from ..report.calibrated_rows import HumanSample
+
+    settings, models = settings_of(config), tuple(run.registry.models)
+    try:
+        sample = HumanSample.from_option(settings.calibrate, models)
+        check = None if sample is not None else AgreementCheck.from_option(settings.agreement, models)
+    except HypeEditError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return sample.panel if sample is not None else check.panel if check is not None else None
 
 
 def register_controls(config: pytest.Config, run: RunConfig) -> ControlsPlugin | None:

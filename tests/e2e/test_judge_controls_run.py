@@ -212,6 +212,9 @@ def test_with_human_labels_the_candidates_people_passed_are_positive_controls(be
                                               for i in range(TASKS) for repeat in (1, 2)})
     refused = run(bench, "--judge-controls", "--gate", "judge_false_fail<=0.5")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR and "--agreement labels:PATH" in refused.stderr.str()
+    for labels in ("--agreement", "--calibrate"):  # the estimate prices the positives too: 4 negatives + 1 per task
+        estimate = run(bench, "--judge-controls", labels, "labels:labels.json", "--estimate")
+        estimate.stdout.fnmatch_lines([f"*--judge-controls: {5 * TASKS} control verdicts to pay*"])
     result = run(bench, "--judge-controls", "--agreement", "labels:labels.json", "--gate", "judge_false_fail<=0.5",
                  "--html", "rep/report.html")
     controls = results(bench)["judge_controls"]["judges"]["controljudge"]
