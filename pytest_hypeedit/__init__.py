@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "Provider": "pytest_hypeedit.providers.base",
     "GenerationRequest": "pytest_hypeedit.providers.base",
     "Generation": "pytest_hypeedit.providers.base",
+    "KeyProbe": "pytest_hypeedit.providers.keycheck",  # an adapter's or a judge's free key check (key_probe)
     # Judges (conftest.py: the pytest_hypeedit_make_judge hook)
     "Judge": "pytest_hypeedit.judges.base",
     "JudgeRequest": "pytest_hypeedit.judges.base",
@@ -45,7 +46,7 @@ _EXPORTS: dict[str, str] = {
 # and docs/reference/public-api.md in step.
 __all__ = [
     "__version__",
-    "Provider", "GenerationRequest", "Generation",
+    "Provider", "GenerationRequest", "Generation", "KeyProbe",
     "Judge", "JudgeRequest", "Verdict",
     "ModelSpec", "Task", "HypeEditError", "ConfigError", "ProviderError", "Refusal", "JudgeError",
     "Record", "hookspecs",
@@ -58,6 +59,7 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time each is 
     from .errors import ConfigError, HypeEditError, JudgeError, ProviderError, Refusal
     from .judges.base import Judge, JudgeRequest, Verdict
     from .providers.base import Generation, GenerationRequest, Provider
+    from .providers.keycheck import KeyProbe
     from .registry import ModelSpec
     from .report.results_files import load_results
     from .tasks import Task

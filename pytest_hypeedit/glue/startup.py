@@ -338,8 +338,8 @@ def prove_run_keys(config: pytest.Config | None, users: list[object]) -> None:
 
 
 def _probe_of(user: object) -> KeyProbe | None:
-    """The user's key check; None for one that names none (a provider or judge from a conftest.py that does not
-    derive from the built-in ones may have no such method: ``key_probe`` is not part of the public API)."""
+    """The user's key check; None for one that names none (``key_probe`` is optional: a provider or judge of a
+    conftest.py that does not derive from the public ``Provider`` or ``Judge`` may lack the method)."""
     probe = getattr(user, "key_probe", None)
     found = probe() if callable(probe) else None
     return found if isinstance(found, KeyProbe) else None

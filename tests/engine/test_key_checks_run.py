@@ -127,3 +127,57 @@ def test_googles_400_for_a_wrong_key_in_a_paid_call_stops_the_route(bench, monke
     assert "GEMINI_API_KEY was refused by gemini (HTTP 400): check the key" in text
     assert text.count("API key not valid") == 1
     assert WRONG_GEMINI not in text
+
+
+#: A model team's own provider, from its conftest.py, proving its key with the public KeyProbe.
+IN_HOUSE_CONFTEST = '''
+import os
+from pathlib import Path
+
+from pytest_hypeedit import Generation, KeyProbe, Provider
+
+
+class InHouse(Provider):
+    route = "in-house"
+    key_env = ("IN_HOUSE_KEY",)
+
+    def key_probe(self):
+        key = os.environ["IN_HOUSE_KEY"]
+        return KeyProbe(user="route in-house", route=self.route, variable="IN_HOUSE_KEY", method="GET",
+                        url=os.environ["IN_HOUSE_URL"] + "/v1/me", headers={"Authorization": f"Bearer {key}"},
+                        secret=key)
+
+    def generate(self, request):
+        with open("generations.log", "a") as log:
+            log.write(f"{request.task.task_id} {request.repeat}\\n")
+        return Generation(image=request.references[0].read_bytes(), ext="png", cost=0.01)
+
+
+def pytest_hypeedit_add_models(config):
+    return [{"name": "in-house", "route": "in-house", "provider_model": "ours-v1", "price": 0.01}]
+
+
+def pytest_hypeedit_make_provider(config, spec):
+    return InHouse(spec) if spec.route == "in-house" else None
+'''
+
+
+@pytest.mark.parametrize("key, bought", [("right-in-house-key-0123", TASKS), ("wrong-in-house-key-9876", 0)])
+def test_a_conftest_provider_proves_its_key_with_the_public_key_probe(bench, monkeypatch, key, bought):
+    from providers_fakes import FakeServer, Reply
+
+    bench.makeconftest(IN_HOUSE_CONFTEST)
+    with FakeServer(key="right-in-house-key-0123") as server:
+        server.key_check_route("GET", "/v1/me", lambda seen: Reply(
+            200 if seen.headers.get("authorization") == f"Bearer {server.key}" else 401, {"error": "bad key"}))
+        monkeypatch.setenv("IN_HOUSE_URL", server.url)
+        monkeypatch.setenv("IN_HOUSE_KEY", key)
+        result = run(bench, "--judge", "labels:r1.json", "--repeats", "1", model="in-house")
+    log = bench.path / "generations.log"
+    assert len(server.key_checks) == 1
+    assert (len(log.read_text().splitlines()) if log.exists() else 0) == bought
+    if not bought:
+        assert result.ret == USAGE_ERROR
+        err = result.stderr.str()
+        assert "IN_HOUSE_KEY was refused" in err and "route in-house" in err and "nothing was paid for" in err
+        assert key not in err + result.stdout.str()
