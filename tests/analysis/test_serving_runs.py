@@ -51,7 +51,8 @@ def test_the_difference_is_paired_over_the_tasks_both_runs_judged_whatever_their
 
 
 def test_the_p_value_is_the_exact_sign_flip_test_of_the_per_task_differences():
-    """Six tasks: every one of the 64 sign vectors enumerated by hand; the run's p is that fraction."""
+    """Six tasks: every one of the 64 sign vectors enumerated by hand; the run's p is that fraction, and
+    scipy.stats.permutation_test's exact paired p."""
     now, before = tallies([9, 2, 5, 7, 3, 8]), tallies([8, 4, 4, 5, 1, 7])
     values = np.array([1, -2, 1, 2, 2, 1]) / 10
     extreme = sum(abs(np.dot(signs, values)) >= abs(values.sum()) - 1e-12
@@ -59,6 +60,12 @@ def test_the_p_value_is_the_exact_sign_flip_test_of_the_per_task_differences():
     entry = between_runs([(row("m", now, THIS_RUN), row("m", before, "b"))], SETTINGS)[0]
     assert entry["p_adjusted"] == pytest.approx(extreme / 64)
     assert entry["p_adjusted"] == pytest.approx(float(sign_flip(values).p_value()))
+    from scipy import stats  # the reference: a paired permutation test swaps each task's two runs
+
+    reference = stats.permutation_test(([t.passes / 10 for t in now], [t.passes / 10 for t in before]),
+                                       lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
+                                       n_resamples=np.inf, alternative="two-sided")
+    assert entry["p_adjusted"] == pytest.approx(reference.pvalue)
 
 
 def test_a_consistent_change_on_unlike_tasks_is_found_because_tasks_are_paired():
