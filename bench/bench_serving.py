@@ -1,6 +1,6 @@
 """Is a model served the same everywhere, by simulation: the error rates of ``serving`` (analysis/serving.py).
 
-    python bench/bench_serving.py [--runs 1000] [--power-runs 300] [--permutations 999]
+    python bench/bench_serving.py [--runs 1000] [--power-runs 300] [--permutations 999] [--cases routes,drift,runs]
 
 Simulated runs of tests/support/serving_sim.py, 50 tasks x 10 repeats, task PASS rates from Beta(2, 2):
 
@@ -10,6 +10,9 @@ Simulated runs of tests/support/serving_sim.py, 50 tasks x 10 repeats, task PASS
 * drift: one model whose replies' latency grows with its tasks' difficulty.  With no drift, the share of runs
   where the latency drift's raw p-value is below 5%; with a 15-point drift between the fastest and slowest third,
   the share below 5% (the power).  Raw p: a run tests latency and time, and Holm over the two can only lower it.
+* runs: one model in two runs on the same tasks (``--baseline``).  With the same task rates in both, the share of
+  simulated pairs of runs where the between-runs pass rate is significant; with this run 15 points lower on every
+  task, the share where it is found (the power), and with 5 points (what such a run can and cannot see).
 
 Each share with its 95% Monte Carlo (Wilson) interval.  docs/how-to/serving.md quotes the defaults' figures.
 """
@@ -23,12 +26,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-from serving_sim import drifting_candidates, route_rows
+from serving_sim import drifting_candidates, route_rows, run_rows
 
 from pytest_hypeedit.analysis.metrics import MetricSettings
-from pytest_hypeedit.analysis.serving import drift_entry, route_comparisons
+from pytest_hypeedit.analysis.serving import between_runs, drift_entry, route_comparisons
 
 TASKS, REPEATS, EFFECT = 50, 10, 0.15
+SMALL = 0.05  # between runs: a smaller change, to show what 50 tasks x 10 repeats can see
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -48,10 +52,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--power-runs", type=int, default=300)
     parser.add_argument("--permutations", type=int, default=999)
+    parser.add_argument("--cases", default="routes,drift,runs", help="which regimes to simulate (comma-separated)")
     args = parser.parse_args()
+    cases = set(args.cases.split(","))
     settings = MetricSettings(retry_cap=4, review_cost=0.0)
     print(f"{TASKS} tasks x {REPEATS} repeats; Beta(2, 2) task rates; effect {EFFECT * 100:.0f} points")
 
+    if "routes" in cases:
+        routes(args, settings)
+    if "drift" in cases:
+        drifts(args)
+    if "runs" in cases:
+        between(args, settings)
+
+
+def routes(args: argparse.Namespace, settings: MetricSettings) -> None:
     started = time.time()
     hits = sum(any(e["significant"] for e in route_comparisons(
         route_rows(TASKS, REPEATS, 0.0, seed, latency_gap=0.0, latency_noise=0.3), settings, seed=seed))
@@ -63,6 +78,8 @@ def main() -> None:
                     if e["metric"] == "pass_rate")["significant"] for seed in range(args.power_runs))
     line("routes, 15 points apart: pass rate significant (power)", hits, args.power_runs, started)
 
+
+def drifts(args: argparse.Namespace) -> None:
     for effect, runs, what in ((0.0, args.runs, "drift, none: latency p < 5%"),
                                (EFFECT, args.power_runs, "drift, 15 points: latency p < 5% (power)")):
         started = time.time()
@@ -71,6 +88,15 @@ def main() -> None:
                    for seed in range(runs))
         line(what, hits, runs, started)
 
+
+def between(args: argparse.Namespace, settings: MetricSettings) -> None:
+    for effect, runs, what in ((0.0, args.runs, "runs, equal: pass rate significant"),
+                               (EFFECT, args.power_runs, "runs, 15 points apart: pass rate significant (power)"),
+                               (SMALL, args.power_runs, "runs, 5 points apart: pass rate significant (power)")):
+        started = time.time()
+        hits = sum(between_runs([run_rows(TASKS, REPEATS, effect, seed)], settings, seed=seed)[0]["significant"]
+                   for seed in range(runs))
+        line(what, hits, runs, started)
 
 if __name__ == "__main__":
     main()

@@ -24,18 +24,20 @@ And at the top level, when a split has two or more models:
 
 And, when the session's candidates are given:
 
-    serving       {routes, drift, limits}
-                  the routes of one model compared, and PASS against purchase time and latency (serving.py)
+    serving       {routes, drift, runs, bought, limits}
+                  the routes of one model compared, PASS against purchase time and latency, and (with
+                  --baseline) this run against the baseline run on the same tasks (serving.py)
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .metrics import MetricSettings, TaskTally, sensitivity
 from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
-from .serving import Candidate, RouteRow, serving
+from .serving import THIS_RUN, Candidate, RouteRow, RunRow, serving
 from .stats import paired_comparison
 from .task_intervals import METHOD, TARGET_TEXT, task_intervals
 
@@ -80,7 +82,8 @@ def enrich_results(
     if compared is not None:
         results["pairwise"] = compared
     if candidates is not None:
-        results["serving"] = serving_of_rows(results.get("rows") or [], candidates, settings)
+        runs = run_pairs(results, baseline) if baseline is not None else []
+        results["serving"] = serving_of_rows(results.get("rows") or [], candidates, settings, runs)
     results.setdefault("settings", {})["statistics"] = _statistics_settings(settings, baseline)
     return results
 
@@ -107,8 +110,9 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
 
 
 def serving_of_rows(rows: Sequence[Mapping[str, Any]], candidates: Mapping[str, Sequence[Candidate]],
-                    settings: AnalysisSettings) -> dict[str, Any]:
-    """``serving`` (serving.py) of rows carrying ``task_tallies`` and ``release``, with each model's candidates."""
+                    settings: AnalysisSettings, runs: Sequence[tuple[RunRow, RunRow]] = ()) -> dict[str, Any]:
+    """``serving`` (serving.py) of rows carrying ``task_tallies`` and ``release``, with each model's candidates,
+    and ``runs``: the pairs of rows of one model from two runs (``run_pairs``)."""
     from ..registry import parse_model_name
 
     found = []
@@ -120,7 +124,74 @@ def serving_of_rows(rows: Sequence[Mapping[str, Any]], candidates: Mapping[str, 
         tallies = tuple(tally_from_json(t) for t in row.get("task_tallies") or ())
         found.append(RouteRow(Entrant(model, tallies, row_price(row)), split, parse_model_name(model)[0], str(route),
                               task_latencies(candidates.get(model, ()), split)))
-    return serving(found, candidates, settings.metrics, seed=settings.seed)
+    return serving(found, candidates, settings.metrics, runs=runs, seed=settings.seed)
+
+
+def run_pairs(results: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[tuple[RunRow, RunRow]]:
+    """Each split row of this run against the baseline's row of the same model and split (both with per-task
+    tallies): what ``serving.runs`` tests.  Only the same model: ``baseline_row``'s fallback to the only model of
+    a split is a comparison of releases under two names (the rows' ``baseline``), not of one model's runs.  The
+    combined rows are left out: their tasks are the split rows'."""
+    source = baseline.get("source")
+    name = str(source) if source else "baseline"
+    dates = run_dates(baseline)
+    phrase = f"the baseline run of {dates}" if dates else f"the baseline run ({name})"
+    pairs = []
+    for row in results.get("rows") or []:
+        old = baseline_row(row, baseline)
+        if row.get("split") == "combined" or old is None or old.get("model") != row.get("model"):
+            continue
+        now, before = run_row(row, results, THIS_RUN, THIS_RUN), run_row(old, baseline, name, phrase)
+        if now is not None and before is not None:
+            pairs.append((now, before))
+    return pairs
+
+
+def run_row(row: Mapping[str, Any], results: Mapping[str, Any], run: str, phrase: str) -> RunRow | None:
+    """A results row as ``serving.runs`` needs it (None without per-task tallies: an older version's row).  The
+    results may come from anywhere: the judge and its versions are taken only as short plain text."""
+    if not row.get("task_tallies"):
+        return None
+    tallies = tuple(tally_from_json(t) for t in row["task_tallies"])
+    settings = results.get("settings")
+    judge = settings.get("judge") if isinstance(settings, Mapping) else None
+    release = row.get("release")
+    release_id = release.get("id") if isinstance(release, Mapping) else None
+    return RunRow(Entrant(str(row.get("model")), tallies, row_price(row)), str(row.get("split")), run, phrase,
+                  _plain(judge), answered_versions(results.get("judge_versions")), _plain(release_id))
+
+
+def answered_versions(found: Any) -> tuple[str, ...]:
+    """The model versions that answered the run's judges (results ``judge_versions``: per judge, ``answered``)."""
+    versions: set[str] = set()
+    for counts in (found.values() if isinstance(found, Mapping) else ()):
+        answered = counts.get("answered") if isinstance(counts, Mapping) else None
+        versions |= {v for v in (answered or {}) if _plain(v) is not None}
+    return tuple(sorted(versions))
+
+
+def run_dates(results: Mapping[str, Any]) -> str | None:
+    """The day(s) a run's candidates were bought (its ``serving.bought``; a leaderboard merge's ``generated_at``):
+    ``2026-11-20``, or ``2026-11-18 to 2026-11-20``; None when the results say nothing of it."""
+    served = results.get("serving")
+    bought = served.get("bought") if isinstance(served, Mapping) else None
+    days = [str(bought.get(key))[:10] for key in ("first", "last")] if isinstance(bought, Mapping) else []
+    if not days and results.get("generated_at"):
+        days = [str(results["generated_at"])[:10]]
+    days = [day for day in days if _DAY.fullmatch(day)]
+    if not days:
+        return None
+    return days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
+
+
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _plain(value: Any) -> str | None:
+    """A short printable text, as read from a results file from anywhere; None for anything else."""
+    if not isinstance(value, str) or not value or len(value) > 200 or not value.isprintable():
+        return None
+    return value
 
 
 def task_latencies(candidates: Sequence[Candidate], split: str) -> dict[str, float]:

@@ -22,6 +22,14 @@ Two questions, one results key (``serving``):
   candidate tells nothing within a task and is left out; fewer than ``MIN_CANDIDATES`` usable candidates (or
   fewer than two tasks) is "not enough data", said, not tested.
 
+* **Runs.**  The same model on the same split in two runs (``--baseline RESULTS.json``: this run against that
+  one; a leaderboard merge: every two files that measured it): the PASS rate of the later minus the earlier, over
+  the tasks both judged, from each run's per-task tallies (``task_tallies``: PASS and judged per task, all a
+  task-stratified comparison of two runs needs), with the same paired sign-flip test, interval and Holm's
+  correction as the routes (one family per split: every model's pair of runs on it).  Each entry names both runs'
+  judges and the model versions that answered them, and both releases: a change between two runs may be the
+  model's, its serving's or the judge's, and the test cannot tell which.
+
 Neither is a model's score: each entry names its sample size and what it cannot show (``LIMITS``).
 Pure: numpy and the results' own numbers in, JSON-ready dictionaries out; no I/O.
 """
@@ -31,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from fractions import Fraction
 from itertools import combinations
 from typing import Any
@@ -62,7 +70,14 @@ LIMITS = {
             "whose candidates it reused), not over days or between releases; not a model's score",
     "latency": "latency is a proxy for the provider's load (a large image or a slow network also take longer); an "
                "association, not a cause; not a model's score",
+    "runs": "a change between two runs on the same tasks: the model (another release), its serving or the judge "
+            "(another served version, prompt or setting) may have changed, and this cannot tell which; two runs, "
+            "not a trend; not a model's score",
 }
+#: The metric compared between runs: the chance of PASS (per task, its share of PASS verdicts).
+RUN_METRIC = "pass_rate"
+#: How ``--baseline`` names the current run.
+THIS_RUN = "this run"
 
 
 @dataclass(frozen=True)
@@ -120,13 +135,46 @@ class RouteRow:
     latency: Mapping[str, float]
 
 
+@dataclass(frozen=True)
+class RunRow:
+    """A results row as the comparison between runs needs it: its entrant (name, per-task tallies, price) and
+    split, and the run it is of: ``run`` (its name in the results: ``THIS_RUN``, or its results file), ``phrase``
+    (how a sentence names it: "this run", "the baseline run of 2026-11-20"), the judge its settings name, the
+    model versions that answered that judge (``judge_versions``), and the id of the release it measured."""
+
+    entrant: Entrant
+    split: str
+    run: str
+    phrase: str
+    judge: str | None = None
+    judge_versions: tuple[str, ...] = ()
+    release: str | None = None
+
+
 def serving(rows: Sequence[RouteRow], candidates: Mapping[str, Sequence[Candidate]], settings: MetricSettings, *,
-            seed: int = 0, alpha: float = ALPHA, permutations: int = PERMUTATIONS,
-            bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
-    """``{"routes": [...], "drift": [...], "limits": LIMITS}`` (docs/reference/results.md ``serving``)."""
+            runs: Sequence[tuple[RunRow, RunRow]] = (), seed: int = 0, alpha: float = ALPHA,
+            permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
+    """``{"routes": [...], "drift": [...], "runs": [...], "bought": {...}, "limits": LIMITS}``
+    (docs/reference/results.md ``serving``); ``runs``: (this run's row, the baseline's row) of each model."""
     return {"routes": route_comparisons(rows, settings, seed=seed, alpha=alpha),
             "drift": drift(candidates, seed=seed, alpha=alpha, permutations=permutations, bootstrap=bootstrap),
+            "runs": between_runs(runs, settings, seed=seed, alpha=alpha),
+            "bought": bought_span(candidates),
             "limits": dict(LIMITS)}
+
+
+def bought_span(candidates: Mapping[str, Sequence[Candidate]]) -> dict[str, str] | None:
+    """When the judged candidates were bought, first and last (UTC, ISO): what a later run's comparison with this
+    one names it by ("the baseline run of 2026-11-20"); None when no candidate has its time."""
+    times = [c.bought_at for found in candidates.values() for c in found
+             if c.bought_at is not None and math.isfinite(c.bought_at)]
+    if not times:
+        return None
+    return {"first": _iso(min(times)), "last": _iso(max(times))}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(timespec="seconds")
 
 
 # --- routes --------------------------------------------------------------------------------
@@ -175,6 +223,86 @@ def _marked(entry: dict[str, Any]) -> dict[str, Any]:
     if low is not None and low == high:
         entry["degenerate"] = DEGENERATE
     return entry
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSettings, *, seed: int = 0,
+                 alpha: float = ALPHA) -> list[dict[str, Any]]:
+    """Each (a, b) pair of rows of one model on one split from two runs (a the later: this run against its
+    baseline): a's PASS rate minus b's over the tasks both judged, per task the difference of their shares of
+    PASS (task difficulty, shared by both runs, cancels), tested as the routes are (``holm_family``: one family
+    per split).
+
+    Entries: ``split``, ``model``, ``run_a``, ``run_b``, ``metric``, ``difference``, ``interval``, ``level``,
+    ``p_adjusted``, ``significant``, ``tasks``, ``judged_a``, ``judged_b`` (their verdicts on those tasks),
+    ``judges`` (per side, the judge and the versions that answered it), ``judge_changed``, ``releases`` and, when
+    significant, ``sentence``.  A pair sharing fewer than 2 judged tasks is left out: nothing to test."""
+    by_split: dict[str, list[tuple[RunRow, RunRow]]] = {}
+    for a, b in pairs:
+        by_split.setdefault(a.split, []).append((a, b))
+    found: list[dict[str, Any]] = []
+    for split, members in by_split.items():
+        family, sides = [], []
+        for a, b in members:
+            try:
+                entries = compare_pair(a.entrant, b.entrant, settings, (RUN_METRIC,))
+            except ValueError:  # no task judged in both runs: nothing to pair on
+                continue
+            for entry in entries:
+                judged = [_judged_on(row, entry["task_ids"]) for row in (a, b)]
+                family.append({"split": split, "model": a.entrant.model, "run_a": a.run, "run_b": b.run, **entry,
+                               "judged_a": judged[0], "judged_b": judged[1]})
+                sides.append((a, b))
+        holm_family(family, seed=seed, alpha=alpha)
+        found += [_run_entry(_marked(entry), a, b) for entry, (a, b) in zip(family, sides)]
+    return found
+
+
+def _judged_on(row: RunRow, task_ids: Sequence[str]) -> int:
+    wanted = set(task_ids)
+    return sum(t.judged for t in row.entrant.tallies if t.task_id in wanted)
+
+
+def _run_entry(entry: dict[str, Any], a: RunRow, b: RunRow) -> dict[str, Any]:
+    """The test's entry with both runs' judges and releases, and its sentence when significant."""
+    entry["judges"] = {"a": {"judge": a.judge, "versions": list(a.judge_versions)},
+                       "b": {"judge": b.judge, "versions": list(b.judge_versions)}}
+    entry["judge_changed"] = _differ(a.judge, b.judge) or _differ(frozenset(a.judge_versions),
+                                                                   frozenset(b.judge_versions))
+    entry["releases"] = {"a": a.release, "b": b.release}
+    if entry["significant"]:
+        entry["sentence"] = runs_sentence(entry, a.phrase, b.phrase)
+    return entry
+
+
+def _differ(a: Any, b: Any) -> bool:
+    """Both known (a run that recorded none, an older version's, says nothing) and not the same."""
+    return bool(a) and bool(b) and a != b
+
+
+def runs_sentence(entry: Mapping[str, Any], phrase_a: str, phrase_b: str) -> str:
+    """``seedream-4.5 passed 9.8 points less in this run than in the baseline run of 2026-11-20 (paired over 50
+    tasks, p = 0.003 after Holm; judge gemini-2.5-flash answered by gemini-2.5-flash-001 in both)``."""
+    points = abs(float(entry["difference"])) * 100
+    way = "less" if entry["difference"] < 0 else "more"
+    return (f"{entry['model']} passed {points:.1f} points {way} in {phrase_a} than in {phrase_b} (paired over "
+            f"{entry['tasks']} tasks, p = {entry['p_adjusted']:.2g} after Holm; {judge_text(entry, phrase_a, phrase_b)})")
+
+
+def judge_text(entry: Mapping[str, Any], phrase_a: str, phrase_b: str) -> str:
+    """The two runs' judges in words: the same in both, or each run's."""
+    a, b = entry["judges"]["a"], entry["judges"]["b"]
+    if not entry["judge_changed"]:
+        return f"judge {_judge_words(a)} in both" if a["judge"] or a["versions"] else "judge not recorded"
+    return f"the judge differs: {_judge_words(a)} in {phrase_a}, {_judge_words(b)} in {phrase_b}"
+
+
+def _judge_words(side: Mapping[str, Any]) -> str:
+    name = side["judge"] or "not recorded"
+    versions = ", ".join(side["versions"])
+    return f"{name} answered by {versions}" if versions else str(name)
 
 
 # --- drift ---------------------------------------------------------------------------------

@@ -46,6 +46,9 @@ def results_markdown(results: Mapping[str, Any], published: "Published | None" =
                                                              for e in left_out) + "\n")
     if not rows and not published:
         parts.append("No candidate was judged in this run.\n")
+    serving = _serving_section(results)
+    if serving:
+        parts.append(serving)
     return "\n".join(parts)
 
 
@@ -201,3 +204,37 @@ def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
         lines.insert(0, f"Cannot be told apart on pass rate ({method}): {'; '.join(same)}." if same else
                      f"Every pair of models differs on pass rate ({method}).")
     return ["", *lines] if lines else []
+
+
+def _serving_section(results: Mapping[str, Any]) -> str:
+    """Is a model served the same (results ``serving``, analysis/serving.py): its routes' pass rates compared, and
+    one model's pass rate between two runs on the same tasks; "" when the results have neither."""
+    from .serving_view import comparison_text, route_pairs
+
+    serving = found if isinstance(found := results.get("serving"), Mapping) else {}
+    routes = []
+    for (split, a, b), entries in route_pairs(results).items():
+        entry = next((e for e in entries if e.get("metric") == "pass_rate"), None)
+        if entry is not None:
+            routes.append(f"- {_cell(entry.get('model'))} via {_cell(entry.get('route_a'))} vs via "
+                          f"{_cell(entry.get('route_b'))} ({_cell(a)} - {_cell(b)}, {_cell(split)}, "
+                          f"{_cell(entry.get('tasks'))} tasks): pass rate {comparison_text(entry, 'points')}.")
+    runs = [_runs_line(entry) for entry in serving.get("runs") or () if isinstance(entry, Mapping)]
+    if not routes and not runs:
+        return ""
+    limits = given if isinstance(given := serving.get("limits"), Mapping) else {}
+    kinds = (["routes"] if routes else []) + (["runs"] if runs else [])
+    notes = [f"{kind.capitalize()}: {_cell(limits[kind])}." for kind in kinds if limits.get(kind)]
+    return "\n".join(["## Serving (not a model's score)", "",
+                      "Paired over the tasks both judged, sign-flip test, Holm-adjusted per split, 5%; a - b.", "",
+                      *routes, *runs, "", *notes]) + "\n"
+
+
+def _runs_line(entry: Mapping[str, Any]) -> str:
+    from .serving_view import comparison_text
+
+    sentence = f" {_cell(entry['sentence'])}." if entry.get("significant") and entry.get("sentence") else ""
+    judge = " The judge differs between the runs." if entry.get("judge_changed") else ""
+    return (f"- {_cell(entry.get('model'))} ({_cell(entry.get('split'))}, {_cell(entry.get('tasks'))} tasks): "
+            f"{_cell(entry.get('run_a'))} - {_cell(entry.get('run_b'))}: pass rate "
+            f"{comparison_text(entry, 'points')}.{sentence}{judge}")

@@ -64,6 +64,7 @@ def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: b
     rows += _combined_rows(chosen, runs, settings)
     merged = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
     merged.update(merged_pairwise(rows, settings))
+    merged.update(merged_serving(runs, rows, settings))
     stamps = [str(r["generated_at"]) for _, r in runs if r.get("generated_at")]
     if stamps:
         merged["generated_at"] = max(stamps)
@@ -192,15 +193,60 @@ def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, An
 
 def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
     from ..analysis.enrich import AnalysisSettings, pairwise_of_rows
-    from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
     from ..analysis.pairwise import PAIRWISE_METRICS
 
     review: Any = settings.get("review_cost")
-    cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
     metrics = PAIRWISE_METRICS if finite_number(review) else tuple(m for m in PAIRWISE_METRICS if m != "effective_cost")
     try:
-        metric_settings = MetricSettings(cap, float(review)) if finite_number(review) else MetricSettings(cap)
-        return pairwise_of_rows(rows, AnalysisSettings(metric_settings), metrics)
+        return pairwise_of_rows(rows, AnalysisSettings(_metric_settings(settings)), metrics)
     except (ValueError, TypeError, KeyError) as exc:  # a malformed tally or setting in a file from outside
-        raise InputError(f"the per-task tallies or settings of the results files cannot be compared ({exc}); "
-                         "check that each file is a results JSON written by pytest-hypeedit") from None
+        raise _not_comparable(exc) from None
+
+
+def _metric_settings(settings: Mapping[str, Any]) -> Any:
+    from ..analysis.metrics import DEFAULT_RETRY_CAP, MetricSettings
+
+    review: Any = settings.get("review_cost")
+    cap: Any = settings.get("retry_cap", DEFAULT_RETRY_CAP)
+    return MetricSettings(cap, float(review)) if finite_number(review) else MetricSettings(cap)
+
+
+def _not_comparable(exc: Exception) -> InputError:
+    return InputError(f"the per-task tallies or settings of the results files cannot be compared ({exc}); "
+                      "check that each file is a results JSON written by pytest-hypeedit")
+
+
+def merged_serving(runs: Runs, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``serving`` of a merge (analysis/serving.py): the routes of one model among the merged rows, and every two
+    files that measured one model on one split (the later file given minus the earlier, on the tasks both judged),
+    whichever of them ``--prefer`` chose for the tables; ``{}`` when neither applies.  No drift within a run: a
+    results file holds no candidate's purchase time or latency."""
+    from ..analysis.enrich import AnalysisSettings, serving_of_rows
+
+    try:
+        found = serving_of_rows(rows, {}, AnalysisSettings(_metric_settings(settings)), run_pairs_of(runs))
+    except (ValueError, TypeError, KeyError) as exc:  # a malformed tally or setting in a file from outside
+        raise _not_comparable(exc) from None
+    if not finite_number(settings.get("review_cost")):  # mixed review costs: no one effective cost to compare
+        found["routes"] = [e for e in found["routes"] if e.get("metric") != "effective_cost"]
+    if not found["routes"] and not found["runs"]:
+        return {}
+    return {"serving": {key: found[key] for key in ("routes", "runs", "limits")}}
+
+
+def run_pairs_of(runs: Runs) -> list[tuple[Any, Any]]:
+    """(later, earlier) rows of one model on one split from two files, for every two files that hold it, in the
+    order the files were given; rows without per-task tallies (an older version's) are left out."""
+    from ..analysis.enrich import run_dates, run_row
+
+    by_row: dict[tuple[str, str], list[Any]] = {}
+    for name, results in runs:
+        dates = run_dates(results)
+        for row in results.get("rows") or []:
+            if row.get("split") == COMBINED:
+                continue
+            found = run_row(row, results, name, f"{name} ({dates})" if dates else name)
+            if found is not None:
+                by_row.setdefault((str(row.get("model")), str(row.get("split"))), []).append(found)
+    return [(later, earlier) for found in by_row.values()
+            for index, later in enumerate(found) for earlier in found[:index]]

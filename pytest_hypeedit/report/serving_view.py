@@ -1,6 +1,7 @@
 """The results' ``serving`` (analysis/serving.py) shown: a few terminal lines when it applies (two routes of one
-model, or a significant drift), and a small HTML section (per model, the PASS rate by third of purchase time and of
-latency; the route comparison side by side).  Pure: results in, text out; every string from a run is escaped.
+model, a significant drift, or a comparison with the baseline run), and a small HTML section (per model, the PASS
+rate by third of purchase time and of latency; the route comparison side by side; this run against the baseline
+run).  Pure: results in, text out; every string from a run is escaped.
 """
 
 from __future__ import annotations
@@ -69,14 +70,32 @@ def serving_lines(results: Mapping[str, Any]) -> list[str]:
                      f"{split}, {first.get('tasks')} tasks): {'; '.join(shown)}{also}")
     drifts = [entry for entry in _entries(results, "drift") if entry.get("significant") and entry.get("sentence")]
     lines += [str(entry["sentence"]) for entry in drifts]
+    runs = _entries(results, "runs")
+    lines += [line for entry in runs for line in runs_lines(entry)]
     if not lines:
         return []
     limits = _limits(results)
-    kinds = (["routes"] if route_pairs(results) else []) + list(dict.fromkeys(str(e.get("by")) for e in drifts))
+    kinds = ((["routes"] if route_pairs(results) else []) + list(dict.fromkeys(str(e.get("by")) for e in drifts))
+             + (["runs"] if runs else []))
     lines += [f"  ({kind}: {limits[kind]})" for kind in kinds if kind in limits]
     lines.append("  (paired over shared tasks, Holm-corrected, 5%; drift: stratified by task; all in results.json: "
                  "serving)")
     return lines
+
+
+def runs_text(entry: Mapping[str, Any]) -> str:
+    """``served (mini, 12 tasks; 120 and 120 verdicts): this run - base/results.json: pass rate -30.0 points
+    [-41.7, -18.3], significant``, and whether the judge differs."""
+    judge = "; the judge differs between the runs" if entry.get("judge_changed") else ""
+    return (f"{entry.get('model')} ({entry.get('split')}, {entry.get('tasks')} tasks; {entry.get('judged_a')} and "
+            f"{entry.get('judged_b')} verdicts): {entry.get('run_a')} - {entry.get('run_b')}: pass rate "
+            f"{comparison_text(entry, 'points')}{judge}")
+
+
+def runs_lines(entry: Mapping[str, Any]) -> list[str]:
+    """A comparison between runs, and its sentence when significant."""
+    sentence = [f"  {entry['sentence']}"] if entry.get("significant") and entry.get("sentence") else []
+    return [runs_text(entry), *sentence]
 
 
 # --------------------------------------------------------------------------- HTML
@@ -94,7 +113,8 @@ def serving_html(results: Mapping[str, Any]) -> str:
     """The route comparisons and each model's PASS rate by third; "" when the results have no ``serving``."""
     drift = _entries(results, "drift")
     pairs = route_pairs(results)
-    if not drift and not pairs:
+    runs = _entries(results, "runs")
+    if not drift and not pairs and not runs:
         return ""
     limits = _limits(results)
     parts = ['<h3 id="hx-serving">Serving</h3><p>Is each model served the same everywhere and all the time? Not a '
@@ -102,6 +122,9 @@ def serving_html(results: Mapping[str, Any]) -> str:
     if pairs:
         parts.append(_routes_table(pairs))
         parts.append(f"<p>{_text(limits.get('routes'))}</p>")
+    if runs:
+        parts.append(_runs_table(runs))
+        parts.append(f"<p>{_text(limits.get('runs'))}</p>")
     models = list(dict.fromkeys(str(entry.get("model")) for entry in drift))
     for model in models:
         parts.append(_drift_table(model, [entry for entry in drift if str(entry.get("model")) == model]))
@@ -121,6 +144,31 @@ def _routes_table(pairs: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any
                     f"<td>{_text(entries[0].get('tasks'))}</td>{cells}</tr>")
     return ("<table><thead><tr><th>Routes (a - b)</th><th>Split</th><th>Tasks</th><th>Pass rate</th>"
             f"<th>Latency</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _runs_table(entries: Sequence[Mapping[str, Any]]) -> str:
+    rows = []
+    for entry in entries:
+        judges = found if isinstance(found := entry.get("judges"), Mapping) else {}
+        judge = "; ".join(f"{_text(entry.get(f'run_{key}'))}: {_text(_judge_cell(judges.get(key)))}"
+                          for key in ("a", "b"))
+        sentence = f"<br>{_text(entry['sentence'])}" if entry.get("significant") and entry.get("sentence") else ""
+        rows.append(f'<tr><th scope="row">{_text(entry.get("model"))}</th><td>{_text(entry.get("split"))}</td>'
+                    f"<td>{_text(entry.get('run_a'))} - {_text(entry.get('run_b'))}</td>"
+                    f"<td>{_text(entry.get('tasks'))} ({_text(entry.get('judged_a'))} and "
+                    f"{_text(entry.get('judged_b'))} verdicts)</td>"
+                    f"<td>{_text(comparison_text(entry, 'points'))}{sentence}</td><td>{judge}</td></tr>")
+    return ("<h4>Between runs, on the same tasks</h4><table><thead><tr><th>Model</th><th>Split</th>"
+            "<th>Runs (a - b)</th><th>Tasks</th><th>Pass rate</th><th>Judge (served versions)</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _judge_cell(side: Any) -> str:
+    if not isinstance(side, Mapping):
+        return "not recorded"
+    versions = [str(v) for v in side.get("versions") or () if isinstance(v, str)]
+    name = side.get("judge") if isinstance(side.get("judge"), str) else "not recorded"
+    return f"{name} ({', '.join(versions)})" if versions else str(name)
 
 
 def _drift_table(model: str, entries: Sequence[Mapping[str, Any]]) -> str:

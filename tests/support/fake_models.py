@@ -219,12 +219,14 @@ class HalfPriceProvider(FakeProvider):
 class ServingProvider(FakeProvider):
     """A model served differently by its routes ``serve-*`` (tests/e2e/test_serving_run.py): a red image (which
     fake_judges.PixelJudge passes) with chance ``pass_rates[route]``, from a coin seeded by route, task and repeat
-    (the same run after run); odd repeats are slow replies (``slow_s`` seconds), and with ``slow_pass_rate`` set a
-    slow reply is red with that chance instead (a pass rate that falls with latency)."""
+    (the same run after run; ``salt`` draws other coins, as another run of the same serving would); odd repeats are
+    slow replies (``slow_s`` seconds), and with ``slow_pass_rate`` set a slow reply is red with that chance instead
+    (a pass rate that falls with latency)."""
 
     pass_rates: dict[str, float] = {}
     slow_s = 0.0
     slow_pass_rate: float | None = None
+    salt = ""
 
     @classmethod
     def serves(cls, spec: Any) -> bool:
@@ -240,7 +242,7 @@ class ServingProvider(FakeProvider):
             time.sleep(self.slow_s)
         rate = self.pass_rates.get(request.spec.route, 0.5)
         rate = self.slow_pass_rate if slow and self.slow_pass_rate is not None else rate
-        red = random.Random(f"{request.spec.route} {request.task.task_id} {request.repeat}").random() < rate
+        red = random.Random(f"{self.salt}{request.spec.route} {request.task.task_id} {request.repeat}").random() < rate
         buffer = io.BytesIO()
         Image.new("RGB", (20, 12), (220, 10, 10) if red else (10, 10, 220)).save(buffer, format="PNG")
         return buffer.getvalue(), "png"

@@ -10,6 +10,9 @@ bench/bench_serving.py.
 * ``route_rows``: one model on two routes (``m`` on ``main``, ``m@other`` on ``other``) on the same tasks, the
   second passing ``difference`` less on every task (clipped at 0), its replies ``latency_gap`` seconds slower (with
   ``latency_noise``: each route's per-task mean latency drawn around that).
+* ``run_rows``: one model in two runs on the same tasks (this run ``a``, the baseline ``b``), task PASS rates from
+  Beta(2, 2), the first run passing ``difference`` less on every task (clipped at 0); each run's PASS count per
+  task is binomial over ``repeats``, as ``task_tallies`` keep it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import numpy as np
 
 from pytest_hypeedit.analysis.metrics import TaskTally
 from pytest_hypeedit.analysis.pairwise import Entrant
-from pytest_hypeedit.analysis.serving import Candidate, RouteRow, thirds
+from pytest_hypeedit.analysis.serving import THIS_RUN, Candidate, RouteRow, RunRow, thirds
 
 
 def drifting_candidates(tasks: int, repeats: int, effect: float, seed: int) -> list[Candidate]:
@@ -48,3 +51,15 @@ def route_rows(tasks: int, repeats: int, difference: float, seed: int, *, latenc
                    for t in range(tasks)}
         rows.append(RouteRow(Entrant(name, tallies, price), "s", "m", route, latency))
     return rows
+
+
+def run_rows(tasks: int, repeats: int, difference: float, seed: int, *, price: float = 0.04) -> tuple[RunRow, RunRow]:
+    rng = np.random.default_rng(seed)
+    rates = rng.beta(2, 2, size=tasks)
+    rows = []
+    for run, rate in ((THIS_RUN, np.clip(rates - difference, 0, 1)), ("base.json", rates)):
+        passes = rng.binomial(repeats, rate)
+        first = rng.random(tasks) < passes / repeats
+        tallies = tuple(TaskTally(f"t{t:03d}", int(k), repeats, bool(f)) for t, (k, f) in enumerate(zip(passes, first)))
+        rows.append(RunRow(Entrant("m", tallies, price), "s", run, run))
+    return rows[0], rows[1]
