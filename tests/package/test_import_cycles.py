@@ -23,11 +23,6 @@ def test_the_package_has_no_import_circle():
 #: taken apart; delete its line when it is).  No other may appear, nor any circle wider than one of these.
 TYPE_CHECKING_CIRCLES = [
     ["pytest_hypeedit.engine.runner", "pytest_hypeedit.engine.stability"],
-    # glue/stash.py names BenchmarkSession for SESSION_KEY's type, and the session now calls every end-of-run step
-    ["pytest_hypeedit.glue.agreement_plugin", "pytest_hypeedit.glue.ci", "pytest_hypeedit.glue.control_run",
-     "pytest_hypeedit.glue.early_stop", "pytest_hypeedit.glue.human_labels", "pytest_hypeedit.glue.items",
-     "pytest_hypeedit.glue.session", "pytest_hypeedit.glue.stash", "pytest_hypeedit.glue.stopping",
-     "pytest_hypeedit.glue.terminal_layout"],
     ["pytest_hypeedit.providers.gemini", "pytest_hypeedit.providers.gemini_batch"],
     ["pytest_hypeedit.providers.openai", "pytest_hypeedit.providers.openai_batch"],
 ]
