@@ -8,14 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .metrics import expected_attempts_for, success_probability
-
-if TYPE_CHECKING:
-    from .calibration import _Columns
 
 #: Task pass rates the mixing distribution G may put weight on.
 #: Pseudo-counts on each side of se and sp: keeps them inside (0, 1) with few labels, without pulling them
@@ -31,6 +28,17 @@ SQUAREM_STEPS, MAX_EXTRAPOLATION = 30, 1e4
 # --------------------------------------------------------------------------- the judge's error per replicate
 
 
+class LabelledCells(Protocol):
+    """What the judge's error is estimated from, one row per task (analysis/calibration.py's columns of the
+    evidence): the human-labelled candidates' confusion cells (true PASS, false FAIL, false PASS, true FAIL),
+    as counts and weighted by 1 / pi."""
+
+    @property
+    def confusion(self) -> np.ndarray: ...
+    @property
+    def weighted(self) -> np.ndarray: ...
+
+
 @dataclass(frozen=True)
 class ErrorSource:
     """Where each replicate's se and sp come from: the replicate's own labels, or a pool's posterior draws."""
@@ -38,7 +46,7 @@ class ErrorSource:
     pooled: Any = None  # ErrorCounts  # None: the row's own labels (re-estimated in every replicate)
     ignore_judge: bool = False  # the human sample alone: se = sp = 1/2
 
-    def rates(self, columns: _Columns, index: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+    def rates(self, columns: LabelledCells, index: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
         rows = index.shape[0]
         if self.ignore_judge:
             return np.full(rows, 0.5), np.full(rows, 0.5)

@@ -35,16 +35,13 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
 from ..secrets import base_url
 from ..untrusted import RECORD_BYTES, UntrustedInput, loads_json_bytes
-
-if TYPE_CHECKING:  # names only: registry.py imports this module to check a models file's labels
-    from ..registry import ModelSpec
 
 #: A release label: a plain word of letters, digits and ``_.+-:``, at most 64 characters (it is printed in the
 #: terminal, the report and CI logs, and recorded in every record).
@@ -95,6 +92,20 @@ def parse_release_options(values: Iterable[str], models: Iterable[str]) -> dict[
     return labels
 
 
+class ReleaseParts(Protocol):
+    """What a release is made of, as a models file entry gives it (registry.py ``ModelSpec``, which imports this
+    module to check its labels): the route, the provider's model id, the options and the label."""
+
+    @property
+    def route(self) -> str: ...
+    @property
+    def provider_model(self) -> str: ...
+    @property
+    def options(self) -> Mapping[str, Any]: ...
+    @property
+    def release(self) -> str | None: ...
+
+
 @dataclass(frozen=True)
 class Release:
     """What answered a model's requests (see the module docstring)."""
@@ -126,7 +137,7 @@ class Release:
         return f"{self.provider_model} via {self.route} ({label}id {self.id})"
 
 
-def release_of(spec: "ModelSpec") -> Release:
+def release_of(spec: ReleaseParts) -> Release:
     """The release a run of ``spec`` buys from, with this process's environment (the base URL variables)."""
     options = {key: spec.options[key] for key in sorted(spec.options) if key not in TRANSPORT_OPTIONS}
     return Release(route=spec.route, provider_model=spec.provider_model, base_url=_public_url(spec.route),

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from ..files import atomic_write_bytes
+from .preview import Preview
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -53,16 +54,6 @@ UNCHANGED_SSIM, UNCHANGED_DELTA_E = 0.98, 2.0
 SIGNAL_KEYS = ("width", "height", "size_match", "aspect_match", "unchanged", "ssim", "delta_e")
 _WINDOW = 7
 _K1, _K2, _RANGE = 0.01, 0.03, 255.0
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What the signals need of a candidate: its size and a copy of at most SOURCE_SIDE pixels a side
-    (``preview_of``), made where the image is decoded anyway (the adapter checks every image it receives), so
-    the signals cost no second decode of a 2K or 4K image."""
-
-    size: tuple[int, int]
-    image: Any  # a PIL image in RGB
 
 
 def preview_of(image: Image.Image) -> Preview:

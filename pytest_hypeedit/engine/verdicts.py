@@ -27,7 +27,7 @@ from .record_spend import add_failed_judge_cost, add_verdict_cost
 from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
 
 if TYPE_CHECKING:
-    from .signals import Preview
+    from .preview import Preview
 
 
 def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -6,17 +6,35 @@ Light on purpose: the pytest entry module imports it in every process.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
 if TYPE_CHECKING:  # names only: this module stays light at run time
     from ..config import RunConfig
+    from ..engine.jobs import Key
     from ..engine.pool import CandidatePool
+    from ..engine.records import Record
     from ..engine.runner import Runner
     from ..engine.survey import Survey
     from ..providers.runtime import Runtime
-    from .session import BenchmarkSession
+
+
+class RunSession(Protocol):
+    """What the plugin's other parts use of the controller's session (glue/session.py ``BenchmarkSession``,
+    which is the one kept under SESSION_KEY): named here, so that its readers need not import the session, which
+    imports them."""
+
+    run: RunConfig
+    records: dict[Key, Record]
+    results: dict[str, Any] | None
+
+    def hand_over(self, nodeid: str, record: Record, text: str) -> None: ...
+    def finish(self, session: pytest.Session) -> None: ...
+    def write_details(self, terminalreporter: pytest.TerminalReporter) -> None: ...
+    def write_table(self, terminalreporter: pytest.TerminalReporter) -> None: ...
+    def write_verdict(self, terminalreporter: pytest.TerminalReporter, exitstatus: int) -> None: ...
+
 
 #: The validated RunConfig of a benchmark run (every process).
 RUN_KEY: pytest.StashKey[RunConfig] = pytest.StashKey()
@@ -28,7 +46,7 @@ SURVEY_KEY: pytest.StashKey[Survey] = pytest.StashKey()
 #: adapters the plugin makes and to the pool's route gates (every process that runs items).
 RUNTIME_KEY: pytest.StashKey[Runtime] = pytest.StashKey()
 #: The BenchmarkSession that aggregates records (the controller only).
-SESSION_KEY: pytest.StashKey[BenchmarkSession] = pytest.StashKey()
+SESSION_KEY: pytest.StashKey[RunSession] = pytest.StashKey()
 
 #: {flag: where its value came from} for the options whose value came from the ini file (ini.py).
 INI_ORIGINS_KEY = pytest.StashKey[dict[str, str]]()

@@ -37,7 +37,7 @@ from .keycheck import KeyProbe
 from .keyhosts import KeyHosts, key_hosts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.signals import Preview
+    from ..engine.preview import Preview
 
 #: Statuses of a result-URL download that mean "gone" (a signed URL past its expiry).
 EXPIRED = frozenset({403, 404, 410})

@@ -19,7 +19,7 @@ from ..registry import ModelSpec
 from ..tasks import Task
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.signals import Preview
+    from ..engine.preview import Preview
     from .keycheck import KeyProbe
 
 
@@ -53,7 +53,7 @@ class Generation:
     request_id: str | None = None
     tier: str = "standard"  # the price tier that served the call: "standard", "batch" (providers/batching.py)
     extra: dict[str, Any] = field(default_factory=dict)
-    #: A small copy made while the image was decoded to check it (engine/signals.py ``Preview``), so the pixel
+    #: A small copy made while the image was decoded to check it (engine/preview.py ``Preview``), so the pixel
     #: signals need no second decode; None when the adapter made none.  Never written anywhere.
     preview: Preview | None = field(default=None, compare=False, repr=False)
 

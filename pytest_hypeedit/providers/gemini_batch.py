@@ -36,7 +36,7 @@ import json
 import re
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import httpx
 
@@ -52,7 +52,32 @@ from .http import CHUNK, raise_for_status, transport_error
 from .requestopts import mark, with_options
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .gemini import GeminiProvider
+    from google.genai.types import GenerateContentConfig
+
+    from ..registry import ModelSpec
+    from .genai_client import GenaiSession
+    from .images import PreparedImage
+    from .runtime import Runtime
+
+
+class GeminiBatchProvider(Protocol):
+    """What the batch path needs of its provider (gemini.py ``GeminiProvider``, which imports this module to buy
+    at the batch tier): its model, run, client session, the request's parts and the reading of a reply."""
+
+    @property
+    def route(self) -> str: ...
+    @property
+    def spec(self) -> ModelSpec: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def session(self) -> GenaiSession: ...
+    def prepared(self, request: GenerationRequest) -> tuple[PreparedImage, ...]: ...
+    def request_config(self, request: GenerationRequest) -> GenerateContentConfig: ...
+    def take_image(self, response: Any, what: str) -> tuple[bytes, str]: ...
+    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str) -> Generation: ...
+    def priced_model(self) -> bool: ...
+
 
 #: "the whole create request under 20 MB" inline, an input file up to 2 GB [T6]: up to INLINE_MAX (room left
 #: for the envelope; ``options.batch_inline_max_bytes``) the requests go inline, else in a JSONL input file.  No
@@ -84,7 +109,7 @@ class GeminiBatch:
 
     max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
 
-    def __init__(self, provider: "GeminiProvider"):
+    def __init__(self, provider: GeminiBatchProvider):
         self.provider = provider
         self.inline_max = int(provider.spec.options.get("batch_inline_max_bytes", INLINE_MAX))
         self.inline_lines = int(provider.spec.options.get("batch_inline_max_lines", INLINE_LINES))
@@ -317,7 +342,7 @@ def line_key(request: GenerationRequest) -> str:
     return f"{task.split}/{task.task_id}/r{request.repeat:03d}"
 
 
-def batch_generate(provider: "GeminiProvider", collector: Collector, backend: GeminiBatch,
+def batch_generate(provider: GeminiBatchProvider, collector: Collector, backend: GeminiBatch,
                    request: GenerationRequest) -> Generation:
     key = line_key(request)
     job = request.journal.job
@@ -332,7 +357,7 @@ def batch_generate(provider: "GeminiProvider", collector: Collector, backend: Ge
     return generation_of(provider, request, outcome)
 
 
-def inlined_request(provider: "GeminiProvider", backend: GeminiBatch, request: GenerationRequest, key: str) -> Any:
+def inlined_request(provider: GeminiBatchProvider, backend: GeminiBatch, request: GenerationRequest, key: str) -> Any:
     """The synchronous request (the same contents and config) with the references by file uri."""
     _, types, _ = import_genai()
     parts = [types.Part.from_text(text=request.task.instruction)]
@@ -341,7 +366,7 @@ def inlined_request(provider: "GeminiProvider", backend: GeminiBatch, request: G
                                 config=provider.request_config(request), metadata={"key": key})
 
 
-def _check_journaled(provider: "GeminiProvider", request: GenerationRequest, job: dict[str, Any]) -> None:
+def _check_journaled(provider: GeminiBatchProvider, request: GenerationRequest, job: dict[str, Any]) -> None:
     batch_id, input_id = job.get("batch_id"), job.get("input_file_id")
     if DISPLAY_NAME.fullmatch(str(job.get("display_name"))) and (batch_id is None or
                                                                  BATCH_NAME.fullmatch(str(batch_id))) \
@@ -375,7 +400,7 @@ def _rebuy(request: GenerationRequest, why: str) -> None:
                      retryable=True)
 
 
-def generation_of(provider: "GeminiProvider", request: GenerationRequest, outcome: Outcome) -> Generation:
+def generation_of(provider: GeminiBatchProvider, request: GenerationRequest, outcome: Outcome) -> Generation:
     """The line's answer as the sync path's outcome (gemini.take_image: the image, or a Refusal)."""
     what = f"gemini {provider.spec.provider_model} (batch {outcome.batch_id}, line {line_key(request)})"
     if outcome.problem is not None:  # every line with a response was billed: not bought again

@@ -31,7 +31,7 @@ import json
 import re
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 import httpx
 
@@ -46,7 +46,49 @@ from .http import CHUNK, transport_error
 from .requestopts import with_options
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .openai import OpenAIProvider
+    from pathlib import Path
+
+    from ..errors import ModelGone
+    from ..registry import ModelSpec
+    from .images import PreparedImage
+    from .runtime import Runtime
+
+
+class OpenAIBatchProvider(Protocol):
+    """What the batch path needs of its provider (openai.py ``OpenAIProvider``, which imports this module to buy
+    at the batch tier): its model, run and HTTP calls, the fields of an edit, and the reading of a line's reply."""
+
+    @property
+    def route(self) -> str: ...
+    @property
+    def spec(self) -> ModelSpec: ...
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def base(self) -> str: ...
+    @property
+    def client(self) -> httpx.Client: ...
+    @property
+    def image_cap(self) -> int: ...
+    def call(self, method: str, url: str, *, request: GenerationRequest | None = None, submits: bool = False,
+             download: bool = False, **kwargs: Any) -> httpx.Response: ...
+    def check(self, response: httpx.Response) -> None: ...
+    def json_of(self, response: httpx.Response, what: str) -> Any: ...
+    def what(self, request: GenerationRequest) -> str: ...
+    def references(self, request: GenerationRequest) -> tuple[PreparedImage, ...]: ...
+    def fields(self, request: GenerationRequest) -> dict[str, Any]: ...
+    def size(self, request: GenerationRequest) -> str: ...
+    def worst_case_cost(self, request: GenerationRequest) -> float: ...
+    def is_moderation(self, code: str | None, message: str, body_text: str) -> bool: ...
+    def generation(self, request: GenerationRequest, data: bytes | Path, *, cost: float | None = None,
+                   request_id: str | None = None, seed: int | None = None, **extra: Any) -> Generation: ...
+    def refusal(self, request: GenerationRequest, reason: str, *, request_id: str | None = None,
+                cost: float = 0.0) -> Refusal: ...
+    def error(self, message: str, *, retryable: bool = True, status: int | None = None) -> ProviderError: ...
+    def gone(self, reply: str, *, status: int | None = None) -> ModelGone: ...
+
 
 ENDPOINT = "/v1/images/edits"
 #: "each input file ... up to 50,000 requests, and ... up to 200 MB in size" (Batch guide [T3]); a little under.
@@ -67,7 +109,7 @@ class OpenAIBatch:
 
     max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
 
-    def __init__(self, provider: "OpenAIProvider"):
+    def __init__(self, provider: OpenAIBatchProvider):
         self.provider = provider
         self.references = Uploads(uploads_folder(provider.runtime.state_dir, provider.route), FILE_ID)
         self._last: dict[str, Any] = {}
@@ -303,7 +345,7 @@ def line_key(request: GenerationRequest) -> str:
     return f"{task.split}/{task.task_id}/r{request.repeat:03d}"
 
 
-def batch_generate(provider: "OpenAIProvider", collector: Collector, backend: OpenAIBatch,
+def batch_generate(provider: OpenAIBatchProvider, collector: Collector, backend: OpenAIBatch,
                    request: GenerationRequest) -> Generation:
     """Buy ``request``'s candidate through the batch (or resume the line an earlier attempt journaled)."""
     key = line_key(request)
@@ -317,7 +359,7 @@ def batch_generate(provider: "OpenAIProvider", collector: Collector, backend: Op
     return generation_of(provider, request, outcome)
 
 
-def edit_body(provider: "OpenAIProvider", backend: OpenAIBatch, request: GenerationRequest) -> dict[str, Any]:
+def edit_body(provider: OpenAIBatchProvider, backend: OpenAIBatch, request: GenerationRequest) -> dict[str, Any]:
     """The JSON edit body (``EditImageBodyJsonParam`` [T2]): the sync fields, ``n`` a number, ``images`` by id."""
     fields: dict[str, Any] = dict(provider.fields(request))
     fields["n"] = 1
@@ -327,7 +369,7 @@ def edit_body(provider: "OpenAIProvider", backend: OpenAIBatch, request: Generat
     return fields
 
 
-def _resumed(provider: "OpenAIProvider", request: GenerationRequest) -> dict[str, Any] | None:
+def _resumed(provider: OpenAIBatchProvider, request: GenerationRequest) -> dict[str, Any] | None:
     job = request.journal.job
     if job is None or job.get("kind") != "batch":
         return None
@@ -341,7 +383,7 @@ def _resumed(provider: "OpenAIProvider", request: GenerationRequest) -> dict[str
     return job
 
 
-def generation_of(provider: "OpenAIProvider", request: GenerationRequest, outcome: Outcome) -> Generation:
+def generation_of(provider: OpenAIBatchProvider, request: GenerationRequest, outcome: Outcome) -> Generation:
     """The line's answer as the sync path's outcome: the image, a Refusal, or a ProviderError."""
     what = f"{provider.what(request)} (batch {outcome.batch_id}, line {line_key(request)})"
     if outcome.problem is not None:
@@ -353,7 +395,7 @@ def generation_of(provider: "OpenAIProvider", request: GenerationRequest, outcom
         return _line_generation(provider, request, outcome, line, what)
 
 
-def _line_generation(provider: "OpenAIProvider", request: GenerationRequest, outcome: Outcome,
+def _line_generation(provider: OpenAIBatchProvider, request: GenerationRequest, outcome: Outcome,
                      line: dict[str, Any], what: str) -> Generation:
     response = line["response"]
     status, body = response.get("status_code"), response.get("body")
@@ -389,7 +431,7 @@ def _batch_refusal(exc: Refusal) -> Refusal:
     return exc
 
 
-def _cost(provider: "OpenAIProvider", request: GenerationRequest, body: dict[str, Any]) -> tuple[float, str]:
+def _cost(provider: OpenAIBatchProvider, request: GenerationRequest, body: dict[str, Any]) -> tuple[float, str]:
     """(USD, where it came from): the line's usage at the model's token prices, halved as the batch tier bills it;
     usage without a count of output tokens (the image's, nearly all of the price) at the line's worst case
     (``worst_case_cost``, at the batch tier), said so; a model openai_models.py does not know at the batch price."""
@@ -406,7 +448,7 @@ def _cost(provider: "OpenAIProvider", request: GenerationRequest, body: dict[str
     return round(cost * provider.spec.tier_factor("batch"), 6), "usage"
 
 
-def _unreadable(provider: "OpenAIProvider", request: GenerationRequest, outcome: Outcome, what: str) -> Generation:
+def _unreadable(provider: OpenAIBatchProvider, request: GenerationRequest, outcome: Outcome, what: str) -> Generation:
     """The batch returned a line for this candidate that cannot be read: an output-file line was billed, so it is
     not bought again (it stays journaled: the error says why); an error-file line was not, so it is."""
     if outcome.billed:
@@ -420,7 +462,7 @@ def _unreadable(provider: "OpenAIProvider", request: GenerationRequest, outcome:
                      retryable=True)
 
 
-def _not_returned(provider: "OpenAIProvider", request: GenerationRequest, outcome: Outcome, what: str) -> Generation:
+def _not_returned(provider: OpenAIBatchProvider, request: GenerationRequest, outcome: Outcome, what: str) -> Generation:
     if outcome.billed:
         raise ProviderError(f"{what}: the batch ended {outcome.missing} without a line for this candidate; it may "
                             "have been billed, so it is not bought again: it stays journaled", retryable=False)
@@ -430,7 +472,7 @@ def _not_returned(provider: "OpenAIProvider", request: GenerationRequest, outcom
                      "again", retryable=True)
 
 
-def _refused_line(provider: "OpenAIProvider", request: GenerationRequest, status: Any, body: dict[str, Any],
+def _refused_line(provider: OpenAIBatchProvider, request: GenerationRequest, status: Any, body: dict[str, Any],
                   what: str, request_id: str | None) -> Generation:
     """An error-file line with the endpoint's HTTP error: as the sync path maps that reply (openai.py)."""
     error = body["error"] if isinstance(body.get("error"), dict) else {}
