@@ -55,6 +55,14 @@ candidates); the folder is then extrapolated linearly to 7,000 candidates and
 printed beside the measured size.  ``--size-only`` runs the report once (no
 replays without ``--html``, no rerun): the folder's size only.
 
+Measured on 2026-11-29 (``--case 7000 --candidates 980 --size-only``, on 2 cores
+shared with other work, load average 21 to 29: the wall times say little), the
+folder extrapolated to 7,000 candidates against its 150 MB goal: mixed 119.9 MB
+(the previous version of the report's images: 158.1 MB), photo 115.6, noise
+104.1, easy 101.6 (107.9 measured at 7,000 on 2026-11-28).  The full mixed case
+(``--case 7000 --size-only``): 119.3 MB (views 79.9, thumbnails 27.9, page 9.9,
+rest 1.6; the previous version: 157.8 MB, views 118.3), its images built in 821 s wall, 204 s CPU.
+
 "Usable" means: the page's load event fired, the metric charts are drawn, the
 failure browser has drawn its first task card, and that card, scrolled into
 view, has every image (references and thumbnails) decoded.  Wall times
