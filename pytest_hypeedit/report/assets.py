@@ -16,7 +16,8 @@ so they stay sharp on a high-density screen): about 1.7 KB for a 1024 px photo-l
 against 2.4 KB as a JPEG of the same size (measured with bench/bench_report.py's pictures).  A
 picture full of fine detail weighs more (6 KB at quality 70 for bench/bench_report.py's hard
 photos): a thumbnail over ``THUMB_MAX_BYTES`` is encoded again at lower qualities, so that the
-thumbnails, which every candidate has, weigh at most 6 KB each whatever the pictures.
+thumbnails, which every candidate has, weigh at most 6 KB for 1024 px photos or noise (a picture
+with noise at the thumbnail's own scale stays at 9 KB at quality 30).
 Views are WebP too (quality 80, method 2): 9% lighter than JPEG quality 85 at 1280 px on a noisy
 picture, for about three times the encoding time, which the views' count (the failures) bounds.
 
@@ -68,7 +69,7 @@ CACHE_FILE = "cache.json"
 THUMB_SIZE = 160  # the browser shows thumbnails about 88 px wide: sharp at twice that density
 THUMB_QUALITY = 70
 #: A thumbnail heavier than this is encoded again at the next of THUMB_QUALITIES: every candidate has one, so
-#: their weight is what the views cannot share (7,000 candidates: at most 42 MB).
+#: their weight is what the views cannot share (7,000 candidates of 1024 px photos or noise: at most 42 MB).
 THUMB_MAX_BYTES = 6000
 THUMB_QUALITIES = (THUMB_QUALITY, 50, 30)
 THUMB_SUFFIX = ".thumb.webp"
