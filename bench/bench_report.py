@@ -1,6 +1,7 @@
 """Benchmark of the HTML report and of a leaderboard-size replay.
 
     python bench/bench_report.py [--case 500|500-real|7000|all] [--workdir DIR] [--workers 2] [--keep] [--html-views PX]
+                                 [--content mixed|photo|noise|easy] [--candidates N] [--size-only]
 
 Three cases, no network (images are generated, the judges read labels files):
 
@@ -27,12 +28,40 @@ Three cases, no network (images are generated, the judges read labels files):
   are turned off, as a user's install has neither (``--with-test-plugins``
   keeps them: each reads every item's markers in every phase).
 
-Building the 7000-candidate fixture writes ~2.7 GB; it is kept in the work
-folder (``fixture.ok`` marks it complete), so ``--workdir DIR`` reuses it on a
-later call.  Its candidates are a few photo-like base images, each file made
-unique by a JPEG comment segment: every candidate has its own bytes (so no
-cache keyed by content can share work between them) and is decoded in full,
-without minutes spent encoding 7,000 distinct pictures.
+Building the 7000-candidate fixture writes ~4 GB; it is kept in the work
+folder (``fixture.ok`` marks it complete, for its content and count), so
+``--workdir DIR`` reuses it on a later call.  Its candidates (and references)
+are 1024 x 768 JPEGs (quality 90) as hard to shrink as real ones
+(``--content``):
+
+- **photo**: photo-like pictures with real fine detail at every scale: a
+  1/f colour field (the spectrum of natural images) with sensor-like grain,
+  ~440 KB each; their thumbnails weigh 6 KB at quality 70, a 320 px view 28 KB
+  at quality 80;
+- **noise**: uniform random pixels, ~700 KB each (a 320 px view: 27 KB);
+- **mixed** (the default): each candidate photo or noise at even odds;
+- **easy**: the fixture of earlier versions (shapes on mild noise, ~385 KB,
+  thumbnails of 1.7 KB), which gave 107.9 MB where real candidates gave 194.
+
+Each kind has a few dozen base pictures and every file is made unique by a JPEG
+comment segment: every candidate has its own bytes (so no cache keyed by content
+can share work between them) and is decoded in full, without minutes spent
+encoding 7,000 distinct pictures.
+
+``--candidates N`` builds a scale model of the 7000 case (N / 140 tasks per split,
+the same 7 models x 2 splits x 10 repeats) and runs it under the same goal per
+candidate (``--html-max-mb`` 139.5 MB x N / 7,000, the default goal of 7,000
+candidates); the folder is then extrapolated linearly to 7,000 candidates and
+printed beside the measured size.  ``--size-only`` runs the report once (no
+replays without ``--html``, no rerun): the folder's size only.
+
+Measured on 2026-11-29 (``--case 7000 --candidates 980 --size-only``, on 2 cores
+shared with other work, load average 21 to 29: the wall times say little), the
+folder extrapolated to 7,000 candidates against its 150 MB goal: mixed 119.9 MB
+(the previous version of the report's images: 158.1 MB), photo 115.6, noise
+104.1, easy 101.6 (107.9 measured at 7,000 on 2026-11-28).  The full mixed case
+(``--case 7000 --size-only``): 119.3 MB (views 79.9, thumbnails 27.9, page 9.9,
+rest 1.6; the previous version: 157.8 MB, views 118.3), its images built in 821 s wall, 204 s CPU.
 
 "Usable" means: the page's load event fired, the metric charts are drawn, the
 failure browser has drawn its first task card, and that card, scrolled into
@@ -68,8 +97,12 @@ PAPER_MODELS = ("gemini-3-pro-preview", "seedream-4.5", "seedream-4.0", "gpt-ima
                 "riverflow-2-b1", "qwen-image-edit-2511")
 LARGE_SPLITS = ("public", "private")
 LARGE_SIZE = (1024, 768)
-BASE_IMAGES = 16  # distinct pictures behind the 7,000 unique candidate files
-FIXTURE_VERSION = "2"  # 2: records without signals again (an earlier replay measured and stored them)
+BASE_IMAGES = 16  # distinct pictures of each kind behind the 7,000 unique candidate files
+#: 2: records without signals again (an earlier replay measured and stored them); 3: --content and --candidates
+FIXTURE_VERSION = "3"
+CONTENTS = ("mixed", "photo", "noise", "easy")
+LARGE_CANDIDATES = 7000
+CANDIDATES_PER_TASK = len(PAPER_MODELS) * len(LARGE_SPLITS) * REPEATS  # 140
 #: A local copy of the public split's task file, as bench_batch.py takes it (no download here: the sizes suffice).
 PUBLIC_SPLIT = Path(os.environ["HYPEEDIT_PUBLIC_SPLIT"]) if os.environ.get("HYPEEDIT_PUBLIC_SPLIT") else None
 #: The public split's task sizes (width, height: count), read from its task file, for when none is named.
@@ -106,6 +139,53 @@ def jpeg_bytes(seed: int, size: tuple[int, int]) -> bytes:
     out = io.BytesIO()
     picture(seed, size).save(out, format="JPEG", quality=85)
     return out.getvalue()
+
+
+def photo_pixels(seed: int, size: tuple[int, int]):
+    """A photo-like picture with fine detail at every scale: colour fields whose amplitude falls as 1/f (the
+    spectrum of natural images), plus sensor-like grain; an (height, width, 3) uint8 array."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    width, height = size
+    frequency = np.hypot(np.fft.rfftfreq(width)[None, :], np.fft.fftfreq(height)[:, None])
+    frequency[0, 0] = 1.0
+
+    def field(power: float):
+        spectrum = (rng.normal(size=frequency.shape) + 1j * rng.normal(size=frequency.shape)) / frequency ** power
+        spectrum[0, 0] = 0
+        values = np.fft.irfft2(spectrum, s=(height, width)).astype(np.float32)
+        return values / (values.std() or 1.0)
+
+    light = field(1.0)  # the shared light and shade; each channel adds its own colour field
+    pixels = np.stack([light * 40 + field(1.1) * 18 + mean for mean in rng.uniform(70, 180, 3)], axis=-1)
+    pixels += rng.normal(0, 5, pixels.shape).astype(np.float32)
+    return np.clip(pixels, 0, 255).astype(np.uint8)
+
+
+def noise_pixels(seed: int, size: tuple[int, int]):
+    """Uniform random pixels: the hardest picture to shrink."""
+    import numpy as np
+
+    return np.random.default_rng(seed).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+
+
+def hard_jpeg_bytes(kind: str, seed: int, size: tuple[int, int]) -> bytes:
+    from PIL import Image
+
+    pixels = (photo_pixels if kind == "photo" else noise_pixels)(seed, size)
+    out = io.BytesIO()
+    Image.fromarray(pixels).save(out, format="JPEG", quality=90)
+    return out.getvalue()
+
+
+def base_images(content: str, size: tuple[int, int]) -> list[list[bytes]]:
+    """The encoded base pictures of ``content``, one list per kind (a candidate picks its kind, then a picture)."""
+    if content == "easy":
+        return [[jpeg_bytes(seed, size) for seed in range(BASE_IMAGES)]]
+    kinds = ("photo", "noise") if content == "mixed" else (content,)
+    return [[hard_jpeg_bytes(kind, 100 * number + seed, size) for seed in range(BASE_IMAGES)]
+            for number, kind in enumerate(kinds)]
 
 
 def with_comment(jpeg: bytes, text: str) -> bytes:
@@ -171,31 +251,39 @@ def large_tasks(split: str) -> list[dict]:
              "width": LARGE_SIZE[0], "height": LARGE_SIZE[1]} for t in range(TASKS)]
 
 
-def make_large_benchmark(workdir: Path) -> float:
+def make_large_benchmark(workdir: Path, content: str = "mixed", tasks_per_split: int = TASKS) -> float:
     """The 7000-candidate fixture (reused when ``fixture.ok`` says it is complete); returns seconds spent."""
-    stamp = workdir / "fixture.ok"
-    if stamp.is_file() and stamp.read_text() == FIXTURE_VERSION:
+    stamp, version = workdir / "fixture.ok", f"{FIXTURE_VERSION} {content} {tasks_per_split}"
+    if stamp.is_file() and stamp.read_text() == version:
         return 0.0
     started = time.monotonic()
-    shutil.rmtree(workdir / "out", ignore_errors=True)
+    stamp.unlink(missing_ok=True)
+    for folder in ("out", "images", "report"):
+        shutil.rmtree(workdir / folder, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "conftest.py").write_text("")
-    bases = [jpeg_bytes(seed, LARGE_SIZE) for seed in range(BASE_IMAGES)]
+    kinds = base_images(content, LARGE_SIZE)
     rng = random.Random(7)
     votes: dict[tuple[str, str, int], tuple[bool, bool]] = {}
     for split in LARGE_SPLITS:
-        tasks = large_tasks(split)
+        tasks = large_tasks(split)[:tasks_per_split]
         (workdir / f"{split}.json").write_text(json.dumps(tasks))
         for index, task in enumerate(tasks):
-            write_bytes(workdir / "images" / task["task_id"] / "001.jpg", with_comment(bases[index % BASE_IMAGES], task["task_id"]))
+            reference = kinds[index % len(kinds)][index % BASE_IMAGES]
+            write_bytes(workdir / "images" / task["task_id"] / "001.jpg", with_comment(reference, task["task_id"]))
             for number, model in enumerate(PAPER_MODELS):
                 skill = 0.15 + 0.1 * number  # models differ, as in the paper's table
                 for repeat in range(1, REPEATS + 1):
-                    write_candidate(workdir / "out", split, model, task, repeat, bases, rng)
+                    write_candidate(workdir / "out", split, model, task, repeat, pick(kinds, rng), rng)
                     votes[(task["task_id"], model, repeat)] = rater_votes(rng, skill)
     write_large_labels(workdir, votes)
-    stamp.write_text(FIXTURE_VERSION)
+    stamp.write_text(version)
     return time.monotonic() - started
+
+
+def pick(kinds: list[list[bytes]], rng: random.Random) -> list[bytes]:
+    """A candidate's kind of picture at even odds (no draw for one kind: the easy fixture stays as it was)."""
+    return kinds[rng.randrange(len(kinds))] if len(kinds) > 1 else kinds[0]
 
 
 def rater_votes(rng: random.Random, skill: float) -> tuple[bool, bool]:
@@ -247,6 +335,7 @@ def write_large_labels(workdir: Path, votes: dict[tuple[str, str, int], tuple[bo
 TEST_EXTRA_PLUGINS = ("rerunfailures", "timeout")
 WITH_TEST_PLUGINS = False
 REPLAYS_ONLY = False
+SIZE_ONLY = False
 
 
 def large_command(*extra: str) -> list[str]:
@@ -275,15 +364,25 @@ def reset_large_records(workdir: Path) -> int:
     return len(paths)
 
 
-def bench_large(workdir: Path, views: int | None) -> None:
-    built = make_large_benchmark(workdir)
+def bench_large(workdir: Path, views: int | None, content: str = "mixed", candidates: int = LARGE_CANDIDATES) -> None:
+    tasks = max(1, round(candidates / CANDIDATES_PER_TASK))
+    built = make_large_benchmark(workdir, content, tasks)
     if not built:
         reset_large_records(workdir)
-    print(f"7000-candidate fixture: {f'built in {built:.1f} s' if built else 'reused, its records reset'} ({workdir})")
+    count = tasks * CANDIDATES_PER_TASK
+    print(f"7000-candidate fixture ({count} candidates, {content}): "
+          f"{f'built in {built:.1f} s' if built else 'reused, its records reset'} ({workdir})")
     print("pytest plugins of the test extra (" + ", ".join(TEST_EXTRA_PLUGINS) + "): "
           + ("loaded" if WITH_TEST_PLUGINS else "turned off, as a user's install has none of them"))
     shutil.rmtree(workdir / "report", ignore_errors=True)
     html = ["--html", "report/report.html", *(["--html-views", str(views)] if views is not None else [])]
+    if count != LARGE_CANDIDATES:  # a scale model: the goal per candidate of the full table's default goal
+        html += ["--html-max-mb", f"{scaled_goal_mb(count):.3f}"]
+    if SIZE_ONLY:
+        _, with_html = timed(large_command(*html), workdir)
+        print(f"{count} run with --html, its images built: {with_html:.1f} s")
+        print_large_folder(workdir / "report", count, content)
+        return
     # The fixture's records lack the pixel signals: without --signals a replay leaves them unmeasured (the report
     # says how many), so every replay below reads the records as they were written.
     _, first = timed(large_command(), workdir)
@@ -296,10 +395,31 @@ def bench_large(workdir: Path, views: int | None) -> None:
     print_replays(first, plain)
     print(f"7000 --html adds: {with_html - plain:.1f} s (run with --html {with_html:.1f} s, its images built; "
           f"a rerun, its images reused, {rerun:.1f} s, goal {REPLAY_GOAL_S} s)")
-    print_folder(workdir / "report", "7000", LARGE_GOAL_MB)
+    print_large_folder(workdir / "report", count, content)
     seconds = chromium_load_seconds(workdir / "report" / "report.html")
     if seconds is not None:
         print(f"7000 chromium usable after: {seconds:.2f} s")
+
+
+def scaled_goal_mb(count: int) -> float:
+    """The default goal of 7,000 candidates, per candidate, times ``count``: a scale model's --html-max-mb."""
+    from pytest_hypeedit.glue.html_report import goal_bytes
+
+    full = goal_bytes(None, LARGE_CANDIDATES) or 0
+    return full * count / LARGE_CANDIDATES / 1e6
+
+
+def print_large_folder(report_dir: Path, count: int, content: str) -> None:
+    """The folder against its 150 MB goal; a scale model's, extrapolated linearly to 7,000 candidates."""
+    if count == LARGE_CANDIDATES:
+        print_folder(report_dir, f"7000 ({content})", LARGE_GOAL_MB)
+        return
+    print_folder(report_dir, f"{count} ({content}, goal {scaled_goal_mb(count):.1f} MB)")
+    total, _ = report_size(report_dir)
+    at_full = total * LARGE_CANDIDATES / count
+    verdict = "met" if at_full <= LARGE_GOAL_MB * 1e6 else "MISSED"
+    print(f"7000 ({content}) extrapolated linearly from {count}: {at_full / 1e6:.1f} MB, "
+          f"goal at most {LARGE_GOAL_MB} MB: {verdict}")
 
 
 def print_replays(first: float, plain: float) -> None:
@@ -445,11 +565,19 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument("--html-views", type=int, help="passed on to the 7000-candidate runs (default: the plugin's)")
     parser.add_argument("--replays-only", action="store_true", help="7000: the two replays without --html only")
+    parser.add_argument("--size-only", action="store_true",
+                        help="7000: one run with --html only (the report folder's size; no replay timings)")
+    parser.add_argument("--content", choices=CONTENTS, default="mixed",
+                        help="7000: what the candidates are (default mixed: photo-like or noise at even odds; "
+                        "easy: the fixture of earlier versions)")
+    parser.add_argument("--candidates", type=int, default=LARGE_CANDIDATES,
+                        help="7000: a scale model of N candidates (a multiple of 140) under the same goal per "
+                        "candidate, extrapolated to 7,000")
     parser.add_argument("--with-test-plugins", action="store_true",
                         help="7000: keep the test extra's pytest plugins loaded (" + ", ".join(TEST_EXTRA_PLUGINS) + ")")
     args = parser.parse_args(argv)
-    global REPLAYS_ONLY, WITH_TEST_PLUGINS
-    REPLAYS_ONLY, WITH_TEST_PLUGINS = args.replays_only, args.with_test_plugins
+    global REPLAYS_ONLY, SIZE_ONLY, WITH_TEST_PLUGINS
+    REPLAYS_ONLY, SIZE_ONLY, WITH_TEST_PLUGINS = args.replays_only, args.size_only, args.with_test_plugins
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="hypeedit-bench-report-"))
     size = tuple(int(v) for v in args.size.split("x"))
     try:
@@ -458,7 +586,7 @@ def main(argv=None) -> int:
         if args.case in ("500-real", "all"):
             bench_real(workdir / "real")
         if args.case in ("7000", "all"):
-            bench_large(workdir / "large", args.html_views)
+            bench_large(workdir / "large", args.html_views, args.content, args.candidates)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)

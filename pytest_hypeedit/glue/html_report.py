@@ -36,7 +36,7 @@ import pytest
 from ..engine.records import ERROR, FAIL, REFUSED, Record
 from ..engine.store import Store
 from ..options import settings_of
-from ..report.assets import ASSETS_DIR, VIEW_FLOOR, AssetBuilder, Built, ImagePair, clear_folder
+from ..report.assets import ASSETS_DIR, VIEW_FLOOR, VIEW_QUALITIES, AssetBuilder, Built, ImagePair, clear_folder
 from ..report.baseline import (
     BaselineOutputs,
     baseline_models,
@@ -372,7 +372,8 @@ class ReportPlugin:
         if used > self.max_bytes * 1.05:
             terminalreporter.write_line(
                 f"WARNING: the report folder weighs {used / 1e6:.0f} MB, over --html-max-mb "
-                f"{self.max_bytes / 1e6:.0f}: the views are at their smallest ({VIEW_FLOOR} px). Raise --html-max-mb, "
+                f"{self.max_bytes / 1e6:.0f}: the views are at their smallest ({VIEW_FLOOR} px, WebP quality "
+                f"{VIEW_QUALITIES[-1]}). Raise --html-max-mb, "
                 "or keep no views with --html-views 0 (the originals stay in the outputs folder).",
                 yellow=True, bold=True)
 

@@ -13,7 +13,11 @@ folder (the HTML file, pytest-html's ``assets/`` and this folder) is a CI artifa
 
 **Thumbnails** are WebP, 160 px on their long side (the browser shows them about 88 px wide,
 so they stay sharp on a high-density screen): about 1.7 KB for a 1024 px photo-like image,
-against 2.4 KB as a JPEG of the same size (measured with bench/bench_report.py's pictures).
+against 2.4 KB as a JPEG of the same size (measured with bench/bench_report.py's pictures).  A
+picture full of fine detail weighs more (6 KB at quality 70 for bench/bench_report.py's hard
+photos): a thumbnail over ``THUMB_MAX_BYTES`` is encoded again at lower qualities, so that the
+thumbnails, which every candidate has, weigh at most 6 KB for 1024 px photos or noise (a picture
+with noise at the thumbnail's own scale stays at 9 KB at quality 30).
 Views are WebP too (quality 80, method 2): 9% lighter than JPEG quality 85 at 1280 px on a noisy
 picture, for about three times the encoding time, which the views' count (the failures) bounds.
 
@@ -25,8 +29,11 @@ files) is scaled down (never up) and re-encoded as WebP.  ``view_side`` is 1280 
 original itself when a browser shows its format) and sets no budget.  The views are built last, once the run knows how many
 there are and what the thumbnails and the page weigh: each gets an even share of what is
 left of the folder's budget (``--html-max-mb``), and its side is chosen to fit that share
-(judged from its thumbnail's weight per pixel), down to ``VIEW_FLOOR`` pixels: a view is
-always twice its thumbnail's side at least, even when that overruns the budget.
+(judged from its thumbnail's weight per pixel, then encoded smaller again until it fits), down
+to ``VIEW_FLOOR`` pixels: a view is always twice its thumbnail's side at least.  A view that
+still overruns its share at that side steps down through ``VIEW_QUALITIES`` (a detailed or
+noisy picture: 28 KB at 320 px and quality 80, 12 KB at quality 20); only a view over its share
+at the lowest quality overruns the budget.
 
 **The cache**: each file's key is a hash of its recipe and of the bytes of every image it is
 made from.  A rerun whose key matches the one in ``cache.json`` (and whose file is still
@@ -61,9 +68,15 @@ ASSETS_DIR = "hypeedit-assets"
 CACHE_FILE = "cache.json"
 THUMB_SIZE = 160  # the browser shows thumbnails about 88 px wide: sharp at twice that density
 THUMB_QUALITY = 70
+#: A thumbnail heavier than this is encoded again at the next of THUMB_QUALITIES: every candidate has one, so
+#: their weight is what the views cannot share (7,000 candidates of 1024 px photos or noise: at most 42 MB).
+THUMB_MAX_BYTES = 6000
+THUMB_QUALITIES = (THUMB_QUALITY, 50, 30)
 THUMB_SUFFIX = ".thumb.webp"
 VIEW_SIDE = 1280  # default long side of a full-size view (--html-views): a person can judge an edit at it
 VIEW_QUALITY = 80
+#: The qualities a view at its floor steps down through until it fits its share (the last one even when not).
+VIEW_QUALITIES = (VIEW_QUALITY, 65, 50, 35, 20)
 #: The difference image (against the baseline's candidate) is brightened this many times: most edits are subtle.
 DIFF_GAIN = 3
 DIFF_QUALITY = 70
@@ -77,7 +90,7 @@ COPYABLE_FORMATS = {"JPEG": "jpg", "WEBP": "webp"}
 #: What --html-full-resolution copies as it is: every format a browser shows.
 FULL_FORMATS = {**COPYABLE_FORMATS, "PNG": "png"}
 #: Bumped whenever a recipe below changes, so a rerun rebuilds instead of reusing stale files.
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "4"
 
 
 @dataclass(frozen=True)
@@ -121,7 +134,7 @@ def thumbnail_bytes(data: bytes, size: int = THUMB_SIZE) -> tuple[bytes, tuple[i
         image.draft("RGB", _fitted(image.size, size))  # JPEG: decode at 1/2..1/8 scale, a few times faster
         rgb = _upright_rgb(image)
     rgb.thumbnail((size, size))
-    return _webp(rgb, THUMB_QUALITY), rgb.size
+    return _lightest_within(rgb, THUMB_QUALITIES, THUMB_MAX_BYTES), rgb.size
 
 
 def view_bytes(data: bytes, side: int, share: int | None = None,
@@ -144,12 +157,30 @@ def view_bytes(data: bytes, side: int, share: int | None = None,
         image.draft("RGB", _fitted(size, target))  # JPEG: decode at a reduced scale when the view is small
         rgb = _upright_rgb(image)
     rgb.thumbnail((target, target))
-    encoded = _webp(rgb, VIEW_QUALITY)
-    if share is not None and len(encoded) > 1.25 * share and max(rgb.size) > VIEW_FLOOR:
-        smaller = max(VIEW_FLOOR, int(max(rgb.size) * (share / len(encoded)) ** 0.5))
-        rgb.thumbnail((smaller, smaller))
-        encoded = _webp(rgb, VIEW_QUALITY)
+    encoded = _webp(rgb, VIEW_QUALITY) if share is None else _fitted_to(rgb, share)
     return encoded, "webp", rgb.size
+
+
+def _fitted_to(rgb: Image.Image, share: int) -> bytes:
+    """``rgb`` encoded within ``share`` bytes: scaled down (in place) while over it, to VIEW_FLOOR at the least,
+    then at lower qualities (VIEW_QUALITIES); the lowest quality's bytes when even that is over."""
+    encoded = _webp(rgb, VIEW_QUALITY)
+    while len(encoded) > share and max(rgb.size) > VIEW_FLOOR:
+        # bytes go with the pixels, so the side with the square root; a little under, so one step mostly suffices
+        smaller = int(max(rgb.size) * 0.95 * (share / len(encoded)) ** 0.5)
+        rgb.thumbnail((max(VIEW_FLOOR, min(smaller, max(rgb.size) - 1)),) * 2)
+        encoded = _webp(rgb, VIEW_QUALITY)
+    return encoded if len(encoded) <= share else _lightest_within(rgb, VIEW_QUALITIES[1:], share)
+
+
+def _lightest_within(image: Image.Image, qualities: Sequence[int], limit: int) -> bytes:
+    """``image`` at the first of ``qualities`` (highest first) whose WebP weighs at most ``limit`` bytes, else at
+    the last."""
+    for quality in qualities:
+        encoded = _webp(image, quality)
+        if len(encoded) <= limit:
+            break
+    return encoded
 
 
 def difference_bytes(current: bytes, baseline: bytes) -> tuple[bytes, tuple[int, int]]:

@@ -16,7 +16,15 @@ from hype_ci_fixtures import (
 )
 from PIL import Image, ImageFilter
 
-from pytest_hypeedit.report.assets import VIEW_FLOOR, AssetBuilder, AssetCache, view_bytes
+from pytest_hypeedit.report.assets import (
+    THUMB_MAX_BYTES,
+    THUMB_SIZE,
+    VIEW_FLOOR,
+    AssetBuilder,
+    AssetCache,
+    thumbnail_bytes,
+    view_bytes,
+)
 
 # htmljudge fails odd repeats: repeats 1 and 3 of 4 tasks -> 8 failures (hype_ci_fixtures)
 FAILURES = 8
@@ -170,6 +178,62 @@ def test_views_share_the_folder_budget_and_stay_larger_than_their_thumbnails(tmp
     assert sum(weights) <= 1.25 * budget, weights
     for view in views.values():
         assert view.name.endswith(".full.webp") and VIEW_FLOOR <= max(view.size) < 1024, view
+
+
+def noise_jpeg(path: Path, seed: int) -> Path:
+    """Uniform random pixels at 1024 px: the hardest candidate to shrink (700 KB as a JPEG of quality 90)."""
+    import numpy as np
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (768, 1024, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(path, format="JPEG", quality=90)
+    return path
+
+
+def test_views_of_noise_and_detail_fit_shares_smaller_than_their_floor_weighs(tmp_path):
+    """The report of 7,000 candidates leaves each view about 20 KB (docs/how-to/report.md); a 320 px view of noise
+    weighs 27 KB at quality 80: at its floor a view goes down in quality until it fits its share."""
+    share = 16 * 1024
+    builder = AssetBuilder(tmp_path / "assets")
+    sources = [(noise_jpeg if i % 2 else noisy_jpeg)(tmp_path / f"{i:03d}.jpg", i) for i in range(6)]
+    pairs = [builder.image_pair(path, f"mini/m/t/{i:03d}").result() for i, path in enumerate(sources)]
+    views = [future.result() for future in builder.views(pairs, len(pairs) * share).values()]
+    builder.finish()
+    assert len(views) == len(sources)
+    for view in views:
+        weight = (tmp_path / "assets" / view.name).stat().st_size
+        assert weight <= share and max(view.size) >= VIEW_FLOOR == 2 * THUMB_SIZE, (view, weight)
+
+
+def test_a_report_of_noise_candidates_stays_within_its_size_goal_with_every_failure_viewable(bench):
+    """12 candidates and 4 references of uniform noise at 1024 px (2.4 MB PNGs) under --html-max-mb 0.4: the page
+    weighs ~100 KB, so each view gets ~18 KB, less than its floor weighs at quality 80 (27 KB): the folder stays
+    within the goal and every failure keeps its view, at least 320 px."""
+    import numpy as np
+
+    for seed, path in enumerate(sorted((bench.path / "images").glob("*/*.png"))):
+        pixels = np.random.default_rng(seed).integers(0, 256, (768, 1024, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(path, format="PNG")  # the identity model's candidates are these pictures
+    html_run(bench, "--html-max-mb", "0.4").assert_outcomes(passed=4, failed=FAILURES)
+    folder = bench.path / "rep"
+    assert sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) <= 400_000
+    views = sorted(folder.glob("hypeedit-assets/mini/identity/*/*.full.webp"))
+    assert len(views) == FAILURES
+    for view in views:
+        with Image.open(view) as image:
+            assert max(image.size) >= VIEW_FLOOR, view
+
+
+def test_a_thumbnail_full_of_detail_is_encoded_again_within_its_cap():
+    """Every candidate has a thumbnail, so their weight is what the views cannot share: a picture with detail at
+    the thumbnail's own scale (6.8 KB at quality 70) comes back at a lower quality, still 160 px."""
+    import numpy as np
+
+    pixels = np.random.default_rng(0).integers(0, 256, (120, 160, 3), dtype=np.uint8)
+    picture = Image.fromarray(pixels).filter(ImageFilter.GaussianBlur(0.7)).resize((1024, 768), Image.Resampling.BICUBIC)
+    out = io.BytesIO()
+    picture.save(out, format="JPEG", quality=95)
+    thumb, size = thumbnail_bytes(out.getvalue())
+    assert size == (THUMB_SIZE, 120) and len(thumb) <= THUMB_MAX_BYTES, len(thumb)
 
 
 def test_views_without_a_budget_are_the_originals(tmp_path):
