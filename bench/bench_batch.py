@@ -5,13 +5,24 @@ tests/support/genai_fakes/gemini_batch.py), each batch taking at least ``--ready
 Prints per model the run's spend at the batch tier (the results' ``spent``, and what the fake billed) against what
 the standard tier would have cost for the same calls, the uploads (references, input files), batches and polls,
 and the run's wall time against the servers' completion time (first batch created to last batch done), and the
-pytest process's peak memory (its maximum resident set).  ``--image-bytes`` makes each returned image a PNG of
-about that size (noise, which does not compress), ``--side N`` an N x N one: the whole split in one batch of 2K
-PNGs, to show that a batch's results are read line by line (providers/batch_results.py), not held whole:
+pytest process's peak memory (its maximum resident set).  The fakes run in this process and hold the results
+files; the run is a pytest subprocess, and the peak is its own (``RUSAGE_CHILDREN``), not the fakes'.
+``--image-bytes`` makes each returned image a PNG of about that size (noise, which does not compress), ``--side N``
+an N x N one: the whole split in one batch of 2K PNGs, to show that a batch's results are read line by line and
+each image written to disk before the next line is read (providers/batch_results.py), not held whole:
 
     python bench/bench_batch.py [--tasks 50] [--repeats 10] [--ready 5] [--workers 0]
     python bench/bench_batch.py --models gpt-image-2 --image-bytes 4000000 --ready 0   # 500 lines of 4 MB PNGs
     python bench/bench_batch.py --models gpt-image-2 --side 2048 --ready 0   # 500 lines of 2K PNGs (12.6 MB each)
+    python bench/bench_batch.py --models gpt-image-2 --side 2048 --ready 0 --tasks 10   # 100 lines
+
+Measured on 2 loaded cores, peak of the pytest process (wall times are the machine's load, not the plugin's):
+gpt-image-2 at ``--side 2048``, 100 lines (1.68 GB of output files) 321 MB, 500 lines (8.39 GB) 460 MB; with tiny
+images 163 MB and 251 MB: the 2K images add 158 MB at 100 lines and 209 MB at 500, the rest grows with the
+candidates (items, records, a waiting thread each).  gemini-3-pro-preview at ``--side 2048``: 100 lines 366 MB,
+500 lines 599 MB (its candidates are decoded again from their files for the pixel signals, engine/signals.py, and
+those waiting for their turn to be compared hold their previews).  Without glibc's fixed mmap threshold
+(engine/memory.py), gpt-image-2's 100 lines took 446 and 601 MB in two runs and 500 lines 865 MB.
 
 The tasks are the public split (sizes, reference counts and instructions as they are): ``HYPEEDIT_PUBLIC_SPLIT``
 names a local copy of its task file, else the plugin's own download at its pinned commit is used (checked against its

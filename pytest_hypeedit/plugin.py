@@ -71,9 +71,10 @@ def is_controller(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if not benchmark_mode(config):
         return
-    from .engine.memory import limit_malloc_arenas, skip_exit_collection
+    from .engine.memory import limit_malloc_arenas, map_large_blocks, skip_exit_collection
 
     limit_malloc_arenas()  # before any thread of ours allocates: see engine/memory.py
+    map_large_blocks()
     skip_exit_collection()
     from .glue.price_line import estimating, register_price
     from .glue.startup import configure_run

@@ -10,7 +10,10 @@ name its key) and costs only itself, as does a line that is not JSON: the rest o
 
 The lines are written to a spool (an unlinked temporary file in the run's downloads folder: the disk frees it when
 the last line read from it is gone) and indexed by key; each candidate reads its own line back when its turn
-comes, a few at a time (``LINE_WORK``), so the process holds a few lines in memory, not the batch.
+comes, a few at a time (``LINE_WORK``), and writes its image to a file in its own folder before it lets go of
+``LINE_WORK`` (``land``): what leaves the reader is a path, not megabytes.  A batch ends all its lines at once, and
+a candidate that kept its decoded image until its turn to be saved kept it beside every other one of its batch;
+so the process holds a few lines in memory, not the batch.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..files import new_temporary
 from .bounds import MiB
 
 #: Bytes kept of a line past its cap: enough to find its key (custom_id, key), which comes first.
 HEAD = 64 * 1024
-#: Lines read back and decoded at a time, by all the candidates of a process (each a 2K image: ~16 MB in memory).
-LINE_WORK = threading.BoundedSemaphore(4)
+#: Lines read back, decoded and landed at a time, by all the candidates of a process (each a 2K image: ~16 MB in
+#: memory, a few times that while its line is parsed and decoded).
+LINES_AT_ONCE = 4
+LINE_WORK = threading.BoundedSemaphore(LINES_AT_ONCE)
 #: A key written as JSON text at the start of a line: how a line that cannot be parsed is still named.
 _KEY = re.compile(rb'"(?:custom_id|key)"\s*:\s*"([A-Za-z0-9_./:-]{1,300})"')
 
@@ -153,6 +159,20 @@ def index(chunks: Iterable[bytes], *, cap: int, spool: Spool, file: str,
         offset, length = spool.add(raw.data)
         yield Entry(raw.number, key, value, SpooledLine(spool, offset, length, raw.number, file))
     spool.done()
+
+
+def land(data: bytes, folder: Path) -> Path:
+    """A line's image written to a new file in ``folder`` (the candidate's folder in the outputs, as a download
+    lands), under ``LINE_WORK``: its candidate holds the path until the file is moved into place."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, name = new_temporary(folder, ".batch-line-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
 
 
 def duplicated(numbers: list[int], file: str) -> str:

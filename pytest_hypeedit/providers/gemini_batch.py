@@ -43,7 +43,7 @@ import httpx
 from ..errors import JobExpired, ProviderError, Refusal
 from ..secrets import base_url, key_for, redact
 from .base import Generation, GenerationRequest
-from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index
+from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
 from .bounds import JSON_CAP, image_cap_of, inline_cap
@@ -430,6 +430,8 @@ def generation_of(provider: GeminiBatchProvider, request: GenerationRequest, out
             exc.tier = "batch"
             raise
         generation = provider.generation_of(request, response, image, ext)
+        # on disk before the next line is read: the candidate holds a path until it is saved (batch_results.land)
+        generation.image = land(image, request.landing or provider.runtime.downloads_dir())
     generation.cost = provider.spec.price_at("batch") if not provider.priced_model() else \
         round(generation.cost * provider.spec.tier_factor("batch"), 6)
     generation.tier = "batch"

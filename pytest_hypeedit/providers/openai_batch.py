@@ -38,7 +38,7 @@ import httpx
 from ..errors import JobExpired, ProviderError, Refusal
 from .adapter import decode_base64
 from .base import Generation, GenerationRequest
-from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index
+from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
 from .bounds import JSON_CAP, inline_cap
@@ -414,8 +414,10 @@ def _line_generation(provider: OpenAIBatchProvider, request: GenerationRequest, 
     except Refusal as exc:  # billed all the same: the line answered 200
         raise _batch_refusal(provider.refusal(request, f"{exc.reason}; billed at the batch price",
                                               request_id=request_id, cost=cost)) from None
+    # on disk before the next line is read: the candidate holds a path until it is saved (batch_results.land)
+    image = land(data, request.landing or provider.runtime.downloads_dir())
     try:
-        generation = provider.generation(request, data, cost=cost, request_id=request_id, seed=None,
+        generation = provider.generation(request, image, cost=cost, request_id=request_id, seed=None,
                                          size=body.get("size") or provider.size(request), quality=body.get("quality"),
                                          usage=body.get("usage"), batch_id=outcome.batch_id, cost_source=cost_source,
                                          price=provider.spec.price_at("batch"))

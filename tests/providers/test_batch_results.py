@@ -4,6 +4,7 @@ spool reads each line back as it was."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 
@@ -47,3 +48,23 @@ def test_the_index_spools_good_lines_and_names_the_bad_ones(tmp_path):
     assert [(e.number, e.key) for e in entries] == [(1, "a"), (3, "b"), (4, None), (5, "a")]
     assert entries[0].line.load() == json.loads(good) and entries[3].line.load() == json.loads(good)
     assert "line 3 of file-x is not JSON" in entries[1].problem and "names no key" in entries[2].problem
+
+
+def test_the_index_hands_over_each_line_before_it_reads_the_next(tmp_path):
+    """Planted: split_lines collects every line in a list first -> the whole body read before line 1 is handed
+    over (the batch held whole in memory)."""
+    lines = [json.dumps({"custom_id": f"k{n}", "b64": "x" * 3000}).encode() + b"\n" for n in range(20)]
+    body, step, read = b"".join(lines), 1000, [0]
+
+    def streamed():  # a streaming body that says how far it was read
+        for at in range(0, len(body), step):
+            read[0] = min(at + step, len(body))
+            yield body[at:at + step]
+
+    ends = list(itertools.accumulate(len(line) for line in lines))
+    entries = 0
+    for entry in index(streamed(), cap=10_000, spool=Spool(tmp_path), file="file-x",
+                       key_of=lambda value: value.get("custom_id")):
+        assert read[0] < ends[entry.number - 1] + step, f"line {entry.number} handed over after {read[0]} bytes"
+        entries += 1
+    assert entries == len(lines)
