@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # names only: this module loads in every pytest process
     from .judges.base import Judge
     from .providers.base import Provider
     from .registry import ModelSpec
+    from .report.results_model import Results
 
 
 # A spec has no body (pluggy calls the implementations), which mypy reads as a missing return.
@@ -36,6 +37,6 @@ def pytest_hypeedit_record(config: pytest.Config, record: Record) -> None:
     """Called on the controller with each finished candidate's record (e.g. to stream it elsewhere)."""
 
 
-def pytest_hypeedit_results(config: pytest.Config, results: dict[str, Any]) -> None:
+def pytest_hypeedit_results(config: pytest.Config, results: Results) -> None:
     """Called once on the controller with the results JSON before it is written, after every built-in analysis
     added its part (glue/session.py); may add keys."""

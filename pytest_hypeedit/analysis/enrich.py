@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ..report.results_model import Results, ResultsRow, TaskTallyEntry
 from .metrics import MetricSettings, TaskTally, sensitivity
 from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
 from .serving import THIS_RUN, Candidate, RouteRow, RunRow, serving
@@ -56,12 +57,12 @@ class AnalysisSettings:
 
 
 def enrich_results(
-    results: dict[str, Any],
+    results: Results,
     tallies: Mapping[tuple[str, str], Sequence[TaskTally]],
     settings: AnalysisSettings,
     baseline: Mapping[str, Any] | None = None,
     candidates: Mapping[str, Sequence[Candidate]] | None = None,
-) -> dict[str, Any]:
+) -> Results:
     """Add intervals, sensitivity, task tallies and the baseline comparison to every row, in place.
 
     ``tallies`` maps (model, split) of each row to its per-task tallies; ``candidates`` each model's judged
@@ -235,7 +236,7 @@ def sensitivity_grid(tallies: Sequence[TaskTally], cost: float, settings: Analys
     return sensitivity(tallies, cost, review_seconds=seconds, retry_caps=caps, rate_per_hour=settings.review_rate)
 
 
-def tally_to_json(tally: TaskTally) -> dict[str, Any]:
+def tally_to_json(tally: TaskTally) -> TaskTallyEntry:
     return {"task_id": tally.task_id, "passes": tally.passes, "judged": tally.judged,
             "first_passed": tally.first_passed, "task_types": list(tally.task_types)}
 
@@ -258,7 +259,7 @@ def baseline_row(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> Mapping
 
 
 def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: float, baseline: Mapping[str, Any],
-                   settings: AnalysisSettings) -> dict[str, Any]:
+                   settings: AnalysisSettings) -> ResultsRow:
     old = baseline_row(row, baseline)
     if old is None:
         return {"baseline_error": f"the baseline has no row for {row.get('model')} on split {row.get('split')}"}

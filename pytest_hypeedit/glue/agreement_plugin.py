@@ -7,7 +7,7 @@ the run (glue/session.py) calls ``add_to`` and ``write_summary``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +19,7 @@ from .terminal_layout import write_folded
 if TYPE_CHECKING:
     from ..config import RunConfig
     from ..engine.records import Record
+    from ..report.results_model import Results
 
 PLUGIN_NAME = "hypeedit-agreement"
 
@@ -27,12 +28,12 @@ class AgreementPlugin:
     def __init__(self, check: AgreementCheck, judge: str):
         self.check, self.judge = check, judge
         self.records: dict[tuple[str, str, str, int], Record] = {}
-        self.results: dict[str, Any] | None = None
+        self.results: Results | None = None
 
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
         self.records[record.key] = record
 
-    def add_to(self, results: dict[str, Any]) -> None:
+    def add_to(self, results: Results) -> None:
         results["agreement"] = self.check.results(self.records.values(), self.judge)
         self.results = results
 

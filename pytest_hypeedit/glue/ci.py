@@ -16,7 +16,7 @@ order by the session's end of the run (glue/session.py ``BenchmarkSession.finish
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pytest
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..analysis.enrich import AnalysisSettings
     from ..analysis.metrics import TaskTally
     from ..config import RunConfig
+    from ..report.results_model import Results
 
 GATES_KEY = pytest.StashKey[list[str]]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -73,7 +74,7 @@ class CiPlugin:
         return AnalysisSettings(run.metric_settings, settings.bootstrap, settings.bootstrap_seed,
                                 review_seconds=run.review_seconds, review_rate=run.review_rate)
 
-    def add_statistics(self, results: dict[str, Any]) -> None:
+    def add_statistics(self, results: Results) -> None:
         """Intervals, sensitivity, per-task tallies and the baseline comparison of every row."""
         from ..analysis.enrich import enrich_results
         from ..analysis.serving import candidates_of
@@ -82,7 +83,7 @@ class CiPlugin:
         candidates = candidates_of(self.config.stash[SESSION_KEY].records.values())  # serving: routes, drift
         enrich_results(results, _tallies_by_row(self.config, results), self.analysis, self.baseline, candidates)
 
-    def add_sequential(self, results: dict[str, Any]) -> None:
+    def add_sequential(self, results: Results) -> None:
         """``--sequential``: its decisions (``sequential``), and which figures a decided stop left unmeasured."""
         if self.sequential is None:
             return
@@ -93,7 +94,7 @@ class CiPlugin:
                                   "task was bought")
         results["sequential"] = self.sequential.results_entry(results)
 
-    def decide(self, session: pytest.Session, results: dict[str, Any] | None, write_failed: bool) -> None:
+    def decide(self, session: pytest.Session, results: Results | None, write_failed: bool) -> None:
         """The gates and the exit status (once the results are written: a run whose results could not be written
         does not exit 0), then the junit XML's properties and gate cases."""
         self.session = session
@@ -116,7 +117,7 @@ class CiPlugin:
         add_junit_properties(self.config, results, self.gate_results)
         add_junit_gate_cases(self.config, self.gates, self.gate_results)
 
-    def _unfinished(self, results: dict[str, Any] | None) -> bool:
+    def _unfinished(self, results: Results | None) -> bool:
         """A run that is not complete (stopped, a subset, errors, nothing measured) does not exit 0, unless
         --allow-incomplete says a partial run is what was wanted."""
         if results is None or self.settings.allow_incomplete:
@@ -185,14 +186,14 @@ def _load_baseline(path: str | None) -> dict[str, Any] | None:
     return baseline
 
 
-def _session_results(config: pytest.Config) -> dict[str, Any] | None:
+def _session_results(config: pytest.Config) -> Results | None:
     from .stash import SESSION_KEY
 
     session = config.stash.get(SESSION_KEY, None)
     return getattr(session, "results", None)
 
 
-def _tallies_by_row(config: pytest.Config, results: dict[str, Any]) -> dict[tuple[str, str], list[TaskTally]]:
+def _tallies_by_row(config: pytest.Config, results: Results) -> dict[tuple[str, str], list[TaskTally]]:
     """Per-task tallies of every row, from the session's records (as report/results.py builds them)."""
     from ..report.results import tallies_of
     from ..report.tables import COMBINED
@@ -230,7 +231,7 @@ ROW_REASONS = ("errors", "skipped", "disk_full")
 DECIDED_STOP = ("sequential", "bought_unreported")
 
 
-def finished_by_decision(results: dict[str, Any]) -> bool:
+def finished_by_decision(results: Mapping[str, Any]) -> bool:
     """Stopped by --sequential's decision, and nothing else keeps the run from being complete."""
     reasons = ((results or {}).get("coverage") or {}).get("reasons") or ()
     return any(r["reason"] == "sequential" for r in reasons) and all(r["reason"] in DECIDED_STOP for r in reasons)
@@ -239,7 +240,7 @@ def finished_by_decision(results: dict[str, Any]) -> bool:
 # --------------------------------------------------------------------------- junit XML
 
 
-def junit_properties(results: dict[str, Any] | None, gate_results: list[GateResult]) -> list[tuple[str, str]]:
+def junit_properties(results: Mapping[str, Any] | None, gate_results: list[GateResult]) -> list[tuple[str, str]]:
     """Flat ``hypeedit.<model>.<split>.<metric>`` properties a CI system can read without parsing JSON."""
     props: list[tuple[str, str]] = []
     for row in (results or {}).get("rows") or []:
@@ -267,7 +268,7 @@ def _scalar(value: Any) -> str:
     return repr(float(value)) if isinstance(value, float) else str(value)
 
 
-def add_junit_properties(config: pytest.Config, results: dict[str, Any] | None, gate_results: list[GateResult]) -> None:
+def add_junit_properties(config: pytest.Config, results: Mapping[str, Any] | None, gate_results: list[GateResult]) -> None:
     """Add testsuite properties through the controller's LogXML (record_testsuite_property cannot reach
     the controller from an xdist worker); our sessionfinish runs before LogXML writes the file."""
     from _pytest.junitxml import xml_key
@@ -306,7 +307,7 @@ def add_junit_gate_cases(config: pytest.Config, gates: list[Gate], gate_results:
 # --------------------------------------------------------------------------- terminal
 
 
-def interval_lines(results: dict[str, Any]) -> list[str]:
+def interval_lines(results: Mapping[str, Any]) -> list[str]:
     """-v: every metric of every row with its interval, a row's cells folded within the terminal's width."""
     from ..report.tables import COLUMNS
     from ..report.terminal_table import fold_cells
@@ -318,12 +319,12 @@ def interval_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def headline_interval_lines(results: dict[str, Any]) -> list[str]:
+def headline_interval_lines(results: Mapping[str, Any]) -> list[str]:
     """The default: each row's pass rate and its interval."""
     return [f"{row['model']} ({row['split']}): {_with_interval(row, 'pass_rate')}" for row in results.get("rows") or []]
 
 
-def _with_interval(row: dict[str, Any], key: str) -> str:
+def _with_interval(row: Mapping[str, Any], key: str) -> str:
     from ..analysis.gates import METRIC_KINDS
 
     kind, bounds = METRIC_KINDS[key], (row.get("intervals") or {}).get(key)
@@ -334,7 +335,7 @@ def _with_interval(row: dict[str, Any], key: str) -> str:
     return f"{_named(row, key)} {format_value(row.get(key), kind)}{ci}"
 
 
-def _named(row: dict[str, Any], key: str) -> str:
+def _named(row: Mapping[str, Any], key: str) -> str:
     """A metric's key, and what it measures when the row's repeats make pass_at_10 a Pass@k: "pass_at_10 (Pass@2)"."""
     from ..report.tables import metric_labels
 
@@ -342,7 +343,7 @@ def _named(row: dict[str, Any], key: str) -> str:
     return f"{key} ({label})" if label is not None and label != metric_labels(None)[key] else key
 
 
-def sensitivity_lines(results: dict[str, Any]) -> list[str]:
+def sensitivity_lines(results: Mapping[str, Any]) -> list[str]:
     """Effective cost of each combined (or only) row across review times x retry caps."""
     rows = [r for r in results.get("rows") or [] if r.get("split") == "combined"] or list(results.get("rows") or [])
     lines = []
@@ -360,7 +361,7 @@ def sensitivity_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def baseline_lines(results: dict[str, Any]) -> list[str]:
+def baseline_lines(results: Mapping[str, Any]) -> list[str]:
     from ..analysis.gates import METRIC_KINDS
 
     lines = []

@@ -24,6 +24,7 @@ from .stash import RUNNER_KEY
 if TYPE_CHECKING:
     from ..engine.controls import PassedBy
     from ..labels import Panel
+    from ..report.results_model import Results
 
 #: The name the plugin is registered under.
 PLUGIN_NAME = "hypeedit-judge-controls"
@@ -56,7 +57,7 @@ class ControlsPlugin:
         except HypeEditError as exc:
             self.problem = str(exc)
 
-    def add_to(self, results: dict[str, Any]) -> None:
+    def add_to(self, results: Results) -> None:
         results["judge_controls"] = self.results_entry()
 
     def results_entry(self) -> dict[str, Any]:

@@ -47,12 +47,14 @@ if TYPE_CHECKING:
     from ..analysis.gates import Gate, GateResult
     from ..config import RunConfig
     from ..engine.records import Record
+    from ..report.results_model import Results, RowMetric
     from .items import CandidateItem
 
 COMBINED = "combined"  # as report/leaderboard.py names the pooled row (not imported: numpy-free at collection)
 #: Metrics a full run can report but a run stopped early cannot: they need every repeat of every task.
-NEEDS_EVERY_REPEAT = ("pass_at_10", "pass_at_4", "expected_attempts", "effective_cost", "first_attempt_pass_rate",
-                      "hype_gap", "effective_cost_list", "pass_at_4_unbiased", "pass_at_10_unbiased")
+NEEDS_EVERY_REPEAT: tuple[RowMetric, ...] = (
+    "pass_at_10", "pass_at_4", "expected_attempts", "effective_cost", "first_attempt_pass_rate", "hype_gap",
+    "effective_cost_list", "pass_at_4_unbiased", "pass_at_10_unbiased")
 Key = tuple[str, str, str, int]
 #: The name the controller registers ``SequentialGates`` under (glue/ci.py).
 PLUGIN_NAME = "hypeedit-sequential"
@@ -366,7 +368,7 @@ def candidates_bought(results: Mapping[str, Any]) -> int:
                    for row in rows))
 
 
-def not_measured(results: dict[str, Any], reason: str) -> None:
+def not_measured(results: Results, reason: str) -> None:
     """A run stopped early has too few repeats of its tasks for the metrics that need every one: they are not
     measured (None, with the reason), never extrapolated."""
     for row in results.get("rows") or ():

@@ -8,7 +8,7 @@ judge's stability (``--judge-stability``, engine/stability.py) is printed here t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..config import RunConfig
     from ..engine.records import Record
     from ..labels import Panel
+    from ..report.results_model import Results
 
 PLUGIN_NAME = "hypeedit-calibration"
 
@@ -30,7 +31,7 @@ class HumanLabelsPlugin:
         self.config, self.sample = config, sample
         self._panel: Panel | None = None
         self._looked = False
-        self.results: dict[str, Any] | None = None
+        self.results: Results | None = None
 
     def panel(self) -> Panel | None:
         """The panel whose labels go into ``record.human``: the calibration's, the agreement's, the judge's."""
@@ -43,7 +44,7 @@ class HumanLabelsPlugin:
     def pytest_hypeedit_record(self, config: pytest.Config, record: Record) -> None:
         record.human = human_of(self.panel(), record)
 
-    def add_to(self, results: dict[str, Any]) -> None:
+    def add_to(self, results: Results) -> None:
         self.results = results
         if self.sample is None:
             return

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import pytest
 
@@ -35,13 +35,15 @@ from .stash import SESSION_KEY, run_id
 if TYPE_CHECKING:
     from ..engine.jobs import Key
     from ..report.results import Coverage, Unreported
+    from ..report.results_model import Results
     from .agreement_plugin import AgreementPlugin
     from .ci import CiPlugin
     from .control_run import ControlsPlugin
     from .human_labels import HumanLabelsPlugin
 
-#: An analysis adds its part to the results (a dict, as written): one step of the end of the run.
-Analysis = Callable[[dict[str, Any]], None]
+#: An analysis adds its part to the results (report/results_model.py, the dict as written): one step of the end of
+#: the run.
+Analysis = Callable[["Results"], None]
 
 
 def end_of_run(session: pytest.Session) -> None:
@@ -68,7 +70,7 @@ class BenchmarkSession:
         self.calibration: HumanLabelsPlugin | None = None
         self.controls: ControlsPlugin | None = None
         self.records: dict[Key, Record] = {}
-        self.results: dict[str, Any] | None = None
+        self.results: Results | None = None
         self.results_path: Path | None = None
         self.write_failed: str | None = None  # the one line saying why the results files were not written
         self.started_at = now_iso()  # records on disk stamped since were bought by this run
@@ -148,7 +150,7 @@ class BenchmarkSession:
             steps.append(self.agreement.add_to)
         return [*steps, self.ci.add_statistics, self.ci.add_sequential]
 
-    def _build(self, session: pytest.Session) -> dict[str, Any] | None:
+    def _build(self, session: pytest.Session) -> Results | None:
         """The results of the records (report/results.py), None when the run has neither records nor items."""
         run = self.run
         from ..report.results import build_results  # numpy: only once the records are in
@@ -174,7 +176,7 @@ class BenchmarkSession:
         A full disk (or any OSError) is one line naming the folder, and a non-zero exit status (glue/ci.py)."""
         from ..report.results import where_to_write, write_results
 
-        results = self.results or {}
+        results: Results = self.results or {}
         path = where_to_write(results, self.run.results)
         try:
             write_results(results, path)
@@ -277,7 +279,7 @@ def remove_partial(path: Path) -> None:
             pass
 
 
-def incomplete_line(results: dict[str, Any], exitstatus: int) -> str:
+def incomplete_line(results: Mapping[str, Any], exitstatus: int) -> str:
     """``run INCOMPLETE: interrupted (Ctrl-C); 100 of 200 selected items ended without a record; ...``"""
     reasons = [r["detail"] for r in (results.get("coverage") or {}).get("reasons") or []]
     if not reasons:  # no coverage (a results dict from elsewhere): what the rows say

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from ..analysis import agreement
 from ..engine.records import FAIL, PASS, Record
@@ -132,7 +132,7 @@ def _capped(warnings: list[str]) -> list[str]:
     return warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more candidates with an even vote count"]
 
 
-def terminal_lines(results: dict[str, Any]) -> list[str]:
+def terminal_lines(results: Mapping[str, Any]) -> list[str]:
     report = results.get("agreement")
     if not report:
         return []

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
 from ..analysis.enrich import row_price
 from ..engine.records import FAIL, PASS, REFUSED, Record
 from ..errors import ConfigError
 from ..labels import Panel, PanelVerdict, read_panel
 from ..sample_design import Design, designs_beside
+from .results_model import Results, ResultsRow
 from .tables import COMBINED
 
 if TYPE_CHECKING:
@@ -189,8 +190,8 @@ class Settings:
     level: float = 0.95
 
 
-def add_calibration(results: dict[str, Any], records: Iterable[Record], sample: HumanSample, settings: Settings,
-                    baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def add_calibration(results: Results, records: Iterable[Record], sample: HumanSample, settings: Settings,
+                    baseline: Mapping[str, Any] | None = None) -> Results:
     """Add the calibration keys to every row of ``results`` (in place); see the module docstring."""
     records = list(records)
     for row in results.get("rows") or []:
@@ -205,7 +206,7 @@ def add_calibration(results: dict[str, Any], records: Iterable[Record], sample: 
     return results
 
 
-def _calibrate_row(row: dict[str, Any], records: list[Record], sample: HumanSample, settings: Settings,
+def _calibrate_row(row: ResultsRow, records: list[Record], sample: HumanSample, settings: Settings,
                    baseline: Mapping[str, Any] | None) -> None:
     from ..analysis.calibration import METHOD, calibrate, task_evidence
     from ..analysis.calibration_evidence import this_run_pass_rate
@@ -236,9 +237,15 @@ def _calibrate_row(row: dict[str, Any], records: list[Record], sample: HumanSamp
         row.update(calibrated_baseline(row, evidence, settings, baseline))
 
 
-def _failed_row(row: dict[str, Any], exc: Exception) -> None:
+#: What a failed calibration takes out of its row (its ``calibration`` says why).
+CALIBRATED_KEYS: tuple[Literal["calibrated", "human_sample", "judge_error", "calibration_evidence",
+                               "calibrated_this_run"], ...] = (
+    "calibrated", "human_sample", "judge_error", "calibration_evidence", "calibrated_this_run")
+
+
+def _failed_row(row: ResultsRow, exc: Exception) -> None:
     """The row keeps its judge figures; the calibration says what went wrong instead of aborting the run."""
-    for key in ("calibrated", "human_sample", "judge_error", "calibration_evidence", "calibrated_this_run"):
+    for key in CALIBRATED_KEYS:
         row.pop(key, None)
     problem = (f"calibration failed ({type(exc).__name__}: {exc}); the judge's figures stand alone for this row: "
                "please report it with the labels and results files")
@@ -292,7 +299,7 @@ def _note(found: RowSample, result: Calibration | None, design: str) -> str:
 # --------------------------------------------------------------------------- baseline
 
 
-def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], settings: Settings, baseline: Mapping[str, Any]) -> dict[str, Any]:
+def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], settings: Settings, baseline: Mapping[str, Any]) -> ResultsRow:
     """The paired comparison of calibrated figures with the baseline's row, when it was calibrated too."""
     from ..analysis.calibration import TaskEvidence
     from ..analysis.calibration_paired import paired_calibrated

@@ -1,7 +1,7 @@
 """Records -> the results JSON (its contract: docs/reference/results.md) and its Markdown table.
 
 ``build_results`` is pure: it takes the run's records and settings and
-returns the dict; ``write_results`` does the I/O.  One row per model x split,
+returns the results (``Results``, typed in report/results_model.py); ``write_results`` does the I/O.  One row per model x split,
 plus a pooled ``combined`` row per model when the run has several splits.
 """
 
@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, cast
 
 from ..analysis.metrics import MetricSettings, TaskTally, compute_metrics, metrics_by_task_type, tally_tasks
 from ..analysis.sequential import is_sequential_stop
@@ -36,6 +36,7 @@ from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
+from .results_model import CoverageSummary, IncompleteReason, Results, ResultsRow, SignalsSummary
 from .tables import (
     COMBINED as COMBINED,  # re-exported: glue/ci.py imports it from here
     SCHEMA,
@@ -77,8 +78,8 @@ class Coverage:
 def build_results(
     records: Iterable[Record], *, models: Sequence[ModelSpec], split_names: Sequence[str], settings: MetricSettings,
     settings_json: dict[str, Any], coverage: Coverage | None = None, run_id: str | None = None,
-) -> dict[str, Any]:
-    """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
+) -> Results:
+    """The results for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
     (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;
     ``run_id`` names the run whose purchases ``spent_this_run`` counts (the records say, ``spent_by_run``; None:
     no run, 0)."""
@@ -86,7 +87,7 @@ def build_results(
     by_pair: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
         by_pair[(record.model, record.split)].append(record)
-    rows = []
+    rows: list[ResultsRow] = []
     for spec in models:
         pair_rows = [_row(spec, split, by_pair.get((spec.name, split), []), settings, coverage=coverage,
                           run_id=run_id) for split in split_names]
@@ -100,8 +101,8 @@ def build_results(
     for row in rows:  # what pass_at_10 and hype_gap measure at this many images per task (Pass@k below 10)
         row["repeats"] = settings_json.get("repeats")
         row["metric_labels"] = metric_labels(row["repeats"])
-    results: dict[str, Any] = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
-                     "rows": rows}
+    results: Results = {"schema": SCHEMA, "settings": settings_json, "complete": all(r["complete"] for r in rows),
+                        "rows": rows}
     if coverage is not None:
         covered = coverage_summary(records, coverage, rows)
         results["coverage"] = covered
@@ -109,20 +110,21 @@ def build_results(
     return results
 
 
-def _has_something(row: dict[str, Any]) -> bool:
+def _has_something(row: ResultsRow) -> bool:
     """A row is shown when it has a record, was selected, or bought something (a model whose items were all
     bought ahead and never reported keeps its row, with what it spent)."""
     return bool(row["candidates"] or row.get("selected") or row["spent"])
 
 
 def _row(spec: ModelSpec, split: str, records: list[Record], settings: MetricSettings, pooled_keys: bool = False,
-         coverage: Coverage | None = None, splits: tuple[str, ...] = (), run_id: str | None = None) -> dict[str, Any]:
+         coverage: Coverage | None = None, splits: tuple[str, ...] = (), run_id: str | None = None) -> ResultsRow:
     tallies = tallies_of(records, pooled_keys)
     counts = _counts(records, run_id)
     paid = paid_price(spec, records)
-    row = {"model": spec.name, "split": split, "release": release_of(spec).as_row(), **counts,
-           "cost_per_candidate": spec.price, "cost_per_candidate_paid": paid}
-    row.update(compute_metrics(tallies, paid, settings))
+    # the counts and the metrics come as dicts by name (compute_metrics: by metric name): typed here, once
+    row = cast(ResultsRow, {"model": spec.name, "split": split, "release": release_of(spec).as_row(), **counts,
+                            "cost_per_candidate": spec.price, "cost_per_candidate_paid": paid,
+                            **compute_metrics(tallies, paid, settings)})
     # effective_cost is at the price the run paid (its tiers); at the list price too, so that runs at different
     # tiers compare (the leaderboard compares at list price)
     row["effective_cost_basis"] = "paid"
@@ -141,7 +143,7 @@ def _row(spec: ModelSpec, split: str, records: list[Record], settings: MetricSet
     return row
 
 
-def _add_coverage(row: dict[str, Any], recorded: set[Key], coverage: Coverage, mine: Callable[[Key], bool]) -> None:
+def _add_coverage(row: ResultsRow, recorded: set[Key], coverage: Coverage, mine: Callable[[Key], bool]) -> None:
     """The row's share of the plan: items planned, selected, ended without a record, and what the items bought
     ahead and never reported cost (added to ``spent``: it was bought)."""
     planned = sum(1 for key in coverage.planned if mine(key))
@@ -161,13 +163,13 @@ def _add_coverage(row: dict[str, Any], recorded: set[Key], coverage: Coverage, m
     row["complete"] = row["complete"] and row["without_record"] == 0 and len(selected) == planned
 
 
-def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def coverage_summary(records: list[Record], coverage: Coverage, rows: Sequence[ResultsRow]) -> CoverageSummary:
     """The run-level ``coverage`` object: counts, and ``reasons`` (each ``{"reason", "count", "detail"}``) why
     the run is not complete, empty when it is."""
     recorded = {r.key for r in records}
     chosen = coverage.chosen
     own = [row for row in rows if row["split"] != COMBINED]
-    summary = {"planned": len(coverage.planned), "selected": len(chosen),
+    summary: CoverageSummary = {"planned": len(coverage.planned), "selected": len(chosen),
                "deselected": len(coverage.planned - chosen), "recorded": len(recorded & chosen),
                "without_record": len(chosen - recorded),
                "bought_unreported": sum(row.get("bought_unreported", 0) for row in own),
@@ -176,9 +178,9 @@ def coverage_summary(records: list[Record], coverage: Coverage, rows: list[dict[
     return summary
 
 
-def incomplete_reasons(summary: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def incomplete_reasons(summary: CoverageSummary, rows: Sequence[Mapping[str, Any]]) -> list[IncompleteReason]:
     """Why a run is not complete, in the order a user acts on them: stopped, not covered, not measured."""
-    reasons = []
+    reasons: list[IncompleteReason] = []
 
     def add(reason: str, count: int | None, detail: str) -> None:
         reasons.append({"reason": reason, "count": count, "detail": detail})
@@ -220,7 +222,7 @@ def incomplete_reasons(summary: dict[str, Any], rows: list[dict[str, Any]]) -> l
     return reasons
 
 
-def signals_summary(records: list[Record]) -> dict[str, Any]:
+def signals_summary(records: list[Record]) -> SignalsSummary:
     """What the pixel diagnostics say about a row (engine/signals.py): counts, and means where measured."""
     measured = [r for r in records if r.signals]
     ssim = [r.signals["ssim"] for r in measured if isinstance(r.signals.get("ssim"), (int, float))]
@@ -363,7 +365,7 @@ def _rejudged_stale(records: list[Record]) -> dict[str, Any]:
     return {"rejudged_stale": sum(reasons.values()), "rejudged_stale_reasons": reasons}
 
 
-def write_results(results: dict[str, Any], path: Path) -> Path:
+def write_results(results: Results, path: Path) -> Path:
     """Write the JSON (strict: a NaN or infinity is a bug, refused here rather than written for a parser to
     refuse) and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
     atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False, allow_nan=False) + "\n").encode("utf-8"))
@@ -380,7 +382,7 @@ def partial_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}{PARTIAL_SUFFIX}{path.suffix or '.json'}")
 
 
-def where_to_write(results: dict[str, Any], path: Path) -> Path:
+def where_to_write(results: Results, path: Path) -> Path:
     """Where this run's results go: ``path``, unless this run is not complete (a subset, stopped early, errors)
     and ``path`` holds a complete run's results, which a partial run never replaces: then beside it
     (``results.partial.json``)."""

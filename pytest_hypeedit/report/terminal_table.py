@@ -9,7 +9,7 @@ folded at its spaces, never left for the terminal to wrap.  Pure: no I/O."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import Any, Mapping
 
 from ..analysis.metrics import format_metric
 from .spend_tiers import spend_by_tier_text, tiered
@@ -25,13 +25,13 @@ COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "erro
 MIN_NAME = 8
 
 
-def title(results: dict[str, Any]) -> str:
+def title(results: Mapping[str, Any]) -> str:
     """The table's title, naming the judge whose verdicts the figures count."""
     judge = (results.get("settings") or {}).get("judge")
     return f"HYPE-EDIT-1 results (judge: {judge})" if judge else "HYPE-EDIT-1 results"
 
 
-def summary_lines(results: dict[str, Any]) -> list[str]:
+def summary_lines(results: Mapping[str, Any]) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
     repeats = (results.get("settings") or {}).get("repeats")
@@ -59,7 +59,7 @@ def counts_table(rows: list[dict[str, Any]]) -> list[str]:
     return table(headers, [[row["model"], row["split"], *_counts(row)] for row in rows])
 
 
-def legend(results: dict[str, Any]) -> str:
+def legend(results: Mapping[str, Any]) -> str:
     cap = (results.get("settings") or {}).get("retry_cap")
     within = f" within {cap} tries" if cap else ""
     paid = " at the price paid (the tiers below)" if any(tiered(row) for row in results["rows"]) else ""
@@ -193,7 +193,7 @@ def _join(cells: list[str], widths: list[int]) -> str:
     return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def totals_lines(rows: list[dict[str, Any]], results: dict[str, Any]) -> list[str]:
+def totals_lines(rows: list[dict[str, Any]], results: Mapping[str, Any]) -> list[str]:
     """The run's counts and spend (folded to the width), then its status on a line of its own."""
     return fold(_totals(rows)) + [_status(results)]
 
@@ -213,7 +213,7 @@ def _totals(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def _status(results: dict[str, Any]) -> str:
+def _status(results: Mapping[str, Any]) -> str:
     if results["complete"]:
         return "run complete"
     if results.get("coverage"):  # the run's last line says why, with counts (glue/session.py)
@@ -238,7 +238,7 @@ def _spent_parts(rows: list[dict[str, Any]]) -> str:
 MAX_PAIRS_SHOWN = 12
 
 
-def pairwise_lines(results: dict[str, Any], metric: str = "pass_rate") -> list[str]:
+def pairwise_lines(results: Mapping[str, Any], metric: str = "pass_rate") -> list[str]:
     """Per split with two or more models, the pairs not shown different on ``metric`` (Holm-adjusted, 5%), or
     that every pair differs: a few folded lines (analysis/pairwise.py; every metric is in results.json)."""
     entries = [e for e in results.get("pairwise") or () if isinstance(e, dict) and e.get("metric") == metric]
