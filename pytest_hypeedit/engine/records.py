@@ -105,8 +105,16 @@ class Record:
     reasoning: str | None = None
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
-    judge_cost: float = 0.0  # what the verdict the record holds cost (every verdict given: entries of ``calls``)
-    judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
+    # what the verdict the record holds cost (every verdict given: entries of ``calls``).  Informational in a record
+    # written now (its verdicts are entries, and spend is derived from them), and it stays: a record written before
+    # verdicts were entries (no ``judge_verdicts_cost`` either) counts its verdict from it until a verdict is
+    # written (call_ledger.unwritten_verdicts; record_spend.keep_verdicts_cost keeps it as an entry then), and an
+    # entry does not say which verdict the record holds now (the one a reused verdict brings, verdicts.py)
+    judge_cost: float = 0.0
+    # the price tier that served the verdict the record holds (TIERS), as the judge's reply says; it stays: the tier
+    # of an older record's verdict amounts above and of a judge call paid without a verdict (record_spend), and the
+    # ``unknown_tiers`` a results row counts
+    judge_tier: str = STANDARD
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
     # judges never throws a paid verdict away
