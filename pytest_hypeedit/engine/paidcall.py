@@ -41,7 +41,6 @@ from .journal import (
     sending,
 )
 from .lifecycle import Lifecycle, Step
-from .record_spend import note_run_spend
 from .records import Record
 from .refusedkeys import RefusedKeys
 from .store import Store
@@ -79,7 +78,7 @@ class PaidCalls:
     signals_from_disk: bool = False
     stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
-    #: what its calls bought for a candidate is written into the record under it (``spent_by_run``)
+    #: every ledger entry its calls write names it (``run``: what the run bought, call_ledger.spent_in_run)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
@@ -118,17 +117,8 @@ class PaidCalls:
 
     def _write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises
-        before writing when its stage forbids the step: the money path writes a record no other way.  What the
-        handling has bought so far goes with it (``spent_by_run``)."""
-        def write() -> None:
-            self.note_bought(life, record)
-            self.store.write_record(record)
-
-        life.write(step, write)
-
-    def note_bought(self, life: Lifecycle, record: Record) -> None:
-        """What this run's calls bought for the candidate (its lifecycle's holds), on the record under the run id."""
-        note_run_spend(record, self.run_id, life.bought)
+        before writing when its stage forbids the step: the money path writes a record no other way."""
+        life.write(step, lambda: self.store.write_record(record))
 
     # ------------------------------------------------------------------ pending, possibly paid
 
@@ -157,7 +147,7 @@ class PaidCalls:
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
                      life: Lifecycle, **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
-        record.pending = sending(call, route=route, price=price, call_id=call_id, **fields)
+        record.pending = sending(call, route=route, price=price, call_id=call_id, run=self.run_id, **fields)
         mark_rebought(record, call)
         record.extra.pop(HELD, None)
         step = _JOURNALED[call]

@@ -86,8 +86,6 @@ class Record:
     release: dict[str, Any] | None = None
     seed: int | None = None
     request_id: str | None = None
-    cost: float = 0.0  # generation spend in USD for this candidate
-    tier: str = STANDARD  # the price tier that served the generation (TIERS), as the provider's reply says
     latency_s: float | None = None
     generated_at: str | None = None
     refusal: str | None = None  # the provider's reason, when refused
@@ -107,12 +105,16 @@ class Record:
     reasoning: str | None = None
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
-    judge_cost: float = 0.0  # what the verdict the record holds cost (every verdict given: entries of ``calls``)
-    # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
-    # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
-    # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
-    spent_by_run: dict[str, Any] = field(default_factory=dict)
-    judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
+    # what the verdict the record holds cost (every verdict given: entries of ``calls``).  Informational in a record
+    # written now (its verdicts are entries, and spend is derived from them), and it stays: a record written before
+    # verdicts were entries (no ``judge_verdicts_cost`` either) counts its verdict from it until a verdict is
+    # written (call_ledger.unwritten_verdicts; record_spend.keep_verdicts_cost keeps it as an entry then), and an
+    # entry does not say which verdict the record holds now (the one a reused verdict brings, verdicts.py)
+    judge_cost: float = 0.0
+    # the price tier that served the verdict the record holds (TIERS), as the judge's reply says; it stays: the tier
+    # of an older record's verdict amounts above and of a judge call paid without a verdict (record_spend), and the
+    # ``unknown_tiers`` a results row counts
+    judge_tier: str = STANDARD
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
     # judges never throws a paid verdict away
@@ -165,6 +167,18 @@ class Record:
     @property
     def passed(self) -> bool:
         return self.outcome == PASS
+
+    @property
+    def cost(self) -> float:
+        """What the candidate's own generation cost (USD): its entry of the call ledger (call_ledger.own), derived;
+        the field of earlier versions is converted once on read (``from_dict``)."""
+        return call_ledger.generation_cost(self)
+
+    @property
+    def tier(self) -> str:
+        """The price tier that served the candidate's own generation (TIERS, else UNKNOWN_TIER), as the provider's
+        reply said: its entry's, derived; STANDARD while the ledger holds none."""
+        return call_ledger.generation_tier(self)
 
     @property
     def spent(self) -> float:
@@ -224,6 +238,7 @@ class Record:
 EARLIER_JUDGE_CALLS = "judge_failed_cost"
 EARLIER_LEFT_BEHIND = "resubmitted_cost"
 EARLIER_VERDICTS = "judge_verdicts_cost"
+EARLIER_GENERATION = "generation-v1"
 
 
 def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -233,7 +248,7 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     rest (call_ledger.earlier_left_behind), so nothing it recorded as paid is forgotten, and none is counted twice
     (the entries' ids are fixed).  An amount of the wrong type makes the record malformed, as before; one not
     believable is kept as is, counted 0 and said (``implausible_amounts``)."""
-    for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS):
+    for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS, "cost"):
         amount = data.get(name)
         if amount is not None and not _is(amount, _NUMBER):
             raise MalformedRecord(f"'{name}' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
@@ -254,8 +269,25 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     verdicts = data.get(EARLIER_VERDICTS)
     if verdicts is not None and EARLIER_VERDICTS not in ids:
         added += _earlier_verdicts(data, verdicts)
+    if ("cost" in data or "tier" in data) and EARLIER_GENERATION not in ids:
+        added.append(_earlier_generation(data))
     if added:
         fields["calls"] = [*calls, *added]
+
+
+def _earlier_generation(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier version's ``cost`` and ``tier`` (its own generation: what the purchase it holds cost,
+    at the tier that served it) as the ledger entry of that generation, billed: a batch line at tier batch, else a
+    generation; with the record's route and request id.  Written even at $0 (it says the tier).  A tier that is no
+    tier is kept as UNKNOWN_TIER, counted by ``unknown_tiers``; an amount not believable as is, counted 0 and said
+    (``implausible_amounts``)."""
+    tier = known_tier(data.get("tier", STANDARD))
+    entry = {"entry": EARLIER_GENERATION, "kind": call_ledger.BATCH_LINE if tier == BATCH else call_ledger.GENERATION,
+             "state": call_ledger.BILLED, "price": data.get("cost") or 0.0, "tier": tier}
+    for name, field_name in (("route", "route"), ("id", "request_id")):
+        if isinstance(data.get(field_name), str):
+            entry[name] = data[field_name]
+    return entry
 
 
 def _earlier_verdicts(data: dict[str, Any], amount: float) -> list[dict[str, Any]]:
@@ -289,16 +321,16 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
     "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "release": (dict,),
     "seed": _SCALARS,
-    "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
+    "request_id": _TEXT, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
     "judge_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
-    "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,), "spent_by_run": (dict,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
-    "tier": _TEXT, "judge_tier": _TEXT,
+    "judge_tier": _TEXT,
 }
 #: The exact types of each field's JSON values (json.loads makes no subclass): a record read is checked with one
 #: set lookup per field, ``_is`` only for a value of another type (a subclass from a plugin; else an error).
@@ -320,7 +352,7 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
 _NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
-    "cost", "judge_cost"}
+    "judge_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:
@@ -328,9 +360,8 @@ def check_fields(fields: dict[str, Any]) -> None:
     missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
     if missing:
         raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
-    for name in ("tier", "judge_tier"):
-        if name in fields:
-            fields[name] = known_tier(fields[name])
+    if "judge_tier" in fields:
+        fields["judge_tier"] = known_tier(fields["judge_tier"])
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and type(value) in (int, float):  # exact: true/false is no number
             fields[name] = value = str(value)
@@ -341,7 +372,6 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise MalformedRecord(f"{name!r} must be {_kind_names(_FIELD_TYPES[name])}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
-    _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
     for name in ("votes", "possibly_paid", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
     for index, entry in enumerate(fields.get("calls") or []):
