@@ -6,7 +6,7 @@ Light on purpose: the pytest entry module imports it in every process.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pytest
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # names only: this module stays light at run time
     from ..engine.runner import Runner
     from ..engine.survey import Survey
     from ..providers.runtime import Runtime
+    from ..report.results_model import Results
 
 
 class RunSession(Protocol):
@@ -27,7 +28,7 @@ class RunSession(Protocol):
 
     run: RunConfig
     records: dict[Key, Record]
-    results: dict[str, Any] | None
+    results: Results | None
 
     def hand_over(self, nodeid: str, record: Record, text: str) -> None: ...
     def finish(self, session: pytest.Session) -> None: ...
