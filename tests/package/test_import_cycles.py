@@ -25,7 +25,6 @@ TYPE_CHECKING_CIRCLES = [
     ["pytest_hypeedit.analysis.calibration", "pytest_hypeedit.analysis.calibration_evidence",
      "pytest_hypeedit.analysis.calibration_model"],
     ["pytest_hypeedit.engine.release", "pytest_hypeedit.registry"],
-    ["pytest_hypeedit.engine.runner", "pytest_hypeedit.engine.stability"],
     ["pytest_hypeedit.engine.signals", "pytest_hypeedit.providers", "pytest_hypeedit.providers.base"],
     # glue/stash.py names BenchmarkSession for SESSION_KEY's type, and the session now calls every end-of-run step
     ["pytest_hypeedit.glue.agreement_plugin", "pytest_hypeedit.glue.ci", "pytest_hypeedit.glue.control_run",
