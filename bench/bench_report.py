@@ -206,6 +206,7 @@ def rater_votes(rng: random.Random, skill: float) -> tuple[bool, bool]:
 
 def write_candidate(out: Path, split: str, model: str, task: dict, repeat: int, bases: list[bytes], rng) -> None:
     """A candidate a paid run left behind: the image and its record."""
+    from pytest_hypeedit.engine.call_ledger import BILLED, GENERATION, new_entry
     from pytest_hypeedit.engine.records import Record
 
     spec = model_spec(model)
@@ -213,7 +214,8 @@ def write_candidate(out: Path, split: str, model: str, task: dict, repeat: int, 
     name = f"{repeat:03d}.jpg"
     write_bytes(folder / name, with_comment(bases[rng.randrange(len(bases))], f"{split}/{model}/{task['task_id']}/{name}"))
     record = Record(split, model, task["task_id"], repeat, task_types=[task["task_type"]], candidate=name,
-                    route=spec.route, provider_model=spec.provider_model, seed=1000 + repeat, cost=spec.price,
+                    route=spec.route, provider_model=spec.provider_model, seed=1000 + repeat,
+                    calls=[new_entry(GENERATION, BILLED, spec.price, route=spec.route, entry="generation")],
                     latency_s=round(rng.uniform(8, 40), 3), generated_at="2026-11-23T10:00:00+00:00")
     write_bytes(folder / f"{repeat:03d}.json", json.dumps(record.to_dict(), indent=2, sort_keys=True).encode())
 
@@ -259,7 +261,7 @@ def large_command(*extra: str) -> list[str]:
 
 #: What the fixture writes into a record (write_candidate); a replay adds the verdict, the hashes and the rest.
 FIXTURE_FIELDS = ("split", "model", "task_id", "repeat", "task_types", "candidate", "route", "provider_model", "seed",
-                  "cost", "latency_s", "generated_at")
+                  "calls", "latency_s", "generated_at")
 
 
 def reset_large_records(workdir: Path) -> int:

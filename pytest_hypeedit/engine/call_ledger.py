@@ -31,16 +31,22 @@ The crash-safety rules of the money path (engine/lifecycle.py) are rules about t
   not_sent: it costs nothing and counts nothing (engine/journal.py GATHERING).
 - **Nothing paid is forgotten.**  An entry's price counts from the write that says it was billed, answered, lost
   or left behind, and no later write takes it back: a lost image, an expired job or a job left behind moves its
-  entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.
+  entry to left_behind (still counted, and the candidate counted as bought again), never out of the ledger.  The
+  one amount set again is the candidate's own generation's while its purchase goes on: a journaled job counts at
+  its submitted price, then at its bill when its image or refusal arrives, or $0 when the provider says the job
+  failed unbilled (engine/record_spend.py ``set_generation``).
 
-Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: every verdict and
-re-judgement, the judge calls paid without a verdict, and the purchases that left no image: a lost image, an
-expired job, a job left behind, an image a full disk could not keep, each appended by the step that ends or
-abandons it, engine/record_spend.py; two processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s
-reading of the record's other money fields (``cost``, ``tier``, ``judge_cost`` with ``extra["stability"]["cost"]``
-for a record whose verdicts are not entries yet, ``unwritten_verdicts``, ``possibly_paid``, ``pending``), as every
-version of the plugin wrote them; a record of an earlier version's ``judge_failed_cost``, ``resubmitted_cost``
-(itemized by ``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) and
+Where the entries come from: the record's ``calls``, entries written as entries (``new_entry``: the candidate's
+own generation, one entry per purchase, billed, written when its job is journaled or its image or refusal arrives
+and updated in place while that purchase goes on (``own``: the record's ``cost`` and ``tier`` are derived from it);
+every verdict and re-judgement, the judge calls paid without a verdict; a purchase that left no image (a lost
+image, an expired job, a job left behind, an image a full disk could not keep) moves its generation's entry to
+left behind, or appends one; each written by the step that ends or abandons it, engine/record_spend.py; two
+processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money
+fields (``judge_cost`` with ``extra["stability"]["cost"]`` for a record whose verdicts are not entries yet,
+``unwritten_verdicts``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record of an
+earlier version's ``cost`` and ``tier`` (its generation), ``judge_failed_cost``, ``resubmitted_cost`` (itemized by
+``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) and
 ``judge_verdicts_cost`` are converted once on read into ``calls`` entries (records.py).  So a record of any version
 is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is untrusted: a made-up
 amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a
@@ -63,14 +69,6 @@ class RecordView(Protocol):
     """What the ledger reads of a candidate's record (records.Record): its money fields, each untrusted (read from
     disk, so typed Any here).  A view of its own, so the ledger needs nothing from records.py, which builds on it."""
 
-    @property
-    def cost(self) -> Any: ...
-    @property
-    def tier(self) -> Any: ...
-    @property
-    def route(self) -> Any: ...
-    @property
-    def request_id(self) -> Any: ...
     @property
     def judge_cost(self) -> Any: ...
     @property
@@ -193,11 +191,34 @@ def problem(entry: Any) -> str | None:
 
 def merged(on_disk: Any, ours: Any) -> list[dict[str, Any]]:
     """Two ledgers of one candidate (the record on disk, another process's; ours): every entry of either, once (by
-    its ``entry`` id), the disk's first.  Append-only: merging never drops an entry."""
+    its ``entry`` id), the disk's first.  Append-only: merging never drops an entry.  An entry both hold is the one
+    further along its moves (``later``): ours when it moved on from the disk's (the candidate's own generation,
+    updated while its purchase goes on), the disk's when another process moved it on meanwhile."""
     kept = [entry for entry in (on_disk if isinstance(on_disk, list) else []) if isinstance(entry, dict)]
+    mine = [entry for entry in (ours if isinstance(ours, list) else []) if isinstance(entry, dict)]
+    by_id = {entry.get("entry"): entry for entry in mine if entry.get("entry") is not None}
     seen = {entry.get("entry") for entry in kept}
-    return kept + [entry for entry in (ours if isinstance(ours, list) else [])
-                   if isinstance(entry, dict) and entry.get("entry") not in seen]
+    return [later(entry, by_id[entry.get("entry")]) if entry.get("entry") in by_id else entry for entry in kept] + [
+        entry for entry in mine if entry.get("entry") not in seen]
+
+
+def later(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """Of two copies of one entry, the one further along the moves: ours unless the disk's state can be reached
+    from ours (and is not ours): a copy never moves an entry back, and never drops it."""
+    state, their_state = str(ours.get("state")), str(theirs.get("state"))
+    return theirs if their_state != state and their_state in _reachable(state) else ours
+
+
+def _reachable(state: str) -> frozenset[str]:
+    """Every state an entry in ``state`` may reach by one move or more (MOVES)."""
+    found: set[str] = set()
+    todo = list(MOVES.get(state, ()))
+    while todo:
+        step = todo.pop()
+        if step not in found:
+            found.add(step)
+            todo += MOVES.get(step, ())
+    return frozenset(found)
 
 
 def move(state: str, to: str, what: str) -> str:
@@ -225,17 +246,35 @@ def check(call: Call) -> None:
 
 def calls_of(record: RecordView) -> list[Call]:
     """The record's ledger: one entry per paid call (or sum of calls of one kind) its money fields hold."""
-    generation = BATCH_LINE if record.tier == BATCH else GENERATION
-    calls = [Call(generation, BILLED, usd(record.cost), known_tier(record.tier), route=_text(record.route),
-                  id=_text(record.request_id))]
+    calls = [_native(entry) for entry in _entries(record)]
+    # the candidate's own generation stands even at $0 (a free route, nothing bought yet): it says its tier; a
+    # record whose ledger holds none has one at $0, at the standard tier
+    generation = [] if any(own(call) for call in calls) else [Call(GENERATION, BILLED, 0.0)]
     verdict, rejudged = unwritten_verdicts(record)
     judge_tier = known_tier(record.judge_tier)
-    calls += [Call(VERDICT, BILLED, verdict, judge_tier), Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
-    calls += [_lost(entry) for entry in possibly_paid_entries(record)]
-    calls += [_native(entry) for entry in _entries(record)]
-    # the candidate's own generation and verdict stand even at $0 (a free judge, nothing bought yet): they say
-    # which tier it was at; the other sums are entries only when they hold something
-    return calls[:2] + [call for call in calls[2:] if call.price or call.state == LOST]
+    sums = [Call(VERDICT, BILLED, verdict, judge_tier), Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
+    sums += [_lost(entry) for entry in possibly_paid_entries(record)]
+    # the verdict stands even at $0 (a free judge): it says which tier judged; the other sums only when they hold
+    # something
+    return generation + sums[:1] + [call for call in sums[1:] if call.price or call.state == LOST] + calls
+
+
+def own(call: Call) -> bool:
+    """Whether ``call`` is the candidate's own generation: the purchase the record holds (its image, its refusal,
+    its job in flight), billed; an earlier purchase that left no image is left behind."""
+    return call.kind in GENERATION_KINDS and call.state == BILLED
+
+
+def generation_cost(record: RecordView) -> float:
+    """What the candidate's own generation cost (USD): the record's ``cost``, derived."""
+    return sum(call.price for call in calls_of(record) if own(call))
+
+
+def generation_tier(record: RecordView) -> str:
+    """The tier that served the candidate's own generation (its latest): the record's ``tier``, derived; STANDARD
+    when the ledger holds none."""
+    tiers = [call.tier for call in calls_of(record) if own(call)]
+    return tiers[-1] if tiers else STANDARD
 
 
 def _entries(record: RecordView) -> list[dict[str, Any]]:
@@ -333,7 +372,7 @@ def implausible_amounts(record: RecordView) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
     not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
     calls past MAX_CALLS, not read."""
-    amounts = [record.cost, record.judge_cost]
+    amounts = [record.judge_cost]
     amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
     amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)

@@ -25,7 +25,7 @@ from . import call_ledger, provenance
 from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
-from .record_spend import add_left_behind, keep_verdicts_cost
+from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
 
@@ -204,9 +204,9 @@ class Planning:
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
                                            {"file": plan.lost, "verdict": record.verdict}]
         keep_verdicts_cost(record)
-        add_left_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id,
-                        run=self.means.run_id)
-        record.candidate, record.cost, record.judge_cost = None, 0.0, 0.0
+        leave_generation_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id,
+                                run=self.means.run_id)
+        record.candidate, record.judge_cost = None, 0.0
         if isinstance(record.job, dict):
             record.job[COUNTED_IN] = RESUBMITTED_COST
         self.calls.write(plan.life, Step.WRITE_FORGOTTEN, record)
@@ -243,10 +243,11 @@ class Planning:
             # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
             # its left-behind ledger entry holds already (a new purchase would have replaced the job: purchase.py).
             record.candidate, record.route = candidate.name, spec.route
-            record.cost = 0.0 if counted(record.job) else spec.price
-            if isinstance(record.job, dict) and record.job.get("kind") == BATCH:  # a batch line's image: its price
-                record.cost = 0.0 if counted(record.job) else spec.price_at(BATCH)
-                record.tier = BATCH
+            batch = isinstance(record.job, dict) and record.job.get("kind") == BATCH  # a batch line's image: its price
+            price = spec.price_at(BATCH) if batch else spec.price
+            # bought by the run that was killed, not by this one: no run
+            set_generation(record, 0.0 if counted(record.job) else price, tier=BATCH if batch else record.tier,
+                           route=spec.route)
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these

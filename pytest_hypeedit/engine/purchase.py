@@ -26,8 +26,8 @@ from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal,
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
 from .planning import Plan, skip
-from .record_spend import add_left_behind
-from .records import BATCH, ERROR, REFUSED, SKIPPED, Record, known_tier, now_iso, usd
+from .record_spend import leave_generation_behind, set_generation
+from .records import BATCH, ERROR, REFUSED, SKIPPED, Record, now_iso, usd
 
 if TYPE_CHECKING:
     from .means import Means
@@ -125,7 +125,8 @@ class Purchase:
             self.calls.end_call(record)
             if hold is not None:
                 hold.settle(exc.cost or 0.0)
-            self._refused(plan, exc, self._new_cost(record, journal.resumed, exc.cost or 0.0))
+            self._refused(plan, exc, self._new_cost(record, journal.resumed, exc.cost or 0.0),
+                          None if journal.resumed else self.means.run_id)
             return None
         except JobExpired:
             self.calls.end_call(record)
@@ -150,7 +151,7 @@ class Purchase:
         if hold is not None:
             hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
         if record.job:
-            record.cost = self._job_cost(record, worst)
+            self._job_generation(record, self._job_cost(record, worst))
         refused, said = self.means.refused_keys.refusal(exc, route=spec.route, model_scope=self._model_scope(spec),
                                                   variables=self._provider_key_variables(spec))
         if said:  # in flight when the key was refused: the one line of the scope, not the reply once more
@@ -166,7 +167,7 @@ class Purchase:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
         record.references_sha256 = self.planning.reference_hashes(plan.task)  # what the verdict will be of, with the image
         try:
-            path = self._save_generation(plan, generation, latency, cost)
+            path = self._save_generation(plan, generation, latency, cost, None if resumed else self.means.run_id)
         except DiskFull as exc:
             self._failed(plan, exc)
             return None
@@ -211,8 +212,8 @@ class Purchase:
 
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
-            record.cost = self._job_cost(record, worst)
-            plan.life.bought_in_flight(usd(record.cost))  # a job this call submitted is bought (a resumed one: not)
+            bought = self._job_generation(record, self._job_cost(record, worst), self.means.run_id if job else None)
+            plan.life.bought_in_flight(bought)  # a job this call submitted is bought (a resumed one: not)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost
@@ -239,9 +240,19 @@ class Purchase:
         with whatever it leaves on the disk consistent."""
         job = record.job or {}
         moved = usd(record.cost) or self._job_cost(record, lambda: spec.price)  # a record is untrusted
-        add_left_behind(record, moved, tier=BATCH if job.get("kind") == BATCH else record.tier, route=job.get("route"),
-                        id=job.get("id"), run=self.means.run_id)
-        record.job, record.cost = None, 0.0
+        leave_generation_behind(record, moved, tier=BATCH if job.get("kind") == BATCH else record.tier,
+                                route=job.get("route"), id=job.get("id"), run=self.means.run_id)
+        record.job = None
+
+    @staticmethod
+    def _job_generation(record: Record, cost: float, run: str | None = None) -> float:
+        """The journaled job's price (``cost``: 0 once it is forgotten, the provider says it failed unbilled) as
+        the candidate's own generation entry, at the job's tier (a ``batch`` job is a batch line); what it counts.
+        Only an entry there is set to $0: a job forgotten before it counted adds no entry."""
+        job = record.job if isinstance(record.job, dict) else {}
+        tier = BATCH if job.get("kind") == BATCH else record.tier
+        return set_generation(record, cost, tier=tier, route=job.get("route"), id=job.get("id"), run=run,
+                              always=False)
 
     def _tier_of(self, spec: ModelSpec) -> str | None:
         """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be
@@ -295,11 +306,11 @@ class Purchase:
         if hold is not None:
             hold.settle(cost)
         job = record.job or {}
-        add_left_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier, route=job.get("route"),
-                        id=job.get("id"), run=self.means.run_id)
-        record.cost = 0.0  # the candidate's own generation is the next submission's
+        # the candidate's own generation is the next submission's
+        leave_generation_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier,
+                                route=job.get("route"), id=job.get("id"), run=self.means.run_id)
 
-    def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float) -> Path:
+    def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float, run: str | None) -> Path:
         """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the
         disk has no room: an image that could not be written is counted as paid and lost (a left-behind entry of the
         record's call ledger, at the tier that served it);
@@ -312,16 +323,16 @@ class Purchase:
         except OSError as exc:
             if not room.no_room(exc):
                 raise
-            add_left_behind(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=self.means.run_id)
-            record.cost = 0.0  # a journaled job counted there: its result fetched again adds nothing more
+            # a journaled job counted there: its result fetched again adds nothing more
+            leave_generation_behind(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=run)
             if isinstance(record.job, dict):
                 record.job[COUNTED_IN] = RESUBMITTED_COST
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.calls.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
-        record.seed, record.request_id, record.cost = gen.seed, gen.request_id, cost
-        record.tier = known_tier(gen.tier)
+        record.seed, record.request_id = gen.seed, gen.request_id
+        set_generation(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=run)
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
         record.extra.update(gen.extra)
@@ -343,13 +354,14 @@ class Purchase:
                            "without paying") from exc
         return path
 
-    def _refused(self, plan: Plan, exc: Refusal, cost: float) -> None:
+    def _refused(self, plan: Plan, exc: Refusal, cost: float, run: str | None) -> None:
         record, spec = plan.record, plan.spec
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
-        record.cost, record.request_id, record.generated_at = cost, exc.request_id, now_iso()
+        record.request_id, record.generated_at = exc.request_id, now_iso()
         record.provider_model, record.error, record.pending = spec.provider_model, None, None
-        if exc.tier is not None:  # a refused batch line was billed at the batch tier, not the standard one
-            record.tier = known_tier(exc.tier)
+        # a refused batch line was billed at the batch tier, not the standard one
+        set_generation(record, cost, tier=record.tier if exc.tier is None else exc.tier, route=spec.route,
+                       id=exc.request_id, run=run)
         self.calls.write(plan.life, Step.WRITE_REFUSED, record)
 
     def _failed(self, plan: Plan, exc: Exception, note: str = "", lost: bool = False) -> None:

@@ -45,6 +45,61 @@ def add_left_behind(record: Record, amount: Any, *, tier: Any, route: Any = None
     return paid
 
 
+def _own_index(record: Record) -> int | None:
+    """Where the entry of the candidate's own generation is in its call ledger (call_ledger.own: billed, the
+    latest), None without one."""
+    entries = record.calls if isinstance(record.calls, list) else []
+    own = [index for index, entry in enumerate(entries) if isinstance(entry, dict)
+           and entry.get("kind") in call_ledger.GENERATION_KINDS and entry.get("state") == call_ledger.BILLED]
+    return own[-1] if own else None
+
+
+def set_generation(record: Record, amount: Any, *, tier: Any, route: Any = None, id: Any = None,
+                   run: str | None = None, always: bool = True) -> float:
+    """Write what the candidate's own generation costs (``amount``, at ``tier``: a batch line's is the batch's) as
+    its entry of the record's call ledger: billed, a batch line at tier batch, else a generation.  One entry per
+    purchase: while the purchase goes on (its job journaled, then its image or refusal; a job the provider says it
+    did not bill, at $0) its entry is updated (a new copy in its place: an entry read may be shared), its run kept
+    unless ``run`` is given (a job resumed was bought by the run that submitted it); a purchase that left no image
+    moves it to left behind (``leave_generation_behind``), and the next purchase has an entry of its own.
+    ``always``: written even at $0 without an entry (it says the tier); else only an entry that exists is set.
+    The amount counted (0 unless believable)."""
+    paid, tier = usd(amount), call_ledger.known_tier(tier)
+    index = _own_index(record)
+    if index is None and not (paid or always):
+        return 0.0
+    if index is None:
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []),
+                        call_ledger.new_entry(call_ledger.GENERATION, call_ledger.BILLED, 0.0)]
+        index = len(record.calls) - 1
+    entry = {**record.calls[index], "price": round(paid, 6), "tier": tier,
+             "kind": call_ledger.BATCH_LINE if tier == call_ledger.BATCH else call_ledger.GENERATION}
+    for name, value in (("route", route), ("id", id), ("run", run)):
+        if isinstance(value, str):
+            entry[name] = value
+    record.calls = [*record.calls[:index], entry, *record.calls[index + 1:]]
+    return paid
+
+
+def leave_generation_behind(record: Record, amount: Any, *, tier: Any, route: Any = None, id: Any = None,
+                            run: str | None = None) -> float:
+    """The candidate's own purchase left no image (its image lost, its job expired or left behind, an image a
+    full disk could not keep): what it was paid (``amount``) stays in the record's call ledger, its entry moved to
+    left behind (one appended when it has none, with ``run``: a job journaled by a run killed before it counted it),
+    and the next purchase is a new entry.  Nothing at $0 is left behind (it counts no purchase bought again)."""
+    paid = usd(amount)
+    if not paid:
+        return 0.0
+    index = _own_index(record)
+    if index is None:
+        return add_left_behind(record, paid, tier=tier, route=route, id=id, run=run)
+    set_generation(record, paid, tier=tier, route=route, id=id)  # its run: the one that bought it
+    state = call_ledger.move(call_ledger.BILLED, call_ledger.LEFT_BEHIND,
+                             f"{record.model} {record.task_id} r{record.repeat:03d}")
+    record.calls = [*record.calls[:index], {**record.calls[index], "state": state}, *record.calls[index + 1:]]
+    return paid
+
+
 #: The ids of the entries ``keep_verdicts_cost`` writes: fixed, so two processes that both kept one record's
 #: verdicts write them alike, and merged (call_ledger.merged) they count once.
 KEPT_VERDICT, KEPT_REJUDGEMENTS = "judge_cost", "judge_cost.rejudged"

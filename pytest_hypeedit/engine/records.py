@@ -86,8 +86,6 @@ class Record:
     release: dict[str, Any] | None = None
     seed: int | None = None
     request_id: str | None = None
-    cost: float = 0.0  # generation spend in USD for this candidate
-    tier: str = STANDARD  # the price tier that served the generation (TIERS), as the provider's reply says
     latency_s: float | None = None
     generated_at: str | None = None
     refusal: str | None = None  # the provider's reason, when refused
@@ -167,6 +165,18 @@ class Record:
         return self.outcome == PASS
 
     @property
+    def cost(self) -> float:
+        """What the candidate's own generation cost (USD): its entry of the call ledger (call_ledger.own), derived;
+        the field of earlier versions is converted once on read (``from_dict``)."""
+        return call_ledger.generation_cost(self)
+
+    @property
+    def tier(self) -> str:
+        """The price tier that served the candidate's own generation (TIERS, else UNKNOWN_TIER), as the provider's
+        reply said: its entry's, derived; STANDARD while the ledger holds none."""
+        return call_ledger.generation_tier(self)
+
+    @property
     def spent(self) -> float:
         """Everything this candidate cost: every paid or possibly paid call of its ledger (engine/call_ledger.py)."""
         return call_ledger.spent(call_ledger.calls_of(self))
@@ -224,6 +234,7 @@ class Record:
 EARLIER_JUDGE_CALLS = "judge_failed_cost"
 EARLIER_LEFT_BEHIND = "resubmitted_cost"
 EARLIER_VERDICTS = "judge_verdicts_cost"
+EARLIER_GENERATION = "generation-v1"
 
 
 def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -233,7 +244,7 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     rest (call_ledger.earlier_left_behind), so nothing it recorded as paid is forgotten, and none is counted twice
     (the entries' ids are fixed).  An amount of the wrong type makes the record malformed, as before; one not
     believable is kept as is, counted 0 and said (``implausible_amounts``)."""
-    for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS):
+    for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS, "cost"):
         amount = data.get(name)
         if amount is not None and not _is(amount, _NUMBER):
             raise MalformedRecord(f"'{name}' must be {_kind_names(_NUMBER)}, not {_json_type(amount)}")
@@ -254,8 +265,25 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     verdicts = data.get(EARLIER_VERDICTS)
     if verdicts is not None and EARLIER_VERDICTS not in ids:
         added += _earlier_verdicts(data, verdicts)
+    if ("cost" in data or "tier" in data) and EARLIER_GENERATION not in ids:
+        added.append(_earlier_generation(data))
     if added:
         fields["calls"] = [*calls, *added]
+
+
+def _earlier_generation(data: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier version's ``cost`` and ``tier`` (its own generation: what the purchase it holds cost,
+    at the tier that served it) as the ledger entry of that generation, billed: a batch line at tier batch, else a
+    generation; with the record's route and request id.  Written even at $0 (it says the tier).  A tier that is no
+    tier is kept as UNKNOWN_TIER, counted by ``unknown_tiers``; an amount not believable as is, counted 0 and said
+    (``implausible_amounts``)."""
+    tier = known_tier(data.get("tier", STANDARD))
+    entry = {"entry": EARLIER_GENERATION, "kind": call_ledger.BATCH_LINE if tier == BATCH else call_ledger.GENERATION,
+             "state": call_ledger.BILLED, "price": data.get("cost") or 0.0, "tier": tier}
+    for name, field_name in (("route", "route"), ("id", "request_id")):
+        if isinstance(data.get(field_name), str):
+            entry[name] = data[field_name]
+    return entry
 
 
 def _earlier_verdicts(data: dict[str, Any], amount: float) -> list[dict[str, Any]]:
@@ -289,7 +317,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "split": _TEXT, "model": _TEXT, "task_id": _TEXT, "repeat": _INT, "task_types": (list,),
     "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "release": (dict,),
     "seed": _SCALARS,
-    "request_id": _TEXT, "cost": _NUMBER, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
+    "request_id": _TEXT, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "pending": (dict,),
     "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
     "judge_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
@@ -298,7 +326,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
     "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,), "spent_by_run": (dict,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
-    "tier": _TEXT, "judge_tier": _TEXT,
+    "judge_tier": _TEXT,
 }
 #: The exact types of each field's JSON values (json.loads makes no subclass): a record read is checked with one
 #: set lookup per field, ``_is`` only for a value of another type (a subclass from a plugin; else an error).
@@ -320,7 +348,7 @@ _VERDICT_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields that may be null: those whose default is None, and the amounts (``usd`` counts a null as 0, and a
 #: plugin's provider may have reported no cost: such a record's paid verdict is kept, not thrown away).
 _NULLABLE = {f.name for f in dataclasses.fields(Record) if f.default is None} | {
-    "cost", "judge_cost"}
+    "judge_cost"}
 
 
 def check_fields(fields: dict[str, Any]) -> None:
@@ -328,9 +356,8 @@ def check_fields(fields: dict[str, Any]) -> None:
     missing = [name for name in ("split", "model", "task_id", "repeat") if name not in fields]
     if missing:
         raise MalformedRecord(f"no {', '.join(repr(name) for name in missing)}: not a record")
-    for name in ("tier", "judge_tier"):
-        if name in fields:
-            fields[name] = known_tier(fields[name])
+    if "judge_tier" in fields:
+        fields["judge_tier"] = known_tier(fields["judge_tier"])
     for name, value in list(fields.items()):
         if name in _INFORMATIVE and type(value) in (int, float):  # exact: true/false is no number
             fields[name] = value = str(value)

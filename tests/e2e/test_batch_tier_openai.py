@@ -21,6 +21,8 @@ from tiny_batch import (
     tiny_batch_bench,
 )
 
+from pytest_hypeedit.engine.records import Record
+
 REPEATS = 2
 TASKS = 5
 REFERENCES = 6  # the last task has two
@@ -48,7 +50,7 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
     assert (row["candidates"], row["errors"]) == (TASKS * REPEATS, 0)
     assert row["spent"] == pytest.approx(fake.billed, abs=1e-5)
     assert fake.billed > 0
-    assert sum(r["cost"] for r in records(pytester.path)) == pytest.approx(fake.billed, abs=1e-5)
+    assert sum(Record.from_dict(r).cost for r in records(pytester.path)) == pytest.approx(fake.billed, abs=1e-5)
     assert all(r["extra"]["batch_id"] for r in records(pytester.path))
     again = run("--tier", "batch")  # everything is on disk: nothing is bought or uploaded again
     again.assert_outcomes(passed=TASKS * REPEATS)
@@ -91,9 +93,10 @@ def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase
     ledger = max((tmp_path / "cache").rglob("budget.json"), key=lambda path: path.stat().st_mtime)  # this run's
     assert json.loads(ledger.read_text())["spent"] / 1e6 == pytest.approx(row["spent_this_run"])  # each in --budget
     # the lines left pending were submitted in a batch, which may still bill them: what the batch run counted of
-    # them stays in spent (as earlier purchases that left no image), beside what this run bought
+    # them stays in spent (as earlier purchases that left no image), beside what this run bought (its own entry)
     assert all(r["job"] is None and [(c["kind"], c["state"], c["tier"]) for c in r["calls"]] == [
-        ("batch_line", "left_behind", "batch")] for r in records(pytester.path))
+        ("batch_line", "left_behind", "batch"), ("generation", "billed", "standard")]
+        for r in records(pytester.path))
     assert row["spent_this_run"] > 0 and row["spent_breakdown"]["resubmitted"] > 0
     assert row["spent"] == pytest.approx(row["spent_this_run"] + row["spent_breakdown"]["resubmitted"])
 
@@ -118,7 +121,7 @@ def test_a_refused_line_is_a_refusal_as_on_the_standard_tier(batch_run, pytester
     result = run("--tier", "batch")
     result.assert_outcomes(passed=TASKS * REPEATS - 1, failed=1)
     assert results_row(pytester.path)["refusals"] == 1
-    assert {r["tier"] for r in records(pytester.path)} == {"batch"}  # the refused line too: filed under its tier
+    assert {Record.from_dict(r).tier for r in records(pytester.path)} == {"batch"}  # the refused line too: filed under its tier
     created = fake.creations  # one batch, or more when the lines arrived further apart than the linger
     assert created >= 1
     again = run("--tier", "batch")  # a refusal is the model's answer: not bought again

@@ -10,6 +10,8 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 from fake_models import models_conftest
 
+from pytest_hypeedit.engine.records import Record
+
 #: fake_models.HalfPriceProvider: repeat 1 served at the batch tier, at half the price.
 BATCH_CONFTEST = models_conftest("HalfPriceProvider", (
     {"name": "half", "route": "halfprice", "provider_model": "half-v1", "price": 0.10, "batch_price": 0.05},),
@@ -31,7 +33,7 @@ def test_the_record_carries_the_tier_the_provider_says_and_results_price_it_so(b
     result = bench.runpytest("-p", "no:cacheprovider", "--model", "half", "--tasks", "mini.json", "--images-base",
                              "images", "--repeats", "2", "--outputs", "out", "--judge", "labels:labels.json")
     result.assert_outcomes(passed=2, failed=2)
-    tiers = {p.name: json.loads(p.read_text())["tier"] for p in (bench.path / "out" / "mini" / "half").glob("*/*.json")}
+    tiers = {p.name: Record.from_json(p.read_text()).tier for p in (bench.path / "out" / "mini" / "half").glob("*/*.json")}
     assert set(tiers.values()) == {"batch", "standard"} and all(
         tier == ("batch" if name == "001.json" else "standard") for name, tier in tiers.items())
     row = json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]

@@ -231,7 +231,7 @@ def test_earlier_verdicts_costs_are_converted_once_and_new_verdicts_are_entries(
 
 
 def test_a_batch_line_is_filed_as_one_at_its_tier():
-    record = Record(**BASE, outcome="pass", candidate="001.png", tier="batch", cost=0.095)
+    record = Record.from_dict({**BASE, "outcome": "pass", "candidate": "001.png", "tier": "batch", "cost": 0.095})
     calls = ledger.calls_of(record)
     assert ledger.by_kind(calls) == {"batch_line": 0.095}
     assert ledger.by_tier(calls)["generation"] == {"batch": 0.095}
@@ -239,7 +239,8 @@ def test_a_batch_line_is_filed_as_one_at_its_tier():
 
 def test_results_derive_every_spend_figure_from_the_ledgers():
     records = [Record.from_json(json.dumps(OLD)),
-               Record(**{**BASE, "repeat": 2}, outcome="pass", candidate="002.png", tier="batch", cost=0.095)]
+               Record.from_dict({**BASE, "repeat": 2, "outcome": "pass", "candidate": "002.png", "tier": "batch",
+                                 "cost": 0.095})]
     row = build_results(records, models=[SPEC], split_names=["s"], settings=MetricSettings(),
                         settings_json={"retry_cap": 4}, run_id="run-a")["rows"][0]
     calls = [call for record in records for call in ledger.calls_of(record)]
@@ -315,3 +316,69 @@ def test_the_entries_read_are_bounded():
     many = [{"kind": "judge_call", "state": "answered", "price": 0.001}] * (ledger.MAX_CALLS + 10)
     record = Record.from_dict({**BASE, "calls": many})
     assert record.spent == pytest.approx(0.001 * ledger.MAX_CALLS) and implausible_amounts(record) == 10
+
+
+# --------------------------------------------------------------------------- the candidate's own generation
+
+
+def test_an_earlier_generation_cost_and_tier_are_converted_once_whoever_reads_writes_or_merges_them():
+    """Planted: the conversion made on every read (its check of the fixed id removed): the record read back counted
+    its $0.095 batch line twice (caught); the conversion skipped: the generation counted $0 (caught)."""
+    from pytest_hypeedit.engine.record_spend import add_verdict_cost
+
+    old = {**BASE, "outcome": "pass", "candidate": "001.png", "route": "openai", "request_id": "req_1",
+           "cost": 0.095, "tier": "batch"}
+    record = Record.from_dict(old)
+    data = json.loads(record.to_json())
+    assert "cost" not in data and "tier" not in data  # the fields are gone: their entry holds them
+    assert [(c["entry"], c["kind"], c["state"], c["price"], c["tier"], c["route"], c["id"]) for c in record.calls] == [
+        ("generation-v1", "batch_line", "billed", 0.095, "batch", "openai", "req_1")]
+    assert (record.cost, record.tier, record.spent) == (pytest.approx(0.095), "batch", pytest.approx(0.095))
+    again = Record.from_json(record.to_json())  # read, written, read again
+    assert again.calls == record.calls and again.spent == pytest.approx(0.095) and again.tier == "batch"
+    # the field beside the entry it was converted into (a later version's entry kept by an earlier one): once
+    assert Record.from_dict({**old, "calls": record.calls}).spent == pytest.approx(0.095)
+    theirs = Record.from_dict(old)  # a second writer read the same old record and gave it a verdict
+    add_verdict_cost(theirs, 0.003, "run-b")
+    both = Record.from_json(Record(**BASE, calls=ledger.merged(theirs.calls, again.calls)).to_json())
+    assert both.spent == pytest.approx(0.098) and both.cost == pytest.approx(0.095)
+    assert ledger.by_tier(ledger.calls_of(both))["generation"] == pytest.approx({"batch": 0.095})
+    # an old record's tier that is no tier is counted unknown; an amount not believable, 0 and said; a wrong type
+    odd = Record.from_dict({**BASE, "cost": -1, "tier": 7})
+    assert (odd.cost, odd.tier, implausible_amounts(odd)) == (0, ledger.UNKNOWN_TIER, 1)
+    assert Record.from_dict({**BASE, "cost": None}).spent == 0
+    with pytest.raises(MalformedRecord, match="'cost' must be a whole number or a number, not text"):
+        Record.from_dict({**BASE, "cost": "0.19"})
+
+
+def test_a_purchase_is_one_entry_updated_while_it_goes_on_then_left_behind_and_the_next_is_its_own():
+    """The journaled job, its image, its loss and the purchase that replaces it: one entry each purchase, nothing
+    counted twice (planted: set_generation appending a new entry each time: the job and its image counted $0.19
+    for $0.095, caught; merged keeping the disk's copy of an entry whatever its state: the lost image's entry,
+    merged from a stale copy, was billed again, caught)."""
+    from pytest_hypeedit.engine.record_spend import leave_generation_behind, set_generation
+
+    record = Record(**BASE)
+    set_generation(record, 0.095, tier="batch", route="openai", id="batch_1", run="run-a", always=False)  # the job
+    set_generation(record, 0.095, tier="batch", route="openai", id="req_1")  # its image: the same purchase
+    assert [(c["kind"], c["state"], c["price"], c["run"], c["id"]) for c in record.calls] == [
+        ("batch_line", "billed", 0.095, "run-a", "req_1")]
+    assert (record.cost, record.tier, record.spent) == (pytest.approx(0.095), "batch", pytest.approx(0.095))
+    read = Record.from_json(record.to_json())  # another process reads it, then finds its image lost
+    leave_generation_behind(read, read.cost, tier=read.tier, run="run-b")
+    set_generation(read, 0.19, tier="standard", route="openai", run="run-b")  # bought again, at standard
+    assert [(c["kind"], c["state"], c["price"]) for c in read.calls] == [
+        ("batch_line", "left_behind", 0.095), ("generation", "billed", 0.19)]
+    assert (read.cost, read.tier, read.spent) == (pytest.approx(0.19), "standard", pytest.approx(0.285))
+    assert ledger.bought_again(ledger.calls_of(read)) == 1
+    # merged either way round, the entry left behind stays left behind (a copy never moves an entry back)
+    for merged in (ledger.merged(record.calls, read.calls), ledger.merged(read.calls, record.calls)):
+        assert Record(**BASE, calls=merged).spent == pytest.approx(0.285)
+        assert Record(**BASE, calls=merged).cost == pytest.approx(0.19)
+    # a job forgotten (the provider says it failed, unbilled) is set to $0; none is added for a job never counted
+    job = Record(**BASE)
+    assert set_generation(job, 0.0, tier="standard", always=False) == 0 and job.calls == []
+    set_generation(job, 0.04, tier="standard", always=False)
+    set_generation(job, 0.0, tier="standard", always=False)
+    assert job.spent == 0 and len(job.calls) == 1
+    assert leave_generation_behind(job, 0, tier="standard") == 0 and job.calls[0]["state"] == "billed"

@@ -102,8 +102,9 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     for record in records(pytester.path):
         assert record["resubmitted"] == 1 and "Task not found" in record["extra"]["expired_jobs"][0]
         assert not record["job"].get("resumed")  # the second job was paid for in this run
-        assert record["cost"] == 0.10  # each job at its own cost: the expired one's, an entry of the call ledger
-        assert [(c["kind"], c["state"], c["price"]) for c in record["calls"]] == [("generation", "left_behind", 0.10)]
+        assert Record.from_dict(record).cost == 0.10  # each job at its own cost: the expired one's, an entry of the call ledger
+        assert [(c["kind"], c["state"], c["price"]) for c in record["calls"]] == [("generation", "left_behind", 0.10),
+                                                                                 ("generation", "billed", 0.10)]
     row = rows(pytester.path)["flux-2-max"]  # four jobs were paid for: the expired two count too
     assert row["spent"] == pytest.approx(0.4) and row["spent_this_run"] == pytest.approx(0.2)
     assert row["spent_breakdown"] == {"generation": 0.2, "judge": 0, "resubmitted": 0.2, "possibly_paid": 0}
@@ -148,7 +149,7 @@ def test_a_lost_image_whose_job_expired_is_bought_once_more_and_each_job_counted
     again.assert_outcomes(passed=1, failed=1)
     assert list(bfl.ledger.submitted.values()) == [2, 2]
     for record in records(pytester.path):  # the first job's cost stays where the lost image put it
-        assert record["cost"] == 0.10 and [c["price"] for c in record["calls"] if c["state"] == "left_behind"] == [0.10]
+        assert Record.from_dict(record).cost == 0.10 and [c["price"] for c in record["calls"] if c["state"] == "left_behind"] == [0.10]
     row = rows(pytester.path)["flux-2-max"]
     assert row["spent"] == pytest.approx(billed(bfl)) == pytest.approx(0.4)
     assert row["spent_breakdown"] == {"generation": 0.2, "judge": 0, "resubmitted": 0.2, "possibly_paid": 0}

@@ -408,8 +408,8 @@ def results_row(records: list[Record]) -> dict:
 
 
 def test_a_doctored_record_cannot_inflate_or_break_the_spend():
-    record = Record("public", "m", "t", 1, cost=0.04, possibly_paid=[{"price": float("inf")}, "x", {"price": -3},
-                                                                     {"price": 0.1}])
+    record = Record("public", "m", "t", 1, possibly_paid=[{"price": float("inf")}, "x", {"price": -3}, {"price": 0.1}],
+                    calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04}])
     assert record.spent == pytest.approx(0.14)
     assert Record("public", "m", "t", 1, possibly_paid="nonsense").spent == 0
 

@@ -26,13 +26,14 @@ from pytest_hypeedit.engine.records import (
 def full_record() -> Record:
     return Record(split="public", model="seedream-4.5", task_id="t-1", repeat=7, task_types=["remove", "change"],
                   outcome=FAIL, candidate="007.png", route="ark", provider_model="seedream-4-5-251128", seed=42,
-                  request_id="req-1", cost=0.04, latency_s=1.5, generated_at="2026-01-01T00:00:00+00:00",
+                  request_id="req-1", latency_s=1.5, generated_at="2026-01-01T00:00:00+00:00",
                   job={"id": "j1", "polling_url": None}, resubmitted=1, verdict="FAIL", reasoning="the car is there",
                   judge="gemini-3-flash", votes=[{"judge": "a", "verdict": "FAIL"}], judge_cost=0.002,
                   judged_at="2026-01-01T00:00:01+00:00",
                   judgements={"gemini-3-flash": {"verdict": "FAIL", "judge": "gemini-3-flash", "reasoning": "the car is there",
                                                    "votes": [], "judged_at": "2026-01-01T00:00:01+00:00"}},
-                  reused_candidate=True, extra={"size": "2K"})
+                  reused_candidate=True, extra={"size": "2K"},
+                  calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04, "tier": "standard"}])
 
 
 def test_a_record_rides_on_user_properties_as_json_and_comes_back_equal():
@@ -70,7 +71,7 @@ def test_what_counts_in_the_metrics(outcome, judged, passed):
 
 def test_spent_is_the_candidate_and_its_verdict():
     assert full_record().spent == pytest.approx(0.042)
-    assert Record("s", "m", "t", 1, cost=None, judge_cost=None).spent == 0
+    assert Record.from_dict({**vars(Record("s", "m", "t", 1)), "cost": None, "judge_cost": None}).spent == 0
 
 
 def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
@@ -78,7 +79,7 @@ def test_what_failed_judge_calls_cost_is_judge_spend_and_read_as_untrusted():
     # a record of an earlier version: its judge_failed_cost is converted once into an entry of its call ledger
     record = Record.from_dict({**base, "cost": 0.04, "judge_cost": 0.002, "judge_failed_cost": 0.003})
     assert record.spent_breakdown["judge"] == pytest.approx(0.005) and record.spent == pytest.approx(0.045)
-    assert [(c["kind"], c["price"]) for c in record.calls] == [("judge_call", 0.003)]
+    assert [(c["kind"], c["price"]) for c in record.calls] == [("judge_call", 0.003), ("generation", 0.04)]
     again = Record.from_json(record.to_json())  # read back (a worker's report, the disk): converted once only
     assert again.calls == record.calls and again.spent == pytest.approx(0.045)
     with pytest.raises(MalformedRecord, match="'judge_failed_cost' must be a whole number or a number, not text"):

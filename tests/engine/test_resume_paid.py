@@ -19,6 +19,8 @@ from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 from paid_benches import chat_judged_bench
 
+from pytest_hypeedit.engine.records import Record
+
 TASKS, REPEATS = 3, 2
 ITEMS = TASKS * REPEATS
 
@@ -100,7 +102,7 @@ def test_a_failing_judge_keeps_the_paid_candidates_for_the_next_run(paid_run, tm
     witness, judge.default = judge.default, verdict_reply("MAYBE", "unparseable")  # asked twice, then an error
     pytester.runpytest(*args(judge)).assert_outcomes(errors=ITEMS)
     records = [json.loads(p.read_text()) for p in (pytester.path / "out" / "mini").rglob("*.json")]
-    assert len(records) == ITEMS and all(r["outcome"] == "error" and r["cost"] == 0.04 for r in records)
+    assert len(records) == ITEMS and all(r["outcome"] == "error" and Record.from_dict(r).cost == 0.04 for r in records)
     judge.default = witness
     pytester.runpytest(*args(judge)).assert_outcomes(passed=4, failed=2)
     assert len(model_calls(tmp_path)) == ITEMS  # judged now, bought once

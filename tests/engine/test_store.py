@@ -12,7 +12,8 @@ from pytest_hypeedit.engine.store import Store
 
 def record(**changes) -> Record:
     fields = dict(split="public", model="seedream-4.5", task_id="9c564c44-1226", repeat=10, candidate="010.webp",
-                  outcome=PASS, verdict="PASS", cost=0.04)
+                  outcome=PASS, verdict="PASS",
+                  calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04, "tier": "standard"}])
     return Record(**{**fields, **changes})
 
 

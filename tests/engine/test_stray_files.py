@@ -19,6 +19,7 @@ from paid_benches import chat_judged_bench
 from PIL import Image
 from terminal_text import said
 
+from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.store import Store
 
 TASKS, REPEATS = 2, 2
@@ -64,7 +65,8 @@ def test_a_stray_image_beside_a_paid_candidate_is_reported_and_never_adopted(pai
     assert (len(model_calls(tmp_path)), len(judge.requests)) == (ITEMS, ITEMS)  # nothing bought or judged again
     kept = json.loads((folder / "001.json").read_text())
     assert kept["candidate"] == "001.jpg"
-    assert kept["judgements"] == paid_record["judgements"] and kept["cost"] == paid_record["cost"] == 0.04
+    assert kept["judgements"] == paid_record["judgements"]
+    assert Record.from_dict(kept).cost == Record.from_dict(paid_record).cost == 0.04
     said(again, f"warning: {stray.relative_to(pytester.path)}: not the file its record names (the candidate is "
                 "001.jpg); ignored, never adopted over a paid verdict")
     assert stray.read_bytes() == png((255, 0, 0))  # left alone for the user to look at
@@ -112,8 +114,10 @@ def test_a_candidate_bought_again_keeps_the_cost_of_its_first_purchase(paid_run,
     assert row["spent"] == pytest.approx(0.04 * len(model_calls(tmp_path)))  # what the model billed, all of it
     assert row["spent_breakdown"]["resubmitted"] == pytest.approx(0.04)
     record = json.loads((pytester.path / "out" / "mini" / "paid" / "task-00" / "002.json").read_text())
-    assert record["extra"]["lost_candidates"][0]["file"] == "002.jpg" and record["cost"] == 0.04
-    [left] = record["calls"]  # the first image's cost: an entry of the call ledger, left behind
+    assert record["extra"]["lost_candidates"][0]["file"] == "002.jpg" and Record.from_dict(record).cost == 0.04
+    # the first image's cost: an entry of the call ledger, left behind; the second's its own, billed
+    left, own = [call for call in record["calls"] if call["kind"] == "generation"]
+    assert (own["state"], own["price"]) == ("billed", 0.04)
     assert (left["kind"], left["state"], left["price"], left["route"]) == ("generation", "left_behind", 0.04, "paid")
     pytester.runpytest(*args(judge)).assert_outcomes(passed=ITEMS)  # a third run reuses: same spend, once
     assert json.loads((pytester.path / "out" / "results.json").read_text())["rows"][0]["spent"] == \

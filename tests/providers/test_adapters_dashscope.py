@@ -34,7 +34,7 @@ class TestDashScope(AdapterContract, ExpiringUrlContract):
         fake.inject("request_id", body=sent)
         generation = self.run(provider, tmp_path)
         record = Record(split="public", model=self.model, task_id="t", repeat=1, outcome=PASS,
-                        request_id=generation.request_id, cost=generation.cost)
+                        request_id=generation.request_id)
         assert Record.from_json(record.to_json()).request_id == kept
         assert generation.request_id == kept
 

@@ -254,7 +254,7 @@ def test_absurd_amounts_in_records_on_disk_keep_spent_finite_and_are_named(bench
     for name, amount in doctored.items():
         path = folder / name
         text = path.read_text()
-        path.write_text(text.replace('"cost": 0.04', f'"cost": {amount}'))
+        path.write_text(text.replace('"price": 0.04', f'"price": {amount}'))  # the generation's ledger entry
         assert amount in path.read_text()
     result = bench.runpytest(*args("--model", "paid"))
     text = (bench.path / "out" / "results.json").read_text()

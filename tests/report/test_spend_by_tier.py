@@ -10,6 +10,7 @@ import json
 import pytest
 
 from pytest_hypeedit.analysis.metrics import MetricSettings
+from pytest_hypeedit.engine.call_ledger import BATCH_LINE, BILLED, GENERATION, new_entry
 from pytest_hypeedit.engine.records import Record, verdict_tier
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.report.leaderboard import results_markdown
@@ -23,8 +24,9 @@ SPEC = ModelSpec("gemini-3-pro", "gemini", "gemini-3-pro-image", 0.134, batch_pr
 
 def record(task: str, repeat: int, *, passed: bool, tier: str = "standard", judge_tier: str = "standard",
            cost: float = 0.134, judge_cost: float = 0.002) -> Record:
+    generation = new_entry(BATCH_LINE if tier == "batch" else GENERATION, BILLED, cost, tier=tier)  # its own
     return Record("public", SPEC.name, task, repeat, ["edit"], outcome="pass" if passed else "fail",
-                  candidate=f"{repeat:03d}.png", cost=cost, tier=tier, verdict="PASS" if passed else "FAIL",
+                  candidate=f"{repeat:03d}.png", calls=[generation], verdict="PASS" if passed else "FAIL",
                   judge="gemini-3-flash", judge_cost=judge_cost, judge_tier=judge_tier)
 
 
@@ -71,7 +73,8 @@ def test_a_run_at_standard_is_as_before():
 @pytest.mark.parametrize("hostile", ["<script>alert(1)</script>", "FLEX", "free", 0.5, None, ["batch"], {"t": 1}])
 def test_a_tier_from_disk_that_is_no_tier_name_is_unknown_counted_and_priced_at_list(hostile):
     data = json.loads(record("a", 1, passed=True).to_json())
-    data["tier"] = data["judge_tier"] = hostile
+    del data["calls"]  # a record of an earlier version: its generation in cost and tier
+    data["cost"], data["tier"], data["judge_tier"] = 0.134, hostile, hostile
     loaded = Record.from_dict(data)  # a record on disk is untrusted: kept (its verdict was paid), the tier not
     assert loaded.tier == loaded.judge_tier == "unknown"
     row = row_of([loaded])
