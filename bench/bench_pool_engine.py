@@ -34,7 +34,7 @@ class SleepingRunner:
     def __init__(self, generate: float, verdict: float):
         self.generate, self.verdict = generate, verdict
         self.judge = SimpleNamespace(routes=("judge",))
-        self.run_id = None  # what the run bought is counted under its id (records.spent_by_run): nothing here
+        self.run_id = None  # what the run bought is counted under its id (its ledger entries name it): nothing here
         self.starts: list[float] = []
         self.lock = threading.Lock()
 

@@ -79,8 +79,6 @@ class RecordView(Protocol):
     def calls(self) -> Any: ...
     @property
     def possibly_paid(self) -> Any: ...
-    @property
-    def spent_by_run(self) -> Any: ...
 
 
 #: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price),
@@ -337,7 +335,7 @@ def _lost(entry: dict[str, Any]) -> Call:
     kind = {"judge": VERDICT, "rejudge": REJUDGEMENT}.get(str(entry.get("call")), GENERATION)
     return Call(kind, LOST, usd(entry.get("price")), known_tier(entry.get("tier", STANDARD)), worst=True,
                 route=_text(entry.get("route")), id=_text(entry.get("id")), sent_at=_text(entry.get("sent_at")),
-                rebought=entry.get("rebought") is True)
+                run=_text(entry.get("run")), rebought=entry.get("rebought") is True)
 
 
 def _text(value: Any) -> str | None:
@@ -374,7 +372,6 @@ def implausible_amounts(record: RecordView) -> int:
     calls past MAX_CALLS, not read."""
     amounts = [record.judge_cost]
     amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
-    amounts += list(record.spent_by_run.values()) if isinstance(record.spent_by_run, dict) else []
     past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)
                if isinstance(entries, list))
     unknown = sum(1 for entry in _entries(record) if entry.get("kind") not in KINDS or entry.get("state") not in STATES)
@@ -443,10 +440,12 @@ def bought_again(calls: Iterable[Call]) -> int:
 
 
 def spent_in_run(record: RecordView, run_id: str | None) -> float:
-    """USD the run ``run_id`` bought for this candidate, as the record says (``spent_by_run``: what each run's
-    calls were settled with); 0 for a record the run bought nothing for, or without a run id."""
-    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
-    return usd(runs.get(run_id)) if run_id is not None else 0.0
+    """USD the run ``run_id`` bought for this candidate: its ledger's counted entries written by that run (their
+    ``run``: the run that sent the call; a job resumed stays the run's that submitted it, an image adopted from disk
+    or an entry of an earlier version has none); 0 for a record the run bought nothing for, or without a run id."""
+    if run_id is None:
+        return 0.0
+    return sum(call.price for call in calls_of(record) if call.state in COUNTED and call.run == run_id)
 
 
 def open_price(pending: Any) -> float:

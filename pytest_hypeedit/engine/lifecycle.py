@@ -194,7 +194,6 @@ class Hold:
         self.what = what
         self.sent = False  # its call left: only the call's end knows what it cost
         self.settled: float | None = None  # USD committed (0: released), once settled
-        self.in_flight = 0.0  # USD its call has bought already, before it ends (a job it submitted, journaled)
 
     def settle(self, actual: float) -> None:
         """Commit what the call cost (``actual``), or release the hold when it cost nothing; exactly once."""
@@ -239,19 +238,6 @@ class Lifecycle:
         write()
         self.stage = to
         self.trail.append(step)
-
-    @property
-    def bought(self) -> float:
-        """USD this handling's calls bought: what each hold was settled with, or for a call still in flight what it
-        bought already (its job, journaled).  What the run says it bought for this candidate (``spent_by_run``)."""
-        return sum(hold.settled if hold.settled is not None else hold.in_flight for hold in self.holds)
-
-    def bought_in_flight(self, amount: float) -> None:
-        """The call in flight (its hold sent, not settled) has bought ``amount`` already: the job it submitted."""
-        for hold in reversed(self.holds):
-            if hold.sent and hold.settled is None:
-                hold.in_flight = amount
-                return
 
     def reserve(self, budget: Budget | None, amount: Callable[[], float], what: str) -> Hold:
         """A hold of --budget for one call (BudgetExceeded when the rest cannot cover ``amount()``, its worst

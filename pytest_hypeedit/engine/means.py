@@ -48,7 +48,7 @@ class Means:
     signals_from_disk: bool = False
     stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
-    #: what its calls bought for a candidate is written into the record under it (``spent_by_run``)
+    #: every ledger entry its calls write names it (``run``: what the run bought, call_ledger.spent_in_run)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
     refused_keys: RefusedKeys = field(default_factory=RefusedKeys)

@@ -39,7 +39,6 @@ from .journal import (
     sending,
 )
 from .lifecycle import Lifecycle, Step
-from .record_spend import note_run_spend
 from .records import Record
 
 if TYPE_CHECKING:
@@ -70,17 +69,8 @@ class PaidCalls:
 
     def write(self, life: Lifecycle, step: Step, record: Record) -> None:
         """Write the record as the named step of the candidate's lifecycle (engine/lifecycle.py), which raises
-        before writing when its stage forbids the step: the money path writes a record no other way.  What the
-        handling has bought so far goes with it (``spent_by_run``)."""
-        def write() -> None:
-            self.note_bought(life, record)
-            self.means.store.write_record(record)
-
-        life.write(step, write)
-
-    def note_bought(self, life: Lifecycle, record: Record) -> None:
-        """What this run's calls bought for the candidate (its lifecycle's holds), on the record under the run id."""
-        note_run_spend(record, self.means.run_id, life.bought)
+        before writing when its stage forbids the step: the money path writes a record no other way."""
+        life.write(step, lambda: self.means.store.write_record(record))
 
     # ------------------------------------------------------------------ pending, possibly paid
 
@@ -109,7 +99,7 @@ class PaidCalls:
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
                      life: Lifecycle, **fields: Any) -> None:
         """Write the paid request into the record before it is sent (its reply may never come back)."""
-        record.pending = sending(call, route=route, price=price, call_id=call_id, **fields)
+        record.pending = sending(call, route=route, price=price, call_id=call_id, run=self.means.run_id, **fields)
         mark_rebought(record, call)
         record.extra.pop(HELD, None)
         step = _JOURNALED[call]

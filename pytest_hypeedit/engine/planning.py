@@ -204,8 +204,7 @@ class Planning:
         record.extra["lost_candidates"] = [*record.extra.get("lost_candidates", []),
                                            {"file": plan.lost, "verdict": record.verdict}]
         keep_verdicts_cost(record)
-        leave_generation_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id,
-                                run=self.means.run_id)
+        leave_generation_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id)
         record.candidate, record.judge_cost = None, 0.0
         if isinstance(record.job, dict):
             record.job[COUNTED_IN] = RESUBMITTED_COST
@@ -275,9 +274,6 @@ class Planning:
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
         # the call ledger is append-only, whichever process paid: every entry of both, once
         record.calls = call_ledger.merged(on_disk.calls, record.calls)
-        # what other runs bought is theirs to say (the disk's); what this one bought, ours
-        ours = record.spent_by_run.get(self.means.run_id) if isinstance(record.spent_by_run, dict) else None
-        record.spent_by_run = {**on_disk.spent_by_run, **({self.means.run_id: ours} if ours is not None else {})}
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False
         if on_disk.candidate != record.candidate or not provenance.judged_same_bytes(on_disk, record):

@@ -212,8 +212,8 @@ class Purchase:
 
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
-            bought = self._job_generation(record, self._job_cost(record, worst), self.means.run_id if job else None)
-            plan.life.bought_in_flight(bought)  # a job this call submitted is bought (a resumed one: not)
+            # a job this call submitted is this run's purchase, counted from now (a resumed one stays its run's)
+            self._job_generation(record, self._job_cost(record, worst), self.means.run_id if job else None)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost
@@ -241,7 +241,7 @@ class Purchase:
         job = record.job or {}
         moved = usd(record.cost) or self._job_cost(record, lambda: spec.price)  # a record is untrusted
         leave_generation_behind(record, moved, tier=BATCH if job.get("kind") == BATCH else record.tier,
-                                route=job.get("route"), id=job.get("id"), run=self.means.run_id)
+                                route=job.get("route"), id=job.get("id"))  # an earlier run's purchase
         record.job = None
 
     @staticmethod
@@ -308,7 +308,7 @@ class Purchase:
         job = record.job or {}
         # the candidate's own generation is the next submission's
         leave_generation_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier,
-                                route=job.get("route"), id=job.get("id"), run=self.means.run_id)
+                                route=job.get("route"), id=job.get("id"), run=None if hold is None else self.means.run_id)
 
     def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float, run: str | None) -> Path:
         """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the

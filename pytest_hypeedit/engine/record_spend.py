@@ -1,10 +1,10 @@
 """What a record says its candidate's purchases cost, kept where no later write erases it.
 
 A verdict given (and later replaced: ``--rejudge``, a stale verdict, a ``--judge-stability`` re-judgement), a
-judge call that failed after being paid, a purchase that left no image and each run's purchases (``spent_by_run``)
-stay counted in the record's call ledger (``calls``) and its own fields; these helpers are the only writers of them.  What they add
-up to is read by the call ledger only (engine/call_ledger.py), where every figure of spend is derived
-(docs/explanation/money.md).
+judge call that failed after being paid, the candidate's own generation and a purchase that left no image stay
+counted in the record's call ledger (``calls``), each entry naming the run that bought it (``run``: what a run bought,
+call_ledger.spent_in_run); these helpers are the only writers of them.  What they add up to is read by the call
+ledger only (engine/call_ledger.py), where every figure of spend is derived (docs/explanation/money.md).
 """
 
 from __future__ import annotations
@@ -132,10 +132,3 @@ def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kin
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid
 
-
-def note_run_spend(record: Record, run_id: str, bought: float) -> None:
-    """Write down what the run ``run_id`` has bought for this candidate so far (its lifecycle's ``bought``; less than
-    it said before when a job it submitted was forgotten: the provider says it failed, unbilled)."""
-    runs = record.spent_by_run if isinstance(record.spent_by_run, dict) else {}
-    if bought or run_id in runs:
-        record.spent_by_run = {**runs, run_id: round(bought, 6)}

@@ -105,12 +105,16 @@ class Record:
     reasoning: str | None = None
     judge: str | None = None
     votes: list[dict[str, Any]] = field(default_factory=list)
-    judge_cost: float = 0.0  # what the verdict the record holds cost (every verdict given: entries of ``calls``)
-    # USD by the run (its run id) that bought it: what each run's paid calls for this candidate were settled with
-    # (engine/lifecycle.py, Lifecycle.bought: generations, jobs, verdicts, judge calls that failed after being paid,
-    # re-judgements, possibly paid calls at their worst case); the results' spent_this_run is this run's entries
-    spent_by_run: dict[str, Any] = field(default_factory=dict)
-    judge_tier: str = STANDARD  # the price tier that served the verdict (TIERS), as the judge's reply says
+    # what the verdict the record holds cost (every verdict given: entries of ``calls``).  Informational in a record
+    # written now (its verdicts are entries, and spend is derived from them), and it stays: a record written before
+    # verdicts were entries (no ``judge_verdicts_cost`` either) counts its verdict from it until a verdict is
+    # written (call_ledger.unwritten_verdicts; record_spend.keep_verdicts_cost keeps it as an entry then), and an
+    # entry does not say which verdict the record holds now (the one a reused verdict brings, verdicts.py)
+    judge_cost: float = 0.0
+    # the price tier that served the verdict the record holds (TIERS), as the judge's reply says; it stays: the tier
+    # of an older record's verdict amounts above and of a judge call paid without a verdict (record_spend), and the
+    # ``unknown_tiers`` a results row counts
+    judge_tier: str = STANDARD
     judged_at: str | None = None
     # every verdict ever paid for on this candidate, by judge id, so switching
     # judges never throws a paid verdict away
@@ -324,7 +328,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
     "error": _TEXT, "reused_candidate": _BOOL, "reused_verdict": _BOOL, "extra": (dict,),
-    "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,), "spent_by_run": (dict,),
+    "candidate_sha256": _TEXT, "references_sha256": (list,), "candidate_stat": (list,),
     # a tier is read by name first (check_fields): a wrong one is counted as unknown, never a lost paid record
     "judge_tier": _TEXT,
 }
@@ -368,7 +372,6 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise MalformedRecord(f"{name!r} must be {_kind_names(_FIELD_TYPES[name])}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
-    _check_items(list((fields.get("spent_by_run") or {}).values()), _NUMBER, "spent_by_run")
     for name in ("votes", "possibly_paid", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
     for index, entry in enumerate(fields.get("calls") or []):

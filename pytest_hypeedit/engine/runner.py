@@ -181,10 +181,9 @@ class Runner:
         return plan.record
 
     def _settle(self, plan: Plan) -> None:
-        """The candidate's handling is over (every --budget hold settled); the record says what it bought, for the
-        report that carries it (its last write said so on the disk)."""
+        """The candidate's handling is over (every --budget hold settled); what it bought is in the record's ledger,
+        entries naming the run (its last write said so on the disk)."""
         plan.life.settle()
-        self.calls.note_bought(plan.life, plan.record)
 
     def pays_to_finish(self, plan: Plan) -> bool:
         """Whether ``finish`` may call a paid judge: --judge-stability's re-judgements of a sampled candidate."""

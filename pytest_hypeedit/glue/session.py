@@ -324,9 +324,9 @@ def unreported_on_disk(store: Store, keys: Iterable[Key], since: str, run: str) 
 
 def paid_since(record: Record, since: str, run: str) -> tuple[float, float, float] | None:
     """(spent, bought by this run, pending price) of a record this run bought for; None when it shows nothing
-    paid by it.  What the run bought is what the record says (``spent_by_run[run]``); a paid call it sent and never
-    heard back from is its pending entry, sent since ``since`` (ISO strings in UTC, records.now_iso, compared as
-    text)."""
+    paid by it.  What the run bought is what the record says (its ledger's entries naming the run); a paid call it
+    sent and never heard back from is its pending entry, sent since ``since`` (ISO strings in UTC, records.now_iso,
+    compared as text)."""
     from ..engine import call_ledger
 
     this_run = call_ledger.spent_in_run(record, run)

@@ -80,8 +80,8 @@ def build_results(
 ) -> dict[str, Any]:
     """The results dict for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
     (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;
-    ``run_id`` names the run whose purchases ``spent_this_run`` counts (the records say, ``spent_by_run``; None:
-    no run, 0)."""
+    ``run_id`` names the run whose purchases ``spent_this_run`` counts (the records say, their ledger entries naming
+    the run; None: no run, 0)."""
     records = list(records)
     by_pair: dict[tuple[str, str], list[Record]] = defaultdict(list)
     for record in records:
@@ -249,7 +249,7 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
 
 def _counts(records: list[Record], run_id: str | None) -> dict[str, Any]:
     spent = sum(r.spent for r in records)
-    # every paid call this run sent, as each record says (spent_by_run: what the run's calls were settled with)
+    # every paid call this run sent, as each record says (its ledger's entries naming the run)
     this_run = sum(spent_in_run(r, run_id) for r in records)
     return {
         "candidates": len(records),

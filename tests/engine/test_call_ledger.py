@@ -114,8 +114,9 @@ def test_a_record_of_the_earlier_version_counts_everything_it_recorded_as_paid_o
     assert [(c.kind, c.id, c.worst, c.rebought) for c in lost] == [("generation", "c1", True, True),
                                                                    ("verdict", None, True, False)]
     assert ledger.bought_again(calls) == 3  # the possibly paid generation, the batch line left behind, the lost image
-    assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.574)
-    assert ledger.spent_in_run(record, "run-b") == pytest.approx(0.0135)
+    # spent_by_run is read no more (what each earlier run bought, counted by the entries above): no run of this
+    # version has their ids
+    assert ledger.spent_in_run(record, "run-a") == ledger.spent_in_run(record, "run-b") == 0
     # the pending judge call is the open call of the run that sent it, not in spent until found abandoned
     assert ledger.open_price(record.pending) == pytest.approx(0.004)
     paid.abandon(record, paid.RUN_ENDED)
@@ -240,7 +241,9 @@ def test_a_batch_line_is_filed_as_one_at_its_tier():
 def test_results_derive_every_spend_figure_from_the_ledgers():
     records = [Record.from_json(json.dumps(OLD)),
                Record.from_dict({**BASE, "repeat": 2, "outcome": "pass", "candidate": "002.png", "tier": "batch",
-                                 "cost": 0.095})]
+                                 "cost": 0.095}),
+               Record(**{**BASE, "repeat": 3}, calls=[ledger.new_entry(ledger.BATCH_LINE, ledger.BILLED, 0.095,
+                                                                       tier=ledger.BATCH, run="run-a")])]
     row = build_results(records, models=[SPEC], split_names=["s"], settings=MetricSettings(),
                         settings_json={"retry_cap": 4}, run_id="run-a")["rows"][0]
     calls = [call for record in records for call in ledger.calls_of(record)]
@@ -249,7 +252,7 @@ def test_results_derive_every_spend_figure_from_the_ledgers():
     assert sum(row["spend_by_kind"].values()) == pytest.approx(row["spent"])
     assert sum(row["spent_breakdown"].values()) == pytest.approx(row["spent"])
     assert (row["possibly_paid"], row["possibly_paid_cost"]) == (1, pytest.approx(0.194))
-    assert row["spent_this_run"] == pytest.approx(0.574)
+    assert row["spent_this_run"] == pytest.approx(0.095)  # run-a's entry; OLD's spent_by_run is read no more
 
 
 # --------------------------------------------------------------------------- untrusted ledgers
@@ -382,3 +385,27 @@ def test_a_purchase_is_one_entry_updated_while_it_goes_on_then_left_behind_and_t
     set_generation(job, 0.0, tier="standard", always=False)
     assert job.spent == 0 and len(job.calls) == 1
     assert leave_generation_behind(job, 0, tier="standard") == 0 and job.calls[0]["state"] == "billed"
+
+
+# --------------------------------------------------------------------------- what each run bought
+
+
+def test_what_a_run_bought_is_its_entries_whoever_merges_and_a_lost_call_is_the_run_s_that_sent_it():
+    """spent_this_run is derived from the entries' run: a second writer's entries stay theirs after a merge, a job
+    resumed stays the run's that submitted it, and a call whose reply was lost is the sending run's (its pending
+    entry names the run).  Planted: _lost without the entry's run (a lost call counted for no run: caught);
+    spent_in_run counting every run's entries ($0.289 for run-a: caught)."""
+    from pytest_hypeedit.engine.record_spend import add_verdict_cost, set_generation
+
+    ours = Record(**BASE)
+    set_generation(ours, 0.095, tier="batch", run="run-a", always=False)  # run-a's job, journaled
+    theirs = Record.from_json(ours.to_json())
+    set_generation(theirs, 0.095, tier="batch")  # run-b resumed it: its image, the same purchase, still run-a's
+    add_verdict_cost(theirs, 0.004, "run-b")
+    theirs.pending = paid.sending(paid.JUDGE, route="gemini-judge", price=0.19, call_id="c1", run="run-b")
+    paid.abandon(theirs, "read timeout")  # its reply lost: possibly paid, by run-b
+    both = Record(**BASE, calls=ledger.merged(theirs.calls, ours.calls), possibly_paid=theirs.possibly_paid)
+    for record in (both, Record.from_json(both.to_json())):
+        assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.095)
+        assert ledger.spent_in_run(record, "run-b") == pytest.approx(0.004 + 0.19)
+        assert record.spent == pytest.approx(0.289)

@@ -18,7 +18,7 @@ every sequence:
   pending; the image a run was given is on disk unless a kill or a full disk came after it;
 - every record write is a named step of the candidate's lifecycle (the store's writes, counted, are its trail's);
 - every --budget reservation settled exactly once (at most once in a killed run), and what the ledger
-  committed in a run equals what the fakes billed in it, and what the records say the run bought (spent_by_run).
+  committed in a run equals what the fakes billed in it, and what the records say the run bought (their ledger entries naming the run).
 """
 
 from __future__ import annotations

@@ -109,16 +109,20 @@ def test_what_every_verdict_cost_is_judge_spend_and_read_as_untrusted():
     assert Record.from_dict({**base, "extra": {"stability": {"cost": "lots"}}}).spent == 0
 
 
-def test_what_each_run_bought_is_read_as_untrusted():
+def test_what_each_run_bought_is_read_from_its_entries_as_untrusted():
     from pytest_hypeedit.engine.call_ledger import spent_in_run
 
     base = {"split": "s", "model": "m", "task_id": "t", "repeat": 1}
-    record = Record.from_dict({**base, "spent_by_run": {"run-a": 0.04, "run-b": 0.003}})
-    assert spent_in_run(record, "run-a") == 0.04 and spent_in_run(record, "run-c") == spent_in_run(record, None) == 0
-    with pytest.raises(MalformedRecord, match="every item of 'spent_by_run' must be a whole number or a number"):
-        Record.from_dict({**base, "spent_by_run": {"run-a": "0.04"}})
-    with pytest.raises(MalformedRecord, match="'spent_by_run' must be an object"):
-        Record.from_dict({**base, "spent_by_run": [0.04]})
-    doctored = Record.from_dict({**base, "spent_by_run": {"run-a": float("inf"), "run-b": -1}})
-    assert spent_in_run(doctored, "run-a") == spent_in_run(doctored, "run-b") == 0
-    assert implausible_amounts(doctored) == 2
+    entries = [{"kind": "generation", "state": "billed", "price": 0.04, "run": "run-a"},
+               {"kind": "verdict", "state": "billed", "price": 0.003, "run": "run-b"},
+               {"kind": "generation", "state": "not_sent", "price": 0.04, "run": "run-b"},  # never sent: nothing
+               {"kind": "verdict", "state": "billed", "price": float("inf"), "run": "run-c"}]
+    record = Record.from_dict({**base, "calls": entries})
+    assert spent_in_run(record, "run-a") == 0.04 and spent_in_run(record, "run-b") == 0.003
+    assert spent_in_run(record, "run-c") == spent_in_run(record, "run-d") == spent_in_run(record, None) == 0
+    assert implausible_amounts(record) == 1
+    # a record of an earlier version: its spent_by_run (what each earlier run's calls were settled with) is read no
+    # more; its amounts are counted by the entries its money fields became, and no later run has their ids
+    old = Record.from_dict({**base, "cost": 0.04, "spent_by_run": {"run-a": 0.04, "run-b": "lots"}})
+    assert "spent_by_run" not in json.loads(old.to_json()) and old.spent == pytest.approx(0.04)
+    assert spent_in_run(old, "run-a") == 0 and implausible_amounts(old) == 0
