@@ -1,6 +1,7 @@
 """The run engine: each candidate from task to verdict, and many of them at once.
 
-    runner.py   one candidate: reuse what is on disk, else pay for it once (provider call, judge)
+    runner.py   one candidate: reuse what is on disk, else pay for it once (provider call, judge); owns the
+                collaborators below, each given what one process produces candidates with (means.py)
     lifecycle.py  the money path of one candidate as a state machine: its steps in one table, holds settled once
     planning.py   what the disk says a candidate still needs; paidcall.py the seam of every paid call
     purchase.py   the generation step; verdicts.py the judge step

@@ -108,8 +108,8 @@ def place(store: Store, kind: str, task: Task, made: tuple[bytes, str]) -> None:
 def control_runner(runner: Runner, outputs: Path) -> Runner:
     """The run's runner (its judge, budget, settings, run id) writing into the controls' store; no pixel signals
     and no stability re-judgements (controls are no model's candidates)."""
-    return dataclasses.replace(runner, store=controls_store(outputs, runner.store.claims_dir), signals=False,
-                               stability={})
+    return Runner(dataclasses.replace(runner.means, store=controls_store(outputs, runner.store.claims_dir),
+                                      signals=False, stability={}))
 
 
 #: Where a task's positive control comes from: the candidate people passed (None: the task has none).

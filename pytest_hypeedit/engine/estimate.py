@@ -169,7 +169,7 @@ def plan_purchases(runner: Runner, spec: ModelSpec, split: Split, repeats: int, 
     """One model's plan on one split (its candidates in ``selected``, the run's items, when given), read from the
     disk (``disk``, else a survey of its own), priced at the worst cases --budget reserves.  A task's price is asked
     once: it depends on its references and size, not on the repeat."""
-    disk = disk if disk is not None else Survey(runner)
+    disk = disk if disk is not None else Survey(runner.planning)
     to_buy = to_judge = 0
     generation = judge = 0.0
     for task in split.tasks:
@@ -220,7 +220,7 @@ def estimate(runner: Runner, models: Iterable[ModelSpec], splits: Iterable[Split
     included, each verdict going through every one of them: a panel asks each juror).  ``disk``: the run's survey
     of the disk when the up-front checks made one (else one of its own).  ``tier`` (--tier) and ``judge_tier``
     (--judge-tier): a model bought on its batch tier takes its provider's batch window, a Flex judge its target."""
-    disk = disk if disk is not None else Survey(runner)
+    disk = disk if disk is not None else Survey(runner.planning)
     purchases = tuple(plan_purchases(runner, spec, split, repeats, selected, disk) for split in splits for spec in models)
     calls: dict[str, int] = {}
     specs: dict[str, ModelSpec] = {}

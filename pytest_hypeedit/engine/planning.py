@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HypeEditError, NotRegularFile
 from ..files import sha256_with_signature
@@ -25,15 +25,24 @@ from . import call_ledger, provenance
 from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
-from .paidcall import PaidCalls
 from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
+
+if TYPE_CHECKING:
+    from .means import Means
+    from .paidcall import PaidCalls
 
 
 def refused(record: Record | None) -> bool:
     """The model's answer was a refusal: a settled (and paid-for) outcome, not retried."""
     return record is not None and record.outcome == REFUSED
+
+
+def skip(life: Lifecycle, record: Record, reason: str) -> None:
+    """--budget cannot cover the next call: not sent, and not written (nothing was paid)."""
+    life.move(Step.SKIP)
+    record.outcome, record.error = SKIPPED, reason
 
 
 def _purchase(record: Record) -> tuple[Any, ...]:
@@ -76,14 +85,18 @@ class Plan:
         return self.record.key
 
 
-class Planning(PaidCalls):
-    """Reading a candidate's state from the disk, and merging with what other processes wrote there."""
+class Planning:
+    """Reading a candidate's state from the disk, and merging with what other processes wrote there.  Its only
+    writes go through the paid-call seam it is given (``PaidCalls.write``)."""
 
-    def _read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
+    def __init__(self, means: Means, calls: PaidCalls) -> None:
+        self.means, self.calls = means, calls
+
+    def read_or_new(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """The record on disk, or a new one; a file there that is no record (untrusted: a wrong type, too deep,
         not JSON) is treated as absent and noted on the new record (``extra["discarded_record"]``: why) for the
         summary to warn about, naming the file."""
-        found, problem = self.store.load_record(task.split, spec.name, task.task_id, repeat)
+        found, problem = self.means.store.load_record(task.split, spec.name, task.task_id, repeat)
         release = release_of(spec)
         if found is not None:
             found.extra.pop(DISCARDED, None)  # a note of an earlier run, about a file since rewritten
@@ -96,14 +109,14 @@ class Planning(PaidCalls):
             record.extra[DISCARDED] = problem
         return record
 
-    def _look_on_disk(self, plan: Plan) -> None:
+    def look_on_disk(self, plan: Plan) -> None:
         """The candidate is the file its record names (engine/store.py): other images beside it are strays,
         noted on the record (``extra["strays"]``) for the summary to report and never adopted."""
         if self._foreign(plan):
             return
-        found = self.store.find(*plan.record.key, named=plan.record.candidate)
+        found = self.means.store.find(*plan.record.key, named=plan.record.candidate)
         plan.candidate, plan.lost, plan.refused = found.candidate, found.missing, found.refused
-        self._note_strays(plan.record, found.strays)
+        self.note_strays(plan.record, found.strays)
         plan.record.extra.pop(provenance.CHANGED, None)  # what an earlier run found: this run looks again
         if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
             self._check_bytes(plan, plan.candidate)
@@ -119,7 +132,7 @@ class Planning(PaidCalls):
         if belongs(plan.record, release):
             return False
         other = record_release_id(plan.record.release) or "an earlier version's, of another provider model"
-        path = self.store.record_path(*plan.record.key)
+        path = self.means.store.record_path(*plan.record.key)
         plan.record = Record(split=plan.record.split, model=plan.record.model, task_id=plan.record.task_id,
                              repeat=plan.record.repeat, task_types=list(plan.task.task_types),
                              release=release.as_record())
@@ -133,7 +146,7 @@ class Planning(PaidCalls):
         """The candidate's bytes are those its verdict judged (engine/provenance.py), else it is judged again;
         a file that is no image any more is a lost candidate, bought again."""
         try:
-            checked = provenance.check(plan.record, candidate, self.store.root, self._reference_hashes(plan.task))
+            checked = provenance.check(plan.record, candidate, self.means.store.root, self.reference_hashes(plan.task))
         except NotRegularFile as exc:  # swapped for a link since the store looked
             plan.candidate, plan.refused = None, str(exc)
             return
@@ -143,20 +156,20 @@ class Planning(PaidCalls):
         if checked.corrupt:
             plan.candidate, plan.lost = None, candidate.name
 
-    def _reference_hashes(self, task: Task) -> list[str]:
+    def reference_hashes(self, task: Task) -> list[str]:
         """The SHA-256 of the task's reference images; [] when they cannot be read (nothing to compare with: the
         judge, which needs them, says what is wrong)."""
         try:
-            return provenance.REFERENCES.of(self.references(task))
+            return provenance.REFERENCES.of(self.means.references(task))
         except (HypeEditError, OSError):
             return []
 
     def _bind_adopted(self, plan: Plan, candidate: Path) -> None:
         try:
-            digest, signature = sha256_with_signature(candidate, self.store.root)
+            digest, signature = sha256_with_signature(candidate, self.means.store.root)
         except OSError:  # swapped or gone since the store looked: left unbound, the next run binds it
             return
-        provenance.bind(plan.record, digest, self._reference_hashes(plan.task))
+        provenance.bind(plan.record, digest, self.reference_hashes(plan.task))
         plan.record.candidate_stat = signature
         plan.bound = True
 
@@ -169,13 +182,13 @@ class Planning(PaidCalls):
         plan.life.move(Step.BLOCK)
 
     @staticmethod
-    def _note_strays(record: Record, strays: tuple[Path, ...]) -> None:
+    def note_strays(record: Record, strays: tuple[Path, ...]) -> None:
         if strays:
             record.extra["strays"] = [path.name for path in strays]
         else:
             record.extra.pop("strays", None)
 
-    def _forget_lost_candidate(self, plan: Plan) -> None:
+    def forget_lost_candidate(self, plan: Plan) -> None:
         """The record names an image that is gone: its verdict can be neither shown nor checked, so the
         candidate is bought again.  The record stops naming it first, so that a run killed between writing the
         new image and its record adopts the new image rather than paying a third time.  What the lost image and
@@ -195,21 +208,21 @@ class Planning(PaidCalls):
         record.candidate, record.judge_cost = None, 0.0
         if isinstance(record.job, dict):
             record.job[COUNTED_IN] = RESUBMITTED_COST
-        self._write(plan.life, Step.WRITE_FORGOTTEN, record)
+        self.calls.write(plan.life, Step.WRITE_FORGOTTEN, record)
         plan.lost = None
 
-    def _settle_plan(self, plan: Plan) -> None:
+    def settle_plan(self, plan: Plan) -> None:
         """Decide the plan's needs from its record and candidate (and adopt a candidate found on disk)."""
         record = plan.record
         plan.held = False
-        self._resolve_pending(record, plan.candidate)
+        self.calls.resolve_pending(record, plan.candidate)
         if plan.candidate is None:
             plan.needs_generation = not refused(record)
             plan.needs_verdict = False
             if not plan.needs_generation:
                 record.reused_candidate = True  # the model's refusal was paid for: it is its answer
-            elif self._held(record, GENERATE):
-                self._hold(plan, GENERATE)
+            elif self.held(record, GENERATE):
+                self.hold(plan, GENERATE)
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         plan.life.move(Step.ADOPT)
@@ -217,8 +230,8 @@ class Planning(PaidCalls):
             self._bind_adopted(plan, plan.candidate)
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
-        if plan.needs_verdict and self._held(record, JUDGE):
-            self._hold(plan, JUDGE)
+        if plan.needs_verdict and self.held(record, JUDGE):
+            self.hold(plan, JUDGE)
 
     @staticmethod
     def _adopt_candidate(record: Record, spec: ModelSpec, candidate: Path) -> None:
@@ -238,17 +251,11 @@ class Planning(PaidCalls):
             record.signals = {}  # they were the old candidate's
             record.candidate_sha256, record.references_sha256 = None, []  # and so were these
 
-    @staticmethod
-    def _skip(life: Lifecycle, record: Record, reason: str) -> None:
-        """--budget cannot cover the next call: not sent, and not written (nothing was paid)."""
-        life.move(Step.SKIP)
-        record.outcome, record.error = SKIPPED, reason
-
-    def _held(self, record: Record, call: str) -> bool:
-        return self.on_possibly_paid == REVIEW and bool(unresolved(record, call))
+    def held(self, record: Record, call: str) -> bool:
+        return self.means.on_possibly_paid == REVIEW and bool(unresolved(record, call))
 
     @staticmethod
-    def _hold(plan: Plan, call: str) -> None:
+    def hold(plan: Plan, call: str) -> None:
         plan.needs_generation = plan.needs_verdict = False
         plan.held = True
         plan.record.outcome, plan.record.error = ERROR, held_message(plan.record, call)
@@ -261,7 +268,7 @@ class Planning(PaidCalls):
         the journal of paid calls, and, while the record still holds the same purchase, every verdict (a judge's
         entry on disk wins unless ours is newer).  Written back with ours, so a second writer never clobbers a
         paid verdict.  False when the record on disk holds another purchase (its verdicts are not merged)."""
-        on_disk = self.store.read_record(*record.key)
+        on_disk = self.means.store.read_record(*record.key)
         if on_disk is None:
             return True
         record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
@@ -279,7 +286,7 @@ class Planning(PaidCalls):
                 record.judgements[judge_id] = entry
         return True
 
-    def _refreshed(self, plan: Plan) -> bool:
+    def refreshed(self, plan: Plan) -> bool:
         """(Under the candidate's claim.)  The plan's record merged with the disk's, or replaced by it when another
         process bought the candidate again meanwhile; False (the record says why) when no image is left to judge."""
         if not self.merge_from_disk(plan.record):
@@ -294,10 +301,10 @@ class Planning(PaidCalls):
     def _take_other_purchase(self, plan: Plan) -> None:
         """Another process bought this candidate again since the plan was read: its record is the one to judge
         and write (the plan's verdicts were of the earlier image)."""
-        on_disk = self.store.read_record(*plan.record.key)
+        on_disk = self.means.store.read_record(*plan.record.key)
         if on_disk is not None:
             vars(plan.record).update(vars(on_disk))
-        self._look_on_disk(plan)
+        self.look_on_disk(plan)
 
     # ------------------------------------------------------------------ what is still to pay
 
@@ -308,18 +315,18 @@ class Planning(PaidCalls):
     def disk_state(self, split: str, model: str, task_id: str, repeat: int) -> tuple[Record | None, bool]:
         """The candidate's record on disk (None: none, or no record of it), and whether it still has to be bought
         (``needs_call``); read once per candidate by the up-front checks (engine/survey.py)."""
-        record = self.store.read_record(split, model, task_id, repeat)
-        if record is not None and self.store.holds(split, model, task_id, repeat, record.candidate):
+        record = self.means.store.read_record(split, model, task_id, repeat)
+        if record is not None and self.means.store.holds(split, model, task_id, repeat, record.candidate):
             return record, False  # its image is there (or a link is: refused, not bought either)
-        found = self.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
+        found = self.means.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
         if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
             return record, False
         return record, not refused(record)
 
     def reusable_verdict(self, record: Record) -> dict[str, Any] | None:
         """The verdict of this judge already paid for on this candidate, unless --rejudge or it is stale."""
-        judge = self.judge
-        if judge.reuse_verdicts and not self.rejudge:
+        judge = self.means.judge
+        if judge.reuse_verdicts and not self.means.rejudge:
             entry = record.judgements.get(judge.id)
             if entry and judge.stale_reason(entry) is None:
                 return entry
@@ -327,4 +334,4 @@ class Planning(PaidCalls):
 
     def paid_verdict_needed(self, record: Record) -> bool:
         """Whether the judge must be called, and paid, for this candidate (a free judge never is)."""
-        return bool(self.judge.routes) and self.reusable_verdict(record) is None
+        return bool(self.means.judge.routes) and self.reusable_verdict(record) is None

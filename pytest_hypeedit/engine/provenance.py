@@ -13,7 +13,7 @@ every write, rename or restore), as git's index trusts its stat data.  What the 
     other bytes, still an image              the verdicts and signals are forgotten (kept in the record's history,
                                              ``extra["changed_candidates"]``): the run judges it again, no image
                                              bought, and says so in one warning line naming the file
-    other bytes, not an image                corrupt: handled as a lost candidate (planning._forget_lost_candidate),
+    other bytes, not an image                corrupt: handled as a lost candidate (Planning.forget_lost_candidate),
                                              bought again, and said so in one warning line naming the file
     other references                         as "other bytes": the verdict judged an edit of other images
 

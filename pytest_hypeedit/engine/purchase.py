@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import BudgetExceeded, CallError, DiskFull, HypeEditError, JobExpired, ProviderError, Refusal
 from ..files import regular_signature, sha256_bytes, sha256_with_signature
@@ -25,14 +25,54 @@ from . import room
 from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal, counted, new_call_id
 from .lifecycle import Hold, Lifecycle, Step
 from .limits import CallSlots
-from .planning import Plan
+from .planning import Plan, skip
 from .record_spend import leave_generation_behind, set_generation
-from .records import BATCH, ERROR, REFUSED, Record, now_iso, usd
-from .verdicts import Verdicts
+from .records import BATCH, ERROR, REFUSED, SKIPPED, Record, now_iso, usd
+
+if TYPE_CHECKING:
+    from .means import Means
+    from .paidcall import PaidCalls
+    from .planning import Planning
+    from .verdicts import Verdicts
 
 
-class Purchase(Verdicts):
-    """Buying a candidate: reserve, journal, call, save (or record why not)."""
+class Purchase:
+    """Buying a candidate: reserve, journal, call, save (or record why not).  Its calls go through the paid-call
+    seam (``PaidCalls``); the verdict it holds --budget for before buying is the verdicts' (``Verdicts``)."""
+
+    def __init__(self, means: Means, calls: PaidCalls, planning: Planning, verdicts: Verdicts) -> None:
+        self.means, self.calls, self.planning, self.verdicts = means, calls, planning, verdicts
+
+    def buy(self, plan: Plan) -> None:
+        """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
+        also judge is not bought (it would be paid for and left unjudged)."""
+        plan.needs_generation = plan.needs_verdict = False
+        stopped = self._key_stopped(plan.spec)
+        if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
+            plan.life.move(Step.STOP)
+            plan.record.outcome, plan.record.error = ERROR, stopped
+            return
+        full, held = self.calls.hold_room(plan.spec)
+        if full:  # as a budget stop: not bought, nothing written (there is no room to write it)
+            plan.life.move(Step.NO_ROOM)
+            plan.record.outcome, plan.record.error = SKIPPED, full
+            return
+        try:
+            self._buy_with_room(plan)
+        finally:
+            self.calls.release_room(held)
+
+    def _buy_with_room(self, plan: Plan) -> None:
+        try:
+            plan.verdict_hold = self.verdicts.hold_verdict(plan)
+        except BudgetExceeded as exc:
+            skip(plan.life, plan.record, str(exc))
+            return
+        except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
+            plan.verdict_hold = None
+        plan.candidate = self._generate(plan)
+        self.planning.note_strays(plan.record, self.means.store.find(*plan.record.key, named=plan.record.candidate).strays)
+        plan.needs_verdict = plan.candidate is not None  # not bought: its verdict's hold is released at the end
 
     def _generate(self, plan: Plan) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
@@ -52,7 +92,7 @@ class Purchase(Verdicts):
                     self._failed(plan, JobExpired(f"{expired}; submitted again, {ended} again"))
                     return None
                 record.extra["expired_jobs"] = [*record.extra.get("expired_jobs", []), expired]
-                self._write(plan.life, Step.WRITE_EXPIRED, record)
+                self.calls.write(plan.life, Step.WRITE_EXPIRED, record)
         return None
 
     def _generate_once(self, plan: Plan) -> Path | None:
@@ -67,35 +107,35 @@ class Purchase(Verdicts):
 
         try:
             request = self.generation_request(task, spec, repeat, journal, plan.slots)
-            provider = self.provider(spec)
+            provider = self.means.provider(spec)
             price = 0.0  # a resumed job was paid for when it was submitted
             if not journal.resumed:
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
                 price = provider.worst_case_cost(request)
-                hold = life.reserve(self.budget, lambda: price, f"{spec.name} {task.task_id} r{repeat:03d}")
+                hold = life.reserve(self.means.budget, lambda: price, f"{spec.name} {task.task_id} r{repeat:03d}")
                 self._journal_generation(life, record, spec, price, request)
             life.move(Step.SEND if price > 0 else Step.SEND_UNJOURNALED, hold)
             started = time.monotonic()
-            generation = self._call(lambda: provider.generate(request), record, f"{spec.name} via {spec.route}",
+            generation = self.calls.call(lambda: provider.generate(request), record, f"{spec.name} via {spec.route}",
                                     ProviderError)
         except BudgetExceeded as exc:
-            self._skip(life, record, str(exc))
+            skip(life, record, str(exc))
             return None
         except Refusal as exc:
-            self.end_call(record)
+            self.calls.end_call(record)
             if hold is not None:
                 hold.settle(exc.cost or 0.0)
             self._refused(plan, exc, self._new_cost(record, journal.resumed, exc.cost or 0.0),
-                          None if journal.resumed else self.run_id)
+                          None if journal.resumed else self.means.run_id)
             return None
         except JobExpired:
-            self.end_call(record)
+            self.calls.end_call(record)
             self._expired_job_paid(record, self._job_cost(record, worst), hold)
             raise
         except (CallError, HypeEditError) as exc:
             self._generation_failed(plan, exc, hold, worst)
             return None
-        self.end_call(record)
+        self.calls.end_call(record)
         life.move(Step.REPLY)
         if hold is not None:
             hold.settle(generation.cost)
@@ -107,17 +147,17 @@ class Purchase(Verdicts):
         and counted (``cost``, a resumed one too), and the next attempt resumes it.  A call whose reply was lost
         may be paid: its worst case is committed, never released."""
         record, spec = plan.record, plan.spec
-        lost = self.end_call(record, exc)
+        lost = self.calls.end_call(record, exc)
         if hold is not None:
             hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
         if record.job:
             self._job_generation(record, self._job_cost(record, worst))
-        refused, said = self.refused_keys.refusal(exc, route=spec.route, model_scope=self._model_scope(spec),
+        refused, said = self.means.refused_keys.refusal(exc, route=spec.route, model_scope=self._model_scope(spec),
                                                   variables=self._provider_key_variables(spec))
         if said:  # in flight when the key was refused: the one line of the scope, not the reply once more
-            self._failed(plan, ProviderError(said, retryable=False), note=self._lost_note(lost), lost=lost is not None)
+            self._failed(plan, ProviderError(said, retryable=False), note=self.calls.lost_note(lost), lost=lost is not None)
             return
-        self._failed(plan, exc, note=self._lost_note(lost) + refused, lost=lost is not None)
+        self._failed(plan, exc, note=self.calls.lost_note(lost) + refused, lost=lost is not None)
 
     def _keep_generation(self, plan: Plan, generation: Generation, resumed: bool, latency: float) -> Path | None:
         """What the provider answered, saved before anything else happens to it."""
@@ -125,14 +165,14 @@ class Purchase(Verdicts):
         cost = self._new_cost(record, resumed, generation.cost)
         if resumed and record.job:
             record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
-        record.references_sha256 = self._reference_hashes(plan.task)  # what the verdict will be of, with the image
+        record.references_sha256 = self.planning.reference_hashes(plan.task)  # what the verdict will be of, with the image
         try:
-            path = self._save_generation(plan, generation, latency, cost, None if resumed else self.run_id)
+            path = self._save_generation(plan, generation, latency, cost, None if resumed else self.means.run_id)
         except DiskFull as exc:
             self._failed(plan, exc)
             return None
         if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
-            self._signals(plan.task, generation.preview, record)
+            self.verdicts.measure_signals(plan.task, generation.preview, record)
         return path
 
     @staticmethod
@@ -140,16 +180,16 @@ class Purchase(Verdicts):
         return f"{spec.route} model {spec.provider_model}"
 
     def _provider_key_variables(self, spec: ModelSpec) -> tuple[str, ...]:
-        return tuple(getattr(self.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
+        return tuple(getattr(self.means.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
 
     def _key_stopped(self, spec: ModelSpec) -> str | None:
         """Why this candidate is not bought: its route's (or model's) key was refused, or the paid judge's was
         (a candidate bought now would be paid for and left unjudged); None when nothing stops it."""
-        stopped = self.refused_keys.stopped(spec.route, self._model_scope(spec))
+        stopped = self.means.refused_keys.stopped(spec.route, self._model_scope(spec))
         if stopped:
             return stopped
-        judge = self.judge
-        if judge.routes and (stopped := self.refused_keys.stopped(*judge.routes)):
+        judge = self.means.judge
+        if judge.routes and (stopped := self.means.refused_keys.stopped(*judge.routes)):
             return f"judge {judge.id}: {stopped}"
         return None
 
@@ -161,7 +201,7 @@ class Purchase(Verdicts):
         with the batch's input, so until then a kill or a stop costs nothing and counts nothing."""
         if price > 0:
             state = GATHERING if self._tier_of(spec) == BATCH else None
-            self.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
+            self.calls.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
                               life=life, state=state)
 
     def _journal(self, plan: Plan, worst: Callable[[], float]) -> Journal:
@@ -173,11 +213,11 @@ class Purchase(Verdicts):
         def save(job: dict[str, Any] | None) -> None:
             record.job = job
             # a job this call submitted is this run's purchase, counted from now (a resumed one stays its run's)
-            self._job_generation(record, self._job_cost(record, worst), self.run_id if job else None)
+            self._job_generation(record, self._job_cost(record, worst), self.means.run_id if job else None)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
                 record.pending = None  # the job is what the submit's reply said: resumable, not lost
-            self._write(plan.life, Step.WRITE_JOB, record)
+            self.calls.write(plan.life, Step.WRITE_JOB, record)
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
         # polled by this route's adapter, nor a batch line by an adapter that buys at standard now (--tier): it is
@@ -187,7 +227,7 @@ class Purchase(Verdicts):
             job = None
         if record.job and job is None:
             self._leave_behind(record, spec)
-        source = self.store.record_path(record.split, record.model, record.task_id, record.repeat)
+        source = self.means.store.record_path(record.split, record.model, record.task_id, record.repeat)
         return Journal(job, save, route=spec.route, call_id=new_call_id(), source=str(source))
 
     def _leave_behind(self, record: Record, spec: ModelSpec) -> None:
@@ -218,7 +258,7 @@ class Purchase(Verdicts):
         """The tier the model's adapter buys at (openai, gemini: ``tier``); None when it does not say, or cannot be
         made (the purchase then says why)."""
         try:
-            tier = getattr(self.provider(spec), "tier", None)
+            tier = getattr(self.means.provider(spec), "tier", None)
         except HypeEditError:
             return None
         return tier if isinstance(tier, str) else None
@@ -243,20 +283,20 @@ class Purchase(Verdicts):
                            slots: CallSlots = ()) -> GenerationRequest:
         """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
         # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
-        return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.references(task)), spec,
+        return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.means.references(task)), spec,
                                  journal=journal or Journal(), slots=slots,
-                                 landing=self.store.task_dir(task.split, spec.name, task.task_id))
+                                 landing=self.means.store.task_dir(task.split, spec.name, task.task_id))
 
     def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
         """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""
-        return self.provider(spec).worst_case_cost(self.generation_request(task, spec, repeat))
+        return self.means.provider(spec).worst_case_cost(self.generation_request(task, spec, repeat))
 
     def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
         """The most ``request`` can cost; the list price when it cannot be said (e.g. its references failed)."""
         if request is None:
             return spec.price
         try:
-            return self.provider(spec).worst_case_cost(request)
+            return self.means.provider(spec).worst_case_cost(request)
         except HypeEditError:
             return spec.price
 
@@ -268,7 +308,7 @@ class Purchase(Verdicts):
         job = record.job or {}
         # the candidate's own generation is the next submission's
         leave_generation_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier,
-                                route=job.get("route"), id=job.get("id"), run=None if hold is None else self.run_id)
+                                route=job.get("route"), id=job.get("id"), run=None if hold is None else self.means.run_id)
 
     def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float, run: str | None) -> Path:
         """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the
@@ -278,7 +318,7 @@ class Purchase(Verdicts):
         record, spec = plan.record, plan.spec
         plan.life.check(Step.WRITE_SAVED)  # an image is only written once paid for
         try:
-            path = self.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image,
+            path = self.means.store.write_candidate(record.split, record.model, record.task_id, record.repeat, gen.image,
                                               gen.ext)
         except OSError as exc:
             if not room.no_room(exc):
@@ -289,7 +329,7 @@ class Purchase(Verdicts):
                 record.job[COUNTED_IN] = RESUBMITTED_COST
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
-            raise DiskFull(self.stop_for_disk(exc)) from exc
+            raise DiskFull(self.calls.stop_for_disk(exc)) from exc
         record.candidate, record.route, record.provider_model = path.name, spec.route, gen.provider_model
         record.seed, record.request_id = gen.seed, gen.request_id
         set_generation(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=run)
@@ -302,15 +342,15 @@ class Purchase(Verdicts):
         record.judgements, record.pending, record.signals = {}, None, {}
         # hashed from the bytes in memory (a downloaded file: from disk, once), with the file's signature
         if isinstance(gen.image, Path):
-            record.candidate_sha256, record.candidate_stat = sha256_with_signature(path, self.store.root)
+            record.candidate_sha256, record.candidate_stat = sha256_with_signature(path, self.means.store.root)
         else:
             record.candidate_sha256, record.candidate_stat = sha256_bytes(gen.image), regular_signature(path)
         try:
-            self._write(plan.life, Step.WRITE_SAVED, record)  # the paid image is safe before the judge is asked
+            self.calls.write(plan.life, Step.WRITE_SAVED, record)  # the paid image is safe before the judge is asked
         except OSError as exc:
             if not room.no_room(exc):
                 raise
-            raise DiskFull(self.stop_for_disk(exc) + f"; the image is kept at {path}, and the next run adopts it "
+            raise DiskFull(self.calls.stop_for_disk(exc) + f"; the image is kept at {path}, and the next run adopts it "
                            "without paying") from exc
         return path
 
@@ -322,7 +362,7 @@ class Purchase(Verdicts):
         # a refused batch line was billed at the batch tier, not the standard one
         set_generation(record, cost, tier=record.tier if exc.tier is None else exc.tier, route=spec.route,
                        id=exc.request_id, run=run)
-        self._write(plan.life, Step.WRITE_REFUSED, record)
+        self.calls.write(plan.life, Step.WRITE_REFUSED, record)
 
     def _failed(self, plan: Plan, exc: Exception, note: str = "", lost: bool = False) -> None:
         # the error names model and route already; the item adds task and repeat
@@ -331,8 +371,8 @@ class Purchase(Verdicts):
         record.outcome, record.route = ERROR, plan.spec.route
         record.error = clean_text(redact(str(exc)) + note, ERROR_LIMIT)
         try:  # visible in the outputs; the next run retries it
-            self._write(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
+            self.calls.write(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
         except OSError as write_error:
             if not room.no_room(write_error):
                 raise
-            self.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it
+            self.calls.stop_for_disk(write_error)  # the item still says what happened; the disk had no room for it

@@ -19,29 +19,82 @@ The work is split in steps so that a pool (engine/pool.py) can keep many candida
 paid step its route's slot.  A claim is a cross-process lock per candidate: two processes never buy the
 same candidate, and the one that waited finds it on disk.  ``run`` does the steps in order, for callers
 without a pool.  Knows nothing of pytest.
+
+The Runner owns what one process produces candidates with (``Means``, engine/means.py) and its collaborators,
+each given what it needs and none a half of another: the paid-call seam (``PaidCalls``, engine/paidcall.py),
+the planning (``Planning``), the verdicts (``Verdicts``) and the purchase (``Purchase``).  It takes the steps
+in order; each collaborator does its part of one.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
 
-from ..errors import BudgetExceeded, HypeEditError
+from ..judges.base import Judge
+from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..tasks import Task
+from .jobs import Key
 from .journal import JUDGE
 from .lifecycle import Step
-from .planning import Plan, refused
+from .means import Means
+from .paidcall import PaidCalls
+from .planning import Plan, Planning, refused
 from .purchase import Purchase
-from .records import ERROR, SKIPPED, Record
-from .verdicts import judge_key_variables
+from .records import ERROR, Record
+from .stability import rejudge
+from .store import Store
+from .verdicts import Verdicts, judge_key_variables
 
 __all__ = ["Plan", "Runner", "judge_key_variables", "refused"]
 
 
-@dataclass
-class Runner(Purchase):
-    """What one process (the serial run, or one xdist worker) needs to produce candidates (its fields:
-    engine/paidcall.py)."""
+class Runner:
+    """What one process (the serial run, or one xdist worker) produces candidates with, and the steps that do."""
+
+    def __init__(self, means: Means) -> None:
+        self.means = means
+        self.calls = PaidCalls(means)
+        self.planning = Planning(means, self.calls)
+        self.verdicts = Verdicts(means, self.calls, self.planning)
+        self.purchase = Purchase(means, self.calls, self.planning, self.verdicts)
+
+    # ------------------------------------------------------------------ what its callers read of the means
+
+    @property
+    def store(self) -> Store:
+        return self.means.store
+
+    @store.setter
+    def store(self, store: Store) -> None:  # every collaborator reads it from the means when it acts
+        self.means.store = store
+
+    @property
+    def judge(self) -> Judge:
+        return self.means.judge
+
+    @property
+    def made_judge(self) -> Judge | None:
+        """The judge when it was made already; asking here makes none."""
+        return self.means.made_judge
+
+    @property
+    def run_id(self) -> str:
+        return self.means.run_id
+
+    @property
+    def stability(self) -> dict[Key, int]:
+        return self.means.stability
+
+    @property
+    def references(self) -> Callable[[Task], list[Path]]:
+        return self.means.references
+
+    def provider(self, spec: ModelSpec) -> Provider:
+        return self.means.provider(spec)
+
+    # ------------------------------------------------------------------ the steps
 
     def run(self, task: Task, spec: ModelSpec, repeat: int) -> Record:
         """One candidate from task to verdict, step by step (the pool runs the same steps in its threads)."""
@@ -54,74 +107,42 @@ class Runner(Purchase):
 
     def plan(self, task: Task, spec: ModelSpec, repeat: int) -> Plan:
         """What this candidate still needs, read from the disk (no call, no claim)."""
-        plan = Plan(task, spec, repeat, self._read_or_new(task, spec, repeat), None)
-        self._look_on_disk(plan)
+        plan = Plan(task, spec, repeat, self.planning.read_or_new(task, spec, repeat), None)
+        self.planning.look_on_disk(plan)
         if plan.refused is None:
-            self._settle_plan(plan)
+            self.planning.settle_plan(plan)
         return plan
 
     def generate_step(self, plan: Plan) -> Plan:
         """Buy the candidate (or resume its journaled job), unless another process did meanwhile."""
         with self.store.claim(*plan.record.key):
-            plan.record = self._read_or_new(plan.task, plan.spec, plan.repeat)
-            self._look_on_disk(plan)
+            plan.record = self.planning.read_or_new(plan.task, plan.spec, plan.repeat)
+            self.planning.look_on_disk(plan)
             if plan.refused is not None:
                 return plan
-            self.settle_abandoned(plan.record, plan.candidate, plan.life)
-            self._settle_plan(plan)
+            self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
+            self.planning.settle_plan(plan)
             if plan.held:
-                self._write(plan.life, Step.WRITE_HELD, plan.record)  # visible in the outputs as the error it is
+                self.calls.write(plan.life, Step.WRITE_HELD, plan.record)  # visible in the outputs as the error it is
             if plan.needs_generation:
-                self._forget_lost_candidate(plan)
-                self._buy(plan)
+                self.planning.forget_lost_candidate(plan)
+                self.purchase.buy(plan)
         return plan
-
-    def _buy(self, plan: Plan) -> None:
-        """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
-        also judge is not bought (it would be paid for and left unjudged)."""
-        plan.needs_generation = plan.needs_verdict = False
-        stopped = self._key_stopped(plan.spec)
-        if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
-            plan.life.move(Step.STOP)
-            plan.record.outcome, plan.record.error = ERROR, stopped
-            return
-        full, held = self._hold_room(plan.spec)
-        if full:  # as a budget stop: not bought, nothing written (there is no room to write it)
-            plan.life.move(Step.NO_ROOM)
-            plan.record.outcome, plan.record.error = SKIPPED, full
-            return
-        try:
-            self._buy_with_room(plan)
-        finally:
-            with self._room_lock:
-                self._room_held -= held
-
-    def _buy_with_room(self, plan: Plan) -> None:
-        try:
-            plan.verdict_hold = self._hold_verdict(plan)
-        except BudgetExceeded as exc:
-            self._skip(plan.life, plan.record, str(exc))
-            return
-        except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
-            plan.verdict_hold = None
-        plan.candidate = self._generate(plan)
-        self._note_strays(plan.record, self.store.find(*plan.record.key, named=plan.record.candidate).strays)
-        plan.needs_verdict = plan.candidate is not None  # not bought: its verdict's hold is released at the end
 
     def judge_step(self, plan: Plan) -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
         hold, plan.verdict_hold = plan.verdict_hold, None
         with self.store.claim(*plan.record.key):
-            if not self._refreshed(plan):
+            if not self.planning.refreshed(plan):
                 plan.needs_verdict = False
                 self._settle(plan)
                 return plan.record
-            self.settle_abandoned(plan.record, plan.candidate, plan.life)
-            if self.reusable_verdict(plan.record) is None and self._held(plan.record, JUDGE):
-                self._hold(plan, JUDGE)
-                self._write(plan.life, Step.WRITE_HELD, plan.record)
+            self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
+            if self.planning.reusable_verdict(plan.record) is None and self.planning.held(plan.record, JUDGE):
+                self.planning.hold(plan, JUDGE)
+                self.calls.write(plan.life, Step.WRITE_HELD, plan.record)
             else:
-                self._judge_candidate(plan, hold)
+                self.verdicts.judge_candidate(plan, hold)
                 self._rejudge_for_stability(plan)
             self._settle(plan)
         plan.needs_verdict = False
@@ -135,17 +156,17 @@ class Runner(Purchase):
         if plan.candidate is None or plan.held:
             self._settle(plan)
             return plan.record
-        unchanged = None if self.pays_to_finish(plan) else self.free_verdict_if_unchanged(plan)
+        unchanged = None if self.pays_to_finish(plan) else self.verdicts.free_verdict_if_unchanged(plan)
         if unchanged is not None:  # nothing is written, so nothing to claim or merge
-            self._judge_candidate(plan, hold, answer=unchanged)
+            self.verdicts.judge_candidate(plan, hold, answer=unchanged)
             self._settle(plan)
             return plan.record
         with self.store.claim(*plan.record.key):
-            if not self._refreshed(plan):
+            if not self.planning.refreshed(plan):
                 self._settle(plan)
                 return plan.record
-            self.settle_abandoned(plan.record, plan.candidate, plan.life)
-            self._judge_candidate(plan, hold, save=plan.bound)
+            self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
+            self.verdicts.judge_candidate(plan, hold, save=plan.bound)
             self._rejudge_for_stability(plan)
             self._settle(plan)
         return plan.record
@@ -172,12 +193,25 @@ class Runner(Purchase):
         """--judge-stability: the same judge asked K times more about a sampled candidate (engine/stability.py),
         under the claim its verdict was given under, as steps of its lifecycle before the handling is settled."""
         if self.stability.get(plan.key):
-            from .stability import rejudge
+            rejudge(self.calls, plan, self.stability[plan.key])
 
-            rejudge(self, plan, self.stability[plan.key])
+    # ------------------------------------------------------------------ what its callers ask before and after
+
+    def calls_in_flight(self) -> tuple[int, int, float]:
+        """Paid steps running in this process (``PaidCalls.calls_in_flight``): what leaving now would cost."""
+        return self.calls.calls_in_flight()
+
+    def reusable_verdict(self, record: Record) -> dict[str, Any] | None:
+        return self.planning.reusable_verdict(record)
+
+    def paid_verdict_needed(self, record: Record) -> bool:
+        return self.planning.paid_verdict_needed(record)
+
+    def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        return self.purchase.worst_case_generation(task, spec, repeat)
+
+    def worst_case_verdict(self, task: Task, spec: ModelSpec, repeat: int) -> float:
+        return self.verdicts.worst_case_verdict(task, spec, repeat)
 
     def close(self) -> None:
-        for provider in self._providers.values():
-            provider.close()
-        if self._judge is not None:
-            self._judge.close()
+        self.means.close()

@@ -30,7 +30,8 @@ from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts
 from .records import FAIL, PASS, Record, now_iso, usd
 
 if TYPE_CHECKING:
-    from .runner import Plan, Runner
+    from .paidcall import PaidCalls
+    from .planning import Plan
 
 _OPTION = re.compile(r"^\s*(?P<n>\d+)\s*(?:[xX]\s*(?P<k>\d+))?\s*$")
 DEFAULT_K = 2
@@ -78,40 +79,41 @@ def kept(record: Record, judge_id: str) -> dict[str, Any] | None:
     return None
 
 
-def rejudge(runner: Runner, plan: Plan, k: int) -> None:
+def rejudge(calls: PaidCalls, plan: Plan, k: int) -> None:
     """(Under the candidate's claim, its verdict given or reused in this handling.)  Ask the judge K times more about
     the plan's candidate (those still missing): each re-judgement is a step of the candidate's lifecycle, its
-    --budget hold one of the candidate's, its answer written at once."""
+    --budget hold one of the candidate's, its answer written at once.  ``calls``: the runner's paid-call seam,
+    whose public steps (journal, call, end, write) every paid call takes, and the means it was given."""
     record = plan.record
-    judge = runner.judge
+    judge = calls.means.judge
     if record.outcome not in (PASS, FAIL) or record.judge != judge.id or plan.candidate is None:
         return
     entry = kept(record, judge.id)
     if entry is not None and len(entry["verdicts"]) >= k:
         return
     # re-judgements another process wrote meanwhile (the record was read at triage): kept, never asked again
-    on_disk = runner.store.read_record(*record.key)
+    on_disk = calls.means.store.read_record(*record.key)
     theirs = kept(on_disk, judge.id) if on_disk is not None and on_disk.candidate == record.candidate else None
     keep_verdicts_cost(record)  # an entry of another judge or file, replaced below, stays counted
     if theirs is not None:
         record.extra["stability"] = entry = theirs
     entry = entry or {"judge": judge.id, "candidate": record.candidate, "original": record.verdict, "verdicts": [],
                       "cost": 0.0}
-    _ask(runner, plan, entry, k)
+    _ask(calls, plan, entry, k)
 
 
-def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
-    record, judge, life = plan.record, runner.judge, plan.life
+def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
+    record, judge, life = plan.record, calls.means.judge, plan.life
     assert plan.candidate is not None  # rejudge() asks only about a candidate
-    references = tuple(runner.references(plan.task)) if judge.needs_images else ()
+    references = tuple(calls.means.references(plan.task)) if judge.needs_images else ()
     while len(entry["verdicts"]) < k:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
                                call_id=new_call_id() if judge.routes else None, slots=plan.slots)
         try:
-            hold = life.reserve(runner.budget, partial(judge.worst_case_cost, request),
+            hold = life.reserve(calls.means.budget, partial(judge.worst_case_cost, request),
                                 f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
             if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
-                runner.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+                calls.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                                     call_id=request.call_id, life=life, judge=judge.id)
         except BudgetExceeded as exc:
             record.extra.setdefault("stability_skipped", str(exc))
@@ -120,41 +122,41 @@ def _ask(runner: Runner, plan: Plan, entry: dict[str, Any], k: int) -> None:
             return
         life.move(Step.ASK_AGAIN if judge.routes else Step.ASK_AGAIN_FREE, hold)
         try:  # a call of its own: nothing is reused
-            verdict = runner._call(partial(judge.judge, request), record, f"judge {judge.id} (re-judging)", JudgeError)
+            verdict = calls.call(partial(judge.judge, request), record, f"judge {judge.id} (re-judging)", JudgeError)
         except (CallError, HypeEditError) as exc:
-            _failed(runner, plan, entry, hold, exc)
+            _failed(calls, plan, entry, hold, exc)
             return
-        runner.end_call(record)
+        calls.end_call(record)
         hold.settle(verdict.cost)
-        add_verdict_cost(record, verdict.cost, runner.run_id, kind=call_ledger.REJUDGEMENT)  # never erased
+        add_verdict_cost(record, verdict.cost, calls.means.run_id, kind=call_ledger.REJUDGEMENT)  # never erased
         entry["verdicts"].append(verdict.label)
         entry["cost"] = round(usd(entry.get("cost")) + usd(verdict.cost), 6)
         record.extra["stability"] = entry
-        if not _written(runner, plan, Step.WRITE_REJUDGED):  # a paid verdict is never lost
+        if not _written(calls, plan, Step.WRITE_REJUDGED):  # a paid verdict is never lost
             return
 
 
-def _failed(runner: Runner, plan: Plan, entry: dict[str, Any], hold: Hold, exc: HypeEditError) -> None:
+def _failed(calls: PaidCalls, plan: Plan, entry: dict[str, Any], hold: Hold, exc: HypeEditError) -> None:
     """A re-judgement's call failed: what it may have cost is settled and kept in the record (asks answered before
     it failed as an entry of its call ledger, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
     record = plan.record
-    lost = runner.end_call(record, exc)
-    answered = add_failed_judge_cost(record, getattr(exc, "cost", None), runner.run_id)
+    lost = calls.end_call(record, exc)
+    answered = add_failed_judge_cost(record, getattr(exc, "cost", None), calls.means.run_id)
     hold.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
     entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
     record.extra["stability"] = entry
-    _written(runner, plan, Step.WRITE_REJUDGE_FAILED)
+    _written(calls, plan, Step.WRITE_REJUDGE_FAILED)
 
 
-def _written(runner: Runner, plan: Plan, step: Step) -> bool:
+def _written(calls: PaidCalls, plan: Plan, step: Step) -> bool:
     """The record written as ``step``; False when the disk had no room (nothing more is bought in this process,
     and the candidate keeps the verdict it has)."""
     try:
-        runner._write(plan.life, step, plan.record)
+        calls.write(plan.life, step, plan.record)
     except OSError as exc:
         if not room.no_room(exc):
             raise
-        runner.stop_for_disk(exc)
+        calls.stop_for_disk(exc)
         return False
     return True
 

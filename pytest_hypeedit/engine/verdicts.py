@@ -22,11 +22,14 @@ from ..text import ERROR_LIMIT, clean_text
 from . import provenance, room
 from .journal import JUDGE, new_call_id
 from .lifecycle import Hold, Lifecycle, Step
-from .planning import Plan, Planning
+from .planning import Plan, skip
 from .record_spend import add_failed_judge_cost, add_verdict_cost
 from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
 
 if TYPE_CHECKING:
+    from .means import Means
+    from .paidcall import PaidCalls
+    from .planning import Planning
     from .preview import Preview
 
 
@@ -50,8 +53,12 @@ def judge_key_variables(judge: Judge) -> tuple[str, ...]:
     return tuple(named) or tuple(v for route in judge.routes for v in KEY_ENV.get(route.removesuffix("-judge"), ()))
 
 
-class Verdicts(Planning):
-    """Asking the judge about a saved candidate, and keeping what it said."""
+class Verdicts:
+    """Asking the judge about a saved candidate, and keeping what it said: its calls go through the paid-call seam
+    (``PaidCalls``), a verdict already paid for is the planning's to find (``Planning.reusable_verdict``)."""
+
+    def __init__(self, means: Means, calls: PaidCalls, planning: Planning) -> None:
+        self.means, self.calls, self.planning = means, calls, planning
 
     def free_verdict_if_unchanged(self, plan: Plan) -> Verdict | None:
         """(Without the candidate's claim.)  The verdict a free judge (human labels: nothing is paid) gives the
@@ -60,9 +67,9 @@ class Verdicts(Planning):
         the record on disk is right as it is, and is neither claimed nor read again (on a 7,000-candidate
         replay, a tenth of its time).  None: the record may change, so it is judged under the claim (a free
         judge is then asked twice, at no cost)."""
-        record, judge = plan.record, self.judge
+        record, judge = plan.record, self.means.judge
         stale = record.judgements.get(judge.id) if isinstance(record.judgements, dict) else None
-        if (judge.routes or judge.needs_images or (judge.reuse_verdicts and not self.rejudge) or plan.candidate is None
+        if (judge.routes or judge.needs_images or (judge.reuse_verdicts and not self.means.rejudge) or plan.candidate is None
                 or plan.bound or record.pending or record.error or not isinstance(stale, dict)
                 or self._needs_signals(record)):
             return None
@@ -73,15 +80,15 @@ class Verdicts(Planning):
             return None
         return verdict if _says_what_it_holds(record, stale, self._verdict_entry(verdict)) else None
 
-    def _judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False,
+    def judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False,
                          answer: Verdict | None = None) -> None:
         """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
         ``save``: the record changed already (its content hashes, provenance.py) and is written in any case;
         ``answer``: what the free judge said already (``free_verdict_if_unchanged``), not asked again."""
-        record, life, judge = plan.record, plan.life, self.judge
+        record, life, judge = plan.record, plan.life, self.means.judge
         assert plan.candidate is not None  # only a candidate on disk is judged
-        new_signals = self._signals(plan.task, plan.candidate, record) or save
-        stored = self.reusable_verdict(record)
+        new_signals = self.measure_signals(plan.task, plan.candidate, record) or save
+        stored = self.planning.reusable_verdict(record)
         if stored:
             life.move(Step.REUSE)
             before = (record.outcome, record.error)
@@ -91,28 +98,28 @@ class Verdicts(Planning):
             if new_signals or before != (record.outcome, record.error):
                 self._write_judged(life, Step.WRITE_JUDGED, record)
             return
-        stopped = self.refused_keys.stopped(*judge.routes) if judge.routes else None
+        stopped = self.means.refused_keys.stopped(*judge.routes) if judge.routes else None
         if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
             life.move(Step.STOP)
             record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
             return
         reservation = hold
         try:
-            references = tuple(self.references(plan.task)) if judge.needs_images else ()
+            references = tuple(self.means.references(plan.task)) if judge.needs_images else ()
             request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
                                    call_id=new_call_id() if judge.routes else None, slots=plan.slots)
             reservation = hold or self._reserve_verdict(life, request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)
             life.move(Step.ASK if judge.routes else Step.ASK_FREE, reservation)
-            verdict = self._call(lambda: answer if answer is not None else judge.judge(request), record, f"judge {judge.id}", JudgeError)
+            verdict = self.calls.call(lambda: answer if answer is not None else judge.judge(request), record, f"judge {judge.id}", JudgeError)
         except BudgetExceeded as exc:
-            self._skip(life, record, str(exc))  # the paid candidate stays on disk: a larger budget judges it
+            skip(life, record, str(exc))  # the paid candidate stays on disk: a larger budget judges it
             return
         except (CallError, HypeEditError) as exc:
             self._judge_failed(plan, judge, reservation, exc)
             return
-        self.end_call(record)
+        self.calls.end_call(record)
         if reservation is not None:
             reservation.settle(verdict.cost)
         life.move(Step.VERDICT)
@@ -122,27 +129,27 @@ class Verdicts(Planning):
         """The judge's call failed (or never left): what it may have cost is settled, the record says why and keeps
         what it was paid (an entry of its call ledger, written with the error, so ``spent`` counts it)."""
         record = plan.record
-        lost = self.end_call(record, exc)
+        lost = self.calls.end_call(record, exc)
         # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
         # (that part is in the record's possibly_paid)
-        answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.run_id)
+        answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.means.run_id)
         if reservation is not None:
             reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
-        refused, said = self.refused_keys.refusal(exc, route=judge.routes[0], model_scope=judge.routes[0],
+        refused, said = self.means.refused_keys.refusal(exc, route=judge.routes[0], model_scope=judge.routes[0],
                                                   variables=judge_key_variables(judge)) if judge.routes else ("", None)
         # in flight when the key was refused: the one line of the judge, not its reply once more
         record.outcome, record.error = ERROR, clean_text(
-            redact(f"judge {judge.id}: {said or exc}") + self._lost_note(lost) + ("" if said else refused), ERROR_LIMIT)
+            redact(f"judge {judge.id}: {said or exc}") + self.calls.lost_note(lost) + ("" if said else refused), ERROR_LIMIT)
         self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
         """The judge's answer applied to the record and written at once (a paid verdict is never lost); what it cost
         is counted with every verdict the record was given (an entry of its call ledger), whichever it replaces."""
-        record, judge = plan.record, self.judge
+        record, judge = plan.record, self.means.judge
         entry = self._verdict_entry(verdict)
-        add_verdict_cost(record, verdict.cost, self.run_id, tier=verdict_tier(entry))
+        add_verdict_cost(record, verdict.cost, self.means.run_id, tier=verdict_tier(entry))
         stale = record.judgements.get(judge.id)
-        reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.rejudge else None
+        reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.means.rejudge else None
         if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
         if stale and not judge.routes and _says_what_it_holds(record, stale, entry):
@@ -159,62 +166,62 @@ class Verdicts(Planning):
         """The record with its verdict (or why it has none); a disk with no room stops the buying, and the item
         says what was lost."""
         try:
-            self._write(life, step, record)
+            self.calls.write(life, step, record)
         except OSError as exc:
             if not room.no_room(exc):
                 raise
-            message = self.stop_for_disk(exc)
+            message = self.calls.stop_for_disk(exc)
             if record.outcome != ERROR:
                 record.outcome, record.error = ERROR, (f"{message}; its verdict ({record.verdict}) could not be "
                                                        "saved, so the next run asks for it again")
 
     def _journal_judge_call(self, life: Lifecycle, record: Record, judge: Judge, request: JudgeRequest) -> None:
-        self.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
+        self.calls.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                           call_id=request.call_id, life=life, judge=judge.id)
 
-    def _hold_verdict(self, plan: Plan) -> Hold | None:
+    def hold_verdict(self, plan: Plan) -> Hold | None:
         """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
         candidate will have (a judge's worst case does not depend on the image's content)."""
-        if self.budget is None or not self.judge.routes:
+        if self.means.budget is None or not self.means.judge.routes:
             return None
         return self._reserve_verdict(plan.life, self._verdict_request(plan.task, plan.spec, plan.repeat))
 
     def _verdict_request(self, task: Task, spec: ModelSpec, repeat: int) -> JudgeRequest:
         """The judge's request for a candidate before it is bought, with the path it will have."""
-        references = tuple(self.references(task)) if self.judge.needs_images else ()
-        to_be = self.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
+        references = tuple(self.means.references(task)) if self.means.judge.needs_images else ()
+        to_be = self.means.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
         return JudgeRequest(task, spec.name, repeat, to_be, references)
 
     def _reserve_verdict(self, life: Lifecycle, request: JudgeRequest) -> Hold | None:
         """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
-        if not self.judge.routes:
+        if not self.means.judge.routes:
             return None
-        what = f"judge {self.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}"
-        return life.reserve(self.budget, lambda: self.judge.worst_case_cost(request), what)
+        what = f"judge {self.means.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}"
+        return life.reserve(self.means.budget, lambda: self.means.judge.worst_case_cost(request), what)
 
     def worst_case_verdict(self, task: Task, spec: ModelSpec, repeat: int) -> float:
         """The most this candidate's verdict can cost: what --budget holds for it; 0 for a free judge."""
-        if not self.judge.routes:
+        if not self.means.judge.routes:
             return 0.0
-        return self.judge.worst_case_cost(self._verdict_request(task, spec, repeat))
+        return self.means.judge.worst_case_cost(self._verdict_request(task, spec, repeat))
 
-    def _signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
+    def measure_signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
         """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
         the preview its adapter made; True when new."""
         if not self._needs_signals(record):
             return False
         from .signals import candidate_signals
 
-        record.signals = candidate_signals(task, candidate, self.references)
+        record.signals = candidate_signals(task, candidate, self.means.references)
         return bool(record.signals)
 
     def _needs_signals(self, record: Record) -> bool:
-        if not self.signals or record.signals:
+        if not self.means.signals or record.signals:
             return False
         # a candidate read back from disk without them is left unmeasured (a replay of thousands would decode
         # every image again): the report and signals_summary say how many, never a figure that was not
         # computed. Bytes that changed since their verdict are judged again now, and measured with it
-        return not (record.reused_candidate and not self.signals_from_disk and provenance.CHANGED not in record.extra)
+        return not (record.reused_candidate and not self.means.signals_from_disk and provenance.CHANGED not in record.extra)
 
     @staticmethod
     def _verdict_entry(verdict: Verdict) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def _judge_panel(config: pytest.Config) -> Panel | None:
     from .stash import RUNNER_KEY
 
     runner = config.stash.get(RUNNER_KEY, None)
-    judge = getattr(runner, "_judge", None)  # built at start-up on the controller; never built here
+    judge = runner.made_judge if runner is not None else None  # built at start-up on the controller; never here
     for juror in getattr(judge, "jurors", [judge]):
         if getattr(juror, "panel", None) is not None:
             panel: Panel = juror.panel

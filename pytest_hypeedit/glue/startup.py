@@ -21,6 +21,7 @@ import pytest
 
 from ..config import RunConfig, load_splits, run_config_of, split_sources
 from ..engine.budget import Budget
+from ..engine.means import Means
 from ..engine.runner import Runner, refused
 from ..engine.store import Store, probe_writable
 from ..engine.survey import Survey
@@ -67,7 +68,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     config.stash[RUNNER_KEY] = runner
     if checking:
         # every check below, and the price line, asks the disk about the same candidates: each is read once
-        disk = config.stash[SURVEY_KEY] = Survey(runner)
+        disk = config.stash[SURVEY_KEY] = Survey(runner.planning)
         check_retirements(config, run, disk)  # before any image is fetched: nothing to do for a retired id
         if paying:
             check_keys(run, runner, disk, config)
@@ -110,7 +111,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         return images[key]
 
     state_dir = configure_runtime(config, run)
-    return Runner(
+    return Runner(Means(
         store=Store(run.outputs, folders=run.folders),
         make_provider=lambda spec: make_provider(config, spec),
         make_judge=lambda: judge if judge is not None else make_judge(config, run),
@@ -121,7 +122,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         stability=stability_for(config, run),
         signals_from_disk=settings_of(config).signals,
         run_id=run_id(config),  # what the run bought: each ledger entry its calls write names it
-    )
+    ))
 
 
 def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:

@@ -1,4 +1,4 @@
-"""``--tier batch`` under ``-n 2``: each worker keeps one provider per model (engine/paidcall.py), so the lines its
+"""``--tier batch`` under ``-n 2``: each worker keeps one provider per model (engine/means.py), so the lines its
 pool gathers share its one batch collector: at most one batch per worker and linger window.  With the provider's
 making unlocked, each worker's threads made 4-8 copies, each with a collector and a batch of its own: 10-15 batches
 for 20 candidates, 70-80 s instead of 9-27 s.  The workers' batches wait side by side, each polled on the serial
@@ -29,7 +29,7 @@ def batch_run(pytester, monkeypatch, tmp_path):
 
 
 def test_two_workers_make_at_most_one_batch_each(batch_run, pytester):
-    # Planted: PaidCalls.provider without its lock: 5 to 9 batches here (each copy of the provider its own).
+    # Planted: Means.provider without its lock: 5 to 9 batches here (each copy of the provider its own).
     fake, run = batch_run
     set_options(pytester.path, MODEL, batch_linger_s=GATHER_LINGER_S)  # a loaded machine's lines still gather
     result = run("--tier", "batch", "-n", str(WORKERS))
@@ -72,7 +72,7 @@ GEMINI, GEMINI_KEY = "gemini-3-pro-preview", "fake-gemini-key-workers-0123456789
 
 def test_gemini_under_two_workers_makes_at_most_one_batch_each(pytester, monkeypatch, tmp_path):
     """The same on Gemini's Batch mode: each worker's 10 lines go inline in one batch (the serial run's 20 would
-    pass the 16 inline requests and go as an input file).  Planted: PaidCalls.provider without its lock."""
+    pass the 16 inline requests and go as an input file).  Planted: Means.provider without its lock."""
     args = tiny_batch_bench(pytester.path, GEMINI, REPEATS)
     set_options(pytester.path, GEMINI, batch_linger_s=GATHER_LINGER_S)
     with gemini_batch_route(monkeypatch, tmp_path / "cache", GEMINI_KEY) as fake:

@@ -225,6 +225,7 @@ def test_after_a_write_found_no_room_a_paid_judge_is_not_asked_and_the_image_is_
 
     from providers_fakes.contract import make_request
 
+    from pytest_hypeedit.engine.means import Means
     from pytest_hypeedit.engine.runner import Runner
     from pytest_hypeedit.engine.store import Store
     from pytest_hypeedit.judges.base import Judge, Verdict
@@ -256,8 +257,8 @@ def test_after_a_write_found_no_room_a_paid_judge_is_not_asked_and_the_image_is_
         monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", ark.base)
         monkeypatch.setenv("ARK_API_KEY", ark.key)
         runtime = Runtime(cache_dir=tmp_path / "cache", policy=RetryPolicy(max_attempts=2, base_delay=0.01))
-        runner = Runner(store=store, make_provider=lambda s: ArkProvider(s, runtime=runtime),
-                        make_judge=PaidJudge, references=lambda t: refs)
+        runner = Runner(Means(store=store, make_provider=lambda s: ArkProvider(s, runtime=runtime),
+                              make_judge=PaidJudge, references=lambda t: refs))
         first = runner.generate_step(runner.plan(task, spec, 1))
         assert first.candidate is not None and first.needs_verdict
         full.append(True)

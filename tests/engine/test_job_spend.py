@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from pytest_hypeedit.engine.budget import Budget
+from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.records import BATCH, STANDARD, Record
 from pytest_hypeedit.engine.release import aside_folder, release_of
 from pytest_hypeedit.engine.runner import Runner
@@ -117,9 +118,9 @@ def run(tmp_path: Path, spec: ModelSpec, bills: Bills, provider: type[Provider] 
     """One run (a process with a ledger of its own) asking for the candidate; a kill ends it where it happens."""
     budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
     store = Store(tmp_path / "out", claims_dir=tmp_path / "claims", folders=folders(spec))
-    runner = Runner(store=store,
-                    make_provider=lambda s: (provider if s.route == "jobs" else SyncProvider)(s, bills),  # type: ignore[arg-type]
-                    make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False)
+    runner = Runner(Means(store=store,
+                          make_provider=lambda s: (provider if s.route == "jobs" else SyncProvider)(s, bills),  # type: ignore[arg-type]
+                          make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False))
     try:
         runner.run(TASK, spec, 1)
     except Killed:
@@ -227,9 +228,9 @@ class LostReplies(SyncProvider):
 
 def runner_for(tmp_path: Path, bills: Bills, provider: type[Provider]) -> Runner:
     budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
-    return Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
-                  make_provider=lambda s: provider(s, bills),  # type: ignore[call-arg]
-                  make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False)
+    return Runner(Means(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
+                        make_provider=lambda s: provider(s, bills),  # type: ignore[call-arg]
+                        make_judge=FreeJudge, references=lambda task: [], budget=budget, signals=False))
 
 
 def test_spent_this_run_counts_an_expired_job_this_run_submitted_and_not_one_an_earlier_run_did(tmp_path):

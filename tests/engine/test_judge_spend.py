@@ -17,6 +17,7 @@ from fake_models import FakeProvider
 
 from pytest_hypeedit.analysis.metrics import MetricSettings
 from pytest_hypeedit.engine.budget import Budget
+from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
@@ -68,8 +69,8 @@ def runner_of(tmp_path: Path, judge: BilledJudge, **kwargs) -> tuple[Runner, Bud
     """A process of its own on the shared outputs, with a ledger of its own."""
     budget = Budget(tmp_path / "ledger" / str(len(list(tmp_path.glob("ledger/*")))), None)
     kwargs.setdefault("make_provider", PngProvider)
-    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_judge=lambda: judge,
-                    references=lambda task: [], budget=budget, signals=False, **kwargs)
+    runner = Runner(Means(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_judge=lambda: judge,
+                          references=lambda task: [], budget=budget, signals=False, **kwargs))
     return runner, budget
 
 

@@ -37,6 +37,7 @@ from PIL import Image
 
 from pytest_hypeedit.engine.call_ledger import spent_in_run
 from pytest_hypeedit.engine.journal import REBUY, REVIEW
+from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.release import aside_folder, release_of
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
@@ -271,10 +272,10 @@ def one_run(world: World, tmp_path: Path, rate: float, cap: float | None = None,
     world.folders = release_folders(specs)
     ledger = Ledger(cap)
     store = store_class(world, tmp_path / "out", tmp_path / "claims", world.folders)
-    runner = Runner(store=store, make_provider=lambda spec: FakeProvider(spec, world),
-                    make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
-                    signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
-                    stability=stability or {}, run_id=f"run-{world.runs}")
+    runner = Runner(Means(store=store, make_provider=lambda spec: FakeProvider(spec, world),
+                          make_judge=lambda: FakeJudge(world), references=lambda task: [], budget=ledger,  # type: ignore[arg-type]
+                          signals=False, free_bytes=lambda path: 10**12, on_possibly_paid=possibly_paid, rejudge=rejudge,
+                          stability=stability or {}, run_id=f"run-{world.runs}"))
     world.runs += 1
     try:
         for task in TASKS:

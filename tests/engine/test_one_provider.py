@@ -1,4 +1,4 @@
-"""One provider per model and one judge per process (engine/paidcall.py ``PaidCalls.provider``): the pool's threads
+"""One provider per model and one judge per process (engine/means.py ``Means.provider``): the pool's threads
 ask for them at once, and each copy of a provider is a client, a limiter view and a batch collector of its own (on
 the batch tier, a batch of its own: 10-15 batches for 20 candidates under -n 2 while its making was unlocked)."""
 
@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pytest_hypeedit.engine.paidcall import PaidCalls
+from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.store import Store
 from pytest_hypeedit.judges.base import Judge, Verdict
 from pytest_hypeedit.registry import ModelSpec
@@ -40,9 +40,9 @@ class FreeJudge(Judge):
         return Verdict(True, "free", "free")
 
 
-def paid_calls(tmp_path, make_provider, make_judge=FreeJudge) -> PaidCalls:
-    return PaidCalls(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=make_provider,
-                     make_judge=make_judge, references=lambda task: [])
+def paid_calls(tmp_path, make_provider, make_judge=FreeJudge) -> Means:
+    return Means(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=make_provider,
+                 make_judge=make_judge, references=lambda task: [])
 
 
 def ask_at_once(fn):
@@ -58,7 +58,7 @@ def ask_at_once(fn):
 
 
 def test_threads_that_ask_for_a_provider_at_once_share_one(tmp_path):
-    # Planted: PaidCalls.provider without its lock made one provider per asking thread (16 here).
+    # Planted: Means.provider without its lock made one provider per asking thread (16 here).
     making = SlowMaking()
     calls = paid_calls(tmp_path, making)
     spec = ModelSpec(name="m", route="openai", provider_model="m", price=0.1)

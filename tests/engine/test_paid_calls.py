@@ -32,6 +32,7 @@ from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
 from pytest_hypeedit.analysis.metrics import MetricSettings
 from pytest_hypeedit.engine.journal import REVIEW, Journal
+from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.runner import Runner
 from pytest_hypeedit.engine.store import Store
@@ -283,9 +284,9 @@ def make_runner(tmp_path: Path, judge: Judge | None = None, **kwargs) -> Runner:
     spec = spec_of(route)
     runtime = Runtime(cache_dir=tmp_path / "cache", policy=PATIENT)
     refs = make_request(tmp_path, spec).references
-    return Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
-                  make_provider=lambda s: ArkProvider(s, runtime=runtime), make_judge=lambda: judge or FreeJudge(),
-                  references=lambda task: list(refs), **kwargs)
+    return Runner(Means(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"),
+                        make_provider=lambda s: ArkProvider(s, runtime=runtime), make_judge=lambda: judge or FreeJudge(),
+                        references=lambda task: list(refs), **kwargs))
 
 
 @pytest.fixture

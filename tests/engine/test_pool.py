@@ -932,6 +932,7 @@ def test_the_live_spent_is_what_this_process_bought(tmp_path):
     and then unreadable too, not only the verdicts and images that came of them."""
     from fake_models import FakeProvider
 
+    from pytest_hypeedit.engine.means import Means
     from pytest_hypeedit.engine.runner import Runner
     from pytest_hypeedit.engine.store import Store
     from pytest_hypeedit.errors import JudgeError
@@ -960,8 +961,8 @@ def test_the_live_spent_is_what_this_process_bought(tmp_path):
             return Verdict(True, "fine", self.id, cost=0.003)
 
     judge = HalfRead()
-    runner = Runner(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=Png,
-                    make_judge=lambda: judge, references=lambda task: [], signals=False)
+    runner = Runner(Means(store=Store(tmp_path / "out", claims_dir=tmp_path / "claims"), make_provider=Png,
+                          make_judge=lambda: judge, references=lambda task: [], signals=False))
     pool, entries = engine_pool(tmp_path, runner, tasks=2, repeats=2)
     pool.start()
     outcomes = ask_all(pool, entries)

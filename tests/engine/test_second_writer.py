@@ -120,6 +120,7 @@ class _Png:
 
 
 def _runner(tmp_path, make_provider, judge_id: str):
+    from pytest_hypeedit.engine.means import Means
     from pytest_hypeedit.engine.runner import Runner
     from pytest_hypeedit.engine.store import Store
     from pytest_hypeedit.judges.base import Judge, Verdict
@@ -134,8 +135,8 @@ def _runner(tmp_path, make_provider, judge_id: str):
         def judge(self, request):
             return Verdict(True, f"by {judge_id}", judge_id)
 
-    return Runner(store=Store(tmp_path / "out"), make_provider=make_provider, make_judge=Free,
-                  references=lambda task: [], signals=False)
+    return Runner(Means(store=Store(tmp_path / "out"), make_provider=make_provider, make_judge=Free,
+                        references=lambda task: [], signals=False))
 
 
 def test_a_stale_plan_never_writes_its_verdicts_over_a_record_bought_again_meanwhile(tmp_path):

@@ -2,9 +2,7 @@
 
 Read with ast, so nothing is imported.  Lazy imports inside functions count (the circle
 providers/images.py <-> tasks.py was one).  ``if TYPE_CHECKING:`` imports never run, yet a circle through them
-is one concept split over modules all the same (the pool's ``Dispatcher`` declared the pool's fields and
-imported it for the type checker): none may be added; the ones listed in ``TYPE_CHECKING_CIRCLES`` are being
-taken apart."""
+is one concept split over modules all the same: none may exist either."""
 
 from __future__ import annotations
 
@@ -19,18 +17,13 @@ def test_the_package_has_no_import_circle():
         " <-> ".join(group) for group in found)
 
 
-#: Circles that exist only through ``if TYPE_CHECKING:`` imports, known on 2026-11-28 (issue 35: each is being
-#: taken apart; delete its line when it is).  No other may appear, nor any circle wider than one of these.
-TYPE_CHECKING_CIRCLES = [
-    ["pytest_hypeedit.engine.runner", "pytest_hypeedit.engine.stability"],
-]
-
-
-def test_no_new_circle_through_type_checking_imports():
+def test_no_circle_even_through_type_checking_imports():
+    """An ``if TYPE_CHECKING:`` import never runs, yet a circle through one is one concept split over modules all the
+    same (the pool's ``Dispatcher`` declared the pool's fields and imported it for the type checker; ``Runner`` and
+    ``stability`` reached into each other): give each side what it needs from a module below both (a Protocol, a
+    small types module)."""
     found = cycles(import_graph(type_checking=True))
-    new = [group for group in found if not any(set(group) <= set(known) for known in TYPE_CHECKING_CIRCLES)]
-    assert not new, "import circles through TYPE_CHECKING imports (one concept split over modules: give each " \
-        "side what it needs from a module below both): " + "; ".join(" <-> ".join(group) for group in new)
+    assert not found, "import circles through TYPE_CHECKING imports: " + "; ".join(" <-> ".join(g) for g in found)
 
 
 def test_the_pools_modules_import_no_circle_even_for_the_type_checker():
