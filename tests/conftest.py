@@ -68,7 +68,9 @@ LONGEST_FIRST = (
     "report/test_report_browser.py",  # 47
     "report/test_html_report.py",  # 45
     "e2e/test_batch_tier_openai.py",  # 42
+    "e2e/test_batch_hostile_gemini.py",  # ~36 (76 s in a loaded run of 2026-11-29, where test_stopping took 200)
     "providers/sdk_diff/test_differential.py",  # 40
+    "e2e/test_batch_hostile_openai.py",  # ~26 (54 s loaded)
     "report/test_terminal_layout.py",  # 34
     "e2e/test_sequential_gate.py",  # 31
     "e2e/test_batch_tier_gemini.py",  # 28
@@ -78,6 +80,7 @@ LONGEST_FIRST = (
     "e2e/test_models_end_to_end.py",  # 26
     "report/test_run_truth.py",  # 26
     "e2e/test_ci_workflow.py",  # 21
+    "e2e/test_batch_tier_workers.py",  # ~18 (39 s loaded)
     "review/test_review_app.py",  # 18
 )
 TESTS = Path(__file__).resolve().parent
