@@ -14,7 +14,7 @@ mapping of its own, given back when it is freed, but each such block freed raise
 to 32 MB), so a process that passes 2K images through (a 12.6 MB PNG, its 16.8 MB of base64 and the line around
 it) soon takes them from its arenas, which keep what is freed between live blocks: a batch of 100 2K PNGs read
 four lines at a time held 272 MB of freed memory in its arenas beside 190 MB in use, and the more lines, the
-more (bench/bench_batch.py --side 2048: 100 lines 601 MB, 500 lines 865 MB).  A fixed threshold
+more (bench/bench_batch.py with 2048 px lines: 100 lines 601 MB, 500 lines 865 MB).  A fixed threshold
 (``M_MMAP_THRESHOLD``, 1 MB) keeps every image-sized block on its own mapping, back to the system when freed
 (the same runs: 321 MB and 460 MB).
 
