@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pytest_hypeedit.engine.limits import SlotSet  # noqa: E402
 from pytest_hypeedit.engine.pool import CandidatePool  # noqa: E402
 from pytest_hypeedit.engine.records import Record  # noqa: E402
-from pytest_hypeedit.engine.routes import RouteGate  # noqa: E402
+from pytest_hypeedit.engine.routes import RouteAdmission  # noqa: E402
 from pytest_hypeedit.engine.runner import Plan  # noqa: E402
 from pytest_hypeedit.registry import ModelSpec  # noqa: E402
 from pytest_hypeedit.tasks import Task  # noqa: E402
@@ -75,10 +75,10 @@ def main() -> None:
     spec = ModelSpec("m", "route-m", "m", 0.01)
     tasks = [Task(f"task-{i:03d}", ("001.png",), ("edit",), "Edit.", 64, 64, "bench") for i in range(args.candidates)]
     entries = [(task, spec, 1) for task in tasks]
-    gates = {route: RouteGate(route, None, ceiling=args.concurrency) for route in ("route-m", "judge")}
+    admissions = {route: RouteAdmission(route, None, ceiling=args.concurrency) for route in ("route-m", "judge")}
     with tempfile.TemporaryDirectory() as tmp:
-        pool = CandidatePool(runner, concurrency=args.concurrency, gate_for=lambda s: gates[s.route],
-                             judge_gates=lambda: [gates["judge"]],
+        pool = CandidatePool(runner, concurrency=args.concurrency, admission_for=lambda s: admissions[s.route],
+                             judge_admissions=lambda: [admissions["judge"]],
                              slots=SlotSet(Path(tmp), "candidates", args.concurrency), source=lambda: entries)
         started = time.monotonic()
         pool.start()

@@ -22,7 +22,7 @@ _EXPORTS: dict[str, str] = {
     "Provider": "pytest_hypeedit.providers.base",
     "GenerationRequest": "pytest_hypeedit.providers.base",
     "Generation": "pytest_hypeedit.providers.base",
-    "KeyProbe": "pytest_hypeedit.providers.keycheck",  # an adapter's or a judge's free key check (key_probe)
+    "KeyProbe": "pytest_hypeedit.transport.keycheck",  # an adapter's or a judge's free key check (key_probe)
     # Judges (conftest.py: the pytest_hypeedit_make_judge hook)
     "Judge": "pytest_hypeedit.judges.base",
     "JudgeRequest": "pytest_hypeedit.judges.base",
@@ -59,10 +59,10 @@ if TYPE_CHECKING:  # what a type checker and an editor see; at run time each is 
     from .errors import ConfigError, HypeEditError, JudgeError, ProviderError, Refusal
     from .judges.base import Judge, JudgeRequest, Verdict
     from .providers.base import Generation, GenerationRequest, Provider
-    from .providers.keycheck import KeyProbe
     from .registry import ModelSpec
     from .report.results_files import load_results
     from .tasks import Task
+    from .transport.keycheck import KeyProbe
 
 
 def __getattr__(name: str) -> Any:

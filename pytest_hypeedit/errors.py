@@ -86,7 +86,7 @@ class CallError(HypeEditError):
     #: A paid request that may have reached the provider, whose reply was lost: it may be billed.
     reply_lost: bool = False
     #: The provider said the key itself is invalid, whatever the status (Google's 400 ``API_KEY_INVALID``):
-    #: a refused key, as a 401 is (engine/refusedkeys.py).
+    #: a rejected key, as a 401 is (engine/rejected_keys.py).
     key_invalid: bool = False
 
     def __init__(self, message: str, *, retryable: bool | None = None, status: int | None = None,

@@ -5,7 +5,7 @@ others wait; the file appears under its final name only when complete and
 valid (written to a temporary name, then renamed), so a killed run never
 leaves a half file that a later run would trust.
 
-Downloads go through the one HTTP policy (providers/http.py) with no key and,
+Downloads go through the one HTTP policy (transport/http.py) with no key and,
 as before, no retries (a failed download is an input error that says what to
 check): the same overall deadline and decoded-size cap as a provider's reply, so
 a task file, reference image or judge script that never ends, trickles or is a
@@ -33,7 +33,7 @@ MAX_DOWNLOAD_BYTES = 96 * 1024 * 1024
 
 
 def http_get(url: str, *, max_bytes: int | None = None) -> bytes:
-    from .providers.http import RetryPolicy, make_http_client, retryable_transport
+    from .transport.http import RetryPolicy, make_http_client, retryable_transport
 
     policy = RetryPolicy(max_attempts=1)
     with make_http_client("download", timeout=READ_TIMEOUT, policy=policy, deadline_s=DEADLINE_S,

@@ -324,7 +324,7 @@ def evaluate(
     return outcome
 
 
-def all_hold(results: Sequence[GateResult]) -> bool:
+def all_pass(results: Sequence[GateResult]) -> bool:
     return all(result.passed for result in results)
 
 
@@ -346,7 +346,7 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
            allow_incomplete: bool, incomplete_reasons: Iterable[str]) -> GateResult:
     value = _value(row, gate.metric, gate.bound, gate.calibrated)
     threshold, note = _threshold(gate, row, baseline_rows)
-    holds = finite_number(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
+    passed = finite_number(value) and threshold is not None and OPERATORS[gate.op](value, threshold)
     if value is None and gate.calibrated and not row.get("calibrated"):
         note = _join(note, "this row has no calibrated figures: give the run a human sample with --calibrate "
                            "labels:PATH (hypeedit-review --sample draws one)")
@@ -354,9 +354,9 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
         note = _join(note, f"{gate.measured} is not defined for this row{_refusal(row, gate)}")
     problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(row)
     if problems:
-        holds = False
+        passed = False
         note = _join(note, f"incomplete run ({'; '.join(problems)}): rerun to finish it, or pass --allow-incomplete")
-    return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(holds), note)
+    return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(passed), note)
 
 
 def _refusal(row: Mapping[str, Any], gate: Gate) -> str:
@@ -457,6 +457,6 @@ def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[Gat
             else:
                 note = "the baseline has no judge controls of this judge to compare with"
         value = float(value) if finite_number(value) else None
-        holds = value is not None and OPERATORS[gate.op](value, gate.threshold)
-        out.append(GateResult(gate, f"judge {judge}", "controls", value, gate.threshold, bool(holds), note))
+        passed = value is not None and OPERATORS[gate.op](value, gate.threshold)
+        out.append(GateResult(gate, f"judge {judge}", "controls", value, gate.threshold, bool(passed), note))
     return out

@@ -107,7 +107,7 @@ def paired_threshold(offset: float) -> float:
     return (offset + 1.0) / 2.0
 
 
-def holds(op: str, value: float, threshold: float) -> bool:
+def passes(op: str, value: float, threshold: float) -> bool:
     """As the full run's gate compares (analysis/gates.py, ties within TIE_TOLERANCE on the threshold)."""
     return bool(OPERATORS[op](value, threshold))
 
@@ -196,9 +196,9 @@ class BettingTest:
 
 def forced_decision(op: str, threshold: float, least: float, most: float, planned: int) -> str | None:
     """PASS (FAIL) when the full mean holds (fails) the gate however the items not bought yet turn out."""
-    if holds(op, least / planned, threshold) and holds(op, most / planned, threshold):
+    if passes(op, least / planned, threshold) and passes(op, most / planned, threshold):
         return PASS
-    if not holds(op, least / planned, threshold) and not holds(op, most / planned, threshold):
+    if not passes(op, least / planned, threshold) and not passes(op, most / planned, threshold):
         return FAIL
     return None
 

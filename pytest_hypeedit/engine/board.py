@@ -22,7 +22,7 @@ from .call_ledger import spent_in_run
 from .jobs import GENERATE, JUDGE, NEW, READY, RUNNING, STOPPED, Entry, Job, Key
 from .limits import SlotSet
 from .records import ERROR, REFUSED, SKIPPED, Record
-from .routes import GateState, RouteGate
+from .routes import AdmissionState, RouteAdmission
 from .runner import Plan
 
 #: Set to 1: check the counting invariants after every change (``JobBoard``'s docstring); the tests set it.
@@ -52,7 +52,7 @@ class PoolState:
     refused: int
     skipped: int
     spent: float
-    routes: tuple[GateState, ...]
+    routes: tuple[AdmissionState, ...]
     #: Of the running steps: journaled jobs a next run resumes, paid calls sent and waiting for their reply
     #: (lost if the process left now), and those calls' worst-case price (Runner.calls_in_flight).
     resumable: int = 0
@@ -69,7 +69,7 @@ class JobBoard:
 
     - ``running`` (steps running: a thread holds a candidate slot for them) is between 0 and ``concurrency``,
       and never more than the call threads made (``workers``);
-    - ``held`` counts those steps per route: every count is >= 0 and they sum to ``running``; a route holds
+    - ``running_by_route`` counts those steps per route: every count is >= 0 and they sum to ``running``; a route holds
       at least as many as its jobs in RUNNING;
     - the jobs in READY are exactly the jobs in the queues (``judge``, ``generate``), each once;
     - the candidate slots this process holds (``SlotSet.held_here``) are at least ``running`` (a slot is
@@ -93,10 +93,10 @@ class JobBoard:
         self.judge: deque[Job] = deque()  # jobs ready to judge
         self.finishing: deque[Job] = deque()  # INLINE jobs a finisher may write (engine/finishing.py)
         self.running = 0
-        self.held: dict[str, int] = {}  # route -> candidates of that route whose step is running here
+        self.running_by_route: dict[str, int] = {}  # route -> candidates of that route whose step is running here
         self.workers = 0  # call threads made (engine/dispatch.py)
-        self.route_gates: dict[str, RouteGate] = {}  # route -> its gate, once a step of it was queued
-        self.gates: dict[int, RouteGate] = {}  # every gate the pool asked (generation and judge routes)
+        self.route_admissions: dict[str, RouteAdmission] = {}  # route -> its admission, once a step of it was queued
+        self.admissions: dict[int, RouteAdmission] = {}  # every admission the pool asked (generation and judge routes)
         # --sequential: no generation starts more than ``ahead`` items past the one pytest waits for, so a
         # decision taken from the items reported stops the buying within that many (None: no limit)
         self.ahead, self.asked_at = ahead, 0
@@ -157,9 +157,9 @@ class JobBoard:
         totals["skipped"] += record.outcome == SKIPPED
         totals["spent"] += spent_in_run(record, self.run_id)  # every paid call this process settled for it
 
-    def hold(self, route: str, change: int) -> None:
+    def add_running(self, route: str, change: int) -> None:
         """(Under the lock.)  Count the candidates of each route whose step is running in this process."""
-        self.held[route] = self.held.get(route, 0) + change
+        self.running_by_route[route] = self.running_by_route.get(route, 0) + change
 
     # ------------------------------------------------------------------ stopping
     def stop(self, reason: str) -> None:
@@ -209,23 +209,23 @@ class JobBoard:
         limited to a few calls in flight waits for a slot each time one of its calls ends instead of starting
         the next at once: the run goes slower than its slowest route.  ``giving_up`` is the route of a slot
         this thread hands on (it is counted as free)."""
-        held = dict(self.held)
+        by_route = dict(self.running_by_route)
         running = self.running
         if giving_up is not None:
-            held[giving_up] = held.get(giving_up, 0) - 1
+            by_route[giving_up] = by_route.get(giving_up, 0) - 1
             running -= 1
         demands = {}
-        for name in set(held) | set(self.generate):
-            wanted = held.get(name, 0) + len(self.generate.get(name, ()))
-            gate = self.route_gates.get(name)
-            if gate is not None:  # a candidate holds its slot while it is generated, then judged
-                wanted = min(wanted, 2 * max(1, int(gate.level)))
+        for name in set(by_route) | set(self.generate):
+            wanted = by_route.get(name, 0) + len(self.generate.get(name, ()))
+            admission = self.route_admissions.get(name)
+            if admission is not None:  # a candidate holds its slot while it is generated, then judged
+                wanted = min(wanted, 2 * max(1, int(admission.level)))
             if wanted > 0:
                 demands[name] = wanted
         if running <= 0:
             return True  # nothing of this process is running: waiting could only stall it
         shares = fair_shares(demands, self.concurrency)
-        owed = sum(max(0, share - held.get(name, 0)) for name, share in shares.items() if name != route)
+        owed = sum(max(0, share - by_route.get(name, 0)) for name, share in shares.items() if name != route)
         return self.concurrency - running - 1 >= owed
 
     def within_share(self, *, keeping: bool = False) -> bool:
@@ -234,17 +234,17 @@ class JobBoard:
         thread asking already holds the slot it would use."""
         if self.slots is None:
             return True
-        held, share = self.slots.held_here(), self.slots.share()
-        return held <= share if keeping else held < share
+        by_route, share = self.slots.taken_here(), self.slots.share()
+        return by_route <= share if keeping else by_route < share
 
     def unsettled(self) -> int:
         """(Under the lock.)  The candidates this process still has to settle, as the other processes see it."""
         return len(self.order) - self.totals["done"]
 
-    # ------------------------------------------------------------------ gates
-    def known_gates(self) -> list[RouteGate]:
+    # ------------------------------------------------------------------ admissions
+    def known_admissions(self) -> list[RouteAdmission]:
         with self.lock:
-            return list(self.gates.values())
+            return list(self.admissions.values())
 
     # ------------------------------------------------------------------ invariants
     def breaches(self, *, every_job: bool = True) -> list[str]:
@@ -254,17 +254,17 @@ class JobBoard:
             return self._breaches(every_job)
 
     def _breaches(self, every_job: bool) -> list[str]:
-        found, running, held = [], self.running, self.held
+        found, running, by_route = [], self.running, self.running_by_route
         if not 0 <= running <= self.concurrency or running > self.workers:
             found.append(f"{running} steps running, concurrency {self.concurrency}, {self.workers} threads")
-        if any(count < 0 for count in held.values()) or sum(held.values()) != running:
-            found.append(f"held per route {held} does not sum to the {running} steps running")
-        if self.slots is not None and self.slots.held_here() < running:
-            found.append(f"{self.slots.held_here()} candidate slots held for {running} steps running")
+        if any(count < 0 for count in by_route.values()) or sum(by_route.values()) != running:
+            found.append(f"held per route {by_route} does not sum to the {running} steps running")
+        if self.slots is not None and self.slots.taken_here() < running:
+            found.append(f"{self.slots.taken_here()} candidate slots held for {running} steps running")
         if not every_job:
             return found
         for job in self.order:
-            if job.state == RUNNING and held.get(job.spec.route, 0) < 1:
+            if job.state == RUNNING and by_route.get(job.spec.route, 0) < 1:
                 found.append(f"{job.label} runs without its route {job.spec.route} counted")
         queued = [job for queue_ in (self.judge, *self.generate.values()) for job in queue_]
         ready = [job for job in self.order if job.state == READY]

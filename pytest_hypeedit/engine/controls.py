@@ -15,7 +15,7 @@ Pillow from the same reference), so a judge's controls of two runs can be compar
 
 The control folder is a store of its own (engine/store.py) and each control a candidate of it with the kind
 as its model: the runner (engine/runner.py) adopts the image, binds its SHA-256 and pays its verdict as any
-other (journaled first, held in --budget, written at once, reused on a rerun: a rerun buys nothing).  The
+other (journaled first, reserved in --budget, written at once, reused on a rerun: a rerun buys nothing).  The
 folder starts with "_", which no model name of the plugin does, and its records never reach the session's:
 they are in no model's figures.
 """
@@ -152,7 +152,7 @@ def controls_price(runner: Runner, outputs: Path, tasks: Sequence[Task], passed:
                    ) -> tuple[int, float]:
     """(verdicts the controls still need, the most they can cost): a control is judged again unless its record
     holds a verdict of this judge that can be reused (``Runner.reusable_verdict``); each is priced at its worst
-    case, what --budget holds for it.  Reads the disk only (no call, no image made)."""
+    case, what --budget reserves for it.  Reads the disk only (no call, no image made)."""
     controls = control_runner(runner, outputs)
     judge = controls.judge
     if not judge.routes:

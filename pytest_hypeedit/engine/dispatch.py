@@ -1,7 +1,7 @@
 """The pool's threads (engine/pool.py): the dispatcher that starts steps and the call threads that run them.
 
 ``Dispatcher`` receives the pool's state (``JobBoard``, engine/board.py) and takes its one lock for every change;
-each change of ``running`` or ``held`` is followed by ``JobBoard.check`` (the counting invariants).  The jobs'
+each change of ``running`` or ``running_by_route`` is followed by ``JobBoard.check`` (the counting invariants).  The jobs'
 states and their moves are engine/jobs.py; the sharing of the candidate slots between routes is
 ``JobBoard.fair_to_start``.
 """
@@ -19,7 +19,7 @@ from .board import JobBoard
 from .finishing import Finishers
 from .jobs import DONE, GENERATE, RUNNING, TRIAGING, Entry, Job
 from .limits import InFlightSlot
-from .routes import RouteGate
+from .routes import RouteAdmission
 from .runner import Runner
 
 #: How often the dispatcher asks for new items, checks the stop signal and reports its state (seconds).
@@ -30,9 +30,9 @@ IDLE = 0.2
 #: How long the dispatcher waits before trying again when a route or slot it needs is held.
 RETRY = 0.02
 
-#: The slots a step holds: the gate each came from (None for the candidate slot) and the slot, which the step
+#: The slots a step holds: the admission each came from (None for the candidate slot) and the slot, which the step
 #: carries to its HTTP requests (``Plan.slots``) and which is given back exactly once when the step ends.
-Taken = list[tuple["RouteGate | None", InFlightSlot]]
+Taken = list[tuple["RouteAdmission | None", InFlightSlot]]
 
 
 class Dispatcher:
@@ -40,12 +40,12 @@ class Dispatcher:
     slot admit, and the call threads, which run the steps (one thread per running step, made as needed)."""
 
     def __init__(self, board: JobBoard, runner: Runner, finishers: Finishers, *,
-                 gate_for: Callable[[ModelSpec], RouteGate], judge_gates: Callable[[], list[RouteGate]],
+                 admission_for: Callable[[ModelSpec], RouteAdmission], judge_admissions: Callable[[], list[RouteAdmission]],
                  source: Callable[[], Iterable[Entry]] | None = None,
                  should_stop: Callable[[], str | None] | None = None,
                  report: Callable[[], None] | None = None):
         self.board, self.runner, self.finishers = board, runner, finishers
-        self._gate_for, self._judge_gates = gate_for, judge_gates
+        self._admission_for, self._judge_admissions = admission_for, judge_admissions
         self._source, self._should_stop, self._report = source, should_stop, report
         self._tasks: queue.SimpleQueue[tuple[Job, Taken] | None] = queue.SimpleQueue()  # None: a thread's end
         self.threads: list[threading.Thread] = []  # the call threads
@@ -139,8 +139,8 @@ class Dispatcher:
     def _start_ready(self) -> tuple[int, float]:
         """Start every ready step that its route and a candidate slot admit; (started, seconds to wait)."""
         started, now, wait = 0, time.monotonic(), IDLE
-        for queue_, gates in self._queues_in_order():
-            reason = next((gate.unreachable for gate in gates if gate.unreachable), None)
+        for queue_, admissions in self._queues_in_order():
+            reason = next((admission.unreachable for admission in admissions if admission.unreachable), None)
             if reason is not None:
                 self._end_unreachable(queue_, reason)
                 continue
@@ -154,9 +154,9 @@ class Dispatcher:
                         break  # --sequential: pytest asking for the next item wakes the dispatcher
                     if queue_ is not self.board.judge and not self.board.within_share():
                         break  # the other processes' part of the slots; each has as much left to do
-                taken = self._admit(gates)
+                taken = self._admit(admissions)
                 if taken is None:
-                    hints = [h for h in (g.wait_hint(now) for g in gates) if h is not None]
+                    hints = [h for h in (g.wait_hint(now) for g in admissions) if h is not None]
                     wait = min(wait, min(hints) if hints else RETRY)
                     break
                 with self.board.changed:
@@ -166,7 +166,7 @@ class Dispatcher:
                     job = queue_.popleft()
                     job.move(RUNNING)
                     self.board.running += 1
-                    self.board.hold(job.spec.route, +1)
+                    self.board.add_running(job.spec.route, +1)
                     self._submit(job, taken)
                     self.board.check()
                 started += 1
@@ -176,7 +176,7 @@ class Dispatcher:
         return started, wait
 
     def _end_unreachable(self, queue_: deque[Job], reason: str) -> None:
-        """A route whose first calls all failed to connect (its gate's breaker, engine/routes.py): its waiting
+        """A route whose first calls all failed to connect (its admission's breaker, engine/routes.py): its waiting
         candidates end at once with the breaker's one line, and none of their calls starts."""
         with self.board.changed:
             jobs = list(queue_)
@@ -189,17 +189,17 @@ class Dispatcher:
                 job.done.set()
                 self.board.changed.notify_all()
 
-    def _queues_in_order(self) -> list[tuple[deque[Job], list[RouteGate]]]:
+    def _queues_in_order(self) -> list[tuple[deque[Job], list[RouteAdmission]]]:
         """Judging first; then each route's generations, the route whose next item comes first first."""
         with self.board.changed:
             routes = sorted((q[0].index, route, q) for route, q in self.board.generate.items() if q)
-            queues = [(self.board.judge, self._judge_gate_list())] if self.board.judge else []
-            queues += [(q, [self._gate(q[0].spec)]) for _, _, q in routes]
+            queues = [(self.board.judge, self._judge_admission_list())] if self.board.judge else []
+            queues += [(q, [self._admission(q[0].spec)]) for _, _, q in routes]
         return queues
 
-    def _admit(self, gates: list[RouteGate]) -> Taken | None:
+    def _admit(self, admissions: list[RouteAdmission]) -> Taken | None:
         """The route slots first, then a candidate slot; all or nothing."""
-        taken = self._admit_routes(gates)
+        taken = self._admit_routes(admissions)
         if taken is None:
             return None
         if self.board.slots is not None:
@@ -210,14 +210,14 @@ class Dispatcher:
             taken.append((None, slot))
         return taken
 
-    def _admit_routes(self, gates: list[RouteGate]) -> Taken | None:
+    def _admit_routes(self, admissions: list[RouteAdmission]) -> Taken | None:
         taken: Taken = []
-        for gate in gates:
-            slot = gate.try_enter()
+        for admission in admissions:
+            slot = admission.try_enter()
             if slot is None:
                 self._release(taken)
                 return None
-            taken.append((gate, slot))
+            taken.append((admission, slot))
         return taken
 
     @staticmethod
@@ -232,18 +232,18 @@ class Dispatcher:
         if errors:
             raise errors[0]
 
-    # ------------------------------------------------------------------ gates
-    def _gate(self, spec: ModelSpec) -> RouteGate:
-        gate = self._gate_for(spec)
-        self.board.gates[id(gate)] = gate
-        self.board.route_gates[spec.route] = gate
-        return gate
+    # ------------------------------------------------------------------ admissions
+    def _admission(self, spec: ModelSpec) -> RouteAdmission:
+        admission = self._admission_for(spec)
+        self.board.admissions[id(admission)] = admission
+        self.board.route_admissions[spec.route] = admission
+        return admission
 
-    def _judge_gate_list(self) -> list[RouteGate]:
-        gates = self._judge_gates()
-        for gate in gates:
-            self.board.gates[id(gate)] = gate
-        return gates
+    def _judge_admission_list(self) -> list[RouteAdmission]:
+        admissions = self._judge_admissions()
+        for admission in admissions:
+            self.board.admissions[id(admission)] = admission
+        return admissions
 
     # ------------------------------------------------------------------ the workers
     def _submit(self, job: Job, taken: Taken) -> None:
@@ -283,7 +283,7 @@ class Dispatcher:
                     route = job.spec.route if job is not None else route
             finally:
                 with self.board.changed:  # counted free first, given back next: the slots held never fall below
-                    self.board.hold(route, -1)
+                    self.board.add_running(route, -1)
                     self.board.running -= 1
                     self.board.check()
                 self._release(candidate)
@@ -302,7 +302,7 @@ class Dispatcher:
         it just generated, another verdict, or the next generation whose route admits it.  Handing it to the
         dispatcher instead would cost a thread switch and a slot given back and taken again, many times per
         second when calls come back together.  ``route`` is the route of the candidate it just finished."""
-        for queue_, gates in self._queues_in_order():
+        for queue_, admissions in self._queues_in_order():
             with self.board.changed:
                 if self.board.stop_reason is not None or self.board.closed:
                     return None, []
@@ -311,15 +311,15 @@ class Dispatcher:
                                            and self.board.within_reach(queue_[0])
                                            and self.board.within_share(keeping=True))):
                     continue
-            taken = self._admit_routes(gates)
+            taken = self._admit_routes(admissions)
             if taken is None:
                 continue
             with self.board.changed:
                 if self.board.may_start(queue_):  # checked again: the lock was let go while the route admitted it
                     job = queue_.popleft()
                     job.move(RUNNING)
-                    self.board.hold(route, -1)
-                    self.board.hold(job.spec.route, +1)
+                    self.board.add_running(route, -1)
+                    self.board.add_running(job.spec.route, +1)
                     self.board.check()
                     return job, taken
             self._release(taken)

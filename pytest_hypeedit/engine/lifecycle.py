@@ -16,7 +16,7 @@ A candidate's handling in one process (a ``Plan``, engine/planning.py) moves thr
     REJUDGING -write_rejudged|write_rejudge_failed-> JUDGED  its verdict, or what its failed call cost
 
     exits: HELD, REFUSED, FAILED, REPLY_LOST (written); SKIPPED, STOPPED, DISK_FULL, UNREACHABLE, BLOCKED
-    (nothing sent, nothing written); every stage ends in SETTLED, where each --budget hold is settled.
+    (nothing sent, nothing written); every stage ends in SETTLED, where each --budget reservation is settled.
 
 ``STEPS`` is the whole protocol: a step names the stages it may be taken from and the stage it leads to; any
 other step raises ``LifecycleError`` (errors.py), a bug of the plugin, before it writes or sends anything.
@@ -48,18 +48,18 @@ reads only the disk):
 - **A re-judgement is a judge call like the verdict's** (--judge-stability, engine/stability.py): journaled before
   it leaves (write_rejudge_journaled, then ask_again), and written at once (write_rejudged, or
   write_rejudge_failed with what a failed call was paid), only once the candidate's verdict is JUDGED; its
-  --budget hold is one of the candidate's, so the handling settles only after the last re-judgement.
+  --budget reservation is one of the candidate's, so the handling settles only after the last re-judgement.
 - **A write never loses a verdict of the same bytes.**  Every write under the candidate's claim first merges
   the record on disk (``merge_from_disk``): verdicts another process paid for meanwhile are kept when they are
   of the same purchase and the same bytes (engine/provenance.py); a record of another purchase replaces ours.
   Every write is atomic (a temporary name, then rename), so a kill leaves the old record or the new, never half.
 
---budget: every reservation is a ``Hold`` taken through the lifecycle.  A hold is settled exactly once: by its
-call's end with what the call cost (``Hold.settle``, the only place a reservation is committed or released),
+--budget: every reservation is a ``CallReservation`` taken through the lifecycle.  A reservation is settled exactly once: by its
+call's end with what the call cost (``CallReservation.settle``, the only place a reservation is committed or released),
 or, when its call never left, released when the candidate's handling ends (``Lifecycle.settle``).  Settled
-twice, or a call that was sent and whose hold was never settled: ``LifecycleError``.  A process killed with a
-hold open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
-hold commits is on the record too, written by the step that ends its call (a verdict's entry in ``calls``, a
+twice, or a call that was sent and whose reservation was never settled: ``LifecycleError``.  A process killed with a
+reservation open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
+reservation commits is on the record too, written by the step that ends its call (a verdict's entry in ``calls``, a
 failed judge call's entry in ``calls``, an expired job's left-behind entry, a lost reply's
 ``possibly_paid``), so ``spent``, summed from the records, is never less than what the ledger committed.
 """
@@ -95,11 +95,11 @@ class Stage(Enum):
     FAILED = "failed"  # a call or a step failed, written (the next run retries it)
     REPLY_LOST = "reply-lost"  # a paid call's reply never came: possibly paid, written
     SKIPPED = "skipped"  # --budget could not cover it: nothing sent, nothing written
-    STOPPED = "stopped"  # a refused key: nothing sent, nothing written
+    STOPPED = "stopped"  # a rejected key: nothing sent, nothing written
     DISK_FULL = "disk-full"  # no room on the outputs' disk for it: nothing bought, nothing written
     UNREACHABLE = "unreachable"  # its route answers nothing: nothing sent, nothing written
     BLOCKED = "blocked"  # a link where its files are, or its image replaced meanwhile: nothing read or written
-    SETTLED = "settled"  # the handling is over, every --budget hold settled
+    SETTLED = "settled"  # the handling is over, every --budget reservation settled
 
 
 S = Stage
@@ -186,7 +186,7 @@ STEPS: dict[Step, tuple[frozenset[Stage], Stage | None]] = {
 }
 
 
-class Hold:
+class CallReservation:
     """One call's --budget reservation (``reservation`` None without --budget: still settled exactly once)."""
 
     def __init__(self, reservation: Reservation | None, what: str) -> None:
@@ -196,9 +196,9 @@ class Hold:
         self.settled: float | None = None  # USD committed (0: released), once settled
 
     def settle(self, actual: float) -> None:
-        """Commit what the call cost (``actual``), or release the hold when it cost nothing; exactly once."""
+        """Commit what the call cost (``actual``), or release the reservation when it cost nothing; exactly once."""
         if self.settled is not None:
-            raise LifecycleError(f"{self.what}: its --budget hold was settled twice (first with {self.settled} "
+            raise LifecycleError(f"{self.what}: its --budget reservation was settled twice (first with {self.settled} "
                                  f"USD, then {actual} USD); a bug of the plugin, please report it")
         self.settled = actual
         if self.reservation is not None:
@@ -206,13 +206,13 @@ class Hold:
 
 
 class Lifecycle:
-    """One candidate's stage, the steps it took (``trail``) and the --budget holds taken for its calls."""
+    """One candidate's stage, the steps it took (``trail``) and the --budget reserves taken for its calls."""
 
     def __init__(self, what: str) -> None:
         self.what = what  # names the candidate in a LifecycleError
         self.stage = Stage.PLANNED
         self.trail: list[Step] = []
-        self.holds: list[Hold] = []
+        self.reservations: list[CallReservation] = []
 
     def check(self, step: Step) -> Stage:
         """The stage ``step`` leads to from here, or LifecycleError when the protocol forbids it."""
@@ -223,13 +223,13 @@ class Lifecycle:
                                  "path, please report it")
         return self.stage if to is None else to
 
-    def move(self, step: Step, hold: Hold | None = None) -> None:
-        """Take a step that writes nothing; a send names the hold of the call it sends."""
+    def move(self, step: Step, reserved: CallReservation | None = None) -> None:
+        """Take a step that writes nothing; a send names the reservation of the call it sends."""
         self.stage = self.check(step)
         self.trail.append(step)
-        if hold is not None and step in (Step.SEND, Step.SEND_UNJOURNALED, Step.ASK, Step.ASK_FREE, Step.ASK_AGAIN,
+        if reserved is not None and step in (Step.SEND, Step.SEND_UNJOURNALED, Step.ASK, Step.ASK_FREE, Step.ASK_AGAIN,
                                          Step.ASK_AGAIN_FREE):
-            hold.sent = True
+            reserved.sent = True
 
     def write(self, step: Step, write: Callable[[], object]) -> None:
         """Take a step that writes the record: allowed first, written, and only then moved on (a write that
@@ -239,25 +239,25 @@ class Lifecycle:
         self.stage = to
         self.trail.append(step)
 
-    def reserve(self, budget: Budget | None, amount: Callable[[], float], what: str) -> Hold:
-        """A hold of --budget for one call (BudgetExceeded when the rest cannot cover ``amount()``, its worst
+    def reserve(self, budget: Budget | None, amount: Callable[[], float], what: str) -> CallReservation:
+        """A reservation of --budget for one call (BudgetExceeded when the rest cannot cover ``amount()``, its worst
         case, asked only with a budget); settled by the call's end, else released by ``settle``."""
         if self.stage is Stage.SETTLED:
             raise LifecycleError(f"{self.what}: --budget reserved for {what} after its handling ended")
-        hold = Hold(budget.reserve(amount(), what) if budget is not None else None, what)
-        self.holds.append(hold)
-        return hold
+        reserved = CallReservation(budget.reserve(amount(), what) if budget is not None else None, what)
+        self.reservations.append(reserved)
+        return reserved
 
     def settle(self) -> None:
-        """The handling is over: every hold whose call never left is released; a hold of a call that left and
+        """The handling is over: every reservation whose call never left is released; a reservation of a call that left and
         was never settled is a bug (what it cost would be missing from the ledger)."""
         settled = self.check(Step.SETTLE)
-        forgotten = [hold.what for hold in self.holds if hold.settled is None and hold.sent]
-        for hold in self.holds:
-            if hold.settled is None and not hold.sent:
-                hold.settle(0.0)
+        forgotten = [reserved.what for reserved in self.reservations if reserved.settled is None and reserved.sent]
+        for reserved in self.reservations:
+            if reserved.settled is None and not reserved.sent:
+                reserved.settle(0.0)
         self.stage = settled
         self.trail.append(Step.SETTLE)
         if forgotten:
             raise LifecycleError(f"{self.what}: the call for {', '.join(forgotten)} was sent and its --budget "
-                                 "hold never settled; a bug of the plugin's money path, please report it")
+                                 "reservation never settled; a bug of the plugin's money path, please report it")

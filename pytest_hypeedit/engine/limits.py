@@ -40,6 +40,7 @@ from typing import Callable, Iterator
 
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
+from ..transport.slots import CallSlots
 
 try:  # POSIX: blocking kernel locks, no polling, freed when a process dies.
     import fcntl
@@ -125,10 +126,6 @@ class InFlightSlot:
         return f"InFlightSlot({self.route!r}, {self.index}, {state})"
 
 
-#: The slots one call holds (a verdict of a panel holds one per judge route).
-CallSlots = tuple[InFlightSlot, ...]
-
-
 def covered(slots: CallSlots, owner: object) -> bool:
     """Whether ``slots`` hold a live slot of ``owner`` (then a request of the call takes no second one)."""
     return any(slot.covers(owner) for slot in slots)
@@ -153,7 +150,7 @@ class SlotSet:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self._files = [folder / f"{safe_name(name)}.slot{i}.lock" for i in range(size)]
-        self._held: set[int] = set()
+        self._taken: set[int] = set()
         self._given_back: list[int] = []  # most recent last
         self._lock = threading.Lock()
         # What this process has left to settle, for ``share`` (one file per SlotSet, named for this one)
@@ -167,35 +164,35 @@ class SlotSet:
     def try_take(self) -> InFlightSlot | None:
         with self._lock:
             candidates = list(reversed(self._given_back))
-            held = set(self._held)
+            taken = set(self._taken)
         # Then the rest, from a random start: processes spread over the files instead of all fighting for slot 0.
         start = random.randrange(self.size)
         candidates += [i for i in ((start + k) % self.size for k in range(self.size))
-                       if i not in held and i not in candidates]
+                       if i not in taken and i not in candidates]
         for index in candidates:
             release = try_exclusive(self._files[index])
             if release is not None:
-                return self._holding(index, release)
+                return self._taking(index, release)
         return None
 
-    def _holding(self, index: int, release: Release) -> InFlightSlot:
+    def _taking(self, index: int, release: Release) -> InFlightSlot:
         with self._lock:
-            self._held.add(index)
+            self._taken.add(index)
             if index in self._given_back:
                 self._given_back.remove(index)
 
         def give_back() -> None:
             with self._lock:
-                self._held.discard(index)
+                self._taken.discard(index)
                 self._given_back.append(index)
                 del self._given_back[:-8]  # a few hints are enough
             release()
         return InFlightSlot(self.owner, self.name, index, give_back)
 
-    def held_here(self) -> int:
+    def taken_here(self) -> int:
         """How many of the slots this process holds now."""
         with self._lock:
-            return len(self._held)
+            return len(self._taken)
 
     # ------------------------------------------------------------------ shares between processes
     def publish_demand(self, demand: int) -> None:
@@ -307,12 +304,12 @@ class RouteLimiter:
 
     # ------------------------------------------------------------------ requests (the transport's unit)
     @contextlib.contextmanager
-    def slot(self, *, rpm: bool = True, held: CallSlots = ()) -> Iterator[None]:
+    def slot(self, *, rpm: bool = True, taken: CallSlots = ()) -> Iterator[None]:
         """One HTTP request: a request-per-minute token (``rpm=False``: a download of a result file, which is
         not a request to the provider's API), and an in-flight slot unless ``held`` (the slots of the call
         the request is part of) holds one of this route already."""
         own = None
-        if self._slots is not None and not covered(held, self):
+        if self._slots is not None and not covered(taken, self):
             self._check_not_stranded()
             own = self._slots.take()
         try:
@@ -335,7 +332,7 @@ class RouteLimiter:
                 f"to, while this process's calls hold all {self._slots.size} of the route's slots, so it would "
                 "wait for ever. A provider or judge sends each request with its request's slots: "
                 "HttpProvider.call(..., request=request), send(..., slots=request.slots), or "
-                "extensions=with_options(None, slots=request.slots) (providers/requestopts.py)")
+                "extensions=with_options(None, slots=request.slots) (transport/requestopts.py)")
 
     def observe(self, status: int | None) -> None:
         """The status of a reply on this route (None: a network error), for the adaptive level."""

@@ -21,7 +21,7 @@ from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..tasks import Task
 from .journal import REBUY
-from .refusedkeys import RefusedKeys
+from .rejected_keys import RejectedKeys
 from .store import Store
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ class Means:
     #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
     #: every ledger entry its calls write names it (``run``: what the run bought, call_ledger.spent_in_run)
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
-    #: routes, models and judges whose key the provider refused (401/403) in this process: not called again
-    refused_keys: RefusedKeys = field(default_factory=RefusedKeys)
+    #: routes, models and judges whose key the provider rejected (401/403) in this process: not called again
+    rejected_keys: RejectedKeys = field(default_factory=RejectedKeys)
     #: free bytes on the disk of a folder (engine/room.py; a test gives a nearly full disk)
     free_bytes: Callable[[Path], int] | None = None
     _providers: dict[str, Provider] = field(default_factory=dict)

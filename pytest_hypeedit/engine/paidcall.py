@@ -64,7 +64,7 @@ class PaidCalls:
         self._live_lock = threading.Lock()
         #: why nothing more is bought in this process: the outputs' disk is full (engine/room.py)
         self.disk_full: str | None = None
-        self._room_held = 0  # bytes of the outputs' disk held for purchases running in this process
+        self._room_reserved = 0  # bytes of the outputs' disk reserved for purchases running in this process
         self._room_lock = threading.Lock()
 
     def write(self, life: Lifecycle, step: Step, record: Record) -> None:
@@ -168,20 +168,20 @@ class PaidCalls:
         self.disk_full = self.disk_full or message
         return message
 
-    def hold_room(self, spec: ModelSpec) -> tuple[str | None, int]:
+    def reserve_room(self, spec: ModelSpec) -> tuple[str | None, int]:
         """Room on the outputs' disk for one purchase of ``spec``, held beside those running in this process:
         (None, bytes held), or (why the buying stops, 0) when the disk cannot take it (engine/room.py)."""
         needed = room.room_needed(spec.options)
         with self._room_lock:
             if self.disk_full is None:
-                free = (self.means.free_bytes or room.free_bytes)(self.means.store.root) - self._room_held
+                free = (self.means.free_bytes or room.free_bytes)(self.means.store.root) - self._room_reserved
                 self.disk_full = room.short_of_room(Path(os.path.abspath(self.means.store.root)), free, spec)
             if self.disk_full is not None:
                 return self.disk_full, 0
-            self._room_held += needed
+            self._room_reserved += needed
             return None, needed
 
-    def release_room(self, held: int) -> None:
-        """A purchase is over: the room it held (``hold_room``) is free for the next."""
+    def release_room(self, reserved_bytes: int) -> None:
+        """A purchase is over: the room it held (``reserve_room``) is free for the next."""
         with self._room_lock:
-            self._room_held -= held
+            self._room_reserved -= reserved_bytes

@@ -3,7 +3,7 @@
     record on disk? candidate on disk? -> reuse them (no call, no key needed); the candidate is the file
                                           the record names, other images beside it are strays (store.py);
                                           its bytes are those its verdict judged, else it is judged again
-                                          (provenance.py); a symbolic link is refused, never followed
+                                          (provenance.py); a symbolic link is unusable, never followed
     a journaled job in the record?     -> resume it (no new submission, no new budget)
     a paid call pending, its reply lost? -> possibly paid: buy again (--possibly-paid rebuy) or hold it
 
@@ -21,10 +21,10 @@ from ..errors import HypeEditError, NotRegularFile
 from ..files import sha256_with_signature
 from ..registry import ModelSpec
 from ..tasks import Task
+from ..transport.slots import CallSlots
 from . import call_ledger, provenance
 from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
-from .lifecycle import Hold, Lifecycle, Step
-from .limits import CallSlots
+from .lifecycle import CallReservation, Lifecycle, Step
 from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
@@ -69,8 +69,8 @@ class Plan:
     needs_verdict: bool = False  # a paid judge call
     held: bool = False  # a possibly paid call held for review (--possibly-paid review): no call, an error
     lost: str | None = None  # the image the record names, gone from the disk: bought again
-    verdict_hold: Hold | None = None  # --budget held for the verdict of a candidate being bought (budget.py)
-    refused: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
+    verdict_reservation: CallReservation | None = None  # --budget reserved for the verdict of a candidate being bought (budget.py)
+    unusable: str | None = None  # a symbolic link where the candidate's files are (store.py): an error, no call
     bound: bool = False  # the record's content hashes were set or changed (provenance.py): to be written
     #: The in-flight slots the pool holds for the step running now (engine/limits.py), carried into its
     #: GenerationRequest or JudgeRequest; empty outside a pool (each request takes its own).
@@ -115,12 +115,12 @@ class Planning:
         if self._foreign(plan):
             return
         found = self.means.store.find(*plan.record.key, named=plan.record.candidate)
-        plan.candidate, plan.lost, plan.refused = found.candidate, found.missing, found.refused
+        plan.candidate, plan.lost, plan.unusable = found.candidate, found.missing, found.unusable
         self.note_strays(plan.record, found.strays)
         plan.record.extra.pop(provenance.CHANGED, None)  # what an earlier run found: this run looks again
         if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
             self._check_bytes(plan, plan.candidate)
-        if plan.refused is not None:
+        if plan.unusable is not None:
             self._refuse(plan)
 
     def _foreign(self, plan: Plan) -> bool:
@@ -136,7 +136,7 @@ class Planning:
         plan.record = Record(split=plan.record.split, model=plan.record.model, task_id=plan.record.task_id,
                              repeat=plan.record.repeat, task_types=list(plan.task.task_types),
                              release=release.as_record())
-        plan.refused = (f"{path}: a record of another release ({other}) where release {release.id} of "
+        plan.unusable = (f"{path}: a record of another release ({other}) where release {release.id} of "
                         f"{plan.spec.name} keeps its candidates; it is kept and not counted: move it (with its image) "
                         "to its own release's folder, or out of the outputs")
         self._refuse(plan)
@@ -148,7 +148,7 @@ class Planning:
         try:
             checked = provenance.check(plan.record, candidate, self.means.store.root, self.reference_hashes(plan.task))
         except NotRegularFile as exc:  # swapped for a link since the store looked
-            plan.candidate, plan.refused = None, str(exc)
+            plan.candidate, plan.unusable = None, str(exc)
             return
         except OSError as exc:
             checked = provenance.corrupt(plan.record, candidate, exc.strerror or str(exc))
@@ -178,7 +178,7 @@ class Planning:
         """A symbolic link where the candidate's files are: nothing is read, bought or written through it."""
         plan.candidate = plan.lost = None
         plan.needs_generation = plan.needs_verdict = False
-        plan.record.outcome, plan.record.error = ERROR, plan.refused
+        plan.record.outcome, plan.record.error = ERROR, plan.unusable
         plan.life.move(Step.BLOCK)
 
     @staticmethod
@@ -222,7 +222,7 @@ class Planning:
             if not plan.needs_generation:
                 record.reused_candidate = True  # the model's refusal was paid for: it is its answer
             elif self.held(record, GENERATE):
-                self.hold(plan, GENERATE)
+                self.reserved(plan, GENERATE)
             return
         self._adopt_candidate(record, plan.spec, plan.candidate)
         plan.life.move(Step.ADOPT)
@@ -231,7 +231,7 @@ class Planning:
         plan.needs_generation = False
         plan.needs_verdict = self.paid_verdict_needed(record)
         if plan.needs_verdict and self.held(record, JUDGE):
-            self.hold(plan, JUDGE)
+            self.reserved(plan, JUDGE)
 
     @staticmethod
     def _adopt_candidate(record: Record, spec: ModelSpec, candidate: Path) -> None:
@@ -255,7 +255,7 @@ class Planning:
         return self.means.on_possibly_paid == REVIEW and bool(unresolved(record, call))
 
     @staticmethod
-    def hold(plan: Plan, call: str) -> None:
+    def reserved(plan: Plan, call: str) -> None:
         plan.needs_generation = plan.needs_verdict = False
         plan.held = True
         plan.record.outcome, plan.record.error = ERROR, held_message(plan.record, call)
@@ -316,10 +316,10 @@ class Planning:
         """The candidate's record on disk (None: none, or no record of it), and whether it still has to be bought
         (``needs_call``); read once per candidate by the up-front checks (engine/survey.py)."""
         record = self.means.store.read_record(split, model, task_id, repeat)
-        if record is not None and self.means.store.holds(split, model, task_id, repeat, record.candidate):
-            return record, False  # its image is there (or a link is: refused, not bought either)
+        if record is not None and self.means.store.has_file(split, model, task_id, repeat, record.candidate):
+            return record, False  # its image is there (or a link is: unusable, not bought either)
         found = self.means.store.find(split, model, task_id, repeat, named=record.candidate if record else None)
-        if found.candidate is not None or found.refused is not None:  # a link is refused, not bought
+        if found.candidate is not None or found.unusable is not None:  # a link is unusable, not bought
             return record, False
         return record, not refused(record)
 

@@ -11,7 +11,7 @@ per candidate, in order, with the same outcomes.
       -> ready to generate, one queue per route      -> generate step -> ready to judge
       -> ready to judge (before any new generation)  -> judge step    -> done
 
-A step starts only when its route's gate admits it (calls in flight, requests
+A step starts only when its route's admission admits it (calls in flight, requests
 per minute, the adaptive level: engine/routes.py) *and* a candidate slot is
 free (``concurrency`` across the whole run: a cross-process ``SlotSet``).  The
 route is asked first, so a route at its limit never holds a slot another route
@@ -46,7 +46,7 @@ from .finishing import Finishers
 from .jobs import FINISHING, INLINE, MAIN, NEW, STOPPED, Entry, Job, LeftInFlight, NotStarted
 from .limits import SlotSet
 from .records import Record
-from .routes import RouteGate
+from .routes import RouteAdmission
 from .runner import Runner
 
 T = TypeVar("T")
@@ -62,8 +62,8 @@ class CandidatePool:
     the call threads) and the ``finishers``.  Its own methods are the main thread's side.
     """
 
-    def __init__(self, runner: Runner, *, concurrency: int, gate_for: Callable[[ModelSpec], RouteGate],
-                 judge_gates: Callable[[], list[RouteGate]], slots: SlotSet | None = None,
+    def __init__(self, runner: Runner, *, concurrency: int, admission_for: Callable[[ModelSpec], RouteAdmission],
+                 judge_admissions: Callable[[], list[RouteAdmission]], slots: SlotSet | None = None,
                  source: Callable[[], Iterable[Entry]] | None = None,
                  should_stop: Callable[[], str | None] | None = None,
                  on_report: Callable[[PoolState], None] | None = None,
@@ -73,7 +73,7 @@ class CandidatePool:
         self.board = JobBoard(concurrency=concurrency, slots=slots, run_id=runner.run_id, ahead=ahead)
         self.finishers = Finishers(self.board, runner)
         report = None if on_report is None else (lambda: on_report(self.state()))
-        self.dispatcher = Dispatcher(self.board, runner, self.finishers, gate_for=gate_for, judge_gates=judge_gates,
+        self.dispatcher = Dispatcher(self.board, runner, self.finishers, admission_for=admission_for, judge_admissions=judge_admissions,
                                      source=source, should_stop=should_stop, report=report)
 
     # ------------------------------------------------------------------ the main thread's side
@@ -164,10 +164,10 @@ class CandidatePool:
         with self.board.lock:
             totals = self.board.totals.copy()
             planned, running = len(self.board.order), self.board.running
-        gates = tuple(gate.state() for gate in self.board.known_gates())
+        admissions = tuple(admission.state() for admission in self.board.known_admissions())
         jobs, waiting, cost = self.runner.calls_in_flight()
         return PoolState(planned, totals["done"], running, totals["errors"], totals["refused"], totals["skipped"],
-                         totals["spent"], gates, jobs, waiting, cost)
+                         totals["spent"], admissions, jobs, waiting, cost)
 
     # ------------------------------------------------------------------ invariants
     def breaches(self) -> list[str]:
@@ -182,10 +182,10 @@ class CandidatePool:
         with board.lock:
             if board.running:
                 found.append(f"{board.running} steps still running")
-        if board.slots is not None and board.slots.held_here():
-            found.append(f"{board.slots.held_here()} candidate slots not given back")
-        found += [f"route {gate.route}: {gate.in_flight} calls still in flight"
-                  for gate in self.board.known_gates() if gate.in_flight]
+        if board.slots is not None and board.slots.taken_here():
+            found.append(f"{board.slots.taken_here()} candidate slots not given back")
+        found += [f"route {admission.route}: {admission.in_flight} calls still in flight"
+                  for admission in self.board.known_admissions() if admission.in_flight]
         return found
 
     # ------------------------------------------------------------------ jobs

@@ -1,6 +1,6 @@
 """The generation step: buy one candidate once, or resume the job an earlier attempt journaled.
 
-    budget (the call's worst case held) -> pending call written (journaled) -> provider call
+    budget (the call's worst case reserved) -> pending call written (journaled) -> provider call
         -> the image and its record written at once (saved) | a refusal written | the error written
 
 Every step is one of the candidate's lifecycle (engine/lifecycle.py), whose docstring gives the order's
@@ -21,10 +21,10 @@ from ..registry import ModelSpec
 from ..secrets import KEY_ENV, redact
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
+from ..transport.slots import CallSlots
 from . import room
 from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal, counted, new_call_id
-from .lifecycle import Hold, Lifecycle, Step
-from .limits import CallSlots
+from .lifecycle import CallReservation, Lifecycle, Step
 from .planning import Plan, skip
 from .record_spend import leave_generation_behind, set_generation
 from .records import BATCH, ERROR, REFUSED, SKIPPED, Record, now_iso, usd
@@ -44,15 +44,15 @@ class Purchase:
         self.means, self.calls, self.planning, self.verdicts = means, calls, planning, verdicts
 
     def buy(self, plan: Plan) -> None:
-        """Generate the candidate, with --budget held for its verdict first: a candidate the budget could not
+        """Generate the candidate, with --budget reserved for its verdict first: a candidate the budget could not
         also judge is not bought (it would be paid for and left unjudged)."""
         plan.needs_generation = plan.needs_verdict = False
         stopped = self._key_stopped(plan.spec)
-        if stopped:  # nothing sent: the same key would be refused again (engine/refusedkeys.py)
+        if stopped:  # nothing sent: the same key would be rejected again (engine/rejected_keys.py)
             plan.life.move(Step.STOP)
             plan.record.outcome, plan.record.error = ERROR, stopped
             return
-        full, held = self.calls.hold_room(plan.spec)
+        full, held = self.calls.reserve_room(plan.spec)
         if full:  # as a budget stop: not bought, nothing written (there is no room to write it)
             plan.life.move(Step.NO_ROOM)
             plan.record.outcome, plan.record.error = SKIPPED, full
@@ -64,15 +64,15 @@ class Purchase:
 
     def _buy_with_room(self, plan: Plan) -> None:
         try:
-            plan.verdict_hold = self.verdicts.hold_verdict(plan)
+            plan.verdict_reservation = self.verdicts.reserve_verdict(plan)
         except BudgetExceeded as exc:
             skip(plan.life, plan.record, str(exc))
             return
         except HypeEditError:  # e.g. a reference that cannot be read: the generation says so, the verdict reserves
-            plan.verdict_hold = None
+            plan.verdict_reservation = None
         plan.candidate = self._generate(plan)
         self.planning.note_strays(plan.record, self.means.store.find(*plan.record.key, named=plan.record.candidate).strays)
-        plan.needs_verdict = plan.candidate is not None  # not bought: its verdict's hold is released at the end
+        plan.needs_verdict = plan.candidate is not None  # not bought: its verdict's reservation is released at the end
 
     def _generate(self, plan: Plan) -> Path | None:
         """Buy the candidate (or resume its journaled job); an expired job is submitted once more."""
@@ -97,7 +97,7 @@ class Purchase:
 
     def _generate_once(self, plan: Plan) -> Path | None:
         task, spec, repeat, record, life = plan.task, plan.spec, plan.repeat, plan.record, plan.life
-        hold: Hold | None = None
+        reserved: CallReservation | None = None
         request: GenerationRequest | None = None
 
         def worst() -> float:  # what the call may have cost, asked only when a job's own figure is missing
@@ -112,9 +112,9 @@ class Purchase:
             if not journal.resumed:
                 # the worst case (the size requested, the references), not the list price: the budget is a cap
                 price = provider.worst_case_cost(request)
-                hold = life.reserve(self.means.budget, lambda: price, f"{spec.name} {task.task_id} r{repeat:03d}")
+                reserved = life.reserve(self.means.budget, lambda: price, f"{spec.name} {task.task_id} r{repeat:03d}")
                 self._journal_generation(life, record, spec, price, request)
-            life.move(Step.SEND if price > 0 else Step.SEND_UNJOURNALED, hold)
+            life.move(Step.SEND if price > 0 else Step.SEND_UNJOURNALED, reserved)
             started = time.monotonic()
             generation = self.calls.call(lambda: provider.generate(request), record, f"{spec.name} via {spec.route}",
                                     ProviderError)
@@ -123,41 +123,41 @@ class Purchase:
             return None
         except Refusal as exc:
             self.calls.end_call(record)
-            if hold is not None:
-                hold.settle(exc.cost or 0.0)
+            if reserved is not None:
+                reserved.settle(exc.cost or 0.0)
             self._refused(plan, exc, self._new_cost(record, journal.resumed, exc.cost or 0.0),
                           None if journal.resumed else self.means.run_id)
             return None
         except JobExpired:
             self.calls.end_call(record)
-            self._expired_job_paid(record, self._job_cost(record, worst), hold)
+            self._expired_job_paid(record, self._job_cost(record, worst), reserved)
             raise
         except (CallError, HypeEditError) as exc:
-            self._generation_failed(plan, exc, hold, worst)
+            self._generation_failed(plan, exc, reserved, worst)
             return None
         self.calls.end_call(record)
         life.move(Step.REPLY)
-        if hold is not None:
-            hold.settle(generation.cost)
+        if reserved is not None:
+            reserved.settle(generation.cost)
         return self._keep_generation(plan, generation, journal.resumed, time.monotonic() - started)
 
-    def _generation_failed(self, plan: Plan, exc: HypeEditError, hold: Hold | None,
+    def _generation_failed(self, plan: Plan, exc: HypeEditError, reserved: CallReservation | None,
                            worst: Callable[[], float]) -> None:
         """A job that was submitted is paid for even when its polls failed: it stays in the record (journaled)
         and counted (``cost``, a resumed one too), and the next attempt resumes it.  A call whose reply was lost
         may be paid: its worst case is committed, never released."""
         record, spec = plan.record, plan.spec
         lost = self.calls.end_call(record, exc)
-        if hold is not None:
-            hold.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
+        if reserved is not None:
+            reserved.settle(float(lost.get("price") or 0) if lost else self._job_cost(record, worst))
         if record.job:
             self._job_generation(record, self._job_cost(record, worst))
-        refused, said = self.means.refused_keys.refusal(exc, route=spec.route, model_scope=self._model_scope(spec),
+        rejected, said = self.means.rejected_keys.rejection(exc, route=spec.route, model_scope=self._model_scope(spec),
                                                   variables=self._provider_key_variables(spec))
-        if said:  # in flight when the key was refused: the one line of the scope, not the reply once more
+        if said:  # in flight when the key was rejected: the one line of the scope, not the reply once more
             self._failed(plan, ProviderError(said, retryable=False), note=self.calls.lost_note(lost), lost=lost is not None)
             return
-        self._failed(plan, exc, note=self.calls.lost_note(lost) + refused, lost=lost is not None)
+        self._failed(plan, exc, note=self.calls.lost_note(lost) + rejected, lost=lost is not None)
 
     def _keep_generation(self, plan: Plan, generation: Generation, resumed: bool, latency: float) -> Path | None:
         """What the provider answered, saved before anything else happens to it."""
@@ -183,13 +183,13 @@ class Purchase:
         return tuple(getattr(self.means.provider(spec), "key_env", ()) or KEY_ENV.get(spec.route, ()))
 
     def _key_stopped(self, spec: ModelSpec) -> str | None:
-        """Why this candidate is not bought: its route's (or model's) key was refused, or the paid judge's was
+        """Why this candidate is not bought: its route's (or model's) key was rejected, or the paid judge's was
         (a candidate bought now would be paid for and left unjudged); None when nothing stops it."""
-        stopped = self.means.refused_keys.stopped(spec.route, self._model_scope(spec))
+        stopped = self.means.rejected_keys.stopped(spec.route, self._model_scope(spec))
         if stopped:
             return stopped
         judge = self.means.judge
-        if judge.routes and (stopped := self.means.refused_keys.stopped(*judge.routes)):
+        if judge.routes and (stopped := self.means.rejected_keys.stopped(*judge.routes)):
             return f"judge {judge.id}: {stopped}"
         return None
 
@@ -221,7 +221,7 @@ class Purchase:
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
         # polled by this route's adapter, nor a batch line by an adapter that buys at standard now (--tier): it is
-        # left behind, and this purchase is a new one (journaled, held in --budget, its own cost).
+        # left behind, and this purchase is a new one (journaled, reserved in --budget, its own cost).
         job = record.job if record.job and record.job.get("route") in (None, spec.route) else None
         if job and job.get("kind") == BATCH and self._tier_of(spec) not in (None, BATCH):
             job = None
@@ -281,14 +281,14 @@ class Purchase:
 
     def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None,
                            slots: CallSlots = ()) -> GenerationRequest:
-        """The request that buys this candidate: the same for the call, its --budget hold and the run's price."""
+        """The request that buys this candidate: the same for the call, its --budget reservation and the run's price."""
         # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
         return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.means.references(task)), spec,
                                  journal=journal or Journal(), slots=slots,
                                  landing=self.means.store.task_dir(task.split, spec.name, task.task_id))
 
     def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
-        """The most buying this candidate can cost: what --budget holds for it (the run's price, engine/estimate.py)."""
+        """The most buying this candidate can cost: what --budget reserves for it (the run's price, engine/estimate.py)."""
         return self.means.provider(spec).worst_case_cost(self.generation_request(task, spec, repeat))
 
     def _worst_case(self, spec: ModelSpec, request: GenerationRequest | None) -> float:
@@ -300,15 +300,15 @@ class Purchase:
         except HypeEditError:
             return spec.price
 
-    def _expired_job_paid(self, record: Record, cost: float, hold: Hold | None) -> None:
+    def _expired_job_paid(self, record: Record, cost: float, reserved: CallReservation | None) -> None:
         """A job whose result expired at the provider was paid for all the same: a left-behind entry of the
         record's call ledger, in ``spent``, apart from the generation that replaces it."""
-        if hold is not None:
-            hold.settle(cost)
+        if reserved is not None:
+            reserved.settle(cost)
         job = record.job or {}
         # the candidate's own generation is the next submission's
         leave_generation_behind(record, cost, tier=BATCH if job.get("kind") == BATCH else record.tier,
-                                route=job.get("route"), id=job.get("id"), run=None if hold is None else self.means.run_id)
+                                route=job.get("route"), id=job.get("id"), run=None if reserved is None else self.means.run_id)
 
     def _save_generation(self, plan: Plan, gen: Generation, latency: float, cost: float, run: str | None) -> Path:
         """The paid image and its record (``cost``: what it adds, ``_new_cost``), written at once; DiskFull when the

@@ -176,12 +176,12 @@ def proves_current(record: Any, release: Release) -> bool:
     against it)."""
     if release.label is not None:
         return False
-    if not _holds_something(record):
+    if not _has_content(record):
         return True
     return (record.route, record.provider_model) == (release.route, release.provider_model)
 
 
-def _holds_something(record: Any) -> bool:
+def _has_content(record: Any) -> bool:
     return bool(record.candidate or record.route or record.provider_model or record.verdict or record.judgements)
 
 

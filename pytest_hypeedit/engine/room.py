@@ -1,6 +1,6 @@
 """Room on the outputs' disk: checked before each purchase, and a full disk stops the buying.
 
-A purchase writes its image (up to the route's size cap, ``providers/bounds.py``: ``options.max_image_mb``,
+A purchase writes its image (up to the route's size cap, ``transport/bounds.py``: ``options.max_image_mb``,
 else 96 MiB, the most the plugin accepts for one result) and its record into the candidate's folder in the
 outputs; the image is downloaded straight there, so it never depends on the cache's disk.  So before each
 purchase the run asks for that much free space on the outputs' disk plus a margin for the record, and stops
@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..providers.bounds import image_cap_of
+from ..transport.bounds import image_cap_of
 
 if TYPE_CHECKING:
     from ..registry import ModelSpec

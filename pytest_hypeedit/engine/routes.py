@@ -1,7 +1,7 @@
-"""One gate per route in a process: how many of the route's calls may be in flight right now.
+"""One admission per route in a process: how many of the route's calls may be in flight right now.
 
-The pool asks a route's gate before it starts a call on it (``try_enter``):
-the gate says no while the route is at its level, while its requests-per-minute
+The pool asks a route's admission before it starts a call on it (``try_enter``):
+the admission says no while the route is at its level, while its requests-per-minute
 window is full, or while every one of its cross-process in-flight slots is
 held (by this process or another).  So a route at its limit never holds a pool
 slot that another route could use.
@@ -16,11 +16,11 @@ requests that were already in flight when it was cut say nothing new, so the
 next ``in flight`` replies after a cut cannot cut again: one burst of 429s is
 one cut, as TCP cuts once per window.
 
-Each gate also has a ``Breaker``: when the first calls to a route all fail to
+Each admission also has a ``Breaker``: when the first calls to a route all fail to
 connect (connection refused, a name that does not resolve, a proxy that fails,
 a connect timeout) and nothing on the route has answered yet, it opens within
 seconds.  Then the calls in flight stop retrying (their next failed attempt
-raises ``RouteUnreachable``), the gate admits no new call, and the pool ends the
+raises ``RouteUnreachable``), the admission admits no new call, and the pool ends the
 route's remaining candidates with the same one line: which URL, which variable
 moves it, and that nothing was paid.  Without it every candidate was retried
 with backoff (131 s for 50 items) before the run said what was wrong.  Once the
@@ -48,7 +48,7 @@ DECREASE = 0.5
 
 
 @dataclass(frozen=True)
-class GateState:
+class AdmissionState:
     """What the live line shows of a route."""
 
     route: str
@@ -112,7 +112,7 @@ def unreachable_message(route: str, error: BaseException, failures: int) -> str:
 
 def _origin(error: BaseException) -> str | None:
     """scheme://host:port of the request that failed: httpx sets ``error.request`` only once the error has left
-    the transport, so the URL may not be known yet when the transport tells the gate (then the variable's value
+    the transport, so the URL may not be known yet when the transport tells the admission (then the variable's value
     is named instead)."""
     try:
         url = error.request.url  # type: ignore[attr-defined]
@@ -121,7 +121,7 @@ def _origin(error: BaseException) -> str | None:
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
 
 
-class RouteGate:
+class RouteAdmission:
     def __init__(self, route: str, limiter: RouteLimiter | None, *, ceiling: int, adaptive: bool = False,
                  clock: Callable[[], float] = time.monotonic):
         self.route, self.limiter, self.adaptive, self.clock = route, limiter, adaptive, clock
@@ -146,7 +146,7 @@ class RouteGate:
     # ------------------------------------------------------------------ admission
     def try_enter(self) -> InFlightSlot | None:
         """A slot for one call on this route now, or None (the route is at its limit, or unreachable).  The
-        slot is the limiter's (so the call's requests take no second one) and counts in this gate until it
+        slot is the limiter's (so the call's requests take no second one) and counts in this admission until it
         is given back."""
         if self.breaker.reason is not None:
             return None
@@ -184,7 +184,7 @@ class RouteGate:
     def observe(self, status: int | None) -> None:
         """A reply on this route, or ``None`` for a failed attempt: the breaker hears both; 429 cuts the level and
         a success raises it (only with --concurrency auto).  The transport tells of a failed attempt from inside
-        its ``except`` block (providers/http.py), so the error is the one being handled."""
+        its ``except`` block (transport/http.py), so the error is the one being handled."""
         self.breaker.observe(status, sys.exc_info()[1] if status is None else None)
         if not self.adaptive:
             return
@@ -208,8 +208,8 @@ class RouteGate:
         if self._slow_start or self._successes >= int(self.level):
             self.level, self._successes = min(float(self.ceiling), self.level + 1), 0
 
-    def state(self) -> GateState:
+    def state(self) -> AdmissionState:
         with self._lock:
-            return GateState(self.route, self.in_flight, int(self.level), self.ceiling, self.adaptive,
+            return AdmissionState(self.route, self.in_flight, int(self.level), self.ceiling, self.adaptive,
                              self.throttled)
 

@@ -6,12 +6,12 @@
     finish(plan)               everything else: reuse from disk, a refusal, a free judge (labels)
     unreachable(plan, reason)  its route answers nothing: nothing sent, nothing written
 
-    otherwise: budget (the verdict's worst case held, then the call's) -> pending call written
+    otherwise: budget (the verdict's worst case reserved, then the call's) -> pending call written
                -> provider call -> candidate + record written at once
-               -> judge (its worst case reserved, or held since the purchase) -> verdict written at once
+               -> judge (its worst case reserved, or reserved since the purchase) -> verdict written at once
 
 Each candidate's money path is a state machine (engine/lifecycle.py): every write of its record is a named
-step taken only from the stages that allow it, and every --budget hold is settled exactly once when its
+step taken only from the stages that allow it, and every --budget reservation is settled exactly once when its
 handling ends (``Lifecycle.settle``, called by ``judge_step``, ``finish`` and ``unreachable``: one of them ends
 every plan).  That module's docstring gives the crash-safety argument.
 
@@ -109,7 +109,7 @@ class Runner:
         """What this candidate still needs, read from the disk (no call, no claim)."""
         plan = Plan(task, spec, repeat, self.planning.read_or_new(task, spec, repeat), None)
         self.planning.look_on_disk(plan)
-        if plan.refused is None:
+        if plan.unusable is None:
             self.planning.settle_plan(plan)
         return plan
 
@@ -118,7 +118,7 @@ class Runner:
         with self.store.claim(*plan.record.key):
             plan.record = self.planning.read_or_new(plan.task, plan.spec, plan.repeat)
             self.planning.look_on_disk(plan)
-            if plan.refused is not None:
+            if plan.unusable is not None:
                 return plan
             self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
             self.planning.settle_plan(plan)
@@ -131,7 +131,7 @@ class Runner:
 
     def judge_step(self, plan: Plan) -> Record:
         """Give the candidate its verdict (paid, or from disk when another process gave it meanwhile)."""
-        hold, plan.verdict_hold = plan.verdict_hold, None
+        reserved, plan.verdict_reservation = plan.verdict_reservation, None
         with self.store.claim(*plan.record.key):
             if not self.planning.refreshed(plan):
                 plan.needs_verdict = False
@@ -139,10 +139,10 @@ class Runner:
                 return plan.record
             self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
             if self.planning.reusable_verdict(plan.record) is None and self.planning.held(plan.record, JUDGE):
-                self.planning.hold(plan, JUDGE)
+                self.planning.reserved(plan, JUDGE)
                 self.calls.write(plan.life, Step.WRITE_HELD, plan.record)
             else:
-                self.verdicts.judge_candidate(plan, hold)
+                self.verdicts.judge_candidate(plan, reserved)
                 self._rejudge_for_stability(plan)
             self._settle(plan)
         plan.needs_verdict = False
@@ -152,13 +152,13 @@ class Runner:
         """The record of a candidate that needs no paid step: reused verdict, free judge, or no image.  Its
         record is written under the candidate's claim, re-read first: the plan was read without it (maybe long
         ago, at triage), and a verdict another process paid for meanwhile must not be overwritten."""
-        hold, plan.verdict_hold = plan.verdict_hold, None
+        reserved, plan.verdict_reservation = plan.verdict_reservation, None
         if plan.candidate is None or plan.held:
             self._settle(plan)
             return plan.record
         unchanged = None if self.pays_to_finish(plan) else self.verdicts.free_verdict_if_unchanged(plan)
         if unchanged is not None:  # nothing is written, so nothing to claim or merge
-            self.verdicts.judge_candidate(plan, hold, answer=unchanged)
+            self.verdicts.judge_candidate(plan, reserved, answer=unchanged)
             self._settle(plan)
             return plan.record
         with self.store.claim(*plan.record.key):
@@ -166,7 +166,7 @@ class Runner:
                 self._settle(plan)
                 return plan.record
             self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
-            self.verdicts.judge_candidate(plan, hold, save=plan.bound)
+            self.verdicts.judge_candidate(plan, reserved, save=plan.bound)
             self._rejudge_for_stability(plan)
             self._settle(plan)
         return plan.record
@@ -174,14 +174,14 @@ class Runner:
     def unreachable(self, plan: Plan, reason: str) -> Record:
         """The record of a candidate whose call never started: its route is unreachable (engine/routes.py).
         Nothing was paid or changed, so nothing is written; the next run tries it again."""
-        plan.verdict_hold = None
+        plan.verdict_reservation = None
         plan.life.move(Step.UNREACHABLE)
         plan.record.outcome, plan.record.error = ERROR, reason
         self._settle(plan)
         return plan.record
 
     def _settle(self, plan: Plan) -> None:
-        """The candidate's handling is over (every --budget hold settled); what it bought is in the record's ledger,
+        """The candidate's handling is over (every --budget reservation settled); what it bought is in the record's ledger,
         entries naming the run (its last write said so on the disk)."""
         plan.life.settle()
 

@@ -25,7 +25,7 @@ from ..judges.base import JudgeRequest
 from ..secrets import redact
 from . import call_ledger, room
 from .journal import REJUDGE, new_call_id
-from .lifecycle import Hold, Step
+from .lifecycle import CallReservation, Step
 from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost
 from .records import FAIL, PASS, Record, now_iso, usd
 
@@ -82,7 +82,7 @@ def kept(record: Record, judge_id: str) -> dict[str, Any] | None:
 def rejudge(calls: PaidCalls, plan: Plan, k: int) -> None:
     """(Under the candidate's claim, its verdict given or reused in this handling.)  Ask the judge K times more about
     the plan's candidate (those still missing): each re-judgement is a step of the candidate's lifecycle, its
-    --budget hold one of the candidate's, its answer written at once.  ``calls``: the runner's paid-call seam,
+    --budget reservation one of the candidate's, its answer written at once.  ``calls``: the runner's paid-call seam,
     whose public steps (journal, call, end, write) every paid call takes, and the means it was given."""
     record = plan.record
     judge = calls.means.judge
@@ -110,7 +110,7 @@ def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
                                call_id=new_call_id() if judge.routes else None, slots=plan.slots)
         try:
-            hold = life.reserve(calls.means.budget, partial(judge.worst_case_cost, request),
+            reserved = life.reserve(calls.means.budget, partial(judge.worst_case_cost, request),
                                 f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
             if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
                 calls.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
@@ -118,16 +118,16 @@ def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
         except BudgetExceeded as exc:
             record.extra.setdefault("stability_skipped", str(exc))
             return
-        except DiskFull:  # not journaled, so not sent: its hold is released when the handling ends
+        except DiskFull:  # not journaled, so not sent: its reservation is released when the handling ends
             return
-        life.move(Step.ASK_AGAIN if judge.routes else Step.ASK_AGAIN_FREE, hold)
+        life.move(Step.ASK_AGAIN if judge.routes else Step.ASK_AGAIN_FREE, reserved)
         try:  # a call of its own: nothing is reused
             verdict = calls.call(partial(judge.judge, request), record, f"judge {judge.id} (re-judging)", JudgeError)
         except (CallError, HypeEditError) as exc:
-            _failed(calls, plan, entry, hold, exc)
+            _failed(calls, plan, entry, reserved, exc)
             return
         calls.end_call(record)
-        hold.settle(verdict.cost)
+        reserved.settle(verdict.cost)
         add_verdict_cost(record, verdict.cost, calls.means.run_id, kind=call_ledger.REJUDGEMENT)  # never erased
         entry["verdicts"].append(verdict.label)
         entry["cost"] = round(usd(entry.get("cost")) + usd(verdict.cost), 6)
@@ -136,13 +136,13 @@ def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
             return
 
 
-def _failed(calls: PaidCalls, plan: Plan, entry: dict[str, Any], hold: Hold, exc: HypeEditError) -> None:
+def _failed(calls: PaidCalls, plan: Plan, entry: dict[str, Any], reserved: CallReservation, exc: HypeEditError) -> None:
     """A re-judgement's call failed: what it may have cost is settled and kept in the record (asks answered before
     it failed as an entry of its call ledger, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
     record = plan.record
     lost = calls.end_call(record, exc)
     answered = add_failed_judge_cost(record, getattr(exc, "cost", None), calls.means.run_id)
-    hold.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
+    reserved.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
     entry.setdefault("errors", []).append(redact(f"{now_iso()}: {exc}")[:300])
     record.extra["stability"] = entry
     _written(calls, plan, Step.WRITE_REJUDGE_FAILED)

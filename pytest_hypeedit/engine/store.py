@@ -120,7 +120,7 @@ class Found:
     candidate: Path | None  # the file the record names; else, with no record naming one, the image on disk
     strays: tuple[Path, ...] = ()  # other images of the same repeat: never adopted, only reported
     missing: str | None = None  # the file the record names, when it is not on disk (or is no file name of ours)
-    refused: str | None = None  # a symbolic link (file or folder) where the candidate's files are: nothing is used
+    unusable: str | None = None  # a symbolic link (file or folder) where the candidate's files are: nothing is used
 
 
 #: What identifies the bytes of a file without reading them: device, inode, size, and the modification and change
@@ -168,7 +168,7 @@ class Store:
 
     @contextlib.contextmanager
     def claim(self, split: str, model: str, task_id: str, repeat: int) -> Iterator[None]:
-        """Hold this candidate against every other process and thread while it is bought or judged."""
+        """Claim this candidate against every other process and thread while it is bought or judged."""
         folder = os.path.join(self.claims_dir, split, self.folder(split, model), task_id)
         if folder not in self._claim_folders:  # made once per process: a replay claims thousands in a few
             os.makedirs(folder, exist_ok=True)
@@ -195,18 +195,18 @@ class Store:
         on disk, in the order of IMAGE_SUFFIXES; every other image of the repeat is a stray.
 
         Asked of every candidate several times in a run, so it reads only what it must: the three folders on the
-        way (``lstat``: a link among them refuses the candidate, even with no file in it yet), then each name the
+        way (``lstat``: a link among them makes the candidate unusable, even with no file in it yet), then each name the
         repeat's image may have and its record's (``lstat``).  With no link among the folders, a file there is
         inside the outputs by construction (the names were validated as plain names); what is read later is
         opened with ``open_regular``, which checks the whole way again."""
         folder = os.path.join(self.root, split, self.folder(split, model), task_id)
-        refused = self._linked_folder(split, model, task_id)
+        unusable = self._linked_folder(split, model, task_id)
         images: list[Path] = []
-        if refused is None:
-            images, refused = self._images(folder, repeat)
-        refused = refused or self._linked_record(folder, repeat)
-        if refused is not None:
-            return Found(None, missing=named, refused=refused)
+        if unusable is None:
+            images, unusable = self._images(folder, repeat)
+        unusable = unusable or self._linked_record(folder, repeat)
+        if unusable is not None:
+            return Found(None, missing=named, unusable=unusable)
         if named is None:
             return Found(images[0], tuple(images[1:])) if images else Found(None)
         chosen = next((path for path in images if path.name == named), None)
@@ -214,9 +214,9 @@ class Store:
             return Found(None, tuple(images), missing=named)
         return Found(chosen, tuple(path for path in images if path != chosen))
 
-    def holds(self, split: str, model: str, task_id: str, repeat: int, named: str | None) -> bool:
+    def has_file(self, split: str, model: str, task_id: str, repeat: int, named: str | None) -> bool:
         """Whether the file ``named`` by the candidate's record is there, as ``find`` would say, with one
-        ``lstat``: a regular file that is not empty, or a link (``find`` refuses a link: not bought either).
+        ``lstat``: a regular file that is not empty, or a link (``find`` follows no link: not bought either).
         False when it cannot tell in one look (no name, a name that is no image name of this repeat, a file
         missing or empty): ask ``find``."""
         stem = repeat_stem(repeat)
@@ -233,7 +233,7 @@ class Store:
 
     @staticmethod
     def _images(folder: str, repeat: int) -> tuple[list[Path], str | None]:
-        """The repeat's images in ``folder`` (regular, not empty), and why one is refused (a link), if one is."""
+        """The repeat's images in ``folder`` (regular, not empty), and why one is unusable (a link), if one is."""
         found = []
         stem = repeat_stem(repeat)
         for suffix in IMAGE_SUFFIXES:  # readers accept every format a provider may return

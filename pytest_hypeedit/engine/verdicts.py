@@ -1,8 +1,8 @@
 """The judge step: a verdict for a candidate saved on disk, reused when one of these bytes is there, else asked
-for (its worst case held in --budget, its request journaled before it leaves) and written at once.
+for (its worst case reserved in --budget, its request journaled before it leaves) and written at once.
 
     verdict on disk for this judge?   -> reuse it (unless --rejudge)
-    otherwise: judge (its worst case reserved, or held since the purchase) -> verdict written at once
+    otherwise: judge (its worst case reserved, or reserved since the purchase) -> verdict written at once
 
 Every step is one of the candidate's lifecycle (engine/lifecycle.py): a judge is only asked about an image
 that is SAVED, and a paid judge only once its request is journaled.
@@ -21,7 +21,7 @@ from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
 from . import provenance, room
 from .journal import JUDGE, new_call_id
-from .lifecycle import Hold, Lifecycle, Step
+from .lifecycle import CallReservation, Lifecycle, Step
 from .planning import Plan, skip
 from .record_spend import add_failed_judge_cost, add_verdict_cost
 from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
@@ -39,7 +39,7 @@ def _same_verdict(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return all(old.get(key) == new.get(key) for key in keys)
 
 
-def _says_what_it_holds(record: Record, stale: dict[str, Any] | None, entry: dict[str, Any]) -> bool:
+def _says_what_it_has(record: Record, stale: dict[str, Any] | None, entry: dict[str, Any]) -> bool:
     """Whether a verdict entry is the one the record holds and shows (the same verdict of the same judge, and no
     error to clear): a free judge saying it again changes nothing on disk."""
     return (isinstance(stale, dict) and bool(stale) and _same_verdict(stale, entry) and record.judge == entry["judge"]
@@ -78,11 +78,11 @@ class Verdicts:
             verdict = judge.judge(request)
         except Exception:  # noqa: BLE001 - asked again under the claim, where a failure is handled and written
             return None
-        return verdict if _says_what_it_holds(record, stale, self._verdict_entry(verdict)) else None
+        return verdict if _says_what_it_has(record, stale, self._verdict_entry(verdict)) else None
 
-    def judge_candidate(self, plan: Plan, hold: Hold | None = None, save: bool = False,
+    def judge_candidate(self, plan: Plan, reserved: CallReservation | None = None, save: bool = False,
                          answer: Verdict | None = None) -> None:
-        """``hold``: --budget held for this verdict when the candidate was bought (else it is reserved here);
+        """``reserved``: --budget reserved for this verdict when the candidate was bought (else it is reserved here);
         ``save``: the record changed already (its content hashes, provenance.py) and is written in any case;
         ``answer``: what the free judge said already (``free_verdict_if_unchanged``), not asked again."""
         record, life, judge = plan.record, plan.life, self.means.judge
@@ -98,17 +98,17 @@ class Verdicts:
             if new_signals or before != (record.outcome, record.error):
                 self._write_judged(life, Step.WRITE_JUDGED, record)
             return
-        stopped = self.means.refused_keys.stopped(*judge.routes) if judge.routes else None
-        if stopped:  # the judge's key was refused: nothing sent (engine/refusedkeys.py)
+        stopped = self.means.rejected_keys.stopped(*judge.routes) if judge.routes else None
+        if stopped:  # the judge's key was rejected: nothing sent (engine/rejected_keys.py)
             life.move(Step.STOP)
             record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
             return
-        reservation = hold
+        reservation = reserved
         try:
             references = tuple(self.means.references(plan.task)) if judge.needs_images else ()
             request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
                                    call_id=new_call_id() if judge.routes else None, slots=plan.slots)
-            reservation = hold or self._reserve_verdict(life, request)
+            reservation = reserved or self._reserve_verdict(life, request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)
             life.move(Step.ASK if judge.routes else Step.ASK_FREE, reservation)
@@ -125,7 +125,7 @@ class Verdicts:
         life.move(Step.VERDICT)
         self._keep_verdict(plan, verdict, new_signals)
 
-    def _judge_failed(self, plan: Plan, judge: Judge, reservation: Hold | None, exc: HypeEditError) -> None:
+    def _judge_failed(self, plan: Plan, judge: Judge, reservation: CallReservation | None, exc: HypeEditError) -> None:
         """The judge's call failed (or never left): what it may have cost is settled, the record says why and keeps
         what it was paid (an entry of its call ledger, written with the error, so ``spent`` counts it)."""
         record = plan.record
@@ -135,11 +135,11 @@ class Verdicts:
         answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.means.run_id)
         if reservation is not None:
             reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))
-        refused, said = self.means.refused_keys.refusal(exc, route=judge.routes[0], model_scope=judge.routes[0],
+        rejected, said = self.means.rejected_keys.rejection(exc, route=judge.routes[0], model_scope=judge.routes[0],
                                                   variables=judge_key_variables(judge)) if judge.routes else ("", None)
-        # in flight when the key was refused: the one line of the judge, not its reply once more
+        # in flight when the key was rejected: the one line of the judge, not its reply once more
         record.outcome, record.error = ERROR, clean_text(
-            redact(f"judge {judge.id}: {said or exc}") + self.calls.lost_note(lost) + ("" if said else refused), ERROR_LIMIT)
+            redact(f"judge {judge.id}: {said or exc}") + self.calls.lost_note(lost) + ("" if said else rejected), ERROR_LIMIT)
         self._write_judged(plan.life, Step.WRITE_LOST if lost else Step.WRITE_FAILED, record)
 
     def _keep_verdict(self, plan: Plan, verdict: Verdict, new_signals: bool) -> None:
@@ -152,7 +152,7 @@ class Verdicts:
         reason = judge.stale_reason(stale) if stale and judge.reuse_verdicts and not self.means.rejudge else None
         if reason and stale:  # a reason is only given for a stale verdict
             entry["replaced"] = {"reason": reason, "verdict": stale.get("verdict"), "judged_at": stale.get("judged_at")}
-        if stale and not judge.routes and _says_what_it_holds(record, stale, entry):
+        if stale and not judge.routes and _says_what_it_has(record, stale, entry):
             # A free judge (human labels) asked again and saying the same: the record on disk is right as it
             # is.  Not rewriting it is most of a 7,000-candidate replay's time.
             self._apply_verdict(record, stale, reused=False)
@@ -179,7 +179,7 @@ class Verdicts:
         self.calls.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
                           call_id=request.call_id, life=life, judge=judge.id)
 
-    def hold_verdict(self, plan: Plan) -> Hold | None:
+    def reserve_verdict(self, plan: Plan) -> CallReservation | None:
         """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the
         candidate will have (a judge's worst case does not depend on the image's content)."""
         if self.means.budget is None or not self.means.judge.routes:
@@ -192,15 +192,15 @@ class Verdicts:
         to_be = self.means.store.task_dir(task.split, spec.name, task.task_id) / f"{repeat:03d}.png"
         return JudgeRequest(task, spec.name, repeat, to_be, references)
 
-    def _reserve_verdict(self, life: Lifecycle, request: JudgeRequest) -> Hold | None:
-        """A paid judge's verdict holds its worst case of --budget too (a free judge calls nothing)."""
+    def _reserve_verdict(self, life: Lifecycle, request: JudgeRequest) -> CallReservation | None:
+        """A paid judge's verdict reserves its worst case of --budget too (a free judge calls nothing)."""
         if not self.means.judge.routes:
             return None
         what = f"judge {self.means.judge.id} on {request.model} {request.task.task_id} r{request.repeat:03d}"
         return life.reserve(self.means.budget, lambda: self.means.judge.worst_case_cost(request), what)
 
     def worst_case_verdict(self, task: Task, spec: ModelSpec, repeat: int) -> float:
-        """The most this candidate's verdict can cost: what --budget holds for it; 0 for a free judge."""
+        """The most this candidate's verdict can cost: what --budget reserves for it; 0 for a free judge."""
         if not self.means.judge.routes:
             return 0.0
         return self.means.judge.worst_case_cost(self._verdict_request(task, spec, repeat))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pytest
 
-from ..analysis.gates import Gate, GateResult, all_hold, evaluate, format_value, parse_gates
+from ..analysis.gates import Gate, GateResult, all_pass, evaluate, format_value, parse_gates
 from ..errors import HypeEditError, InputError
 from ..options import settings_of
 from ..report.results_files import load_results
@@ -110,8 +110,8 @@ class CiPlugin:
                                                      self.incomplete_reasons)
             self.config.stash[GATES_KEY] = [r.line() for r in self.gate_results]
             if session.exitstatus in GATEABLE:
-                held = all_hold(self.gate_results)
-                session.exitstatus = pytest.ExitCode.OK if held else pytest.ExitCode.TESTS_FAILED
+                passed = all_pass(self.gate_results)
+                session.exitstatus = pytest.ExitCode.OK if passed else pytest.ExitCode.TESTS_FAILED
         if session.exitstatus == pytest.ExitCode.OK and (write_failed or self._unfinished(results)):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         add_junit_properties(self.config, results, self.gate_results)
@@ -166,13 +166,13 @@ class CiPlugin:
 
         for result in self.gate_results:
             write_folded(terminalreporter, [result.line()], green=result.passed, red=not result.passed)
-        held = all_hold(self.gate_results)
-        status = int(self.session.exitstatus) if self.session is not None else int(not held)
-        verdict = f"all gates hold: exit status {status}" if held else f"metric gate FAILED: exit status {status}"
+        passed = all_pass(self.gate_results)
+        status = int(self.session.exitstatus) if self.session is not None else int(not passed)
+        verdict = f"all gates hold: exit status {status}" if passed else f"metric gate FAILED: exit status {status}"
         why = "the gates decide the exit status, not single items"
-        if held and status != 0:  # an interrupted, stopped or incomplete run: the status says so, not the gates
+        if passed and status != 0:  # an interrupted, stopped or incomplete run: the status says so, not the gates
             why = "the gates hold, but the run did not finish (its last line says why)"
-        terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=held and status == 0, red=not held)
+        terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=passed and status == 0, red=not passed)
 
 
 def _load_baseline(path: str | None) -> dict[str, Any] | None:
@@ -259,7 +259,7 @@ def junit_properties(results: Mapping[str, Any] | None, gate_results: list[GateR
         coverage = results.get("coverage") or {}
         props += [(f"hypeedit.coverage.{key}", str(coverage[key])) for key in JUNIT_COVERAGE if key in coverage]
     if gate_results:
-        props.append(("hypeedit.gates", "passed" if all_hold(gate_results) else "failed"))
+        props.append(("hypeedit.gates", "passed" if all_pass(gate_results) else "failed"))
         props += [(f"hypeedit.gate.{i}", r.line()) for i, r in enumerate(gate_results, start=1)]
     return props
 
@@ -293,12 +293,12 @@ def add_junit_gate_cases(config: pytest.Config, gates: list[Gate], gate_results:
         return
     for index, gate in enumerate(gates, start=1):
         mine = [result for result in gate_results if result.gate == gate]
-        held = bool(mine) and all_hold(mine)
+        passed = bool(mine) and all_pass(mine)
         lines = "\n".join(result.line() for result in mine) or f"gate {gate.text!r} was not evaluated"
         nodeid = f"hypeedit::gates::{gate.text}"  # a gate's text has no "::" (analysis/gates.py _GATE)
         location = ("hypeedit", None, f"gate {index}")
         xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "setup"))
-        call = TestReport(nodeid, location, {}, "passed", None, "call") if held else \
+        call = TestReport(nodeid, location, {}, "passed", None, "call") if passed else \
             TestReport(nodeid, location, {}, "failed", lines, "call")
         xml.pytest_runtest_logreport(call)
         xml.pytest_runtest_logreport(TestReport(nodeid, location, {}, "passed", None, "teardown"))

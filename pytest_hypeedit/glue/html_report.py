@@ -447,7 +447,7 @@ def report_source(config: pytest.Config) -> ReportSource:
             return None
         store = Store(run.outputs, folders=run.folders)
         found = store.find(*record.key, named=record.candidate)
-        return found.candidate or (store.task_dir(*record.key[:3]) / record.candidate if found.refused else None)
+        return found.candidate or (store.task_dir(*record.key[:3]) / record.candidate if found.unusable else None)
 
     def instruction(record: Record) -> str:
         task = tasks.get((record.split, record.task_id))

@@ -35,7 +35,7 @@ import pytest
 from ..analysis.sequential import is_sequential_stop
 from ..engine.limits import SlotSet
 from ..engine.pool import CandidatePool, PoolState
-from ..engine.routes import RouteGate
+from ..engine.routes import RouteAdmission
 from ..errors import ConfigError
 from ..files import atomic_write_bytes
 from ..options import settings_of
@@ -83,7 +83,7 @@ class PoolPlugin:
         self.config = config
         self.pool: CandidatePool | None = None
         self.session: pytest.Session | None = None
-        self.gates: dict[tuple[str, int], RouteGate] = {}
+        self.admissions: dict[tuple[str, int], RouteAdmission] = {}
         self.folder = state_dir(config)
         self.grace = _grace(config)
         self.stopper = Stopper(self._stop_now, self._first_signal_may_wait)
@@ -177,22 +177,22 @@ class PoolPlugin:
         run, runner = self.config.stash[RUN_KEY], self.config.stash[RUNNER_KEY]
         slots = SlotSet(self.folder / "pool", "candidates", run.concurrency)
         return CandidatePool(
-            runner, concurrency=run.concurrency, slots=slots, gate_for=self._model_gate,
-            judge_gates=lambda: [self._route_gate(route) for route in runner.judge.routes],
+            runner, concurrency=run.concurrency, slots=slots, admission_for=self._model_admission,
+            judge_admissions=lambda: [self._route_admission(route) for route in runner.judge.routes],
             source=self._source(session), should_stop=lambda: self._should_stop(session),
             on_report=self._report, grace=self.grace, should_leave=lambda: leaving(self.folder),
             ahead=look_ahead(self.config, run.concurrency),  # --sequential: glue/early_stop.py
         )
 
-    def _model_gate(self, spec: ModelSpec) -> RouteGate:
-        return self._gate_of(spec.route, self._runtime().limiter_for(spec))
+    def _model_admission(self, spec: ModelSpec) -> RouteAdmission:
+        return self._admission_of(spec.route, self._runtime().limiter_for(spec))
 
-    def _route_gate(self, route: str) -> RouteGate:
+    def _route_admission(self, route: str) -> RouteAdmission:
         from ..registry import ModelSpec
 
         # The judges build their limiter the same way (judges/prompting.py http_plumbing): one per route.
         spec = ModelSpec(name=f"judge-{route}", route=route, provider_model=route, price=0.0)
-        return self._gate_of(route, self._runtime().limiter_for(spec))
+        return self._admission_of(route, self._runtime().limiter_for(spec))
 
     def _runtime(self) -> Runtime:
         """The run's provider runtime (glue/startup.py configure_runtime), passed in through the stash."""
@@ -200,12 +200,12 @@ class PoolPlugin:
 
         return self.config.stash.get(RUNTIME_KEY, None) or runtime.current()
 
-    def _gate_of(self, route: str, limiter: RouteLimiter | None) -> RouteGate:
+    def _admission_of(self, route: str, limiter: RouteLimiter | None) -> RouteAdmission:
         key = (route, id(limiter))
-        if key not in self.gates:
+        if key not in self.admissions:
             run = self.config.stash[RUN_KEY]
-            self.gates[key] = RouteGate(route, limiter, ceiling=run.concurrency, adaptive=run.adaptive)
-        return self.gates[key]
+            self.admissions[key] = RouteAdmission(route, limiter, ceiling=run.concurrency, adaptive=run.adaptive)
+        return self.admissions[key]
 
     def _source(self, session: pytest.Session) -> Callable[[], list[Entry]] | None:
         def entries(items: Iterable[pytest.Item]) -> list[Entry]:

@@ -7,7 +7,7 @@ unknown model or a missing API key is one clear usage error, not 500 errors.
 The order: the options and the judge (a bad labels file), then every API key the run surely needs, before
 anything is downloaded; then the task files (a download, for the public split); then the keys the tasks
 show are needed (a model whose candidates are all on disk needs none), each proved with its provider's free
-call (providers/keycheck.py: once per run, here on the controller, before any xdist worker starts); then the
+call (transport/keycheck.py: once per run, here on the controller, before any xdist worker starts); then the
 judge's script (a download) and the reference images (downloads).  Nothing is paid for before all of it holds.
 """
 
@@ -28,12 +28,12 @@ from ..engine.survey import Survey
 from ..errors import ConfigError
 from ..judges.base import Judge
 from ..options import settings_of
-from ..providers.addresses import check_request_settings
 from ..providers.base import Provider
-from ..providers.keycheck import KeyProbe, prove_keys, refusals, warnings_of
 from ..registry import ModelSpec
 from ..secrets import register_key_variables
 from ..tasks import CheckedImages, Task, all_task_types, reference_image_paths
+from ..transport.addresses import check_request_settings
+from ..transport.keycheck import KeyProbe, prove_keys, rejections, warnings_of
 from .releases import claim_folders, place_releases
 from .stash import RUN_KEY, RUNNER_KEY, RUNTIME_KEY, SURVEY_KEY, run_id
 
@@ -138,7 +138,7 @@ def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:
 
 def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
     """The run's provider runtime (its limits, folders, tier and batch collectors), kept in ``config.stash`` for
-    the adapters and route gates the plugin makes; return the per-run directory every xdist worker shares (budget
+    the adapters and route admissions the plugin makes; return the per-run directory every xdist worker shares (budget
     ledger, rate-limiter files), named by the run id the controller hands out."""
     from ..providers import runtime
 
@@ -322,14 +322,14 @@ def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Conf
 
 
 def prove_run_keys(config: pytest.Config | None, users: list[object]) -> None:
-    """Send each model route's and judge's free key check at once (providers/keycheck.py): a refused key is one
+    """Send each model route's and judge's free key check at once (transport/keycheck.py): a rejected key is one
     usage error per variable, before anything is paid; a check that cannot tell is a warning, and the run goes
     on (its own calls stop at the first refusal)."""
     from .retirement import RetirementNotice
 
     probes = [probe for user in users if (probe := _probe_of(user)) is not None]
     checks = prove_keys(probes)
-    refused = refusals(checks)
+    refused = rejections(checks)
     if refused:
         raise ConfigError("; ".join(refused) + "; nothing was paid for")
     warnings = warnings_of(checks)

@@ -44,7 +44,7 @@ RUNNER_KEY: pytest.StashKey[Runner] = pytest.StashKey()
 #: The disk as the up-front checks read it (engine/survey.py), on the controller until the price is stated.
 SURVEY_KEY: pytest.StashKey[Survey] = pytest.StashKey()
 #: The run's provider Runtime (providers/runtime.py: limits, folders, tier, batch collectors), passed in to the
-#: adapters the plugin makes and to the pool's route gates (every process that runs items).
+#: adapters the plugin makes and to the pool's route admissions (every process that runs items).
 RUNTIME_KEY: pytest.StashKey[Runtime] = pytest.StashKey()
 #: The BenchmarkSession that aggregates records (the controller only).
 SESSION_KEY: pytest.StashKey[RunSession] = pytest.StashKey()

@@ -43,7 +43,7 @@ from .base import Judge, JudgeRequest, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
-    from ..providers.http import RetryPolicy
+    from ..transport.http import RetryPolicy
 
 __all__ = ["Judge", "JudgeRequest", "Verdict", "JudgeOptions", "BUILTIN_JUDGES", "DEFAULT_JUDGE",
            "parse_judge_spec", "builtin_judge", "make_judge"]

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..engine.limits import CallSlots
 from ..tasks import Task
 from ..text import REASONING_LIMIT, clean_entries, clean_text
+from ..transport.slots import CallSlots
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..providers.keycheck import KeyProbe
+    from ..transport.keycheck import KeyProbe
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Judge:
         return None
 
     def key_probe(self) -> KeyProbe | None:
-        """The free request that proves this judge's key before anything is paid (providers/keycheck.py); None
+        """The free request that proves this judge's key before anything is paid (transport/keycheck.py); None
         for a judge that needs no key, or whose server documents no such call."""
         return None
 

@@ -28,7 +28,7 @@ raw reply by an httpx response hook (``_ServedTiers``).  A verdict is billed at 
 rates"); a reply that names none was served at the tier asked (Flex is never upgraded server-side, same page);
 one that names a tier we do not know is billed at standard and recorded as unknown (spend is never less).
 Flex sheds load with 503 UNAVAILABLE ("Because Flex is sheddable and fails with 503 errors", same page): the HTTP
-policy retries it with backoff on Flex, with the same request (providers/http.py retries a 503 of a paid call: the
+policy retries it with backoff on Flex, with the same request (transport/http.py retries a 503 of a paid call: the
 reply says it was not taken), and only ``flex-or-standard`` asks once more at standard when Flex still sheds
 after those retries ("To prevent unexpected charges, the system won't automatically upgrade a Flex request to
 the Standard tier", same page).  A shed request is taken as not billed: Gemini bills the tokens of an answer
@@ -68,7 +68,7 @@ from .versions import MODEL_VERSION, answering_model
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import Content, GenerateContentConfig, GenerateContentResponse
 
-    from ..providers.keycheck import KeyProbe
+    from ..transport.keycheck import KeyProbe
     from . import JudgeOptions
 
 FLASH_MODEL = "gemini-3-flash-preview"

@@ -33,21 +33,21 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from ..engine.limits import CallSlots
 from ..errors import ConfigError, ImageError, JudgeError
 from ..providers.base import sniff_image_ext
-from ..providers.body import InlineImage, json_request
-from ..providers.http import (
+from ..secrets import base_url, redact
+from ..transport.body import InlineImage, json_request
+from ..transport.http import (
     error_details,
     is_retryable,
     make_http_client,
     may_have_reached_provider,
     retryable_transport,
 )
-from ..providers.keycheck import KeyProbe
-from ..providers.keyhosts import key_hosts, origin
-from ..providers.requestopts import with_options
-from ..secrets import base_url, redact
+from ..transport.keycheck import KeyProbe
+from ..transport.keyhosts import key_hosts, origin
+from ..transport.requestopts import with_options
+from ..transport.slots import CallSlots
 from .base import Judge, JudgeRequest, Verdict
 from .prompting import (
     RUBRIC_KIND,
@@ -95,7 +95,7 @@ class OpenAICompatJudge(Judge):
 
     @property
     def key_variables(self) -> tuple[str, ...]:
-        """The variable this judge's key is read from (engine/refusedkeys.py names it when it is refused)."""
+        """The variable this judge's key is read from (engine/rejected_keys.py names it when it is refused)."""
         return (key_variable_for(self.base),)
 
     @property

@@ -31,7 +31,7 @@ from .base import JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
-    from ..providers.http import RetryPolicy
+    from ..transport.http import RetryPolicy
     from . import JudgeOptions
 
 #: The project's own rubric: the ``*-rubric`` judges ask with it.

@@ -26,15 +26,15 @@ from ..errors import ModelGone, ProviderError, Refusal
 from ..registry import ModelSpec
 from ..secrets import base_url, key_for, redact
 from ..text import image_problem
+from ..transport.addresses import base_url_variable, quoted, url_problem
+from ..transport.body import json_request
+from ..transport.bounds import JSON_CAP, image_cap_of, inline_cap
+from ..transport.http import download_to, raise_for_status, request_id_of, send
+from ..transport.keycheck import KeyProbe
+from ..transport.keyhosts import KeyHosts, key_hosts
 from . import runtime as runtime_module
-from .addresses import base_url_variable, quoted, url_problem
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
-from .body import json_request
-from .bounds import JSON_CAP, image_cap_of, inline_cap
-from .http import download_to, raise_for_status, request_id_of, send
 from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
-from .keycheck import KeyProbe
-from .keyhosts import KeyHosts, key_hosts
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.preview import Preview
@@ -70,7 +70,7 @@ class HttpProvider(Provider):
     @property
     def base(self) -> str:
         """The API's address (``HYPEEDIT_<PROVIDER>_BASE_URL`` moves it); one no request can go to is an error
-        before anything is sent (start-up refuses it first: providers/addresses.py)."""
+        before anything is sent (start-up refuses it first: transport/addresses.py)."""
         base = base_url(self.provider or self.route, self.default_base)
         problem = url_problem(base)
         if problem is not None:
@@ -87,7 +87,7 @@ class HttpProvider(Provider):
                 try:
                     timeout = float(self.spec.options.get("timeout_s", self.timeout))
                     self._client = self.make_client(timeout)
-                except (TypeError, ValueError) as exc:  # an option start-up did not see (providers/addresses.py)
+                except (TypeError, ValueError) as exc:  # an option start-up did not see (transport/addresses.py)
                     raise self.error(f"{self.route} {self.spec.name}: not sent: its options cannot make a client "
                                      f"({exc})", retryable=False) from None
             return self._client
@@ -102,7 +102,7 @@ class HttpProvider(Provider):
         return image_cap_of(self.spec.options)
 
     def make_client(self, timeout: float) -> httpx.Client:
-        from .http import make_http_client
+        from ..transport.http import make_http_client
 
         deadline = self.spec.options.get("deadline_s")
         return make_http_client(self.route, secrets=(self.key,), timeout=timeout, policy=self.runtime.policy,
@@ -115,7 +115,7 @@ class HttpProvider(Provider):
               hosts: KeyHosts | None = None) -> KeyProbe:
         """The route's key check (``key_probe``): the free ``method url`` with the key in ``headers``, to the
         route's own key hosts unless ``hosts`` says otherwise; ``doc`` is the provider's page for the call."""
-        from ..engine.refusedkeys import variable_sent
+        from ..engine.rejected_keys import variable_sent
 
         return KeyProbe(user=f"route {self.route}", route=self.route, variable=variable_sent(self.key_env),
                         method=method, url=url, headers=headers, secret=self.key, hosts=hosts or self.key_hosts,

@@ -37,9 +37,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..transport.http import error_details, request_id_of
 from .adapter import HttpProvider, decode_base64, size_in_pixel_range
 from .base import Generation, GenerationRequest
-from .http import error_details, request_id_of
 from .images import ImageLimits, padding_notes
 
 DEFAULT_PIXELS = 2048 * 2048  # the "2K" budget of every Seedream model

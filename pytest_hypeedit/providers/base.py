@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..engine.journal import Journal
-from ..engine.limits import CallSlots
 from ..registry import ModelSpec
 from ..tasks import Task
+from ..transport.slots import CallSlots
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.preview import Preview
-    from .keycheck import KeyProbe
+    from ..transport.keycheck import KeyProbe
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Provider:
         return self.spec.price
 
     def key_probe(self) -> KeyProbe | None:
-        """The free request its provider documents that proves this route's key (providers/keycheck.py), sent once
+        """The free request its provider documents that proves this route's key (transport/keycheck.py), sent once
         before anything is paid; None where the provider documents none (the first refusal then stops the route)."""
         return None
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..files import new_temporary
-from .bounds import MiB
+from ..transport.bounds import MiB
 
 #: Bytes kept of a line past its cap: enough to find its key (custom_id, key), which comes first.
 HEAD = 64 * 1024

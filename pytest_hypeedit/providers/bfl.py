@@ -35,11 +35,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from ..transport.http import request_id_of
+from ..transport.keycheck import KeyProbe
 from .adapter import HttpProvider, nearest_ratio, size_at_pixels
 from .base import Generation, GenerationRequest
-from .http import request_id_of
 from .images import ImageLimits
-from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 
+from ..transport.http import error_details
 from .adapter import HttpProvider, reply_id, size_at_pixels
 from .base import Generation, GenerationRequest
-from .http import error_details
 from .images import ImageLimits
 
 PATH = "/services/aigc/multimodal-generation/generation"

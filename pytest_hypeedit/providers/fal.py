@@ -40,12 +40,12 @@ from typing import Any
 import httpx
 
 from ..secrets import base_url
+from ..transport.http import error_details, request_id_of
+from ..transport.keycheck import KeyProbe
+from ..transport.keyhosts import key_hosts
 from .adapter import HttpProvider, size_at_pixels, size_in_pixel_range
 from .base import Generation, GenerationRequest
-from .http import error_details, request_id_of
 from .images import ImageLimits
-from .keycheck import KeyProbe
-from .keyhosts import key_hosts
 from .polling import JobPoller, resumed_job
 
 REFUSAL_TYPES = ("content_policy_violation", "nsfw", "safety")

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from ..retirements import model_gone
 from ..secrets import redact
+from ..transport.bounds import image_cap_of, inline_cap
 from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
-from .bounds import image_cap_of, inline_cap
 from .genai_client import (
     GEMINI_KEY_ENV,
     PAID_CALL_TIMEOUT_S,
@@ -42,10 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..engine.limits import RouteLimiter
     from ..registry import ModelSpec
+    from ..transport.http import RetryPolicy
+    from ..transport.keycheck import KeyProbe
     from .batching import Collector
     from .gemini_batch import GeminiBatch
-    from .http import RetryPolicy
-    from .keycheck import KeyProbe
 
 #: Aspect ratios gemini-3-pro-image-preview accepts.  google-genai documents the
 #: first eight; 4:5 and 5:4 come from second-hand docs (UNCONFIRMED), so a

@@ -42,14 +42,14 @@ import httpx
 
 from ..errors import JobExpired, ProviderError, Refusal
 from ..secrets import base_url, key_for, redact
+from ..transport.bounds import JSON_CAP, image_cap_of, inline_cap
+from ..transport.http import CHUNK, raise_for_status, transport_error
+from ..transport.requestopts import mark, with_options
 from .base import Generation, GenerationRequest
 from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
-from .bounds import JSON_CAP, image_cap_of, inline_cap
 from .genai_client import API_VERSION, DEFAULT_BASE_URL, GEMINI_KEY_ENV, call, import_genai
-from .http import CHUNK, raise_for_status, transport_error
-from .requestopts import mark, with_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import GenerateContentConfig

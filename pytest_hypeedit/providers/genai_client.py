@@ -37,23 +37,23 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 import httpx
 import pydantic
 
-from ..engine.limits import CallSlots
 from ..errors import CallError, ConfigError
 from ..secrets import KEY_ENV, base_url, key_for, redact
-from .bounds import JSON_CAP
-from .http import (
+from ..transport.bounds import JSON_CAP
+from ..transport.http import (
     RETRY_STATUSES,
-    WAIT_REFUSED,
+    WAIT_DECLINED,
     RetryPolicy,
     make_http_client,
     may_have_reached_provider,
     retryable_transport,
 )
-from .httperrors import key_invalid_in
-from .keycheck import KeyProbe
-from .keyhosts import key_hosts
-from .requestopts import mark, options_of
-from .waits import daily_quota, daily_quota_message
+from ..transport.httperrors import key_invalid_in
+from ..transport.keycheck import KeyProbe
+from ..transport.keyhosts import key_hosts
+from ..transport.requestopts import mark, options_of
+from ..transport.slots import CallSlots
+from ..transport.waits import daily_quota, daily_quota_message
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.errors import APIError
@@ -84,7 +84,7 @@ MODELS_GET_DOC = "https://ai.google.dev/api/models#method:-models.get"
 def gemini_probe(user: str, route: str, model: str) -> KeyProbe:
     """The key check of a Gemini user (the image route, the judge): ``GET /v1beta/models/{model}``, the key in
     ``x-goog-api-key``, to the Gemini base URL's origin only."""
-    from ..engine.refusedkeys import variable_sent
+    from ..engine.rejected_keys import variable_sent
 
     key = key_for(ROUTE, GEMINI_KEY_ENV)
     base = base_url("gemini", DEFAULT_BASE_URL)
@@ -203,13 +203,13 @@ def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
     # docs/reference/providers.md section 8: 408, 429, 5xx are worth another try; 400/403/404 are not; nor is a per-day quota.
     retryable = code is not None and (code in RETRY_STATUSES or code >= 500)
     quota = daily_quota(exc.details) if code == 429 else None
-    # Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: a refused key, as a 401 is
+    # Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: a rejected key, as a 401 is
     invalid = key_invalid_in(exc.details) if isinstance(exc.details, dict) else None
     if quota:
         text, retryable = f"{text}; {daily_quota_message(quota)}", False
     elif invalid:
         text, retryable = f"{text} ({invalid})", False
-    elif (wait := _refused_wait(exc)) is not None:
+    elif (wait := _declined_wait(exc)) is not None:
         text += (f"; Google asked to wait {wait:g} s, longer than the policy waits (max_retry_after): not waited "
                  "for; rerun later, only what is missing is done")
     failed = error(redact(text), retryable=retryable, status=code)
@@ -217,11 +217,11 @@ def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
     return failed
 
 
-def _refused_wait(exc: APIError) -> float | None:
+def _declined_wait(exc: APIError) -> float | None:
     response = getattr(exc, "response", None)
     extensions = getattr(response, "extensions", None)
     # the wait PolicyTransport refused, a float, which it puts there itself (http.py ``_retry_after``)
-    wait: float | None = extensions.get(WAIT_REFUSED) if isinstance(extensions, dict) else None
+    wait: float | None = extensions.get(WAIT_DECLINED) if isinstance(extensions, dict) else None
     return wait
 
 

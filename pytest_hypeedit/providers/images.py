@@ -27,7 +27,7 @@ from ..engine.limits import exclusive, safe_name
 from ..errors import ImageError
 from ..files import atomic_write_bytes
 from ..text import image_problem
-from .body import InlineImage
+from ..transport.body import InlineImage
 
 #: The most pixels an image may have here, checked from its header before it is decoded.  The benchmark's
 #: largest reference is 5504 x 3072 (16.9 MP) and the largest outputs any route documents are 4K images of
@@ -157,11 +157,11 @@ class PreparedImage:
         return base64.b64encode(self.read()).decode()
 
     def inline_data_url(self) -> "InlineImage":
-        """The data URL for a JSON body, read from disk while the body is sent (providers/body.py)."""
+        """The data URL for a JSON body, read from disk while the body is sent (transport/body.py)."""
         return InlineImage(self.path, f"data:{self.mime};base64,")
 
     def inline_base64(self) -> "InlineImage":
-        """Plain base64 for a JSON body, read from disk while the body is sent (providers/body.py)."""
+        """Plain base64 for a JSON body, read from disk while the body is sent (transport/body.py)."""
         return InlineImage(self.path)
 
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..transport.http import error_details, request_id_of
+from ..transport.keycheck import KeyProbe
 from .adapter import HttpProvider, decode_base64, nearest_size
 from .base import Generation, GenerationRequest
-from .http import error_details, request_id_of
 from .images import EXT, ImageLimits
-from .keycheck import KeyProbe
 from .openai_models import LISTED_SIZES, REFERENCE_TOKENS_MAX, ImageModel, image_model
 
 if TYPE_CHECKING:  # pragma: no cover

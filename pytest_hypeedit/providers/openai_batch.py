@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any, Iterator, Protocol
 import httpx
 
 from ..errors import JobExpired, ProviderError, Refusal
+from ..transport.bounds import JSON_CAP, inline_cap
+from ..transport.http import CHUNK, transport_error
+from ..transport.requestopts import with_options
 from .adapter import decode_base64
 from .base import Generation, GenerationRequest
 from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
-from .bounds import JSON_CAP, inline_cap
-from .http import CHUNK, transport_error
-from .requestopts import with_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path

@@ -36,11 +36,11 @@ from typing import Any
 
 import httpx
 
+from ..transport.http import RETRY_STATUSES, request_id_of
+from ..transport.keycheck import KeyProbe
 from .adapter import HttpProvider, nearest_ratio, reply_id
 from .base import Generation, GenerationRequest
-from .http import RETRY_STATUSES, request_id_of
 from .images import ImageLimits
-from .keycheck import KeyProbe
 
 ASPECT_RATIOS = ("1:1", "2:3", "3:2", "3:4", "4:3", "4:5", "5:4", "9:16", "16:9", "21:9")
 #: Vendors whose models only output images (the guide's examples: Sourceful, Flux): they need ["image"].

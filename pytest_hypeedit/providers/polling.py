@@ -25,7 +25,7 @@ Only a final answer ends a job early:
 
 A URL that the job is polled at with the key (from the submit reply, or read back from the record) must be on
 the route's API host or one its provider documents (``HttpProvider.api_hosts``); anything else is refused,
-with a message naming the record (providers/keyhosts.py).
+with a message naming the record (transport/keyhosts.py).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ import httpx
 
 from ..errors import JobExpired, JobFailed, ProviderError
 from ..secrets import redact
+from ..transport.keyhosts import shown_origin
 from .adapter import EXPIRED, poll_delays
 from .base import GenerationRequest
-from .keyhosts import shown_origin
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapter import HttpProvider

@@ -42,11 +42,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..transport.body import InlineImage
+from ..transport.keycheck import KeyProbe
 from .adapter import HttpProvider, nearest_ratio
 from .base import Generation, GenerationRequest
-from .body import InlineImage
 from .images import ImageLimits, PreparedImage
-from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover

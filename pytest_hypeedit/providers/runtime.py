@@ -5,7 +5,7 @@ The run-wide pieces: the per-run state directory shared by all xdist workers
 (models.yaml, overridable), the retry policy, the tier and the run's batch
 collectors.  The glue keeps the run's runtime in ``config.stash`` and hands it
 to the built-in adapters it makes (``builtin_provider(spec, runtime=...)``) and
-to the pool's route gates.  An adapter made without one (a library user, a unit
+to the pool's route admissions.  An adapter made without one (a library user, a unit
 test, a conftest.py's ``Class(spec)``) takes the one last ``configure``-d, or
 else a runtime without limits whose images are prepared in a temporary
 directory.
@@ -20,8 +20,8 @@ from typing import Callable
 
 from ..engine.limits import RouteLimiter
 from ..registry import ModelSpec, RouteLimits
+from ..transport.http import RetryPolicy
 from .batching import Collectors
-from .http import RetryPolicy
 
 
 def _default_limits(spec: ModelSpec) -> RouteLimits:

@@ -65,11 +65,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ..errors import ConfigError, ProviderError
+from ..transport.http import is_retryable
+from ..transport.keycheck import KeyProbe
 from .adapter import HttpProvider, nearest_size
 from .base import Generation, GenerationRequest
-from .http import is_retryable
 from .images import ImageLimits
-from .keycheck import KeyProbe
 from .polling import JobPoller, resumed_job
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -386,12 +386,12 @@ def where_to_write(results: Results, path: Path) -> Path:
     """Where this run's results go: ``path``, unless this run is not complete (a subset, stopped early, errors)
     and ``path`` holds a complete run's results, which a partial run never replaces: then beside it
     (``results.partial.json``)."""
-    if results.get("complete") or not _holds_complete_results(path):
+    if results.get("complete") or not _has_complete_results(path):
         return path
     return partial_path(path)
 
 
-def _holds_complete_results(path: Path) -> bool:
+def _has_complete_results(path: Path) -> bool:
     try:
         existing = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -80,8 +80,8 @@ def _task_candidates(store: Store, split: str, model: str, task_dir: Path,
     for repeat in repeats:
         record = store.read_record(split, model, task_dir.name, repeat)
         found = store.find(split, model, task_dir.name, repeat, named=record.candidate if record else None)
-        if found.refused:
-            warnings.append(f"{found.refused}; skipped")
+        if found.unusable:
+            warnings.append(f"{found.unusable}; skipped")
             continue
         for stray in found.strays:
             named = (f"the candidate is {found.candidate.name}" if found.candidate

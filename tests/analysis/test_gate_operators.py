@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_hypeedit.analysis.gates import TIE_TOLERANCE, evaluate, parse_gate
-from pytest_hypeedit.analysis.sequential import holds as holds_early
+from pytest_hypeedit.analysis.sequential import passes as passes_early
 
 EPSILON = 1e-6
 BELOW, AT, ABOVE = 0.5 - EPSILON, 0.5, 0.5 + EPSILON
@@ -29,7 +29,7 @@ def row(value: float) -> dict:
             "skipped": 0, "pass_rate": value, "hype_gap": value, "expected_attempts": value * 4}
 
 
-def holds(text: str, value: float) -> bool:
+def passes(text: str, value: float) -> bool:
     [result] = evaluate([parse_gate(text)], {"rows": [row(value)]})
     return result.passed
 
@@ -37,13 +37,13 @@ def holds(text: str, value: float) -> bool:
 @pytest.mark.parametrize("op, value, expected", CASES)
 @pytest.mark.parametrize("threshold", ["0.5", "50%"])
 def test_each_operator_at_and_beyond_its_threshold(op, value, expected, threshold):
-    assert holds(f"pass_rate{op}{threshold}", value) is expected
+    assert passes(f"pass_rate{op}{threshold}", value) is expected
 
 
 @pytest.mark.parametrize("op, value, expected", CASES)
 def test_each_operator_on_a_metric_that_is_not_a_fraction(op, value, expected):
     # expected_attempts = 4 x value: 2.0 at the threshold
-    assert holds(f"expected_attempts {op} 2", value) is expected
+    assert passes(f"expected_attempts {op} 2", value) is expected
 
 
 @pytest.mark.parametrize("op, value, expected", CASES)
@@ -68,15 +68,15 @@ def test_a_tie_off_by_floating_point_error_is_a_tie_in_the_full_run_and_the_earl
     [result] = evaluate([parse_gate(f"pass_rate{op}baseline-0.02")], {"rows": [row(9 / 50)]},
                         baseline_rows=[row(0.2)])
     assert result.passed is expected
-    assert holds_early(op, (9 / 50 - 0.2 + 1) / 2, (-0.02 + 1) / 2) is expected  # the paired scale
+    assert passes_early(op, (9 / 50 - 0.2 + 1) / 2, (-0.02 + 1) / 2) is expected  # the paired scale
 
 
 @pytest.mark.parametrize("op, expected", [(">=", True), ("<=", True), (">", False), ("<", False)])
 @pytest.mark.parametrize("off", [TIE_TOLERANCE / 2, -TIE_TOLERANCE / 2])
 def test_within_the_tie_tolerance_is_on_the_threshold(op, expected, off):
-    assert holds(f"pass_rate{op}0.5", 0.5 + off) is expected
-    assert holds_early(op, 0.5 + off, 0.5) is expected
+    assert passes(f"pass_rate{op}0.5", 0.5 + off) is expected
+    assert passes_early(op, 0.5 + off, 0.5) is expected
 
 
 def test_an_infinite_value_is_not_within_any_tolerance():
-    assert not holds("expected_attempts <= 2", float("inf"))
+    assert not passes("expected_attempts <= 2", float("inf"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hypeedit.analysis.gates import all_hold, evaluate, incompleteness, parse_gate
+from pytest_hypeedit.analysis.gates import all_pass, evaluate, incompleteness, parse_gate
 from pytest_hypeedit.errors import ConfigError
 
 
@@ -53,11 +53,11 @@ def test_bad_gates_name_the_option_and_what_is_allowed(text, problem):
 def test_gate_holds_and_fails_with_value_threshold_and_margin():
     run = results(row(pass_rate=0.62))
     held = evaluate([parse_gate("pass_rate>=0.6")], run)
-    assert all_hold(held)
+    assert all_pass(held)
     assert held[0].margin == pytest.approx(0.02)
     assert held[0].line() == "PASS gate 'pass_rate>=0.6' on seedream-4.5 (combined): pass_rate = 62.0%, threshold >= 60.0%, margin +2.0 points"
     failed = evaluate([parse_gate("effective_cost<=1.0")], run)
-    assert not all_hold(failed)
+    assert not all_pass(failed)
     assert failed[0].margin == pytest.approx(-0.10)
     assert "FAIL gate 'effective_cost<=1.0'" in failed[0].line() and "effective_cost = $1.10" in failed[0].line()
     assert "margin -$0.10" in failed[0].line()
@@ -72,8 +72,8 @@ def test_unscoped_gate_checks_every_models_combined_row():
 def test_without_combined_every_split_is_checked_and_a_scope_narrows():
     run = results(row("a", "public", pass_rate=0.7), row("b", "public", pass_rate=0.3))
     assert [r.passed for r in evaluate([parse_gate("pass_rate>=0.5")], run)] == [True, False]
-    assert all_hold(evaluate([parse_gate("a:pass_rate>=0.5")], run))
-    assert all_hold(evaluate([parse_gate("a@public:pass_rate>=0.5")], run))
+    assert all_pass(evaluate([parse_gate("a:pass_rate>=0.5")], run))
+    assert all_pass(evaluate([parse_gate("a@public:pass_rate>=0.5")], run))
 
 
 def test_a_gate_on_a_model_not_in_the_run_fails_and_says_what_there_is():
@@ -87,7 +87,7 @@ def test_an_incomplete_run_fails_every_gate_unless_allowed():
     [result] = evaluate([parse_gate("pass_rate>=0.1")], run)
     assert not result.passed
     assert "incomplete run (3 errors)" in result.line() and "--allow-incomplete" in result.line()
-    assert all_hold(evaluate([parse_gate("pass_rate>=0.1")], run, allow_incomplete=True))
+    assert all_pass(evaluate([parse_gate("pass_rate>=0.1")], run, allow_incomplete=True))
     [crashed] = evaluate([parse_gate("pass_rate>=0.1")], results(row()), incomplete_reasons=["2 items ended without a record"])
     assert not crashed.passed and "2 items ended without a record" in crashed.line()
 
@@ -118,8 +118,8 @@ def test_baseline_gate_falls_back_to_baseline_rows_and_fails_without_one():
 
 def test_interval_bound_gate_and_undefined_value():
     run = results(row(intervals={"pass_rate": [0.55, 0.69]}, effective_cost=None))
-    assert all_hold(evaluate([parse_gate("pass_rate.low>=0.5")], run))
-    assert not all_hold(evaluate([parse_gate("pass_rate.low>=0.6")], run))
+    assert all_pass(evaluate([parse_gate("pass_rate.low>=0.5")], run))
+    assert not all_pass(evaluate([parse_gate("pass_rate.low>=0.6")], run))
     [undefined] = evaluate([parse_gate("effective_cost<=2")], run)
     assert not undefined.passed and "effective_cost = n/a" in undefined.line()
 
@@ -130,7 +130,7 @@ def test_a_calibrated_gate_on_a_refused_figure_fails_and_gives_the_reason():
                                   "pass_at_4": {"value": None, "low": None, "high": None, "reason": reason}}))
     [refused] = evaluate([parse_gate("calibrated.pass_at_4>=0.5")], run)
     assert not refused.passed and f"is not defined for this row ({reason})" in refused.line()
-    assert all_hold(evaluate([parse_gate("calibrated.pass_rate>=0.5")], run))
+    assert all_pass(evaluate([parse_gate("calibrated.pass_rate>=0.5")], run))
 
 
 def test_a_gate_on_a_model_on_another_route_reads_its_scope_as_that_model():

@@ -15,7 +15,7 @@ import json
 import pytest
 from tiny_batch import GATHER_LINGER_S, gemini_batch_route, records, results_row, set_options, tiny_batch_bench
 
-from pytest_hypeedit.providers.bounds import MiB, inline_cap
+from pytest_hypeedit.transport.bounds import MiB, inline_cap
 
 MODEL = "gemini-3-pro-preview"
 KEY = "fake-gemini-key-hostile-0123456789"

@@ -16,7 +16,7 @@ import pytest
 from providers_fakes.openai_batch import FakeOpenAIBatch
 from tiny_batch import GATHER_LINGER_S, openai_batch_route, records, results_row, set_options, tiny_batch_bench
 
-from pytest_hypeedit.providers.bounds import MiB, inline_cap
+from pytest_hypeedit.transport.bounds import MiB, inline_cap
 
 MODEL = "gpt-image-2"
 TASKS = 5

@@ -79,7 +79,7 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing
 
 def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase(batch_run, pytester, tmp_path):
     """A run at standard after a batch run left its lines journaled: the standard adapter does not poll them, so
-    each candidate is a purchase of this run (journaled before it is sent, held in --budget), not a resumed job."""
+    each candidate is a purchase of this run (journaled before it is sent, reserved in --budget), not a resumed job."""
     fake, run = batch_run
     fake.hold = True
     set_options(pytester.path, MODEL, batch_max_wait_s=2.0)

@@ -13,7 +13,7 @@ from genai_fakes.fixtures import fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import verdict_reply
 from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
-import pytest_hypeedit.providers.http as http_module
+import pytest_hypeedit.transport.http as http_module
 
 TASKS = 3
 

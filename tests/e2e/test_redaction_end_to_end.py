@@ -44,7 +44,7 @@ class EchoingArk(FakeArk):
         super().__init__(*args, **kwargs)
         self.arrived, self.seen_generations = threading.Condition(), 0
 
-    #: The 401 is answered once this many generations have arrived: a refused key stops the route's calls not
+    #: The 401 is answered once this many generations have arrived: a rejected key stops the route's calls not
     #: yet sent, and on a loaded machine a quick 401 left some unsent (errors that echo nothing).
     generations = 0
 

@@ -5,7 +5,7 @@ text) was "a bug of the plugin", counted possibly paid and bought again on every
 candidates.  It is the answered call's failure: a refusal at the call's price with the route and the request id,
 never possibly paid.  A ``HYPEEDIT_<PROVIDER>_BASE_URL`` holding a newline took the same path with nothing sent
 (spent grew by the price on every run): it is a usage error naming the variable, before anything is paid, and a
-request built on such an address anyway is "not sent", never possibly paid (providers/addresses.py).
+request built on such an address anyway is "not sent", never possibly paid (transport/addresses.py).
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from providers_fakes.contract import make_request
 
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.errors import ConfigError, ProviderError
-from pytest_hypeedit.providers.addresses import check_address_settings, check_request_options, url_problem
 from pytest_hypeedit.providers.ark import ArkProvider
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import load_registry
+from pytest_hypeedit.transport.addresses import check_address_settings, check_request_options, url_problem
+from pytest_hypeedit.transport.http import RetryPolicy, make_http_client, send
 
 TASKS, REPEATS = 5, 1
 PRICE = 0.04  # seedream-4.5

@@ -1,5 +1,5 @@
 """The in-flight slot a call holds reaches the HTTP layer explicitly (engine/limits.py ``InFlightSlot``,
-providers/requestopts.py): a request sent for the call takes no second slot, from whatever thread it is sent,
+transport/requestopts.py): a request sent for the call takes no second slot, from whatever thread it is sent,
 and a request sent for no call takes its own.
 
 Counted, never timed: the slots held are read from the limiter's own slot set while the server holds the
@@ -19,7 +19,7 @@ from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import InFlightSlot, RouteLimiter, SlotReleasedTwice
 from pytest_hypeedit.errors import ConfigError
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, send
+from pytest_hypeedit.transport.http import RetryPolicy, make_http_client, send
 
 #: The longest a held request waits for its partner (a request that took a second slot never comes).
 HOLD_MAX = 20.0
@@ -37,7 +37,7 @@ def counted(tmp_path):
     seen: list[int] = []
 
     def reply(_request):
-        seen.append(limiter._slots.held_here())  # the limiter's own count, read while the request is served
+        seen.append(limiter._slots.taken_here())  # the limiter's own count, read while the request is served
         return Reply(200, {"ok": True})
 
     with FakeServer() as server, make_http_client("r", limiter=limiter, policy=RetryPolicy(max_attempts=1)) as client:
@@ -53,7 +53,7 @@ def test_a_request_sent_from_a_helper_thread_under_the_calls_slot_takes_no_secon
     in_thread(lambda: send(client, "GET", url, route="r", model="m", slots=(slot,), download=True))
     assert seen == [1, 1]  # the call's slot only
     slot.release()
-    assert limiter._slots.held_here() == 0
+    assert limiter._slots.taken_here() == 0
 
 
 def test_a_request_of_no_call_or_of_a_finished_one_or_of_another_route_takes_its_own(counted, tmp_path):
@@ -67,7 +67,7 @@ def test_a_request_of_no_call_or_of_a_finished_one_or_of_another_route_takes_its
     send(client, "GET", url, route="r", model="m", slots=(slot,))  # the call is over: its slot is no cover
     assert seen == [2, 2, 2]
     leftover.release()
-    assert limiter._slots.held_here() == 0
+    assert limiter._slots.taken_here() == 0
 
 
 def test_a_slot_is_given_back_once_and_a_second_time_raises(tmp_path):
@@ -94,7 +94,7 @@ def test_a_request_that_forgot_its_calls_slot_is_told_so_instead_of_waiting_for_
     in_thread(lambda: send(client, "GET", url, route="r", model="m", slots=(calls[0],)))  # with it: at once
     for slot in calls:
         slot.release()
-    assert seen == [2] and limiter._slots.held_here() == 0
+    assert seen == [2] and limiter._slots.taken_here() == 0
 
 
 # --------------------------------------------------------------------------- the pool: a panel asks from threads

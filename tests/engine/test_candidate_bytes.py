@@ -181,19 +181,19 @@ def test_the_store_refuses_a_linked_candidate_record_or_folder(tmp_path):
     folder = tmp_path / "s" / "m" / "t"
     folder.mkdir(parents=True)
     (folder / "001.jpg").write_bytes(b"x")
-    assert store.find("s", "m", "t", 1, named="001.jpg").refused is None
+    assert store.find("s", "m", "t", 1, named="001.jpg").unusable is None
     (folder / "001.json").symlink_to(tmp_path / "elsewhere.json")
-    assert "001.json: a symbolic link" in store.find("s", "m", "t", 1, named="001.jpg").refused
+    assert "001.json: a symbolic link" in store.find("s", "m", "t", 1, named="001.jpg").unusable
     (tmp_path / "elsewhere.json").write_text(json.dumps({"split": "s", "model": "m", "task_id": "t", "repeat": 1}))
     assert store.read_record("s", "m", "t", 1) is None  # a linked record is never read
     os.unlink(folder / "001.json")
     empty = tmp_path / "empty"
     empty.mkdir()
     (tmp_path / "s" / "m" / "u").symlink_to(empty, target_is_directory=True)  # nothing in it yet: nothing written
-    assert "u: a symbolic link inside" in store.find("s", "m", "u", 1).refused
+    assert "u: a symbolic link inside" in store.find("s", "m", "u", 1).unusable
     (folder / "001.png").symlink_to(folder / "001.jpg")
     found = store.find("s", "m", "t", 1, named="001.jpg")
-    assert found.candidate is None and "001.png: a symbolic link" in found.refused
+    assert found.candidate is None and "001.png: a symbolic link" in found.unusable
 
 
 def test_an_adopted_image_is_bound_to_its_bytes(judged_run, tmp_path):

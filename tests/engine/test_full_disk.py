@@ -230,9 +230,9 @@ def test_after_a_write_found_no_room_a_paid_judge_is_not_asked_and_the_image_is_
     from pytest_hypeedit.engine.store import Store
     from pytest_hypeedit.judges.base import Judge, Verdict
     from pytest_hypeedit.providers.ark import ArkProvider
-    from pytest_hypeedit.providers.http import RetryPolicy
     from pytest_hypeedit.providers.runtime import Runtime
     from pytest_hypeedit.registry import ModelSpec
+    from pytest_hypeedit.transport.http import RetryPolicy
 
     class PaidJudge(Judge):
         name, routes, needs_images, calls = "paid", ("paid-judge",), False, 0

@@ -255,7 +255,7 @@ def test_rejudgements_are_steps_of_the_candidates_lifecycle_and_every_write_is_o
     trail = plan.life.trail
     written = [step.value for step in trail if step.value.startswith("write_")]
     assert store.writes == len(written), f"{store.writes} record writes, of them named steps: {written}"
-    assert sorted(hold.settled for hold in plan.life.holds) == pytest.approx([ASK, ASK, ASK, PRICE])  # each once
+    assert sorted(hold.settled for hold in plan.life.reservations) == pytest.approx([ASK, ASK, ASK, PRICE])  # each once
     assert trail[-1] is Step.SETTLE, "the handling ends once, after its re-judgements"
     assert trail.count(Step.WRITE_REJUDGE_JOURNALED) == trail.count(Step.ASK_AGAIN) == 2
     assert (trail.count(Step.WRITE_REJUDGED), trail.count(Step.WRITE_REJUDGE_FAILED)) == (1, 1)

@@ -47,7 +47,7 @@ def test_a_wrong_judge_key_buys_nothing_and_says_so_once(bench, monkeypatch):
     assert openai.seen("/images/edits") == [] and gemini.requests == []  # no generation bought, no verdict asked
     assert [c.path for c in gemini.key_checks] == ["/v1beta/models/gemini-3-flash-preview"]
     err, out = result.stderr.str(), result.stdout.str()
-    assert err.count("GEMINI_API_KEY was refused") == 1
+    assert err.count("GEMINI_API_KEY was rejected") == 1
     assert "HTTP 400 INVALID_ARGUMENT" in err and "API_KEY_INVALID" in err and "judge gemini-3-flash" in err
     assert "nothing was paid for" in err
     assert WRONG_GEMINI not in err + out
@@ -63,7 +63,7 @@ def test_a_wrong_key_of_a_gemini_model_and_judge_is_one_message_naming_both(benc
     assert sorted(c.path for c in gemini.key_checks) == ["/v1beta/models/gemini-3-flash-preview",
                                                           "/v1beta/models/gemini-3-pro-image"]
     err = result.stderr.str()
-    assert err.count("GEMINI_API_KEY was refused") == 1
+    assert err.count("GEMINI_API_KEY was rejected") == 1
     assert "the key of route gemini and judge gemini-3-flash" in err
     assert WRONG_GEMINI not in err + result.stdout.str()
 
@@ -109,7 +109,7 @@ class GeminiCheckDown(FakeGemini):
 
 
 def test_googles_400_for_a_wrong_key_in_a_paid_call_stops_the_route(bench, monkeypatch):
-    """The check could not tell: the paid calls' 400 INVALID_ARGUMENT (API_KEY_INVALID) is a refused key, which
+    """The check could not tell: the paid calls' 400 INVALID_ARGUMENT (API_KEY_INVALID) is a rejected key, which
     stops the route after the calls in flight (it used to send one request per candidate), said once."""
     tasks, repeats = 3, 6
     write_split(bench.path, "mini", make_tasks(tasks), bench.path / "images")
@@ -124,7 +124,7 @@ def test_googles_400_for_a_wrong_key_in_a_paid_call_stops_the_route(bench, monke
     assert 1 <= len(gemini.requests) <= GEMINI_IN_FLIGHT < tasks * repeats
     text = " ".join(result.stdout.str().split())
     assert "could not be checked before paying (HTTP 503" in text
-    assert "GEMINI_API_KEY was refused by gemini (HTTP 400): check the key" in text
+    assert "GEMINI_API_KEY was rejected by gemini (HTTP 400): check the key" in text
     assert text.count("API key not valid") == 1
     assert WRONG_GEMINI not in text
 
@@ -179,5 +179,5 @@ def test_a_conftest_provider_proves_its_key_with_the_public_key_probe(bench, mon
     if not bought:
         assert result.ret == USAGE_ERROR
         err = result.stderr.str()
-        assert "IN_HOUSE_KEY was refused" in err and "route in-house" in err and "nothing was paid for" in err
+        assert "IN_HOUSE_KEY was rejected" in err and "route in-house" in err and "nothing was paid for" in err
         assert key not in err + result.stdout.str()

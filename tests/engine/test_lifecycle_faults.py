@@ -128,12 +128,12 @@ class FakeProvider(Provider):
         key = (self.spec.name, request.task.task_id, request.repeat)
         if journal.job is None:
             world.journaled(f"generation of {key}", world.record_on_disk(*key), journal.call_id)
-        fault = world.fault("unbilled", "unbilled", "unbilled", "key-refused")
+        fault = world.fault("unbilled", "unbilled", "unbilled", "key-rejected")
         if fault:
             if journal.job is None and journal.call_id:
                 world.unbilled_ids.add(journal.call_id)
-            if fault == "key-refused":  # nothing more is sent on this route in this run (engine/refusedkeys.py)
-                raise ProviderError("401 the key is refused", retryable=False, status=401)
+            if fault == "key-rejected":  # nothing more is sent on this route in this run (engine/rejected_keys.py)
+                raise ProviderError("401 the key is rejected", retryable=False, status=401)
             raise ProviderError("503 before any work", retryable=True)
         if self.spec.provider_model == "job-v1":
             # a finished job resumed: its image was lost from the outputs; its result is fetched again (nothing

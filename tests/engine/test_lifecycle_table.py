@@ -1,11 +1,11 @@
 """The money path's transition table (engine/lifecycle.py): every step is allowed from the stages it names and
-raises from every other, before anything is written; a --budget hold is settled exactly once."""
+raises from every other, before anything is written; a --budget reservation is settled exactly once."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_hypeedit.engine.lifecycle import STEPS, Hold, Lifecycle, Stage, Step
+from pytest_hypeedit.engine.lifecycle import STEPS, CallReservation, Lifecycle, Stage, Step
 from pytest_hypeedit.errors import HypeEditError, LifecycleError
 
 PAIRS = [(step, stage) for step in Step for stage in Stage]
@@ -95,7 +95,7 @@ def test_a_hold_is_settled_once_with_what_its_call_cost():
     life = Lifecycle("m t1 r001")
     hold = life.reserve(ledger, lambda: 0.04, "gen")  # type: ignore[arg-type]
     hold.settle(0.04)
-    with pytest.raises(LifecycleError, match="gen: its --budget hold was settled twice"):
+    with pytest.raises(LifecycleError, match="gen: its --budget reservation was settled twice"):
         hold.settle(0.0)
     life.settle()
     assert ledger.spies[0].done == [("commit", 0.04)]
@@ -118,7 +118,7 @@ def test_a_sent_call_whose_hold_was_never_settled_raises():
     life = Lifecycle("m t1 r001")
     hold = life.reserve(ledger, lambda: 0.04, "gen")  # type: ignore[arg-type]
     life.move(Step.SEND_UNJOURNALED, hold)
-    with pytest.raises(LifecycleError, match="the call for gen was sent and its --budget hold never settled"):
+    with pytest.raises(LifecycleError, match="the call for gen was sent and its --budget reservation never settled"):
         life.settle()
     assert ledger.spies[0].done == [], "what a sent call cost is not guessed"
 
@@ -130,7 +130,7 @@ def test_without_a_budget_the_hold_is_still_counted_and_the_amount_never_asked()
         raise AssertionError("the worst case is asked only with a budget")
 
     hold = life.reserve(None, never, "gen")
-    assert isinstance(hold, Hold) and hold.reservation is None
+    assert isinstance(hold, CallReservation) and hold.reservation is None
     hold.settle(0.04)
     with pytest.raises(LifecycleError):
         hold.settle(0.04)

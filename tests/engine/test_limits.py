@@ -9,7 +9,7 @@ from forked import killed_when_done, run_forked
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.engine.limits import RouteLimiter, limiter_for
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+from pytest_hypeedit.transport.http import RetryPolicy, make_http_client
 
 #: The longest anything here waits for an event (a bound that fails, never a gap the test relies on): a loaded
 #: machine makes the tests slower, never wrong.
@@ -187,7 +187,7 @@ def test_a_download_of_a_result_takes_no_request_per_minute_token(tmp_path):
         server.route("GET", "/files/1.png", lambda seen: Reply(200, b"png"))
         server.route("POST", "/api", lambda seen: Reply(200, {"ok": True}))
         with make_http_client("ark", limiter=limiter, policy=RetryPolicy(max_attempts=1)) as client:
-            from pytest_hypeedit.providers.http import send
+            from pytest_hypeedit.transport.http import send
 
             send(client, "POST", f"{server.url}/api", route="ark", model="m")
             for _ in range(3):

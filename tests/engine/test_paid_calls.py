@@ -46,7 +46,6 @@ from pytest_hypeedit.providers.bfl import BflProvider
 from pytest_hypeedit.providers.dashscope import DashScopeProvider
 from pytest_hypeedit.providers.fal import FalProvider
 from pytest_hypeedit.providers.gemini import GeminiProvider
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.providers.openai import OpenAIProvider
 from pytest_hypeedit.providers.openrouter import OpenRouterProvider
 from pytest_hypeedit.providers.replicate import ReplicateProvider
@@ -54,6 +53,7 @@ from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.providers.runware import RunwareProvider
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.report.results import build_results
+from pytest_hypeedit.transport.http import RetryPolicy
 
 #: The run's own number of attempts, with tiny waits: a paid request resent blindly would show as 5 requests.
 PATIENT = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02)

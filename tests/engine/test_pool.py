@@ -354,13 +354,13 @@ def test_auto_concurrency_backs_off_when_the_provider_throttles(bench, server, t
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "auto", "--rate-limit", "route-a=/8"))
     result.assert_outcomes(passed=12, failed=12)
-    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
-    assert gates and gates[0]["adaptive"] and gates[0]["ceiling"] == 8
+    admissions = [admission for status in status_of(bench) for admission in status["routes"] if admission["route"] == "route-a"]
+    assert admissions and admissions[0]["adaptive"] and admissions[0]["ceiling"] == 8
     assert not server.held_too_long, "no call was ever throttled"
-    assert gates[0]["throttled"] > 0
+    assert admissions[0]["throttled"] > 0
     # Halved at the 429 (4 -> 2), it grows back by one per level's worth of successes: the 23 candidates left
     # cannot bring it back to the ceiling (2 + 3 + ... + 7 = 27 successes), so below it means it backed off.
-    assert gates[0]["level"] < gates[0]["ceiling"]
+    assert admissions[0]["level"] < admissions[0]["ceiling"]
     result.stdout.fnmatch_lines(["*route-a */* (max 8, 429 x*"])
 
 
@@ -369,8 +369,8 @@ def test_fixed_concurrency_ignores_429s(bench, server, tmp_path):
     result = bench.runpytest(*args("--model", "slow-a", "--judge", labels(bench.path / "r.json"),
                                    "--concurrency", "8", "--rate-limit", "route-a=/8"))
     result.assert_outcomes(passed=12, failed=12)
-    gates = [gate for status in status_of(bench) for gate in status["routes"] if gate["route"] == "route-a"]
-    assert gates and gates[0]["level"] == 8 and not gates[0]["adaptive"]
+    admissions = [admission for status in status_of(bench) for admission in status["routes"] if admission["route"] == "route-a"]
+    assert admissions and admissions[0]["level"] == 8 and not admissions[0]["adaptive"]
 
 
 # --------------------------------------------------------------------------- the live line
@@ -498,8 +498,8 @@ class FakeRunner:
         self.run_id = "fake-run"
         self.steps: list[tuple[str, tuple]] = []
         self.breaches: list[str] = []
-        self.gate = threading.Event()
-        self.gate.set()
+        self.admission = threading.Event()
+        self.admission.set()
         self.lock = threading.Lock()
 
     def plan(self, task, spec, repeat):
@@ -516,7 +516,7 @@ class FakeRunner:
         return Plan(task, spec, repeat, record, None, needs_generation=fresh)
 
     def _step(self, kind, plan):
-        self.gate.wait(30)
+        self.admission.wait(30)
         key = (plan.task.task_id, plan.spec.name, plan.repeat)
         with self.lock:
             self.steps.append((kind, key))
@@ -558,23 +558,23 @@ def engine_pool(tmp_path, runner, *, concurrency=3, models=("m-a", "m-b"), tasks
     ``ahead``: --sequential's reach past the item pytest asked for."""
     from pytest_hypeedit.engine.limits import RouteLimiter, SlotSet
     from pytest_hypeedit.engine.pool import CandidatePool
-    from pytest_hypeedit.engine.routes import RouteGate
+    from pytest_hypeedit.engine.routes import RouteAdmission
     from pytest_hypeedit.registry import ModelSpec
     from pytest_hypeedit.tasks import Task
 
-    gates: dict[str, RouteGate] = {}
+    admissions: dict[str, RouteAdmission] = {}
 
-    def gate(route):
-        if route not in gates:
+    def admission(route):
+        if route not in admissions:
             limiter = RouteLimiter(tmp_path / "limits", route, None, inflight) if inflight else None
-            gates[route] = RouteGate(route, limiter, ceiling=concurrency)
-        return gates[route]
+            admissions[route] = RouteAdmission(route, limiter, ceiling=concurrency)
+        return admissions[route]
 
     specs = [ModelSpec(name, f"route-{name}", name, 0.01) for name in models]
     entries = [(Task(f"task-{t}", ("001.png",), ("edit",), "Edit.", 64, 64, "mini"), spec, r)
                for t in range(tasks) for spec in specs for r in range(1, repeats + 1)]
-    pool = CandidatePool(runner, concurrency=concurrency, gate_for=lambda spec: gate(spec.route),
-                         judge_gates=lambda: [gate(route) for route in runner.judge.routes],
+    pool = CandidatePool(runner, concurrency=concurrency, admission_for=lambda spec: admission(spec.route),
+                         judge_admissions=lambda: [admission(route) for route in runner.judge.routes],
                          slots=SlotSet(tmp_path / "slots", "candidates", concurrency), source=lambda: entries,
                          ahead=ahead)
     runner.pool = pool
@@ -633,10 +633,10 @@ def test_a_pool_that_keeps_a_slot_is_caught(tmp_path, monkeypatch):
 
     board = pool.board
     with board.lock:
-        board.held["route-m-a"] = board.held.get("route-m-a", 0) + 1  # a count that no step holds
+        board.running_by_route["route-m-a"] = board.running_by_route.get("route-m-a", 0) + 1  # a count that no step holds
         with pytest.raises(AssertionError, match="does not sum"):
             board.check()
-        board.held["route-m-a"] -= 1
+        board.running_by_route["route-m-a"] -= 1
 
 
 @pytest.fixture
@@ -691,7 +691,7 @@ def test_every_slot_is_given_back_exactly_once_when_the_run_stops_midway(tmp_pat
     """Stopped while steps are running: the running steps end and give theirs back, the others never start."""
     made, given = slot_ledger
     runner = FakeRunner()
-    runner.gate.clear()  # the first steps wait inside their call
+    runner.admission.clear()  # the first steps wait inside their call
     pool, entries = engine_pool(tmp_path, runner, inflight=2)
     pool.start()
     outcomes: list = []
@@ -701,7 +701,7 @@ def test_every_slot_is_given_back_exactly_once_when_the_run_stops_midway(tmp_pat
     with board.changed:  # the pool's own event: its steps are running (no wall-clock gap)
         assert board.changed.wait_for(lambda: board.running == board.concurrency, timeout=HOLD_MAX)
     pool.stop("the test stops the run")
-    runner.gate.set()
+    runner.admission.set()
     asker.join(HOLD_MAX)
     assert not asker.is_alive()
     pool.shutdown()
@@ -756,15 +756,15 @@ def test_a_stop_during_a_routes_admission_starts_no_step(tmp_path, monkeypatch, 
     --sequential run bought a dozen candidates past its decision).  concurrency 1: the next step is mostly
     taken by the thread whose step just ended; 4: by the dispatcher."""
     from pytest_hypeedit.engine.jobs import Job, JobState
-    from pytest_hypeedit.engine.routes import RouteGate
+    from pytest_hypeedit.engine.routes import RouteAdmission
 
     runner = FakeRunner(verdicts=False)
     pool, _ = engine_pool(tmp_path, runner, concurrency=concurrency, models=("m-a",), tasks=6)
     admitted, taken_after_stop = [0], []
-    real_enter, real_move = RouteGate.try_enter, Job.move
+    real_enter, real_move = RouteAdmission.try_enter, Job.move
 
-    def try_enter(gate):
-        slot = real_enter(gate)
+    def try_enter(admission):
+        slot = real_enter(admission)
         if slot is not None:
             admitted[0] += 1
             if admitted[0] == 3:
@@ -776,7 +776,7 @@ def test_a_stop_during_a_routes_admission_starts_no_step(tmp_path, monkeypatch, 
             taken_after_stop.append(job.label)
         real_move(job, to)
 
-    monkeypatch.setattr(RouteGate, "try_enter", try_enter)
+    monkeypatch.setattr(RouteAdmission, "try_enter", try_enter)
     monkeypatch.setattr(Job, "move", move)
     pool.start()
     _wait_for(lambda: admitted[0] >= 3 and pool.board.running == 0)
@@ -1035,7 +1035,7 @@ def test_a_process_takes_no_more_candidate_slots_than_its_share_while_another_ha
     from pytest_hypeedit.engine.limits import SlotSet
 
     runner = FakeRunner(verdicts=False)
-    runner.gate.clear()  # every step waits: the steps running are the slots taken
+    runner.admission.clear()  # every step waits: the steps running are the slots taken
     pool, entries = engine_pool(tmp_path, runner, concurrency=8, models=("m-a",), tasks=4, repeats=2)
     other = SlotSet(tmp_path / "slots", "candidates", 8)
     other.publish_demand(24)
@@ -1046,7 +1046,7 @@ def test_a_process_takes_no_more_candidate_slots_than_its_share_while_another_ha
     other.withdraw_demand()
     _wait_for(lambda: pool.board.running >= 8)
     assert pool.board.running == 8
-    runner.gate.set()
+    runner.admission.set()
     assert all(not isinstance(outcome, Exception) for outcome in ask_all(pool, entries))
     pool.shutdown()
     assert not list((tmp_path / "slots").glob("candidates.demand.*"))  # both withdrawn: no count outlives its run

@@ -67,7 +67,7 @@ def test_an_unreadable_record_is_treated_as_none(tmp_path, text):
 
 
 def test_holds_answers_as_find_does_with_one_look(tmp_path):
-    """``Store.holds`` (the survey's quick look) says a candidate is there exactly when ``find`` finds it or
+    """``Store.has_file`` (the survey's quick look) says a candidate is there exactly when ``find`` finds it or
     refuses it, and never looks up a name a doctored record made up."""
     store = Store(tmp_path / "out")
     folder = store.task_dir("s", "m", "t")
@@ -80,8 +80,8 @@ def test_holds_answers_as_find_does_with_one_look(tmp_path):
              (1, "../elsewhere.png"), (1, "001.png/../001.png"), (1, "001.PNG")]
     for repeat, named in cases:
         found = store.find("s", "m", "t", repeat, named=named)
-        there = found.candidate is not None or found.refused is not None
-        assert store.holds("s", "m", "t", repeat, named) == (there and named is not None
+        there = found.candidate is not None or found.unusable is not None
+        assert store.has_file("s", "m", "t", repeat, named) == (there and named is not None
                                                              and named.startswith(f"{repeat:03d}.")), named
 
 

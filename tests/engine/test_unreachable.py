@@ -16,7 +16,7 @@ from benchdata import make_tasks, write_labels, write_split
 from providers_fakes.openai import FakeOpenAI
 from terminal_text import said
 
-from pytest_hypeedit.engine.routes import OPEN_AFTER, Breaker, RouteGate
+from pytest_hypeedit.engine.routes import OPEN_AFTER, Breaker, RouteAdmission
 from pytest_hypeedit.errors import RouteUnreachable
 
 TASKS, REPEATS = 5, 4
@@ -128,15 +128,15 @@ def test_a_route_that_answered_once_never_opens_and_other_errors_do_not_count():
 
 
 def test_an_open_gate_admits_no_call_and_tells_why():
-    gate = RouteGate("openai-judge", None, ceiling=4)
-    assert gate.try_enter() is not None
+    admission = RouteAdmission("openai-judge", None, ceiling=4)
+    assert admission.try_enter() is not None
     for _ in range(OPEN_AFTER):
         try:
             raise failure()
         except httpx.ConnectError:
             try:
-                gate.observe(None)  # the transport tells from inside its except block
+                admission.observe(None)  # the transport tells from inside its except block
             except RouteUnreachable:
                 pass
-    assert gate.try_enter() is None
-    assert "HYPEEDIT_OPENAI_BASE_URL (or --judge-base-url)" in gate.unreachable
+    assert admission.try_enter() is None
+    assert "HYPEEDIT_OPENAI_BASE_URL (or --judge-base-url)" in admission.unreachable

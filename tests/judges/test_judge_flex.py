@@ -18,8 +18,8 @@ from pytest_hypeedit.judges import JudgeOptions, make_judge
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge, served_tier
 from pytest_hypeedit.judges.judge_tiers import parse_judge_tier
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 POLICY = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
 

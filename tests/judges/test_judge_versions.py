@@ -23,8 +23,8 @@ from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import FLASH_MODEL, GeminiJudge
 from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
 from pytest_hypeedit.judges.versions import answering_model, judge_versions, same_model, version_warnings
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 OPTIONS = JudgeOptions(policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=0.0), timeout_s=5)
 NEWER = "gemini-3.6-flash"

@@ -25,8 +25,8 @@ from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.majority import MajorityJudge
 from pytest_hypeedit.judges.openai_compat import OpenAICompatJudge
 from pytest_hypeedit.judges.prompting import RUBRIC, UnparseableReply, parse_verdict
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
 OPTIONS = JudgeOptions(policy=FAST, timeout_s=5)

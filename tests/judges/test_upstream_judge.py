@@ -25,8 +25,8 @@ from pytest_hypeedit.judges import JudgeOptions, builtin_judge, make_judge, upst
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.judges.prompting import RUBRIC, RUBRIC_SHA256, UpstreamPrompt
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.tasks import Task, load_manifest
+from pytest_hypeedit.transport.http import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, jitter=0.0)
 DEAD_URL = "http://127.0.0.1:9/judge_gemini_3_flash.py"  # nothing listens on the discard port

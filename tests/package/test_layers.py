@@ -1,4 +1,4 @@
-"""The layers of the data flow: analysis/, engine/, providers/, judges/, report/ and review/ know nothing of
+"""The layers of the data flow: analysis/, engine/, providers/, transport/, judges/, report/ and review/ know nothing of
 pytest; glue/ is where the benchmark meets pytest (with plugin.py, the entry point, hookspecs.py, the hook
 specs, and options.py, the settings read from pytest's config).  So a module of those six imports neither
 pytest (nor its plugins) nor glue/, at import time, lazily or for the type checker."""
@@ -9,7 +9,7 @@ import ast
 
 from package_graph import _runtime_imports, import_graph, modules
 
-LAYERS = ("analysis", "engine", "providers", "judges", "report", "review")
+LAYERS = ("analysis", "engine", "providers", "transport", "judges", "report", "review")
 PYTEST_WORLD = ("pytest", "_pytest", "xdist", "pytest_html", "pluggy")
 
 

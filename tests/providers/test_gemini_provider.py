@@ -29,9 +29,9 @@ from pytest_hypeedit.errors import ConfigError, ImageError, ModelGone, ProviderE
 from pytest_hypeedit.providers import BUILTIN_ROUTES, builtin_provider, gemini as gemini_module
 from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.gemini import GeminiProvider, nearest_aspect_ratio
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02, jitter=0.0)
 SPEC = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image", 0.134,

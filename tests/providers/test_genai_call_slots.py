@@ -17,9 +17,9 @@ from pytest_hypeedit.errors import ConfigError
 from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.gemini import GeminiProvider
 from pytest_hypeedit.providers.genai_client import CALL_HEADER
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 SPEC = ModelSpec("gemini-3-pro-preview", "gemini", "gemini-3-pro-image", 0.134)
 BOUND = 60.0

@@ -16,9 +16,9 @@ import pytest
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.errors import ProviderError
-from pytest_hypeedit.providers import bounds
-from pytest_hypeedit.providers.bounds import MiB
-from pytest_hypeedit.providers.http import RetryPolicy, download_to, make_http_client, send
+from pytest_hypeedit.transport import bounds
+from pytest_hypeedit.transport.bounds import MiB
+from pytest_hypeedit.transport.http import RetryPolicy, download_to, make_http_client, send
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
 BODY = {"status": "Pending", "note": "x" * 2000}

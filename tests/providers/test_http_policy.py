@@ -5,7 +5,7 @@ import pytest
 from providers_fakes import FakeServer, Reply
 
 from pytest_hypeedit.errors import ProviderError
-from pytest_hypeedit.providers.http import (
+from pytest_hypeedit.transport.http import (
     RetryPolicy,
     is_retryable,
     make_http_client,

@@ -30,12 +30,12 @@ from pytest_hypeedit.providers.bfl import BflProvider
 from pytest_hypeedit.providers.dashscope import DashScopeProvider
 from pytest_hypeedit.providers.fal import FalProvider
 from pytest_hypeedit.providers.gemini import GeminiProvider
-from pytest_hypeedit.providers.keycheck import ACCEPTED, REFUSED, UNSURE, prove_keys, refusals, warnings_of
 from pytest_hypeedit.providers.openai import OpenAIProvider
 from pytest_hypeedit.providers.openrouter import OpenRouterProvider
 from pytest_hypeedit.providers.replicate import ReplicateProvider
 from pytest_hypeedit.providers.runware import RunwareProvider
 from pytest_hypeedit.registry import ModelSpec
+from pytest_hypeedit.transport.keycheck import ACCEPTED, REJECTED, UNSURE, prove_keys, rejections, warnings_of
 
 WRONG = "wrong-key-0123456789abcdef"
 
@@ -99,9 +99,9 @@ def test_a_wrong_key_is_refused(route, monkeypatch):
     with case.fake() as fake:
         served(fake, monkeypatch, WRONG)
         checks = prove_keys([case.adapter(case.spec).key_probe()])
-    assert [c.verdict for c in checks] == [REFUSED]
-    [message] = refusals(checks)
-    assert message.startswith(f"{fake.key_env} was refused (HTTP 401")
+    assert [c.verdict for c in checks] == [REJECTED]
+    [message] = rejections(checks)
+    assert message.startswith(f"{fake.key_env} was rejected (HTTP 401")
     assert f"route {route}" in message and WRONG not in message
     assert len(fake.key_checks) == 1  # a refusal is final: not asked again
 
@@ -128,9 +128,9 @@ def test_a_wrong_gemini_key_is_one_refusal_naming_both_users(monkeypatch):
         monkeypatch.setenv("GEMINI_API_KEY", WRONG)
         checks = prove_keys([GeminiProvider(ModelSpec("g", "gemini", "gemini-3-pro-image", 0.134)).key_probe(),
                              GeminiJudge(JudgeOptions()).key_probe()])
-    assert [c.verdict for c in checks] == [REFUSED, REFUSED]
-    [message] = refusals(checks)
-    assert message.startswith("GEMINI_API_KEY was refused (HTTP 400 INVALID_ARGUMENT")
+    assert [c.verdict for c in checks] == [REJECTED, REJECTED]
+    [message] = rejections(checks)
+    assert message.startswith("GEMINI_API_KEY was rejected (HTTP 400 INVALID_ARGUMENT")
     assert "API_KEY_INVALID" in message and "route gemini and judge gemini-3-flash" in message
     assert WRONG not in message
 
@@ -177,7 +177,7 @@ def test_a_check_endpoint_that_is_down_is_unsure_not_refused(monkeypatch):
     assert len(fake.key_checks) == 2  # one retry, then it gives up: never blocks the run
     [line] = warnings_of(checks)
     assert "OPENAI_API_KEY of route openai could not be checked before paying (HTTP 503" in line
-    assert refusals(checks) == []
+    assert rejections(checks) == []
 
 
 def test_a_network_failure_of_the_check_is_unsure_and_bounded(monkeypatch):
@@ -223,11 +223,11 @@ def test_a_probe_never_sends_its_key_off_its_origin(monkeypatch):
 
 
 def test_googles_invalid_key_in_a_paid_call_is_a_refused_key(monkeypatch, tmp_path):
-    """Gemini's 400 INVALID_ARGUMENT with reason API_KEY_INVALID, through google-genai: a refused key (the route
+    """Gemini's 400 INVALID_ARGUMENT with reason API_KEY_INVALID, through google-genai: a rejected key (the route
     stops at it), not a plain bad request."""
     from providers_fakes.contract import make_request
 
-    from pytest_hypeedit.engine.refusedkeys import key_refused
+    from pytest_hypeedit.engine.rejected_keys import key_rejected
     from pytest_hypeedit.errors import ProviderError
 
     with FakeGemini(expected_key="right-gemini-key-0123") as fake:
@@ -237,30 +237,30 @@ def test_googles_invalid_key_in_a_paid_call_is_a_refused_key(monkeypatch, tmp_pa
         spec = ModelSpec("g", "gemini", "gemini-3-pro-image", 0.134)
         with pytest.raises(ProviderError) as caught:
             GeminiProvider(spec).generate(make_request(tmp_path, spec))
-    assert caught.value.status == 400 and caught.value.key_invalid and key_refused(caught.value)
+    assert caught.value.status == 400 and caught.value.key_invalid and key_rejected(caught.value)
     assert "API_KEY_INVALID" in str(caught.value) and WRONG not in str(caught.value)
 
 
 def test_a_reply_that_calls_the_key_invalid_is_a_refused_key_whatever_its_status():
-    from pytest_hypeedit.engine.refusedkeys import key_refused
+    from pytest_hypeedit.engine.rejected_keys import key_rejected
     from pytest_hypeedit.errors import ProviderError
-    from pytest_hypeedit.providers.httperrors import raise_for_status
+    from pytest_hypeedit.transport.httperrors import raise_for_status
 
     request = httpx.Request("POST", "https://api.runware.ai/v1")
     reply = httpx.Response(400, json={"errors": [{"code": "invalidApiKey", "message": "Invalid API key."}]},
                            request=request)
     with pytest.raises(ProviderError) as caught:
         raise_for_status(reply, route="runware", model="m")
-    assert key_refused(caught.value) and "check RUNWARE_API_KEY" in str(caught.value)
+    assert key_rejected(caught.value) and "check RUNWARE_API_KEY" in str(caught.value)
     plain = httpx.Response(400, json={"errors": [{"code": "invalidParameter", "message": "width"}]}, request=request)
     with pytest.raises(ProviderError) as caught:
         raise_for_status(plain, route="runware", model="m")
-    assert not key_refused(caught.value)
+    assert not key_rejected(caught.value)
 
 
 def test_a_request_id_the_message_quotes_is_not_added_again():
     from pytest_hypeedit.errors import ProviderError
-    from pytest_hypeedit.providers.httperrors import raise_for_status
+    from pytest_hypeedit.transport.httperrors import raise_for_status
 
     request = httpx.Request("POST", "https://ark.ap-southeast.bytepluses.com/api/v3/images/generations")
     reply = httpx.Response(401, json={"error": {"code": "AuthenticationError",

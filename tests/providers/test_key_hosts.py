@@ -29,13 +29,13 @@ from pytest_hypeedit.judges.gemini import GeminiJudge
 from pytest_hypeedit.providers.bfl import BflProvider
 from pytest_hypeedit.providers.fal import FalProvider
 from pytest_hypeedit.providers.gemini import GeminiProvider
-from pytest_hypeedit.providers.http import download_to, make_http_client, send
-from pytest_hypeedit.providers.keyhosts import key_hosts
 from pytest_hypeedit.providers.polling import JobPoller
 from pytest_hypeedit.providers.replicate import ReplicateProvider
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import download_to, make_http_client, send
+from pytest_hypeedit.transport.keyhosts import key_hosts
 
 KEY = "bfl-fake-key-0123456789"
 

@@ -20,9 +20,9 @@ from upstream_stub import upstream_stub  # noqa: F401 - fixture
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.secrets import MASK, install_log_redaction, register_secret
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 SECRET = "log-secret-value-0123456789"
 DEBUG_EVERYWHERE = ["--log-level=DEBUG", "-o", "log_cli=true", "--log-cli-level=DEBUG", "-o", "junit_logging=all",

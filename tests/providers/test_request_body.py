@@ -8,8 +8,8 @@ import json
 import pytest
 from providers_fakes import FakeServer, Reply
 
-from pytest_hypeedit.providers.body import CHUNK, InlineImage, JsonBody, has_inline, json_request
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+from pytest_hypeedit.transport.body import CHUNK, InlineImage, JsonBody, has_inline, json_request
+from pytest_hypeedit.transport.http import RetryPolicy, make_http_client
 
 
 @pytest.fixture

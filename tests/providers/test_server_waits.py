@@ -22,13 +22,13 @@ from pytest_hypeedit.errors import JudgeError, ProviderError
 from pytest_hypeedit.judges import JudgeOptions
 from pytest_hypeedit.judges.base import JudgeRequest
 from pytest_hypeedit.judges.gemini import GeminiJudge
-from pytest_hypeedit.providers import http
 from pytest_hypeedit.providers.base import GenerationRequest
 from pytest_hypeedit.providers.gemini import GeminiProvider
-from pytest_hypeedit.providers.http import RetryPolicy, make_http_client, raise_for_status
-from pytest_hypeedit.providers.waits import parse_duration, seconds
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport import http
+from pytest_hypeedit.transport.http import RetryPolicy, make_http_client, raise_for_status
+from pytest_hypeedit.transport.waits import parse_duration, seconds
 
 POLICY = RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02, jitter=0.0)
 BFL_429 = {"error": "rate_limit_exceeded", "message": "Too many concurrent requests", "retry_after": 5}

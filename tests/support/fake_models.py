@@ -176,7 +176,7 @@ class SlowProvider(FakeProvider):
     def __init__(self, spec: Any):
         super().__init__(spec)
         from pytest_hypeedit.providers import runtime
-        from pytest_hypeedit.providers.http import RetryPolicy, make_http_client
+        from pytest_hypeedit.transport.http import RetryPolicy, make_http_client
 
         self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
                                        limiter=runtime.current().limiter_for(spec))
@@ -186,7 +186,7 @@ class SlowProvider(FakeProvider):
         return spec.route.startswith("route-")
 
     def misbehave(self, request: GenerationRequest) -> None:
-        from pytest_hypeedit.providers.http import send
+        from pytest_hypeedit.transport.http import send
 
         send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
              model=request.spec.name, slots=request.slots).raise_for_status()
@@ -290,7 +290,7 @@ def fast_retries(max_attempts: int, max_delay: float = 0.05):
     @pytest.hookimpl(tryfirst=True, optionalhook=True)
     def pytest_hypeedit_make_provider(config, spec):
         from pytest_hypeedit.glue.stash import RUNTIME_KEY
-        from pytest_hypeedit.providers.http import RetryPolicy
+        from pytest_hypeedit.transport.http import RetryPolicy
 
         runtime = config.stash.get(RUNTIME_KEY, None)  # the run's, which the plugin passes in to the adapter it makes
         if runtime is not None:

@@ -24,11 +24,11 @@ from PIL import Image
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.providers import BUILTIN_ROUTES
 from pytest_hypeedit.providers.base import GenerationRequest, Provider, seed_for
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.secrets import KEY_ENV
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 from .expected import expected
 from .recorder import Recorded, Recorder, Reply

@@ -61,7 +61,7 @@ class LoopbackServer(LoopbackService):
         self.default: Script | None = None
         self.requests: list[SeenRequest] = []
         #: the free key checks received (``is_key_check``), kept apart from ``requests``: a run sends one before
-        #: anything is paid (pytest_hypeedit/providers/keycheck.py), and ``requests`` holds the paid work
+        #: anything is paid (pytest_hypeedit/transport/keycheck.py), and ``requests`` holds the paid work
         self.key_checks: list[SeenRequest] = []
         self._lock = threading.Lock()
 

@@ -103,7 +103,7 @@ class FakeServer(LoopbackService):
         self.key = key
         self.requests: list[Seen] = []
         #: the free key checks received (``key_check_route``), kept apart from ``requests``: a run sends one
-        #: before anything is paid (pytest_hypeedit/providers/keycheck.py), and ``requests`` counts the paid work
+        #: before anything is paid (pytest_hypeedit/transport/keycheck.py), and ``requests`` counts the paid work
         self.key_checks: list[Seen] = []
         self.faults: list[Fault] = []
         self._routes: list[tuple[str, re.Pattern, Callable[[Seen], Reply]]] = []

@@ -23,10 +23,10 @@ from PIL import Image
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.errors import ConfigError, JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.base import GenerationRequest, seed_for
-from pytest_hypeedit.providers.http import RetryPolicy
 from pytest_hypeedit.providers.runtime import Runtime
 from pytest_hypeedit.registry import ModelSpec
 from pytest_hypeedit.tasks import Task
+from pytest_hypeedit.transport.http import RetryPolicy
 
 FAST = RetryPolicy(max_attempts=3, base_delay=0.01, max_delay=0.02)
 

@@ -4,7 +4,7 @@
 - takes a request-per-minute token from the route's cross-worker
   ``RouteLimiter`` for every HTTP request (retries and polls too), and an
   in-flight slot unless the request carries a live slot of the route (its
-  ``RequestOptions.slots``, providers/requestopts.py: the pool takes one slot
+  ``RequestOptions.slots``, transport/requestopts.py: the pool takes one slot
   per call and the call hands it to each of its requests, from any thread),
 - reads the whole body inside that slot, so a read timeout is retried too,
 - tells the limiter every reply's status, for the adaptive concurrency,
@@ -18,15 +18,15 @@
   (a read timeout, a dropped connection): the provider may have accepted, and
   billed, the first one.  Only a request that never left (connection refused,
   connect timeout) or a reply that says it was not taken (429, 5xx) is retried,
-- bounds every attempt (providers/bounds.py): an overall deadline from the first byte sent to the last
+- bounds every attempt (transport/bounds.py): an overall deadline from the first byte sent to the last
   byte read, and a cap on the body, decoded, checked while it is decompressed,
-- waits what the server asks (providers/waits.py): ``Retry-After`` and ``retry-after-ms`` headers, Google's
+- waits what the server asks (transport/waits.py): ``Retry-After`` and ``retry-after-ms`` headers, Google's
   ``RetryInfo`` and BFL's ``retry_after`` in the error body; an unusable value (``nan``) is ignored, a wait
   longer than ``max_retry_after`` returns the error at once, a Google per-day quota is never retried,
 - sends a key only to the route's own hosts and never follows a redirect off the origin with it
-  (providers/keyhosts.py).
+  (transport/keyhosts.py).
 
-``raise_for_status`` turns a failed reply into a redacted ``ProviderError`` (providers/httperrors.py, whose
+``raise_for_status`` turns a failed reply into a redacted ``ProviderError`` (transport/httperrors.py, whose
 names are importable from here too).
 """
 
@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import httpx
 
-from ..engine.limits import CallSlots
 from ..errors import ProviderError
 from ..files import new_temporary
 from ..secrets import install_log_redaction, redact, register_secret
@@ -65,9 +64,9 @@ from .bounds import (
 from .httperrors import (
     NOT_SENT,
     QUOTA_MARKERS,
-    REFUSED_BY_CLIENT,
     RETRY_STATUSES,
-    WAIT_REFUSED,
+    STOPPED_BY_CLIENT,
+    WAIT_DECLINED,
     error_details,
     is_retryable,
     may_have_reached_provider,
@@ -81,10 +80,11 @@ from .httperrors import (
 )
 from .keyhosts import KeyHosts, check_request, redirect_guard
 from .requestopts import OPTIONS, RequestOptions, options_of, with_options
+from .slots import CallSlots
 from .waits import header_wait, server_wait
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..engine.limits import RouteLimiter
+    from .slots import Limiter
 
 log = logging.getLogger("pytest_hypeedit.http")
 
@@ -136,7 +136,7 @@ def pause(seconds: float) -> None:
 
 @dataclass(frozen=True)
 class Bounds:
-    """The limits of every attempt of a client's requests (providers/bounds.py)."""
+    """The limits of every attempt of a client's requests (transport/bounds.py)."""
 
     deadline_s: float
     reply_cap: int = JSON_CAP  # an API reply, decoded
@@ -151,15 +151,15 @@ class Bounds:
 
 #: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
 #: key refused (these are not TransportErrors, so they are never retried), a deadline that passed and an address
-#: without http:// or https:// (providers/addresses.py).
+#: without http:// or https:// (transport/addresses.py).
 def _final(exc: Exception) -> bool:
-    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, *REFUSED_BY_CLIENT))
+    return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, *STOPPED_BY_CLIENT))
 
 
 class PolicyTransport(httpx.BaseTransport):
     """Wraps a transport with the limiter, the bounded body read, the key guard and the retries."""
 
-    def __init__(self, inner: httpx.BaseTransport, policy: RetryPolicy, limiter: "RouteLimiter | None" = None,
+    def __init__(self, inner: httpx.BaseTransport, policy: RetryPolicy, limiter: "Limiter | None" = None,
                  *, route: str = "", sleep: Callable[[float], None] | None = None, bounds: Bounds | None = None,
                  key_hosts: KeyHosts | None = None, secrets: Sequence[str] = ()):
         self.inner, self.policy, self.limiter, self.route, self.sleep = inner, policy, limiter, route, sleep
@@ -195,7 +195,7 @@ class PolicyTransport(httpx.BaseTransport):
             return None
         wait = server_wait(twin, route=self.route)
         if wait is not None and wait > self.policy.max_retry_after:
-            response.extensions[WAIT_REFUSED] = wait  # raise_for_status says so
+            response.extensions[WAIT_DECLINED] = wait  # raise_for_status says so
             return None
         return self.policy.backoff(attempt, wait)
 
@@ -213,7 +213,7 @@ class PolicyTransport(httpx.BaseTransport):
         if self.limiter is not None:
             # A download is storage, not the provider's API: no request-per-minute token.  A request of a call
             # that holds this route's slot takes no second one, whatever thread sends it.
-            slot = self.limiter.slot(rpm=not options.download, held=options.slots)
+            slot = self.limiter.slot(rpm=not options.download, taken=options.slots)
         with slot:
             response = self.inner.handle_request(request)
             raw = self._read(response, self.bounds.cap(request), deadline)
@@ -261,7 +261,7 @@ def _has_retry_flag(response: httpx.Response) -> bool:
 
 
 def make_http_client(route: str, *, secrets: Sequence[str] = (), timeout: float = 120.0,
-                     policy: RetryPolicy | None = None, limiter: "RouteLimiter | None" = None,
+                     policy: RetryPolicy | None = None, limiter: "Limiter | None" = None,
                      transport: httpx.BaseTransport | None = None,
                      sleep: Callable[[float], None] | None = None, deadline_s: float | None = None,
                      reply_cap: int = JSON_CAP, download_cap: int = IMAGE_CAP,
@@ -348,8 +348,8 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
                             "(check the route's API key variable for a stray character)", retryable=False) from None
 
 
-#: Re-exported: callers import the reading of failed replies from here (providers/httperrors.py).
+#: Re-exported: callers import the reading of failed replies from here (transport/httperrors.py).
 __all__ = ["CHUNK", "DEFAULT_POLICY", "NOT_SENT", "OPTIONS", "QUOTA_MARKERS", "RETRY_STATUSES", "USER_AGENT",
-           "WAIT_REFUSED", "Bounds", "PolicyTransport", "RequestOptions", "RetryPolicy", "download_to", "error_details",
+           "WAIT_DECLINED", "Bounds", "PolicyTransport", "RequestOptions", "RetryPolicy", "download_to", "error_details",
            "is_retryable", "make_http_client", "may_have_reached_provider", "next_step", "parse_retry_after", "pause",
            "raise_for_status", "request_id_of", "retryable_transport", "send", "transport_error", "wait_note"]

@@ -1,6 +1,6 @@
 """A route stops at its first authentication failure: a wrong key costs a few requests, not one per candidate.
 
-Most keys are proved before anything is paid (providers/keycheck.py): a refused OpenAI key ends the run at start-up
+Most keys are proved before anything is paid (transport/keycheck.py): a refused OpenAI key ends the run at start-up
 with one usage error, nothing bought.  A route whose provider documents no free call to check a key (ModelArk here,
 the loopback stand-in answering 401 to a key it does not know) and a judge server that is not OpenAI's (the
 loopback chat-completions stand-in) are stopped by their first refusal instead.  Each run has 24 candidates: at
@@ -20,7 +20,7 @@ from genai_fakes import FakeChat
 from providers_fakes.ark import FakeArk
 from providers_fakes.openai import FakeOpenAI
 
-from pytest_hypeedit.engine.refusedkeys import RefusedKeys, key_refused
+from pytest_hypeedit.engine.rejected_keys import RejectedKeys, key_rejected
 from pytest_hypeedit.errors import JobExpired, JudgeError, ProviderError
 
 TASKS, REPEATS = 6, 4
@@ -69,7 +69,7 @@ def test_a_refused_key_is_found_before_anything_is_paid(bench, monkeypatch):
     [check] = openai.key_checks
     assert (check.method, check.path) == ("GET", "/v1/models/gpt-image-1.5")
     err, out = result.stderr.str(), result.stdout.str()
-    assert err.count("OPENAI_API_KEY was refused (HTTP 401 invalid_api_key") == 1
+    assert err.count("OPENAI_API_KEY was rejected (HTTP 401 invalid_api_key") == 1
     assert "route openai" in err and "nothing was paid for" in err
     assert WRONG_KEY not in err + out
 
@@ -90,9 +90,9 @@ def test_a_refused_key_on_a_route_without_a_free_check_stops_it_and_is_said_once
     assert text.count("missing or invalid") == 1, text
     [request_id] = set(re.findall(r"Request id: (\d+)", text))
     assert text.count(request_id) == 1
-    assert "ARK_API_KEY was refused by ark (HTTP 401): check the key" in text
+    assert "ARK_API_KEY was rejected by ark (HTTP 401): check the key" in text
     # every other item, sent or not, ends with the one same line, shown once with how many items it ended
-    [others] = re.findall(r"ERROR x(\d+), e\.g\. [^:]*: ARK_API_KEY was refused by ark \(HTTP 401\) "
+    [others] = re.findall(r"ERROR x(\d+), e\.g\. [^:]*: ARK_API_KEY was rejected by ark \(HTTP 401\) "
                           r"earlier in this run, so nothing more is sent on route ark", text)
     assert int(others) == ITEMS - 1
     assert "Traceback" not in out
@@ -112,29 +112,29 @@ def test_a_refused_judge_key_stops_the_judge_and_the_buying(bench, monkeypatch):
     out = result.stdout.str()
     text = said_by_the_run(out)
     assert WRONG_KEY not in out
-    assert "HYPEEDIT_JUDGE_API_KEY was refused by openai-judge (HTTP 401): check the key" in text
+    assert "HYPEEDIT_JUDGE_API_KEY was rejected by openai-judge (HTTP 401): check the key" in text
     assert text.count("Incorrect API key provided") == 1
-    assert "HYPEEDIT_JUDGE_API_KEY was refused by openai-judge (HTTP 401) earlier in this run" in text
+    assert "HYPEEDIT_JUDGE_API_KEY was rejected by openai-judge (HTTP 401) earlier in this run" in text
 
 
 # --------------------------------------------------------------------------- the rules
 
 
 def test_what_counts_as_a_refused_key():
-    assert key_refused(ProviderError("x", retryable=False, status=401))
-    assert key_refused(JudgeError("x", retryable=False, status=403))
-    assert not key_refused(ProviderError("x", retryable=True, status=403))  # a signed result URL that expired
-    assert not key_refused(JobExpired("x", retryable=False, status=403))
-    assert not key_refused(ProviderError("x", retryable=False, status=404))
-    assert not key_refused(ProviderError("x", retryable=False))
+    assert key_rejected(ProviderError("x", retryable=False, status=401))
+    assert key_rejected(JudgeError("x", retryable=False, status=403))
+    assert not key_rejected(ProviderError("x", retryable=True, status=403))  # a signed result URL that expired
+    assert not key_rejected(JobExpired("x", retryable=False, status=403))
+    assert not key_rejected(ProviderError("x", retryable=False, status=404))
+    assert not key_rejected(ProviderError("x", retryable=False))
 
 
 def test_401_stops_the_route_and_403_only_the_model(monkeypatch):
     monkeypatch.setenv("ARK_API_KEY", "ark-secret-value-0123")
-    keys = RefusedKeys()
+    keys = RejectedKeys()
     note = keys.note(ProviderError("x", retryable=False, status=403), route="ark", model_scope="ark model m1",
                      variables=("ARK_API_KEY",))
-    assert note == ("; ARK_API_KEY was refused by ark (HTTP 403): check the key (and that it may use this model); "
+    assert note == ("; ARK_API_KEY was rejected by ark (HTTP 403): check the key (and that it may use this model); "
                     "nothing more is sent on ark model m1 in this run")
     assert keys.stopped("ark", "ark model m1") and keys.stopped("ark", "ark model m2") is None
     keys.note(ProviderError("x", retryable=False, status=401), route="ark", model_scope="ark model m2",
@@ -146,9 +146,9 @@ def test_401_stops_the_route_and_403_only_the_model(monkeypatch):
 def test_the_variable_named_is_the_one_whose_value_was_sent(monkeypatch):
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-secret-value-0123")
-    note = RefusedKeys().note(ProviderError("x", retryable=False, status=401), route="gemini",
+    note = RejectedKeys().note(ProviderError("x", retryable=False, status=401), route="gemini",
                               model_scope="gemini model g", variables=("GOOGLE_API_KEY", "GEMINI_API_KEY"))
-    assert note.startswith("; GEMINI_API_KEY was refused by gemini (HTTP 401)")
+    assert note.startswith("; GEMINI_API_KEY was rejected by gemini (HTTP 401)")
 
 
 def test_googles_invalid_key_reason_is_a_refused_key_of_the_whole_route(monkeypatch):
@@ -156,19 +156,19 @@ def test_googles_invalid_key_reason_is_a_refused_key_of_the_whole_route(monkeypa
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-secret-value-0123")
     wrong = ProviderError("x", retryable=False, status=400)
-    assert not key_refused(wrong)  # a bad request is not a refused key
+    assert not key_rejected(wrong)  # a bad request is not a rejected key
     wrong.key_invalid = True
-    assert key_refused(wrong)
-    keys = RefusedKeys()
+    assert key_rejected(wrong)
+    keys = RejectedKeys()
     keys.note(wrong, route="gemini", model_scope="gemini model a", variables=("GOOGLE_API_KEY", "GEMINI_API_KEY"))
     assert "route gemini" in keys.stopped("gemini", "gemini model b")
 
 
 def test_a_refusal_in_flight_after_the_first_gets_the_one_line():
-    keys = RefusedKeys()
-    first = keys.refusal(ProviderError("x", retryable=False, status=401), route="ark", model_scope="ark model m",
+    keys = RejectedKeys()
+    first = keys.rejection(ProviderError("x", retryable=False, status=401), route="ark", model_scope="ark model m",
                          variables=("ARK_API_KEY",))
-    again = keys.refusal(ProviderError("y", retryable=False, status=401), route="ark", model_scope="ark model m",
+    again = keys.rejection(ProviderError("y", retryable=False, status=401), route="ark", model_scope="ark model m",
                          variables=("ARK_API_KEY",))
     assert first[0] and first[1] is None  # the first says what the provider answered, and its note
     assert again[1] == keys.stopped("ark")  # the next: the line every other candidate ends with

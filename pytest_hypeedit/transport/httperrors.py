@@ -1,5 +1,5 @@
 """Reading a failed reply or a failed request: may it be tried again, may it have been paid, and the one
-redacted ``ProviderError`` that says what happened and what to do next (providers/http.py applies them).
+redacted ``ProviderError`` that says what happened and what to do next (transport/http.py applies them).
 
 ``is_retryable`` reads a reply (408, 429 and 5xx, the ``x-should-retry`` and ``X-Fal-Retryable`` flags; never
 a 429 that says the quota is used up); ``may_have_reached_provider`` and ``retryable_transport`` read a request
@@ -17,7 +17,7 @@ import httpx
 from ..errors import ProviderError
 from ..secrets import KEY_ENV, redact
 from .bounds import BodyTooLarge, UnexpectedEncoding
-from .keyhosts import KeyRefused
+from .keyhosts import KeyNotSent
 from .waits import daily_quota, daily_quota_message, error_body
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -27,9 +27,9 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol,
             httpx.LocalProtocolError)
 #: Of those, the ones another attempt would only repeat.
-REFUSED_BY_CLIENT = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
+STOPPED_BY_CLIENT = (httpx.UnsupportedProtocol, httpx.LocalProtocolError)
 #: The reply extension that records a wait the server asked for and the policy would not wait (seconds).
-WAIT_REFUSED = "hypeedit_wait_refused"
+WAIT_DECLINED = "hypeedit_wait_declined"
 #: Words in a 429 body that mean "out of money", not "slow down" (OpenAI insufficient_quota, ...).
 QUOTA_MARKERS = ("insufficient_quota", "quota_exceeded", "billing_hard_limit", "accountoverdue")
 
@@ -161,7 +161,7 @@ def wait_note(response: httpx.Response, route: str) -> str:
     quota = daily_quota(error_body(response)) if response.status_code == 429 else None
     if quota:
         return f"; {daily_quota_message(quota)}"
-    wait = response.extensions.get(WAIT_REFUSED)
+    wait = response.extensions.get(WAIT_DECLINED)
     if wait is not None:
         return (f"; the server asked to wait {wait:g} s, longer than the {route} policy waits (max_retry_after): "
                 "not waited for; rerun later, only what is missing is done")
@@ -207,4 +207,4 @@ def may_have_reached_provider(exc: Exception) -> bool:
 def retryable_transport(exc: Exception) -> bool:
     """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
     for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
-    return not isinstance(exc, (KeyRefused, BodyTooLarge, UnexpectedEncoding, *REFUSED_BY_CLIENT))
+    return not isinstance(exc, (KeyNotSent, BodyTooLarge, UnexpectedEncoding, *STOPPED_BY_CLIENT))

@@ -1,4 +1,4 @@
-"""What one HTTP request asks of the policy transport (providers/http.py), as one typed value.
+"""What one HTTP request asks of the policy transport (transport/http.py), as one typed value.
 
 A request carries a ``RequestOptions`` under one httpx request extension (``OPTIONS``), httpx's own seam for
 per-request data a transport reads.  It says whether the request is paid (``submits``: never sent twice once it
@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ..engine.limits import CallSlots
+from .slots import CallSlots
 
 #: The one request extension the policy reads.
 OPTIONS = "hypeedit"

@@ -1,6 +1,6 @@
 """Every key a run needs, proved with a free call before anything is paid for.
 
-A wrong key used to be found by paying: each candidate's paid call came back refused, and with a wrong judge key
+A wrong key used to be found by paying: each candidate's paid call came back rejected, and with a wrong judge key
 every generation was bought before the first verdict failed.  So each adapter and judge names the free request
 its provider documents for reading the key's account or a model (``key_probe``: ``KeyProbe``; the table is in
 docs/reference/keys.md), and ``prove_keys`` sends them all at once, each request once, before the first paid call
@@ -8,13 +8,13 @@ docs/reference/keys.md), and ``prove_keys`` sends them all at once, each request
 
 What a reply means (``KeyCheck.verdict``):
 
-- ``refused``: HTTP 401 or 403, or a reply whose body says the key is invalid whatever its status (Google answers
+- ``rejected``: HTTP 401 or 403, or a reply whose body says the key is invalid whatever its status (Google answers
   a wrong key with 400 ``INVALID_ARGUMENT`` and the reason ``API_KEY_INVALID``: httperrors.key_invalid_reason).
   The run stops with one usage error per variable, naming it, who uses it and what to do; nothing was paid for.
 - ``accepted``: a 2xx reply.
 - ``unsure``: anything else (a 404 for a model id the call does not know, a 429, a 5xx) and a network failure or
   timeout of the check itself.  The check cannot tell, so it warns and the run goes on: a check must never keep
-  a run from starting, and the run's own calls still stop at the first refusal of a key (engine/refusedkeys.py)
+  a run from starting, and the run's own calls still stop at the first rejection of a key (engine/rejected_keys.py)
   or when the route cannot be reached (engine/routes.py), before paying for more.
 
 Each check has a short timeout (``CHECK_TIMEOUT_S`` per read and ``CHECK_DEADLINE_S`` per attempt) and is tried
@@ -42,10 +42,10 @@ CHECK_TIMEOUT_S = 10.0
 CHECK_DEADLINE_S = 15.0
 #: One retry, soon, for a dropped connection or a 5xx; a server that asks to wait longer than 5 s is not waited for.
 CHECK_POLICY = RetryPolicy(max_attempts=2, base_delay=0.5, max_delay=1.0, max_retry_after=5.0)
-#: Replies that say the key was refused (or may not be used here).
-REFUSED_STATUSES = frozenset({401, 403})
+#: Replies that say the key was rejected (or may not be used here).
+REJECTED_STATUSES = frozenset({401, 403})
 
-ACCEPTED, REFUSED, UNSURE = "accepted", "refused", "unsure"
+ACCEPTED, REJECTED, UNSURE = "accepted", "rejected", "unsure"
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def read_reply(response: httpx.Response, probe: KeyProbe) -> tuple[str, str]:
     if request_id and request_id not in detail:
         detail += f" (request id {request_id})"
     detail = redact(detail, (probe.secret,))
-    if response.status_code in REFUSED_STATUSES or reason:
-        return REFUSED, detail
+    if response.status_code in REJECTED_STATUSES or reason:
+        return REJECTED, detail
     if response.is_success:
         return ACCEPTED, ""
     return UNSURE, detail
@@ -132,19 +132,19 @@ def _google_status(response: httpx.Response) -> str | None:
     return status if isinstance(status, str) else None
 
 
-def refusals(checks: Iterable[KeyCheck]) -> list[str]:
-    """One message per refused variable: what answered, who needs the key, and what to do."""
+def rejections(checks: Iterable[KeyCheck]) -> list[str]:
+    """One message per rejected variable: what answered, who needs the key, and what to do."""
     by_variable: dict[str, list[KeyCheck]] = {}
     for found in checks:
-        if found.verdict == REFUSED:
+        if found.verdict == REJECTED:
             by_variable.setdefault(found.probe.variable, []).append(found)
-    return [_refusal(variable, found) for variable, found in by_variable.items()]
+    return [_rejection(variable, found) for variable, found in by_variable.items()]
 
 
-def _refusal(variable: str, found: list[KeyCheck]) -> str:
+def _rejection(variable: str, found: list[KeyCheck]) -> str:
     first = found[0]
     users = " and ".join(dict.fromkeys(f.probe.user for f in found))
-    return (f"{variable} was refused ({first.detail}) when checked with the free call {first.probe.shown}; it is "
+    return (f"{variable} was rejected ({first.detail}) when checked with the free call {first.probe.shown}; it is "
             f"the key of {users}: set a valid key in {variable} (or leave out what needs it: --model, --judge), "
             "then rerun")
 
@@ -155,5 +155,5 @@ def warnings_of(checks: Iterable[KeyCheck]) -> list[str]:
     for found in checks:
         if found.verdict == UNSURE:
             lines.append(f"{found.probe.variable} of {found.probe.user} could not be checked before paying "
-                         f"({found.detail}); the run goes on, and {found.probe.user} stops at its first refusal")
+                         f"({found.detail}); the run goes on, and {found.probe.user} stops at its first rejection")
     return list(dict.fromkeys(lines))

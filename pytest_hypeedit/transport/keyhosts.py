@@ -65,11 +65,11 @@ def key_hosts(route: str, base: str, documented: Iterable[str] = ()) -> KeyHosts
     return KeyHosts(route, frozenset({origin(base)}), frozenset(h.lower() for h in documented))
 
 
-class KeyRefused(httpx.RequestError):
+class KeyNotSent(httpx.RequestError):
     """A request that would have sent a key somewhere it must not go; nothing was sent."""
 
 
-class RedirectRefused(KeyRefused):
+class RedirectNotFollowed(KeyNotSent):
     """A request carrying a key was redirected to another origin; the redirect was not followed."""
 
 
@@ -82,7 +82,7 @@ def check_request(request: httpx.Request, hosts: KeyHosts | None, extra: Iterabl
     """Refuse ``request`` when it carries a key to an origin ``hosts`` does not allow."""
     if hosts is None or hosts.allows(request.url) or not carries_key(request.headers, extra):
         return
-    raise KeyRefused(redact(f"refused to send the {hosts.route} key to {shown_origin(request.url)}: not the route's "
+    raise KeyNotSent(redact(f"refused to send the {hosts.route} key to {shown_origin(request.url)}: not the route's "
                             f"API host ({hosts.describe()}); nothing was sent there"), request=request)
 
 
@@ -110,7 +110,7 @@ def redirect_guard(extra: Iterable[str] = ()) -> Callable[[httpx.Response], None
         if _same_origin_or_upgrade(request.url, target) or not carries_key(request.headers, extra):
             return
         where = f"HTTP {response.status_code} from {shown_origin(request.url)} redirects to {shown_origin(target)}"
-        raise RedirectRefused(redact(
+        raise RedirectNotFollowed(redact(
             f"{where}: not followed, since the request carries an API key and the redirect leaves the origin; "
             "nothing was sent there "
             "(a proxy or a moved base URL? check HYPEEDIT_<PROVIDER>_BASE_URL)"), request=request)
