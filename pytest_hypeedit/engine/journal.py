@@ -15,7 +15,7 @@ Two things are journaled in a candidate's record, each written (atomically)
   for review (``--possibly-paid review``).
 - ``job``: some routes answer with a *job* (an id and a URL to poll) and the
   image only later: bfl, fal, replicate, runware in async mode.  An adapter
-  reports every job it submits to ``request.journal`` *before its first
+  reports every job it submits to ``request.call.journal`` *before its first
   poll* (runware, whose task id is its own, before sending it); the runner
   writes it into the record at once, in place of the pending entry.  A later
   attempt finds the job in ``journal.job`` and resumes polling it instead of
@@ -25,10 +25,10 @@ Two things are journaled in a candidate's record, each written (atomically)
 
     runner                                     adapter
     ------                                     -------
-    record.pending = sending(...), written     job = request.journal.job
+    record.pending = sending(...), written     job = request.call.journal.job
     provider.generate(request)                 if job is None:
-                                                   job = submit(..., headers={id: request.journal.call_id})
-    record.job = job, pending cleared, written <-  request.journal.submitted(id=..., polling_url=...)
+                                                   job = submit(..., headers={id: request.call.journal.call_id})
+    record.job = job, pending cleared, written <-  request.call.journal.submitted(id=..., polling_url=...)
                                                poll(job["polling_url"]) ... image
     image + record written, pending cleared    result gone?  raise JobExpired(...)
     a reply lost (``reply_lost``)?  -> abandon(): possibly paid, never sent again blindly

@@ -9,8 +9,8 @@ they agree through files in it:
   together: a provider counts a submitted job as active until it is done) or
   one verdict: the pool takes the slot before it starts the call
   (``try_call_slot``) and hands it to the call as an ``InFlightSlot``, which
-  the call carries to the HTTP layer explicitly (``GenerationRequest.slots``,
-  ``JudgeRequest.slots``, then ``RequestOptions.slots`` on each request).  A
+  the call carries to the HTTP layer explicitly (``GenerationRequest.call.slots``,
+  ``JudgeRequest.call.slots``, then ``RequestOptions.slots`` on each request).  A
   request that carries a live slot of its route takes no other, whatever
   thread sends it (an SDK or a panel of jurors may send from helper threads);
   a request without one (a library user calling an adapter directly) takes a
@@ -331,8 +331,8 @@ class RouteLimiter:
                 f"route {self.route}: an HTTP request was sent without the in-flight slot of the call it belongs "
                 f"to, while this process's calls hold all {self._slots.size} of the route's slots, so it would "
                 "wait for ever. A provider or judge sends each request with its request's slots: "
-                "HttpProvider.call(..., request=request), send(..., slots=request.slots), or "
-                "extensions=with_options(None, slots=request.slots) (transport/requestopts.py)")
+                "HttpProvider.call(..., request=request), send(..., slots=request.call.slots), or "
+                "extensions=with_options(None, slots=request.call.slots) (transport/requestopts.py)")
 
     def observe(self, status: int | None) -> None:
         """The status of a reply on this route (None: a network error), for the adaptive level."""

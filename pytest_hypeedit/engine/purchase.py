@@ -23,6 +23,7 @@ from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
 from ..transport.slots import CallSlots
 from . import room
+from .call_context import GenerationContext
 from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal, counted, new_call_id
 from .lifecycle import CallReservation, Lifecycle, Step
 from .planning import Plan, skip
@@ -201,8 +202,8 @@ class Purchase:
         with the batch's input, so until then a kill or a stop costs nothing and counts nothing."""
         if price > 0:
             state = GATHERING if self._tier_of(spec) == BATCH else None
-            self.calls.journal_call(record, GENERATE, route=spec.route, price=price, call_id=request.journal.call_id,
-                              life=life, state=state)
+            self.calls.journal_call(record, GENERATE, route=spec.route, price=price,
+                                    call_id=request.call.journal.call_id, life=life, state=state)
 
     def _journal(self, plan: Plan, worst: Callable[[], float]) -> Journal:
         """The candidate's journal: a job an adapter submits is written into the record before its first poll,
@@ -284,8 +285,8 @@ class Purchase:
         """The request that buys this candidate: the same for the call, its --budget reservation and the run's price."""
         # paid bytes land in the candidate's own folder of the outputs, never in the cache (a full cache loses none)
         return GenerationRequest(task, repeat, seed_for(task.task_id, repeat), tuple(self.means.references(task)), spec,
-                                 journal=journal or Journal(), slots=slots,
-                                 landing=self.means.store.task_dir(task.split, spec.name, task.task_id))
+                                 call=GenerationContext(journal=journal or Journal(), slots=slots,
+                                 landing=self.means.store.task_dir(task.split, spec.name, task.task_id)))
 
     def worst_case_generation(self, task: Task, spec: ModelSpec, repeat: int) -> float:
         """The most buying this candidate can cost: what --budget reserves for it (the run's price, engine/estimate.py)."""

@@ -24,6 +24,7 @@ from ..errors import BudgetExceeded, CallError, ConfigError, DiskFull, HypeEditE
 from ..judges.base import JudgeRequest
 from ..secrets import redact
 from . import call_ledger, room
+from .call_context import JudgeContext
 from .journal import REJUDGE, new_call_id
 from .lifecycle import CallReservation, Step
 from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts_cost
@@ -108,13 +109,13 @@ def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
     references = tuple(calls.means.references(plan.task)) if judge.needs_images else ()
     while len(entry["verdicts"]) < k:
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
-                               call_id=new_call_id() if judge.routes else None, slots=plan.slots)
+                               call=JudgeContext(call_id=new_call_id() if judge.routes else None, slots=plan.slots))
         try:
             reserved = life.reserve(calls.means.budget, partial(judge.worst_case_cost, request),
                                 f"re-judging {record.model} {record.task_id} r{record.repeat:03d}")
             if judge.routes:  # a paid call like any other: journaled before it is sent (engine/journal.py)
                 calls.journal_call(record, REJUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
-                                    call_id=request.call_id, life=life, judge=judge.id)
+                                    call_id=request.call.call_id, life=life, judge=judge.id)
         except BudgetExceeded as exc:
             record.extra.setdefault("stability_skipped", str(exc))
             return

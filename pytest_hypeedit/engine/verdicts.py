@@ -20,6 +20,7 @@ from ..secrets import KEY_ENV, redact
 from ..tasks import Task
 from ..text import ERROR_LIMIT, clean_text
 from . import provenance, room
+from .call_context import JudgeContext
 from .journal import JUDGE, new_call_id
 from .lifecycle import CallReservation, Lifecycle, Step
 from .planning import Plan, skip
@@ -73,7 +74,8 @@ class Verdicts:
                 or plan.bound or record.pending or record.error or not isinstance(stale, dict)
                 or self._needs_signals(record)):
             return None
-        request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, (), slots=plan.slots)
+        request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, (),
+                               call=JudgeContext(slots=plan.slots))
         try:
             verdict = judge.judge(request)
         except Exception:  # noqa: BLE001 - asked again under the claim, where a failure is handled and written
@@ -107,7 +109,7 @@ class Verdicts:
         try:
             references = tuple(self.means.references(plan.task)) if judge.needs_images else ()
             request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, references,
-                                   call_id=new_call_id() if judge.routes else None, slots=plan.slots)
+                                   call=JudgeContext(call_id=new_call_id() if judge.routes else None, slots=plan.slots))
             reservation = reserved or self._reserve_verdict(life, request)
             if judge.routes:  # a paid judge: its request is journaled before it leaves
                 self._journal_judge_call(life, record, judge, request)
@@ -177,7 +179,7 @@ class Verdicts:
 
     def _journal_judge_call(self, life: Lifecycle, record: Record, judge: Judge, request: JudgeRequest) -> None:
         self.calls.journal_call(record, JUDGE, route=judge.routes[0], price=judge.worst_case_cost(request),
-                          call_id=request.call_id, life=life, judge=judge.id)
+                          call_id=request.call.call_id, life=life, judge=judge.id)
 
     def reserve_verdict(self, plan: Plan) -> CallReservation | None:
         """--budget for the verdict of a candidate about to be bought, asked of the judge with the path the

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..engine.call_context import JudgeContext
 from ..tasks import Task
 from ..text import REASONING_LIMIT, clean_entries, clean_text
-from ..transport.slots import CallSlots
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..transport.keycheck import KeyProbe
@@ -28,13 +28,10 @@ class JudgeRequest:
     repeat: int  # 1-based
     candidate: Path
     references: tuple[Path, ...]
-    #: The id of this verdict's paid request, journaled before it is sent (engine/journal.py); a judge sends
-    #: it where its API takes a client-chosen id.  None for a free judge.
-    call_id: str | None = None
-    #: The in-flight slots the pool holds for this verdict (one per judge route, engine/limits.py): a request
-    #: sent for it takes no second one, from whatever thread (a panel's jurors ask from helper threads).
-    #: Empty for a library user: each request takes its own.
-    slots: CallSlots = field(default=(), compare=False, repr=False)
+    #: The run's own context of this verdict (engine/call_context.py: its journaled call id, the in-flight
+    #: slots the pool took): a judge passes it on and relies on none of its contents.  A library user
+    #: leaves the default (empty).
+    call: JudgeContext = field(default_factory=JudgeContext, compare=False, repr=False)
 
 
 @dataclass

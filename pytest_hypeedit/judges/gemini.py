@@ -177,7 +177,7 @@ class GeminiJudge(Judge):
     def judge(self, request: JudgeRequest) -> Verdict:
         contents = self._contents(request)
         who = self.model  # the runner names the judge, the item the candidate: each once
-        with self.session.for_call(request.slots) as tied:  # the pool's slot: no second one for its requests
+        with self.session.for_call(request.call.slots) as tied:  # the pool's slot: no second one for its requests
             parsed = ask_until_parsed(lambda: self._ask(contents, who, tied), who=who)
         extra = {"judge_model": self.model, "prompt": self.prompt.kind, "prompt_sha256": self.prompt.sha256,
                  **parsed.extra}

@@ -134,7 +134,7 @@ class OpenAICompatJudge(Judge):
         if temperature is not None:  # some reasoning models take only their default: JudgeOptions(temperature=None)
             body["temperature"] = temperature
         who = f"{self.model} at {self.base}"  # the runner names the judge, the item the candidate: each once
-        parsed = ask_until_parsed(lambda: self._ask(body, who, request.call_id, request.slots), who=who)
+        parsed = ask_until_parsed(lambda: self._ask(body, who, request.call.call_id, request.call.slots), who=who)
         extra = {"judge_model": self.model, "judge_base_url": self.base, "prompt": self.prompt.kind,
                  "prompt_sha256": self.prompt.sha256, **parsed.extra}
         return Verdict(passed=parsed.passed, reasoning=parsed.reasoning, judge=self.id, cost=0.0, extra=extra)

@@ -148,14 +148,14 @@ class HttpProvider(Provider):
         """The key as a bearer token, and the journaled call id as ``X-Client-Request-Id``: the caller's own id
         of a paid request, which the provider's support can look a call up by (ark, openai)."""
         headers = {"Authorization": f"Bearer {self.key}"}
-        if request.journal.call_id:
-            headers["X-Client-Request-Id"] = request.journal.call_id
+        if request.call.journal.call_id:
+            headers["X-Client-Request-Id"] = request.call.journal.call_id
         return headers
 
     def call(self, method: str, url: str, *, request: GenerationRequest | None = None, submits: bool = False,
              download: bool = False, **kwargs: Any) -> httpx.Response:
         """One HTTP request under the route's policy, as part of the call for ``request``: it carries the
-        request's in-flight slots (``GenerationRequest.slots``), so it takes no second one, from whatever
+        request's in-flight slots (``GenerationRequest.call.slots``), so it takes no second one, from whatever
         thread it is sent (without ``request``, it takes its own).  ``submits=True`` for the request that
         submits a paid job to a submit-then-poll route: it is never sent again once it may have reached the
         provider; ``download=True`` for a result file's URL (storage, not the API: no request-per-minute
@@ -166,7 +166,7 @@ class HttpProvider(Provider):
         if "json" in kwargs:
             kwargs.update(json_request(kwargs.pop("json"), kwargs.pop("headers", None)))
         return send(self.client, method, url, route=self.route, model=self.spec.name, submits=submits,
-                    download=download, slots=request.slots if request is not None else (), **kwargs)
+                    download=download, slots=request.call.slots if request is not None else (), **kwargs)
 
     def check(self, response: httpx.Response) -> None:
         raise_for_status(response, route=self.route, model=self.spec.name)
@@ -203,10 +203,10 @@ class HttpProvider(Provider):
             return ProviderError(redact(f"{what}: the result URL answered HTTP {status} (expired or gone); "
                                         "the image was generated but cannot be fetched"), retryable=True, status=status)
 
-        folder = request.landing if request is not None and request.landing is not None \
+        folder = request.call.landing if request is not None and request.call.landing is not None \
             else self.runtime.downloads_dir()
         return download_to(self.client, url, folder, route=self.route, model=self.spec.name, headers=headers,
-                           gone=gone or expired, slots=request.slots if request is not None else ())
+                           gone=gone or expired, slots=request.call.slots if request is not None else ())
 
     def paid_for(self, request: GenerationRequest | None) -> float:
         """What an answered call cost when its reply cannot be used and says no price: its worst case."""

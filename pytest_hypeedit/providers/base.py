@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..engine.journal import Journal
+from ..engine.call_context import GenerationContext
 from ..registry import ModelSpec
 from ..tasks import Task
-from ..transport.slots import CallSlots
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.preview import Preview
@@ -30,17 +29,10 @@ class GenerationRequest:
     seed: int  # per task x repeat, the same for every model
     references: tuple[Path, ...]  # the task's reference images as downloaded, in task order
     spec: ModelSpec
-    #: Where a route that answers with a job (submit, then poll) records it before the first poll, and
-    #: finds the job of an earlier attempt to resume instead of submitting again (engine/journal.py).
-    journal: Journal = field(default_factory=Journal, compare=False)
-    #: The folder a result file is downloaded into: the candidate's own folder in the outputs (set by the
-    #: runner), so paid bytes land on the outputs' filesystem and the move into place is a rename; a full
-    #: cache cannot lose them.  None (a library user, a unit test): the run's downloads folder.
-    landing: Path | None = field(default=None, compare=False)
-    #: The in-flight slot the pool holds for this call (engine/limits.py): the adapter passes it to every HTTP
-    #: request of the call (``HttpProvider.call(..., request=request)``), which then takes no second one, from
-    #: whatever thread it is sent.  Empty for a library user: each request takes its own.
-    slots: CallSlots = field(default=(), compare=False, repr=False)
+    #: The run's own context of this call (engine/call_context.py: where a job is journaled, where a download
+    #: lands, the in-flight slots the pool took): an adapter passes it on (``HttpProvider.call(...,
+    #: request=request)``) and relies on none of its contents.  A library user leaves the default (empty).
+    call: GenerationContext = field(default_factory=GenerationContext, compare=False, repr=False)
 
 
 @dataclass

@@ -123,7 +123,7 @@ class BflProvider(HttpProvider):
                                seed=result.get("seed", self.seed_sent(request)), width=job.get("width"),
                                height=job.get("height"), cost_credits=job.get("credits"), price=self.spec.price,
                                input_mp=job.get("input_mp"), output_mp=job.get("output_mp"),
-                               resumed_job=request.journal.resumed or None)
+                               resumed_job=request.call.journal.resumed or None)
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
         """The credit formula at its worst (CREDITS, MP): the output at the size requested plus every reference
@@ -155,7 +155,7 @@ class BflProvider(HttpProvider):
         submitted = self.submit(request, what)
         credits = submitted.get("cost")
         cost = round(credits * USD_PER_CREDIT, 6) if isinstance(credits, (int, float)) else None
-        return request.journal.submitted(
+        return request.call.journal.submitted(
             id=str(submitted.get("id") or submitted["polling_url"]), polling_url=str(submitted["polling_url"]),
             cost=cost, credits=credits, input_mp=submitted.get("input_mp"), output_mp=submitted.get("output_mp"),
             **self.shape(request))

@@ -114,7 +114,7 @@ class FalProvider(HttpProvider):
         image = self.first_image(request, result, job["id"])
         data = poller.download(str(image["url"]), keeps="fal's media URLs expire (data retention docs)")
         return self.generation(request, data, request_id=job["id"], seed=result.get("seed", request.seed),
-                               image_size=job.get("image_size"), resumed_job=request.journal.resumed or None)
+                               image_size=job.get("image_size"), resumed_job=request.call.journal.resumed or None)
 
     def image_size(self, request: GenerationRequest) -> tuple[int, int]:
         """The task's aspect ratio at ``options.megapixels`` (1 MP), or at the task's own pixels brought into the
@@ -137,7 +137,7 @@ class FalProvider(HttpProvider):
     def submit_job(self, request: GenerationRequest, what: str) -> dict[str, Any]:
         """Submit, then journal the request (with the URLs to resume it) before the first poll."""
         queued = self.submit(request, what)
-        return request.journal.submitted(
+        return request.call.journal.submitted(
             id=str(queued.get("request_id") or queued["response_url"]), polling_url=queued.get("status_url"),
             response_url=str(queued["response_url"]), cancel_url=queued.get("cancel_url"),
             image_size=self.body(request, with_images=False).get("image_size"))

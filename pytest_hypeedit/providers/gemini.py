@@ -151,7 +151,7 @@ class GeminiProvider(Provider):
         contents = [types.Content(role="user", parts=[types.Part.from_text(text=request.task.instruction),
                                                       *self._reference_parts(request)])]
         try:
-            with self.session.for_call(request.slots) as tied:  # the pool's slot: no second one for its requests
+            with self.session.for_call(request.call.slots) as tied:  # the pool's slot: no second one for its requests
                 config = self._config(request).model_copy(update=tied)
                 response = call(lambda: self.session.client.models.generate_content(
                     model=self.spec.provider_model, contents=contents, config=config), what=what, error=ProviderError)

@@ -345,15 +345,15 @@ def line_key(request: GenerationRequest) -> str:
 def batch_generate(provider: GeminiBatchProvider, collector: Collector, backend: GeminiBatch,
                    request: GenerationRequest) -> Generation:
     key = line_key(request)
-    job = request.journal.job
+    job = request.call.journal.job
     if job is not None and job.get("kind") == "batch":
         _check_journaled(provider, request, job)
         backend.expect(job)
-        outcome = collector.resume(Line(key, None, 0, request.journal), job)
+        outcome = collector.resume(Line(key, None, 0, request.call.journal), job)
     else:
         body = inlined_request(provider, backend, request, key)
         outcome = collector.buy(Line(key, body, len(body.model_dump_json(exclude_none=True)) + 64,
-                                     request.journal))
+                                     request.call.journal))
     return generation_of(provider, request, outcome)
 
 
@@ -372,7 +372,7 @@ def _check_journaled(provider: GeminiBatchProvider, request: GenerationRequest, 
                                                                  BATCH_NAME.fullmatch(str(batch_id))) \
             and (input_id is None or FILE_NAME.fullmatch(str(input_id))):
         return
-    where = request.journal.source or "the candidate's record"
+    where = request.call.journal.source or "the candidate's record"
     raise ProviderError(f"{where}: the batch line journaled for gemini {provider.spec.provider_model} has no valid "
                         "batch name; nothing was sent. Delete its \"job\" entry if the record was edited: the next "
                         "run then buys the candidate again", retryable=False)
@@ -394,8 +394,8 @@ def rest_request(genai_batches: Any, api: Any, inlined: Any) -> dict[str, Any]:
 
 
 def _rebuy(request: GenerationRequest, why: str) -> None:
-    job = request.journal.job or {}
-    request.journal.submitted(**{**job, "cost": 0.0})
+    job = request.call.journal.job or {}
+    request.call.journal.submitted(**{**job, "cost": 0.0})
     raise JobExpired(f"gemini batch line {job.get('id')}: {why}; nothing of it was billed, so it is bought again",
                      retryable=True)
 
@@ -416,7 +416,7 @@ def generation_of(provider: GeminiBatchProvider, request: GenerationRequest, out
                else "its batch was never created")
     response, error = outcome.reply
     if response is None:
-        request.journal.forget()  # no response, nothing billed: the next attempt buys it in a new batch
+        request.call.journal.forget()  # no response, nothing billed: the next attempt buys it in a new batch
         code = error.get("code") if isinstance(error, dict) else None
         message = str(error.get("message") or "")[:300] if isinstance(error, dict) else ""
         raise ProviderError(redact(f"{what}: the line failed: code {code}: {message or 'no message'}"),
@@ -431,7 +431,7 @@ def generation_of(provider: GeminiBatchProvider, request: GenerationRequest, out
             raise
         generation = provider.generation_of(request, response, image, ext)
         # on disk before the next line is read: the candidate holds a path until it is saved (batch_results.land)
-        generation.image = land(image, request.landing or provider.runtime.downloads_dir())
+        generation.image = land(image, request.call.landing or provider.runtime.downloads_dir())
     generation.cost = provider.spec.price_at("batch") if not provider.priced_model() else \
         round(generation.cost * provider.spec.tier_factor("batch"), 6)
     generation.tier = "batch"

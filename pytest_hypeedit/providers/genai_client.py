@@ -11,8 +11,8 @@ once it may have reached Google, and a reply lost on the way is an error with
 ``reply_lost`` (engine/journal.py).  Google's API takes no client-chosen id or
 idempotency key for it (google-genai sends none: ``_api_client.py``).
 
-A call the pool holds an in-flight slot for (``GenerationRequest.slots``,
-``JudgeRequest.slots``) is entered with ``GenaiSession.for_call``: google-genai
+A call the pool holds an in-flight slot for (``GenerationRequest.call.slots``,
+``JudgeRequest.call.slots``) is entered with ``GenaiSession.for_call``: google-genai
 builds and sends its requests itself (from whatever thread it likes), so the
 call's config carries a one-off token in a header; the session's request hook
 takes the header off before anything is sent and puts the call's slots on the

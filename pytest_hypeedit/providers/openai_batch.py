@@ -351,11 +351,11 @@ def batch_generate(provider: OpenAIBatchProvider, collector: Collector, backend:
     key = line_key(request)
     job = _resumed(provider, request)
     if job is not None:
-        outcome = collector.resume(Line(key, b"", 0, request.journal), job)
+        outcome = collector.resume(Line(key, b"", 0, request.call.journal), job)
     else:
         body = json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT,
                            "body": edit_body(provider, backend, request)}).encode() + b"\n"
-        outcome = collector.buy(Line(key, body, len(body), request.journal))
+        outcome = collector.buy(Line(key, body, len(body), request.call.journal))
     return generation_of(provider, request, outcome)
 
 
@@ -370,13 +370,13 @@ def edit_body(provider: OpenAIBatchProvider, backend: OpenAIBatch, request: Gene
 
 
 def _resumed(provider: OpenAIBatchProvider, request: GenerationRequest) -> dict[str, Any] | None:
-    job = request.journal.job
+    job = request.call.journal.job
     if job is None or job.get("kind") != "batch":
         return None
     ok = FILE_ID.fullmatch(str(job.get("input_file_id"))) and \
         (job.get("batch_id") is None or BATCH_ID.fullmatch(str(job.get("batch_id"))))
     if not ok:
-        where = request.journal.source or "the candidate's record"
+        where = request.call.journal.source or "the candidate's record"
         raise provider.error(f"{where}: the batch line journaled for {provider.what(request)} has no valid input "
                              "file or batch id; nothing was sent. Delete its \"job\" entry if the record was edited: "
                              "the next run then buys the candidate again", retryable=False)
@@ -415,7 +415,7 @@ def _line_generation(provider: OpenAIBatchProvider, request: GenerationRequest, 
         raise _batch_refusal(provider.refusal(request, f"{exc.reason}; billed at the batch price",
                                               request_id=request_id, cost=cost)) from None
     # on disk before the next line is read: the candidate holds a path until it is saved (batch_results.land)
-    image = land(data, request.landing or provider.runtime.downloads_dir())
+    image = land(data, request.call.landing or provider.runtime.downloads_dir())
     try:
         generation = provider.generation(request, image, cost=cost, request_id=request_id, seed=None,
                                          size=body.get("size") or provider.size(request), quality=body.get("quality"),
@@ -457,8 +457,8 @@ def _unreadable(provider: OpenAIBatchProvider, request: GenerationRequest, outco
         raise provider.error(f"{what}: route {provider.route}: the line the batch returned for this candidate "
                              f"cannot be read: {outcome.problem}; it was billed (an output-file line), so it is not "
                              "bought again: it stays journaled", retryable=False)
-    job = request.journal.job or {}
-    request.journal.submitted(**{**job, "id": job.get("id") or line_key(request), "cost": 0.0})
+    job = request.call.journal.job or {}
+    request.call.journal.submitted(**{**job, "id": job.get("id") or line_key(request), "cost": 0.0})
     raise JobExpired(f"{what}: route {provider.route}: the error line the batch returned for this candidate cannot "
                      f"be read: {outcome.problem}; OpenAI bills completed requests only, so it is bought again",
                      retryable=True)
@@ -468,8 +468,8 @@ def _not_returned(provider: OpenAIBatchProvider, request: GenerationRequest, out
     if outcome.billed:
         raise ProviderError(f"{what}: the batch ended {outcome.missing} without a line for this candidate; it may "
                             "have been billed, so it is not bought again: it stays journaled", retryable=False)
-    job = request.journal.job or {}
-    request.journal.submitted(**{**job, "id": job.get("id") or line_key(request), "cost": 0.0})
+    job = request.call.journal.job or {}
+    request.call.journal.submitted(**{**job, "id": job.get("id") or line_key(request), "cost": 0.0})
     raise JobExpired(f"{what}: not run ({outcome.missing}); OpenAI bills completed requests only, so it is bought "
                      "again", retryable=True)
 
@@ -479,7 +479,7 @@ def _refused_line(provider: OpenAIBatchProvider, request: GenerationRequest, sta
     """An error-file line with the endpoint's HTTP error: as the sync path maps that reply (openai.py)."""
     error = body["error"] if isinstance(body.get("error"), dict) else {}
     code, message = error.get("code"), str(error.get("message") or "")
-    request.journal.forget()  # not billed: the next attempt buys it in a new batch
+    request.call.journal.forget()  # not billed: the next attempt buys it in a new batch
     if status == 400 and provider.is_moderation(code, message, json.dumps(body)[:2000]):
         raise _batch_refusal(provider.refusal(request, f"moderation: {code}: {message[:300]}", request_id=request_id))
     if status == 404 and code == "model_not_found":

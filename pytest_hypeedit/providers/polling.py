@@ -1,7 +1,7 @@
 """What the submit-then-poll routes (bfl, fal, replicate, runware) share: patient polls of a journaled job.
 
 A submitted job is paid for; polling it costs nothing.  So once a job is
-journaled (``request.journal.submitted``, engine/journal.py) every read of it
+journaled (``request.call.journal.submitted``, engine/journal.py) every read of it
 is patient: a poll or a result download that fails in a way waiting can fix
 (5xx or 429 after the HTTP policy's own retries, a timeout, a dropped
 connection, a body that is not the JSON we expect) is tried again, with
@@ -96,12 +96,12 @@ def resumed_job(provider: "HttpProvider", request: GenerationRequest, *,
                 id_pattern: str | None = None) -> dict[str, Any] | None:
     """The job an earlier attempt journaled (None: there is none), checked first: a field that is not what
     the adapter wrote is an error naming the record, never a URL to call or a cost to trust."""
-    job = request.journal.job
+    job = request.call.journal.job
     if job is None:
         return None
     problem = job_problem(job, id_pattern)
     if problem:
-        where = getattr(request.journal, "source", None) or "the candidate's record"
+        where = getattr(request.call.journal, "source", None) or "the candidate's record"
         raise provider.error(f"{where}: the job journaled for {provider.what(request)} {problem}; nothing was "
                              f"sent. {_DELETE_HINT}", retryable=False)
     return job
@@ -146,8 +146,8 @@ class JobPoller:
             retryable=False)
 
     def _came_from(self) -> str:
-        source = getattr(self.request.journal, "source", None) or "the candidate's record"
-        if self.request.journal.resumed:
+        source = getattr(self.request.call.journal, "source", None) or "the candidate's record"
+        if self.request.call.journal.resumed:
             return f"the URL was read from the job journaled in {source}. {_DELETE_HINT}"
         return f"the URL came in the provider's own reply; the job stays journaled in {source} for review"
 
@@ -180,7 +180,7 @@ class JobPoller:
     def fail(self, why: str, *, retryable: bool = True) -> JobFailed:
         """The job ended without an image (the provider says it failed): forget it, so the next run submits
         a new one, and return the error to raise."""
-        self.request.journal.forget()
+        self.request.call.journal.forget()
         return JobFailed(redact(f"{self.what}: {self.job} failed: {why}; it ended without an image, so the "
                                     "next run submits a new job"), retryable=retryable)
 

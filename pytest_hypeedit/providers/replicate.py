@@ -120,7 +120,7 @@ class ReplicateProvider(HttpProvider):
         data = poller.download(url, keeps=OUTPUT_KEPT)
         return self.generation(request, data, request_id=job["id"], seed=None, aspect_ratio=job.get("aspect_ratio"),
                                metrics=prediction.get("metrics"), model_version=prediction.get("version"),
-                               resumed_job=request.journal.resumed or None)
+                               resumed_job=request.call.journal.resumed or None)
 
     # ------------------------------------------------------------------ input
     def aspect_ratio(self, request: GenerationRequest) -> str:
@@ -180,7 +180,7 @@ class ReplicateProvider(HttpProvider):
 
     def journal(self, request: GenerationRequest, prediction: dict[str, Any]) -> dict[str, Any]:
         urls = prediction.get("urls") or {}
-        return request.journal.submitted(id=str(prediction["id"]), polling_url=urls.get("get"),
+        return request.call.journal.submitted(id=str(prediction["id"]), polling_url=urls.get("get"),
                                          cancel_url=urls.get("cancel"), aspect_ratio=self.aspect_ratio(request))
 
     def finished(self, request: GenerationRequest, job: dict[str, Any], prediction: dict[str, Any] | None,

@@ -188,7 +188,7 @@ class RunwareProvider(HttpProvider):
         return self.generation(request, data, cost=cost, request_id=task["taskUUID"],
                                seed=item.get("seed", task.get("seed")), image_uuid=item.get("imageUUID"),
                                reported_cost=cost, price=self.spec.price, width=task["width"], height=task["height"],
-                               delivery=task["deliveryMethod"], resumed_job=request.journal.resumed or None)
+                               delivery=task["deliveryMethod"], resumed_job=request.call.journal.resumed or None)
 
     def worst_case_cost(self, request: GenerationRequest) -> float:
         """The 4K price when the size chosen is a 4K pair (``options.sizes`` can list them), else the price."""
@@ -230,13 +230,13 @@ class RunwareProvider(HttpProvider):
     # ------------------------------------------------------------------ async: submit, then getResponse
     def submit_async(self, request: GenerationRequest, task: dict[str, Any], what: str) -> dict[str, Any] | None:
         """Journal the task, then send it; the result item when the reply already holds it."""
-        request.journal.submitted(id=task["taskUUID"], polling_url=self.base, width=task["width"],
+        request.call.journal.submitted(id=task["taskUUID"], polling_url=self.base, width=task["width"],
                                   height=task["height"], delivery="async")
         try:
             reply = self.send_task(request, task, what)
         except ProviderError as exc:
             if not exc.retryable:
-                request.journal.forget()  # refused outright (validation, auth): no task was accepted
+                request.call.journal.forget()  # refused outright (validation, auth): no task was accepted
             raise
         items = self.items_of(reply, task["taskUUID"])
         return next((item for item in items if item.get("imageURL") or item.get("imageDataURI")), None)
@@ -271,7 +271,7 @@ class RunwareProvider(HttpProvider):
         error = found if isinstance(found := item.get("error"), dict) else {}
         code, message = str(error.get("code", "")), str(error.get("message", ""))
         if code.lower() in MODEL_GONE_CODES:
-            request.journal.forget()  # the task ended without an image: nothing to resume
+            request.call.journal.forget()  # the task ended without an image: nothing to resume
             return self.gone(f"{code}: {message[:300]}")
         if code.lower() in GONE_CODES:
             return poller.expired(f"the task ended with {code}: {message[:200]}")

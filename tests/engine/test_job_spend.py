@@ -77,10 +77,10 @@ class JobProvider(BilledProvider):
     kind: str | None = None  # "batch": the job is a batch line
 
     def generate(self, request: GenerationRequest) -> Generation:
-        if request.journal.job is None:
+        if request.call.journal.job is None:
             self.bills.billed += JOB_PRICE
             self.bills.submitted += 1
-            request.journal.submitted(id=f"job-{self.bills.submitted}", cost=JOB_PRICE, kind=self.kind)
+            request.call.journal.submitted(id=f"job-{self.bills.submitted}", cost=JOB_PRICE, kind=self.kind)
         what = self.bills.next()
         if what == "kill":
             raise Killed
@@ -211,7 +211,7 @@ class ExpiringJobs(JobProvider):
     def generate(self, request: GenerationRequest) -> Generation:
         from pytest_hypeedit.errors import JobExpired
 
-        if request.journal.job is not None:
+        if request.call.journal.job is not None:
             raise JobExpired("Task not found")
         return super().generate(request)
 
@@ -261,8 +261,8 @@ class FailingJobs(JobProvider):
     """Journals a job the provider then says failed: forgotten, and not billed (the next run submits anew)."""
 
     def generate(self, request: GenerationRequest) -> Generation:
-        request.journal.submitted(id="job-failed", cost=JOB_PRICE)
-        request.journal.forget()
+        request.call.journal.submitted(id="job-failed", cost=JOB_PRICE)
+        request.call.journal.forget()
         raise ProviderError("the job failed at the provider", retryable=True)
 
 

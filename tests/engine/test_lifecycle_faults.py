@@ -124,7 +124,7 @@ class FakeProvider(Provider):
         return PRICE
 
     def generate(self, request: GenerationRequest) -> Generation:
-        world, journal = self.world, request.journal
+        world, journal = self.world, request.call.journal
         key = (self.spec.name, request.task.task_id, request.repeat)
         if journal.job is None:
             world.journaled(f"generation of {key}", world.record_on_disk(*key), journal.call_id)
@@ -185,15 +185,15 @@ class FakeJudge(Judge):
         world = self.world
         record = world.record_on_disk(request.model, request.task.task_id, request.repeat)
         if self.routes:
-            world.journaled(f"verdict of {request.model} {request.task.task_id}", record, request.call_id)
+            world.journaled(f"verdict of {request.model} {request.task.task_id}", record, request.call.call_id)
         # the image is on disk; for a paid judge its record on disk names it too (written with its journal entry;
         # a free judge's verdict of an image adopted from disk is written with the adoption, after it)
         if not request.candidate.is_file() or (self.routes and record.get("candidate") != request.candidate.name):
             world.broken.append(f"{request.candidate} judged before it was saved (record names "
                                 f"{record.get('candidate')})")
         if world.fault("unbilled") == "unbilled":
-            if self.routes and request.call_id:
-                world.unbilled_ids.add(request.call_id)
+            if self.routes and request.call.call_id:
+                world.unbilled_ids.add(request.call.call_id)
             raise JudgeError("503", retryable=True)
         world.bill(self.price)
         fault = world.fault("kill", "reply-lost", "unreadable")

@@ -31,6 +31,7 @@ from providers_fakes.runware import FakeRunware
 from upstream_stub import upstream_stub  # noqa: F401 - fixture
 
 from pytest_hypeedit.analysis.metrics import MetricSettings
+from pytest_hypeedit.engine.call_context import GenerationContext, JudgeContext
 from pytest_hypeedit.engine.journal import REVIEW, Journal
 from pytest_hypeedit.engine.means import Means
 from pytest_hypeedit.engine.records import Record
@@ -116,7 +117,8 @@ def paid_requests(route: Route, fake) -> list:
 
 
 def journaled(tmp_path: Path, spec: ModelSpec):
-    return dataclasses.replace(make_request(tmp_path, spec), journal=Journal(route=spec.route, call_id="call-0001"))
+    return dataclasses.replace(make_request(tmp_path, spec),
+                               call=GenerationContext(journal=Journal(route=spec.route, call_id="call-0001")))
 
 
 # --------------------------------------------------------------------------- every adapter: sent once
@@ -213,7 +215,7 @@ def test_the_openai_judge_call_is_sent_once_and_names_its_id(tmp_path):
         judge = OpenAICompatJudge("m", JudgeOptions(openai_base_url=chat.base_url, policy=PATIENT, timeout_s=0.3),
                                   prompt="rubric")
         with pytest.raises(JudgeError, match="not sent again") as info:
-            judge.judge(dataclasses.replace(judge_request(tmp_path), call_id="call-0042"))
+            judge.judge(dataclasses.replace(judge_request(tmp_path), call=JudgeContext(call_id="call-0042")))
         judge.close()
         assert len(chat.requests) == 1 and info.value.reply_lost
         assert chat.requests[0].headers["x-client-request-id"] == "call-0042"

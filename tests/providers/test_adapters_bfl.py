@@ -39,7 +39,7 @@ class TestBfl(AdapterContract, ExpiringUrlContract, JobContract):
         first, _, _ = self.left_journaled(fake, make_provider(max_wait_s=0.2), tmp_path)
         fake.credits = 99.0  # a second submission would report this
         provider = make_provider()
-        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=first.journal.job)
+        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=first.call.journal.job)
         generation = provider.generate(resumed)
         assert generation.cost == pytest.approx(0.13) and generation.extra["resumed_job"] is True
         assert len(fake.seen(self.main_path)) == 1

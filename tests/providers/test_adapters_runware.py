@@ -77,7 +77,7 @@ class TestRunware(RunwareCase):
     def test_a_journaled_task_is_resumed_even_after_switching_to_sync(self, fake, make_provider, tmp_path):
         request, saved, _ = self.left_journaled(fake, make_provider(max_wait_s=0.2), tmp_path)
         synchronous = make_provider(delivery="sync")
-        resumed, _ = self.journaled_request(tmp_path, synchronous.spec, job=request.journal.job)
+        resumed, _ = self.journaled_request(tmp_path, synchronous.spec, job=request.call.journal.job)
         assert synchronous.generate(resumed).request_id == saved[0]["id"]
         assert len(fake.inference_tasks()) == 1
 
@@ -118,7 +118,7 @@ class TestRunware(RunwareCase):
         request, saved = self.journaled_request(tmp_path, provider.spec)
         with pytest.raises(JobExpired, match="taskCancelled"):
             provider.generate(request)
-        assert request.journal.job is not None  # the runner forgets it and counts it resubmitted
+        assert request.call.journal.job is not None  # the runner forgets it and counts it resubmitted
 
     @pytest.mark.parametrize("code", ["modelDisabled", "modelUnavailable"])
     def test_a_disabled_model_is_final_and_not_asked_again(self, fake, provider, tmp_path, code):

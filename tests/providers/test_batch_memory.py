@@ -16,6 +16,7 @@ from genai_fakes.gemini_batch import FakeGeminiBatch
 from providers_fakes.contract import FAST, decodes, make_request
 from providers_fakes.openai_batch import FakeOpenAIBatch
 
+from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.providers import openai_batch
 from pytest_hypeedit.providers.batch_results import LINES_AT_ONCE
@@ -59,8 +60,8 @@ def buy_together(provider, tmp_path: Path) -> list:
     """``LINES`` candidates bought at once (one batch), their generations held as the engine holds them until
     each is saved; each landing in its own folder."""
     requests = [dataclasses.replace(make_request(tmp_path, provider.spec, width=1536, height=1024, repeat=repeat),
-                                    journal=Journal(save=lambda job: None),
-                                    landing=tmp_path / "landing" / f"r{repeat}")
+                                    call=GenerationContext(journal=Journal(save=lambda job: None),
+                                    landing=tmp_path / "landing" / f"r{repeat}"))
                 for repeat in range(1, LINES + 1)]  # one by one: each writes the task's reference files
     with ThreadPoolExecutor(LINES) as pool:
         return list(zip(requests, pool.map(provider.generate, requests)))
@@ -71,7 +72,7 @@ def assert_landed(bought: list, alive: Alive) -> None:
     assert alive.now == 0, f"{alive.now} decoded images still held by the candidates"
     for request, generation in bought:
         assert generation.tier == "batch"
-        assert isinstance(generation.image, Path) and generation.image.parent == request.landing
+        assert isinstance(generation.image, Path) and generation.image.parent == request.call.landing
         assert decodes(generation.image)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from providers_fakes.contract import FAST, make_request
 
+from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.engine.planning import Planning
 from pytest_hypeedit.engine.records import Record
@@ -47,7 +48,8 @@ def line(body: dict, status: int = 200) -> Outcome:
 
 
 def request(tmp_path, provider):
-    return dataclasses.replace(make_request(tmp_path, provider.spec, width=1536, height=1024), journal=Journal())
+    return dataclasses.replace(make_request(tmp_path, provider.spec, width=1536, height=1024),
+                               call=GenerationContext(journal=Journal()))
 
 
 USAGE = {"input_tokens": 1000, "output_tokens": 6000, "input_tokens_details": {"text_tokens": 100, "image_tokens": 900}}

@@ -38,7 +38,7 @@ def provider_with(tmp_path, **options):
 
 def request(tmp_path, provider, journal=None):
     plain = make_request(tmp_path, provider.spec, width=1536, height=1024)
-    return dataclasses.replace(plain, journal=journal or Journal())
+    return dataclasses.replace(plain, call=dataclasses.replace(plain.call, journal=journal or Journal()))
 
 
 def test_a_line_journaled_with_its_input_file_is_created_once_from_it(fake, tmp_path):

@@ -12,6 +12,7 @@ from genai_fakes.gemini import image_reply
 from helper_thread import on_a_helper_thread
 from PIL import Image
 
+from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.limits import RouteLimiter
 from pytest_hypeedit.errors import ConfigError
 from pytest_hypeedit.providers.base import GenerationRequest
@@ -34,7 +35,7 @@ def png() -> bytes:
 def request_for(tmp_path, slots=()) -> GenerationRequest:
     (tmp_path / "001.png").write_bytes(png())
     task = Task("task-1", ("001.png",), ("edit",), "Make the mug blue.", 64, 64, "public")
-    return GenerationRequest(task, 1, 1234, (tmp_path / "001.png",), SPEC, slots=slots)
+    return GenerationRequest(task, 1, 1234, (tmp_path / "001.png",), SPEC, call=GenerationContext(slots=slots))
 
 
 def in_thread(fn):

@@ -40,7 +40,7 @@ def provider(tmp_path):
 
 def request(tmp_path, provider, journal=None, repeat=1):
     plain = make_request(tmp_path, provider.spec, width=1536, height=1024, repeat=repeat)
-    return dataclasses.replace(plain, journal=journal or Journal())
+    return dataclasses.replace(plain, call=dataclasses.replace(plain.call, journal=journal or Journal()))
 
 
 def test_the_line_is_the_json_edit_body_with_the_reference_by_file_id(fake, provider, tmp_path):

@@ -189,7 +189,7 @@ class SlowProvider(FakeProvider):
         from pytest_hypeedit.transport.http import send
 
         send(self.client, "GET", os.environ["SLOW_URL"] + "/" + request.spec.route, route=request.spec.route,
-             model=request.spec.name, slots=request.slots).raise_for_status()
+             model=request.spec.name, slots=request.call.slots).raise_for_status()
         if os.environ.get("REFUSE_ROUTE") in ("all", request.spec.route):
             raise Refusal("refused, to fail the item")
 

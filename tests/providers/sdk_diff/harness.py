@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
+from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.providers import BUILTIN_ROUTES
 from pytest_hypeedit.providers.base import GenerationRequest, Provider, seed_for
@@ -192,7 +193,7 @@ def make_call(spec: ModelSpec, folder: Path, base: str, shape: Shape) -> Call:
                 task_types=("object_edit",), instruction=INSTRUCTION, width=shape.width, height=shape.height,
                 split="public")
     request = GenerationRequest(task, 3, seed_for(task.task_id, 3), references, spec,
-                                journal=Journal(call_id=CALL_ID))
+                                call=GenerationContext(journal=Journal(call_id=CALL_ID)))
     return Call(spec, request, adapter(spec, folder), base, shape)
 
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from PIL import Image
 
+from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.errors import ConfigError, JobExpired, JobFailed, ProviderError, Refusal
 from pytest_hypeedit.providers.base import GenerationRequest, seed_for
@@ -217,7 +218,7 @@ class JobContract:
             if on_save is not None:
                 on_save(entry)
         journal = Journal(job, save, route=self.provider_class.route)
-        return dataclasses.replace(make_request(tmp_path, spec), journal=journal), saved
+        return dataclasses.replace(make_request(tmp_path, spec), call=GenerationContext(journal=journal)), saved
 
     def submissions(self, fake) -> int:
         return sum(fake.ledger.submitted.values())
@@ -252,9 +253,9 @@ class JobContract:
     def test_a_job_whose_polls_keep_failing_stays_journaled_and_is_resumed(self, fake, make_provider, tmp_path):
         provider = make_provider(max_wait_s=0.3)
         request, saved, error = self.left_journaled(fake, provider, tmp_path)
-        assert error.retryable and request.journal.job == saved[-1]
-        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=request.journal.job)
-        assert resumed.journal.resumed
+        assert error.retryable and request.call.journal.job == saved[-1]
+        resumed, _ = self.journaled_request(tmp_path, provider.spec, job=request.call.journal.job)
+        assert resumed.call.journal.resumed
         generation = provider.generate(resumed)
         assert decodes(generation.image) and generation.request_id == saved[-1]["id"]
         assert self.submissions(fake) == 1
@@ -268,7 +269,7 @@ class JobContract:
             provider.generate(request)
         assert time.monotonic() - started < 5, "a final failure was polled as if pending"
         assert saved[0]["id"] in str(info.value) and "failed" in str(info.value)
-        assert saved[-1] is None and request.journal.job is None  # the next run submits anew
+        assert saved[-1] is None and request.call.journal.job is None  # the next run submits anew
         self.assert_no_key(fake, str(info.value))
 
     def test_a_job_the_provider_no_longer_knows_has_expired(self, fake, make_provider, tmp_path):
@@ -278,4 +279,4 @@ class JobContract:
         with pytest.raises(JobExpired, match="expired") as info:
             provider.generate(request)
         assert saved[0]["id"] in str(info.value)
-        assert request.journal.job is not None  # the runner, not the adapter, forgets it and counts resubmitted
+        assert request.call.journal.job is not None  # the runner, not the adapter, forgets it and counts resubmitted
