@@ -203,10 +203,8 @@ class SlotSet:
         if demand == self._published and now - self._published_at < DEMAND_REFRESH:
             return
         self._published, self._published_at = demand, now
-        temporary = self._demand_file.with_name(self._demand_file.name + ".tmp")
         try:
-            temporary.write_text(str(max(0, demand)))
-            os.replace(temporary, self._demand_file)
+            atomic_write_bytes(self._demand_file, str(max(0, demand)).encode())
         except OSError:  # a full disk: the shares are a refinement, the slots themselves still bound the run
             return
 
@@ -233,7 +231,7 @@ class SlotSet:
     def _read_others(self) -> int:
         total, fresh_after = 0, time.time() - DEMAND_STALE
         for path in self._demand_file.parent.glob(f"{safe_name(self.name)}.demand.*"):
-            if path == self._demand_file or path.suffix == ".tmp":
+            if path == self._demand_file:
                 continue
             try:
                 if path.stat().st_mtime < fresh_after:
