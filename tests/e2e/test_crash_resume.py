@@ -77,9 +77,8 @@ def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path):
     # length (one whose image landed just before the kill and whose record did not is adopted by the rerun, which
     # cannot know when it was bought: it is left out, not given a made-up time)
     serving = [results.pop("serving") for results in (resumed, expected)]
-    timed = sum(1 for record in (killed / "out" / "mini").rglob("[0-9][0-9][0-9].json")
-                if json.loads(record.read_text()).get("generated_at")
-                and json.loads(record.read_text()).get("latency_s") is not None)
+    records = [json.loads(path.read_text()) for path in (killed / "out" / "mini").rglob("[0-9][0-9][0-9].json")]
+    timed = sum(1 for record in records if record.get("generated_at") and record.get("latency_s") is not None)
     assert [[(d["model"], d["by"], d["candidates"], d["tasks"]) for d in s["drift"]] for s in serving] == [
         [("identity", by, count, 6) for by in ("time", "latency")] for count in (timed, 60)]
     assert serving[0]["routes"] == serving[1]["routes"] == []
