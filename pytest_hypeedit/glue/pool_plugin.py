@@ -196,9 +196,7 @@ class PoolPlugin:
 
     def _runtime(self) -> Runtime:
         """The run's provider runtime (glue/startup.py configure_runtime), passed in through the stash."""
-        from ..providers import runtime
-
-        return self.config.stash.get(RUNTIME_KEY, None) or runtime.current()
+        return self.config.stash[RUNTIME_KEY]
 
     def _admission_of(self, route: str, limiter: RouteLimiter | None) -> RouteAdmission:
         key = (route, id(limiter))

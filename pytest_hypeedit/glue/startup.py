@@ -49,6 +49,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
     checking = controller and not settings.collect_only
     run = run_config_of(config, extra, load_tasks=False)
     config.stash[RUN_KEY] = run  # the judge's options come from it
+    configure_runtime(config, run)  # and their runtime: the run's, passed in to the judge made below
     if controller:
         check_gates(config, run)  # a gate on a model, split or metric the run lacks: before any key, download or call
     if checking:  # a setting no request can be made with: a usage error naming it, not a call possibly paid
@@ -110,7 +111,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
             images[key] = reference_image_paths(task, run.images_base_for(split), run.cache_dir, verify=False)
         return images[key]
 
-    state_dir = configure_runtime(config, run)
+    state_dir = run_state_dir(config, run)
     return Runner(Means(
         store=Store(run.outputs, folders=run.folders),
         make_provider=lambda spec: make_provider(config, spec),
@@ -136,17 +137,16 @@ def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:
     return stability_sample(keys, *wanted, seed=settings_of(config).bootstrap_seed or 0)
 
 
-def configure_runtime(config: pytest.Config, run: RunConfig) -> Path:
+def configure_runtime(config: pytest.Config, run: RunConfig) -> None:
     """The run's provider runtime (its limits, folders, tier and batch collectors), kept in ``config.stash`` for
-    the adapters and route admissions the plugin makes; return the per-run directory every xdist worker shares (budget
-    ledger, rate-limiter files), named by the run id the controller hands out."""
+    the adapters, judges and route admissions the plugin makes; its state folder is the per-run directory every
+    xdist worker shares (budget ledger, rate-limiter files), named by the run id the controller hands out."""
     from ..providers import runtime
 
-    state_dir = run_state_dir(config, run)
-    config.stash[RUNTIME_KEY] = runtime.Runtime(state_dir=state_dir, cache_dir=run.cache_dir / "prepared",
-                                                limits=run.limits_for, tier=run.tier)
-    runtime.configure(config.stash[RUNTIME_KEY])  # for what is made without it (a conftest.py's Class(spec), judges)
-    return state_dir
+    config.stash[RUNTIME_KEY] = runtime.Runtime(state_dir=run_state_dir(config, run),
+                                                cache_dir=run.cache_dir / "prepared", limits=run.limits_for,
+                                                tier=run.tier)
+    runtime.configure(config.stash[RUNTIME_KEY])  # for engine/signals.py's reference cache (providers/runtime.py)
 
 
 def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
@@ -233,7 +233,7 @@ def judge_options(config: pytest.Config, run: RunConfig) -> JudgeOptions:
     from ..judges import JudgeOptions
 
     return JudgeOptions(openai_base_url=settings_of(config).judge_base_url, known_models=tuple(run.registry.models),
-                        cache_dir=run.cache_dir, tier=run.judge_tier)
+                        cache_dir=run.cache_dir, tier=run.judge_tier, runtime=config.stash.get(RUNTIME_KEY, None))
 
 
 def builtin_judge_for(config: pytest.Config, name: str, argument: str | None) -> Judge:

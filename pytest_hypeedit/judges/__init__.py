@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -43,6 +43,7 @@ from .base import Judge, JudgeRequest, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
+    from ..providers.runtime import Runtime
     from ..transport.http import RetryPolicy
 
 __all__ = ["Judge", "JudgeRequest", "Verdict", "JudgeOptions", "BUILTIN_JUDGES", "DEFAULT_JUDGE",
@@ -78,15 +79,18 @@ class JudgeOptions:
     timeout_s: float = 600.0
     #: Sampling temperature of ``openai:MODEL``; None sends none (models that take only their default).
     temperature: float | None = 0.0
-    #: The HTTP retry policy; None: the run's (providers.runtime).
+    #: The HTTP retry policy; None: the runtime's (``runtime`` below).
     policy: RetryPolicy | None = None
-    #: route -> RouteLimiter or None; None: the run's limiter for the judge's route, whose limits come
+    #: route -> RouteLimiter or None; None: the runtime's limiter for the judge's route, whose limits come
     #: from models.yaml ``routes:`` ("gemini-judge", "openai-judge"), shared by all workers.
     limiter_for: Callable[[str], RouteLimiter | None] | None = None
     #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
     cache_dir: Path | None = None
     #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it refuses.
     tier: str = "standard"
+    #: The run's runtime (providers/runtime.py: its retry policy, route limiters, prepared-image folder), which the
+    #: glue passes in; None: each judge made with these options makes one of its own, never another run's.
+    runtime: Runtime | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         url = self.openai_base_url

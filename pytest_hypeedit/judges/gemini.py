@@ -59,6 +59,7 @@ from .prompting import (
     UnparseableReply,
     ask_until_parsed,
     http_plumbing,
+    judge_runtime,
     make_prompt,
     message_pieces,
     stale_reason,
@@ -117,6 +118,7 @@ class GeminiJudge(Judge):
     def __init__(self, options: JudgeOptions | None = None, *, model: str | None = None, prompt: str = UPSTREAM):
         self.model = model or getattr(options, "gemini_model", None) or FLASH_MODEL
         self.options = options
+        self.runtime = judge_runtime(options)  # its retry policy and route limiter
         self.tier_choice: str = getattr(options, "tier", None) or STANDARD
         self._served = _ServedTiers()
         self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
@@ -134,7 +136,7 @@ class GeminiJudge(Judge):
     def session(self) -> GenaiSession:
         with self._lock:  # one client per judge, built on first use (listing judges needs no key)
             if self._session is None:
-                policy, limiter = http_plumbing(self.options, ROUTE, self.model)
+                policy, limiter = http_plumbing(self.options, self.runtime, ROUTE, self.model)
                 timeout = getattr(self.options, "timeout_s", 120.0)
                 if self.asked == FLEX:
                     timeout = max(timeout, FLEX_TIMEOUT_S)

@@ -57,6 +57,7 @@ from .prompting import (
     UnparseableReply,
     ask_until_parsed,
     http_plumbing,
+    judge_runtime,
     make_prompt,
     message_pieces,
     stale_reason,
@@ -64,6 +65,7 @@ from .prompting import (
 from .versions import MODEL_VERSION, answering_model
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..providers.runtime import Runtime
     from . import JudgeOptions
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -85,6 +87,7 @@ class OpenAICompatJudge(Judge):
             raise ConfigError("--judge openai:MODEL: name the model the server serves, e.g. openai:gpt-4.1")
         self.model = model.strip()
         self.options = options
+        self.runtime = judge_runtime(options)  # its retry policy, route limiter and folder of converted images
         self.prompt: JudgePrompt = make_prompt(prompt, getattr(options, "cache_dir", None))
         self.base = (getattr(options, "openai_base_url", None) or base_url("openai", DEFAULT_BASE_URL)).rstrip("/")
         # OpenAI's own API answers 401 without its key: say so before anything is paid.  A local server
@@ -106,7 +109,7 @@ class OpenAICompatJudge(Judge):
     def client(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                self._client = _make_client(self.options, self.model, self.base)
+                self._client = _make_client(self.options, self.runtime, self.model, self.base)
             return self._client
 
     def prepare(self) -> None:
@@ -127,7 +130,7 @@ class OpenAICompatJudge(Judge):
                         doc="https://platform.openai.com/docs/api-reference/models/retrieve")
 
     def judge(self, request: JudgeRequest) -> Verdict:
-        content = _content(request, self.prompt.text())
+        content = _content(request, self.prompt.text(), self.runtime.images_dir() / ROUTE)
         body: dict[str, Any] = {"model": self.model, "messages": [{"role": "user", "content": content}],
                 "response_format": {"type": "json_object"}}
         temperature = getattr(self.options, "temperature", 0.0)
@@ -172,9 +175,9 @@ def key_variable_for(base: str) -> str:
     return KEY_VARIABLE if origin(base) in own else OTHER_SERVER_KEY
 
 
-def _make_client(options: JudgeOptions | None, model: str, base: str) -> httpx.Client:
+def _make_client(options: JudgeOptions | None, run: Runtime, model: str, base: str) -> httpx.Client:
     key = os.environ.get(key_variable_for(base), "").strip()
-    policy, limiter = http_plumbing(options, ROUTE, model)
+    policy, limiter = http_plumbing(options, run, ROUTE, model)
     # The key goes to the judge's own server only (the base URL chosen), never off it by a redirect.
     client = make_http_client(ROUTE, secrets=(key,) if key else (), timeout=getattr(options, "timeout_s", 120.0),
                               policy=policy, limiter=limiter, key_hosts=key_hosts(ROUTE, base))
@@ -183,9 +186,9 @@ def _make_client(options: JudgeOptions | None, model: str, base: str) -> httpx.C
     return client
 
 
-def _content(request: JudgeRequest, prompt: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": p} if isinstance(p, str) else {"type": "image_url", "image_url": {"url": data_url(p)}}
-            for p in message_pieces(request, prompt)]
+def _content(request: JudgeRequest, prompt: str, folder: Path) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": p} if isinstance(p, str) else
+            {"type": "image_url", "image_url": {"url": data_url(p, folder)}} for p in message_pieces(request, prompt)]
 
 
 #: OpenAI's vision models first scale an image to fit within 2048 x 2048 ("high" detail; the image input
@@ -195,15 +198,16 @@ MAX_SIDE = 2048
 _MIME = {"png": "image/png", "jpg": "image/jpeg"}
 
 
-def data_url(path: Path) -> InlineImage:
+def data_url(path: Path, folder: Path) -> InlineImage:
     """A data URL of a PNG or JPEG no more than 2048 px a side, streamed from disk when the body is sent.
-    Anything else (WebP, which not every server reads; a larger image) is converted once, into the cache."""
+    Anything else (WebP, which not every server reads; a larger image) is converted once, into ``folder`` (the
+    judge's in the run's prepared-image cache)."""
     path = Path(path)
     with open(path, "rb") as handle:
         ext = sniff_image_ext(handle.read(16))
     if ext in _MIME and max(_image_size(path)) <= MAX_SIDE:
         return InlineImage(path, f"data:{_MIME[ext]};base64,")
-    converted, mime = _converted(path)
+    converted, mime = _converted(path, folder)
     return InlineImage(converted, f"data:{mime};base64,")
 
 
@@ -218,17 +222,15 @@ def _image_size(path: Path) -> tuple[int, int]:
         raise JudgeError(f"{path}: not an image the judge can be shown ({exc})", retryable=False) from None
 
 
-def _converted(path: Path) -> tuple[Path, str]:
-    """``path`` as a PNG (or a JPEG, when it was one) within MAX_SIDE, made once per file version in the
-    prepared-image cache; (file, MIME type)."""
+def _converted(path: Path, folder: Path) -> tuple[Path, str]:
+    """``path`` as a PNG (or a JPEG, when it was one) within MAX_SIDE, made once per file version in ``folder``;
+    (file, MIME type)."""
     from ..engine.limits import exclusive
     from ..files import atomic_write_bytes
-    from ..providers import runtime
     from ..providers.images import EXT, MIME, ImageLimits, fit
 
     stat = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{MAX_SIDE}".encode()).hexdigest()[:24]
-    folder = runtime.current().images_dir() / ROUTE
     folder.mkdir(parents=True, exist_ok=True)
     with exclusive(folder / f".{key}.lock"):  # the ten repeats of a task are judged at once: convert it once
         for fmt in ("png", "jpeg"):

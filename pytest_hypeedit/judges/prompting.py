@@ -31,6 +31,7 @@ from .base import JudgeRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.limits import RouteLimiter
+    from ..providers.runtime import Runtime
     from ..transport.http import RetryPolicy
     from . import JudgeOptions
 
@@ -248,17 +249,25 @@ def ask_until_parsed(ask: Callable[[], Answer], *, who: str) -> Parsed:
     raise error
 
 
-def http_plumbing(options: JudgeOptions | None, route: str,
+def judge_runtime(options: JudgeOptions | None) -> Runtime:
+    """The runtime a judge is made with: the run's (``JudgeOptions.runtime``, which the glue passes in), else one
+    of the judge's own (providers/runtime.py: no route limits, images prepared in a temporary folder), never
+    another run's."""
+    from ..providers.runtime import Runtime
+
+    given = getattr(options, "runtime", None)
+    return given if given is not None else Runtime()
+
+
+def http_plumbing(options: JudgeOptions | None, run: Runtime, route: str,
                   model: str) -> tuple[RetryPolicy | None, RouteLimiter | None]:
-    """(retry policy, limiter) of a judge: JudgeOptions' when given, else the run's (providers.runtime).
+    """(retry policy, limiter) of a judge: JudgeOptions' when given, else those of ``run``, the judge's runtime.
 
     A judge route has its own limits (``routes: {gemini-judge: {rpm, inflight}}`` in models.yaml):
     Gemini's quotas are per model, so the judge does not share the image model's.
     """
-    from ..providers import runtime as runtime_module
     from ..registry import ModelSpec
 
-    run = runtime_module.current()
     policy = getattr(options, "policy", None) or run.policy
     factory = getattr(options, "limiter_for", None)
     if factory is not None:

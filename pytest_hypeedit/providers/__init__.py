@@ -40,7 +40,7 @@ BUILTIN_ROUTES: dict[str, str] = {
 
 def builtin_provider(spec: ModelSpec, runtime: Runtime | None = None) -> Provider:
     """The built-in adapter of ``spec``'s route, given the run's ``runtime`` (its limits, folders, tier and batch
-    collectors; None: ``runtime.current()``, a library user's)."""
+    collectors; None: a runtime of the adapter's own, providers/runtime.py)."""
     target = BUILTIN_ROUTES.get(spec.route)
     if target is None:
         raise ConfigError(

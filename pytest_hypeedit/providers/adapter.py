@@ -32,9 +32,9 @@ from ..transport.bounds import JSON_CAP, image_cap_of, inline_cap
 from ..transport.http import download_to, raise_for_status, request_id_of, send
 from ..transport.keycheck import KeyProbe
 from ..transport.keyhosts import KeyHosts, key_hosts
-from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
+from .runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..engine.preview import Preview
@@ -54,9 +54,10 @@ class HttpProvider(Provider):
     #: Whether the API's JSON replies may carry the image inline (base64): their cap is then an image's.
     inline_images: ClassVar[bool] = True
 
-    def __init__(self, spec: ModelSpec, *, runtime: "runtime_module.Runtime | None" = None):
+    def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None):
         super().__init__(spec)
-        self.runtime = runtime or runtime_module.current()
+        # the run's (the glue passes it in); made without one, a runtime of its own, never another run's
+        self.runtime = runtime if runtime is not None else Runtime()
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._prepared: dict[tuple[str, str, tuple[Path, ...]], tuple[PreparedImage, ...]] = {}  # split, task, refs

@@ -24,7 +24,6 @@ from ..errors import ConfigError, ImageError, ModelGone, ProviderError, Refusal
 from ..retirements import model_gone
 from ..secrets import redact
 from ..transport.bounds import image_cap_of, inline_cap
-from . import runtime as runtime_module
 from .base import Generation, GenerationRequest, Provider, sniff_image_ext
 from .genai_client import (
     GEMINI_KEY_ENV,
@@ -36,6 +35,7 @@ from .genai_client import (
     import_genai,
 )
 from .images import ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
+from .runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import GenerateContentConfig, Part
@@ -104,13 +104,13 @@ class GeminiProvider(Provider):
         reads its lines through the provider it is given, as it does not import this module, which imports it."""
         return take_image(response, what)
 
-    def __init__(self, spec: ModelSpec, *, runtime: "runtime_module.Runtime | None" = None,
+    def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None,
                  policy: RetryPolicy | None = None, limiter: RouteLimiter | None = None,
                  timeout_s: float | None = None):
         super().__init__(spec)
-        # The run-wide retry policy, limits and image cache (set by the pytest glue); policy and
-        # limiter given here win (tests).
-        self.runtime = runtime or runtime_module.current()
+        # The run-wide retry policy, limits and image cache (the glue passes in the run's; made without one, a
+        # runtime of its own, never another run's); policy and limiter given here win (tests).
+        self.runtime = runtime if runtime is not None else Runtime()
         self.image_size = _image_size(spec)
         self.aspect_ratios = tuple(spec.options.get("aspect_ratios") or
                                    MODEL_ASPECT_RATIOS.get(spec.provider_model, ASPECT_RATIOS))

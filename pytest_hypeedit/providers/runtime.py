@@ -4,11 +4,14 @@ The run-wide pieces: the per-run state directory shared by all xdist workers
 (rate-limiter files), the cache of prepared reference images, the route limits
 (models.yaml, overridable), the retry policy, the tier and the run's batch
 collectors.  The glue keeps the run's runtime in ``config.stash`` and hands it
-to the built-in adapters it makes (``builtin_provider(spec, runtime=...)``) and
-to the pool's route admissions.  An adapter made without one (a library user, a unit
-test, a conftest.py's ``Class(spec)``) takes the one last ``configure``-d, or
-else a runtime without limits whose images are prepared in a temporary
-directory.
+to what it makes: the built-in adapters (``builtin_provider(spec, runtime=...)``),
+the built-in judges (``JudgeOptions.runtime``) and the pool's route admissions.
+
+An adapter or judge made without one (a unit test, a tool that builds one outside a run) gets a runtime of its
+own, made with it (``Runtime()``: no route limits, the default retry policy, the standard tier, batch collectors
+of its own, prepared images in a temporary folder made on first use).  It never reads another run's: nothing
+reads a runtime from this module (tests/package/test_runtime_reads.py), except ``engine/signals.py``'s
+cache of reduced reference images through ``current()``, until that folder is passed in too.
 """
 
 from __future__ import annotations
@@ -65,11 +68,13 @@ _current = Runtime()
 
 
 def configure(runtime: Runtime) -> None:
-    """The runtime of an adapter or judge made without one (``current``): the glue passes the run's runtime to
-    what it makes, and sets it here too for those made by a conftest.py as ``Class(spec)``."""
+    """The run's runtime for ``current()``: set by the glue at configure (glue/startup.py configure_runtime)."""
     global _current  # noqa: PLW0603 -- the process's one runtime, set at configure
     _current = runtime
 
 
 def current() -> Runtime:
+    """The runtime last ``configure``-d in this process.  Read by engine/signals.py alone (where its reference
+    cache keeps reduced images, until that folder is passed in); every other module is given its runtime
+    (tests/package/test_runtime_reads.py)."""
     return _current

@@ -215,11 +215,11 @@ SEEN = []
 
 
 def pytest_hypeedit_record(config, record):
-    from pytest_hypeedit.providers import runtime
+    from pytest_hypeedit.glue.stash import RUNTIME_KEY
 
     SEEN.append(record.key)
     if len(SEEN) == 20:
-        (runtime.current().state_dir / "stop").write_text(
+        (config.stash[RUNTIME_KEY].state_dir / "stop").write_text(
             "sequential: gate 'pass_rate>=0.79' on release (mini) decided PASS after 3 of 200 candidates")
 """
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import time
+from dataclasses import replace
 
 import pytest
 from genai_fakes.chat import (
@@ -429,9 +430,8 @@ def test_judges_take_the_runs_policy_and_their_own_route_limits(fake_gemini, req
         return RouteLimits(rpm=6000, inflight=2)
 
     run = runtime_module.Runtime(state_dir=tmp_path, limits=limits, policy=FAST)
-    monkeypatch.setattr(runtime_module, "_current", run)
     fake_gemini.queue(verdict_reply())
-    judge = GeminiJudge(JudgeOptions())
+    judge = GeminiJudge(JudgeOptions(runtime=run))
     assert judge.judge(request_).passed
     transport = judge.session.http._transport
     assert transport.policy is FAST and transport.limiter is not None
@@ -444,7 +444,6 @@ def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path,
     once, into the cache, not at every verdict; a small PNG or JPEG goes as it is."""
     from pytest_hypeedit.providers import images as images_module, runtime
 
-    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
     fits = []
     original_fit = images_module.fit
     monkeypatch.setattr(images_module, "fit", lambda *a, **k: fits.append(1) or original_fit(*a, **k))
@@ -455,7 +454,7 @@ def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path,
     (tmp_path / "cand.png").write_bytes(png_bytes())
     task = Task("task-9", ("big.jpg", "ref.webp"), ("edit",), "Make the mug blue.", 1024, 1024, "public")
     request = JudgeRequest(task, "seedream-4.5", 1, tmp_path / "cand.png", (big, webp))
-    judge = OpenAICompatJudge("qwen2.5-vl", OPTIONS)
+    judge = OpenAICompatJudge("qwen2.5-vl", replace(OPTIONS, runtime=runtime.Runtime(cache_dir=tmp_path / "prepared")))
     for _ in range(2):
         fake_chat.queue(chat_verdict("PASS", "fine"))
         judge.judge(request)
@@ -464,6 +463,7 @@ def test_openai_judge_images_are_bounded_and_converted_once(fake_chat, tmp_path,
     assert 2040 <= sizes[0][0] <= 2048 and sizes[1] == (64, 48)
     assert [mime for mime, _ in fake_chat.requests[-1].parsed["images"]] == ["image/jpeg", "image/png", "image/png"]
     assert len(fits) == 2  # the big JPEG and the WebP, each once for two verdicts
+    assert len(list((tmp_path / "prepared" / "openai-judge").glob("*.png"))) == 1  # the WebP, in the run's folder
     assert fake_chat.requests[-1].parsed["images"][2][1] == (tmp_path / "cand.png").read_bytes()
 
 
@@ -473,9 +473,8 @@ def test_a_reference_judged_by_many_threads_at_once_is_converted_once(tmp_path, 
     import threading
 
     from pytest_hypeedit.judges import openai_compat
-    from pytest_hypeedit.providers import images as images_module, runtime
+    from pytest_hypeedit.providers import images as images_module
 
-    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "prepared"))
     fits = []
     original_fit = images_module.fit
 
@@ -488,7 +487,8 @@ def test_a_reference_judged_by_many_threads_at_once_is_converted_once(tmp_path, 
     webp = tmp_path / "ref.webp"
     Image.new("RGB", (64, 48), (1, 2, 3)).save(webp, format="WEBP")
     urls = []
-    threads = [threading.Thread(target=lambda: urls.append(str(openai_compat.data_url(webp)))) for _ in range(8)]
+    folder = tmp_path / "prepared"
+    threads = [threading.Thread(target=lambda: urls.append(str(openai_compat.data_url(webp, folder)))) for _ in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:

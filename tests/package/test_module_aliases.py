@@ -1,6 +1,5 @@
 """One word per concept (issue 35): a module of the package is imported under its own name, never as another
-word (``journal`` imported as ``paid`` read as a second concept).  The one exception: ``runtime as
-runtime_module`` where a parameter is itself called ``runtime`` (the run's Runtime), which would hide the module."""
+word (``journal`` imported as ``paid`` read as a second concept)."""
 
 from __future__ import annotations
 
@@ -8,12 +7,9 @@ import ast
 
 from package_graph import _absolute, _runtime_imports, modules
 
-#: (importing module, imported module, alias): each with the reason above.
-ALLOWED = {
-    ("pytest_hypeedit.providers.adapter", "pytest_hypeedit.providers.runtime", "runtime_module"),
-    ("pytest_hypeedit.providers.gemini", "pytest_hypeedit.providers.runtime", "runtime_module"),
-    ("pytest_hypeedit.judges.prompting", "pytest_hypeedit.providers.runtime", "runtime_module"),
-}
+#: (importing module, imported module, alias), each with its reason: none left (the adapters that took a parameter
+#: called ``runtime`` import the ``Runtime`` class, not the module).
+ALLOWED: set[tuple[str, str, str]] = set()
 
 
 def module_aliases() -> set[tuple[str, str, str]]:

@@ -247,20 +247,28 @@ def test_a_new_run_in_the_process_does_not_count_the_batches_an_earlier_run_left
     Planted: the runtimes sharing one set of collectors (a module-level default): the new run counts 3 done."""
     from benchdata import make_tasks, write_labels, write_split
 
+    from pytest_hypeedit.glue.stash import RUNTIME_KEY
     from pytest_hypeedit.providers import runtime
 
-    earlier = runtime.current()
+    earlier = runtime.Runtime()  # an earlier run's
     left = collector(Backend(), collectors=earlier.batches)
     left.done.append(3)  # an earlier run's batch of 3 candidates, ended
     assert earlier.batches.tally()["done"][1] >= 3
     write_split(pytester.path, "mini", make_tasks(1), pytester.path / "images")
     write_labels(pytester.path / "r.json", {("task-00", "identity", 1): True})
+    runs = []
+
+    class Witness:
+        @pytest.hookimpl(trylast=True)
+        def pytest_sessionfinish(self, session):
+            runs.append(session.config.stash[RUNTIME_KEY])  # the runtime this run's glue made and passed in
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
         pytester.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base",
-                           "images", "--repeats", "1", "--judge", "labels:r.json", "--outputs", "out"
-                           ).assert_outcomes(passed=1)
-    run = runtime.current()  # the runtime this run's glue made (and set for what is made without one)
+                           "images", "--repeats", "1", "--judge", "labels:r.json", "--outputs", "out",
+                           plugins=[Witness()]).assert_outcomes(passed=1)
+    [run] = runs
     assert run is not earlier and run.state_dir is not None
     assert run.batches.tally() == {}  # the identity run batched nothing, and the earlier run's collector is not its
     left.stop()
@@ -270,14 +278,14 @@ def test_a_new_run_in_the_process_does_not_count_the_batches_an_earlier_run_left
 def test_an_adapter_the_plugin_makes_is_given_the_run_runtime_and_its_collector_is_the_run_s(model):
     """The runtime is passed in (the plugin's make-provider hook hands the run's to ``builtin_provider``), and the
     model's batch collector is among that run's collectors, not the process's.  Planted: ``builtin_provider``
-    ignoring ``runtime`` (the adapter read the module's): the adapter's runtime is another, and so are its
+    ignoring ``runtime`` (the adapter made its own): the adapter's runtime is another, and so are its
     collectors."""
     from pytest_hypeedit.providers import builtin_provider, runtime
 
     run = runtime.Runtime(tier="batch")
     provider = builtin_provider(load_registry().get(model), runtime=run)
     try:
-        assert provider.runtime is run and provider.runtime is not runtime.current()
+        assert provider.runtime is run
         assert provider.tier == "batch"
         coll, _ = provider.batcher()
         assert coll.collectors is run.batches

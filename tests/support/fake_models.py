@@ -98,6 +98,11 @@ class FakeProvider(Provider):
         """Whether the make_provider hook makes this provider for ``spec``: the models on its route."""
         return spec.route == cls.route
 
+    @classmethod
+    def made(cls, config: Any, spec: Any) -> FakeProvider:
+        """The provider the make_provider hook makes for ``spec`` in the run of ``config``."""
+        return cls(spec)
+
 
 class ReleaseProvider(FakeProvider):
     """The report's two releases: with $HX_RELEASE=old, the reference's negative (a baseline that looks apart)."""
@@ -173,13 +178,19 @@ class SlowProvider(FakeProvider):
 
     log = "{task} {model} {repeat}"
 
-    def __init__(self, spec: Any):
+    def __init__(self, spec: Any, limiter: Any = None):
         super().__init__(spec)
-        from pytest_hypeedit.providers import runtime
         from pytest_hypeedit.transport.http import RetryPolicy, make_http_client
 
         self.client = make_http_client(spec.route, policy=RetryPolicy(max_attempts=8, base_delay=0.05),
-                                       limiter=runtime.current().limiter_for(spec))
+                                       limiter=limiter)
+
+    @classmethod
+    def made(cls, config: Any, spec: Any) -> FakeProvider:
+        """With the run's limiter of its route, the one the pool's admission of the route holds (passed in)."""
+        from pytest_hypeedit.glue.stash import RUNTIME_KEY
+
+        return cls(spec, limiter=config.stash[RUNTIME_KEY].limiter_for(spec))
 
     @classmethod
     def serves(cls, spec: Any) -> bool:
@@ -278,7 +289,7 @@ def plugin(provider: str = "FakeProvider", models: tuple[dict[str, Any], ...] = 
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_hypeedit_make_provider(config, spec):
-        return model_class(spec) if model_class.serves(spec) else None
+        return model_class.made(config, spec) if model_class.serves(spec) else None
 
     return model_class, pytest_hypeedit_add_models, pytest_hypeedit_make_provider
 
