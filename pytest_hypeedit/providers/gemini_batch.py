@@ -46,6 +46,7 @@ from ..transport.bounds import JSON_CAP, image_cap_of, inline_cap
 from ..transport.http import CHUNK, raise_for_status, transport_error
 from ..transport.requestopts import mark, with_options
 from .base import Generation, GenerationRequest
+from .batch_protocol import BatchProvider
 from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
@@ -54,22 +55,15 @@ from .genai_client import API_VERSION, DEFAULT_BASE_URL, GEMINI_KEY_ENV, call, i
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import GenerateContentConfig
 
-    from ..registry import ModelSpec
     from .genai_client import GenaiSession
     from .images import PreparedImage
-    from .runtime import Runtime
 
 
-class GeminiBatchProvider(Protocol):
+class GeminiBatchProvider(BatchProvider, Protocol):
     """What the batch path needs of its provider (gemini.py ``GeminiProvider``, which imports this module to buy
-    at the batch tier): its model, run, client session, the request's parts and the reading of a reply."""
+    at the batch tier): beyond its route, model and run (``BatchProvider``), its client session, the request's parts
+    and the reading of a reply."""
 
-    @property
-    def route(self) -> str: ...
-    @property
-    def spec(self) -> ModelSpec: ...
-    @property
-    def runtime(self) -> Runtime: ...
     @property
     def session(self) -> GenaiSession: ...
     def prepared(self, request: GenerationRequest) -> tuple[PreparedImage, ...]: ...

@@ -41,6 +41,7 @@ from ..transport.http import CHUNK, transport_error
 from ..transport.requestopts import with_options
 from .adapter import decode_base64
 from .base import Generation, GenerationRequest
+from .batch_protocol import BatchProvider
 from .batch_results import LINE_WORK, Spool, SpooledLine, duplicated, index, land
 from .batch_uploads import Uploads, uploads_folder
 from .batching import Collector, Line, Outcome, Status
@@ -49,21 +50,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
     from ..errors import ModelGone
-    from ..registry import ModelSpec
     from .images import PreparedImage
-    from .runtime import Runtime
 
 
-class OpenAIBatchProvider(Protocol):
+class OpenAIBatchProvider(BatchProvider, Protocol):
     """What the batch path needs of its provider (openai.py ``OpenAIProvider``, which imports this module to buy
-    at the batch tier): its model, run and HTTP calls, the fields of an edit, and the reading of a line's reply."""
+    at the batch tier): beyond its route, model and run (``BatchProvider``), its HTTP calls, the fields of an edit,
+    and the reading of a line's reply."""
 
-    @property
-    def route(self) -> str: ...
-    @property
-    def spec(self) -> ModelSpec: ...
-    @property
-    def runtime(self) -> Runtime: ...
     @property
     def key(self) -> str: ...
     @property
