@@ -327,13 +327,13 @@ def test_a_lost_reply_is_counted_as_possibly_paid_and_bought_again_saying_so(ark
     lost = run_once(make_runner(tmp_path), tmp_path)
     assert lost.outcome == "error" and "counted as possibly paid (up to $0.04" in lost.error
     sent = ark.seen("/images/generations")
-    assert len(sent) == 1 and lost.possibly_paid[0]["id"] == sent[0].headers["x-client-request-id"]
+    assert len(sent) == 1 and lost.possibly_paid_calls[0]["id"] == sent[0].headers["x-client-request-id"]
     row = results_row([lost])
     assert (row["possibly_paid"], row["possibly_paid_open"], row["errors"]) == (1, 1, 1)
 
     again = run_once(make_runner(tmp_path), tmp_path)
     assert again.outcome == "pass" and len(ark.seen("/images/generations")) == 2
-    assert again.possibly_paid[0]["rebought"] is True
+    assert again.possibly_paid_calls[0]["rebought"] is True
     row = results_row([again])
     assert (row["possibly_paid"], row["possibly_paid_open"]) == (1, 0)
     assert row["possibly_paid_cost"] == pytest.approx(0.04)
@@ -348,7 +348,8 @@ def test_an_adapter_that_fails_unexpectedly_after_sending_is_an_error_and_possib
     assert broken.outcome == "error" and "failed unexpectedly (KeyError" in broken.error
     assert "bug" in broken.error and "counted as possibly paid (up to $0.04" in broken.error
     on_disk = record_on_disk(tmp_path)
-    assert on_disk["pending"] is None and len(on_disk["possibly_paid"]) == 1
+    assert on_disk["pending"] is None and "possibly_paid" not in on_disk
+    assert [call["state"] for call in on_disk["calls"]] == ["lost"]  # a lost entry of its call ledger
     assert len(ark.seen("/images/generations")) == 1
 
 
@@ -378,8 +379,8 @@ def test_a_pending_call_left_by_a_killed_run_is_possibly_paid_unless_its_image_a
         path.write_text(json.dumps(data))
     kept = run_once(make_runner(tmp_path), tmp_path, 1)
     bought = run_once(make_runner(tmp_path), tmp_path, 2)
-    assert not kept.possibly_paid and kept.pending is None  # the image is on disk: its reply came
-    assert [e["id"] for e in bought.possibly_paid] == ["lost-2"] and bought.outcome == "pass"
+    assert not kept.possibly_paid_calls and kept.pending is None  # the image is on disk: its reply came
+    assert [e["id"] for e in bought.possibly_paid_calls] == ["lost-2"] and bought.outcome == "pass"
     assert len(ark.seen("/images/generations")) == 3 and record_on_disk(tmp_path, 2)["pending"] is None
 
 
@@ -394,7 +395,7 @@ def test_the_judge_call_is_in_the_record_before_it_is_sent_and_a_lost_reply_is_p
         options = JudgeOptions(openai_base_url=chat.base_url, policy=PATIENT, timeout_s=0.3)
         lost = run_once(make_runner(tmp_path, OpenAICompatJudge("m", options, prompt="rubric")), tmp_path)
         assert lost.outcome == "error" and "possibly paid" in lost.error and len(chat.requests) == 1
-        assert lost.possibly_paid[0]["call"] == "judge" and lost.candidate  # the image is kept
+        assert lost.possibly_paid_calls[0]["kind"] == "verdict" and lost.candidate  # the image is kept
         judged = run_once(make_runner(tmp_path, OpenAICompatJudge("m", options, prompt="rubric")), tmp_path)
     assert judged.outcome == "pass" and len(chat.requests) == 2 and len(ark.seen("/images/generations")) == 1
     (pending,), = witness.seen
@@ -410,10 +411,11 @@ def results_row(records: list[Record]) -> dict:
 
 
 def test_a_doctored_record_cannot_inflate_or_break_the_spend():
-    record = Record("public", "m", "t", 1, possibly_paid=[{"price": float("inf")}, "x", {"price": -3}, {"price": 0.1}],
-                    calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04}])
+    lost = [{"kind": "generation", "state": "lost", "price": price} for price in (float("inf"), -3, 0.1)]
+    record = Record("public", "m", "t", 1,
+                    calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04}, "x", *lost])
     assert record.spent == pytest.approx(0.14)
-    assert Record("public", "m", "t", 1, possibly_paid="nonsense").spent == 0
+    assert Record("public", "m", "t", 1, calls="nonsense").spent == 0
 
 
 def test_possibly_paid_takes_rebuy_or_review_from_the_command_line_or_the_ini_file(pytester):
