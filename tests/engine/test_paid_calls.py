@@ -340,6 +340,37 @@ def test_a_lost_reply_is_counted_as_possibly_paid_and_bought_again_saying_so(ark
     assert row["spent"] == pytest.approx(0.08) and row["spent_breakdown"]["possibly_paid"] == pytest.approx(0.04)
 
 
+def test_a_possibly_paid_call_of_an_earlier_version_is_counted_once_held_or_bought_again_once(ark, tmp_path):
+    """A record as the version before the ledger wrote it (its lost call in ``possibly_paid``) goes through the
+    runner: held for review naming the call, then bought again once, its lost call counted once over every read and
+    write, and bought again (planted: the conversion skipped: nothing held, caught; the conversion made on every
+    read is caught by test_call_ledger: a record written by this version no longer holds the field)."""
+    ark.inject("drop", path="/images/generations")
+    run_once(make_runner(tmp_path), tmp_path)
+    path = next((tmp_path / "out").rglob("001.json"))
+    data = json.loads(path.read_text())
+    [lost] = [call for call in data["calls"] if call["state"] == "lost"]
+    data["calls"] = [call for call in data["calls"] if call is not lost]
+    data["possibly_paid"] = [{"call": "generate", "route": "ark", "id": lost["id"], "sent_at": lost["sent_at"],
+                              "price": 0.04, "why": "read timeout", "found_at": lost["found_at"],
+                              "rebought": False}]
+    path.write_text(json.dumps(data))
+    held = run_once(make_runner(tmp_path, on_possibly_paid=REVIEW), tmp_path)
+    assert held.outcome == "error" and held.error.startswith("held for review") and lost["id"] in held.error
+    assert "up to $0.04" in held.error and len(ark.seen("/images/generations")) == 1
+    bought = run_once(make_runner(tmp_path), tmp_path)
+    assert bought.outcome == "pass" and len(ark.seen("/images/generations")) == 2
+    on_disk = record_on_disk(tmp_path)  # written by this version: the field is gone, its entry holds it
+    assert "possibly_paid" not in on_disk
+    assert [(c["entry"], c.get("rebought")) for c in on_disk["calls"] if c["state"] == "lost"] == [
+        ("possibly_paid.1", True)]
+    for _ in range(2):  # read and written again: counted once, bought again once, nothing bought
+        again = run_once(make_runner(tmp_path), tmp_path)
+        row = results_row([again])
+        assert (row["possibly_paid"], row["possibly_paid_open"], row["possibly_paid_cost"]) == (1, 0, 0.04)
+        assert row["spent"] == pytest.approx(0.08) and len(ark.seen("/images/generations")) == 2
+
+
 def test_an_adapter_that_fails_unexpectedly_after_sending_is_an_error_and_possibly_paid(ark, tmp_path, monkeypatch):
     # A reply of a shape nobody expected makes the adapter raise something that is not one of our errors: the
     # request was sent (and maybe billed), so the record must not be left with a pending call forever.
