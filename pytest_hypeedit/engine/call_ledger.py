@@ -41,13 +41,17 @@ own generation, one entry per purchase, billed, written when its job is journale
 and updated in place while that purchase goes on (``own``: the record's ``cost`` and ``tier`` are derived from it);
 every verdict and re-judgement, the judge calls paid without a verdict; a purchase that left no image (a lost
 image, an expired job, a job left behind, an image a full disk could not keep) moves its generation's entry to
-left behind, or appends one; each written by the step that ends or abandons it, engine/record_spend.py; two
-processes' ledgers merged entry by entry, ``merged``), and ``calls_of``'s reading of the record's other money
-fields (``judge_cost`` with ``extra["stability"]["cost"]`` for a record whose verdicts are not entries yet,
-``unwritten_verdicts``, ``possibly_paid``, ``pending``), as every version of the plugin wrote them; a record of an
-earlier version's ``cost`` and ``tier`` (its generation), ``judge_failed_cost``, ``resubmitted_cost`` (itemized by
-``extra["left_behind_jobs"]`` and ``extra["lost_candidates"]``, ``earlier_left_behind``) and
-``judge_verdicts_cost`` are converted once on read into ``calls`` entries (records.py).  So a record of any version
+left behind, or appends one; each written by the step that ends or abandons it, engine/record_spend.py; a call
+abandoned without its reply (its journaled ``pending`` entry, engine/journal.py ``abandon``) appended as lost, at
+its worst case (``lost``), marked ``rebought`` when a later call buys again what it was for (``bought_again``,
+the ``--possibly-paid`` review); two processes' ledgers merged entry by entry, ``merged``); ``calls_of``'s
+reading of the record's other money fields (``judge_cost`` with ``extra["stability"]["cost"]`` for a record whose
+verdicts are not entries yet, ``unwritten_verdicts``), as every version of the plugin wrote them; the record's
+``pending`` (the call journaled and not ended, not in ``calls_of``: counted by the run that sent it only,
+``open_price``, until it ends or is abandoned); a record of an earlier version's ``cost`` and ``tier`` (its
+generation), ``judge_failed_cost``, ``resubmitted_cost`` (itemized by ``extra["left_behind_jobs"]`` and
+``extra["lost_candidates"]``, ``earlier_left_behind``), ``judge_verdicts_cost`` and ``possibly_paid``
+(``earlier_lost``) are converted once on read into ``calls`` entries (records.py).  So a record of any version
 is read with nothing it recorded as paid forgotten, or counted twice.  Everything read is untrusted: a made-up
 amount counts as 0 and is counted (``implausible_amounts``), a tier that is no tier counts under UNKNOWN_TIER, a
 kind or state that is none is counted at its price (an unknown state as lost), and the entries read are bounded
@@ -77,8 +81,6 @@ class RecordView(Protocol):
     def extra(self) -> Any: ...
     @property
     def calls(self) -> Any: ...
-    @property
-    def possibly_paid(self) -> Any: ...
 
 
 #: The price tiers a call can be served at (docs/reference/providers.md section 11): ``standard`` (the list price),
@@ -118,8 +120,9 @@ COUNTED = PAID_STATES | {LOST}
 #: The most one call's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
 #: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
 MAX_CALL_USD = 10_000.0
-#: The most possibly paid calls read from one record: more is no record a run wrote (each is a call whose reply was
-#: lost, and a candidate is bought again after one); the rest are counted as implausible, never a crash.
+#: The most entries read from one record's ledger: more is no record a run wrote (a candidate is bought again after
+#: a call whose reply was lost, judged again a few times at most); the rest are counted as implausible, never a
+#: crash.
 MAX_CALLS = 1_000
 
 
@@ -167,7 +170,7 @@ def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, rout
 
 
 #: The text fields of a ``calls`` entry, and its others: how a record's entry is checked on read (``problem``).
-_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run")
+_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run", "why", "found_at")
 
 
 def problem(entry: Any) -> str | None:
@@ -202,9 +205,13 @@ def merged(on_disk: Any, ours: Any) -> list[dict[str, Any]]:
 
 def later(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
     """Of two copies of one entry, the one further along the moves: ours unless the disk's state can be reached
-    from ours (and is not ours): a copy never moves an entry back, and never drops it."""
+    from ours (and is not ours): a copy never moves an entry back, and never drops it.  Of two copies in one state,
+    the one that says a later call bought again what it was for (``rebought``, which only ever turns true: a lost
+    call another process bought again since keeps that meaning whoever merges)."""
     state, their_state = str(ours.get("state")), str(theirs.get("state"))
-    return theirs if their_state != state and their_state in _reachable(state) else ours
+    if their_state == state:
+        return theirs if theirs.get("rebought") is True and ours.get("rebought") is not True else ours
+    return theirs if their_state in _reachable(state) else ours
 
 
 def _reachable(state: str) -> frozenset[str]:
@@ -251,10 +258,9 @@ def calls_of(record: RecordView) -> list[Call]:
     verdict, rejudged = unwritten_verdicts(record)
     judge_tier = known_tier(record.judge_tier)
     sums = [Call(VERDICT, BILLED, verdict, judge_tier), Call(REJUDGEMENT, BILLED, rejudged, judge_tier)]
-    sums += [_lost(entry) for entry in possibly_paid_entries(record)]
-    # the verdict stands even at $0 (a free judge): it says which tier judged; the other sums only when they hold
-    # something
-    return generation + sums[:1] + [call for call in sums[1:] if call.price or call.state == LOST] + calls
+    # the verdict stands even at $0 (a free judge): it says which tier judged; the re-judgements only when they
+    # cost something
+    return generation + sums[:1] + [call for call in sums[1:] if call.price] + calls
 
 
 def own(call: Call) -> bool:
@@ -324,18 +330,64 @@ def _listed(extra: Any, key: str) -> list[dict[str, Any]]:
     return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)] if isinstance(entries, list) else []
 
 
-def possibly_paid_entries(record: RecordView) -> list[dict[str, Any]]:
-    """The record's ``possibly_paid`` entries that are entries (a doctored record may hold anything), at most
-    MAX_CALLS of them."""
-    entries = record.possibly_paid if isinstance(record.possibly_paid, list) else []
-    return [entry for entry in entries[:MAX_CALLS] if isinstance(entry, dict)]
+#: What a lost call was for, as the journal of paid calls names it (engine/journal.py: GENERATE, JUDGE, REJUDGE),
+#: and its kind in the ledger: a generation, a verdict, a re-judgement.
+_LOST_KINDS = {"generate": GENERATION, "judge": VERDICT, "rejudge": REJUDGEMENT}
+CALL_OF_KIND = {GENERATION: "generate", BATCH_LINE: "generate", VERDICT: "judge", REJUDGEMENT: "rejudge"}
 
 
-def _lost(entry: dict[str, Any]) -> Call:
-    kind = {"judge": VERDICT, "rejudge": REJUDGEMENT}.get(str(entry.get("call")), GENERATION)
-    return Call(kind, LOST, usd(entry.get("price")), known_tier(entry.get("tier", STANDARD)), worst=True,
-                route=_text(entry.get("route")), id=_text(entry.get("id")), sent_at=_text(entry.get("sent_at")),
-                run=_text(entry.get("run")), rebought=entry.get("rebought") is True)
+def lost(entry: dict[str, Any], entry_id: str) -> dict[str, Any]:
+    """A call abandoned without its reply as its ``calls`` entry, in state lost (possibly paid, at its worst case):
+    from the journal's pending entry (``entry``: ``call``, ``route``, ``id``, ``sent_at``, ``price``, ``run``, plus
+    ``why`` and ``found_at``, journal.abandon), or from a ``possibly_paid`` entry of a record of an earlier version
+    (``rebought`` too, records.py), with the id ``entry_id``.  Both are untrusted (read from disk): a field of the
+    wrong type is left out, a price that is no number is kept as one not believed (NaN: counted 0, and said,
+    ``implausible_amounts``), one not believable as is."""
+    price = entry.get("price")
+    if price is None:
+        price = 0.0
+    elif isinstance(price, bool) or not isinstance(price, (int, float)):
+        price = float("nan")
+    call: dict[str, Any] = {
+        "entry": entry_id, "kind": _LOST_KINDS.get(str(entry.get("call")), GENERATION), "state": LOST,
+        "price": price, "tier": known_tier(entry.get("tier", STANDARD)), "worst": True}
+    for name in ("route", "id", "sent_at", "run", "why", "found_at"):
+        if isinstance(entry.get(name), str):
+            call[name] = entry[name]
+    if entry.get("rebought") is True:
+        call["rebought"] = True
+    return call
+
+
+def lost_id(pending: dict[str, Any]) -> str:
+    """The id of the lost entry a pending call becomes: fixed by the call's own id (``lost.<id>``) where it has one,
+    so two processes that abandoned the same call hold it once, merged; else one of its own."""
+    call_id = pending.get("id")
+    return f"lost.{call_id}" if isinstance(call_id, str) and call_id else f"lost.{uuid.uuid4().hex[:16]}"
+
+
+def earlier_lost(entries: Any, entry_id: str) -> list[dict[str, Any]]:
+    """A record of an earlier version's ``possibly_paid`` (every call abandoned without its reply, oldest first) as
+    ``calls`` entries in state lost (``lost``), with the fixed ids ``entry_id.1``, ``.2``..., so a record converted
+    twice (read back, merged with another process's) holds them once; its entries that are no object are none."""
+    return [lost(entry, f"{entry_id}.{number}")
+            for number, entry in enumerate(entries if isinstance(entries, list) else [], 1) if isinstance(entry, dict)]
+
+
+def lost_entries(record: RecordView) -> list[dict[str, Any]]:
+    """The record's ``calls`` entries in state lost (possibly paid: their reply never came), at most MAX_CALLS read."""
+    return [entry for entry in _entries(record) if entry.get("state") == LOST]
+
+
+def call_of(entry: dict[str, Any]) -> str:
+    """What a lost entry's call was for, in the journal's words (GENERATE, JUDGE, REJUDGE): a kind that is none
+    stands for a generation (what ``lost`` makes of it)."""
+    return CALL_OF_KIND.get(str(entry.get("kind")), "generate")
+
+
+def price_of(entries: Iterable[dict[str, Any]]) -> float:
+    """USD the entries (as a record keeps them) count: each one's price, believed (``usd``)."""
+    return sum(usd(entry.get("price")) for entry in entries)
 
 
 def _text(value: Any) -> str | None:
@@ -344,8 +396,8 @@ def _text(value: Any) -> str | None:
 
 def judged(record: RecordView) -> bool:
     """Whether the record's ledger holds its verdicts as entries (a verdict or a re-judgement written as one, or
-    converted from an earlier version's ``judge_verdicts_cost``)."""
-    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) for entry in _entries(record))
+    converted from an earlier version's ``judge_verdicts_cost``); a judge call lost without its reply gave none."""
+    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) and entry.get("state") != LOST for entry in _entries(record))
 
 
 def unwritten_verdicts(record: RecordView) -> tuple[float, float]:
@@ -368,12 +420,11 @@ def rejudgements_cost(stability: Any) -> float:
 
 def implausible_amounts(record: RecordView) -> int:
     """How many of the record's amounts were not believed (counted as 0 by ``usd``): a number that is negative,
-    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the possibly paid
-    calls past MAX_CALLS, not read."""
+    not finite or above MAX_CALL_USD, or not a number at all where an amount is expected; and the entries past
+    MAX_CALLS, not read."""
     amounts = [record.judge_cost]
-    amounts += [entry.get("price", 0) for entry in possibly_paid_entries(record) + _entries(record)]
-    past = sum(max(0, len(entries) - MAX_CALLS) for entries in (record.possibly_paid, record.calls)
-               if isinstance(entries, list))
+    amounts += [entry.get("price", 0) for entry in _entries(record)]
+    past = max(0, len(record.calls) - MAX_CALLS) if isinstance(record.calls, list) else 0
     unknown = sum(1 for entry in _entries(record) if entry.get("kind") not in KINDS or entry.get("state") not in STATES)
     return past + unknown + sum(1 for value in amounts if value is not None and not believable(value))
 

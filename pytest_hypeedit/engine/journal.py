@@ -10,7 +10,8 @@ Two things are journaled in a candidate's record, each written (atomically)
   error) clears it.  A run that finds a pending entry it did not write knows
   the call may have reached the provider and been paid: if the candidate or
   verdict it was for is on disk, the reply arrived after all; else the entry
-  moves to ``possibly_paid`` (``abandon``), the results count it, and the
+  moves into the record's call ledger as lost (``abandon``: possibly paid, at
+  its worst-case price, engine/call_ledger.py), the results count it, and the
   candidate is bought again (``--possibly-paid rebuy``) or held as an error
   for review (``--possibly-paid review``).
 - ``job``: some routes answer with a *job* (an id and a URL to poll) and the
@@ -145,30 +146,31 @@ def gathering(pending: Any) -> bool:
 
 
 def abandon(record: Record, why: str) -> dict[str, Any]:
-    """Move the record's pending call into its ``possibly_paid`` history: its reply never came, so it may
-    have been paid.  Returns the entry."""
+    """Move the record's pending call into its call ledger as lost (``calls``): its reply never came, so it may
+    have been paid (at its worst-case price).  Returns the entry."""
     pending = record.pending if isinstance(record.pending, dict) else {}
     # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger refuses it)
     call_ledger.move(GATHERING if gathering(pending) else call_ledger.JOURNALED, call_ledger.LOST,
                 f"{record.model} {record.task_id} r{record.repeat:03d}")
-    entry = {**pending, "why": why, "found_at": now_iso(), "rebought": False}
-    record.possibly_paid = [*record.possibly_paid_calls, entry]
+    entry = call_ledger.lost({**pending, "why": why, "found_at": now_iso()}, call_ledger.lost_id(pending))
+    record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     record.pending = None
     return entry
 
 
 def unresolved(record: Record, call: str) -> list[dict[str, Any]]:
-    """The possibly paid calls of this kind that no later call has bought again."""
-    return [entry for entry in record.possibly_paid_calls if entry.get("call", GENERATE) == call
-            and not entry.get("rebought")]
+    """The possibly paid calls (lost entries of the ledger) of this kind that no later call has bought again."""
+    return [entry for entry in record.possibly_paid_calls if call_ledger.call_of(entry) == call
+            and entry.get("rebought") is not True]
 
 
 def mark_rebought(record: Record, call: str) -> int:
-    """A new paid call is about to buy again what possibly paid calls of this kind were for; how many."""
-    entries = unresolved(record, call)
-    for entry in entries:
-        entry["rebought"] = True
-    return len(entries)
+    """A new paid call is about to buy again what possibly paid calls of this kind were for: their entries say so
+    (``rebought``, each a new copy in its place: an entry read may be shared); how many."""
+    ids = {id(entry) for entry in unresolved(record, call)}
+    if ids:
+        record.calls = [{**entry, "rebought": True} if id(entry) in ids else entry for entry in record.calls]
+    return len(ids)
 
 
 def pending_call(record: Record) -> str | None:
@@ -182,7 +184,7 @@ def pending_call(record: Record) -> str | None:
 def held_message(record: Record, call: str) -> str:
     """The error of a candidate held for review (``--possibly-paid review``)."""
     entries = unresolved(record, call)
-    price = Record(record.split, record.model, record.task_id, record.repeat, possibly_paid=entries).spent
+    price = call_ledger.price_of(entries)
     what = "generation" if call == GENERATE else "judge call"
     ids = ", ".join(str(e["id"]) for e in entries if e.get("id")) or "none sent"
     return (f"held for review: {len(entries)} paid {what}(s) for it may have been paid (up to ${price:.2f}) and "

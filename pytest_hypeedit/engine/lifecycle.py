@@ -61,7 +61,7 @@ twice, or a call that was sent and whose reservation was never settled: ``Lifecy
 reservation open leaves it in the ledger, which counts it as spent once the process is gone (engine/budget.py).  What a
 reservation commits is on the record too, written by the step that ends its call (a verdict's entry in ``calls``, a
 failed judge call's entry in ``calls``, an expired job's left-behind entry, a lost reply's
-``possibly_paid``), so ``spent``, summed from the records, is never less than what the ledger committed.
+lost entry in ``calls``), so ``spent``, summed from the records, is never less than what the ledger committed.
 """
 
 from __future__ import annotations

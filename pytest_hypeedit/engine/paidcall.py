@@ -3,7 +3,7 @@ lost; and the room the purchases of one process hold on the outputs' disk.
 
     journal_call   the request written into the record as ``pending`` (a named step: write_journaled)
     call           the call itself; an exception not ours becomes a call error, a full disk ``DiskFull``
-    end_call       the call is over: a lost reply moves ``pending`` into ``possibly_paid`` (engine/journal.py)
+    end_call       the call is over: a lost reply moves ``pending`` into the call ledger, lost (engine/journal.py)
     settle_abandoned  a pending call of a run that ended before its reply: possibly paid, written at once
     write          the record written as a named step of the candidate's lifecycle: the only way the money
                    path writes one

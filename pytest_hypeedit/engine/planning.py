@@ -271,8 +271,9 @@ class Planning:
         on_disk = self.means.store.read_record(*record.key)
         if on_disk is None:
             return True
-        record.pending, record.possibly_paid = on_disk.pending, on_disk.possibly_paid
-        # the call ledger is append-only, whichever process paid: every entry of both, once
+        record.pending = on_disk.pending
+        # the call ledger is append-only, whichever process paid: every entry of both, once (a lost call another
+        # process bought again since stays rebought, call_ledger.later)
         record.calls = call_ledger.merged(on_disk.calls, record.calls)
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False

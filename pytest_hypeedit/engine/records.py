@@ -95,11 +95,8 @@ class Record:
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
     # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
     # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
-    # a run that finds one it did not send knows the call may have been paid
+    # a run that finds one it did not send knows the call may have been paid: it becomes a lost entry of ``calls``
     pending: dict[str, Any] | None = None
-    # every paid call abandoned without its reply (possibly paid), oldest first: the pending entry plus
-    # "why", "found_at" and "rebought" (whether a later call bought the candidate again)
-    possibly_paid: list[dict[str, Any]] = field(default_factory=list)
     # judging
     verdict: str | None = None  # "PASS" or "FAIL"
     reasoning: str | None = None
@@ -151,8 +148,10 @@ class Record:
     # every run (the one it holds, those it held before: replaced by --rejudge, a stale verdict judged again, another
     # judge's verdict, a verdict of bytes that changed or of an image that was lost) and --judge-stability's
     # re-judgements (``judge_verdicts_cost`` in records of earlier versions; a record older still counts its
-    # ``judge_cost`` and ``extra["stability"]["cost"]`` until a verdict is written, call_ledger.unwritten_verdicts).
-    # Never reset: a later verdict or purchase does not erase what they cost
+    # ``judge_cost`` and ``extra["stability"]["cost"]`` until a verdict is written, call_ledger.unwritten_verdicts);
+    # and every paid call abandoned without its reply, lost (possibly paid, at its worst case): the pending entry
+    # with "why", "found_at" and "rebought" (a later call bought again what it was for; ``possibly_paid`` in records
+    # of earlier versions).  Never reset: a later verdict or purchase does not erase what they cost
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -192,8 +191,8 @@ class Record:
 
     @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
-        """The ``possibly_paid`` entries that are entries (a doctored record may hold anything), bounded."""
-        return call_ledger.possibly_paid_entries(self)
+        """The paid calls abandoned without their reply: the lost entries of its ledger, oldest first, bounded."""
+        return call_ledger.lost_entries(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The record's fields as a dict for JSON (values shared, not copied: it is serialised, never kept).
@@ -233,21 +232,25 @@ class Record:
         return cls(**fields)
 
 
-#: The ids of the ledger entries a record of an earlier version's ``judge_failed_cost`` and ``resubmitted_cost``
-#: become: fixed, so a record converted twice (read back, merged with another process's) holds them once.
+#: The ids of the ledger entries a record of an earlier version's ``judge_failed_cost``, ``resubmitted_cost``,
+#: ``judge_verdicts_cost``, ``cost`` and ``possibly_paid`` become: fixed, so a record converted twice (read back,
+#: merged with another process's) holds them once.
 EARLIER_JUDGE_CALLS = "judge_failed_cost"
 EARLIER_LEFT_BEHIND = "resubmitted_cost"
 EARLIER_VERDICTS = "judge_verdicts_cost"
 EARLIER_GENERATION = "generation-v1"
+EARLIER_LOST = "possibly_paid"
 
 
 def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     """A record of an earlier version, converted once on read: its ``judge_failed_cost`` (what judge calls paid
     without a verdict cost, summed) becomes one ledger entry of ``calls``, and its ``resubmitted_cost`` (earlier
     purchases that left no image, summed) one left-behind entry per purchase its ``extra`` names and one for the
-    rest (call_ledger.earlier_left_behind), so nothing it recorded as paid is forgotten, and none is counted twice
-    (the entries' ids are fixed).  An amount of the wrong type makes the record malformed, as before; one not
-    believable is kept as is, counted 0 and said (``implausible_amounts``)."""
+    rest (call_ledger.earlier_left_behind), its ``judge_verdicts_cost`` and ``cost`` (with ``tier``) their entries,
+    and each of its ``possibly_paid`` (calls abandoned without their reply) a lost entry (call_ledger.earlier_lost,
+    ``rebought`` kept), so nothing it recorded as paid is forgotten, and none is counted twice (the entries' ids are
+    fixed).  An amount of the wrong type makes the record malformed, as before; one not believable is kept as is,
+    counted 0 and said (``implausible_amounts``)."""
     for name in (EARLIER_JUDGE_CALLS, EARLIER_LEFT_BEHIND, EARLIER_VERDICTS, "cost"):
         amount = data.get(name)
         if amount is not None and not _is(amount, _NUMBER):
@@ -271,8 +274,23 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
         added += _earlier_verdicts(data, verdicts)
     if ("cost" in data or "tier" in data) and EARLIER_GENERATION not in ids:
         added.append(_earlier_generation(data))
+    abandoned = _earlier_possibly_paid(data)
+    if abandoned and EARLIER_LOST not in ids:
+        added += call_ledger.earlier_lost(abandoned, EARLIER_LOST)
     if added:
         fields["calls"] = [*calls, *added]
+
+
+def _earlier_possibly_paid(data: dict[str, Any]) -> list[Any]:
+    """A record of an earlier version's ``possibly_paid`` (a list of objects: else the record is malformed, naming
+    it, as it was when the field was one of the record's)."""
+    entries = data.get(EARLIER_LOST)
+    if entries is None:
+        return []
+    if not _is(entries, (list,)):
+        raise MalformedRecord(f"'{EARLIER_LOST}' must be a list, not {_json_type(entries)}")
+    _check_items(entries, (dict,), EARLIER_LOST)
+    return list(entries)
 
 
 def _earlier_generation(data: dict[str, Any]) -> dict[str, Any]:
@@ -323,7 +341,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "seed": _SCALARS,
     "request_id": _TEXT, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
     "job": (dict,), "resubmitted": _INT, "pending": (dict,),
-    "possibly_paid": (list,), "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
+    "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
     "judge_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),
     "human": (dict,), "signals": (dict,),
@@ -372,7 +390,7 @@ def check_fields(fields: dict[str, Any]) -> None:
             raise MalformedRecord(f"{name!r} must be {_kind_names(_FIELD_TYPES[name])}, not {_json_type(value)}")
     _check_items(fields.get("task_types", []), _TEXT, "task_types")
     _check_items(fields.get("references_sha256") or [], _TEXT, "references_sha256")
-    for name in ("votes", "possibly_paid", "calls"):
+    for name in ("votes", "calls"):
         _check_items(fields.get(name, []), (dict,), name)
     for index, entry in enumerate(fields.get("calls") or []):
         wrong = call_ledger.problem(entry)

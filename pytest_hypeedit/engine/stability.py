@@ -139,7 +139,7 @@ def _ask(calls: PaidCalls, plan: Plan, entry: dict[str, Any], k: int) -> None:
 
 def _failed(calls: PaidCalls, plan: Plan, entry: dict[str, Any], reserved: CallReservation, exc: HypeEditError) -> None:
     """A re-judgement's call failed: what it may have cost is settled and kept in the record (asks answered before
-    it failed as an entry of its call ledger, a lost reply's worst case in ``possibly_paid``); the verdict stands."""
+    it failed as an entry of its call ledger, a lost reply's worst case as a lost one); the verdict stands."""
     record = plan.record
     lost = calls.end_call(record, exc)
     answered = add_failed_judge_cost(record, getattr(exc, "cost", None), calls.means.run_id)

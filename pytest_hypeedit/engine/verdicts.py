@@ -133,7 +133,7 @@ class Verdicts:
         record = plan.record
         lost = self.calls.end_call(record, exc)
         # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
-        # (that part is in the record's possibly_paid)
+        # (that part is a lost entry of the record's call ledger)
         answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.means.run_id)
         if reservation is not None:
             reservation.settle(answered + (float(lost.get("price") or 0) if lost else 0.0))

@@ -200,5 +200,5 @@ def test_a_run_stopped_while_its_lines_gather_costs_nothing_and_counts_nothing(b
     row = results_row(pytester.path)
     assert fake.billed > 0 and row["spent"] == pytest.approx(fake.billed, abs=1e-5)
     assert row["possibly_paid"] == 0
-    assert not any(r["possibly_paid"] for r in records(pytester.path))
+    assert not any(Record.from_dict(r).possibly_paid_calls for r in records(pytester.path))
 

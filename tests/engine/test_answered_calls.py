@@ -69,7 +69,7 @@ def test_an_answered_generation_whose_url_cannot_be_fetched_is_paid_once_and_ref
         assert record["outcome"] == "refused" and "result URL" in record["refusal"]
         assert "cannot be fetched" in record["refusal"] and "ark seedream-4-5-251128" in record["refusal"]
         assert record["request_id"].startswith("ark-req-") and Record.from_dict(record).cost == pytest.approx(PRICE)
-        assert not record.get("possibly_paid") and record.get("pending") is None
+        assert not Record.from_dict(record).possibly_paid_calls and record.get("pending") is None
     again = pytester.runpytest(*args())
     again.assert_outcomes(failed=TASKS)
     assert len(fake.seen("/images/generations")) == TASKS  # answered once each, never bought again

@@ -63,7 +63,7 @@ def test_a_gathering_entry_is_refused_as_possibly_paid():
                                                  state=paid.GATHERING))
     with pytest.raises(LifecycleError, match="cannot move from gathering to lost"):
         paid.abandon(record, "its run ended")
-    assert record.possibly_paid == [] and record.spent == 0
+    assert record.calls == [] and record.spent == 0
     sync = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="y"))
     paid.abandon(sync, "its run ended")
     assert sync.spent == pytest.approx(0.19)  # a journaled call may have left: possibly paid
@@ -404,8 +404,93 @@ def test_what_a_run_bought_is_its_entries_whoever_merges_and_a_lost_call_is_the_
     add_verdict_cost(theirs, 0.004, "run-b")
     theirs.pending = paid.sending(paid.JUDGE, route="gemini-judge", price=0.19, call_id="c1", run="run-b")
     paid.abandon(theirs, "read timeout")  # its reply lost: possibly paid, by run-b
-    both = Record(**BASE, calls=ledger.merged(theirs.calls, ours.calls), possibly_paid=theirs.possibly_paid)
+    both = Record(**BASE, calls=ledger.merged(theirs.calls, ours.calls))
     for record in (both, Record.from_json(both.to_json())):
         assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.095)
         assert ledger.spent_in_run(record, "run-b") == pytest.approx(0.004 + 0.19)
         assert record.spent == pytest.approx(0.289)
+
+
+# --------------------------------------------------------------------------- calls lost without their reply
+
+
+def test_a_call_abandoned_is_a_lost_entry_of_the_ledger_at_its_worst_case():
+    record = Record(**BASE)
+    record.pending = paid.sending(paid.JUDGE, route="gemini-judge", price=0.04, call_id="c9", run="run-a",
+                                  judge="gemini-3-flash")
+    entry = paid.abandon(record, "read timeout")
+    assert record.pending is None and record.calls == [entry]
+    assert {key: entry[key] for key in ("entry", "kind", "state", "price", "worst", "route", "id", "run", "why")} == {
+        "entry": "lost.c9", "kind": "verdict", "state": "lost", "price": 0.04, "worst": True,
+        "route": "gemini-judge", "id": "c9", "run": "run-a", "why": "read timeout"}
+    assert record.spent_breakdown["possibly_paid"] == pytest.approx(0.04)
+    assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.04)
+    assert paid.unresolved(record, paid.JUDGE) == [entry] and paid.unresolved(record, paid.GENERATE) == []
+    assert "1 paid judge call(s) for it may have been paid (up to $0.04)" in paid.held_message(record, paid.JUDGE)
+    # a lost judge call gave no verdict: an older record still counts its judge_cost until one is written
+    older = Record(**BASE, judge_cost=0.002, calls=[entry])
+    assert older.spent == pytest.approx(0.042)
+    shared = list(record.calls)
+    assert paid.mark_rebought(record, paid.JUDGE) == 1 and paid.mark_rebought(record, paid.JUDGE) == 0
+    assert shared[0].get("rebought") is None  # a new copy in its place: the entry read is not changed under a reader
+    assert ledger.bought_again(ledger.calls_of(record)) == 1 and record.spent == pytest.approx(0.04)
+    back = Record.from_json(record.to_json())
+    assert back.calls == record.calls and back.possibly_paid_calls == record.calls
+
+
+def test_a_lost_call_bought_again_stays_rebought_whoever_merges():
+    """The merge's tie-break: of two copies of one lost entry, the one that says it was bought again is the later
+    (planted: ``later`` keeping ours at equal states: run-b's stale copy merged last made the lost call open again,
+    bought_again 0 and the results' possibly_paid_open 1: caught)."""
+    killed = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1", run="run-a"))
+    paid.abandon(killed, paid.RUN_ENDED)
+    stale = Record.from_json(killed.to_json())  # another process read it before it was bought again
+    bought = Record.from_json(killed.to_json())
+    paid.mark_rebought(bought, paid.GENERATE)  # this process journals the purchase that buys it again
+    for disk, ours in ((bought, stale), (stale, bought)):
+        both = Record.from_json(Record(**BASE, calls=ledger.merged(disk.calls, ours.calls)).to_json())
+        assert len(both.calls) == 1 and both.calls[0]["rebought"] is True
+        assert ledger.bought_again(ledger.calls_of(both)) == 1 and both.spent == pytest.approx(0.19)
+        assert paid.unresolved(both, paid.GENERATE) == []
+        row = build_results([both], models=[SPEC], split_names=["s"], settings=MetricSettings(),
+                            settings_json={"retry_cap": 4})["rows"][0]
+        assert (row["possibly_paid"], row["possibly_paid_open"], row["possibly_paid_cost"]) == (1, 0, 0.19)
+    # two processes that abandoned the same journaled call (its id fixed by the call's): one lost entry
+    one, two = Record.from_json(killed.to_json()), Record.from_json(killed.to_json())
+    for record in (one, two):
+        record.calls, record.pending = [], paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1")
+        paid.abandon(record, paid.RUN_ENDED)
+    assert Record(**BASE, calls=ledger.merged(one.calls, two.calls)).spent == pytest.approx(0.19)
+
+
+def test_an_earlier_possibly_paid_is_converted_once_whoever_reads_writes_or_merges_it():
+    """Planted: the conversion made on every read (its check of the fixed ids removed): the record read back counted
+    its lost calls twice, $0.388 for $0.194 (caught); the conversion skipped: the lost calls were forgotten, $0
+    (caught)."""
+    old = {key: OLD[key] for key in (*BASE, "possibly_paid")}
+    record = Record.from_dict(old)
+    assert "possibly_paid" not in json.loads(record.to_json())  # the field is gone: its entries hold it
+    assert [(c["entry"], c["kind"], c["state"], c["price"], c.get("id"), c.get("rebought")) for c in record.calls] == [
+        ("possibly_paid.1", "generation", "lost", 0.19, "c1", True),
+        ("possibly_paid.2", "verdict", "lost", 0.004, None, None)]
+    assert record.calls[0]["why"] == "read timeout" and record.calls[0]["found_at"] == "2026-11-20T10:10:00+00:00"
+    assert record.spent == pytest.approx(0.194) and record.spent_breakdown["possibly_paid"] == pytest.approx(0.194)
+    again = Record.from_json(record.to_json())  # read, written, read again
+    assert again.calls == record.calls and again.spent == pytest.approx(0.194)
+    # the field beside the entries it was converted into (a later version's entries kept by an earlier one): once
+    assert Record.from_dict({**old, "calls": record.calls}).spent == pytest.approx(0.194)
+    # two writers read the same old record; one bought the lost verdict again: merged either way, each call once,
+    # and the one bought again stays so
+    theirs, ours = Record.from_dict(old), Record.from_dict(old)
+    assert paid.unresolved(theirs, paid.JUDGE) == [theirs.calls[1]]
+    paid.mark_rebought(theirs, paid.JUDGE)
+    for merged in (ledger.merged(theirs.calls, ours.calls), ledger.merged(ours.calls, theirs.calls)):
+        both = Record.from_json(Record(**BASE, calls=merged).to_json())
+        assert both.spent == pytest.approx(0.194) and ledger.bought_again(ledger.calls_of(both)) == 2
+        assert paid.unresolved(both, paid.JUDGE) == paid.unresolved(both, paid.GENERATE) == []
+    # a doctored entry: fields of the wrong type left out, a price that is no number counted 0 and said
+    odd = Record.from_json(Record.from_dict({**BASE, "possibly_paid": [
+        {"price": "lots", "call": ["judge"], "id": 7, "rebought": "yes", "tier": 3}, {"price": True}]}).to_json())
+    assert odd.spent == 0 and implausible_amounts(odd) == 2 and ledger.bought_again(ledger.calls_of(odd)) == 0
+    assert [(c["kind"], c["tier"], "id" in c) for c in odd.calls] == [("generation", "unknown", False),
+                                                                      ("generation", "standard", False)]

@@ -250,7 +250,7 @@ def test_spent_this_run_counts_a_possibly_paid_call_at_its_worst_case(tmp_path):
     bills = Bills("lost")
     runner = runner_for(tmp_path, bills, LostReplies)
     lost = runner.run(TASK, MOVED, 1)
-    assert lost.outcome == "error" and lost.possibly_paid
+    assert lost.outcome == "error" and lost.possibly_paid_calls
     assert this_run(lost, runner) == pytest.approx(lost.spent) == pytest.approx(SYNC_PRICE)
     again = runner_for(tmp_path, bills, LostReplies)
     bought = again.run(TASK, MOVED, 1)  # bought again (--possibly-paid rebuy)

@@ -199,15 +199,20 @@ def billed_twice(fakes: dict, model: str) -> Counter:
     return Counter({key: count - once for key, count in fake.ledger.submitted.items() if count > once})
 
 
+def lost_calls(record: dict) -> list[dict]:
+    """The calls a record (as on disk) counts as possibly paid: the lost entries of its call ledger."""
+    return [call for call in record.get("calls", []) if call.get("state") == "lost"]
+
+
 def possibly_paid(folder: Path, model: str) -> Counter:
     """Candidates the records count as possibly paid, keyed as the model's fake keys them."""
     found = Counter()
     for record in records(folder):
-        if record["model"] == model and record.get("possibly_paid"):
+        if record["model"] == model and lost_calls(record):
             task = int(record["task_id"].rsplit("-", 1)[1])
             prompt = make_tasks(TASKS)[task]["instruction"]
             key = prompt if model == "gpt-image-1.5" else (prompt, seed_of(record))
-            found[key] += len(record["possibly_paid"])
+            found[key] += len(lost_calls(record))
     return found
 
 
@@ -225,9 +230,9 @@ def assert_every_double_charge_is_counted(folder: Path, fakes: dict) -> int:
         for key, extra in twice.items():
             assert counted[key] >= extra, f"{model}: {key} billed {extra} extra time(s), counted {counted[key]}"
         assert final[model]["possibly_paid"] == sum(1 for r in records(folder)
-                                                    if r["model"] == model and r.get("possibly_paid"))
+                                                    if r["model"] == model and lost_calls(r))
         assert final[model]["spent_breakdown"]["possibly_paid"] == pytest.approx(
-            sum(e["price"] for r in records(folder) if r["model"] == model for e in r.get("possibly_paid", [])))
+            sum(e["price"] for r in records(folder) if r["model"] == model for e in lost_calls(r)))
         doubles += sum(twice.values())
     return doubles
 
