@@ -3,11 +3,11 @@
 - The order (glue/sequential_order.py): per model, a random interleaving of the run's tasks drawn once per
   outputs folder and run identity and kept there; the controller reads or draws it at configure time and hands
   its seeds to every xdist worker (``pytest_configure_node``), so every process collects the same list (xdist
-  refuses a run whose workers' collections differ).  ``buying_order`` sorts the items by it.
+  does not accept a run whose workers' collections differ).  ``buying_order`` sorts the items by it.
 - ``SequentialGates`` (the controller): one ``BettingTest`` per gate and row it applies to, at the run's
   --gate-alpha split over them (``per_gate_alpha``), fed each record as its report arrives
   (``pytest_hypeedit_record``), in the planned order (the longest complete prefix).  A run with no gate the
-  test can decide is refused at configure time, before anything is paid for.
+  test can decide is not accepted at configure time, before anything is paid for.
 
 The decision is kept in the controller's memory (``stopped``), the one process that sees every record; once
 every gate is decided it also writes the run's stop file (glue/stopping.py ``write_stop``), but only as the
@@ -150,7 +150,7 @@ class SequentialGates:
         for gate in gates:
             plans += self._plans(gate, baseline)
         if not plans:
-            raise pytest.UsageError(refusal(self.undecidable))
+            raise pytest.UsageError(undecidable_message(self.undecidable))
         self.orders: list[KeptOrder] = [kept_order(run, spec) for spec in run.models]
         self.seeds = {order.model: order.seed for order in self.orders}
         config.stash[SEEDS_KEY] = self.seeds
@@ -428,16 +428,16 @@ def _of_run(sequential: SequentialGates) -> str:
     return f" of the run's {sequential.alpha:g}" if len(sequential.streams) > 1 else ""
 
 
-def refuse_undecidable(gates: Sequence[Any]) -> None:
+def check_decidable(gates: Sequence[Any]) -> None:
     """--sequential with no gate the test can decide is a usage error at start-up (glue/startup.py check_gates),
     before the run writes anything: not even its release's folder marker or a buying order."""
     undecidable = [(gate, why) for gate in gates if (why := _why_not_sequential(gate)) is not None]
     if len(undecidable) == len(gates):
-        raise pytest.UsageError(refusal(undecidable))
+        raise pytest.UsageError(undecidable_message(undecidable))
 
 
-def refusal(undecidable: Sequence[tuple[Any, str]]) -> str:
-    """Why a run with --sequential and no gate the test can decide is refused, before anything is paid for."""
+def undecidable_message(undecidable: Sequence[tuple[Any, str]]) -> str:
+    """Why a run with --sequential and no gate the test can decide is not accepted, before anything is paid for."""
     whys = "; ".join(f"{gate.text!r}: {why}" for gate, why in undecidable)
     return (f"--sequential: no gate of this run can be decided early ({whys}); only pass_rate gates, absolute or "
             "against --baseline, are: add one (e.g. --gate 'pass_rate>=0.6'), or drop --sequential to buy every "

@@ -85,7 +85,7 @@ class JudgeOptions:
     limiter_for: Callable[[str], RouteLimiter | None] | None = None
     #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
     cache_dir: Path | None = None
-    #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it refuses.
+    #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it does not accept it.
     tier: str = "standard"
 
     def __post_init__(self) -> None:
