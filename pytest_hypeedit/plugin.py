@@ -151,7 +151,7 @@ def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
 
 def register_pool_plugins(config: pytest.Config) -> None:
     """The pool in every process that runs items; on the controller, the live line and (under -n) the
-    stop signal for the workers."""
+    stop file for the workers."""
     from .glue.pool_plugin import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"

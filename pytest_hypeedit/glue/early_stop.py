@@ -82,7 +82,7 @@ def planned_order(run: RunConfig, seeds: Mapping[str, str]) -> list[Key]:
 
 
 def buying_order(items: list[CandidateItem], config: pytest.Config) -> list[CandidateItem]:
-    """The collected items in the planned order (any item the plan does not know keeps its place at the end).
+    """The collected items in the planned order (any item the order does not know keeps its place at the end).
     The seeds: the controller's (drawn or read at configure time), handed to a worker in its workerinput."""
     from .stash import RUN_KEY
 
@@ -99,7 +99,7 @@ def buying_order(items: list[CandidateItem], config: pytest.Config) -> list[Cand
                                                      item.repeat), len(rank)))
 
 
-class Plan(NamedTuple):
+class DecidableGate(NamedTuple):
     """A gate on one row the test can decide: its per-task baseline rates when against the baseline."""
 
     gate: Any
@@ -146,21 +146,21 @@ class SequentialGates:
                                     "--gate 'pass_rate>=0.6')")
         self.records: dict[Key, Any] = {}
         self.undecidable: list[tuple[Any, str]] = []  # (gate, why it cannot be decided early)
-        plans: list[Plan] = []
+        decidable: list[DecidableGate] = []
         for gate in gates:
-            plans += self._plans(gate, baseline)
-        if not plans:
+            decidable += self._decidable(gate, baseline)
+        if not decidable:
             raise pytest.UsageError(undecidable_message(self.undecidable))
         self.orders: list[KeptOrder] = [kept_order(run, spec) for spec in run.models]
         self.seeds = {order.model: order.seed for order in self.orders}
         config.stash[SEEDS_KEY] = self.seeds
         self.order = planned_order(run, self.seeds)
-        self.gate_alpha = per_gate_alpha(self.alpha, len(plans))
-        self.streams = [self._stream(plan) for plan in plans]
+        self.gate_alpha = per_gate_alpha(self.alpha, len(decidable))
+        self.streams = [self._stream(row) for row in decidable]
         self.stopped: str | None = None  # the decision, once made: kept here, never read back from a file
 
-    # ------------------------------------------------------------------ the plan
-    def _plans(self, gate: Gate, baseline: Mapping[str, Any] | None) -> list[Plan]:
+    # ------------------------------------------------------------------ the gates the test can decide
+    def _decidable(self, gate: Gate, baseline: Mapping[str, Any] | None) -> list[DecidableGate]:
         why = _why_not_sequential(gate)
         if why:
             self.undecidable.append((gate, why))
@@ -172,8 +172,8 @@ class SequentialGates:
         if scoped.model is not None and scoped.model not in models:
             self.undecidable.append((gate, f"the run has no model {scoped.model!r}"))
             return []
-        return [plan for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
-                if (plan := self._plan(gate, model, split, baseline)) is not None]
+        return [row for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
+                if (row := self._decidable_on(gate, model, split, baseline)) is not None]
 
     def _scopes(self, gate: Gate) -> list[str]:
         """The rows a gate is checked on (analysis/gates.py _target_rows): its split, else the combined row of a
@@ -183,7 +183,8 @@ class SequentialGates:
             return [gate.split]
         return [COMBINED] if len(names) > 1 else names
 
-    def _plan(self, gate: Gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> Plan | None:
+    def _decidable_on(self, gate: Gate, model: str, split: str,
+                      baseline: Mapping[str, Any] | None) -> DecidableGate | None:
         tasks = [(s.name, t.task_id) for s in self.run.splits for t in s.tasks if split in (s.name, COMBINED)]
         rates = None
         if gate.relative_to_baseline:
@@ -195,11 +196,11 @@ class SequentialGates:
         if not tasks or self.run.repeats < 1:
             self.undecidable.append((gate, f"no planned candidate of {model} ({split})"))
             return None
-        return Plan(gate, model, split, rates)
+        return DecidableGate(gate, model, split, rates)
 
-    def _stream(self, plan: Plan) -> Stream:
+    def _stream(self, row: DecidableGate) -> Stream:
         """The row's planned items in buying order, and their test at the per-gate alpha."""
-        gate, model, split, rates = plan
+        gate, model, split, rates = row
         keys = [k for k in self.order if k[1] == model and (k[0] == split or split == COMBINED)]
         if rates is None:
             low, high, threshold = [0.0] * len(keys), [1.0] * len(keys), gate.threshold

@@ -104,5 +104,5 @@ def test_no_phrase_of_a_retired_meaning():
 def test_the_glossary_names_every_kept_meaning():
     glossary = (ROOT / "docs" / "reference" / "glossary.md").read_text(encoding="utf-8")
     for word in ("gate", "refusal", "rejected key", "not accepted", "withheld", "reservation", "hold", "admission",
-                 "running", "slot", "transport", "candidate", "record", "route", "tier"):
+                 "running", "slot", "transport", "candidate", "record", "route", "tier", "signals", "plan"):
         assert f"| **{word}** |" in glossary, word
