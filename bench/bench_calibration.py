@@ -13,7 +13,7 @@ calibration (both estimates, all replicates).
 
 ``--cases``: the off-the-happy-path cases of tests/analysis/test_calibration_simulation.py, each run ``--runs`` times (200
 for the figures in docs/explanation/statistics.md): coverage and bias of the calibrated pass rate, Pass@4 and
-effective cost against the population truth (the target), and how often each was refused.
+effective cost against the population truth (the target), and how often each was withheld.
 
 ``--acceptance``: the calibration's acceptance simulation (``--runs`` runs x 3 models, a 10-20% sample; 150 runs
 and 200 replicates for the figures in docs/explanation/statistics.md): coverage of the calibrated 95% intervals
@@ -85,7 +85,7 @@ def main() -> None:
                     widths[(key, "judge")].append(judged[key])
                     for kind, figures in (("human", result.human_sample), ("calibrated", result.calibrated)):
                         entry = figures[key]
-                        if entry.get("low") is not None:  # refused (too few labels) rows give no width
+                        if entry.get("low") is not None:  # withheld (too few labels) rows give no width
                             high = math.inf if entry["high"] is None else entry["high"]
                             widths[(key, kind)].append(high - entry["low"])
         cells = ["".join(_median_cell(widths[(key, kind)], scale, 8 if kind == "judge" else 9)
@@ -99,7 +99,7 @@ def main() -> None:
 
 
 def _median_cell(widths: list[float], scale: float, size: int) -> str:
-    """The median width, or "-" when no row gave one (every calibrated figure refused for too few labels)."""
+    """The median width, or "-" when no row gave one (every calibrated figure withheld for too few labels)."""
     return f"{scale * statistics.median(widths):{size}.2f}" if widths else f"{'-':>{size}}"
 
 
@@ -128,7 +128,7 @@ def cases(runs: int, resamples: int) -> None:
         ("near one (98%), 100 labels", NEAR_ONE, dict(labelled=100)),
     ]
     print(f"{runs} runs per case, {resamples} replicates; target: the population truth; 95% intervals")
-    print(f"{'case':<52} {'metric':<15} {'coverage':>8} {'bias':>9} {'truth':>8} {'refused':>8}")
+    print(f"{'case':<52} {'metric':<15} {'coverage':>8} {'bias':>9} {'truth':>8} {'withheld':>8}")
     for name, model, options in table:
         found = run_case(model, runs, resamples, seed=2511, keys=keys, **options)
         for key in keys:

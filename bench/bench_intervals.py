@@ -14,7 +14,7 @@ N runs per regime.
 
 ``--calibrated``: the calibrated figures (analysis/calibration.py) with the paper's critical judge (sensitivity
 0.65, specificity 0.95 on a 50% model: wrong on 20% of candidates, mostly false FAILs), 10, 30, 50 and 100 labels:
-coverage of pass rate, Pass@4 and effective cost against the population truth, how many runs had them refused
+coverage of pass rate, Pass@4 and effective cost against the population truth, how many runs had them withheld
 (and the coverage split by samples with 10 or more disagreements or fewer), and how many samples held fewer than 5
 disagreements (flagged, the pass rate's interval widened), with the coverage in the runs whose sample held none.
 """
@@ -83,7 +83,7 @@ def calibrated(runs: int, resamples: int, seed: int, sizes: list[int]) -> None:
     truth = population_truth(critical)
     keys = ("pass_rate", "pass_at_4", "effective_cost")
     print(f"calibrated 95% intervals, critical judge (se 0.65, sp 0.95, 50% model), {runs} runs, {resamples} "
-          "replicates; coverage [Monte Carlo 95%], refused")
+          "replicates; coverage [Monte Carlo 95%], withheld")
     for labels in sizes:
         rng = np.random.default_rng(seed + labels)
         hits = dict.fromkeys(keys, 0)
@@ -112,14 +112,14 @@ def calibrated(runs: int, resamples: int, seed: int, sizes: list[int]) -> None:
         for key in keys:
             if given[key]:
                 low, high = wilson(hits[key], given[key])
-                cells.append(f"{key} {hits[key] / given[key]:.1%} [{low:.1%},{high:.1%}] refused {runs - given[key]}")
+                cells.append(f"{key} {hits[key] / given[key]:.1%} [{low:.1%},{high:.1%}] withheld {runs - given[key]}")
                 count, inside = many[key]
                 fewer = given[key] - count
                 if key != "pass_rate" and count and fewer:
                     cells[-1] += (f" (10+ disagreements: {count} runs, {inside / count:.1%}; fewer: "
                                   f"{(hits[key] - inside) / fewer:.1%})")
             else:
-                cells.append(f"{key} refused {runs}")
+                cells.append(f"{key} withheld {runs}")
         without = f"{none_hits / none:.1%} of {none}" if none else "none"
         print(f"{labels:>4} labels: " + "; ".join(cells) + f"; fewer than 5 disagreements: {flagged} runs; pass rate "
               f"coverage with no disagreement: {without}", flush=True)

@@ -7,7 +7,7 @@ data goes to a temporary file in the same folder, then is renamed over the
 destination, which is atomic on one filesystem.
 
 Every reader of the outputs tree (the run, the pixel signals, the report, the review app) opens its files with
-``open_regular``: a symbolic link (the file, or a task, model or split folder on the way to it) is refused, never
+``open_regular``: a symbolic link (the file, or a task, model or split folder on the way to it) is not accepted, never
 followed, so a link to ``/etc/passwd`` or to another image is neither judged, copied into a report nor shown.
 """
 
@@ -125,8 +125,8 @@ def not_regular_problem(path: Path | str, mode: int) -> str | None:
 
 
 def open_regular(path: Path, root: Path) -> BinaryIO:
-    """``path`` opened for reading when ``check_regular`` allows it; O_NOFOLLOW (where the platform has it) refuses
-    a link swapped in between the check and the open, and the opened file is checked again (fstat)."""
+    """``path`` opened for reading when ``check_regular`` allows it; O_NOFOLLOW (where the platform has it) fails
+    on a link swapped in between the check and the open, and the opened file is checked again (fstat)."""
     check_regular(path, root)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
     try:

@@ -85,7 +85,7 @@ class NotFinite(argparse.ArgumentTypeError, ValueError):
 
 
 def finite_float(text: str) -> float:
-    """argparse's ``float``, refusing nan and inf: ``--budget nan`` would pass every comparison with the cap
+    """argparse's ``float``, not accepting nan and inf: ``--budget nan`` would pass every comparison with the cap
     (nan < x is False), ``--budget inf`` is no cap, and both broke every item later."""
     value = float(text)
     if not math.isfinite(value):
@@ -191,7 +191,7 @@ def _declare_ci(add: Callable[..., None]) -> None:
     add("--gate", action="append", dest="hypeedit_gates", default=[], metavar="[MODEL[@SPLIT]:]METRIC OP VALUE",
         ini="linelist",  # one gate per line: a gate may be written with spaces ("pass_rate >= 0.6")
         help="a metric gate, e.g. 'pass_rate>=0.6', 'seedream-4.5:pass_at_4>=0.65', 'pass_rate>=baseline-0.02' "
-             "(repeatable). With gates, the exit status is 0 when all hold (even if items failed), 1 otherwise")
+             "(repeatable). With gates, the exit status is 0 when all pass (even if items failed), 1 otherwise")
     add("--sequential", dest="hypeedit_sequential", action="store_true",
         help="with pass-rate gates: buy candidates in a random order over tasks (drawn once per outputs folder, "
              "kept there for reruns) and stop buying once every gate is decided at its share of --gate-alpha "

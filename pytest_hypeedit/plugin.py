@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     prefer_one_line_failures(config)
     try:
-        refuse_test_paths(config)  # the controller refuses first: workers get the same arguments
+        check_test_paths(config)  # the controller checks first: workers get the same arguments
         run = configure_run(config, controller=is_controller(config))
         if is_controller(config):
             register_price(config, run)
@@ -100,7 +100,7 @@ def pytest_configure(config: pytest.Config) -> None:
         register_gallery(config, controller=is_controller(config))
 
 
-def refuse_test_paths(config: pytest.Config) -> None:
+def check_test_paths(config: pytest.Config) -> None:
     """``pytest tests --model X``: the paths given on the command line (not the ini file's testpaths, which
     pytest uses only when none are given) would not run; say so before anything is read or paid for."""
     from .glue.rootdir_guard import test_paths_message
@@ -151,7 +151,7 @@ def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
 
 def register_pool_plugins(config: pytest.Config) -> None:
     """The pool in every process that runs items; on the controller, the live line and (under -n) the
-    stop signal for the workers."""
+    stop file for the workers."""
     from .glue.pool_plugin import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"

@@ -144,7 +144,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read models file ({exc.strerror})") from None
     except UntrustedInput as exc:
-        raise ConfigError(f"{path}: models file refused: {exc}") from None
+        raise ConfigError(f"{path}: models file not accepted: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("models") or {}, dict):
         raise ConfigError(f"{path}: a models file is a mapping with a 'models:' mapping of name -> entry")
     if not isinstance(data.get("routes") or {}, dict):

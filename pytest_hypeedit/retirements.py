@@ -137,7 +137,7 @@ def warning(spec: ModelSpec, entry: Retirement, day: dt.date, models: Iterable[M
     left = entry.days_left(day)
     when = "tomorrow" if left == 1 else f"in {left} days"
     return (f"{spec.name} ({entry.route} {entry.provider_model}) shuts down on {entry.shutdown}, {when} "
-            f"({entry.source}); from that day a run that must call it is refused. "
+            f"({entry.source}); from that day a run that must call it is not accepted. "
             f"{successor_advice(spec, entry, models, day)}")
 
 

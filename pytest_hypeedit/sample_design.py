@@ -163,7 +163,7 @@ def write_design(path: Path, design: Design) -> None:
 
 
 def read_design(path: Path) -> Design:
-    """The design in ``path``, checked field by field (a doctored or foreign file is refused by name)."""
+    """The design in ``path``, checked field by field (a doctored or foreign file is not accepted, by name)."""
     path = Path(path)
     try:
         data = load_json_file(path, DESIGN_BYTES)  # a few KB: the sample's keys and its seed

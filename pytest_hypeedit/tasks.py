@@ -3,7 +3,7 @@
 A split is one task file (the upstream schema, docs/reference/formats.md).  It comes from a
 local path, a URL, or a manifest in ``tasks/`` (source URL + sha256 + images
 base).  Everything in a task file is untrusted: a ``task_id`` or an image file
-name becomes a path on disk, so anything that is not a plain name is refused.
+name becomes a path on disk, so anything that is not a plain name is not accepted.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def _parse_task(entry: Any, *, where: str, split: str) -> Task:
     if not is_plain_name(task_id):
         raise TaskFileError(
             f"{where}: task_id {task_id!r} is not a plain name (letters, digits, '.', '_', '-'); "
-            "it becomes a folder name, so paths and '..' are refused"
+            "it becomes a folder name, so paths and '..' are not accepted"
         )
     where = f"{where.split(': ')[0]}: task {task_id}"
     return Task(
@@ -255,7 +255,7 @@ def load_split(source: SplitSource, cache_dir: Path, *, fetch: Fetch | None = No
     except OSError as exc:
         raise TaskFileError(f"{path}: cannot read task file ({exc.strerror}); check the --tasks path") from None
     except UntrustedInput as exc:
-        raise TaskFileError(f"{path}: task file refused: {exc}") from None
+        raise TaskFileError(f"{path}: task file not accepted: {exc}") from None
     _check_sha256(raw, source, path)
     try:
         data = loads_json(raw.decode("utf-8"))
@@ -385,7 +385,7 @@ def _cached_remote_image(task: Task, name: str, base: str, cache_dir: Path, fetc
 
 def check_image_bytes(raw: bytes, where: str, task: Task | None = None) -> None:
     """Decode an image fully: a truncated or corrupt file is an ImageError naming it, and so is one of more
-    pixels than providers.images.MAX_IMAGE_PIXELS, refused from its header before it is decoded."""
+    pixels than providers.images.MAX_IMAGE_PIXELS, not accepted from its header before it is decoded."""
     import io
 
     from .providers.images import IMAGE_WORK, PixelsTooMany, open_checked  # a 4K reference decoded is 50 MB

@@ -68,7 +68,7 @@ def clean_text(text: str, limit: int, *, multiline: bool = True) -> str:
 
 
 def clean_optional(value: Any, limit: int) -> Any:
-    """``clean_text`` for a string; anything else as it is (None, or a value a validator refuses elsewhere)."""
+    """``clean_text`` for a string; anything else as it is (None, or a value a validator does not accept elsewhere)."""
     return clean_text(value, limit) if isinstance(value, str) else value
 
 

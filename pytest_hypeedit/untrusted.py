@@ -44,14 +44,14 @@ class UntrustedInput(ValueError):
 
 
 def read_bounded(path: Path, max_bytes: int, opener: Callable[[Path], BinaryIO] | None = None) -> bytes:
-    """The bytes of ``path``, refused past ``max_bytes`` before they are read whole (OSError as raised).
+    """The bytes of ``path``, not accepted past ``max_bytes`` before they are read whole (OSError as raised).
     ``opener`` opens it another way (``files.open_regular``: no link followed)."""
     with (opener(path) if opener else open(path, "rb")) as handle:
         return read_bounded_handle(handle, max_bytes)
 
 
 def read_bounded_handle(handle: BinaryIO, max_bytes: int) -> bytes:
-    """What is left in ``handle``, refused past ``max_bytes`` before it is read whole."""
+    """What is left in ``handle``, not accepted past ``max_bytes`` before it is read whole."""
     data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise UntrustedInput(f"larger than {_size(max_bytes)}, the most such a file may hold")
@@ -73,7 +73,7 @@ def loads_json_bytes(data: bytes) -> Any:
 
 
 def loads_json(text: str) -> Any:
-    """``json.loads`` with the nesting depth bounded: the parser refuses deep nesting with a RecursionError
+    """``json.loads`` with the nesting depth bounded: the parser fails on deep nesting with a RecursionError
     (caught here), and the value parsed is measured before anyone walks it."""
     try:
         value = json.loads(text)

@@ -3,7 +3,7 @@
 pytester's inline runs put sys.modules back as it was after each run, so a
 module first imported inside one (the plugin imports numpy lazily, on the
 controller only) would be imported again by the next, and numpy's C core
-refuses a second load in one process. Importing it here makes it part of the
+does not accept a second load in one process. Importing it here makes it part of the
 snapshot.
 
 httpcore is the same case: httpx imports it lazily on the first HTTP call and

@@ -25,10 +25,10 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path, monke
     dest = tmp_path / "001.json"
     dest.write_bytes(b"old")
 
-    def refuse(*args):
+    def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr(files.os, "replace", refuse)
+    monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         files.atomic_write_bytes(dest, b"new")
     assert dest.read_bytes() == b"old" and os.listdir(tmp_path) == ["001.json"]

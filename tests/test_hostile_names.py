@@ -1,5 +1,5 @@
 """A task id, an image file name, a split or a model name becomes a path on disk: anything but a plain
-name is refused.
+name is not accepted.
 
 The error names the task file and the task (or the option, or the models file), and says what is allowed.
 """
@@ -56,18 +56,18 @@ def load(tmp_path, tasks: list[dict]):
 
 
 @pytest.mark.parametrize("task_id", HOSTILE_IDS)
-def test_a_task_id_that_is_not_a_plain_name_is_refused_naming_file_and_task(tmp_path, task_id):
+def test_a_task_id_that_is_not_a_plain_name_is_not_accepted_naming_file_and_task(tmp_path, task_id):
     tasks = make_tasks(3)
     tasks[1]["task_id"] = task_id
     with pytest.raises(TaskFileError) as info:
         load(tmp_path, tasks)
     message = str(info.value)
     assert message.startswith(f"{tmp_path / 'mini.json'}: task #2: task_id {task_id!r} is not a plain name")
-    assert "paths and '..' are refused" in message
+    assert "paths and '..' are not accepted" in message
 
 
 @pytest.mark.parametrize("name", HOSTILE_IMAGES)
-def test_an_image_name_that_is_not_a_plain_name_is_refused_naming_file_and_task(tmp_path, name):
+def test_an_image_name_that_is_not_a_plain_name_is_not_accepted_naming_file_and_task(tmp_path, name):
     tasks = make_tasks(3)
     tasks[2]["input_images"] = ["001.png", name]
     with pytest.raises(TaskFileError) as info:
@@ -92,7 +92,7 @@ def test_a_task_id_that_is_not_a_string_is_not_a_plain_name(value):
 
 
 @pytest.mark.parametrize("task_type", ["remove\n", "re move", "1remove", ""])
-def test_a_task_type_that_is_not_a_word_is_refused(tmp_path, task_type):
+def test_a_task_type_that_is_not_a_word_is_not_accepted(tmp_path, task_type):
     tasks = make_tasks(2)
     tasks[1]["task_type"] = [task_type]
     with pytest.raises(TaskFileError, match=r"task task-01: task_type .* must be a word"):
@@ -100,7 +100,7 @@ def test_a_task_type_that_is_not_a_word_is_refused(tmp_path, task_type):
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "/abs", "a..b", "mini\n"])
-def test_a_split_manifest_whose_name_is_not_a_plain_name_is_refused(tmp_path, name):
+def test_a_split_manifest_whose_name_is_not_a_plain_name_is_not_accepted(tmp_path, name):
     manifest = tmp_path / "evil.yaml"
     manifest.write_text(json.dumps({"name": name, "source": str(tmp_path / "mini.json")}))  # JSON is YAML
     with pytest.raises(ConfigError, match=r"--tasks .*evil.yaml: split name .* is not a plain name"):
@@ -114,7 +114,7 @@ def test_a_manifest_renamed_with_name_equals_is_accepted(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "m1\n", ".hidden", ""])
-def test_a_model_name_that_is_not_a_plain_name_is_refused(name):
+def test_a_model_name_that_is_not_a_plain_name_is_not_accepted(name):
     entry = {"route": "identity", "provider_model": "identity", "price": 0.0}
     with pytest.raises(ConfigError, match=r"models.yaml: model name .* is not a plain name; it becomes a folder name"):
         build_registry([("models.yaml", {"models": {name: entry}})])

@@ -73,7 +73,7 @@ def test_the_warning_says_how_many_days_are_left():
     assert "--model gpt-image-2.6-sunburst" in text
 
 
-def test_the_shipped_models_of_today_gpt_image_15_warns_and_flash_image_is_refused_second_hand():
+def test_the_shipped_models_of_today_gpt_image_15_warns_and_flash_image_is_not_accepted_second_hand():
     models, today = list(load_registry().models.values()), DAY(2026, 11, 26)
     state, text = retirements.check(load_registry().get("gpt-image-1.5"), models, today)
     assert state == "retiring" and "run --model gpt-image-2.6-sunburst instead" in text

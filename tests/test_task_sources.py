@@ -49,7 +49,7 @@ def test_public_split_downloads_once_and_is_checked_against_its_sha256(tmp_path)
     assert sum(1 for t in split.tasks if len(t.task_types) == 1) == 50  # list and string forms both parsed
 
 
-def test_a_mismatching_download_is_refused_and_not_kept(tmp_path):
+def test_a_mismatching_download_is_not_accepted_and_not_kept(tmp_path):
     with FileServer({"/public.json": b"[]"}) as server:
         source = SplitSource("public", f"{server.url}/public.json", sha256=PINNED)
         with pytest.raises(TaskFileError, match="does not match the pinned 3bcf2b00"):
@@ -57,7 +57,7 @@ def test_a_mismatching_download_is_refused_and_not_kept(tmp_path):
     assert not list((tmp_path / "splits").glob("*.json"))
 
 
-def test_remote_images_are_cached_and_a_corrupt_one_is_refused(tmp_path):
+def test_remote_images_are_cached_and_a_corrupt_one_is_not_accepted(tmp_path):
     tasks, files = served_split(2)
     files[f"/img/{tasks[1]['task_id']}/001.png"] = b"\x89PNG\r\n\x1a\n broken"
     with FileServer(files) as server:

@@ -3,7 +3,7 @@
 A record of the wrong shape is one warning naming its file and is treated as absent (the candidate on disk is
 adopted, never bought again, and judged anew); never an INTERNALERROR, a traceback or an error on every item.  Task,
 labels and models files of the wrong shape are a usage error naming the file and the key.  Nesting and alias
-expansion are bounded: a YAML alias bomb and JSON nested 100,000 deep are refused within seconds, by name.
+expansion are bounded: a YAML alias bomb and JSON nested 100,000 deep are not accepted within seconds, by name.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def test_the_validator_names_the_field_and_accepts_unknown_scalar_fields():
 # --------------------------------------------------------------------------- the loaders
 
 
-def test_a_yaml_alias_bomb_is_refused_within_a_second(tmp_path):
+def test_a_yaml_alias_bomb_is_not_accepted_within_a_second(tmp_path):
     path = tmp_path / "bomb.yaml"
     path.write_text(ALIAS_BOMB)
     assert len(ALIAS_BOMB) < 600
@@ -167,7 +167,7 @@ def test_a_yaml_alias_bomb_is_refused_within_a_second(tmp_path):
                                           (load_yaml_file, "a: " + "[" * 100_000 + "]" * 100_000),
                                           (load_json_file, "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))],
                          ids=["json 100,000 deep", "yaml 100,000 deep", f"json {MAX_DEPTH + 1} deep"])
-def test_deep_nesting_is_refused_with_a_clear_message(tmp_path, loader, text):
+def test_deep_nesting_is_not_accepted_with_a_clear_message(tmp_path, loader, text):
     path = tmp_path / "deep"
     path.write_text(text)
     with pytest.raises(UntrustedInput, match=f"nested deeper than {MAX_DEPTH} levels"):
@@ -183,7 +183,7 @@ def test_depth_up_to_the_bound_and_honest_anchors_are_read(tmp_path):
     assert load_yaml_file(path, 1 << 20)["models"]["b"] == {"rpm": 10, "route": "y"}
 
 
-def test_a_file_over_its_size_bound_is_refused_before_it_is_read_whole(tmp_path):
+def test_a_file_over_its_size_bound_is_not_accepted_before_it_is_read_whole(tmp_path):
     path = tmp_path / "big.json"
     path.write_bytes(b" " * (2 << 20) + b"[]")
     with pytest.raises(UntrustedInput, match="larger than 1 MiB"):

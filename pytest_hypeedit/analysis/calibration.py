@@ -27,7 +27,7 @@ Two estimators, one per kind of metric:
 
   se and sp are estimated from the row's own labelled candidates, each weighted by 1 / pi (a sample drawn more
   often from the judge's FAILs would otherwise bias them), and with fewer than MIN_PER_CLASS human PASS or FAIL
-  labels these metrics are refused, with the reason (other models' error is not borrowed); G is the non-parametric maximum-likelihood mixing
+  labels these metrics are withheld, with the reason (other models' error is not borrowed); G is the non-parametric maximum-likelihood mixing
   distribution on a grid (Laird 1978; EM).  Each task's posterior over p_t gives the distribution of its true
   PASS count: the human labels where known (refusals are FAIL to everyone), plus the unlabelled candidates'
   imputed labels.  Every metric is its exact expectation under that distribution: the mean of infinitely many
@@ -79,7 +79,7 @@ from .calibration_intervals import (
     entry,
     error_bound_interval,
     interval_of,
-    refused,
+    withheld,
 )
 from .calibration_model import (
     GRID,
@@ -258,7 +258,7 @@ class Calibration:
     human_sample: dict[str, dict[str, Any]]
     judge_error: dict[str, Any]
     pass_rate_method: str  # "prediction-powered" or "imputation" (a known error given, no label to correct with)
-    problems: tuple[str, ...] = ()  # what a reader must know: refused metrics, a small sample
+    problems: tuple[str, ...] = ()  # what a reader must know: withheld metrics, a small sample
     disagreements: int = 0  # labels where the judge and people disagree
     few_disagreements: bool = False  # fewer than MIN_DISAGREEMENTS: the pass rate's interval is widened
 
@@ -269,7 +269,7 @@ def calibrate(evidence: Sequence[TaskEvidence], cost: float, settings: MetricSet
     """Calibrated and human-only figures of one row, with intervals (none when n_resamples is 0).
 
     The judge's error comes from the row's own labels.  With fewer than MIN_PER_CLASS human PASS or FAIL
-    among them the metrics that need it (all but the pass rate) are refused, with the reason: borrowing other
+    among them the metrics that need it (all but the pass rate) are withheld, with the reason: borrowing other
     models' error was biased in simulation (Pass@4 coverage 47.5% for a 92% model).  ``pooled``: a judge
     error known from elsewhere (tests), used instead of too few own labels.  None when nothing can be said:
     no task, or no label in the row and no error given.
@@ -281,7 +281,7 @@ def calibrate(evidence: Sequence[TaskEvidence], cost: float, settings: MetricSet
         return None
     setup = _Setup(columns, ErrorSource(pooled=pooled if use_pool else None), cost, settings)
     needs_error = None if own.enough or use_pool else _too_few(own)
-    calibrated = _figures(setup, n_resamples, seed, level, prefer_ppi=own.n > 0, refuse=needs_error)
+    calibrated = _figures(setup, n_resamples, seed, level, prefer_ppi=own.n > 0, withhold=needs_error)
     human = _figures(_Setup(columns, ErrorSource(ignore_judge=True), cost, settings), n_resamples, seed, level,
                      prefer_ppi=True) if own.n else _undefined()
     problems = [needs_error] if needs_error else []
@@ -350,8 +350,8 @@ def _too_few(own: ErrorCounts) -> str:
 
 
 def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer_ppi: bool,
-             refuse: str | None = None) -> dict[str, dict[str, Any]]:
-    """Each metric's entry.  ``refuse``: why the metrics needing the judge's error are not given (the pass
+             withhold: str | None = None) -> dict[str, dict[str, Any]]:
+    """Each metric's entry.  ``withhold``: why the metrics needing the judge's error are not given (the pass
     rate, prediction-powered, needs none)."""
     tasks, labels = setup.columns.tasks, int(setup.columns.confusion.sum())
     point = _with_pass_rate(_replicates(setup, np.arange(tasks)[None, :], None)[0], prefer_ppi)
@@ -363,8 +363,8 @@ def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer
         jack = _with_pass_rate(_replicates(setup, leave_one_out_index(tasks), None)[0], prefer_ppi)
     figures = {}
     for key in CALIBRATED_KEYS:
-        if refuse and not (key == "pass_rate" and prefer_ppi):
-            figures[key] = refused(refuse)
+        if withhold and not (key == "pass_rate" and prefer_ppi):
+            figures[key] = withheld(withhold)
         else:
             figures[key] = _metric_entry(key, point, boot, jack, level, labels, setup,
                                          linear=key == "pass_rate" and prefer_ppi)

@@ -95,7 +95,7 @@ class ErrorCounts:
 
     @property
     def enough(self) -> bool:
-        """Enough labels for the row's own judge error (else the metrics that need it are refused)."""
+        """Enough labels for the row's own judge error (else the metrics that need it are withheld)."""
         # and SMALL_SAMPLE labels in all: below it the non-linear metrics' intervals fell short in simulation
         # (Pass@4 covered 84% of runs with 20 labels) even widened to the jackknife t interval
         classes = min(self.true_pass + self.false_fail, self.false_pass + self.true_fail)
@@ -131,7 +131,7 @@ def _check_unit(unit: Unit) -> None:
 
 
 def _inclusion(unit: Unit) -> float:
-    """A labelled unit's inclusion probability: _check_unit has refused a labelled unit without one."""
+    """A labelled unit's inclusion probability: _check_unit has not accepted a labelled unit without one."""
     assert unit.inclusion is not None
     return unit.inclusion
 

@@ -129,7 +129,7 @@ def entry(value: float, interval: tuple[float, float] | None, level: float, meth
     return found
 
 
-def refused(reason: str) -> dict[str, Any]:
+def withheld(reason: str) -> dict[str, Any]:
     """A metric the sample cannot calibrate soundly: no figure, and why."""
     return {"value": None, "low": None, "high": None, "reason": reason}
 
@@ -184,4 +184,4 @@ def error_bound_interval(judge_shares: np.ndarray, candidates: int, missed: floa
 
 
 __all__ = ["SMALL_SAMPLE", "MIN_DISAGREEMENTS", "TRUSTED_LABELS", "error_bound_interval", "TARGET", "TARGET_TEXT", "t_quantile", "expanded_level", "cluster_t", "metric_range",
-           "clipped", "hull", "entry", "refused", "cost_from_success_rate", "interval_of"]
+           "clipped", "hull", "entry", "withheld", "cost_from_success_rate", "interval_of"]

@@ -21,7 +21,7 @@ from .calibration import (
     _with_pass_rate,
     error_counts,
 )
-from .calibration_intervals import expanded_level, refused
+from .calibration_intervals import expanded_level, withheld
 from .calibration_model import ErrorSource
 from .metrics import MetricSettings
 from .stats import bca_interval, leave_one_out_index, resample_index
@@ -33,7 +33,7 @@ def paired_calibrated(current: Sequence[TaskEvidence], baseline: Sequence[TaskEv
                       n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
     """Calibrated current minus calibrated baseline per metric, on the tasks both have: each resample draws one
     set of tasks for both releases, and each re-estimates its own judge error from its own labels in it.  A
-    metric needing the judge's error is refused (a reason, no figure) when either side has too few labels."""
+    metric needing the judge's error is withheld (a reason, no figure) when either side has too few labels."""
     before = {t.task_id: t for t in baseline}
     shared = [t.task_id for t in current if t.task_id in before]
     if not shared:
@@ -45,7 +45,7 @@ def paired_calibrated(current: Sequence[TaskEvidence], baseline: Sequence[TaskEv
                   leave_one_out_index(len(shared)) if len(shared) > 1 else None)
     tables = [_paired_tables(side, index_sets, seed) for side, _ in sides]
     reasons = [reason for _, reason in sides if reason]
-    return {key: refused("; ".join(reasons)) if reasons and key != "pass_rate"
+    return {key: withheld("; ".join(reasons)) if reasons and key != "pass_rate"
             else _paired_entry(tables, key, level, len(shared)) for key in CALIBRATED_KEYS}
 
 

@@ -11,12 +11,12 @@ Syntax: ``[MODEL[@SPLIT]:][calibrated.]METRIC[.low|.high] OP THRESHOLD`` where O
 baseline on the baseline's calibrated figure (paired over the shared tasks when both carry their
 evidence); a row without calibrated figures fails such a gate and says why.
 
-Without MODEL a gate holds for every model of the run; without SPLIT it is
+Without MODEL a gate applies to every model of the run; without SPLIT it is
 checked on the ``combined`` row when the run has one, else on every split.
 A row from an incomplete run (errors, budget skips, missing verdicts) fails
 every gate unless ``allow_incomplete`` is set: an unfinished run must never
 pass CI by accident.  A gate that cannot apply to the run (a model, split or
-metric it does not have) is refused before anything is bought
+metric it does not have) is not accepted before anything is bought
 (``check_gates_apply``, called at configure time).
 """
 
@@ -351,7 +351,7 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
         note = _join(note, "this row has no calibrated figures: give the run a human sample with --calibrate "
                            "labels:PATH (hypeedit-review --sample draws one)")
     elif value is None:
-        note = _join(note, f"{gate.measured} is not defined for this row{_refusal(row, gate)}")
+        note = _join(note, f"{gate.measured} is not defined for this row{_why_not_given(row, gate)}")
     problems = [] if allow_incomplete else list(incomplete_reasons) + incompleteness(row)
     if problems:
         passed = False
@@ -359,7 +359,7 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
     return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(passed), note)
 
 
-def _refusal(row: Mapping[str, Any], gate: Gate) -> str:
+def _why_not_given(row: Mapping[str, Any], gate: Gate) -> str:
     """Why a calibrated figure is not given (too few human labels of the model's own), when it says."""
     entry = (row.get("calibrated") or {}).get(gate.metric) if gate.calibrated else None
     reason = entry.get("reason") if isinstance(entry, Mapping) else None

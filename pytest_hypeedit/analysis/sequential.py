@@ -195,7 +195,7 @@ class BettingTest:
 
 
 def forced_decision(op: str, threshold: float, least: float, most: float, planned: int) -> str | None:
-    """PASS (FAIL) when the full mean holds (fails) the gate however the items not bought yet turn out."""
+    """PASS (FAIL) when the full mean passes (fails) the gate however the items not bought yet turn out."""
     if passes(op, least / planned, threshold) and passes(op, most / planned, threshold):
         return PASS
     if not passes(op, least / planned, threshold) and not passes(op, most / planned, threshold):

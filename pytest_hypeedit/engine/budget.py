@@ -69,7 +69,7 @@ class Budget:
             if self.cap_usd is not None:
                 committed = state["spent"] + sum(r["micro"] for r in state["reservations"].values())
                 if committed + micro > to_micro(self.cap_usd):
-                    raise BudgetExceeded(self._refusal(what, amount, state))
+                    raise BudgetExceeded(self._exceeded_message(what, amount, state))
             state["reservations"][token] = {"micro": micro, "pid": os.getpid(), "what": what}
             self._write(state)
         return Reservation(self, token, amount, what)
@@ -123,7 +123,7 @@ class Budget:
     def _write(self, state: dict[str, Any]) -> None:
         atomic_write_bytes(self._file, json.dumps(state).encode("utf-8"))
 
-    def _refusal(self, what: str, amount: float, state: dict[str, Any]) -> str:
+    def _exceeded_message(self, what: str, amount: float, state: dict[str, Any]) -> str:
         spent = state["spent"] / MICRO
         held = sum(r["micro"] for r in state["reservations"].values()) / MICRO
         return (f"--budget {self.cap_usd:g} USD reached: {what} could cost up to {amount:.4f} USD, with "

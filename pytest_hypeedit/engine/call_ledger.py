@@ -16,7 +16,7 @@ worst case (``worst``) when the bill cannot be known (a reply lost).  The states
     billed    -> left_behind                       its image lost or its job left behind: bought again
     lost, left_behind, expired_unbilled, not_sent  final
 
-``move`` refuses any other move (LifecycleError, a bug of the plugin).  The invariant (``check``): an entry's
+``move`` does not accept any other move (LifecycleError, a bug of the plugin).  The invariant (``check``): an entry's
 price counts in ``spent`` exactly when its state is one of COUNTED (answered, billed, left behind: paid; lost:
 possibly paid, at its worst case), and a worst-case price is only ever an open or lost call's, never one billed.
 
@@ -118,7 +118,7 @@ PAID_STATES = frozenset({ANSWERED, BILLED, LEFT_BEHIND})
 COUNTED = PAID_STATES | {LOST}
 
 #: The most one call's amount may be (USD): no image or verdict of any provider costs near it, and a sum of
-#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON refuses).
+#: believable amounts stays finite (1e308 + 1e308 is infinity, which strict JSON does not accept).
 MAX_CALL_USD = 10_000.0
 #: The most entries read from one record's ledger: more is no record a run wrote (a candidate is bought again after
 #: a call whose reply was lost, judged again a few times at most); the rest are counted as implausible, never a

@@ -57,7 +57,7 @@ HELD = "held_for_review"
 #: its collector (``--tier batch``, providers/batching.py).  Nothing of it reaches the provider before the line is
 #: journaled with its batch's input (the job, whose write clears this entry), and the batch is created only after
 #: every line of it was: a gathering entry found on disk, or left by a call that ended, was never sent, so never
-#: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` refuses it).
+#: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` does not accept it).
 GATHERING = call_ledger.GATHERING
 #: Why a pending entry found on disk was abandoned.
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
@@ -149,7 +149,7 @@ def abandon(record: Record, why: str) -> dict[str, Any]:
     """Move the record's pending call into its call ledger as lost (``calls``): its reply never came, so it may
     have been paid (at its worst-case price).  Returns the entry."""
     pending = record.pending if isinstance(record.pending, dict) else {}
-    # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger refuses it)
+    # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger does not accept it)
     call_ledger.move(GATHERING if gathering(pending) else call_ledger.JOURNALED, call_ledger.LOST,
                 f"{record.model} {record.task_id} r{record.repeat:03d}")
     entry = call_ledger.lost({**pending, "why": why, "found_at": now_iso()}, call_ledger.lost_id(pending))

@@ -121,7 +121,7 @@ class Planning:
         if plan.candidate is not None and plan.candidate.name == plan.record.candidate:
             self._check_bytes(plan, plan.candidate)
         if plan.unusable is not None:
-            self._refuse(plan)
+            self._set_unusable(plan)
 
     def _foreign(self, plan: Plan) -> bool:
         """A record of another release where this release's candidate goes (a file copied in by hand: each release
@@ -139,7 +139,7 @@ class Planning:
         plan.unusable = (f"{path}: a record of another release ({other}) where release {release.id} of "
                         f"{plan.spec.name} keeps its candidates; it is kept and not counted: move it (with its image) "
                         "to its own release's folder, or out of the outputs")
-        self._refuse(plan)
+        self._set_unusable(plan)
         return True
 
     def _check_bytes(self, plan: Plan, candidate: Path) -> None:
@@ -174,7 +174,7 @@ class Planning:
         plan.bound = True
 
     @staticmethod
-    def _refuse(plan: Plan) -> None:
+    def _set_unusable(plan: Plan) -> None:
         """A symbolic link where the candidate's files are: nothing is read, bought or written through it."""
         plan.candidate = plan.lost = None
         plan.needs_generation = plan.needs_verdict = False

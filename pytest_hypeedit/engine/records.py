@@ -214,7 +214,7 @@ class Record:
         _convert_earlier(data, fields)
         if fields.get("job") is not None and not isinstance(fields["job"], dict):
             # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
-            # paid job), as an object without an id that the adapter refuses with a message naming the record.
+            # paid job), as an object without an id that the adapter does not accept, with a message naming the record.
             fields["job"] = {"malformed": fields["job"]}
         check_fields(fields)
         return cls(**clean_fields(fields))

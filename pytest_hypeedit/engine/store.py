@@ -85,7 +85,7 @@ def probe_writable(folder: Path) -> OSError | None:
     """Prove ``folder`` writable the way real writes happen (a temporary file written, then renamed into place);
     the error when it is not, None when it is.  A folder that does not exist yet is proved creatable: a probe
     folder is made in its nearest existing parent and written into.  Leaves nothing behind, not even ``folder``
-    (a run refused later must not have written anything)."""
+    (a run not accepted later must not have written anything)."""
     folder = Path(folder)
     existing = next((parent for parent in (folder, *folder.parents) if parent.exists()), Path("."))
     try:

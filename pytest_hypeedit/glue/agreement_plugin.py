@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..errors import HypeEditError
 from ..options import settings_of
 from ..report.agreement_check import AgreementCheck, terminal_lines
+from .human_labels import read_labels_option
 from .terminal_layout import write_folded
 
 if TYPE_CHECKING:
@@ -46,11 +46,7 @@ class AgreementPlugin:
 
 def register_agreement(config: pytest.Config, run: RunConfig) -> AgreementPlugin | None:
     """Read the panel now, so a bad labels file stops the run before anything is paid for."""
-    value = settings_of(config).agreement
-    try:
-        check = AgreementCheck.from_option(value, tuple(run.registry.models))
-    except HypeEditError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    check = read_labels_option(AgreementCheck.from_option, settings_of(config).agreement, run)
     if check is None:
         return None
     plugin = AgreementPlugin(check, run.judge)

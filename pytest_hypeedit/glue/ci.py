@@ -168,10 +168,10 @@ class CiPlugin:
             write_folded(terminalreporter, [result.line()], green=result.passed, red=not result.passed)
         passed = all_pass(self.gate_results)
         status = int(self.session.exitstatus) if self.session is not None else int(not passed)
-        verdict = f"all gates hold: exit status {status}" if passed else f"metric gate FAILED: exit status {status}"
+        verdict = f"all gates pass: exit status {status}" if passed else f"metric gate FAILED: exit status {status}"
         why = "the gates decide the exit status, not single items"
         if passed and status != 0:  # an interrupted, stopped or incomplete run: the status says so, not the gates
-            why = "the gates hold, but the run did not finish (its last line says why)"
+            why = "the gates pass, but the run did not finish (its last line says why)"
         terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=passed and status == 0, red=not passed)
 
 

@@ -134,14 +134,14 @@ def labels_of_the_options(config: pytest.Config, run: RunConfig) -> Panel | None
     labels give (without this, it left them out: 32 control verdicts priced where the run bought 40)."""
     from ..report.agreement_check import AgreementCheck
     from ..report.calibrated_rows import HumanSample
+    from .human_labels import read_labels_option
 
-    settings, models = settings_of(config), tuple(run.registry.models)
-    try:
-        sample = HumanSample.from_option(settings.calibrate, models)
-        check = None if sample is not None else AgreementCheck.from_option(settings.agreement, models)
-    except HypeEditError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    return sample.panel if sample is not None else check.panel if check is not None else None
+    settings = settings_of(config)
+    sample = read_labels_option(HumanSample.from_option, settings.calibrate, run)
+    if sample is not None:
+        return sample.panel
+    check = read_labels_option(AgreementCheck.from_option, settings.agreement, run)
+    return check.panel if check is not None else None
 
 
 def register_controls(config: pytest.Config, run: RunConfig) -> ControlsPlugin | None:

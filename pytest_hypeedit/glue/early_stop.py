@@ -3,11 +3,11 @@
 - The order (glue/sequential_order.py): per model, a random interleaving of the run's tasks drawn once per
   outputs folder and run identity and kept there; the controller reads or draws it at configure time and hands
   its seeds to every xdist worker (``pytest_configure_node``), so every process collects the same list (xdist
-  refuses a run whose workers' collections differ).  ``buying_order`` sorts the items by it.
+  does not accept a run whose workers' collections differ).  ``buying_order`` sorts the items by it.
 - ``SequentialGates`` (the controller): one ``BettingTest`` per gate and row it applies to, at the run's
   --gate-alpha split over them (``per_gate_alpha``), fed each record as its report arrives
   (``pytest_hypeedit_record``), in the planned order (the longest complete prefix).  A run with no gate the
-  test can decide is refused at configure time, before anything is paid for.
+  test can decide is not accepted at configure time, before anything is paid for.
 
 The decision is kept in the controller's memory (``stopped``), the one process that sees every record; once
 every gate is decided it also writes the run's stop file (glue/stopping.py ``write_stop``), but only as the
@@ -82,7 +82,7 @@ def planned_order(run: RunConfig, seeds: Mapping[str, str]) -> list[Key]:
 
 
 def buying_order(items: list[CandidateItem], config: pytest.Config) -> list[CandidateItem]:
-    """The collected items in the planned order (any item the plan does not know keeps its place at the end).
+    """The collected items in the planned order (any item the order does not know keeps its place at the end).
     The seeds: the controller's (drawn or read at configure time), handed to a worker in its workerinput."""
     from .stash import RUN_KEY
 
@@ -99,7 +99,7 @@ def buying_order(items: list[CandidateItem], config: pytest.Config) -> list[Cand
                                                      item.repeat), len(rank)))
 
 
-class Plan(NamedTuple):
+class DecidableGate(NamedTuple):
     """A gate on one row the test can decide: its per-task baseline rates when against the baseline."""
 
     gate: Any
@@ -146,21 +146,21 @@ class SequentialGates:
                                     "--gate 'pass_rate>=0.6')")
         self.records: dict[Key, Any] = {}
         self.undecidable: list[tuple[Any, str]] = []  # (gate, why it cannot be decided early)
-        plans: list[Plan] = []
+        decidable: list[DecidableGate] = []
         for gate in gates:
-            plans += self._plans(gate, baseline)
-        if not plans:
-            raise pytest.UsageError(refusal(self.undecidable))
+            decidable += self._decidable(gate, baseline)
+        if not decidable:
+            raise pytest.UsageError(undecidable_message(self.undecidable))
         self.orders: list[KeptOrder] = [kept_order(run, spec) for spec in run.models]
         self.seeds = {order.model: order.seed for order in self.orders}
         config.stash[SEEDS_KEY] = self.seeds
         self.order = planned_order(run, self.seeds)
-        self.gate_alpha = per_gate_alpha(self.alpha, len(plans))
-        self.streams = [self._stream(plan) for plan in plans]
+        self.gate_alpha = per_gate_alpha(self.alpha, len(decidable))
+        self.streams = [self._stream(row) for row in decidable]
         self.stopped: str | None = None  # the decision, once made: kept here, never read back from a file
 
-    # ------------------------------------------------------------------ the plan
-    def _plans(self, gate: Gate, baseline: Mapping[str, Any] | None) -> list[Plan]:
+    # ------------------------------------------------------------------ the gates the test can decide
+    def _decidable(self, gate: Gate, baseline: Mapping[str, Any] | None) -> list[DecidableGate]:
         why = _why_not_sequential(gate)
         if why:
             self.undecidable.append((gate, why))
@@ -172,8 +172,8 @@ class SequentialGates:
         if scoped.model is not None and scoped.model not in models:
             self.undecidable.append((gate, f"the run has no model {scoped.model!r}"))
             return []
-        return [plan for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
-                if (plan := self._plan(gate, model, split, baseline)) is not None]
+        return [row for model in ([scoped.model] if scoped.model else models) for split in self._scopes(scoped)
+                if (row := self._decidable_on(gate, model, split, baseline)) is not None]
 
     def _scopes(self, gate: Gate) -> list[str]:
         """The rows a gate is checked on (analysis/gates.py _target_rows): its split, else the combined row of a
@@ -183,7 +183,8 @@ class SequentialGates:
             return [gate.split]
         return [COMBINED] if len(names) > 1 else names
 
-    def _plan(self, gate: Gate, model: str, split: str, baseline: Mapping[str, Any] | None) -> Plan | None:
+    def _decidable_on(self, gate: Gate, model: str, split: str,
+                      baseline: Mapping[str, Any] | None) -> DecidableGate | None:
         tasks = [(s.name, t.task_id) for s in self.run.splits for t in s.tasks if split in (s.name, COMBINED)]
         rates = None
         if gate.relative_to_baseline:
@@ -195,11 +196,11 @@ class SequentialGates:
         if not tasks or self.run.repeats < 1:
             self.undecidable.append((gate, f"no planned candidate of {model} ({split})"))
             return None
-        return Plan(gate, model, split, rates)
+        return DecidableGate(gate, model, split, rates)
 
-    def _stream(self, plan: Plan) -> Stream:
+    def _stream(self, row: DecidableGate) -> Stream:
         """The row's planned items in buying order, and their test at the per-gate alpha."""
-        gate, model, split, rates = plan
+        gate, model, split, rates = row
         keys = [k for k in self.order if k[1] == model and (k[0] == split or split == COMBINED)]
         if rates is None:
             low, high, threshold = [0.0] * len(keys), [1.0] * len(keys), gate.threshold
@@ -428,16 +429,16 @@ def _of_run(sequential: SequentialGates) -> str:
     return f" of the run's {sequential.alpha:g}" if len(sequential.streams) > 1 else ""
 
 
-def refuse_undecidable(gates: Sequence[Any]) -> None:
+def check_decidable(gates: Sequence[Any]) -> None:
     """--sequential with no gate the test can decide is a usage error at start-up (glue/startup.py check_gates),
     before the run writes anything: not even its release's folder marker or a buying order."""
     undecidable = [(gate, why) for gate in gates if (why := _why_not_sequential(gate)) is not None]
     if len(undecidable) == len(gates):
-        raise pytest.UsageError(refusal(undecidable))
+        raise pytest.UsageError(undecidable_message(undecidable))
 
 
-def refusal(undecidable: Sequence[tuple[Any, str]]) -> str:
-    """Why a run with --sequential and no gate the test can decide is refused, before anything is paid for."""
+def undecidable_message(undecidable: Sequence[tuple[Any, str]]) -> str:
+    """Why a run with --sequential and no gate the test can decide is not accepted, before anything is paid for."""
     whys = "; ".join(f"{gate.text!r}: {why}" for gate, why in undecidable)
     return (f"--sequential: no gate of this run can be decided early ({whys}); only pass_rate gates, absolute or "
             "against --baseline, are: add one (e.g. --gate 'pass_rate>=0.6'), or drop --sequential to buy every "

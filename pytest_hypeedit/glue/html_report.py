@@ -457,7 +457,7 @@ def report_source(config: pytest.Config) -> ReportSource:
         path = settings_of(config).baseline
         if not path:
             return None
-        old = load_results(Path(path))  # glue/ci.py refused an unreadable one at start
+        old = load_results(Path(path))  # glue/ci.py did not accept an unreadable one at start
         outputs = locate_outputs(Path(path), old.get("settings"), settings_of(config).baseline_outputs,
                                  [split.name for split in run.splits])
         settings = old.get("settings")

@@ -3,12 +3,14 @@
 Registered on the controller only (plugin.py).  ``record.human`` is filled from the panel of ``--calibrate``,
 else of ``--agreement``, else of a labels judge, as each record arrives (before the report's own hook reads it);
 ``--calibrate`` adds the calibrated figures to every results row (report/calibrated_rows.py) and prints them; the
-judge's stability (``--judge-stability``, engine/stability.py) is printed here too.
+judge's stability (``--judge-stability``, engine/stability.py) is printed here too.  ``read_labels_option`` reads
+the labels of ``--calibrate`` or ``--agreement`` for their plugins and for ``--estimate`` (glue/control_run.py).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from ..report.results_model import Results
 
 PLUGIN_NAME = "hypeedit-calibration"
+
+Read = TypeVar("Read")
 
 
 class HumanLabelsPlugin:
@@ -91,11 +95,16 @@ def _judge_panel(config: pytest.Config) -> Panel | None:
 
 def register_calibration(config: pytest.Config, run: RunConfig) -> HumanLabelsPlugin:
     """Read the human sample now, so a bad labels or design file stops the run before anything is paid for."""
-    value = settings_of(config).calibrate
-    try:
-        sample = HumanSample.from_option(value, tuple(run.registry.models))
-    except HypeEditError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    sample = read_labels_option(HumanSample.from_option, settings_of(config).calibrate, run)
     plugin = HumanLabelsPlugin(config, sample)
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     return plugin
+
+
+def read_labels_option(read: Callable[[str | None, Iterable[str]], Read], value: str | None, run: RunConfig) -> Read:
+    """What ``read`` (``HumanSample.from_option``, ``AgreementCheck.from_option``) makes of a labels option's
+    ``value`` for the run's models: a bad labels or design file is a usage error, before anything is paid for."""
+    try:
+        return read(value, tuple(run.registry.models))
+    except HypeEditError as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -3,7 +3,7 @@
 - ``PoolPlugin`` (every process that runs items: the serial session, or each
   xdist worker) starts the pool when the run loop starts, hands it the items
   this process will run, in order, stops it on ``-x``/``--maxfail``, Ctrl-C,
-  SIGTERM or a stop signal from the controller, and gives running calls their
+  SIGTERM or the controller's stop file, and gives running calls their
   grace at the end so what they bought is saved (glue/stopping.py).
 - ``StopSignal`` (the xdist controller) turns ``--maxfail``, Ctrl-C and SIGTERM
   into a stop file every worker's pool watches: workers were dealt their items

@@ -77,7 +77,7 @@ def configure_run(config: pytest.Config, *, controller: bool) -> RunConfig:
         check_outputs_writable(run, runner, disk)
         check_reference_images(run, progress=startup_progress(config))
         if paying:
-            claim_folders(run)  # last: a run refused above has written nothing
+            claim_folders(run)  # last: a run not accepted above has written nothing
     return run
 
 
@@ -95,10 +95,10 @@ def check_gates(config: pytest.Config, run: RunConfig) -> None:
                      labels=bool(settings.calibrate or settings.agreement))
     gates = parse_gates(list(settings.gates))
     check_gates_apply(gates, scope)
-    if settings.sequential and gates:  # refused here, before any outputs folder is marked for a release
-        from .early_stop import refuse_undecidable
+    if settings.sequential and gates:  # not accepted here, before any outputs folder is marked for a release
+        from .early_stop import check_decidable
 
-        refuse_undecidable(gates)
+        check_decidable(gates)
 
 
 def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = None) -> Runner:
@@ -159,17 +159,17 @@ def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:
 def check_state_writable(run: RunConfig, state_dir: Path) -> None:
     """The cache and the run's state folder (budget ledger, limits, downloads land there first) take writes."""
     for folder, what in ((run.cache_dir, "the cache folder"), (state_dir, "the run's state folder")):
-        _refuse_unwritable(folder, what, "--cache-dir DIR (or HYPEEDIT_CACHE_DIR)")
+        _check_writable(folder, what, "--cache-dir DIR (or HYPEEDIT_CACHE_DIR)")
 
 
 def check_outputs_writable(run: RunConfig, runner: Runner, disk: Survey) -> None:
     """Every folder a candidate, a record or a claim is written into takes writes, before anything is paid for.
     A run with nothing to buy may read a read-only outputs folder (a replay); the results file is always written."""
-    _refuse_unwritable(run.results.parent, "the results folder", "--results PATH")
+    _check_writable(run.results.parent, "the results folder", "--results PATH")
     blocked = next(((folder, problem) for folder in output_folders(run, runner.store)
                     if (problem := probe_writable(folder)) is not None), None)
     if blocked is not None and buys_anything(run, runner, disk):
-        _refuse(*blocked, "the outputs folder", "--outputs DIR")
+        _not_writable(*blocked, "the outputs folder", "--outputs DIR")
 
 
 def output_folders(run: RunConfig, store: Store) -> list[Path]:
@@ -196,13 +196,13 @@ def buys_anything(run: RunConfig, runner: Runner, disk: Survey) -> bool:
     return False
 
 
-def _refuse_unwritable(folder: Path, what: str, option: str) -> None:
+def _check_writable(folder: Path, what: str, option: str) -> None:
     problem = probe_writable(folder)
     if problem is not None:
-        _refuse(folder, problem, what, option)
+        _not_writable(folder, problem, what, option)
 
 
-def _refuse(folder: Path, problem: OSError, what: str, option: str) -> None:
+def _not_writable(folder: Path, problem: OSError, what: str, option: str) -> None:
     reason = problem.strerror or type(problem).__name__
     raise ConfigError(f"cannot write into {what} {folder} ({reason}): a run that cannot keep what it buys does not "
                       f"buy, and nothing was paid. Make it writable, or choose another with {option}, then rerun.")
@@ -303,7 +303,7 @@ def check_keys_before_downloads(config: pytest.Config, run: RunConfig, judge: Ju
     missing = [_missing_model_key(spec, make_provider(config, spec)) for spec in fresh]
     if len(fresh) == len(run.models):
         missing += _missing_judge_keys(judge)
-    _refuse_missing(missing, "nothing was downloaded or paid for")
+    _check_keys_set(missing, "nothing was downloaded or paid for")
 
 
 def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Config | None = None) -> None:
@@ -316,7 +316,7 @@ def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Conf
     judging = pending_verdicts(run, runner, disk)
     if judging:
         missing += _missing_judge_keys(runner.judge)
-    _refuse_missing(missing, "nothing was paid for")
+    _check_keys_set(missing, "nothing was paid for")
     jurors = list(getattr(runner.judge, "jurors", [runner.judge])) if judging else []
     prove_run_keys(config, [*calling, *jurors])
 
@@ -324,14 +324,14 @@ def check_keys(run: RunConfig, runner: Runner, disk: Survey, config: pytest.Conf
 def prove_run_keys(config: pytest.Config | None, users: list[object]) -> None:
     """Send each model route's and judge's free key check at once (transport/keycheck.py): a rejected key is one
     usage error per variable, before anything is paid; a check that cannot tell is a warning, and the run goes
-    on (its own calls stop at the first refusal)."""
+    on (its own calls stop at the first rejected key)."""
     from .retirement import RetirementNotice
 
     probes = [probe for user in users if (probe := _probe_of(user)) is not None]
     checks = prove_keys(probes)
-    refused = rejections(checks)
-    if refused:
-        raise ConfigError("; ".join(refused) + "; nothing was paid for")
+    rejected = rejections(checks)
+    if rejected:
+        raise ConfigError("; ".join(rejected) + "; nothing was paid for")
     warnings = warnings_of(checks)
     if warnings and config is not None:
         # the same start-of-run warning as a retiring model's, written also under -q
@@ -367,7 +367,7 @@ def check_judge(run: RunConfig, runner: Runner, disk: Survey) -> None:
     """What the judge reads (the upstream judge script, downloaded and checked) is needed only when some
     candidate still has to be judged: a replay from disk needs none."""
     if pending_verdicts(run, runner, disk):
-        runner.judge.prepare()  # a judge script that is not the pinned one is refused here, before any call
+        runner.judge.prepare()  # a judge script that is not the pinned one is not accepted here, before any call
 
 
 def _has_entries(folder: Path) -> bool:
@@ -392,7 +392,7 @@ def _missing_judge_keys(judge: Judge) -> list[str]:
             for juror in getattr(judge, "jurors", [judge]) if juror.key_env and find_key(juror.key_env) is None]
 
 
-def _refuse_missing(problems: list[str | None], done: str) -> None:
+def _check_keys_set(problems: list[str | None], done: str) -> None:
     """One usage error naming every missing key (each route once), and what has not happened yet."""
     named = list(dict.fromkeys(p for p in problems if p))
     if named:

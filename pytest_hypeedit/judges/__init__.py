@@ -86,7 +86,7 @@ class JudgeOptions:
     limiter_for: Callable[[str], RouteLimiter | None] | None = None
     #: Where the upstream judge script is downloaded once (``--cache-dir``); None: the default cache.
     cache_dir: Path | None = None
-    #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it refuses.
+    #: ``--judge-tier`` (judges/judge_tiers.py): standard, flex or flex-or-standard; a judge without it does not accept it.
     tier: str = "standard"
     #: The run's runtime (providers/runtime.py: its retry policy, route limiters, prepared-image folder), which the
     #: glue passes in; None: each judge made with these options makes one of its own, never another run's.

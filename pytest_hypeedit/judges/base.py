@@ -70,7 +70,7 @@ class Judge:
     #: since raters keep adding files.
     reuse_verdicts: bool = True
     #: The price tiers this judge can be asked at (``--judge-tier``, judges/judge_tiers.py); a judge that lists
-    #: only standard refuses any other with a usage error naming itself and these.
+    #: only standard does not accept any other: a usage error naming itself and these.
     tiers: tuple[str, ...] = ("standard",)
 
     @property

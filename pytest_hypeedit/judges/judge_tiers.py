@@ -7,7 +7,7 @@
   automatically upgrade a Flex request to the Standard tier"; docs/reference/providers.md section 11.6).
 - ``flex-or-standard``: Flex, and a verdict whose Flex request was still shed after its retries is asked once more
   at standard (billed at standard and recorded so): the user's explicit choice, never a silent one.
-- ``batch``: not supported yet for the judge (a run refuses it and names the tiers it has).
+- ``batch``: not supported yet for the judge (a run does not accept it and names the tiers it has).
 
 A judge says which of these it has in ``Judge.tiers``; asked for another, the run stops before anything is paid
 with a usage error naming the judge and its tiers.  Only the Gemini judge has Flex: the OpenAI-compatible judge
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: ``--judge-tier flex-or-standard``: Flex, falling back to standard for a verdict Flex kept shedding.
 FLEX_OR_STANDARD = "flex-or-standard"
 BATCH = "batch"
-#: The tiers a run can be asked at today (``batch`` is refused until it is built).
+#: The tiers a run can be asked at today (``batch`` is not accepted until it is built).
 SUPPORTED = (STANDARD, FLEX, FLEX_OR_STANDARD)
 
 

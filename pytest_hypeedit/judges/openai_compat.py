@@ -98,7 +98,7 @@ class OpenAICompatJudge(Judge):
 
     @property
     def key_variables(self) -> tuple[str, ...]:
-        """The variable this judge's key is read from (engine/rejected_keys.py names it when it is refused)."""
+        """The variable this judge's key is read from (engine/rejected_keys.py names it when it is rejected)."""
         return (key_variable_for(self.base),)
 
     @property
@@ -120,7 +120,7 @@ class OpenAICompatJudge(Judge):
 
     def key_probe(self) -> KeyProbe | None:
         """On OpenAI's own API (OPENAI_API_KEY): the models retrieve of the judge's model, free.  Another server
-        (vLLM, Ollama) documents no such call: none, and its first refusal stops the judge."""
+        (vLLM, Ollama) documents no such call: none, and its first rejected key stops the judge."""
         key = os.environ.get(KEY_VARIABLE, "").strip()
         if key_variable_for(self.base) != KEY_VARIABLE or not key:
             return None

@@ -88,7 +88,7 @@ class UpstreamPrompt(JudgePrompt):
                 try:
                     self._text = upstream.load_prompt(self.cache_dir or _default_cache_dir())
                 except HypeEditError as exc:
-                    self._error = exc  # a refused file stays refused: no download per candidate
+                    self._error = exc  # a file not accepted stays so: no download per candidate
             if self._error is not None:
                 raise self._error
             assert self._text is not None  # loaded, or its error raised above

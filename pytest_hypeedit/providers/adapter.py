@@ -71,7 +71,7 @@ class HttpProvider(Provider):
     @property
     def base(self) -> str:
         """The API's address (``HYPEEDIT_<PROVIDER>_BASE_URL`` moves it); one no request can go to is an error
-        before anything is sent (start-up refuses it first: transport/addresses.py)."""
+        before anything is sent (start-up does not accept it first: transport/addresses.py)."""
         base = base_url(self.provider or self.route, self.default_base)
         problem = url_problem(base)
         if problem is not None:
@@ -333,8 +333,8 @@ def size_at_pixels(width: int, height: int, pixels: float, *, multiple: int = 16
 def size_in_pixel_range(width: int, height: int, low: float, high: float, *, pixels: float | None = None,
                         multiple: int = 16) -> tuple[int, int]:
     """The task's aspect ratio at ``pixels`` (default: its own area) brought into [low, high] pixels, sides
-    multiples of ``multiple``, still within the range after rounding (a model that bounds total pixels refuses
-    a size past them)."""
+    multiples of ``multiple``, still within the range after rounding (a model that bounds total pixels does not
+    accept a size past them)."""
     area = width * height if pixels is None else pixels
     w, h = size_at_pixels(width, height, min(max(area, low), high), multiple=multiple)
     while w * h > high:  # rounding went over: the long side gives way

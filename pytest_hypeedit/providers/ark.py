@@ -53,7 +53,7 @@ PIXEL_RANGES = {"seedream-4-0-250828": (1024 * 1024, 4096 * 4096), "seedream-4-5
                 "seedream-5-0-pro-260628": (1024 * 1024, 2048 * 2048)}
 #: The models asked for PNG through ``output_format`` (5.0 and 5.0 Pro: png | jpeg, default jpeg).
 PNG_BY_REQUEST = ("seedream-5-0-260128", "seedream-5-0-pro-260628")
-#: Models that refuse ``sequential_image_generation`` (and ``stream``) whatever the value, "disabled" included,
+#: Models that do not accept ``sequential_image_generation`` (and ``stream``) whatever the value, "disabled" included,
 #: with a 400: 5.0 Pro (APIYI's and LaoZhang's notes, second-hand, UNCONFIRMED). It is left out for them.
 NO_SEQUENTIAL = ("seedream-5-0-pro-260628",)
 #: Models that charge per reference image, and how many references each call carries free: 5.5 (second-hand;
@@ -91,7 +91,7 @@ class ArkProvider(HttpProvider):
     # <= 6000 px, <= 10 images; 4.5 per-file limits are UNCONFIRMED).  Sides are
     # capped at 4096 to keep the JSON body reasonable.
     # An input's width/height must be in [1/3, 3] (the 4.0 spec as copied by novita, docs/reference/providers.md [B6];
-    # second-hand, UNCONFIRMED for 4.5): a reference outside is padded into range, not refused.
+    # second-hand, UNCONFIRMED for 4.5): a reference outside is padded into range, not left to a 400.
     image_limits = ImageLimits(max_count=10, max_side=4096, min_side=14, max_bytes=10 * 1024 * 1024,
                                formats=("jpeg", "png"), convert_to="jpeg", max_aspect_ratio=3.0)
     # The official SDK waits 600 s per request (byteplussdkarkruntime/_constants.py DEFAULT_TIMEOUT_SECONDS):

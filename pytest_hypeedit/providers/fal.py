@@ -145,7 +145,7 @@ class FalProvider(HttpProvider):
     def submit(self, request: GenerationRequest, what: str) -> dict[str, Any]:
         response = self.call("POST", f"{self.base}/{self.spec.provider_model.strip('/')}",
                              json=self.body(request), headers=self.headers, submits=True, request=request)
-        self.refuse_if_policy(request, response)
+        self.raise_policy_refusal(request, response)
         self.check(response)
         queued = self.json_of(response, what)
         if not isinstance(queued, dict) or not queued.get("response_url"):
@@ -154,7 +154,7 @@ class FalProvider(HttpProvider):
 
     @staticmethod
     def check_urls(job: dict[str, Any], poller: JobPoller) -> None:
-        """The job's URLs get the key: refuse at once (not as a failed poll) any that is not on fal's API."""
+        """The job's URLs get the key: stop at once (not as a failed poll) at any that is not on fal's API."""
         if job.get("polling_url"):
             poller.api_url(job["polling_url"], "status_url")
         poller.api_url(job.get("response_url"), "response_url")
@@ -190,7 +190,7 @@ class FalProvider(HttpProvider):
             # returns "the same error" the model returned; read it once for the refusal check.
             response = self.call("GET", poller.api_url(job["response_url"], "response_url"), headers=self.headers,
                                  request=request)
-            self.refuse_if_policy(request, response, job["id"])
+            self.raise_policy_refusal(request, response, job["id"])
             why = f"{status.get('error_type') or 'error'}: {str(status.get('error') or '')[:300]}"
             raise poller.fail(f"fal says the request completed with {why}")
         return poller.read(lambda: self.result_of(request, job, poller))
@@ -201,7 +201,7 @@ class FalProvider(HttpProvider):
         if response.status_code in GONE:
             raise poller.expired(f"its response URL answered HTTP {response.status_code} ({RESULT_KEPT})",
                                  status=response.status_code)
-        self.refuse_if_policy(request, response, job["id"])
+        self.raise_policy_refusal(request, response, job["id"])
         if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
             # The model's own error for this input, stored as the result: waiting will not change it.
             _, message = error_details(response)
@@ -212,7 +212,7 @@ class FalProvider(HttpProvider):
             raise self.error(f"{poller.what}: the result of fal request {job['id']} is not an object")
         return result
 
-    def refuse_if_policy(self, request: GenerationRequest, response: httpx.Response,
+    def raise_policy_refusal(self, request: GenerationRequest, response: httpx.Response,
                          request_id: str | None = None) -> None:
         if response.is_success:
             return

@@ -59,7 +59,7 @@ MODEL_ASPECT_RATIOS = {"gemini-3.1-flash-image": ASPECT_RATIOS + ("1:4", "4:1", 
                        "gemini-nano-banana-2.1": ASPECT_RATIOS + ("1:4", "4:1", "1:8", "8:1")}
 #: "512" is gemini-3.1-flash-image's smallest size (the same page; docs/reference/providers.md section 10, second-hand).
 IMAGE_SIZES = ("512", "1K", "2K", "4K")
-#: Models that take fewer sizes (all second-hand, UNCONFIRMED): gemini-nano-banana-2.1 refuses "512" (tanstack,
+#: Models that take fewer sizes (all second-hand, UNCONFIRMED): gemini-nano-banana-2.1 does not accept "512" (tanstack,
 #: as above); gemini-3.1-flash-lite-image makes 1K images only (Vercel AI Gateway's model page).
 MODEL_IMAGE_SIZES = {"gemini-nano-banana-2.1": ("1K", "2K", "4K"), "gemini-3.1-flash-lite-image": ("1K",)}
 #: USD per output image by image_size, and per input image, of the ids whose prices we know: gemini-3-pro-image

@@ -167,7 +167,7 @@ def call(fn: Callable[[], T], *, what: str, error: type[CallError]) -> T:
         raise api_error(exc, what=what, error=error) from None
     except httpx.HTTPError as exc:
         # The policy already retried it; what is left is an error the next run retries (unless the policy
-        # refused it: a key for a stranger, a reply too large).
+        # did not send it or take its reply: a key for a stranger, a reply too large).
         lost = reply_lost(exc)
         note = ("; the request may have reached Google, so it was not sent again (that could pay twice)"
                 if lost else "")
@@ -220,7 +220,7 @@ def api_error(exc: APIError, *, what: str, error: type[CallError]) -> CallError:
 def _declined_wait(exc: APIError) -> float | None:
     response = getattr(exc, "response", None)
     extensions = getattr(response, "extensions", None)
-    # the wait PolicyTransport refused, a float, which it puts there itself (http.py ``_retry_after``)
+    # the wait PolicyTransport declined, a float, which it puts there itself (http.py ``_retry_after``)
     wait: float | None = extensions.get(WAIT_DECLINED) if isinstance(extensions, dict) else None
     return wait
 

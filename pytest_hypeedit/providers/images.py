@@ -37,7 +37,7 @@ MAX_IMAGE_PIXELS = 40_000_000
 _PILLOW_DEFAULT_LIMIT = 1024 * 1024 * 1024 // 4 // 3  # Image.MAX_IMAGE_PIXELS as Pillow ships it
 if Image.MAX_IMAGE_PIXELS == _PILLOW_DEFAULT_LIMIT:
     # Pillow's own guard, for every image this process opens (the report's, the review app's): it warns above
-    # the limit (an image of ours that does is refused by check_pixels right after) and raises
+    # the limit (an image of ours that does is not accepted by check_pixels right after) and raises
     # DecompressionBombError above twice the limit.  A value the user set is left alone.
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
 

@@ -396,7 +396,7 @@ def _line_generation(provider: OpenAIBatchProvider, request: GenerationRequest, 
     body = body if isinstance(body, dict) else {}
     request_id = response.get("request_id") if isinstance(response.get("request_id"), str) else None
     if status != 200:
-        return _refused_line(provider, request, status, body, what, request_id)
+        return _error_line(provider, request, status, body, what, request_id)
     items = body.get("data")
     cost, cost_source = _cost(provider, request, body)
     if not isinstance(items, list) or not items or not isinstance(items[0], dict) or \
@@ -468,7 +468,7 @@ def _not_returned(provider: OpenAIBatchProvider, request: GenerationRequest, out
                      "again", retryable=True)
 
 
-def _refused_line(provider: OpenAIBatchProvider, request: GenerationRequest, status: Any, body: dict[str, Any],
+def _error_line(provider: OpenAIBatchProvider, request: GenerationRequest, status: Any, body: dict[str, Any],
                   what: str, request_id: str | None) -> Generation:
     """An error-file line with the endpoint's HTTP error: as the sync path maps that reply (openai.py)."""
     error = body["error"] if isinstance(body.get("error"), dict) else {}

@@ -24,8 +24,8 @@ Only a final answer ends a job early:
     poller.wait(f"still {status!r}")             # sleep, or raise "still journaled" past the deadline
 
 A URL that the job is polled at with the key (from the submit reply, or read back from the record) must be on
-the route's API host or one its provider documents (``HttpProvider.api_hosts``); anything else is refused,
-with a message naming the record (transport/keyhosts.py).
+the route's API host or one its provider documents (``HttpProvider.api_hosts``); anything else is not sent
+the key, with a message naming the record (transport/keyhosts.py).
 """
 
 from __future__ import annotations

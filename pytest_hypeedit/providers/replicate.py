@@ -113,7 +113,7 @@ class ReplicateProvider(HttpProvider):
             prediction = self.create(request, what)
             job = self.journal(request, prediction)
         poller = JobPoller(self, request, job["id"], what, default_wait=900, default_poll=1.0)
-        if job.get("polling_url"):  # the key goes there: refuse at once (not as a failed poll) a stranger's URL
+        if job.get("polling_url"):  # the key goes there: stop at once (not as a failed poll) at a stranger's URL
             poller.api_url(job["polling_url"], "urls.get")
         prediction = self.finished(request, job, prediction, poller)
         url = self.output_url(request, prediction, poller)

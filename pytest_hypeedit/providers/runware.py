@@ -28,7 +28,7 @@ SDK's not-found codes) mean the task is gone: ``JobExpired``.
 
 Sizes: ``sourceful:riverflow-2.0@pro`` accepts only the width x height pairs
 its model page lists (runware.ai/docs/models/sourceful-riverflow-2-0-pro,
-"Compatibility & Validation"); any other pair is refused.  The 2K pairs cost
+"Compatibility & Validation"); any other pair is not accepted.  The 2K pairs cost
 the same as 1K ($0.15; 4K $0.33) and the paper compares 2K-class outputs, so
 the pair is the listed 2K one nearest the task's aspect ratio (``SIZES``;
 ``options.sizes`` replaces the list for another model).  Riverflow 2.5 has a
@@ -101,7 +101,7 @@ REFUSAL_MARKERS = ("nsfw", "moderat", "safety", "sensitive", "content policy", "
                    "imageblocked")
 #: Models that take no ``seed``: runware-python's parameter types for Sourceful's models
 #: (``types/task_map.py`` SourcefulRiverflow20ProParams, ...20Fast..., ...25Pro..., ...25Fast...) have none,
-#: and Runware refuses parameters it does not know (``errors.py``: unknownParameter).
+#: and Runware does not accept parameters it does not know (``errors.py``: unknownParameter).
 NO_SEED_MODELS = ("sourceful:",)
 #: runware-python errors.py ``_SAFETY_CODES``, lower-cased.
 SAFETY_CODES = frozenset({"contentpolicyviolation", "providercontentpolicyviolation", "sensitivecontentdetected",
@@ -236,7 +236,7 @@ class RunwareProvider(HttpProvider):
             reply = self.send_task(request, task, what)
         except ProviderError as exc:
             if not exc.retryable:
-                request.call.journal.forget()  # refused outright (validation, auth): no task was accepted
+                request.call.journal.forget()  # not accepted outright (validation, auth): no task was made
             raise
         items = self.items_of(reply, task["taskUUID"])
         return next((item for item in items if item.get("imageURL") or item.get("imageDataURI")), None)

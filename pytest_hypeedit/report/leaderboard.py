@@ -7,7 +7,7 @@
 One table per split plus ``combined``, sorted by pass rate, with the columns
 of the upstream RESULTS.md.  Typical use: one CI job per model, each writing
 its results JSON, and a final job merging them.  Two runs that both measured
-the same model on the same split are refused unless ``--prefer`` says which
+the same model on the same split are not accepted unless ``--prefer`` says which
 one wins: silently picking one would publish a number nobody chose.
 
 The command line only: the files are read and merged by report/results_files.py and the Markdown is
@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, dest="json_out", help="also write the merged results JSON here")
     parser.add_argument(
         "--prefer", metavar="first|last|FILE",
-        help="when two files hold the same model and split, which one wins (default: refuse to merge)",
+        help="when two files hold the same model and split, which one wins (default: an error, nothing merged)",
     )
     parser.add_argument("--allow-mixed-settings", action="store_true", help="merge runs with different retry caps or review costs")
     parser.add_argument(

@@ -366,8 +366,8 @@ def _rejudged_stale(records: list[Record]) -> dict[str, Any]:
 
 
 def write_results(results: Results, path: Path) -> Path:
-    """Write the JSON (strict: a NaN or infinity is a bug, refused here rather than written for a parser to
-    refuse) and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
+    """Write the JSON (strict: a NaN or infinity is a bug, not accepted here rather than written for a parser
+    to fail on) and, beside it, the RESULTS.md-style leaderboard (same stem, ``.md``)."""
     atomic_write_bytes(path, (json.dumps(results, indent=2, sort_keys=False, allow_nan=False) + "\n").encode("utf-8"))
     markdown = path.with_suffix(".md")
     atomic_write_bytes(markdown, results_markdown(results).encode("utf-8"))

@@ -1,7 +1,7 @@
 """Results JSON files from outside: one read and checked (``load_results``), several merged into one.
 
-A results file is untrusted (another machine's run, an older version's, a hand edit): ``load_results`` refuses
-what is not a results JSON with an InputError naming the file, and the merge refuses two runs that measured the
+A results file is untrusted (another machine's run, an older version's, a hand edit): ``load_results`` does not
+accept what is not a results JSON (an InputError naming the file), and the merge does not accept two runs that measured the
 same model on the same split unless ``prefer`` says which one wins (silently picking one would publish a number
 nobody chose), or settings that change the numbers unless told to mix them.
 """

@@ -178,7 +178,7 @@ def gates_html(lines: Sequence[str]) -> str:
         return ""
     failed = sum(1 for line in lines if str(line).startswith("FAIL"))
     head = (f'<p class="hx-gates-head hx-bad">{failed} of {len(lines)} gates failed</p>' if failed
-            else f'<p class="hx-gates-head hx-good">All {len(lines)} gates hold</p>')
+            else f'<p class="hx-gates-head hx-good">All {len(lines)} gates passed</p>')
     items = "".join(
         f'<li class="{"hx-gate-fail" if str(line).startswith("FAIL") else "hx-gate-pass"}">{_text(line)}</li>'
         for line in lines)

@@ -46,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "checks; repeat for several")
     parser.add_argument("--allow-missing-references", action="store_true",
                         help="start even when some tasks' reference images cannot be found (those tasks are shown "
-                             "with a warning in place of their references); by default the app refuses to start")
+                             "with a warning in place of their references); by default the app does not start")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port (default {DEFAULT_PORT}; 0 = any free port). Restart on the same port so the "
                              "browser can resend verdicts it holds")
@@ -192,7 +192,7 @@ def missing_references(app: ReviewApp) -> dict[str, list[str]]:
     return missing
 
 
-#: Tasks named one by one in the refusal, at most; the rest are counted.
+#: Tasks named one by one in the message, at most; the rest are counted.
 MAX_MISSING_LINES = 20
 
 

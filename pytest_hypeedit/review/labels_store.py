@@ -65,7 +65,7 @@ class LabelsStore:
         return OpResult(acked, rejected)
 
     def _apply_one(self, op: Any) -> str | None:
-        """Apply one verdict; the reason it was refused, or None."""
+        """Apply one verdict; the reason it was not accepted, or None."""
         if not isinstance(op, dict) or not isinstance(op.get("op"), str):
             return "an op is an object with an 'op' id"
         item = op.get("item")

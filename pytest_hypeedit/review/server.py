@@ -7,12 +7,12 @@ the scanned outputs and the tasks' reference images.  A file is served only
 while it is a regular file inside the folder it was found in, reached without
 a symbolic link (the split's outputs for a candidate; the images folder or the
 cache for a reference), checked at start-up and again on every request: a file
-swapped for a symbolic link after the start is refused like one that was a
+swapped for a symbolic link after the start is not accepted, like one that was a
 link from the beginning.  Every image is decoded
 and re-encoded as PNG without metadata, so neither the file format nor any
 embedded metadata (software tags, C2PA manifests) can tell the rater which
 model made it.  Requests whose Host is not a name of the address the server listens on
-are refused (DNS rebinding), whatever that address, and POSTs must be JSON from the same origin.
+are not accepted (DNS rebinding), whatever that address, and POSTs must be JSON from the same origin.
 
 Memory is bounded whatever the images: re-encoded PNGs are cached up to ``CACHE_BYTES`` in all (20 references
 of 5504x3072 once held 741 MB when the cache counted images), and at most ``DECODES`` images are decoded at
@@ -67,7 +67,7 @@ ACCEPT_WAIT_S = 2.0
 
 def inside(path: Path, roots: list[Path]) -> Path | None:
     """The real path of ``path`` when it is a regular file inside one of ``roots`` reached without a symbolic
-    link (files.check_regular: the run and the report refuse links alike), else None."""
+    link (files.check_regular: the run and the report do not accept links either), else None."""
     for root in roots:
         try:
             check_regular(path, root)
@@ -273,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
         allowed = self.app.allowed_hosts
         if origin is None or allowed is None or urlsplit(origin).netloc.lower() in allowed:
             return True
-        self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request refused"})
+        self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin request not accepted"})
         return False
 
     def _json(self, status: HTTPStatus, data: object) -> None:

@@ -1,7 +1,7 @@
 """Addresses a request goes to (a base URL from the environment or an option, a result URL from a reply), and the
 model options that shape every request (its timeouts, deadline, size cap, waits): checked before anything is paid.
 
-httpx refuses an address holding a control character (a newline), an unclosed IPv6 bracket or a bad port only
+httpx does not accept an address holding a control character (a newline), an unclosed IPv6 bracket or a bad port only
 when the request is built (``httpx.InvalidURL``, which is no ``httpx.HTTPError``), and one without ``http://`` or
 ``https://`` only when it is sent (``httpx.UnsupportedProtocol``).  By then a paid call is journaled: an address
 that cannot be used looked like a call that may have reached the provider, counted possibly paid and bought
@@ -32,7 +32,7 @@ from ..secrets import redact
 
 #: The variables that move a provider's API (secrets.base_url builds their names).
 BASE_URL_VARIABLE = re.compile(r"HYPEEDIT_[A-Z0-9_]+_BASE_URL")
-#: C0 controls, DEL and C1 controls: never part of an address (httpx refuses C0 and DEL; C1 it would encode).
+#: C0 controls, DEL and C1 controls: never part of an address (httpx does not accept C0 and DEL; C1 it would encode).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 

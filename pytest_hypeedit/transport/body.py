@@ -10,7 +10,7 @@ base64-encodes the file in small chunks while the body is sent, so an image in
 flight is held about once: as the file, on disk.
 
 The body is re-iterable (a retry sends it again) and its length is known in
-advance (``Content-Length``; some servers refuse chunked uploads).  The bytes
+advance (``Content-Length``; some servers do not accept chunked uploads).  The bytes
 on the wire are exactly ``json.dumps`` of the same value with the images as
 strings.
 """

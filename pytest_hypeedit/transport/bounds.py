@@ -13,7 +13,7 @@ with the request as its timeout values (``Until``, a float that also knows when 
 deflate, or none: the only ones we ask for) is decoded here, a piece of at most ``CHUNK`` bytes at a time
 (zlib's ``max_length``), and the decoded size is counted against the cap as it grows, so a compression
 bomb (a few MB of gzip holding gigabytes of zeros) stops at the cap, while decompressing, and never sits
-in memory whole.  An encoding we did not ask for (br, zstd) is refused, not decoded.  Caps:
+in memory whole.  An encoding we did not ask for (br, zstd) is not accepted, not decoded.  Caps:
 ``JSON_CAP`` (8 MB) for replies that are JSON about a job or a verdict; ``IMAGE_CAP`` (96 MB) for a result
 file: the largest output any route documents is a 4K image of about 17 MP (Gemini 4K at 21:9, ModelArk
 up to 16.7 MP, Runware 6048x2592), at most 68 MB even as an uncompressed RGBA PNG, plus a margin; and
@@ -282,7 +282,7 @@ class Inflate:
 
 def decoders(headers: httpx.Headers) -> list[Inflate]:
     """The decoders of a reply's Content-Encoding, in the order they apply; an encoding we did not ask for
-    is refused (it is never decoded, so it cannot be a bomb)."""
+    is not accepted (it is never decoded, so it cannot be a bomb)."""
     names = [name.strip().lower() for name in headers.get("content-encoding", "").split(",") if name.strip()]
     chain = []
     for name in reversed(names):  # the last encoding applied is undone first

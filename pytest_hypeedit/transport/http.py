@@ -150,7 +150,7 @@ class Bounds:
 
 
 #: Errors that another attempt would only repeat: a body past its cap or in an encoding not asked for, a
-#: key refused (these are not TransportErrors, so they are never retried), a deadline that passed and an address
+#: key not sent (these are not TransportErrors, so they are never retried), a deadline that passed and an address
 #: without http:// or https:// (transport/addresses.py).
 def _final(exc: Exception) -> bool:
     return isinstance(exc.__cause__, DeadlinePassed) or isinstance(exc, (DeadlinePassed, *STOPPED_BY_CLIENT))
@@ -317,7 +317,7 @@ def download_to(client: httpx.Client, url: str, folder: Path, *, route: str, mod
             target.unlink(missing_ok=True)
             if attempt == attempts or _final(exc):
                 raise transport_error(exc, route=route, model=model) from None
-        except httpx.HTTPError as exc:  # too large, an encoding not asked for, a key refused: not tried again
+        except httpx.HTTPError as exc:  # too large, an encoding not asked for, a key not sent: not tried again
             target.unlink(missing_ok=True)
             raise transport_error(exc, route=route, model=model) from None
         except BaseException:
@@ -339,7 +339,7 @@ def send(client: httpx.Client, method: str, url: str, *, route: str, model: str,
         return client.request(method, url, **kwargs)
     except httpx.HTTPError as exc:
         raise transport_error(exc, route=route, model=model, submits=submits) from None
-    except httpx.InvalidURL as exc:  # refused while the request was built: nothing left, nothing was paid
+    except httpx.InvalidURL as exc:  # not accepted while the request was built: nothing left, nothing was paid
         raise ProviderError(redact(f"{model} via {route}: not sent: its address {quoted(str(url))} cannot be used "
                                    f"({exc}); check the route's HYPEEDIT_<PROVIDER>_BASE_URL"),
                             retryable=False) from None

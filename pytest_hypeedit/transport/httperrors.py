@@ -22,7 +22,7 @@ from .waits import daily_quota, daily_quota_message, error_body
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 #: Transport errors raised before the request left: retrying them cannot submit twice.
-#: (An address without http:// or https:// is refused before anything leaves: UnsupportedProtocol; so is a
+#: (An address without http:// or https:// is not accepted before anything leaves: UnsupportedProtocol; so is a
 #: header the client may not send, such as a key holding a newline: LocalProtocolError.)
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol,
             httpx.LocalProtocolError)
@@ -101,7 +101,7 @@ KEY_INVALID_REASONS = frozenset({"api_key_invalid", "invalidapikey", "missingapi
 
 
 def key_invalid_reason(response: httpx.Response) -> str | None:
-    """The reason a reply gives for refusing the key itself (``API_KEY_INVALID``), else None."""
+    """The reason a reply gives for rejecting the key itself (``API_KEY_INVALID``), else None."""
     try:
         body: Any = response.json()
     except (ValueError, httpx.ResponseNotRead):
@@ -200,11 +200,11 @@ def transport_error(exc: httpx.HTTPError, *, route: str, model: str, submits: bo
 def may_have_reached_provider(exc: Exception) -> bool:
     """Whether a request that failed without a usable reply may have reached the provider, and so have been
     paid: a read timeout, a dropped connection, a reply past its deadline or its size cap.  Not a request that
-    never left (a refused or timed-out connection) nor one the policy refused to send (a key for a stranger)."""
+    never left (a refused or timed-out connection) nor one the policy did not send (a key for a stranger)."""
     return isinstance(exc, (httpx.TransportError, httpx.DecodingError)) and not isinstance(exc, NOT_SENT)
 
 
 def retryable_transport(exc: Exception) -> bool:
-    """Whether a request that failed without a reply may succeed later: not when the policy refused it (a key
+    """Whether a request that failed without a reply may succeed later: not when the policy did not send it (a key
     for a stranger), nor when the reply was too large or in an encoding not asked for (it would be again)."""
     return not isinstance(exc, (KeyNotSent, BodyTooLarge, UnexpectedEncoding, *STOPPED_BY_CLIENT))

@@ -1,18 +1,18 @@
 """Where a route's API key may be sent: its own API host, and the hosts its provider documents.
 
 A key goes out in a request header (``x-key``, ``x-goog-api-key``, ``Authorization: Key/Bearer ...``).  Two
-things could carry it elsewhere, and both are refused here, in the one HTTP policy every route uses:
+things could carry it elsewhere, and neither gets the key here, in the one HTTP policy every route uses:
 
 - **a URL from outside**: a polling or result URL from a provider's reply, or one read back from a record
   on disk (a restored CI cache can hold a doctored record).  A request that carries a key goes only to an
   allowed origin: the route's configured API origin (the scheme, host and port of its base URL, which
   ``HYPEEDIT_<PROVIDER>_BASE_URL`` moves), or, over https on port 443, a host the provider documents for
-  its API (each adapter lists its own, with the documentation cited).  Anything else is refused before a
-  byte is sent (``KeyRefused``).  Result *files* are fetched without any key, from wherever the reply
+  its API (each adapter lists its own, with the documentation cited).  Anything else gets no request, not a
+  byte (``KeyNotSent``).  Result *files* are fetched without any key, from wherever the reply
   says (signed URLs of delivery CDNs), so they need no such list.
 - **a redirect**: httpx strips only ``Authorization`` when a redirect leaves the origin, so ``x-key`` and
   ``x-goog-api-key`` would follow it.  A request that carries a key does not follow a redirect to another
-  origin at all (``RedirectRefused``): no provider documents such a redirect of its API, stripping the key
+  origin at all (``RedirectNotFollowed``): no provider documents such a redirect of its API, stripping the key
   would only turn it into an unexplained 401 from a stranger, and a clear error says where it was sent.
   Redirects within the origin (and http -> https on the same host) are followed; key-less requests (result
   downloads, reference images) follow redirects anywhere, as CDNs use them.
@@ -82,7 +82,7 @@ def check_request(request: httpx.Request, hosts: KeyHosts | None, extra: Iterabl
     """Refuse ``request`` when it carries a key to an origin ``hosts`` does not allow."""
     if hosts is None or hosts.allows(request.url) or not carries_key(request.headers, extra):
         return
-    raise KeyNotSent(redact(f"refused to send the {hosts.route} key to {shown_origin(request.url)}: not the route's "
+    raise KeyNotSent(redact(f"the {hosts.route} key is not sent to {shown_origin(request.url)}: not the route's "
                             f"API host ({hosts.describe()}); nothing was sent there"), request=request)
 
 
@@ -106,7 +106,7 @@ def redirect_guard(extra: Iterable[str] = ()) -> Callable[[httpx.Response], None
         try:
             target = request.url.join(location)
         except httpx.InvalidURL:
-            return  # httpx refuses it itself
+            return  # httpx does not accept it itself
         if _same_origin_or_upgrade(request.url, target) or not carries_key(request.headers, extra):
             return
         where = f"HTTP {response.status_code} from {shown_origin(request.url)} redirects to {shown_origin(target)}"

@@ -39,7 +39,7 @@ def test_a_task_s_evidence_by_hand():
     (Unit("a", 1, True, True, None), "needs an inclusion probability"),
     (Unit("a", 1, True, False, 1.5), "needs an inclusion probability"),
 ])
-def test_bad_units_are_refused_by_name(unit, message):
+def test_bad_units_are_not_accepted_by_name(unit, message):
     with pytest.raises(ValueError, match=message):
         task_evidence([unit])
 
@@ -301,7 +301,7 @@ def test_this_run_s_all_human_pass_rate_is_exact_when_everything_is_labelled_and
 
 
 def test_twenty_labels_with_ten_of_each_kind_are_still_too_few_for_the_judge_s_error():
-    # 8 of each kind but 20 labels in all: in simulation Pass@4 covered 84% of such runs, so it is refused
+    # 8 of each kind but 20 labels in all: in simulation Pass@4 covered 84% of such runs, so it is withheld
     units = [Unit(f"t{t:02d}", r + 1, r % 2 == 0, (t + r) % 2 == 0 if t < 10 and r < 2 else None,
                   20 / 400 if t < 10 and r < 2 else None) for t in range(40) for r in range(10)]
     result = calibrate(task_evidence(units), 0.04, n_resamples=50, seed=1)

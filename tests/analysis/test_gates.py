@@ -50,7 +50,7 @@ def test_bad_gates_name_the_option_and_what_is_allowed(text, problem):
     assert "pass_at_4" in str(info.value) and "effective_cost" in str(info.value)
 
 
-def test_gate_holds_and_fails_with_value_threshold_and_margin():
+def test_gate_passes_and_fails_with_value_threshold_and_margin():
     run = results(row(pass_rate=0.62))
     held = evaluate([parse_gate("pass_rate>=0.6")], run)
     assert all_pass(held)
@@ -124,12 +124,12 @@ def test_interval_bound_gate_and_undefined_value():
     assert not undefined.passed and "effective_cost = n/a" in undefined.line()
 
 
-def test_a_calibrated_gate_on_a_refused_figure_fails_and_gives_the_reason():
+def test_a_calibrated_gate_on_a_withheld_figure_fails_and_gives_the_reason():
     reason = "needs at least 8 human PASS and 8 human FAIL labels of this model's own"
     run = results(row(calibrated={"pass_rate": {"value": 0.6, "low": 0.5, "high": 0.7},
                                   "pass_at_4": {"value": None, "low": None, "high": None, "reason": reason}}))
-    [refused] = evaluate([parse_gate("calibrated.pass_at_4>=0.5")], run)
-    assert not refused.passed and f"is not defined for this row ({reason})" in refused.line()
+    [withheld] = evaluate([parse_gate("calibrated.pass_at_4>=0.5")], run)
+    assert not withheld.passed and f"is not defined for this row ({reason})" in withheld.line()
     assert all_pass(evaluate([parse_gate("calibrated.pass_rate>=0.5")], run))
 
 

@@ -97,12 +97,12 @@ def test_default_review_cost_is_fifty_dollars_an_hour_for_twenty_seconds():
 
 
 @pytest.mark.parametrize("kwargs", [{"retry_cap": 0}, {"retry_cap": 2.5}, {"retry_cap": True}, {"review_cost": -1.0}])
-def test_bad_settings_are_refused(kwargs):
+def test_bad_settings_are_not_accepted(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         MetricSettings(**kwargs)
 
 
-def test_bad_tallies_and_costs_are_refused():
+def test_bad_tallies_and_costs_are_not_accepted():
     with pytest.raises(ValueError, match="task 'x'.*passes=3.*judged=2"):
         TaskTally("x", 3, 2, True)
     with pytest.raises(ValueError, match="cost_per_candidate"):
@@ -234,7 +234,7 @@ def test_tally_tasks_counts_candidates_per_task_sorted():
     ]
 
 
-def test_tally_tasks_refuses_a_candidate_counted_twice():
+def test_tally_tasks_does_not_accept_a_candidate_counted_twice():
     with pytest.raises(ValueError, match="task 't1': repeat 1 is given twice"):
         tally_tasks([("t1", 1, True, ()), ("t1", 1, False, ())])
 

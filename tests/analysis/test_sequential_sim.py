@@ -148,7 +148,7 @@ def test_a_skipped_item_leaves_the_population():
 
 @pytest.mark.parametrize(("op", "decision"), [(">=", "PASS"), ("<", "FAIL")])
 def test_a_tie_off_by_floating_point_error_is_decided_as_the_full_run_decides_it(op, decision):
-    """9 of 50 against 0.2 - 0.02 (0.18000000000000002): the full run's gate holds (analysis/gates.py compares
+    """9 of 50 against 0.2 - 0.02 (0.18000000000000002): the full run's gate passes (analysis/gates.py compares
     within TIE_TOLERANCE), and so must the decision forced once every value is in (a strict comparison failed it)."""
     values = [1.0] * 9 + [0.0] * 41
     test = BettingTest(0.2 - 0.02, op, 1e-6, [0.0] * 50, [1.0] * 50)  # alpha so small only the values decide

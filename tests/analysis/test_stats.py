@@ -60,7 +60,7 @@ def test_bca_corrects_for_replicates_leaning_to_one_side():
     assert bca_interval(60.0, replicates, np.array([-1.0, 0.0, 1.0])) == (7.0, 100.0)
 
 
-def test_bca_drops_undefined_replicates_and_refuses_unbounded_ones():
+def test_bca_drops_undefined_replicates_and_does_not_accept_unbounded_ones():
     assert bca_interval(1.0, np.array([np.nan, 1.0, 1.0]), np.zeros(3)) == (1.0, 1.0)
     assert bca_interval(1.0, np.full(4, np.nan), np.zeros(3)) is None
     # half the resamples had no success at all: the cost has no upper bound
@@ -125,7 +125,7 @@ def test_interval_keys_follow_the_retry_cap():
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [({"level": 95}, "level"), ({"n_resamples": 1}, "n_resamples")])
-def test_bad_bootstrap_settings_are_refused(kwargs, message):
+def test_bad_bootstrap_settings_are_not_accepted(kwargs, message):
     with pytest.raises(ValueError, match=message):
         bootstrap_intervals(spread_split(), 0.04, **kwargs)
 

@@ -86,7 +86,7 @@ def test_the_controls_leave_the_models_figures_as_they_are(bench):
         with_controls["coverage"], with_controls["complete"], with_controls["judge_versions"])
 
 
-def test_a_false_pass_gate_holds_or_fails_on_the_controls(bench):
+def test_a_false_pass_gate_passes_or_fails_on_the_controls(bench):
     failed = run(bench, "--judge-controls", "--gate", "judge_false_pass<=0.05", "--junitxml", "j.xml")
     assert failed.ret == 1
     junit = (bench.path / "j.xml").read_text()
@@ -97,7 +97,7 @@ def test_a_false_pass_gate_holds_or_fails_on_the_controls(bench):
     assert held.ret == 0
 
 
-def test_a_judge_gate_without_controls_is_refused_before_anything_is_bought(bench):
+def test_a_judge_gate_without_controls_is_not_accepted_before_anything_is_bought(bench):
     result = run(bench, "--gate", "judge_false_pass<=0.05")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "add --judge-controls" in result.stderr.str()
@@ -210,8 +210,8 @@ def test_with_human_labels_the_candidates_people_passed_are_positive_controls(be
     run(bench)  # the candidates, then a rater passes every first repeat and fails every second
     write_labels(bench.path / "labels.json", {(f"task-{i:02d}", "paid", repeat): repeat == 1
                                               for i in range(TASKS) for repeat in (1, 2)})
-    refused = run(bench, "--judge-controls", "--gate", "judge_false_fail<=0.5")
-    assert refused.ret == pytest.ExitCode.USAGE_ERROR and "--agreement labels:PATH" in refused.stderr.str()
+    not_accepted = run(bench, "--judge-controls", "--gate", "judge_false_fail<=0.5")
+    assert not_accepted.ret == pytest.ExitCode.USAGE_ERROR and "--agreement labels:PATH" in not_accepted.stderr.str()
     for labels in ("--agreement", "--calibrate"):  # the estimate prices the positives too: 4 negatives + 1 per task
         estimate = run(bench, "--judge-controls", labels, "labels:labels.json", "--estimate")
         estimate.stdout.fnmatch_lines([f"*--judge-controls: {5 * TASKS} control verdicts to pay*"])

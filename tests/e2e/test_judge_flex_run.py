@@ -1,7 +1,7 @@
 """A whole run with ``--judge-tier flex`` against the loopback Gemini fake that speaks Flex as google-genai sends
 it: every verdict is asked and billed at Flex, the results' judge spend is what the server billed, shed requests
 are retried (on Flex) and nothing is paid twice; a rerun pays nothing; without the option nothing changes; a
-judge without Flex and the batch tier are refused before anything is paid."""
+judge without Flex and the batch tier are not accepted before anything is paid."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def test_flex_or_standard_falls_back_only_for_a_verdict_flex_kept_shedding(bench
     assert sorted(r["judge_tier"] for r in records_of(bench)) == tiers
 
 
-def test_a_judge_without_flex_refuses_it_by_name_before_anything_is_paid(bench, fake_gemini):
+def test_a_judge_without_flex_does_not_accept_it_by_name_before_anything_is_paid(bench, fake_gemini):
     (bench.path / "rater.json").write_text(json.dumps({"schema_version": 2, "models": {}, "judgements": {}}))
     result = run(bench, "--judge", "labels:rater.json", "--judge-tier", "flex")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -93,7 +93,7 @@ def test_a_judge_without_flex_refuses_it_by_name_before_anything_is_paid(bench, 
     assert not fake_gemini.requests and not (bench.path / "out" / "mini").exists()
 
 
-def test_the_batch_tier_is_refused_naming_the_tiers_there_are(bench, fake_gemini):
+def test_the_batch_tier_is_not_accepted_naming_the_tiers_there_are(bench, fake_gemini):
     result = bench.runpytest("-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json",
                              "--images-base", "images", "--judge-tier", "batch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -6,7 +6,7 @@ and the fake's key nowhere in the output or on disk.
 
 The clock is issue 24's today (2026-11-26), so gpt-image-1.5 (shut down 2026-12-01) still runs, with its
 warning, whatever day the suite runs on; gemini-3.1-flash-image (reported shut down 2026-10-29) runs on its
-last day, 2026-10-28 (on today's date it is refused: tests/test_retirements.py)."""
+last day, 2026-10-28 (on today's date it is not accepted: tests/test_retirements.py)."""
 
 from __future__ import annotations
 

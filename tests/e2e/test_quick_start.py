@@ -39,7 +39,7 @@ def test_an_image_checked_once_is_not_decoded_again(tmp_path, decodes):
     assert len(decodes) == 1
 
 
-def test_a_changed_image_is_decoded_again_and_a_corrupt_one_refused(tmp_path, decodes):
+def test_a_changed_image_is_decoded_again_and_a_corrupt_one_not_accepted(tmp_path, decodes):
     task = one_task(tmp_path)
     image = tmp_path / "images" / "t1" / "001.png"
     checked = CheckedImages(tmp_path / "checked.json")

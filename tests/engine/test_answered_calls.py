@@ -104,7 +104,7 @@ def ark_generation_error(spec, tmp_path) -> ProviderError:
 
 def test_a_request_built_on_an_address_that_cannot_be_used_is_not_sent_and_not_possibly_paid(monkeypatch, tmp_path):
     # What start-up missed (a plugin's provider, a variable set after it) still costs nothing: the request is
-    # refused while it is built (httpx.InvalidURL), or before it leaves (UnsupportedProtocol), never sent.
+    # not accepted while it is built (httpx.InvalidURL), or before it leaves (UnsupportedProtocol), never sent.
     spec = load_registry().get("seedream-4.5")
     with FakeArk() as fake:
         monkeypatch.setenv(fake.key_env, fake.key)

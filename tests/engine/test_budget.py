@@ -40,14 +40,14 @@ def test_commit_records_the_actual_cost_and_is_idempotent(tmp_path):
     assert log == [{"what": "flux", "usd": 0.13, "pid": os.getpid()}]
 
 
-def test_no_cap_never_refuses(tmp_path):
+def test_no_cap_never_skips(tmp_path):
     budget = Budget(tmp_path, None)
     for _ in range(50):
         budget.reserve(100.0, "x")
     assert budget.reserved() == pytest.approx(5000.0)
 
 
-def test_zero_budget_refuses_paid_calls_but_not_free_ones(tmp_path):
+def test_zero_budget_skips_paid_calls_but_not_free_ones(tmp_path):
     budget = Budget(tmp_path, 0)
     budget.reserve(0.0, "identity").commit(0.0)
     with pytest.raises(BudgetExceeded):

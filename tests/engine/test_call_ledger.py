@@ -26,7 +26,7 @@ SPEC = ModelSpec("m", "openai", "gpt-image-2", 0.19, batch_price=0.095)
 # --------------------------------------------------------------------------- the states
 
 
-def test_every_move_the_table_allows_is_taken_and_every_other_is_refused():
+def test_every_move_the_table_allows_is_taken_and_every_other_is_not_accepted():
     allowed = {(state, to) for state, moves in ledger.MOVES.items() for to in moves}
     assert set(ledger.MOVES) == set(ledger.STATES)
     for state, to in itertools.product(ledger.STATES, repeat=2):
@@ -55,7 +55,7 @@ def test_the_invariant_of_an_entry_is_checked():
             ledger.check(wrong)
 
 
-def test_a_gathering_entry_is_refused_as_possibly_paid():
+def test_a_gathering_entry_is_not_accepted_as_possibly_paid():
     """journal.abandon moves the pending entry to lost through the ledger: a batch line that was never sent cannot
     be made possibly paid (planted: the move removed from abandon, the gathering line became a $0.19 possibly paid
     call: caught)."""

@@ -82,7 +82,7 @@ def test_a_candidate_replaced_by_a_text_file_is_bought_again(judged_run, tmp_pat
     assert record["candidate_sha256"] == sha256_of(folder / "001.jpg", folder)
 
 
-def test_a_candidate_replaced_by_a_link_outside_is_refused_and_never_read(judged_run, tmp_path):
+def test_a_candidate_replaced_by_a_link_outside_is_unusable_and_never_read(judged_run, tmp_path):
     pytester, judge, folder = judged_run
     outside = tmp_path / "secret.png"
     outside.write_bytes((pytester.path / "images" / "task-00" / "001.png").read_bytes())
@@ -108,7 +108,7 @@ def test_a_link_to_etc_passwd_with_a_pass_record_is_not_counted(judged_run, tmp_
     assert len(judge.requests) == ITEMS and len(model_calls(tmp_path)) == ITEMS
 
 
-def test_a_linked_task_folder_is_refused(judged_run, tmp_path):
+def test_a_linked_task_folder_is_unusable(judged_run, tmp_path):
     pytester, judge, folder = judged_run
     moved = tmp_path / "elsewhere"
     folder.rename(moved)
@@ -155,7 +155,7 @@ def test_changed_reference_images_send_the_verdict_back_to_the_judge(judged_run,
 # --------------------------------------------------------------------------- the helpers' own rules
 
 
-def test_check_regular_refuses_links_and_folders_and_what_lies_outside(tmp_path):
+def test_check_regular_does_not_accept_links_and_folders_and_what_lies_outside(tmp_path):
     root = tmp_path / "out"
     folder = root / "s" / "m" / "t"
     folder.mkdir(parents=True)
@@ -176,7 +176,7 @@ def test_check_regular_refuses_links_and_folders_and_what_lies_outside(tmp_path)
     check_regular(linked_root / "s" / "m" / "t" / "001.png", linked_root)  # the root the user chose may be one
 
 
-def test_the_store_refuses_a_linked_candidate_record_or_folder(tmp_path):
+def test_the_store_does_not_accept_a_linked_candidate_record_or_folder(tmp_path):
     store = Store(tmp_path)
     folder = tmp_path / "s" / "m" / "t"
     folder.mkdir(parents=True)

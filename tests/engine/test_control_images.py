@@ -63,7 +63,7 @@ def test_a_control_is_written_only_when_its_bytes_are_not_there(tmp_path):
     assert path.read_bytes() == png_bytes()  # other bytes: the control's own put back
 
 
-def test_a_split_named_like_the_controls_folder_is_refused(tmp_path):
+def test_a_split_named_like_the_controls_folder_is_not_accepted(tmp_path):
     task = Task("task-0", ("t0.png",), ("edit",), "Edit.", 8, 8, CONTROLS_FOLDER)
     with pytest.raises(HypeEditError, match="shares the controls' folder"):
-        judge_controls(None, tmp_path, [task])  # type: ignore[arg-type] - refused before the runner is used
+        judge_controls(None, tmp_path, [task])  # type: ignore[arg-type] - not accepted before the runner is used

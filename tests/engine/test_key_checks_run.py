@@ -59,7 +59,7 @@ def test_a_wrong_key_of_a_gemini_model_and_judge_is_one_message_naming_both(benc
         monkeypatch.setenv("GEMINI_API_KEY", WRONG_GEMINI)
         result = run(bench, "-n", "2", model="gemini-3-pro-preview")  # the default judge is on Gemini too
     assert result.ret == USAGE_ERROR
-    assert gemini.requests == []  # no image bought (Google's 400 used to be no refusal: 50 of 50 were sent)
+    assert gemini.requests == []  # no image bought (Google's 400 used to be no rejection: 50 of 50 were sent)
     assert sorted(c.path for c in gemini.key_checks) == ["/v1beta/models/gemini-3-flash-preview",
                                                           "/v1beta/models/gemini-3-pro-image"]
     err = result.stderr.str()

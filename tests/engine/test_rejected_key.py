@@ -1,9 +1,9 @@
 """A route stops at its first authentication failure: a wrong key costs a few requests, not one per candidate.
 
-Most keys are proved before anything is paid (transport/keycheck.py): a refused OpenAI key ends the run at start-up
+Most keys are proved before anything is paid (transport/keycheck.py): a rejected OpenAI key ends the run at start-up
 with one usage error, nothing bought.  A route whose provider documents no free call to check a key (ModelArk here,
 the loopback stand-in answering 401 to a key it does not know) and a judge server that is not OpenAI's (the
-loopback chat-completions stand-in) are stopped by their first refusal instead.  Each run has 24 candidates: at
+loopback chat-completions stand-in) are stopped the first time the key is rejected instead.  Each run has 24 candidates: at
 most the route's calls already in flight when the first 401 came back may still be sent (8 on the ark route), and
 the whole run says it once: the provider's reply (its request id once) on the first item, one short line for every
 other, shown once with how many items it ended.  The key's variable is named, its value never.
@@ -58,7 +58,7 @@ def said_by_the_run(out: str) -> str:
     return " ".join(out.split("short test summary info")[0].split())
 
 
-def test_a_refused_key_is_found_before_anything_is_paid(bench, monkeypatch):
+def test_a_rejected_key_is_found_before_anything_is_paid(bench, monkeypatch):
     """OpenAI documents a free call (models retrieve): the wrong key is one usage error, no edit bought."""
     with FakeOpenAI() as openai:
         monkeypatch.setenv("HYPEEDIT_OPENAI_BASE_URL", openai.base)
@@ -74,7 +74,7 @@ def test_a_refused_key_is_found_before_anything_is_paid(bench, monkeypatch):
     assert WRONG_KEY not in err + out
 
 
-def test_a_refused_key_on_a_route_without_a_free_check_stops_it_and_is_said_once(bench, monkeypatch):
+def test_a_rejected_key_on_a_route_without_a_free_check_stops_it_and_is_said_once(bench, monkeypatch):
     with FakeArk() as ark:
         monkeypatch.setenv("HYPEEDIT_ARK_BASE_URL", ark.base)
         monkeypatch.setenv("ARK_API_KEY", WRONG_KEY)
@@ -86,7 +86,7 @@ def test_a_refused_key_on_a_route_without_a_free_check_stops_it_and_is_said_once
     out = result.stdout.str()
     text = said_by_the_run(out)
     assert WRONG_KEY not in out
-    # the provider's reply once (the first refusal), its request id once, though it quotes it itself
+    # the provider's reply once (the first rejection), its request id once, though it quotes it itself
     assert text.count("missing or invalid") == 1, text
     [request_id] = set(re.findall(r"Request id: (\d+)", text))
     assert text.count(request_id) == 1
@@ -98,7 +98,7 @@ def test_a_refused_key_on_a_route_without_a_free_check_stops_it_and_is_said_once
     assert "Traceback" not in out
 
 
-def test_a_refused_judge_key_stops_the_judge_and_the_buying(bench, monkeypatch):
+def test_a_rejected_judge_key_stops_the_judge_and_the_buying(bench, monkeypatch):
     bench.makeconftest(FREE_MODEL)
     monkeypatch.delenv("HYPEEDIT_OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
@@ -120,7 +120,7 @@ def test_a_refused_judge_key_stops_the_judge_and_the_buying(bench, monkeypatch):
 # --------------------------------------------------------------------------- the rules
 
 
-def test_what_counts_as_a_refused_key():
+def test_what_counts_as_a_rejected_key():
     assert key_rejected(ProviderError("x", retryable=False, status=401))
     assert key_rejected(JudgeError("x", retryable=False, status=403))
     assert not key_rejected(ProviderError("x", retryable=True, status=403))  # a signed result URL that expired
@@ -151,8 +151,8 @@ def test_the_variable_named_is_the_one_whose_value_was_sent(monkeypatch):
     assert note.startswith("; GEMINI_API_KEY was rejected by gemini (HTTP 401)")
 
 
-def test_googles_invalid_key_reason_is_a_refused_key_of_the_whole_route(monkeypatch):
-    """Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID), not 401: still refused."""
+def test_googles_invalid_key_reason_is_a_rejected_key_of_the_whole_route(monkeypatch):
+    """Gemini answers a wrong key with 400 INVALID_ARGUMENT (reason API_KEY_INVALID), not 401: still rejected."""
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-secret-value-0123")
     wrong = ProviderError("x", retryable=False, status=400)
@@ -164,7 +164,7 @@ def test_googles_invalid_key_reason_is_a_refused_key_of_the_whole_route(monkeypa
     assert "route gemini" in keys.stopped("gemini", "gemini model b")
 
 
-def test_a_refusal_in_flight_after_the_first_gets_the_one_line():
+def test_a_rejection_in_flight_after_the_first_gets_the_one_line():
     keys = RejectedKeys()
     first = keys.rejection(ProviderError("x", retryable=False, status=401), route="ark", model_scope="ark model m",
                          variables=("ARK_API_KEY",))

@@ -1,4 +1,4 @@
-"""The release identity (engine/release.py): what is in it, what is not, and labels refused with a clear error."""
+"""The release identity (engine/release.py): what is in it, what is not, and labels not accepted, with a clear error."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_a_moved_base_url_is_in_the_release_without_its_secrets(monkeypatch):
 
 
 @pytest.mark.parametrize("label", ["v1\nrm -rf /", "\x1b[2J", "-rf", "a" * 65, "a b", "../x", "<svg>", "ü"])
-def test_a_hostile_label_is_refused_naming_where_it_came_from(label):
+def test_a_hostile_label_is_not_accepted_naming_where_it_came_from(label):
     with pytest.raises(ConfigError, match=r"^--release: release label .* is not a plain label"):
         check_label(label, "--release")
 

@@ -68,13 +68,13 @@ def test_an_unreadable_record_is_treated_as_none(tmp_path, text):
 
 def test_holds_answers_as_find_does_with_one_look(tmp_path):
     """``Store.has_file`` (the survey's quick look) says a candidate is there exactly when ``find`` finds it or
-    refuses it, and never looks up a name a doctored record made up."""
+    finds it unusable, and never looks up a name a doctored record made up."""
     store = Store(tmp_path / "out")
     folder = store.task_dir("s", "m", "t")
     folder.mkdir(parents=True)
     (folder / "001.png").write_bytes(b"x")
     (folder / "002.png").write_bytes(b"")  # empty: not a candidate
-    (folder / "003.png").symlink_to(folder / "001.png")  # a link: refused, not bought
+    (folder / "003.png").symlink_to(folder / "001.png")  # a link: unusable, not bought
     (tmp_path / "out" / "s" / "m" / "elsewhere.png").write_bytes(b"x")
     cases = [(1, "001.png"), (2, "002.png"), (3, "003.png"), (4, "004.png"), (1, "001.jpg"), (1, None),
              (1, "../elsewhere.png"), (1, "001.png/../001.png"), (1, "001.PNG")]

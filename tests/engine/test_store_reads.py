@@ -53,7 +53,7 @@ def test_a_record_changed_on_disk_is_read_again(tmp_path, monkeypatch):
     assert store.read_record("mini", "m", "task-0", 1).reasoning == "written by another process"
 
 
-def test_a_record_swapped_for_a_link_after_it_was_read_is_refused(tmp_path):
+def test_a_record_swapped_for_a_link_after_it_was_read_is_unusable(tmp_path):
     store = Store(tmp_path / "out")
     _write(store, verdict="PASS")
     assert store.read_record("mini", "m", "task-0", 1) is not None

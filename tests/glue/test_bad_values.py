@@ -57,7 +57,7 @@ def test_a_non_finite_number_in_the_ini_file_names_the_file_and_key(bench):
     assert_usage_error(run(bench), "*tox.ini: hypeedit_budget = 'nan': 'nan' is not a finite number*--budget*")
 
 
-def test_a_budget_too_large_for_the_ledger_is_refused(bench):
+def test_a_budget_too_large_for_the_ledger_is_not_accepted(bench):
     assert_usage_error(run(bench, "--budget", "1e308"), "*--budget 1e+308: must be at most 1e+12 USD*")
 
 
@@ -71,7 +71,7 @@ def test_finite_float_is_float_without_nan_and_inf():
 @pytest.mark.parametrize("name, value", [("hypeedit_budget", float("nan")), ("hypeedit_budget", float("inf")),
                                          ("hypeedit_review_seconds", float("nan")),
                                          ("hypeedit_review_rate", float("-inf"))])
-def test_the_run_config_refuses_non_finite_numbers_whoever_built_the_options(tmp_path, name, value):
+def test_the_run_config_does_not_accept_non_finite_numbers_whoever_built_the_options(tmp_path, name, value):
     # A library caller (or an ini value of pytest >= 9.2's TOML table) may hand the config a float directly.
     option = SimpleNamespace(hypeedit_models_files=[], hypeedit_models=["identity"], hypeedit_cache_dir=str(tmp_path),
                              hypeedit_outputs=str(tmp_path / "out"), hypeedit_tasks=[str(tmp_path / "t.json")],
@@ -127,7 +127,7 @@ def test_a_non_finite_or_zero_value_in_a_models_file_names_the_file_and_key(benc
     assert_usage_error(result, f"*mine.yaml: {words}*")
 
 
-def test_route_limits_of_zero_in_a_models_file_are_refused():
+def test_route_limits_of_zero_in_a_models_file_are_not_accepted():
     with pytest.raises(ConfigError, match="routes.ark: inflight must be a finite number > 0"):
         build_registry([("mine.yaml", {"models": {}, "routes": {"ark": {"rpm": 60, "inflight": 0}}})])
 
@@ -167,7 +167,7 @@ def test_the_upstream_script_is_parsed_once_however_many_threads_ask(monkeypatch
     assert len(parses) == 1 and most_inside[0] == 1
 
 
-def test_a_refused_script_is_still_refused_on_every_ask():
+def test_a_script_not_accepted_is_still_not_accepted_on_every_ask():
     script, prompt = make_script()
     pins = upstream.ScriptPins(url="x", script_sha256=sha256(script), prompt_sha256=sha256("another prompt"))
     for _ in range(2):  # nothing wrong is remembered as right

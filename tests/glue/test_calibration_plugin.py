@@ -68,7 +68,7 @@ def test_a_recorded_sample_calibrates_every_row_and_leads_the_table(bench):
                                  "first_attempt_pass_rate", "hype_gap"}
         assert all({"value", "low", "high"} <= set(v) for v in row[key].values())
     # 4 human PASS and 8 FAIL: too few for the judge's error, so only the (prediction-powered) pass rate is
-    # calibrated; the others are refused with the reason, never borrowed from another model
+    # calibrated; the others are withheld with the reason, never borrowed from another model
     assert row["calibrated"]["pass_rate"]["level"] == 0.95 and row["calibrated"]["pass_rate"]["target"] == "population"
     assert all(row["calibrated"][k]["value"] is None and "8 human PASS" in row["calibrated"][k]["reason"]
                for k in ("pass_at_4", "effective_cost"))
@@ -139,7 +139,7 @@ def test_gates_and_the_baseline_read_the_calibrated_figures(bench):
          "shared tasks")
     failing = run(bench, "--calibrate", "labels:panel", "--gate", f"calibrated.pass_rate.low>={value + 0.3:.4f}")
     assert failing.ret == 1
-    without = run(bench, "--gate", "calibrated.pass_rate>=0.1")  # refused before anything is bought
+    without = run(bench, "--gate", "calibrated.pass_rate>=0.1")  # not accepted before anything is bought
     assert without.ret == pytest.ExitCode.USAGE_ERROR
     without.stderr.fnmatch_lines(["*--gate 'calibrated.pass_rate>=0.1' gates on a calibrated figure, which only a "
                                   "run with --calibrate labels:PATH has*"])
@@ -267,7 +267,7 @@ def test_a_design_stratified_by_the_judge_s_verdict_weighs_each_label_by_its_str
     assert abs(expected - unweighted) > 0.01  # the weights matter here: the test could tell them apart
 
 
-def test_a_design_stratum_with_an_unknown_verdict_is_refused_by_name(tmp_path):
+def test_a_design_stratum_with_an_unknown_verdict_is_not_accepted_by_name(tmp_path):
     from pytest_hypeedit.errors import InputError
     from pytest_hypeedit.sample_design import read_design
 

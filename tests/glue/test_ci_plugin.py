@@ -20,11 +20,11 @@ PASS_RATE = 4 / 12
 
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_gates_decide_the_exit_status(bench, xdist):
-    held = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "identity:pass_at_4>=80%", *xdist))
-    held.assert_outcomes(passed=4, failed=8)
-    assert held.ret == 0  # single items failed, but every gate holds
-    said(held, "PASS gate 'pass_rate>=0.3' on identity (mini): pass_rate = 33.3%, threshold >= 30.0%, margin +3.3 points",
-         "all gates hold: exit status 0")
+    passing = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "identity:pass_at_4>=80%", *xdist))
+    passing.assert_outcomes(passed=4, failed=8)
+    assert passing.ret == 0  # single items failed, but every gate passes
+    said(passing, "PASS gate 'pass_rate>=0.3' on identity (mini): pass_rate = 33.3%, threshold >= 30.0%, margin +3.3 points",
+         "all gates pass: exit status 0")
     failed = bench.runpytest(*args("--gate", "pass_rate>=0.3", "--gate", "effective_cost<=0.5", *xdist))
     assert failed.ret == 1
     said(failed, "FAIL gate 'effective_cost<=0.5' on identity (mini): effective_cost = $0.83, threshold <= $0.50, "
@@ -117,7 +117,7 @@ assert LOGGED != CONFTEST
     ("pass_rate.low>=0.5", ["--bootstrap", "0"], "*gates on an interval bound, and --bootstrap 0 computes no interval*"),
 ], ids=["model", "model-typo", "split-typo", "pass-at-10", "hype-gap", "calibrated", "bound"])
 @pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_gate_the_run_cannot_have_is_refused_before_anything_is_bought(bench, monkeypatch, gate, extra, message,
+def test_a_gate_the_run_cannot_have_is_not_accepted_before_anything_is_bought(bench, monkeypatch, gate, extra, message,
                                                                          xdist):
     """Planted: check_gates not called at configure time -> the run buys all 12 candidates (the call log has
     them) and the gate fails only after paying."""
@@ -150,12 +150,12 @@ def gate_cases(path) -> dict[str, ET.Element]:
 def test_the_junit_xml_has_one_testcase_per_gate_failing_exactly_when_it_fails(bench, xdist):
     """Planted: add_junit_gate_cases not called -> no hypeedit.gates testcase; its outcome inverted -> the passing
     run's gate testcases fail while it exits 0."""
-    held = bench.runpytest(*args("--junitxml", "held.xml", "--gate", "pass_rate>=0.3", "--gate", "pass_at_4>=80%",
-                                 *xdist))
-    assert held.ret == 0
-    suite = ET.parse(bench.path / "held.xml").getroot().find("testsuite")
+    passing = bench.runpytest(*args("--junitxml", "passing.xml", "--gate", "pass_rate>=0.3", "--gate", "pass_at_4>=80%",
+                                    *xdist))
+    assert passing.ret == 0
+    suite = ET.parse(bench.path / "passing.xml").getroot().find("testsuite")
     assert suite.get("failures") == "8"  # the candidates' FAIL verdicts, beside passing gates: the exit status is 0
-    cases = gate_cases(bench.path / "held.xml")
+    cases = gate_cases(bench.path / "passing.xml")
     assert sorted(cases) == ["pass_at_4>=80%", "pass_rate>=0.3"]
     assert all(case.find("failure") is None for case in cases.values())
     failed = bench.runpytest(*args("--junitxml", "failed.xml", "--gate", "pass_rate>=0.3", "--gate",

@@ -1,5 +1,5 @@
 """pytest's command line with the plugin: --help's sections, environment variables and commands; test paths
-given with --model are refused with what to run instead."""
+given with --model are not accepted, with what to run instead."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_help_of_a_plain_run_is_unchanged_by_the_epilogue(pytester):
 
 
 @pytest.mark.parametrize("paths", [["tests"], ["tests/test_model.py"], ["tests/test_model.py::test_a", "."]])
-def test_test_paths_with_model_are_refused_with_what_to_run_instead(pytester, paths):
+def test_test_paths_with_model_are_not_accepted_with_what_to_run_instead(pytester, paths):
     pytester.mkdir("tests")
     (pytester.path / "tests" / "test_model.py").write_text("def test_a():\n    pass\n")
     result = pytester.runpytest(*paths, "--model", "identity", "--tasks", "example", "--judge", "labels:example")

@@ -1,4 +1,4 @@
-"""Retirement in a run: a model past its shutdown date is refused before any call, one within 30 days is
+"""Retirement in a run: a model past its shutdown date is not accepted before any call, one within 30 days is
 warned about at the start of the run (visible under -q too), and a replay from disk still works. The clock is
 moved through ``retirements.today``."""
 

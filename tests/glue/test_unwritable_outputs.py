@@ -30,7 +30,7 @@ def args(outputs: str = "out", *extra: str) -> list[str]:
             "--model", "seedream-4.5", "--judge", "labels:r1.json", *extra]
 
 
-def assert_refused_unpaid(result, fake, folder_words: str) -> None:
+def assert_not_accepted_unpaid(result, fake, folder_words: str) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([f"*cannot write into {folder_words}*: a run that cannot keep what it buys does not "
                                  "buy, and nothing was paid. Make it writable, or choose another with *"])
@@ -40,7 +40,7 @@ def assert_refused_unpaid(result, fake, folder_words: str) -> None:
 
 @pytest.fixture
 def read_only():
-    """Make a folder refuse writes, for root too; undone at the end (pytest must be able to delete it)."""
+    """Make a folder fail writes, for root too; undone at the end (pytest must be able to delete it)."""
     made: list[tuple[Path, str]] = []
 
     def make(folder: Path) -> Path:
@@ -55,7 +55,7 @@ def read_only():
             (folder / "probe").write_bytes(b"")
         except OSError:
             return folder
-        pytest.skip("this machine cannot make a folder refuse writes (root without chattr)")
+        pytest.skip("this machine cannot make a folder fail writes (root without chattr)")
 
     yield make
     for folder, how in reversed(made):
@@ -68,7 +68,7 @@ def read_only():
 def test_outputs_under_a_regular_file_pay_nothing(ark_run):
     pytester, fake = ark_run
     (pytester.path / "blocker").write_text("a file where a folder should be")
-    assert_refused_unpaid(pytester.runpytest(*args("blocker/out")), fake, "the results folder blocker/out (Not a directory)")
+    assert_not_accepted_unpaid(pytester.runpytest(*args("blocker/out")), fake, "the results folder blocker/out (Not a directory)")
 
 
 def test_an_immutable_outputs_folder_pays_nothing_run_after_run(ark_run, read_only):
@@ -76,14 +76,14 @@ def test_an_immutable_outputs_folder_pays_nothing_run_after_run(ark_run, read_on
     read_only(pytester.path / "out")
     for _ in range(2):  # each run used to pay for every candidate and throw it away
         result = pytester.runpytest(*args("out", "--results", "elsewhere/results.json"))
-        assert_refused_unpaid(result, fake, "the outputs folder out (")
+        assert_not_accepted_unpaid(result, fake, "the outputs folder out (")
 
 
 def test_an_immutable_task_folder_inside_the_outputs_pays_nothing(ark_run, read_only):
     pytester, fake = ark_run
     read_only(pytester.path / "out" / "mini" / "seedream-4.5" / "task-01")
     result = pytester.runpytest(*args())
-    assert_refused_unpaid(result, fake, "the outputs folder out/mini/seedream-4.5/task-01 (")
+    assert_not_accepted_unpaid(result, fake, "the outputs folder out/mini/seedream-4.5/task-01 (")
 
 
 def test_an_unwritable_cache_pays_nothing(ark_run, monkeypatch):
@@ -91,7 +91,7 @@ def test_an_unwritable_cache_pays_nothing(ark_run, monkeypatch):
     (pytester.path / "cachefile").write_text("not a folder")
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(pytester.path / "cachefile" / "cache"))
     result = pytester.runpytest(*args())
-    assert_refused_unpaid(result, fake, "the cache folder")
+    assert_not_accepted_unpaid(result, fake, "the cache folder")
     result.stderr.fnmatch_lines(["*--cache-dir DIR (or HYPEEDIT_CACHE_DIR)*"])
 
 

@@ -1,7 +1,7 @@
 """``--judge-tier``: the Gemini judge on Flex, asked as google-genai asks it, against the loopback Gemini fake that
 speaks Flex (sheds with 503, names the tier that served each reply and bills at it): each verdict is billed at the
 tier its reply names, a shed request is retried on Flex (never silently at standard), and only flex-or-standard
-falls back.  Judges without Flex refuse it by name."""
+falls back.  Judges without Flex do not accept it, by name."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_the_served_tier_is_read_in_any_spelling_and_anything_else_is_unknown(wi
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-4.1", "labels:a.json", "gemini-3-flash,openai:gpt-4.1"])
-def test_a_judge_without_flex_refuses_it_naming_itself_and_its_tiers(spec, tmp_path, monkeypatch):
+def test_a_judge_without_flex_does_not_accept_it_naming_itself_and_its_tiers(spec, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a.json").write_text('{"schema_version": 2, "models": {}, "judgements": {}}')
     with pytest.raises(ConfigError) as caught:
@@ -142,7 +142,7 @@ def test_a_judge_without_flex_refuses_it_naming_itself_and_its_tiers(spec, tmp_p
         in message
 
 
-def test_batch_is_refused_with_the_tiers_there_are():
+def test_batch_is_not_accepted_with_the_tiers_there_are():
     with pytest.raises(ConfigError, match="no batch tier yet; give one of standard, flex, flex-or-standard"):
         parse_judge_tier("batch")
     with pytest.raises(ConfigError, match="give one of standard, flex, flex-or-standard"):

@@ -1,5 +1,5 @@
 """--judge gemini-3-flash is the upstream judge: its prompt read out of the pinned upstream script
-(downloaded once, sha256-checked, parsed with ast), refused when tampered, the rubric kept as a
+(downloaded once, sha256-checked, parsed with ast), not accepted when tampered, the rubric kept as a
 named variant, and stored verdicts given under another prompt judged again, never reused silently.
 
 The real upstream file is not in this repository: ``upstream_stub`` serves a script of the same
@@ -77,7 +77,7 @@ def test_the_prompt_is_read_with_ast_and_never_executed():
     (("f'{len(instruction)} images'",), "is not a string literal"),
     (("'a' + 'b'",), "is not a string literal"),
 ])
-def test_a_prompt_that_is_not_one_literal_is_refused(pieces, words):
+def test_a_prompt_that_is_not_one_literal_is_not_accepted(pieces, words):
     script, _ = make_script(pieces=("'x'",))
     script = script.replace(b"'x'", pieces[0].encode())
     pins = upstream.ScriptPins(url="x", script_sha256=sha256(script), prompt_sha256="0" * 64)
@@ -92,7 +92,7 @@ def test_a_prompt_that_is_not_one_literal_is_refused(pieces, words):
     ((b"        parts = []", b"        prompt = 'first'"), "2 assignments"),
     ((b"class Gemini3", b"class Gemini3(:"), "not Python"),
 ])
-def test_a_script_without_the_prompt_where_upstream_keeps_it_is_refused(change, words):
+def test_a_script_without_the_prompt_where_upstream_keeps_it_is_not_accepted(change, words):
     script, prompt = make_script()
     script = script.replace(*change)
     pins = upstream.ScriptPins(url="x", script_sha256=sha256(script), prompt_sha256=sha256(prompt))
@@ -100,7 +100,7 @@ def test_a_script_without_the_prompt_where_upstream_keeps_it_is_refused(change, 
         upstream.extract_prompt(script, "judge.py", pins)
 
 
-def test_pins_that_disagree_are_refused():
+def test_pins_that_disagree_are_not_accepted():
     script, prompt = make_script()
     pins = upstream.ScriptPins(url="x", script_sha256=sha256(script), prompt_sha256=sha256("another prompt"))
     with pytest.raises(JudgeScriptError, match=f"has sha256 {sha256(prompt)}, not the pinned {sha256('another prompt')}"):
@@ -122,7 +122,7 @@ def test_downloaded_once_into_the_cache_and_checked_on_every_load(upstream_stub)
     assert upstream_stub.pins.script_sha256 in message and sha256(upstream_stub.script + b"# changed\n") in message
 
 
-def test_a_tampered_download_is_refused_and_never_cached(upstream_stub):
+def test_a_tampered_download_is_not_accepted_and_never_cached(upstream_stub):
     tampered = upstream_stub.script.replace(b"STUB PROMPT A", b"STUB PROMPT B")
     upstream_stub.serve(tampered)
     with pytest.raises(JudgeScriptError) as caught:
@@ -235,7 +235,7 @@ def records(bench) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((bench.path / "out" / "mini" / "identity").glob("*/001.json"))]
 
 
-def test_a_tampered_upstream_script_is_refused_before_any_call(bench, upstream_stub, fake_gemini):
+def test_a_tampered_upstream_script_is_not_accepted_before_any_call(bench, upstream_stub, fake_gemini):
     tampered = upstream_stub.script + b"\n# one more line\n"
     upstream_stub.serve(tampered)
     result = run(bench)
@@ -282,7 +282,7 @@ def test_stale_verdicts_are_judged_again_and_reported_and_current_ones_reused(be
     assert json.loads((bench.path / "out" / "results.json").read_text())["rows"][0]["rejudged_stale"] == 0
 
 
-def test_the_fake_takes_what_google_genai_sends_and_refuses_what_the_api_refuses(fake_gemini):
+def test_the_fake_takes_what_google_genai_sends_and_does_not_accept_what_the_api_does_not(fake_gemini):
     import httpx
     from genai_fakes.fixtures import FAKE_GEMINI_KEY
 

@@ -82,7 +82,7 @@ class TestArk(AdapterContract, ExpiringUrlContract):
         with pytest.raises(ProviderError, match="case-sensitive"):
             provider.generate(make_request(tmp_path, provider.spec))
 
-    # Inputs must have a width/height in [1/3, 3] (the fake refuses others with 400 InvalidParameter, as the
+    # Inputs must have a width/height in [1/3, 3] (the fake does not accept others: 400 InvalidParameter, as the
     # 4.0 spec says the service does): a reference outside is padded into range and the record says so.
 
     @pytest.mark.parametrize("size", [(1500, 400), (300, 1200)])
@@ -187,7 +187,7 @@ class TestSeedream55(AdapterContract, ExpiringUrlContract):
 
 class TestSeedream50Pro(AdapterContract, ExpiringUrlContract):
     """seedream-5-0-pro-260628 (second-hand facts, models.yaml): up to 4.19 MP, PNG asked, no
-    sequential_image_generation (the API refuses the field, "disabled" included), the first reference free."""
+    sequential_image_generation (the API does not accept the field, "disabled" included), the first reference free."""
 
     fake_class = FakeArk
     provider_class = ArkProvider
@@ -208,7 +208,7 @@ class TestSeedream50Pro(AdapterContract, ExpiringUrlContract):
         area = pixels(sent(fake)["size"])
         assert 4_100_000 < area <= 2048 * 2048
 
-    def test_the_fake_refuses_the_sequential_field_as_the_api_does(self, fake, provider, tmp_path):
+    def test_the_fake_does_not_accept_the_sequential_field_as_the_api_does(self, fake, provider, tmp_path):
         buffer = io.BytesIO()
         Image.new("RGB", (64, 48), (9, 9, 9)).save(buffer, format="PNG")
         body = {"model": "seedream-5-0-pro-260628", "prompt": "x", "size": "2048x2048",

@@ -50,7 +50,7 @@ class TestReplicateRiverflow(AdapterContract, ExpiringUrlContract, JobContract):
 
     @pytest.mark.parametrize("width, height, expected", [(3584, 4480, "3:4"), (4480, 3584, "4:3"), (1000, 1000, "1:1")])
     def test_seedream_gets_a_ratio_from_its_own_list(self, fake, make_provider, tmp_path, width, height, expected):
-        # Seedream 4.5's list has no 4:5 or 5:4; the fake refuses a ratio the model does not list.
+        # Seedream 4.5's list has no 4:5 or 5:4; the fake does not accept a ratio the model does not list.
         provider = make_provider()
         object.__setattr__(provider.spec, "provider_model", "bytedance/seedream-4.5")
         provider.generate(make_request(tmp_path, provider.spec, width=width, height=height))

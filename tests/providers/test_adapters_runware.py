@@ -41,7 +41,7 @@ class TestRunware(RunwareCase):
         generation = provider.generate(request)
         assert sent_when_saved[0] == 0 and saved[0]["id"] == generation.request_id
 
-    def test_a_task_refused_outright_is_not_left_journaled(self, fake, make_provider, tmp_path):
+    def test_a_task_not_accepted_outright_is_not_left_journaled(self, fake, make_provider, tmp_path):
         provider = make_provider(sizes=[[1000, 1000]])  # not a listed pair: invalidParameter
         request, saved = self.journaled_request(tmp_path, provider.spec)
         with pytest.raises(ProviderError, match="invalidParameter") as info:
@@ -98,8 +98,8 @@ class TestRunware(RunwareCase):
         assert (task["width"], task["height"]) == (2048, 2048)
 
     # ------------------------------------------------------------------ the third audit (issue 15)
-    def test_a_seed_is_refused_by_the_schema_so_none_is_sent(self, fake, make_provider, tmp_path):
-        provider = make_provider(send_seed=True)  # what the adapter sent before: every call was refused
+    def test_a_seed_is_not_accepted_by_the_schema_so_none_is_sent(self, fake, make_provider, tmp_path):
+        provider = make_provider(send_seed=True)  # what the adapter sent before: no call was accepted
         request, saved = self.journaled_request(tmp_path, provider.spec)
         with pytest.raises(ProviderError, match="unknownParameter.*'seed'") as info:
             provider.generate(request)
@@ -126,7 +126,7 @@ class TestRunware(RunwareCase):
         request, saved = self.journaled_request(tmp_path, provider.spec)
         with pytest.raises(ModelGone, match=code) as info:
             provider.generate(request)
-        assert not info.value.retryable and saved[-1] is None  # refused outright: no task to resume
+        assert not info.value.retryable and saved[-1] is None  # not accepted outright: no task to resume
         assert "not in the plugin's retirement table" in str(info.value)
         with pytest.raises(ModelGone):
             provider.generate(make_request(tmp_path, provider.spec, repeat=2))
@@ -172,7 +172,7 @@ class TestRiverflow25(RunwareCase):
             make_provider(thinking_level="max")
         assert fake.requests == []
 
-    def test_the_2_0_table_is_refused_by_2_5(self, fake, make_provider, tmp_path):
+    def test_the_2_0_table_is_not_accepted_by_2_5(self, fake, make_provider, tmp_path):
         provider = make_provider(sizes=[[2304, 1728]])  # a 2.0 pair: not in the 2.5 table
         with pytest.raises(ProviderError, match="invalidParameter.*unsupported dimensions"):
             provider.generate(make_request(tmp_path, provider.spec))

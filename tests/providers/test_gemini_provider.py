@@ -371,7 +371,7 @@ def test_a_size_the_model_does_not_take_is_a_config_error_naming_it(spec, size):
 
 
 @pytest.mark.parametrize("spec, size", [(BANANA, "512"), (LITE, "2K")])
-def test_the_fake_refuses_a_size_the_model_does_not_take(fake_gemini, spec, size):
+def test_the_fake_does_not_accept_a_size_the_model_does_not_take(fake_gemini, spec, size):
     body = {"contents": [{"parts": [{"text": "x"}]}],
             "generationConfig": {"responseModalities": ["IMAGE"], "imageConfig": {"imageSize": size}}}
     reply = httpx.post(f"{fake_gemini.url}/v1beta/models/{spec.provider_model}:generateContent", json=body,

@@ -140,7 +140,7 @@ def test_gzip_and_deflate_replies_are_decoded_and_we_ask_for_nothing_else(server
     assert {seen.headers["accept-encoding"] for seen in server.seen("/enc/")} == {"gzip, deflate"}
 
 
-def test_an_encoding_we_did_not_ask_for_is_refused_not_decoded(server):
+def test_an_encoding_we_did_not_ask_for_is_not_accepted_not_decoded(server):
     server.route("GET", "/enc/br", lambda seen: Reply(200, b"\x1b\x03\x00", {"content-encoding": "br"}))
     with client() as http:
         with pytest.raises(ProviderError, match="br-encoded, which was not asked for") as info:

@@ -93,7 +93,7 @@ def test_a_huge_reference_is_an_input_error_naming_it():
         check_image_bytes(huge_png(), "refs/001.png")
 
 
-def test_a_huge_reference_is_refused_before_it_is_prepared():
+def test_a_huge_reference_is_not_accepted_before_it_is_prepared():
     with pytest.raises(ImageError, match="task t: 001.png is 144.0 MP"):
         fit(huge_png(), ImageLimits(max_pixels=1_000_000), where="task t: 001.png")
 

@@ -1,8 +1,8 @@
 """Each route's (and judge's) free key check: the request its provider documents, against a loopback stand-in.
 
 For every provider with a free call that proves a key, the check sends exactly that request (method, path, the key
-in the provider's own auth header) to the stand-in, once; the right key is accepted, a wrong one refused, and a
-check that cannot tell (the endpoint down, the network gone) is "unsure", never a refusal, in a bounded time.
+in the provider's own auth header) to the stand-in, once; the right key is accepted, a wrong one rejected, and a
+check that cannot tell (the endpoint down, the network gone) is "unsure", never a rejection, in a bounded time.
 ModelArk and DashScope document no such call: they have none.
 """
 
@@ -94,7 +94,7 @@ def test_the_right_key_is_accepted_with_the_documented_request(route, monkeypatc
 
 
 @pytest.mark.parametrize("route", sorted(CASES))
-def test_a_wrong_key_is_refused(route, monkeypatch):
+def test_a_wrong_key_is_rejected(route, monkeypatch):
     case = CASES[route]
     with case.fake() as fake:
         served(fake, monkeypatch, WRONG)
@@ -103,7 +103,7 @@ def test_a_wrong_key_is_refused(route, monkeypatch):
     [message] = rejections(checks)
     assert message.startswith(f"{fake.key_env} was rejected (HTTP 401")
     assert f"route {route}" in message and WRONG not in message
-    assert len(fake.key_checks) == 1  # a refusal is final: not asked again
+    assert len(fake.key_checks) == 1  # a rejection is final: not asked again
 
 
 def test_gemini_route_and_judge_are_checked_with_models_get(monkeypatch):
@@ -120,8 +120,8 @@ def test_gemini_route_and_judge_are_checked_with_models_get(monkeypatch):
         assert fake.requests == []
 
 
-def test_a_wrong_gemini_key_is_one_refusal_naming_both_users(monkeypatch):
-    """Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: refused, not "unsure"."""
+def test_a_wrong_gemini_key_is_one_rejection_naming_both_users(monkeypatch):
+    """Google answers a wrong key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID: rejected, not "unsure"."""
     with FakeGemini(expected_key="right-gemini-key-0123") as fake:
         monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", fake.url)
         monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -146,7 +146,7 @@ def test_the_openai_judge_is_checked_on_openais_api_only(monkeypatch):
         assert (seen.method, seen.path, seen.headers["authorization"]) == (
             "GET", "/v1/models/gpt-4.1", "Bearer sk-right-judge-0123456")
     monkeypatch.delenv("HYPEEDIT_OPENAI_BASE_URL")
-    # another server (vLLM, Ollama) documents no such call: the first refusal stops the judge instead
+    # another server (vLLM, Ollama) documents no such call: the first rejected key stops the judge instead
     assert OpenAICompatJudge("m", JudgeOptions(openai_base_url="http://127.0.0.1:9/v1")).key_probe() is None
 
 
@@ -168,7 +168,7 @@ def test_fal_with_its_queue_moved_and_no_platform_url_is_not_checked(monkeypatch
 # --------------------------------------------------------------------------- a check that cannot tell
 
 
-def test_a_check_endpoint_that_is_down_is_unsure_not_refused(monkeypatch):
+def test_a_check_endpoint_that_is_down_is_unsure_not_rejected(monkeypatch):
     with FakeOpenAI() as fake:
         served(fake, monkeypatch, fake.key)
         fake.inject("status", path="/v1/models", status=503, count=5)
@@ -219,10 +219,10 @@ def test_a_probe_never_sends_its_key_off_its_origin(monkeypatch):
     assert fake.key not in found.detail
 
 
-# --------------------------------------------------------------------------- a paid call's refusal
+# --------------------------------------------------------------------------- a paid call's rejected key
 
 
-def test_googles_invalid_key_in_a_paid_call_is_a_refused_key(monkeypatch, tmp_path):
+def test_googles_invalid_key_in_a_paid_call_is_a_rejected_key(monkeypatch, tmp_path):
     """Gemini's 400 INVALID_ARGUMENT with reason API_KEY_INVALID, through google-genai: a rejected key (the route
     stops at it), not a plain bad request."""
     from providers_fakes.contract import make_request
@@ -241,7 +241,7 @@ def test_googles_invalid_key_in_a_paid_call_is_a_refused_key(monkeypatch, tmp_pa
     assert "API_KEY_INVALID" in str(caught.value) and WRONG not in str(caught.value)
 
 
-def test_a_reply_that_calls_the_key_invalid_is_a_refused_key_whatever_its_status():
+def test_a_reply_that_calls_the_key_invalid_is_a_rejected_key_whatever_its_status():
     from pytest_hypeedit.engine.rejected_keys import key_rejected
     from pytest_hypeedit.errors import ProviderError
     from pytest_hypeedit.transport.httperrors import raise_for_status

@@ -180,7 +180,7 @@ def test_the_data_flags_disagreement_and_the_signals_and_keeps_every_note():
     assert "human" not in third and "signals" not in third and third["error"] == "HTTP 503"
     assert [key for key, _ in data["flags"]] == ["disagree", "unchanged_pass", "unchanged", "size_mismatch"]
     assert data["rows"][0]["pass"] == 1 and data["rows"][0]["judged"] == 2
-    json.dumps(data, allow_nan=False)  # JSON.parse refuses NaN: none gets through
+    json.dumps(data, allow_nan=False)  # JSON.parse does not accept NaN: none gets through
 
 
 def test_a_labels_judge_s_votes_are_written_once_and_shown_as_the_panel_s():

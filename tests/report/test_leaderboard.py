@@ -90,7 +90,7 @@ def test_a_runs_own_combined_row_is_kept_with_its_intervals():
     assert "30.0% – 40.0%" in results_markdown(merged)
 
 
-def test_same_model_and_split_twice_is_refused_unless_told_which_wins():
+def test_same_model_and_split_twice_is_not_accepted_unless_told_which_wins():
     old, new = make_row("seedream-4.5", "public"), make_row("seedream-4.5", "public", pass_rate=0.5)
     runs = [("old.json", results(old)), ("new.json", results(new))]
     with pytest.raises(ConfigError, match=r"old.json and new.json both hold model 'seedream-4.5' on split 'public'.*--prefer"):
@@ -116,7 +116,7 @@ def test_names_cannot_break_the_table_and_incomplete_rows_are_flagged():
     assert "incomplete (3 errors)" in text
 
 
-def test_cli_writes_markdown_and_refuses_a_conflict(tmp_path, capsys):
+def test_cli_writes_markdown_and_does_not_accept_a_conflict(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(results(make_row("seedream-4.5", "public"))))
     b.write_text(json.dumps(results(make_row("seedream-4.5", "public"))))
@@ -143,7 +143,7 @@ def test_a_file_that_is_not_results_is_named(tmp_path):
         load_results(path)
 
 
-def test_an_incomplete_results_file_is_refused_unless_taken_and_then_marked(tmp_path, capsys):
+def test_an_incomplete_results_file_is_not_accepted_unless_taken_and_then_marked(tmp_path, capsys):
     full, partial = tmp_path / "full.json", tmp_path / "partial.json"
     full.write_text(json.dumps({**results(make_row("seedream-4.5", "public")), "complete": True}))
     cut = {**results(make_row("riverflow-2-b1", "public", complete=False), make_row("riverflow-2-b1", "private")),

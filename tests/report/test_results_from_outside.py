@@ -73,7 +73,7 @@ def test_a_hostile_results_file_is_one_error_naming_it(tmp_path, name):
     assert message.startswith(f"{path}: ") and HOSTILE[name][1] in message
 
 
-def test_a_huge_results_file_is_refused_before_it_is_read(tmp_path):
+def test_a_huge_results_file_is_not_accepted_before_it_is_read(tmp_path):
     huge = tmp_path / "huge.json"
     with open(huge, "wb") as handle:  # sparse: 400 MB that take no room on the disk
         handle.truncate(400 << 20)

@@ -292,12 +292,12 @@ def test_missing_references_stop_the_start_unless_allowed_and_then_each_task_say
 
     paths = fixture.build(tmp_path)
     shutil.rmtree(paths["images"] / "task-1")
-    refused = subprocess.run([sys.executable, "-m", "pytest_hypeedit.review", *fixture.server_args(paths)],
-                             capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2
-    assert "reference images of 1 task(s) cannot be found" in refused.stderr
-    assert "task task-1: 001.png" in refused.stderr and "--allow-missing-references" in refused.stderr
-    assert "open http" not in refused.stdout  # never served
+    not_started = subprocess.run([sys.executable, "-m", "pytest_hypeedit.review", *fixture.server_args(paths)],
+                                 capture_output=True, text=True, timeout=60)
+    assert not_started.returncode == 2
+    assert "reference images of 1 task(s) cannot be found" in not_started.stderr
+    assert "task task-1: 001.png" in not_started.stderr and "--allow-missing-references" in not_started.stderr
+    assert "open http" not in not_started.stdout  # never served
 
     servers.append(Server(paths, rater="eve", extra=("--allow-missing-references",)))
     state = servers[0].state()

@@ -76,7 +76,7 @@ def test_sample_sizes_as_counts_or_shares():
             parse_size(bad, 600)
 
 
-def test_a_doctored_design_file_is_refused_by_name(tmp_path):
+def test_a_doctored_design_file_is_not_accepted_by_name(tmp_path):
     path = tmp_path / "sample-design.json"
     good = Design("public", 1, 2, (Stratum("m", "public", (("t1", 1), ("t2", 1)), (("t1", 1),)),))
     write_design(path, good)
@@ -237,7 +237,7 @@ def test_a_reference_that_links_out_of_the_images_folder_is_never_served(tmp_pat
     assert sizes and (37, 23) not in sizes
 
 
-def test_a_file_swapped_for_a_link_after_the_start_is_refused(tmp_path):
+def test_a_file_swapped_for_a_link_after_the_start_is_not_accepted(tmp_path):
     paths = fixture.build(tmp_path / "root", repeats=1)
     app = build(paths)
     with serving(app) as port:

@@ -217,7 +217,7 @@ def signals_json(signals: Any) -> dict[str, Any] | None:
 
 
 def _plain_number(value: Any) -> bool:
-    """A bool or a finite number: JSON.parse refuses NaN and Infinity."""
+    """A bool or a finite number: JSON.parse does not accept NaN and Infinity."""
     return isinstance(value, bool) or finite_number(value)
 
 

@@ -159,7 +159,7 @@ async function flush() {
       headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ops: batch }) });
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const result = await response.json();
-    result.rejected.forEach((r) => console.warn("verdict refused by the server:", r));
+    result.rejected.forEach((r) => console.warn("verdict not accepted by the server:", r));
     const settled = new Set([...result.acked, ...result.rejected.map((r) => r.op)]);
     queue = queue.filter((op) => !settled.has(op.op));
     save("queue", queue);

@@ -56,7 +56,7 @@ RULES: dict[str, Rule] = {
         {"landscape": "1536x1024", "portrait": "1024x1536", "square": "1024x1024", "extreme": "1536x1024",
          "multi": "1536x1024"}),
     "riverflow-2.0-2k": Rule(
-        "width/height: the listed 2K pair nearest the task's ratio (any other pair is refused)",
+        "width/height: the listed 2K pair nearest the task's ratio (any other pair is not accepted)",
         "runware.ai/docs/models/sourceful-riverflow-2-0-pro, supported dimensions [R1]",
         {"landscape": (2304, 1728), "portrait": (1728, 2304), "square": (2048, 2048), "extreme": (3024, 1296),
          "multi": (2560, 1440)}),

@@ -1,5 +1,5 @@
 """The differential test bites: a bug planted in what an adapter sends is a difference nobody explained
-(and, where the SDK validates, a body its validation refuses).  Each plant is one mistake an adapter could
+(and, where the SDK validates, a body its validation does not accept).  Each plant is one mistake an adapter could
 make: a wrong field name, a wrong multipart part name, a missing auth scheme, a wrong type, a wrong image."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def swap_images(images: list) -> None:
 
 
 PLANTS = {
-    # name: (model, route, what our adapter gets wrong, the path that must show it, must validation refuse it)
+    # name: (model, route, what our adapter gets wrong, the path that must show it, must validation not accept it)
     "openai-multipart-part-name": ("gpt-image-1.5", "openai",
                                    lambda kw: kw.update(files=[("image", f) for _, f in kw["files"]]),
                                    "body.files[0].name", False),
@@ -84,11 +84,11 @@ PLANTS = {
 
 @pytest.mark.parametrize("plant", sorted(PLANTS))
 def test_a_planted_bug_is_an_unexplained_difference(plant, tmp_path, monkeypatch):
-    name, route, mutate, path, refused = PLANTS[plant]
+    name, route, mutate, path, invalid = PLANTS[plant]
     planted_call(monkeypatch, mutate)
     comparison = run(CASES[route], model(name, route), tmp_path, monkeypatch)
     assert path in [difference.path for difference in comparison.unexplained], comparison.report()
-    if refused:
+    if invalid:
         with pytest.raises(AssertionError):
             comparison.case.validate(comparison.call, comparison.ours[0])
 

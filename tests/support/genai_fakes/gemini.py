@@ -9,7 +9,7 @@ accepting both camelCase (what google-genai's converters emit) and snake_case
 and answers camelCase JSON like the real API.
 
 It speaks Flex as google-genai sends it (docs/reference/providers.md section 11.6): a top-level ``serviceTier`` (``service_tier``)
-of ``types.ServiceTier`` (unspecified, standard, flex, priority; case-insensitive), an unknown value refused with
+of ``types.ServiceTier`` (unspecified, standard, flex, priority; case-insensitive), an unknown value not accepted, with
 400.  ``shed`` Flex requests are answered 503 UNAVAILABLE as Flex sheds load, and not billed; every 200 reply
 names the tier that served it in ``usageMetadata.serviceTier`` and is billed at that tier's price (``bills``,
 ``billed_usd``): Flex at 50% of standard (ai.google.dev/gemini-api/docs/flex-inference).
@@ -104,9 +104,9 @@ class FakeGemini(LoopbackServer):
         match = _PATH.match(request.path.split("?")[0])
         if not match:
             return error_reply(404, f"fake gemini: no route {request.path}", "NOT_FOUND")
-        refused = self.refuse_key(request)
-        if refused is not None:
-            return refused
+        rejected = self.reject_key(request)
+        if rejected is not None:
+            return rejected
         if match.group(2) in self.retired:
             # The wording Google uses for an unknown model (second-hand, docs/reference/providers.md section 10).
             return error_reply(404, f"models/{match.group(2)} is not found for API version {match.group(1)}, or is "
@@ -122,7 +122,7 @@ class FakeGemini(LoopbackServer):
         served = self.flex_served_as if asked == "flex" else "standard"
         return self._billed(self._versioned(self.next_reply(request), match.group(2)), match.group(2), served)
 
-    def refuse_key(self, request: SeenRequest) -> Reply | None:
+    def reject_key(self, request: SeenRequest) -> Reply | None:
         """Google's answer to a missing key (403) or a wrong one (400 INVALID_ARGUMENT, reason API_KEY_INVALID,
         ai.google.dev/gemini-api/docs/troubleshooting); None for the right key."""
         key = request.headers.get("x-goog-api-key")
@@ -136,9 +136,9 @@ class FakeGemini(LoopbackServer):
         """models.get: the Model resource, the wrong-key answer, or 404 for a shut-down id."""
         match = _MODEL.match(request.path.split("?")[0])
         assert match is not None
-        refused = self.refuse_key(request)
-        if refused is not None:
-            return refused
+        rejected = self.reject_key(request)
+        if rejected is not None:
+            return rejected
         model = match.group(2)
         if model in self.retired:
             return error_reply(404, f"models/{model} is not found for API version {match.group(1)}", "NOT_FOUND")

@@ -1,7 +1,7 @@
 """Fake BytePlus ModelArk ``images/generations`` (docs/reference/providers.md sections 2 and 10), answering as it does today.
 
 Models (``MODELS``, with the total pixels a WxH size may have): seedream 4.0, 4.5, 5.0, 5.0 Pro and 5.5 (5.0 Pro
-refuses ``sequential_image_generation`` and ``stream`` whatever their value); any other id,
+does not accept ``sequential_image_generation`` or ``stream``, whatever their value); any other id,
 or one in ``retired``, answers 404 ``InvalidEndpointOrModel.NotFound``.  ``output_format`` is png or jpeg.
 Faults (``inject``): ``refusal`` (400 InputImageSensitiveContentDetected), ``reply_error`` (an error in a 200),
 ``truncated`` and ``expired`` (the result file), the generic ones.
@@ -127,9 +127,9 @@ def _validate(body: dict) -> str | None:
         # "Aspect ratio (width/height): Range is [1/3, 3]" (Seedream 4.0 input requirements, docs/reference/providers.md [B6])
         if not 1 / 3 <= image.width / image.height <= 3:
             return f"image aspect ratio {image.width}x{image.height} is outside [1/3, 3]"
-    refused = sorted({"sequential_image_generation", "stream"} & set(body)) if body["model"] in NO_SEQUENTIAL else []
-    if refused:
-        return f"{refused[0]} is not supported by {body['model']}"
+    unsupported = sorted({"sequential_image_generation", "stream"} & set(body)) if body["model"] in NO_SEQUENTIAL else []
+    if unsupported:
+        return f"{unsupported[0]} is not supported by {body['model']}"
     size = str(body.get("size", "2K"))
     if not re.fullmatch(r"\d+x\d+|[1-4]K", size):
         return f"bad size {size}"

@@ -155,7 +155,7 @@ NOT_NULL = ("prompt", "safety_tolerance")
 
 def _extra_fields(body: dict, fields: dict[str, tuple[type, ...]]) -> list | None:
     """FastAPI/pydantic's 422 details for fields the schema does not list (extra_forbidden) or of the wrong
-    type (a null where the schema takes none, a bool for an integer), as BFL answers a body it refuses [F4]."""
+    type (a null where the schema takes none, a bool for an integer), as BFL answers a body it does not accept [F4]."""
     details = []
     for name, value in body.items() if isinstance(body, dict) else ():
         kinds = fields.get(name)

@@ -50,7 +50,7 @@ class FakeDashScope(FakeServer):
 
 #: The request's top-level fields and ``parameters`` of qwen-image-edit, with their JSON types (Model Studio,
 #: qwen-image-edit API reference [Q1][Q2]): another name, a wrong type or a null is a 400 InvalidParameter
-#: ``{request_id, code, message}`` [Q4 2nd].  ``n`` other than 1 is refused too: each image is billed and the
+#: ``{request_id, code, message}`` [Q4 2nd].  ``n`` other than 1 is not accepted either: each image is billed and the
 #: benchmark buys one candidate per request.
 TOP_FIELDS = {"model": (str,), "input": (dict,), "parameters": (dict,)}
 PARAMETERS = {"n": (int,), "size": (str,), "negative_prompt": (str,), "prompt_extend": (bool,), "watermark": (bool,),

@@ -16,7 +16,7 @@ Every field is checked against the edit endpoints' input schema (``INPUT_FIELDS`
 seedream/v4.5/edit and qwen-image-edit-2511 [B14][Q6]): a field the schema does not list, a value of the wrong
 type, a null (fal's inputs are pydantic models whose fields are not Optional), an output_format outside
 png | jpeg | webp are a 422 ``{"detail": [{"loc", "msg", "type"}]}``, fal's validation error shape
-(fal docs, model-apis/errors.md [A3]).  ``num_images`` other than 1 is refused too: the schema takes 1-4, but
+(fal docs, model-apis/errors.md [A3]).  ``num_images`` other than 1 is not accepted either: the schema takes 1-4, but
 fal bills each image it makes (fal pricing is per image) and the benchmark buys one candidate per request, so
 a request for more is a bug that would be paid for.
 """
@@ -154,7 +154,7 @@ OUTPUT_FORMATS = ("png", "jpeg", "webp")
 
 
 def _field_problem(body: dict) -> str | None:
-    """What fal's schema refuses in ``body``: an unknown field, a null, a value of the wrong type."""
+    """What fal's schema does not accept in ``body``: an unknown field, a null, a value of the wrong type."""
     for name, value in body.items():
         if name not in INPUT_FIELDS:
             return f"{name}: extra inputs are not permitted"

@@ -114,7 +114,7 @@ FIELDS: dict[str, tuple[str, ...] | None] = {
 def _field_problem(fields: dict) -> str | None:
     """OpenAI's 400 for a parameter it does not know or a value outside its list (error codes guide [O7]):
     "Unknown parameter: 'x'.", "Invalid value: 'x'. Supported values are: ...".  ``n`` other than 1 is
-    refused too: each image is billed, and the benchmark buys one candidate per request."""
+    not accepted either: each image is billed, and the benchmark buys one candidate per request."""
     for name, value in fields.items():
         if name not in FIELDS:
             return f"Unknown parameter: '{name}'."

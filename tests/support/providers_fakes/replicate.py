@@ -7,7 +7,7 @@ output is deleted (replicate-python-beta ``resources/predictions.py``).  Files: 
 ``file-operations.yaml``); such URLs are accepted as file inputs.
 
 Inputs: ``aspect_ratio`` must be in the model's list (Seedream 4.5's, from its schema: docs/reference/providers.md section 7).
-A data URI of 1 MB or more is recorded in ``oversized_data_uris`` and refused with 413: Replicate only says a
+A data URI of 1 MB or more is recorded in ``oversized_data_uris`` and not accepted (413): Replicate only says a
 data URI "is only recommended if the file is less than 1MB" (docs/topics/predictions/input-files), so the
 refusal's shape is this fake's own; a test reads ``oversized_data_uris``.
 
@@ -48,7 +48,7 @@ INPUTS: dict[str, dict[str, tuple[type, ...]]] = {
 
 
 def input_problem(model: str, data: dict) -> str | None:
-    """The first input field the model's schema refuses, if any."""
+    """The first input field the model's schema does not accept, if any."""
     fields = next((fields for prefix, fields in INPUTS.items() if model.startswith(prefix)), None)
     for name, value in data.items() if fields is not None else ():
         if name not in fields:

@@ -7,13 +7,13 @@ SDK, runware-python ``client.py``): items with ``status`` processing | success |
 
 Parameters: as Runware validates a task against its model's schema with ``additionalProperties: false``
 (runware-python ``validate.py``, tests/test_validate.py), a parameter the model's params do not list
-(runware-python ``types/task_map.py``: the Sourceful models have no ``seed``) is refused with
+(runware-python ``types/task_map.py``: the Sourceful models have no ``seed``) is not accepted, with
 ``unknownParameter``, naming it in ``parameter``; ``resolution`` with ``width``/``height`` is
 ``incompatibleParameters`` (the model pages: "resolution cannot be used with width/height"); a
 ``settings.thinkingLevel`` outside the model's levels is ``invalidParameter``.
 
 Sizes: only the pairs runware.ai/docs/models/sourceful-riverflow-2-0-pro lists for ``sourceful:riverflow-2.0@pro``
-are accepted; any other pair is refused with ``invalidParameter`` (as the page says: "The following dimension
+are accepted; any other pair is not accepted, with ``invalidParameter`` (as the page says: "The following dimension
 combinations are supported").  Riverflow 2.5: the table of runware.ai/docs/models/sourceful-riverflow-2-5-fast.
 
 ``model_errors`` maps a model id to the error code its tasks get (``modelDisabled``, ``modelUnavailable``).
@@ -180,7 +180,7 @@ class FakeRunware(FakeServer):
 
 
 def _validate_parameters(task: dict) -> tuple[str, str, str] | None:
-    """(code, parameter, message) for a task its model's schema refuses (additionalProperties: false)."""
+    """(code, parameter, message) for a task its model's schema does not accept (additionalProperties: false)."""
     allowed = PARAMS_BY_MODEL.get(task.get("model"))
     if allowed is None:
         return None

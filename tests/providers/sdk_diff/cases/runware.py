@@ -96,7 +96,7 @@ class RunwareCase(Case):
         task = json.loads(ours.body)[0]
         with Recorder(lambda recorder, request: Reply(200, {"requestSchema": schema})) as schemas:
             error = asyncio.run(_sdk_validation(task, schemas.url))
-        assert error is None, f"{call.spec.name}: runware-sdk refuses our task: {error}"
+        assert error is None, f"{call.spec.name}: runware-sdk does not accept our task: {error}"
 
     def send_with_sdk(self, call: Call) -> None:
         needs_python_311()

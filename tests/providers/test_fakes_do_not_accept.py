@@ -1,7 +1,7 @@
-"""The provider fakes refuse what the real APIs refuse for every field we send (issue 24, item 6): an unknown
+"""The provider fakes do not accept what the real APIs do not accept, for every field we send (issue 24, item 6): an unknown
 field, a wrong type, a null where the API takes none, a request for more than the one image we buy, each with
-the provider's own error status and shape.  Our adapters' own tests pass against these fakes, so a body they
-refuse is a body our adapters never send."""
+the provider's own error status and shape.  Our adapters' own tests pass against these fakes, so a body they do
+not accept is a body our adapters never send."""
 
 from __future__ import annotations
 
@@ -56,12 +56,12 @@ def test_fal_takes_the_body_we_send(fal):
     ({"num_images": True}, "num_images"),
     ({"output_format": "gif"}, "output_format"),
 ])
-def test_fal_refuses_what_its_schema_refuses(fal, changes, named):
+def test_fal_does_not_accept_what_its_schema_does_not(fal, changes, named):
     response = fal_submit(fal, **changes)
     assert response.status_code == 422
     detail = response.json()["detail"]
     assert isinstance(detail, list) and named in detail[0]["msg"] and detail[0]["type"] == "value_error"
-    assert not fal.ledger.submitted, "a refused submit is no job, and nothing is billed"
+    assert not fal.ledger.submitted, "a submit not accepted is no job, and nothing is billed"
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_ark_takes_nulls_as_its_sdk_sends_them(ark):
     ({"response_format": "png"}, "response_format"),
     ({"size": "1776x1776"}, "size"),  # 3.15 MP: under Seedream 4.5's 3,686,400
 ])
-def test_ark_refuses_unknown_parameters_and_wrong_types(ark, changes, named):
+def test_ark_does_not_accept_unknown_parameters_and_wrong_types(ark, changes, named):
     response = ark_generate(ark, **changes)
     assert response.status_code == 400
     error = response.json()["error"]
@@ -118,7 +118,7 @@ def test_openai_takes_the_form_we_send(openai_fake):
     ({"quality": "best"}, "Invalid value: 'best'."),
     ({"size": "1088x1456x"}, "Invalid size"),
 ])
-def test_openai_refuses_unknown_parameters_and_values(openai_fake, fields, message):
+def test_openai_does_not_accept_unknown_parameters_and_values(openai_fake, fields, message):
     response = openai_edit(openai_fake, **fields)
     assert response.status_code == 400
     error = response.json()["error"]
@@ -153,7 +153,7 @@ def test_gemini_takes_the_request_we_send(gemini):
     ("gemini-3-pro-image", {"imageSize": "2k"}, "image_size"),  # upper-case K only
     ("gemini-3-pro-image", {"outputMimeType": "image/png"}, "Unknown name"),  # Vertex-only
 ])
-def test_gemini_refuses_a_ratio_size_or_field_the_model_does_not_take(gemini, model, image_config, message):
+def test_gemini_does_not_accept_a_ratio_size_or_field_the_model_does_not_take(gemini, model, image_config, message):
     response = generate(gemini, model, **image_config)
     assert response.status_code == 400
     error = response.json()["error"]
@@ -183,7 +183,7 @@ def test_bfl_takes_the_body_we_send(bfl):
     ({"safety_tolerance": None}, "int_type"),
     ({"output_format": "webp"}, "enum"),
 ])
-def test_bfl_refuses_fields_its_schema_does_not_take(bfl, changes, kind):
+def test_bfl_does_not_accept_fields_its_schema_does_not_take(bfl, changes, kind):
     response = bfl_submit(bfl, **changes)
     assert response.status_code == 422
     assert kind in [detail["type"] for detail in response.json()["detail"]]
@@ -214,7 +214,7 @@ def test_dashscope_takes_the_body_we_send(dashscope):
     ({"n": 2}, "parameters.n"), ({"num_images": 1}, "parameters.num_images"), ({"seed": None}, "parameters.seed"),
     ({"watermark": "false"}, "parameters.watermark"),
 ])
-def test_dashscope_refuses_unknown_parameters_and_wrong_types(dashscope, parameters, named):
+def test_dashscope_does_not_accept_unknown_parameters_and_wrong_types(dashscope, parameters, named):
     response = dashscope_generate(dashscope, **parameters)
     assert response.status_code == 400
     reply = response.json()
@@ -233,7 +233,7 @@ def replicate_fake():
     ("bytedance/seedream-4.5", {"max_images": "1"}, 422),
     ("sourceful/riverflow-2.0-pro", {"prompt": "x"}, 422),  # riverflow's field is instruction
 ])
-def test_replicate_refuses_input_its_model_schema_does_not_take(replicate_fake, model, change, status):
+def test_replicate_does_not_accept_input_its_model_schema_does_not_take(replicate_fake, model, change, status):
     image = "data:image/png;base64," + base64.b64encode(png()).decode()
     text = {"instruction": "blue mug"} if model.startswith("sourceful/") else {"prompt": "blue mug"}
     images = {"init_images": [image]} if model.startswith("sourceful/") else {"image_input": [image]}
