@@ -1,6 +1,7 @@
 """Do the 95% intervals cover at 2%, 50% and 98% pass rates?  Coverage per regime, with its Monte Carlo interval.
 
     python bench/bench_intervals.py [--runs 1000] [--compare-bca 0] [--seed 20261129]
+    python bench/bench_intervals.py --baseline [--runs 1000]
     python bench/bench_intervals.py --calibrated [--runs 200] [--resamples 200]
 
 Judge-only intervals (analysis/task_intervals.py, results.json ``intervals``): simulated runs of
@@ -11,6 +12,11 @@ interval holds the target, with the 95% Wilson interval of that share (the simul
 runs gave only a lower bound (effective cost when nothing or almost nothing passed: counted as covering when
 that bound is below the target).  ``--compare-bca N``: the same for the BCa bootstrap the intervals replaced, on
 N runs per regime.
+
+``--baseline``: the paired comparison of ``--baseline`` (analysis/stats.py ``paired_comparison``, a BCa bootstrap
+over the shared tasks, results.json ``baseline``) between two releases of one model (the same task rates, their own
+repeats): per regime and metric, the share of runs whose 95% interval holds the true difference, 0, and how many
+runs had no interval (zero width: every shared task moved by the same amount, marked ``degenerate``).
 
 ``--calibrated``: the calibrated figures (analysis/calibration.py) with the paper's critical judge (sensitivity
 0.65, specificity 0.95 on a 50% model: wrong on 20% of candidates, mostly false FAILs), 10, 30, 50 and 100 labels:
@@ -74,6 +80,40 @@ def judge_only(runs: int, compare: int, seed: int) -> None:
           "the target")
 
 
+def paired(runs: int, seed: int) -> None:
+    from interval_sim import COST, REPEATS, TASKS
+
+    from pytest_hypeedit.analysis.enrich import marked_degenerate
+    from pytest_hypeedit.analysis.metrics import TaskTally
+    from pytest_hypeedit.analysis.stats import paired_comparison
+
+    print(f"--baseline: paired 95% BCa intervals of two equal releases, {runs} runs per regime (50 tasks x 10 "
+          "repeats each); the share holding the true difference 0, in % [Monte Carlo 95% interval], of the runs "
+          "with an interval (/N: runs with none, zero width)")
+    print(f"{'regime':<30} " + " ".join(f"{key:>20}" for key in KEYS))
+    for population in REGIMES:
+        rng = np.random.default_rng([seed, round(population.mean * 100), round(population.concentration * 10)])
+        held, given = dict.fromkeys(KEYS, 0), dict.fromkeys(KEYS, 0)
+        for run in range(runs):
+            rates = population.rates(rng, TASKS)
+            releases = [[TaskTally(f"t{t:02d}", int(row.sum()), REPEATS, bool(row[0])) for t, row in enumerate(rows)]
+                        for rows in (rng.random((2, TASKS, REPEATS)) < rates[None, :, None])]
+            found = marked_degenerate(paired_comparison(*releases, COST, COST, n_resamples=1000, seed=run))
+            for key in KEYS:
+                if found[key].get("low") is not None:
+                    given[key] += 1
+                    held[key] += found[key]["low"] <= 0 <= found[key]["high"]
+        cells = []
+        for key in KEYS:
+            if given[key]:
+                low, high = wilson(held[key], given[key])
+                share = f"{100 * held[key] / given[key]:5.1f} [{100 * low:4.1f}-{100 * high:5.1f}]"
+            else:
+                share = "no interval"
+            cells.append(share + (f"/{runs - given[key]}" if given[key] < runs else ""))
+        print(f"{population.name:<30} " + " ".join(f"{c:>20}" for c in cells), flush=True)
+
+
 def calibrated(runs: int, resamples: int, seed: int, sizes: list[int]) -> None:
     from calibration_sim import SimModel, population_truth, simulated_run
 
@@ -131,10 +171,13 @@ def main() -> None:
     parser.add_argument("--compare-bca", type=int, default=0)
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--calibrated", action="store_true")
+    parser.add_argument("--baseline", action="store_true", help="the paired --baseline intervals instead")
     parser.add_argument("--resamples", type=int, default=200)
     parser.add_argument("--labels", default="10,30,50,100", help="--calibrated: the sample sizes")
     args = parser.parse_args()
-    if args.calibrated:
+    if args.baseline:
+        paired(args.runs or 1000, args.seed)
+    elif args.calibrated:
         calibrated(args.runs or 200, args.resamples, args.seed, [int(x) for x in args.labels.split(",")])
     else:
         judge_only(args.runs or 1000, args.compare_bca, args.seed)

@@ -49,7 +49,8 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:\-]{0,63}$")
 #: Model options that change how a call is made, never what it asks for: left out of the release id.
 TRANSPORT_OPTIONS = frozenset({"timeout_s", "deadline_s", "max_image_mb", "poll_s", "poll_max_s", "max_wait_s",
                                "wait_s", "delivery", "reference_fee", "batch_poll_s", "batch_poll_max_s",
-                               "batch_max_wait_s", "batch_linger_s", "batch_inline_max_bytes"})
+                               "batch_max_wait_s", "batch_linger_s", "batch_inline_max_bytes",
+                               "batch_inline_max_lines"})
 #: The folder of the markers naming the release each model folder holds (hidden, beside the claims: no split is
 #: named so, and the layout under each split stays the upstream review tool's).
 MARKERS = ".hypeedit-releases"

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
+from pathlib import Path
 
 import pytest
 
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.engine.release import (
+    TRANSPORT_OPTIONS,
     Release,
     belongs,
     check_label,
@@ -18,6 +21,7 @@ from pytest_hypeedit.engine.release import (
 from pytest_hypeedit.errors import ConfigError
 from pytest_hypeedit.registry import ModelSpec, build_registry
 
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 SPEC = ModelSpec(name="ourmodel", route="ark", provider_model="ep-rel-a", price=0.04, options={"pixels": 1e6})
 
 
@@ -39,6 +43,18 @@ def test_options_that_only_govern_the_call_keep_the_release():
                                               "max_wait_s": 60, "max_image_mb": 80, "reference_fee": 0.01,
                                               "batch_max_wait_s": 5, "batch_linger_s": 0.1, "batch_poll_s": 1})
     assert release_of(slow).id == release_of(SPEC).id
+
+
+def test_every_batch_tier_option_documented_for_a_model_keeps_the_release():
+    """Each ``batch_*`` option docs/how-to/models.md gives a model only says how the batch tier sends its lines
+    (what a line asks for is the same at every tier): changing one must not buy every candidate again.
+    ``batch_inline_max_lines`` (how many lines Gemini takes inline) was once left out of the id's exceptions."""
+    manual = (DOCS / "how-to" / "models.md").read_text(encoding="utf-8")
+    options = manual.split("Options of a model for the batch tier", 1)[1].split("\n\n", 1)[0]
+    documented = set(re.findall(r"`(batch_[a-z_]+)`", options))
+    assert {"batch_linger_s", "batch_inline_max_bytes", "batch_inline_max_lines"} <= documented
+    tuned = dataclasses.replace(SPEC, options={"pixels": 1e6, **{name: 7 for name in documented}})
+    assert release_of(tuned).id == release_of(SPEC).id, documented - TRANSPORT_OPTIONS
 
 
 def test_a_moved_base_url_is_in_the_release_without_its_secrets(monkeypatch):
