@@ -17,6 +17,7 @@ from ..analysis import agreement
 from ..engine.records import FAIL, PASS, Record
 from ..errors import ConfigError
 from ..labels import Panel, read_panel
+from .results_model import Agreement
 
 PREFIX = "labels:"
 MAX_WARNINGS = 20
@@ -43,7 +44,7 @@ class AgreementCheck:
         paths = parse_agreement_option(value)
         return cls(paths, read_panel(paths, known_models))
 
-    def results(self, records: Iterable[Record], judge: str) -> dict[str, Any]:
+    def results(self, records: Iterable[Record], judge: str) -> Agreement:
         """The JSON-ready agreement report over the candidates of this run."""
         records = list(records)
         in_run = {(r.task_id, r.model, r.repeat) for r in records}
