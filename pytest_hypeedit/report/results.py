@@ -36,7 +36,7 @@ from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
-from .results_model import CoverageSummary, IncompleteReason, Results, ResultsRow, SignalsSummary
+from .results_model import CoverageSummary, IncompleteReason, Results, ResultsRow, RunSettings, SignalsSummary
 from .tables import (
     COMBINED as COMBINED,  # re-exported: glue/ci.py imports it from here
     SCHEMA,
@@ -77,7 +77,7 @@ class Coverage:
 
 def build_results(
     records: Iterable[Record], *, models: Sequence[ModelSpec], split_names: Sequence[str], settings: MetricSettings,
-    settings_json: dict[str, Any], coverage: Coverage | None = None, run_id: str | None = None,
+    settings_json: RunSettings, coverage: Coverage | None = None, run_id: str | None = None,
 ) -> Results:
     """The results for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
     (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;

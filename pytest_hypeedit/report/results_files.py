@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 from ..errors import ConfigError, InputError
 from ..finite import finite_number
 from ..untrusted import RESULTS_BYTES, UntrustedInput, load_json_file
-from .results_model import PairwiseEntry, PairwiseSkipped, Results, ResultsRow
+from .results_model import PairwiseEntry, PairwiseSkipped, Results, ResultsRow, RunSettings
 from .results_shape import NotResults, check_results_shape
 from .tables import COMBINED, SCHEMA
 
@@ -76,10 +76,11 @@ def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: b
     return merged
 
 
-def _merged_settings(runs: Runs, allow_mixed: bool) -> dict[str, Any]:
-    settings = dict(runs[0][1].get("settings") or {})
+def _merged_settings(runs: Runs, allow_mixed: bool) -> RunSettings:
+    first = runs[0][1].get("settings")
+    settings: RunSettings = first.copy() if first else {}
     for name, results in runs[1:]:
-        other = results.get("settings") or {}
+        other: RunSettings = results.get("settings") or {}
         for key in SETTINGS_THAT_CHANGE_NUMBERS:
             if other.get(key) != settings.get(key) and not allow_mixed:
                 raise ConfigError(

@@ -51,6 +51,41 @@ class StatisticsSettings(_Statistics, total=False):
     baseline: str
 
 
+class SplitFile(TypedDict):
+    """One of ``settings.splits``: where the split's tasks were read, and their digest when the manifest gives it."""
+
+    location: str
+    sha256: str | None
+
+
+class CalibrationSettings(TypedDict):
+    """``settings.calibration`` (``--calibrate``): the labels files, the raters and the sample designs read."""
+
+    labels: list[str]
+    raters: int
+    designs: list[str]
+
+
+class RunSettings(TypedDict, total=False):
+    """The top level's ``settings``: how the run was set up (config.py's ``settings_json``), with ``statistics``
+    and ``calibration`` added by their analyses.  Every key is optional: a leaderboard merge leaves out the
+    ``outputs`` and ``review_cost`` its files do not share, and writes ``{}`` with no results file."""
+
+    repeats: int
+    retry_cap: int
+    review_cost: float
+    review_seconds: float
+    review_rate: float
+    judge: str
+    judge_tier: str
+    budget: float | None
+    splits: dict[str, SplitFile]
+    outputs: str
+    statistics: StatisticsSettings
+    calibration: CalibrationSettings
+    tier: str  # read when present (standard otherwise); this version does not write it
+
+
 class IncompleteReason(TypedDict):
     """One of ``coverage.reasons``: why the run is not complete (top level, ``coverage``)."""
 
@@ -578,7 +613,7 @@ class Results(TypedDict, total=False):
     ``hypeedit-leaderboard`` merges results files into this same model, and writes it)."""
 
     schema: str
-    settings: JsonObject
+    settings: RunSettings
     complete: bool
     coverage: CoverageSummary
     rows: list[ResultsRow]

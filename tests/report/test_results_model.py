@@ -28,7 +28,48 @@ from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally
 from pytest_hypeedit.analysis.pairwise import Entrant, pairwise
 from pytest_hypeedit.analysis.serving import THIS_RUN, Candidate, RouteRow, RunRow, serving
 from pytest_hypeedit.report.leaderboard import main as leaderboard
-from pytest_hypeedit.report.results_model import JudgeControls, Results, ResultsRow, Serving
+from pytest_hypeedit.report.results_model import (
+    BaselineTask,
+    BoughtSpan,
+    BuyingOrder,
+    CalibratedFigure,
+    CalibrationEvidence,
+    CombinedLeftOut,
+    ControlKind,
+    ControlShare,
+    CoverageSummary,
+    DriftEntry,
+    DriftThird,
+    GateDecision,
+    IncompleteReason,
+    JudgeControls,
+    JudgeDrift,
+    JudgeError,
+    JudgeOnControls,
+    JudgeStability,
+    KindDrift,
+    PairedDifference,
+    PairwiseEntry,
+    PairwiseSkipped,
+    Results,
+    ResultsRow,
+    RouteComparison,
+    RowCalibration,
+    RowRelease,
+    RunComparison,
+    RunJudge,
+    RunSettings,
+    SensitivityEntry,
+    Sequential,
+    Serving,
+    SignalsSummary,
+    SpentBreakdown,
+    SplitFile,
+    StatisticsSettings,
+    TaskEvidenceEntry,
+    TaskTallyEntry,
+    WrongControl,
+)
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "results.md"
 TOP_LEVEL = "The results file: top level"
@@ -190,3 +231,50 @@ def test_what_a_run_writes_is_the_model(pytester, monkeypatch, tmp_path):
 @pytest.mark.parametrize(("section", "model"), [("Judge controls", JudgeControls), ("Serving", Serving)])
 def test_the_objects_with_a_table_of_their_own_are_documented_key_for_key(section, model):
     assert disagreement(keys(model), documented(section)) == AGREED
+
+
+def described(section: str, field: str) -> set[str]:
+    """The names a section's table gives in the description of ``field`` (the row whose first cell names it, as
+    ``judges.<id>.kinds.<kind>`` too): the keys of the object it holds, as the page spells them."""
+    names: set[str] = set()
+    heading = ""
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            heading = line.lstrip("#").strip()
+        elif heading == section and line.startswith("| `"):
+            first, text = re.split(r"(?<!\\)\|", line)[1:3]  # a cell may hold an escaped \|
+            if f"`{field}`" in first:  # the key itself (``false_fail`` of ``judges.<id>.false_fail``) and those named
+                names |= set(re.findall(r"(\w+)`", first)) | set(re.findall(r"`\{?\"?(\w+)", text))
+                names |= set(re.findall(r"\"(\w+)\"", text))
+    return names
+
+
+#: Each sub-object, and the fields of the page whose descriptions name its keys.
+SUB_OBJECTS = [
+    (TOP_LEVEL, ("settings",), RunSettings), (TOP_LEVEL, ("settings",), StatisticsSettings),
+    (TOP_LEVEL, ("settings",), SplitFile), (TOP_LEVEL, ("coverage",), CoverageSummary),
+    (TOP_LEVEL, ("coverage",), IncompleteReason), (TOP_LEVEL, ("combined_left_out",), CombinedLeftOut),
+    (TOP_LEVEL, ("pairwise",), PairwiseEntry), (TOP_LEVEL, ("pairwise_skipped",), PairwiseSkipped),
+    (TOP_LEVEL, ("sequential",), Sequential), (TOP_LEVEL, ("sequential",), GateDecision),
+    (TOP_LEVEL, ("sequential",), BuyingOrder),
+    (ROW, ("release",), RowRelease), (ROW, ("spent_breakdown",), SpentBreakdown),
+    (ROW, ("signals_summary",), SignalsSummary), (ROW, ("task_tallies",), TaskTallyEntry),
+    (ROW, ("sensitivity",), SensitivityEntry), (ROW, ("baseline",), PairedDifference),
+    (ROW, ("baseline_tasks",), BaselineTask), (ROW, ("judge_stability",), JudgeStability),
+    (ROW, ("calibrated",), CalibratedFigure), (ROW, ("judge_error",), JudgeError),
+    (ROW, ("calibration",), RowCalibration), (ROW, ("calibration_evidence",), CalibrationEvidence),
+    (ROW, ("calibration_evidence",), TaskEvidenceEntry),
+    ("Judge controls", ("judges", "judges.<id>.false_fail"), JudgeOnControls),
+    ("Judge controls", ("judges.<id>.kinds.<kind>",), ControlKind),
+    ("Judge controls", ("judges.<id>.kinds.<kind>",), WrongControl),
+    ("Judge controls", ("judges.<id>.false_pass",), ControlShare), ("Judge controls", ("drift",), JudgeDrift),
+    ("Judge controls", ("drift",), KindDrift),
+    ("Serving", ("routes",), RouteComparison), ("Serving", ("runs",), RunComparison), ("Serving", ("runs",), RunJudge),
+    ("Serving", ("drift",), DriftEntry), ("Serving", ("drift",), DriftThird), ("Serving", ("bought",), BoughtSpan),
+]
+
+
+@pytest.mark.parametrize(("section", "fields", "model"), SUB_OBJECTS, ids=[m.__name__ for _, _, m in SUB_OBJECTS])
+def test_every_key_of_a_sub_object_is_named_where_the_page_describes_it(section, fields, model):
+    names = set().union(*(described(section, field) for field in fields))
+    assert sorted(keys(model) - names) == []
