@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:
     from ..judges.versions import JudgeVersions
+    from ..labels import VoteEntry
 
 #: A JSON object the model does not type further (one analysis writes it; its section of the page describes it).
 JsonObject = dict[str, Any]
@@ -581,6 +582,62 @@ class Sequential(TypedDict):
     orders: list[BuyingOrder]
 
 
+class JudgeAgreement(TypedDict):
+    """One of ``agreement.by_task_type`` (``all`` and each task type): the judge against the panel."""
+
+    n: int
+    agreement: float | None
+    kappa: float | None
+    kappa_ci95: list[float] | None
+    confusion: dict[str, int]
+    false_fail_rate: float | None
+    false_pass_rate: float | None
+
+
+class RaterAgreement(TypedDict):
+    """``agreement.between_raters``: the raters with each other."""
+
+    raters: int
+    units: int
+    krippendorff_alpha: float | None
+    fleiss_kappa: float | None
+    fleiss_units: int
+
+
+class SignalCounts(TypedDict):
+    """One cell of ``agreement.signals``: the pixel signals of its candidates."""
+
+    n: int
+    measured: int
+    unchanged: int
+    size_mismatch: int
+    aspect_mismatch: int
+    ssim_mean: float | None
+    delta_e_mean: float | None
+
+
+class SignalsByCell(TypedDict):
+    """``agreement.signals``: the pixel signals in each cell of judge against panel."""
+
+    both_pass: SignalCounts
+    false_pass: SignalCounts
+    false_fail: SignalCounts
+    both_fail: SignalCounts
+    disagreements: int
+    judge_pass_unchanged: int
+
+
+class DisagreementNote(TypedDict):
+    """One of ``agreement.notes``: a candidate judge and panel disagree on, with the raters' notes."""
+
+    split: str
+    model: str
+    task_id: str
+    repeat: int
+    judge: str
+    votes: list[VoteEntry]
+
+
 class AgreementPanel(TypedDict):
     """``agreement.panel``: the human panel's raters and the candidates they labelled."""
 
@@ -598,12 +655,12 @@ class Agreement(TypedDict):
     panel: AgreementPanel
     compared: int
     judged_not_labelled: int
-    by_task_type: dict[str, JsonObject]
-    between_raters: JsonObject
+    by_task_type: dict[str, JudgeAgreement]
+    between_raters: RaterAgreement
     even_votes: int
     warnings: list[str]
-    signals: JsonObject
-    notes: list[JsonObject]
+    signals: SignalsByCell
+    notes: list[DisagreementNote]
 
 
 class Results(TypedDict, total=False):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from benchdata import make_tasks, write_split
+from benchdata import make_tasks, write_labels, write_split
 from calibration_sim import human_sample
 from fake_judges import judges_conftest
 from fake_models import models_conftest
@@ -208,18 +208,22 @@ def test_what_the_calibration_writes_is_the_model():
 
 def test_what_a_run_writes_is_the_model(pytester, monkeypatch, tmp_path):
     """A run through the plugin with the options that add objects (the judge's controls, compared with a
-    baseline's; intervals and the baseline comparison; serving), then its results merged by
+    baseline's; intervals and the baseline comparison; serving; the judge against a human panel), then its
+    results merged by
     ``hypeedit-leaderboard --json`` with another run's: both files are the model, key for key."""
     pytester.makeconftest(models_conftest(image="png") + judges_conftest("ControlJudge", unchanged_every=4))
     write_split(pytester.path, "mini", make_tasks(4), pytester.path / "images")
     monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    labels = {(f"task-{t:02d}", "paid", r): t % 2 == 0 for t in range(4) for r in (1, 2)}
+    write_labels(pytester.path / "panel.json", labels, notes={key: "a seam" for key, ok in labels.items() if not ok})
     command = ("-p", "no:randomly", "--model", "paid", "--tasks", "mini.json", "--images-base", "images",
                "--repeats", "2", "--judge", "controljudge", "--judge-controls", "--bootstrap", "50")
     pytester.runpytest(*command, "--outputs", "before")
-    pytester.runpytest(*command, "--outputs", "out", "--baseline", "before/results.json")
+    pytester.runpytest(*command, "--outputs", "out", "--baseline", "before/results.json",
+                       "--agreement", "labels:panel.json")
     written = json.loads((pytester.path / "out" / "results.json").read_text())
-    assert {"judge_controls", "serving"} <= set(written) and "drift" in written["judge_controls"]
-    assert "baseline" in written["rows"][0] and written["serving"]["runs"]
+    assert {"judge_controls", "serving", "agreement"} <= set(written) and "drift" in written["judge_controls"]
+    assert "baseline" in written["rows"][0] and written["serving"]["runs"] and written["agreement"]["notes"]
     assert model_problems(written, Results) == []
     assert leaderboard(["before/results.json", "out/results.json", "--prefer", "last", "--json", "merged.json",
                         "-o", "merged.md"]) == 0

@@ -11,6 +11,7 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from pytest_hypeedit.judges.versions import JudgeVersions
+from pytest_hypeedit.labels import VoteEntry
 from pytest_hypeedit.report import results_model
 
 PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
@@ -18,8 +19,8 @@ PLAIN = {str: (str,), int: (int,), float: (int, float), bool: (bool,)}
 
 def hints(model: Any) -> dict[str, Any]:
     """A TypedDict's keys and their types, its annotations resolved in the model's module."""
-    # the model imports JudgeVersions for the type checker only: given here, beside the module's own names
-    return get_type_hints(model, vars(results_model), {"JudgeVersions": JudgeVersions})
+    # the model imports these for the type checker only: given here, beside the module's own names
+    return get_type_hints(model, vars(results_model), {"JudgeVersions": JudgeVersions, "VoteEntry": VoteEntry})
 
 
 def model_problems(value: Any, model: Any, path: str = "") -> list[str]:
