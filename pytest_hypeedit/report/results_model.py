@@ -9,7 +9,7 @@ analyses add theirs when their option is on, and a later version adds keys (the 
 Every sub-object is typed field by field as its writer fills it (``serving``, ``judge_controls``, ``sequential``,
 ``pairwise``, the baseline comparison, the calibrated figures...), so that a key renamed in a writer fails the type
 check, and tests/report/test_results_model.py checks what the writers write against these keys and the keys
-against the page.  Only the parts a reader never looks into by key stay plain JSON objects (``JsonObject``).
+against the page.
 
 A results file read from outside (``--baseline``, ``hypeedit-leaderboard``) is untrusted: a ``Mapping[str,
 Any]`` until report/results_shape.py's ``check_results_shape`` has checked it, then taken as ``Results`` in one
@@ -20,14 +20,12 @@ is proved to hold beyond that.  A leaderboard merge of such files is ``Results``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 if TYPE_CHECKING:
     from ..judges.versions import JudgeVersions
     from ..labels import VoteEntry
 
-#: A JSON object the model does not type further (one analysis writes it; its section of the page describes it).
-JsonObject = dict[str, Any]
 #: A figure: a count, a fraction or an amount; None where it is undefined (no success: no effective cost).
 Figure = int | float | None
 #: An interval ``[low, high]`` (a row's ``intervals``).
@@ -301,6 +299,7 @@ class ResultsRow(TypedDict, total=False):
     hype_gap: Figure
     pass_at_4_unbiased: Figure
     pass_at_10_unbiased: Figure
+    pass_at_cap: Figure  # with a retry cap other than 4
     repeats: int | None
     metric_labels: dict[str, str]
     effective_cost_basis: str

@@ -217,7 +217,8 @@ def test_what_a_run_writes_is_the_model(pytester, monkeypatch, tmp_path):
     labels = {(f"task-{t:02d}", "paid", r): t % 2 == 0 for t in range(4) for r in (1, 2)}
     write_labels(pytester.path / "panel.json", labels, notes={key: "a seam" for key, ok in labels.items() if not ok})
     command = ("-p", "no:randomly", "--model", "paid", "--tasks", "mini.json", "--images-base", "images",
-               "--repeats", "2", "--judge", "controljudge", "--judge-controls", "--bootstrap", "50")
+               "--repeats", "2", "--judge", "controljudge", "--judge-controls", "--bootstrap", "50",
+               "--retry-cap", "3")  # not the default 4: its pass_at_cap too
     pytester.runpytest(*command, "--outputs", "before")
     pytester.runpytest(*command, "--outputs", "out", "--baseline", "before/results.json",
                        "--agreement", "labels:panel.json")
