@@ -233,6 +233,27 @@ def test_what_a_run_writes_is_the_model(pytester, monkeypatch, tmp_path):
     assert model_problems(merged, Results) == []
 
 
+def test_what_a_run_of_two_splits_calibrated_and_decided_early_writes_is_the_model(pytester, monkeypatch, tmp_path):
+    """Two splits (their combined rows), --calibrate with a human panel, --judge-stability, and --sequential with
+    a gate it decides early (the run stops: coverage's reasons, not_measured, sequential): the model, key for key."""
+    pytester.makeconftest(models_conftest(image="png") + judges_conftest("ControlJudge", unchanged_every=4))
+    for name in ("mini", "more"):
+        write_split(pytester.path, name, make_tasks(6, prefix=name), pytester.path / "images")
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    labels = {(f"{split}-{t:02d}", "paid", r): (t + r) % 3 != 0 for split in ("mini", "more") for t in range(6)
+              for r in (1, 2, 3)}
+    write_labels(pytester.path / "panel.json", labels)
+    pytester.runpytest("-p", "no:randomly", "--model", "paid", "--tasks", "mini.json", "--tasks", "more.json",
+                       "--images-base", "images", "--repeats", "3", "--judge", "controljudge", "--bootstrap", "50",
+                       "--calibrate", "labels:panel.json", "--judge-stability", "4", "--sequential",
+                       "--gate", "pass_rate>=0.01", "--outputs", "out")
+    written = json.loads((pytester.path / "out" / "results.json").read_text())
+    assert {"sequential", "coverage"} <= set(written)
+    assert {"combined", "mini", "more"} == {row["split"] for row in written["rows"]}
+    assert {"calibrated", "judge_stability", "not_measured"} <= {key for row in written["rows"] for key in row}
+    assert model_problems(written, Results) == []
+
+
 @pytest.mark.parametrize(("section", "model"), [("Judge controls", JudgeControls), ("Serving", Serving)])
 def test_the_objects_with_a_table_of_their_own_are_documented_key_for_key(section, model):
     assert disagreement(keys(model), documented(section)) == AGREED
