@@ -79,8 +79,8 @@ def _paired_entry(tables: Sequence[Sequence[Any]], key: str, level: float, tasks
     """``tables``: each side's (point, bootstrap, jackknife) from _paired_tables; the jackknife None under 2 tasks."""
     (now, now_boot, now_jack), (before, before_boot, before_jack) = tables
     current, baseline = float(now[key][0]), float(before[key][0])
-    entry: PairedDifference = {"current": _finite(current), "baseline": _finite(baseline), "difference": None, "low": None,
-             "high": None, "tasks": tasks}
+    entry: PairedDifference = {"current": _finite(current), "baseline": _finite(baseline), "difference": None,
+                               "low": None, "high": None, "tasks": tasks}
     if not (math.isfinite(current) and math.isfinite(baseline)):
         return entry
     entry["difference"] = current - baseline

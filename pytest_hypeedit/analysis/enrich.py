@@ -221,7 +221,7 @@ def task_latencies(candidates: Sequence[Candidate], split: str) -> dict[str, flo
 
 def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> StatisticsSettings:
     info: StatisticsSettings = {"bootstrap_resamples": settings.bootstrap, "bootstrap_seed": settings.seed,
-                            "level": settings.level, "interval": METHOD, "target": TARGET_TEXT}
+                                "level": settings.level, "interval": METHOD, "target": TARGET_TEXT}
     if baseline is not None:
         info["baseline"] = baseline.get("source") or "given"
     return info

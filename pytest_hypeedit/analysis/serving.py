@@ -351,7 +351,7 @@ def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: i
     usable = _usable(candidates, by)
     tasks = len({c.task for c in usable})
     entry: DriftEntry = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
-                             "limits": LIMITS[by]}
+                         "limits": LIMITS[by]}
     if len(usable) < MIN_CANDIDATES or tasks < 2:
         entry["note"] = (f"not enough data: {len(usable)} usable candidates in {tasks} tasks (candidates with a "
                          f"recorded {'purchase time' if by == 'time' else 'latency'} in tasks with two or more; "

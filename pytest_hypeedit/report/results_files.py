@@ -189,9 +189,10 @@ def merged_pairwise(rows: Sequence[ResultsRow], settings: Mapping[str, Any]) -> 
     for row in rows:
         by_split.setdefault(str(row.get("split")), []).append(row)
     several = [row for split_rows in by_split.values() if len(split_rows) > 1 for row in split_rows]
-    skipped: list[PairwiseSkipped] = [{"split": r["split"], "model": r["model"],
-                "reason": "no per-task tallies (results written by an older version), so not in the pairwise "
-                          "comparison; rerun it to compare"} for r in several if not r.get("task_tallies")]
+    skipped: list[PairwiseSkipped] = [
+        {"split": r["split"], "model": r["model"],
+         "reason": "no per-task tallies (results written by an older version), so not in the pairwise comparison; "
+                   "rerun it to compare"} for r in several if not r.get("task_tallies")]
     compared = _pairwise_of(settings, [r for r in several if r.get("task_tallies")])
     found: Results = {"pairwise": compared} if compared is not None else {}
     if skipped:

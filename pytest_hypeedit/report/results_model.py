@@ -6,10 +6,14 @@ of ``Results`` and ``ResultsRow`` is documented there, and every documented fiel
 it changes nothing a user reads.  Every key but the few a run always writes is optional (``total=False``): the
 analyses add theirs when their option is on, and a later version adds keys (the contract only ever adds).
 
-Every sub-object is typed field by field as its writer fills it (``serving``, ``judge_controls``, ``sequential``,
-``pairwise``, the baseline comparison, the calibrated figures...), so that a key renamed in a writer fails the type
-check, and tests/report/test_results_model.py checks what the writers write against these keys and the keys
-against the page.
+Every sub-object is typed field by field as its writer fills it (``settings``, ``serving``, ``judge_controls``,
+``sequential``, ``agreement``, ``pairwise``, the baseline comparison, the calibrated figures...), and the writers
+return these types, so that a key renamed in a writer fails the type check.  Where a writer fills keys by name
+from a tuple (``compute_metrics``, the leaderboard's pooled row) the type checker cannot see them: the same test
+walks what the analyses, two runs through the plugin and a leaderboard merge write against these types
+(tests/support/results_keys.py), naming any key the model does not declare, and checks that the page names every
+key of each sub-object where it describes its field.  The private ``_`` classes are the required keys of the
+public class built on them (``total=False`` adds the optional ones: Python 3.10 has no ``NotRequired``).
 
 A results file read from outside (``--baseline``, ``hypeedit-leaderboard``) is untrusted: a ``Mapping[str,
 Any]`` until report/results_shape.py's ``check_results_shape`` has checked it, then taken as ``Results`` in one
