@@ -27,12 +27,15 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 import numpy.typing as npt
 
 from ..finite import finite_number
+
+if TYPE_CHECKING:
+    from ..report.results_model import SensitivityEntry
 
 DEFAULT_RETRY_CAP = 4
 DEFAULT_REVIEW_SECONDS = 20.0
@@ -284,9 +287,9 @@ def metrics_by_task_type(tallies: Sequence[TaskTally], cost_per_candidate: float
 def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 review_seconds: Sequence[float] = (10, 20, 60, 120),
                 retry_caps: Sequence[int] = (1, 2, 4, 10),
-                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[dict[str, Any]]:
+                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[SensitivityEntry]:
     """Effective cost across review times x retry caps: how much the headline rests on the cost model."""
-    rows = []
+    rows: list[SensitivityEntry] = []
     for seconds in review_seconds:
         for cap in retry_caps:
             settings = MetricSettings(retry_cap=cap, review_cost=review_cost(seconds, rate_per_hour))

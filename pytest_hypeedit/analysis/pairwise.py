@@ -39,12 +39,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .metrics import MetricSettings, TaskColumns, TaskTally, judged_tallies, task_columns
 from .stats import shared_task_ids
+
+if TYPE_CHECKING:
+    from ..report.results_model import PairwiseEntry
 
 #: The metrics compared, in the order reports list them.
 PAIRWISE_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap")
@@ -317,7 +320,7 @@ def flips_for(tests: int, alpha: float = ALPHA) -> int:
 
 
 def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
-             metrics: Sequence[str] = PAIRWISE_METRICS, *, seed: int = 0, alpha: float = ALPHA) -> list[dict[str, Any]]:
+             metrics: Sequence[str] = PAIRWISE_METRICS, *, seed: int = 0, alpha: float = ALPHA) -> list[PairwiseEntry]:
     """Every pair x metric of every split with 2+ models, Holm-adjusted per split (one family per split).
 
     Entries: ``split``, ``a``, ``b``, ``metric``, ``difference`` (a - b), ``interval`` (at ``level``),
@@ -371,9 +374,11 @@ DEGENERATE = ("every shared task differs by the same amount: the interval is tha
               "tasks, not a range that covers at its level")
 
 
-def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
-    keys = ("split", "a", "b", "metric", "difference", "interval", "level", "p_adjusted", "significant", "tasks")
-    ordered = {key: entry[key] for key in keys}
+def _ordered(entry: dict[str, Any]) -> PairwiseEntry:
+    ordered: PairwiseEntry = {
+        "split": entry["split"], "a": entry["a"], "b": entry["b"], "metric": entry["metric"],
+        "difference": entry["difference"], "interval": entry["interval"], "level": entry["level"],
+        "p_adjusted": entry["p_adjusted"], "significant": entry["significant"], "tasks": entry["tasks"]}
     low, high = ordered["interval"]
     if low is not None and low == high:  # said, never left to read as certainty (docs/reference/results.md)
         ordered["degenerate"] = DEGENERATE

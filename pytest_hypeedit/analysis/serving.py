@@ -42,12 +42,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .metrics import MetricSettings
 from .pairwise import ALPHA, DEGENERATE, PAIRWISE_METRICS, Entrant, compare_pair, holm_exact, holm_family
+
+if TYPE_CHECKING:
+    from ..report.results_model import BoughtSpan, DriftEntry, DriftThird, RouteComparison, RunComparison, Serving
 
 #: The latency comparison's name among the route metrics (seconds per reply, per task mean).
 LATENCY = "latency_s"
@@ -153,7 +156,7 @@ class RunRow:
 
 def serving(rows: Sequence[RouteRow], candidates: Mapping[str, Sequence[Candidate]], settings: MetricSettings, *,
             runs: Sequence[tuple[RunRow, RunRow]] = (), seed: int = 0, alpha: float = ALPHA,
-            permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
+            permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> Serving:
     """``{"routes": [...], "drift": [...], "runs": [...], "bought": {...}, "limits": LIMITS}``
     (docs/reference/results.md ``serving``); ``runs``: (this run's row, the baseline's row) of each model."""
     return {"routes": route_comparisons(rows, settings, seed=seed, alpha=alpha),
@@ -163,7 +166,7 @@ def serving(rows: Sequence[RouteRow], candidates: Mapping[str, Sequence[Candidat
             "limits": dict(LIMITS)}
 
 
-def bought_span(candidates: Mapping[str, Sequence[Candidate]]) -> dict[str, str] | None:
+def bought_span(candidates: Mapping[str, Sequence[Candidate]]) -> BoughtSpan | None:
     """When the judged candidates were bought, first and last (UTC, ISO): what a later run's comparison with this
     one names it by ("the baseline run of 2026-11-20"); None when no candidate has its time."""
     times = [c.bought_at for found in candidates.values() for c in found
@@ -181,12 +184,12 @@ def _iso(seconds: float) -> str:
 
 
 def route_comparisons(rows: Sequence[RouteRow], settings: MetricSettings, *, seed: int = 0,
-                      alpha: float = ALPHA) -> list[dict[str, Any]]:
+                      alpha: float = ALPHA) -> list[RouteComparison]:
     """Every pair of rows of one model on different routes, per split: each headline metric and latency, a - b.
 
     Entries: ``split``, ``model`` (the model both are routes of), ``a``, ``b``, ``route_a``, ``route_b``,
     ``metric``, ``difference``, ``interval``, ``level``, ``p_adjusted``, ``significant``, ``tasks``."""
-    found: list[dict[str, Any]] = []
+    found: list[RouteComparison] = []
     by_split: dict[str, list[RouteRow]] = {}
     for row in rows:
         by_split.setdefault(row.split, []).append(row)
@@ -204,7 +207,7 @@ def route_comparisons(rows: Sequence[RouteRow], settings: MetricSettings, *, see
             entries += _latency_entry(a, b)
             family += [{**named, **entry} for entry in entries]
         holm_family(family, seed=seed, alpha=alpha)
-        found += [_marked(entry) for entry in family]
+        found += [_route_entry(entry) for entry in family]
     return found
 
 
@@ -218,18 +221,28 @@ def _latency_entry(a: RouteRow, b: RouteRow) -> list[dict[str, Any]]:
              "task_ids": tuple(shared)}]
 
 
-def _marked(entry: dict[str, Any]) -> dict[str, Any]:
-    low, high = entry["interval"]
-    if low is not None and low == high:
-        entry["degenerate"] = DEGENERATE
-    return entry
+def _route_entry(entry: dict[str, Any]) -> RouteComparison:
+    """A tested entry of a routes family (``holm_family``), its keys in the order they were filled."""
+    found: RouteComparison = {
+        "split": entry["split"], "model": entry["model"], "a": entry["a"], "b": entry["b"],
+        "route_a": entry["route_a"], "route_b": entry["route_b"], "metric": entry["metric"],
+        "difference": entry["difference"], "tasks": entry["tasks"], "interval": entry["interval"],
+        "level": entry["level"], "p_adjusted": entry["p_adjusted"], "significant": entry["significant"]}
+    if _degenerate(found["interval"]):
+        found["degenerate"] = DEGENERATE
+    return found
+
+
+def _degenerate(interval: Sequence[float | None]) -> bool:
+    low, high = interval
+    return low is not None and low == high
 
 
 # --- runs ----------------------------------------------------------------------------------
 
 
 def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSettings, *, seed: int = 0,
-                 alpha: float = ALPHA) -> list[dict[str, Any]]:
+                 alpha: float = ALPHA) -> list[RunComparison]:
     """Each (a, b) pair of rows of one model on one split from two runs (a the later: this run against its
     baseline): a's PASS rate minus b's over the tasks both judged, per task the difference of their shares of
     PASS (task difficulty, shared by both runs, cancels), tested as the routes are (``holm_family``: one family
@@ -242,7 +255,7 @@ def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSetting
     by_split: dict[str, list[tuple[RunRow, RunRow]]] = {}
     for a, b in pairs:
         by_split.setdefault(a.split, []).append((a, b))
-    found: list[dict[str, Any]] = []
+    found: list[RunComparison] = []
     for split, members in by_split.items():
         family, sides = [], []
         for a, b in members:
@@ -256,7 +269,7 @@ def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSetting
                                "judged_a": judged[0], "judged_b": judged[1]})
                 sides.append((a, b))
         holm_family(family, seed=seed, alpha=alpha)
-        found += [_run_entry(_marked(entry), a, b) for entry, (a, b) in zip(family, sides)]
+        found += [_run_entry(entry, a, b) for entry, (a, b) in zip(family, sides)]
     return found
 
 
@@ -265,8 +278,16 @@ def _judged_on(row: RunRow, task_ids: Sequence[str]) -> int:
     return sum(t.judged for t in row.entrant.tallies if t.task_id in wanted)
 
 
-def _run_entry(entry: dict[str, Any], a: RunRow, b: RunRow) -> dict[str, Any]:
-    """The test's entry with both runs' judges and releases, and its sentence when significant."""
+def _run_entry(tested: dict[str, Any], a: RunRow, b: RunRow) -> RunComparison:
+    """The test's entry (``holm_family``) with both runs' judges and releases, and its sentence when significant,
+    its keys in the order they were filled."""
+    entry: RunComparison = {
+        "split": tested["split"], "model": tested["model"], "run_a": tested["run_a"], "run_b": tested["run_b"],
+        "metric": tested["metric"], "difference": tested["difference"], "tasks": tested["tasks"],
+        "judged_a": tested["judged_a"], "judged_b": tested["judged_b"], "interval": tested["interval"],
+        "level": tested["level"], "p_adjusted": tested["p_adjusted"], "significant": tested["significant"]}
+    if _degenerate(entry["interval"]):
+        entry["degenerate"] = DEGENERATE
     entry["judges"] = {"a": {"judge": a.judge, "versions": list(a.judge_versions)},
                        "b": {"judge": b.judge, "versions": list(b.judge_versions)}}
     entry["judge_changed"] = _differ(a.judge, b.judge) or _differ(frozenset(a.judge_versions),
@@ -309,7 +330,7 @@ def _judge_words(side: Mapping[str, Any]) -> str:
 
 
 def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha: float = ALPHA,
-          permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[dict[str, Any]]:
+          permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[DriftEntry]:
     """Per model and per ``BY``: the thirds, the task-adjusted last-minus-first difference, its interval and
     p-value, Holm-adjusted over every tested entry of the run, and a sentence when significant."""
     entries = [drift_entry(model, by, found, seed=seed, permutations=permutations, bootstrap=bootstrap)
@@ -325,12 +346,12 @@ def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha
 
 
 def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: int = 0,
-                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
+                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> DriftEntry:
     """One model's drift with ``by`` (see the module docstring); "not enough data" when too few are usable."""
     usable = _usable(candidates, by)
     tasks = len({c.task for c in usable})
-    entry: dict[str, Any] = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
-                             "limits": LIMITS[by]}
+    entry: DriftEntry = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
+                         "limits": LIMITS[by]}
     if len(usable) < MIN_CANDIDATES or tasks < 2:
         entry["note"] = (f"not enough data: {len(usable)} usable candidates in {tasks} tasks (candidates with a "
                          f"recorded {'purchase time' if by == 'time' else 'latency'} in tasks with two or more; "
@@ -447,7 +468,7 @@ def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndar
     return float(low) + 0.0, float(high) + 0.0
 
 
-def _third_entry(name: str, passed: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+def _third_entry(name: str, passed: np.ndarray, values: np.ndarray) -> DriftThird:
     return {"third": name, "candidates": int(passed.size), "pass_rate": float(passed.mean()),
             "from": float(values.min()), "to": float(values.max())}
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from .metrics import (
     metric_table,
     task_columns,
 )
+
+if TYPE_CHECKING:
+    from ..report.results_model import PairedDifference
 
 _NORMAL = NormalDist()
 Interval = tuple[float, float]
@@ -158,7 +161,7 @@ def _check_bootstrap(n_resamples: int, level: float) -> None:
 
 def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
-                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
+                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, PairedDifference]:
     """Current minus baseline for every metric, on the tasks both runs judged.
 
     Paired: each resample draws one set of task indices and uses it for both
@@ -226,7 +229,7 @@ def _differences(now: TaskColumns, before: TaskColumns, index: np.ndarray, cost_
 
 
 def _comparison(now: float | None, before: float | None, diffs: dict[str, Paired] | None, name: str, level: float,
-                tasks: int) -> dict[str, Any]:
+                tasks: int) -> PairedDifference:
     difference = None if now is None or before is None else now - before
     interval = None
     if difference is not None and diffs is not None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..analysis.enrich import AnalysisSettings
     from ..analysis.metrics import TaskTally
     from ..config import RunConfig
-    from ..report.results_model import Results
+    from ..report.results_model import Baseline, Results
 
 GATES_KEY = pytest.StashKey[list[str]]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -175,15 +175,14 @@ class CiPlugin:
         terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=passed and status == 0, red=not passed)
 
 
-def _load_baseline(path: str | None) -> dict[str, Any] | None:
+def _load_baseline(path: str | None) -> Baseline | None:
     if not path:
         return None
     try:
         baseline = load_results(Path(path))
     except InputError as exc:
         raise InputError(f"--baseline {exc}") from None
-    baseline["source"] = str(path)
-    return baseline
+    return {**baseline, "source": str(path)}
 
 
 def _session_results(config: pytest.Config) -> Results | None:

@@ -228,7 +228,7 @@ def _calibrate_row(row: ResultsRow, records: list[Record], sample: HumanSample, 
     if result is None:
         return
     # how often the judge and people disagreed in the sample: below MIN_DISAGREEMENTS its error is barely measured
-    row["calibration"].update(disagreements=result.disagreements, few_disagreements=result.few_disagreements)
+    row["calibration"].update({"disagreements": result.disagreements, "few_disagreements": result.few_disagreements})
     row["calibrated"], row["human_sample"], row["judge_error"] = result.calibrated, result.human_sample, result.judge_error
     this_run = this_run_pass_rate(found.units, settings.level)
     if this_run is not None:

@@ -25,9 +25,10 @@ from .tables import (
 
 if TYPE_CHECKING:
     from .published import Published
+    from .results_model import Results
 
 
-def results_markdown(results: Mapping[str, Any], published: "Published | None" = None) -> str:
+def results_markdown(results: Results, published: "Published | None" = None) -> str:
     """The leaderboard of one results dict: a header, then one table per split and combined.
 
     With ``published`` (report/published.py), the paper's rows of each split are
@@ -101,7 +102,7 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
     return notes
 
 
-def _split_section(section: Section, results: Mapping[str, Any], published: "Published | None" = None,
+def _split_section(section: Section, results: Results, published: "Published | None" = None,
                    pairwise: bool = True) -> str:
     rows, theirs, repeats, split = by_pass_rate(section.rows), section.published, section.repeats, section.split
     generated = results.get("generated_at") or results.get("created")
@@ -191,7 +192,7 @@ def _row_note(row: Mapping[str, Any]) -> str:
     return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
 
 
-def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
+def _pairwise_section(split: str, results: Results) -> list[str]:
     """Under a split's tables: which models cannot be told apart on pass rate (analysis/pairwise.py), or why
     they were not compared."""
     lines = [f"- {_cell(skip.get('model'))}: {_cell(skip.get('reason'))}" for skip in results.get("pairwise_skipped")
@@ -206,7 +207,7 @@ def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _serving_section(results: Mapping[str, Any]) -> str:
+def _serving_section(results: Results) -> str:
     """Is a model served the same (results ``serving``, analysis/serving.py): its routes' pass rates compared, and
     one model's pass rate between two runs on the same tasks; "" when the results have neither."""
     from .serving_view import comparison_text, route_pairs
