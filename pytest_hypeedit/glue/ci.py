@@ -144,11 +144,11 @@ class CiPlugin:
         from ..report.terminal_table import pairwise_lines
 
         write_folded(terminalreporter, lines + baseline_lines(results) + pairwise_lines(results))
-        from ..report.serving_view import serving_lines
+        from ..report.serving_view import serving_lines, serving_title
 
         serving = serving_lines(results)  # only when it applies: two routes of one model, or a significant drift
         if serving:
-            terminalreporter.write_sep("-", "serving: routes and drift (not a model's score; results: serving)")
+            terminalreporter.write_sep("-", serving_title(results))
             write_folded(terminalreporter, serving)
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
             hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
