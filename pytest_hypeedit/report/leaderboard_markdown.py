@@ -117,7 +117,9 @@ def _split_section(section: Section, results: Results, published: "Published | N
     if rows and repeats_note(repeats):
         lines += ["", repeats_note(repeats) + "."]
     if any(r.get("intervals") for r in rows):
-        lines += ["", "95% intervals over tasks:", "", _table(rows, _interval_cells, repeats)]
+        missing = _missing_intervals(rows, repeats)
+        title = "95% intervals over tasks" + (" (n/a: no interval, why below)" if missing else "") + ":"
+        lines += ["", title, "", _table(rows, _interval_cells, repeats), *([""] + missing if missing else [])]
     lines += _calibrated_section(rows, repeats)
     lines += _pairwise_section(split, results) if pairwise else []
     notes = [_row_note(r) for r in rows if _row_note(r)]
@@ -154,6 +156,23 @@ def _interval_cells(row: Mapping[str, Any]) -> list[str]:
         bounds = None if key == "effective_cost" and _paid_elsewhere(row) else intervals.get(key)
         cells.append(f"{format_metric(bounds[0], kind)} – {format_metric(bounds[1], kind)}" if bounds else "n/a")
     return cells
+
+
+def _missing_intervals(rows: list[Mapping[str, Any]], repeats: int | None) -> list[str]:
+    """Why each n/a of the intervals table has no interval: the row's own note (``interval_notes``), the price
+    paid (a batch or Flex tier: the interval is at the price paid, the table at list price), else the file's silence."""
+    found = []
+    for row in rows:
+        notes = found_notes if isinstance(found_notes := row.get("interval_notes"), Mapping) else {}
+        for (key, title, _), cell in zip(columns(repeats), _interval_cells(row)):
+            if cell != "n/a":
+                continue
+            if key == "effective_cost" and _paid_elsewhere(row):
+                why = "the run paid another price than the list price (a batch or Flex tier); its interval is at the price paid"
+            else:
+                why = str(notes.get(key) or "the results file gives none")
+            found.append(f"- {_cell(model_name(row))}, {title}: {_cell(why)}")
+    return found
 
 
 def _calibrated_section(rows: list[Mapping[str, Any]], repeats: int | None = None) -> list[str]:
