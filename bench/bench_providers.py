@@ -17,6 +17,12 @@ Cases (issue 8):
           flight.  Aim: wall within 10% of that route's own ideal (its candidates x latency / 2, plus one
           judge latency for its last candidate).
 
+``--timeline`` also says where a run's seconds over the ideal went: the start-up until the first call, the calls'
+window (the ideal plus the slots left idle in the ramp, the steady part and the drain, as the fakes saw the
+calls), the tail from the last answer to the end, and when each pytest process reached each phase
+(bench/benchclock.py).  ``--workers 0`` or ``2`` runs one way only, ``--runs N`` each case N times; each line
+says the load average, as a wall time on a busy machine says little without it.
+
 The fakes run in this process (their CPU is not the plugin's, their memory is not counted); the pytest run is a
 subprocess whose tree (controller and xdist workers) is sampled from /proc every 0.1 s, with Python's bytecode
 cache on (as a user has it) even where the environment turns it off.
