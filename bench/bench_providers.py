@@ -34,6 +34,7 @@ import argparse
 import io
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -130,7 +131,12 @@ class Figures:
 
 
 def run_pytest(folder: Path, env: dict, args: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args]
+    # --basetemp in the run's own folder: under -n, xdist's controller makes pytest's numbered temporary folder,
+    # and pytest's session finish then deletes the older ones beyond the newest three in /tmp/pytest-of-<user>.
+    # On a machine where other pytest runs keep that folder full (1.8 GB of them once), that took the controller
+    # 9 to 18 s, in the middle of the measured time: pytest's housekeeping, not the plugin's.
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+               "--basetemp", str(folder / "pytest-tmp"), *args]
     if "HYPEEDIT_BENCH_CLOCK" in env:
         command[4:4] = ["-p", "benchclock"]
     run_pytest.started_at = time.time()
@@ -182,6 +188,19 @@ def idle_by_phase(calls: list[tuple[float, float]], concurrency: int) -> dict[st
     return idle
 
 
+def handoffs(generations: list[tuple[int, float]], verdicts: list[tuple[int, float]], latency: float) -> list[float]:
+    """Seconds from each generation's answer to its verdict's arrival at the judge: a task's k-th generation
+    answered is matched with its k-th verdict (repeats of one task are alike; a mismatch swaps two gaps of a
+    task and leaves their sum).  What the client does in them: the image fetched and checked, the signals, the
+    record, the judge's request built and sent."""
+    gaps = []
+    for task in {number for number, _ in generations}:
+        answered = sorted(at + latency for number, at in generations if number == task)
+        asked = sorted(at for number, at in verdicts if number == task)
+        gaps += [judged - made for made, judged in zip(answered, asked)]
+    return sorted(gaps)
+
+
 def clock_line(path: Path, started: float) -> str:
     """benchclock.py's events by process role, in seconds from the bench's start (several processes of a role:
     the first and the last)."""
@@ -197,27 +216,39 @@ def clock_line(path: Path, started: float) -> str:
 
 
 def timeline(calls: list[tuple[float, float]], concurrency: int, ideal: float, started: float, wall: float,
-             clock: Path) -> str:
+             clock: Path, gaps: list[float]) -> str:
     """Where a run's seconds went: start-up to the first call, the calls (the ideal and each phase's idle
-    slots), the tail from the last answer to the end; then every event benchclock.py wrote down."""
+    slots; of them, the gaps from a generation's answer to its verdict's arrival), the tail from the last answer
+    to the end; then every event benchclock.py wrote down."""
     idle = idle_by_phase(calls, concurrency)
     first, last = min(s for s, _ in calls) - started, max(e for _, e in calls) - started
     over = {phase: seconds / concurrency for phase, seconds in idle.items()}
+    handoff = (f"; generation answered -> verdict asked: {sum(gaps) / concurrency:.2f} s of the idle, per candidate "
+               f"median {gaps[len(gaps) // 2]:.3f} s, 90% {gaps[int(len(gaps) * 0.9)]:.3f} s, "
+               f"most {gaps[-1]:.3f} s" if gaps else "")
     return (f"timeline: start-up {first:.2f} s; calls {last - first:.2f} s = ideal {ideal:.2f} + ramp "
-            f"{over['ramp']:.2f} + steady {over['steady']:.2f} + drain {over['drain']:.2f}; tail {wall - last:.2f} s"
-            f"\n  events (s from the start): {clock_line(clock, started)}")
+            f"{over['ramp']:.2f} + steady {over['steady']:.2f} + drain {over['drain']:.2f}{handoff}; "
+            f"tail {wall - last:.2f} s\n  events (s from the start): {clock_line(clock, started)}")
 
 
 # --------------------------------------------------------------------------- fakes for a bench
 
 
+TASK_IN_TEXT = re.compile(rb"Edit (\d+)\. ")  # benchdata.make_tasks' instructions: each names its task
+
+
 def lean(fake):
-    """Keep each request's arrival but not its body (a real-size run would hold gigabytes of them here)."""
+    """Keep each request's arrival and the task it is for, but not its body (a real-size run would hold
+    gigabytes of them here)."""
+    fake.tasks = []  # (task number, arrival) of every request that names one
     if not hasattr(fake, "dispatch"):  # the chat fake: slow_judge drops what it read
         return fake
     original = fake.dispatch
 
     def dispatch(seen):
+        found = TASK_IN_TEXT.search(seen.body)
+        if found:
+            fake.tasks.append((int(found[1]), seen.at))
         try:
             return original(seen)
         finally:
@@ -243,6 +274,9 @@ def slow_judge(chat: FakeChat, latency: float) -> None:
 
     def reply(request):
         chat.arrivals.append(time.time())
+        found = TASK_IN_TEXT.search(request.raw)
+        if found:
+            chat.tasks.append((int(found[1]), chat.arrivals[-1]))
         answer = verdict_reply("PASS" if len(request.raw) % 2 else "FAIL", "bench verdict")
         answer.delay = latency
         # The answering model named here: FakeChat.handle reads the asked model from the body otherwise, which
@@ -328,7 +362,8 @@ def ark_case(args, workers: int, real: bool) -> Figures:
         ideal = candidates * 2 * args.latency / args.concurrency
         steps = [(s.at, s.at + args.latency) for s in ark.seen("/images/generations")]
         steps += [(at, at + args.latency) for at in chat.arrivals]
-        line = (timeline(steps, args.concurrency, ideal, run_pytest.started_at, wall, folder / "clock.txt")
+        gaps = handoffs(ark.tasks, chat.tasks, args.latency)
+        line = (timeline(steps, args.concurrency, ideal, run_pytest.started_at, wall, folder / "clock.txt", gaps)
                 if args.timeline else "")
     return Figures(wall, ideal, peak, last_line(done), calls, judged, first, after, run_pytest.cpu, line)
 
