@@ -8,6 +8,11 @@ back would import it themselves, each waiting for the first (a tenth of a second
 busy machine, for every candidate of the first wave), and the session's end would import the analyses and the
 results while the user waits for them.
 
+Under -n the controller makes no call, and builds the results at the end while every process waits for it
+(each worker's exit waits for the controller's word): ``ResultsWarmUp`` imports what that needs once the first
+item is reported, when the workers are past their start (which the import would slow, on the same cores) and
+their calls are under way.
+
 An import that fails here is left for its real user, who raises it where it says what failed.
 """
 
@@ -16,6 +21,8 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+
+import pytest
 
 #: What a process that runs calls needs when the first answers come back (engine/signals.py: numpy, the previews).
 FOR_ANSWERS = ("pytest_hypeedit.engine.signals",)
@@ -41,3 +48,14 @@ def _import_all(modules: tuple[str, ...], after: float) -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - its real user imports it again and says what failed
             continue
+
+
+class ResultsWarmUp:
+    """(The xdist controller.)  ``FOR_RESULTS`` imported when the first item is reported."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.thread is None:
+            self.thread = warm_up(FOR_RESULTS, after=0.0)

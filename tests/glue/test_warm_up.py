@@ -40,3 +40,14 @@ def test_the_modules_are_imported_on_a_thread_of_their_own_after_the_delay():
     thread.join(10)
     assert not thread.is_alive() and "json.tool" in sys.modules  # and the missing one was left for its user
     assert thread.daemon  # a process that must leave does not wait for it
+
+
+def test_the_xdist_controller_warms_the_results_imports_once_at_its_first_report(monkeypatch):
+    from pytest_hypeedit.glue import warm_up as module
+
+    started = []
+    monkeypatch.setattr(module, "warm_up", lambda modules, after: started.append((modules, after)) or object())
+    plugin = module.ResultsWarmUp()
+    for _ in range(3):
+        plugin.pytest_runtest_logreport(None)  # type: ignore[arg-type]  # any report: the first one counts
+    assert started == [(module.FOR_RESULTS, 0.0)]
