@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any, SupportsFloat
 import numpy as np
 import numpy.typing as npt
 
-from ..finite import finite_number
+# format_metric lives with finite_number (finite.py, no numpy: modules imported at start-up write metrics too); it is
+# imported from here as well
+from ..finite import format_metric as format_metric
 
 if TYPE_CHECKING:
     from ..report.results_model import SensitivityEntry
@@ -303,15 +305,3 @@ def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 "pass_at_cap": metrics.get("pass_at_cap", metrics["pass_at_4"]),
             })
     return rows
-
-
-def format_metric(value: Any, kind: str) -> str:
-    """A metric's value as the terminal, the Markdown and the gates' messages write it (``kind``: percent, dollars
-    or a plain number); "n/a" when it is not a finite number (not measured, or not computable)."""
-    if not finite_number(value):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"

@@ -333,8 +333,8 @@ def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha
           permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[DriftEntry]:
     """Per model and per ``BY``: the thirds, the task-adjusted last-minus-first difference, its interval and
     p-value, Holm-adjusted over every tested entry of the run, and a sentence when significant."""
-    entries = [drift_entry(model, by, found, seed=seed, permutations=permutations, bootstrap=bootstrap)
-               for model, found in candidates.items() for by in BY]
+    entries = [entry for model, found in candidates.items()
+               for entry in model_drift(model, found, BY, seed=seed, permutations=permutations, bootstrap=bootstrap)]
     tested = [entry for entry in entries if entry.get("p_value") is not None]
     adjusted = holm_exact([Fraction(entry["p_value"]) for entry in tested])
     for entry, p in zip(tested, adjusted):
@@ -348,6 +348,42 @@ def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha
 def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: int = 0,
                 permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> DriftEntry:
     """One model's drift with ``by`` (see the module docstring); "not enough data" when too few are usable."""
+    return model_drift(model, candidates, (by,), seed=seed, permutations=permutations, bootstrap=bootstrap)[0]
+
+
+def model_drift(model: str, candidates: Sequence[Candidate], by: Sequence[str], *, seed: int = 0,
+                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[DriftEntry]:
+    """One model's drift entry for each of ``by``.  The entries tested on the same candidates (every candidate
+    has both a purchase time and a latency: the usual case) share their permutations and resamples: each is drawn
+    once and every entry's statistic is taken on it, so each entry gets the p-value and interval it would get
+    alone, for the price of one (at the end of a run, where the drift was most of the time the session took)."""
+    prepared = [_drift_start(model, name, candidates) for name in by]
+    shared: list[tuple[np.ndarray, np.ndarray, list[tuple[DriftEntry, np.ndarray]]]] = []
+    for entry, arrays in prepared:
+        if arrays is None:
+            continue
+        strata, residual, third = arrays
+        same = next((group for group in shared
+                     if np.array_equal(group[0], strata) and np.array_equal(group[1], residual)), None)
+        if same is None:
+            shared.append((strata, residual, [(entry, third)]))
+        else:
+            same[2].append((entry, third))
+    for strata, residual, members in shared:
+        splits = [third for _, third in members]
+        intervals = _bootstrap_intervals(strata, splits, residual, bootstrap, seed)
+        p_values = stratified_ps(strata, splits, residual, permutations, seed)
+        for (entry, _), interval, p_value in zip(members, intervals, p_values):
+            entry["interval"] = list(interval)
+            entry["p_value"] = p_value
+            entry["permutations"] = permutations
+    return [entry for entry, _ in prepared]
+
+
+def _drift_start(model: str, by: str, candidates: Sequence[Candidate]
+                 ) -> tuple[DriftEntry, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """The entry up to its estimate, and what its test needs (task index, residual, third per candidate); no
+    test (None) with "not enough data" when too few are usable."""
     usable = _usable(candidates, by)
     tasks = len({c.task for c in usable})
     entry: DriftEntry = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
@@ -356,7 +392,7 @@ def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: i
         entry["note"] = (f"not enough data: {len(usable)} usable candidates in {tasks} tasks (candidates with a "
                          f"recorded {'purchase time' if by == 'time' else 'latency'} in tasks with two or more; "
                          f"{MIN_CANDIDATES} in 2 tasks needed)")
-        return entry
+        return entry, None
     strata, passed, values = _arrays(usable, by)
     third = thirds(values)
     residual = passed - _task_means(strata, passed)[strata]
@@ -364,10 +400,7 @@ def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: i
     entry["thirds"] = [_third_entry(name, passed[third == k], values[third == k])
                        for k, name in enumerate(THIRDS[by])]
     entry["difference"] = float(estimate) + 0.0
-    entry["interval"] = list(_bootstrap_interval(strata, third, residual, bootstrap, seed))
-    entry["p_value"] = stratified_p(strata, third, residual, permutations, seed)
-    entry["permutations"] = permutations
-    return entry
+    return entry, (strata, residual, third)
 
 
 def _usable(candidates: Sequence[Candidate], by: str) -> list[Candidate]:
@@ -421,24 +454,35 @@ def _weights(third: np.ndarray) -> np.ndarray:
 def stratified_p(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, permutations: int = PERMUTATIONS,
                  seed: int = 0) -> float:
     """Two-sided p of the statistic under random permutations within each task (``strata`` sorted, so a task is
-    one block): (1 + as extreme) / (1 + permutations).  The residuals are shuffled within each block against the
-    fixed thirds, which has the distribution of the thirds shuffled against fixed residuals (a uniform permutation's
-    inverse is uniform), the tasks with as many candidates together: one sort of small rows per chunk."""
-    weights = _weights(third)
-    observed = abs(float(residual @ weights))
+    one block): (1 + as extreme) / (1 + permutations)."""
+    return stratified_ps(strata, [third], residual, permutations, seed)[0]
+
+
+def stratified_ps(strata: np.ndarray, splits: Sequence[np.ndarray], residual: np.ndarray,
+                  permutations: int = PERMUTATIONS, seed: int = 0) -> list[float]:
+    """``stratified_p`` of each of ``splits`` (thirds of the same candidates by different values), on the same
+    permutations: each p-value is the one ``stratified_p`` gives it alone (the draws depend on the tasks only).
+    The residuals are shuffled within each block against the fixed thirds, which has the distribution of the
+    thirds shuffled against fixed residuals (a uniform permutation's inverse is uniform), the tasks with as many
+    candidates together: one sort of small rows per chunk."""
+    weights = [_weights(third) for third in splits]
+    observed = [abs(float(residual @ w)) for w in weights]
     tie = _TIE * max(1.0, float(np.abs(residual).max(initial=0.0)))
     rng = np.random.default_rng(seed)
     groups = _tasks_by_size(strata)
-    extreme = 0
+    extreme = [0] * len(splits)
     for start in range(0, permutations, _CHUNK):
         size = min(_CHUNK, permutations - start)
-        flipped = np.zeros(size)
+        flipped = np.zeros((len(splits), size))
         for index in groups:  # tasks x candidates of each, one row per task
             order = np.argsort(rng.random((size, *index.shape)), axis=2)
-            shuffled = np.take_along_axis(np.broadcast_to(residual[index], (size, *index.shape)), order, axis=2)
-            flipped += np.einsum("ptc,tc->p", shuffled, weights[index])
-        extreme += int(np.count_nonzero(np.abs(flipped) >= observed - tie))
-    return (1 + extreme) / (1 + permutations)
+            # each row's own residuals in its drawn order: positions into the rows laid end to end
+            shuffled = residual[index].ravel()[order + index.shape[1] * np.arange(index.shape[0])[:, None]]
+            for k, w in enumerate(weights):
+                flipped[k] += np.einsum("ptc,tc->p", shuffled, w[index])
+        for k, found in enumerate(observed):
+            extreme[k] += int(np.count_nonzero(np.abs(flipped[k]) >= found - tie))
+    return [(1 + count) / (1 + permutations) for count in extreme]
 
 
 def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
@@ -449,16 +493,22 @@ def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
     return [np.stack(rows) for rows in by_size.values()]
 
 
-def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, resamples: int,
-                        seed: int) -> tuple[float | None, float | None]:
-    """95% percentile interval of the statistic over tasks drawn with replacement (a task's candidates together);
-    None bounds when too few resamples have both thirds (or none is asked for)."""
+def _bootstrap_intervals(strata: np.ndarray, splits: Sequence[np.ndarray], residual: np.ndarray, resamples: int,
+                         seed: int) -> list[tuple[float | None, float | None]]:
+    """Per split (thirds of the same candidates), the 95% percentile interval of the statistic over tasks drawn
+    with replacement (a task's candidates together), every split on the same draws; None bounds when too few
+    resamples have both thirds (or none is asked for)."""
     if resamples < 1:
-        return None, None
+        return [(None, None)] * len(splits)
     tasks = int(strata.max()) + 1
+    weights = np.random.default_rng(seed).multinomial(tasks, np.full(tasks, 1 / tasks), size=resamples)
+    return [_interval_on(weights, strata, third, residual, tasks, resamples) for third in splits]
+
+
+def _interval_on(weights: np.ndarray, strata: np.ndarray, third: np.ndarray, residual: np.ndarray, tasks: int,
+                 resamples: int) -> tuple[float | None, float | None]:
     sums = [np.bincount(strata, weights=residual * (third == k), minlength=tasks) for k in (2, 0)]
     counts = [np.bincount(strata, weights=(third == k).astype(float), minlength=tasks) for k in (2, 0)]
-    weights = np.random.default_rng(seed).multinomial(tasks, np.full(tasks, 1 / tasks), size=resamples)
     with np.errstate(divide="ignore", invalid="ignore"):
         found = (weights @ sums[0]) / (weights @ counts[0]) - (weights @ sums[1]) / (weights @ counts[1])
     found = found[np.isfinite(found)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..analysis.metrics import format_metric
+from ..finite import format_metric
 from .tables import (
     COLUMNS,
     Section,

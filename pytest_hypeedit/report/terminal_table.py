@@ -11,7 +11,7 @@ from __future__ import annotations
 import textwrap
 from typing import Literal, Mapping
 
-from ..analysis.metrics import format_metric
+from ..finite import format_metric
 from .results_model import Results, ResultsRow
 from .spend_tiers import spend_by_tier_text, tiered
 from .tables import COLUMNS, COMBINED, columns, repeats_note
