@@ -17,8 +17,10 @@ them does not compute them again.  numpy and Pillow only.
 
 Cost: a candidate just bought is not decoded again: the adapter that checks it keeps a preview of at most
 SOURCE_SIDE pixels a side (``preview_of``), from which the signals are measured; a candidate read back from disk
-is decoded once, a few at a time (providers.images.IMAGE_WORK).  The reference is reduced once and kept, in
-memory and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
+is decoded once, a few at a time (providers.images.IMAGE_WORK), in the same turn as it is compared: a candidate
+waiting for its turn holds no pixels, so a batch whose hundreds of lines land together holds a few previews, not
+one per line.  The reference is reduced once and kept, in memory and in the cache folder, since every repeat of
+every model shares it.  bench/bench_signals.py measures it at the
 tasks' real sizes.
 """
 
@@ -82,31 +84,37 @@ def preview_of(image: Image.Image) -> Preview:
 def compute_signals(candidate: Path | Preview, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:
     """The signals of one candidate, from its file or its ``Preview`` (see the module docstring); pixel
     comparisons None when they cannot be made."""
-    preview = candidate if isinstance(candidate, Preview) else _preview_from_file(candidate)
+    from ..providers.images import IMAGE_WORK
+
+    # reduced before the turn below: reducing takes a turn of its own, and IMAGE_WORK is not reentrant
+    small = REFERENCES.get(reference) if reference is not None else None
+    # One turn, a few at a time: a candidate from disk is decoded, compared and dropped in it, so none waits
+    # holding its preview; and dozens of calls in flight must not each hold their arrays (and the GIL).
+    with IMAGE_WORK:
+        preview = candidate if isinstance(candidate, Preview) else _preview_from_file(candidate)
+        return _measured(preview, target, small)
+
+
+def _measured(preview: Preview, target: tuple[int, int], small: SmallReference | None) -> dict[str, Any]:
     width, height = preview.size
     signals: dict[str, Any] = {"width": width, "height": height, "size_match": (width, height) == tuple(target),
                                "aspect_match": aspect_matches((width, height), target),
                                "unchanged": False, "ssim": None, "delta_e": None}
-    if reference is None:
+    if small is None:
         return signals
-    from ..providers.images import IMAGE_WORK
-
-    small = REFERENCES.get(reference)
-    with IMAGE_WORK:  # a few at a time: dozens of calls in flight must not each hold their arrays (and the GIL)
-        ours = _at_common_size(preview, small.rgb.shape[1::-1])
-        signals["ssim"] = round(ssim_against(small.window, luminance(ours)), 4)
-        signals["delta_e"] = round(mean_distance(small.lab, lab(ours)), 3)
+    ours = _at_common_size(preview, small.rgb.shape[1::-1])
+    signals["ssim"] = round(ssim_against(small.window, luminance(ours)), 4)
+    signals["delta_e"] = round(mean_distance(small.lab, lab(ours)), 3)
     signals["unchanged"] = signals["ssim"] >= UNCHANGED_SSIM and signals["delta_e"] <= UNCHANGED_DELTA_E
     return signals
 
 
 def _preview_from_file(candidate: Path) -> Preview:
-    """A candidate read back from disk (reused, not just bought): decoded once more, a few at a time."""
+    """A candidate read back from disk (reused, or from an adapter that made no preview): decoded once more,
+    by a caller that holds an IMAGE_WORK turn."""
     from PIL import Image
 
-    from ..providers.images import IMAGE_WORK
-
-    with IMAGE_WORK, Image.open(candidate) as image:
+    with Image.open(candidate) as image:
         image.load()
         return preview_of(image)
 

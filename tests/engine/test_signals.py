@@ -150,6 +150,85 @@ def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, mo
     assert len(reduced) == 1 and len(got) == 8 and all(small is got[0] for small in got)
 
 
+class FairTurns:
+    """IMAGE_WORK's bound with its turns handed out in the order they were asked for, as a loaded machine's
+    scheduler may hand them out: a thread that lets go of its turn and asks again waits behind every thread that
+    asked before it (Python's semaphore lets it barge in first, which would hide a thread holding pixels while it
+    waits)."""
+
+    def __init__(self, bound: int) -> None:
+        import threading
+        from collections import deque
+
+        self._free, self._queue, self._turns = bound, deque(), threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._turns:
+            ticket = object()
+            self._queue.append(ticket)
+            self._turns.wait_for(lambda: self._free > 0 and self._queue[0] is ticket)
+            self._queue.popleft()
+            self._free -= 1
+            self._turns.notify_all()
+
+    def __exit__(self, *exc) -> None:
+        with self._turns:
+            self._free += 1
+            self._turns.notify_all()
+
+
+def test_candidates_read_from_disk_hold_their_previews_only_in_their_turn(tmp_path, monkeypatch):
+    """Hundreds of batch lines land together, and a candidate read back from its file is decoded for the
+    signals: its preview (512 px a side, 0.8 MB) exists only inside the candidate's IMAGE_WORK turn, decoded,
+    compared and dropped in it, so a thread waiting for its turn holds none and at most IMAGE_WORK's bound are
+    alive whatever the number of candidates.  Counted, not measured: each preview counts itself alive until it
+    is freed (planted: the preview decoded in a turn of its own before the candidate waits for its turn to be
+    compared, as it was -> 12 alive at once, one per candidate)."""
+    import threading
+    import weakref
+
+    from pytest_hypeedit.engine import signals
+    from pytest_hypeedit.providers import images
+
+    bound, threads = 2, 12
+    monkeypatch.setattr(images, "IMAGE_WORK", FairTurns(bound))
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    reference = photo(tmp_path / "ref.png", (320, 240))
+    candidates = [photo(tmp_path / f"{n:03d}.png", (640, 480), shift=(n, 0, 0)) for n in range(threads)]
+    lock, alive = threading.Lock(), {"now": 0, "most": 0}
+
+    def change(step):
+        with lock:
+            alive["now"] += step
+            alive["most"] = max(alive["most"], alive["now"])
+
+    make = signals.preview_of
+
+    def counted(image):
+        preview = make(image)
+        change(+1)
+        weakref.finalize(preview, change, -1)
+        threading.Event().wait(0.02)  # a decode takes a while: the other threads ask for their turns meanwhile
+        return preview
+
+    monkeypatch.setattr(signals, "preview_of", counted)
+    compute_signals(candidates[0], (320, 240), reference)  # the reference reduced (one preview, dropped)
+    start, got = threading.Barrier(threads), []
+
+    def one(candidate):
+        start.wait()
+        got.append(compute_signals(candidate, (320, 240), reference))
+
+    workers = [threading.Thread(target=one, args=(candidate,)) for candidate in candidates]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(got) == threads and all(found["ssim"] is not None for found in got)
+    assert alive["most"] <= bound, f"{alive['most']} previews alive at once, {bound} turns"
+    assert alive["now"] == 0
+
+
 @pytest.fixture
 def bench(pytester, monkeypatch, tmp_path):
     write_split(pytester.path, "mini", make_tasks(4), pytester.path / "images")
