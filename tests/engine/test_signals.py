@@ -4,6 +4,8 @@ summarised per row and set against judge-human disagreements."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,16 +126,15 @@ def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, mo
 
     from pytest_hypeedit.engine import signals
 
-    cache = signals._ReferenceCache()
-    monkeypatch.setattr(signals, "_disk_path", lambda key: None)
+    cache = signals._ReferenceCache()  # asked without a cache folder: nothing on disk
     reference = photo(tmp_path / "ref.png", (320, 240))
     reduced, original = [], cache._reduce
     start = threading.Barrier(8)
 
-    def slow_reduce(path, key):
+    def slow_reduce(path, stored):
         reduced.append(path)
         threading.Event().wait(0.2)  # long enough for every other thread to ask meanwhile
-        return original(path, key)
+        return original(path, stored)
 
     monkeypatch.setattr(cache, "_reduce", slow_reduce)
     got = []
@@ -148,6 +149,30 @@ def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, mo
     for thread in threads:
         thread.join()
     assert len(reduced) == 1 and len(got) == 8 and all(small is got[0] for small in got)
+
+
+def test_the_reduced_reference_is_kept_in_the_cache_folder_the_caller_names(tmp_path, monkeypatch):
+    """The signals keep a reduced reference in ``<cache>/signals/`` of the folder their caller passes (the run's
+    --cache-dir, engine/means.py), read back by a new process without decoding the reference again; they read no
+    module global for it: a process-wide runtime's cache folder is not where they write (planted: the folder read
+    from ``runtime.current().cache_dir`` again when the caller names none -> a file under the runtime's folder)."""
+    from pytest_hypeedit.engine import signals
+    from pytest_hypeedit.providers import runtime
+
+    reference = photo(tmp_path / "ref.png", (320, 240))
+    candidate = photo(tmp_path / "cand.png", (320, 240), shift=(8, 0, 0))
+    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "global" / "prepared"))
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    measured = compute_signals(candidate, (320, 240), reference)
+    assert not (tmp_path / "global").exists()  # no folder named: in memory only
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    assert compute_signals(candidate, (320, 240), reference, tmp_path / "cache") == measured
+    stored = list((tmp_path / "cache" / "signals").glob("*.npy"))
+    assert len(stored) == 1
+    fresh = signals._ReferenceCache()  # a new process (an xdist worker, a rerun)
+    monkeypatch.setattr(signals, "REFERENCES", fresh)
+    monkeypatch.setattr(fresh, "_reduce", lambda path, stored: pytest.fail("the reference was decoded again"))
+    assert compute_signals(candidate, (320, 240), reference, tmp_path / "cache") == measured
 
 
 class FairTurns:
@@ -259,6 +284,8 @@ def test_signals_are_kept_once_summarised_per_row_and_set_against_disagreements(
     assert signals["disagreements"] == 4 and signals["judge_pass_unchanged"] == 4  # "judge PASS but unchanged"
     assert signals["false_pass"]["n"] == 4 and signals["both_fail"]["unchanged"] == 4
     result.stdout.fnmatch_lines(["signals among disagreements: judge PASS / panel FAIL 4 (4 unchanged, 4 wrong size)*"])
+    # each task's reference reduced once into the run's cache folder (--cache-dir), for every worker and later run
+    assert len(list((Path(os.environ["HYPEEDIT_CACHE_DIR"]) / "signals").glob("*.npy"))) == 4
 
     record["signals"]["ssim"] = 0.5  # stored once: a rerun reads them, it does not measure again
     record_path.write_text(json.dumps(record))
