@@ -122,6 +122,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         on_possibly_paid=run.possibly_paid,
         stability=stability_for(config, run),
         signals_from_disk=settings_of(config).signals,
+        cache_dir=run.cache_dir,
         run_id=run_id(config),  # what the run bought: each ledger entry its calls write names it
     ))
 
