@@ -147,7 +147,6 @@ def configure_runtime(config: pytest.Config, run: RunConfig) -> None:
     config.stash[RUNTIME_KEY] = runtime.Runtime(state_dir=run_state_dir(config, run),
                                                 cache_dir=run.cache_dir / "prepared", limits=run.limits_for,
                                                 tier=run.tier)
-    runtime.configure(config.stash[RUNTIME_KEY])  # for engine/signals.py's reference cache (providers/runtime.py)
 
 
 def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:

@@ -161,7 +161,7 @@ def test_the_reduced_reference_is_kept_in_the_cache_folder_the_caller_names(tmp_
 
     reference = photo(tmp_path / "ref.png", (320, 240))
     candidate = photo(tmp_path / "cand.png", (320, 240), shift=(8, 0, 0))
-    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "global" / "prepared"))
+    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "global" / "prepared"), raising=False)
     monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
     measured = compute_signals(candidate, (320, 240), reference)
     assert not (tmp_path / "global").exists()  # no folder named: in memory only
