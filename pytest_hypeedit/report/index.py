@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..files import atomic_write_bytes
+from .leaderboard_markdown import pairwise_lines, serving_section
 from .tables import by_pass_rate, columns, leaderboard_cells, model_name, paid_elsewhere, repeats_note, sections
 
 if TYPE_CHECKING:
@@ -58,7 +59,9 @@ def index_html(merged: Results, links: Mapping[str, list[str]], published: "Publ
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              "<title>HYPE-EDIT-1 results</title>", f"<style>{STYLE}</style></head><body>",
              "<h1>HYPE-EDIT-1 results</h1>", _summary(merged, published)]
-    for section in sections(rows, published, (merged.get("settings") or {}).get("repeats")):
+    tables = sections(rows, published, (merged.get("settings") or {}).get("repeats"))
+    last = {section.split: section for section in tables if section.rows}
+    for section in tables:
         ours: Sequence[Mapping[str, Any]] = section.rows
         if published:  # beside the published (human) figures, a run's own say whose they are
             from .published import beside_published
@@ -68,8 +71,32 @@ def index_html(merged: Results, links: Mapping[str, list[str]], published: "Publ
                   _table(by_pass_rate([*ours, *section.published]), links, section.repeats)]
         if section.rows and repeats_note(section.repeats):
             parts.append(f"<p>{escape(repeats_note(section.repeats))}.</p>")
+        if last.get(section.split) is section:  # under the split's last table of its own rows, as the Markdown
+            parts.append(_from_markdown(pairwise_lines(section.split, merged)))
+    parts.append(_from_markdown(serving_section(merged).splitlines()))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _from_markdown(lines: Sequence[str]) -> str:
+    """The leaderboard's Markdown notes (which models cannot be told apart, serving) as HTML, escaped: a heading,
+    paragraphs, and each run of ``- `` lines a list."""
+    html: list[str] = []
+    items: list[str] = []
+    for line in [*lines, ""]:
+        shown = line[2:] if line.startswith("- ") else line.removeprefix("## ")
+        text = escape(shown.replace("\\|", "|"))  # the Markdown's escaped pipe, a plain one in HTML
+        if line.startswith("- "):
+            items.append(f"<li>{text}</li>")
+            continue
+        if items:
+            html.append("<ul>" + "".join(items) + "</ul>")
+            items = []
+        if line.startswith("## "):
+            html.append(f"<h2>{text}</h2>")
+        elif line.strip():
+            html.append(f"<p>{text}</p>")
+    return "\n".join(html)
 
 
 def _summary(merged: Results, published: "Published | None") -> str:

@@ -47,7 +47,7 @@ def results_markdown(results: Results, published: "Published | None" = None) -> 
                                                              for e in left_out) + "\n")
     if not rows and not published:
         parts.append("No candidate was judged in this run.\n")
-    serving = _serving_section(results)
+    serving = serving_section(results)
     if serving:
         parts.append(serving)
     return "\n".join(parts)
@@ -121,7 +121,7 @@ def _split_section(section: Section, results: Results, published: "Published | N
         title = "95% intervals over tasks" + (" (n/a: no interval, why below)" if missing else "") + ":"
         lines += ["", title, "", _table(rows, _interval_cells, repeats), *([""] + missing if missing else [])]
     lines += _calibrated_section(rows, repeats)
-    lines += _pairwise_section(split, results) if pairwise else []
+    lines += pairwise_lines(split, results) if pairwise else []
     notes = [_row_note(r) for r in rows if _row_note(r)]
     if notes:
         lines += [""] + [f"- {note}" for note in notes]
@@ -211,7 +211,7 @@ def _row_note(row: Mapping[str, Any]) -> str:
     return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
 
 
-def _pairwise_section(split: str, results: Results) -> list[str]:
+def pairwise_lines(split: str, results: Results) -> list[str]:
     """Under a split's tables: which models cannot be told apart on pass rate (analysis/pairwise.py), or why
     they were not compared."""
     lines = [f"- {_cell(skip.get('model'))}: {_cell(skip.get('reason'))}" for skip in results.get("pairwise_skipped")
@@ -226,7 +226,7 @@ def _pairwise_section(split: str, results: Results) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _serving_section(results: Results) -> str:
+def serving_section(results: Results) -> str:
     """Is a model served the same (results ``serving``, analysis/serving.py): its routes' pass rates compared, and
     one model's pass rate between two runs on the same tasks; "" when the results have neither."""
     from .serving_view import comparison_text, route_pairs

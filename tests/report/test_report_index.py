@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -95,3 +96,24 @@ def test_a_hostile_model_name_is_escaped(tmp_path):
     page = build_index(tmp_path, models=(('<script>alert(1)</script>', 0.5),))
     assert "script" not in page.tags
     assert next(row for row in page.rows if row)[0].startswith("<script>alert(1)</script>")
+
+
+def test_the_index_says_what_the_markdown_says_under_the_tables(tmp_path):
+    """Which models cannot be told apart (or why a row was not compared) and the serving section: the index page
+    carries the Markdown's notes, escaped (planted: the index without them, as before: caught)."""
+    for root, model, passes in (("artifacts", "seedream-4.5", 4), ("artifacts", "gpt-image-1.5", 6),
+                                ("older", "seedream-4.5", 5)):  # one model in two files: serving between runs
+        path = job_folder(tmp_path / root, model, passes / 10)
+        data = json.loads(path.read_text())
+        data["rows"][0]["task_tallies"] = [{"task_id": f"t{i}", "passes": passes, "judged": 10, "first_passed": True}
+                                           for i in range(12)]
+        path.write_text(json.dumps(data))
+    old = tmp_path / "older" / "seedream-4.5" / "results.json"
+    index = tmp_path / "index.html"
+    args = [str(p) for p in sorted((tmp_path / "artifacts").glob("*/results.json"))]
+    assert main([*args, str(old), "--prefer", "first", "--index", str(index), "-o", str(tmp_path / "R.md")]) == 0
+    markdown, page = (tmp_path / "R.md").read_text(), index.read_text()
+    said = [line for line in markdown.splitlines() if line.startswith(("Cannot be told apart", "Every pair"))]
+    assert said and all(escape(line) in page for line in said)
+    assert "<h2>Serving (not a model&#x27;s score)</h2>" in page
+    assert "Serving (not a model's score)" in markdown
