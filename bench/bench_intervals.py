@@ -85,24 +85,27 @@ def paired(runs: int, seed: int) -> None:
 
     from pytest_hypeedit.analysis.enrich import marked_degenerate
     from pytest_hypeedit.analysis.metrics import TaskTally
-    from pytest_hypeedit.analysis.stats import paired_comparison
+    from pytest_hypeedit.analysis.pairwise import paired_comparison
 
-    print(f"--baseline: paired 95% BCa intervals of two equal releases, {runs} runs per regime (50 tasks x 10 "
+    print(f"--baseline: paired 95% sign-flip intervals of two equal releases, {runs} runs per regime (50 tasks x 10 "
           "repeats each); the share holding the true difference 0, in % [Monte Carlo 95% interval], of the runs "
-          "with an interval (/N: runs with none, zero width)")
+          "with an interval (/N: runs with none, zero width), and the median width of the intervals given")
     print(f"{'regime':<30} " + " ".join(f"{key:>20}" for key in KEYS))
+    widths: dict[str, list[str]] = {}
     for population in REGIMES:
         rng = np.random.default_rng([seed, round(population.mean * 100), round(population.concentration * 10)])
         held, given = dict.fromkeys(KEYS, 0), dict.fromkeys(KEYS, 0)
+        spans: dict[str, list[float]] = {key: [] for key in KEYS}
         for run in range(runs):
             rates = population.rates(rng, TASKS)
             releases = [[TaskTally(f"t{t:02d}", int(row.sum()), REPEATS, bool(row[0])) for t, row in enumerate(rows)]
                         for rows in (rng.random((2, TASKS, REPEATS)) < rates[None, :, None])]
-            found = marked_degenerate(paired_comparison(*releases, COST, COST, n_resamples=1000, seed=run))
+            found = marked_degenerate(paired_comparison(*releases, COST, COST, seed=run))  # as analysis/enrich.py
             for key in KEYS:
                 if found[key].get("low") is not None:
                     given[key] += 1
                     held[key] += found[key]["low"] <= 0 <= found[key]["high"]
+                    spans[key].append(found[key]["high"] - found[key]["low"])
         cells = []
         for key in KEYS:
             if given[key]:
@@ -112,6 +115,10 @@ def paired(runs: int, seed: int) -> None:
                 share = "no interval"
             cells.append(share + (f"/{runs - given[key]}" if given[key] < runs else ""))
         print(f"{population.name:<30} " + " ".join(f"{c:>20}" for c in cells), flush=True)
+        widths[population.name] = [f"{np.median(spans[key]):.4g}" if spans[key] else "-" for key in KEYS]
+    print("median width (a fraction for the rates, attempts, USD for effective cost)")
+    for name, cells in widths.items():
+        print(f"{name:<30} " + " ".join(f"{c:>20}" for c in cells))
 
 
 def calibrated(runs: int, resamples: int, seed: int, sizes: list[int]) -> None:
