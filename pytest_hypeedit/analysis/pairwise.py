@@ -424,7 +424,7 @@ def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally
     corrected): at d = 0 the test is exact for two releases exchangeable within each task (two runs of one model:
     the interval holds 0 in at least ``level`` of them, whatever the pass rate); for d other than 0 it assumes the
     per-task values are symmetric about d.  An earlier version gave a paired BCa bootstrap, which held 0 in as
-    few as 65% of such runs near 0% and 100%.  Both bounds None: the metric is undefined on a side, or the test
+    few as 67% of such runs near 0% and 100%.  Both bounds None: the metric is undefined on a side, or the test
     cannot reject at ``level`` however far d goes (5 shared tasks or fewer at 95%).  Every shared task changed by
     the same amount: the interval is that one value (analysis/enrich.py marks it degenerate).  ``n_resamples``
     and ``seed``: the random sign flips (every sign vector when there are fewer), as in ``sign_flip``."""
