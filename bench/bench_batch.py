@@ -15,14 +15,18 @@ each image written to disk before the next line is read (providers/batch_results
     python bench/bench_batch.py --models gpt-image-2 --image-bytes 4000000 --ready 0   # 500 lines of 4 MB PNGs
     python bench/bench_batch.py --models gpt-image-2 --side 2048 --ready 0   # 500 lines of 2K PNGs (12.6 MB each)
     python bench/bench_batch.py --models gpt-image-2 --side 2048 --ready 0 --tasks 10   # 100 lines
+    python bench/bench_batch.py --models gemini-3-pro-preview --side 2048 --ready 0 [--tasks 10]
 
 Measured on 2 loaded cores, peak of the pytest process (wall times are the machine's load, not the plugin's):
 gpt-image-2 at ``--side 2048``, 100 lines (1.68 GB of output files) 321 MB, 500 lines (8.39 GB) 460 MB; with tiny
 images 163 MB and 251 MB: the 2K images add 158 MB at 100 lines and 209 MB at 500, the rest grows with the
-candidates (items, records, a waiting thread each).  gemini-3-pro-preview at ``--side 2048``: 100 lines 366 MB,
-500 lines 599 MB (its candidates are decoded again from their files for the pixel signals, engine/signals.py, and
-those waiting for their turn to be compared hold their previews).  Without glibc's fixed mmap threshold
-(engine/memory.py), gpt-image-2's 100 lines took 446 and 601 MB in two runs and 500 lines 865 MB.
+candidates (items, records, a waiting thread each).  gemini-3-pro-preview at ``--side 2048``: 100 lines 334 MB,
+500 lines 483 MB, where gpt-image-2 took 313 MB and 435 MB on the same day: its adapter keeps the preview of the
+image it checks (providers/gemini.py ``decoded``), from which the pixel signals are measured.  Before it did, each
+candidate was decoded again from its file for the signals and those waiting for their turn to be compared held
+their previews (engine/signals.py): 352 MB and 544 MB that day (366 MB and 599 MB when first measured), up to 30
+and 79 previews alive at once, 7 since.  Without glibc's fixed mmap threshold (engine/memory.py), gpt-image-2's
+100 lines took 446 and 601 MB in two runs and 500 lines 865 MB.
 
 The tasks are the public split (sizes, reference counts and instructions as they are): ``HYPEEDIT_PUBLIC_SPLIT``
 names a local copy of its task file, else the plugin's own download at its pinned commit is used (checked against its

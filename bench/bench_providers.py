@@ -17,6 +17,12 @@ Cases (issue 8):
           flight.  Aim: wall within 10% of that route's own ideal (its candidates x latency / 2, plus one
           judge latency for its last candidate).
 
+``--timeline`` also says where a run's seconds over the ideal went: the start-up until the first call, the calls'
+window (the ideal plus the slots left idle in the ramp, the steady part and the drain, as the fakes saw the
+calls), the tail from the last answer to the end, and when each pytest process reached each phase
+(bench/benchclock.py).  ``--workers 0`` or ``2`` runs one way only, ``--runs N`` each case N times; each line
+says the load average, as a wall time on a busy machine says little without it.
+
 The fakes run in this process (their CPU is not the plugin's, their memory is not counted); the pytest run is a
 subprocess whose tree (controller and xdist workers) is sampled from /proc every 0.1 s, with Python's bytecode
 cache on (as a user has it) even where the environment turns it off.
@@ -28,6 +34,7 @@ import argparse
 import io
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -37,7 +44,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+BENCH = Path(__file__).resolve().parent
+TESTS = BENCH.parent / "tests"
 sys.path.insert(0, str(TESTS / "support"))  # the fakes and helpers
 from benchdata import make_tasks, write_split  # noqa: E402
 from genai_fakes.chat import FakeChat, verdict_reply  # noqa: E402
@@ -112,16 +120,25 @@ class Figures:
     first_call: float = float("nan")  # seconds from the start to the first provider call
     after_last: float = float("nan")  # seconds from the last judge call's answer to the end of the run
     cpu: float = float("nan")  # CPU seconds of the process tree
+    timeline: str = ""  # --timeline: where the seconds over the ideal went
 
     def line(self, name: str) -> str:
         return (f"{name}: wall {self.wall:.1f} s, ideal {self.ideal:.1f} s, ratio {self.wall / self.ideal:.3f}; "
                 f"peak RSS of the process tree {self.peak_rss / 2 ** 20:.0f} MB; "
                 f"{self.calls} provider calls, {self.judged} judge calls; first call after {self.first_call:.1f} s, "
-                f"{self.after_last:.1f} s from the last verdict to the end; CPU {self.cpu:.1f} s; {self.summary}")
+                f"{self.after_last:.1f} s from the last verdict to the end; CPU {self.cpu:.1f} s; {self.summary}"
+                + (f"\n  {self.timeline}" if self.timeline else ""))
 
 
 def run_pytest(folder: Path, env: dict, args: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args]
+    # --basetemp in the run's own folder: under -n, xdist's controller makes pytest's numbered temporary folder,
+    # and pytest's session finish then deletes the older ones beyond the newest three in /tmp/pytest-of-<user>.
+    # On a machine where other pytest runs keep that folder full (1.8 GB of them once), that took the controller
+    # 9 to 18 s, in the middle of the measured time: pytest's housekeeping, not the plugin's.
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+               "--basetemp", str(folder / "pytest-tmp"), *args]
+    if "HYPEEDIT_BENCH_CLOCK" in env:
+        command[4:4] = ["-p", "benchclock"]
     run_pytest.started_at = time.time()
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -147,16 +164,91 @@ def last_line(done: subprocess.CompletedProcess) -> str:
     return "\n".join([*errors, summary]) if errors else summary
 
 
+# --------------------------------------------------------------------------- --timeline
+
+
+def idle_by_phase(calls: list[tuple[float, float]], concurrency: int) -> dict[str, float]:
+    """Slot-seconds left idle, as the servers saw the calls (``calls``: when each arrived whole and when it was
+    answered), in each phase of the run: the ramp (from the first call until ``concurrency`` are in flight),
+    the steady part (until the last call arrived) and the drain (until the last answer).  Every second a slot is
+    idle between the first call and the last answer adds 1 / concurrency s to the ideal; a slot is busy from a
+    call's arrival to its answer, so what the client does between one call's answer and the next call's arrival
+    (reading the answer, checking the image, the signals, the record, the next request) counts as idle."""
+    changes = sorted([(start, +1) for start, _ in calls] + [(end, -1) for _, end in calls])
+    last_start = max(start for start, _ in calls)
+    idle = {"ramp": 0.0, "steady": 0.0, "drain": 0.0}
+    phase, running, previous = "ramp", 0, changes[0][0]
+    for at, change in changes:
+        idle[phase] += (concurrency - running) * (at - previous)
+        running, previous = running + change, at
+        if phase == "ramp" and running >= concurrency:
+            phase = "steady"
+        if at >= last_start and phase != "drain":
+            phase = "drain"
+    return idle
+
+
+def handoffs(generations: list[tuple[int, float]], verdicts: list[tuple[int, float]], latency: float) -> list[float]:
+    """Seconds from each generation's answer to its verdict's arrival at the judge: a task's k-th generation
+    answered is matched with its k-th verdict (repeats of one task are alike; a mismatch swaps two gaps of a
+    task and leaves their sum).  What the client does in them: the image fetched and checked, the signals, the
+    record, the judge's request built and sent."""
+    gaps = []
+    for task in {number for number, _ in generations}:
+        answered = sorted(at + latency for number, at in generations if number == task)
+        asked = sorted(at for number, at in verdicts if number == task)
+        gaps += [judged - made for made, judged in zip(answered, asked)]
+    return sorted(gaps)
+
+
+def clock_line(path: Path, started: float) -> str:
+    """benchclock.py's events by process role, in seconds from the bench's start (several processes of a role:
+    the first and the last)."""
+    times: dict[tuple[str, str], list[float]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        _, role, event, at = line.split()
+        times.setdefault((role, event), []).append(float(at) - started)
+    parts = []
+    for (role, event), seen in times.items():
+        low, high = min(seen), max(seen)
+        parts.append(f"{role} {event} {low:.2f}" + (f"..{high:.2f}" if len(seen) > 1 else ""))
+    return "; ".join(parts)
+
+
+def timeline(calls: list[tuple[float, float]], concurrency: int, ideal: float, started: float, wall: float,
+             clock: Path, gaps: list[float]) -> str:
+    """Where a run's seconds went: start-up to the first call, the calls (the ideal and each phase's idle
+    slots; of them, the gaps from a generation's answer to its verdict's arrival), the tail from the last answer
+    to the end; then every event benchclock.py wrote down."""
+    idle = idle_by_phase(calls, concurrency)
+    first, last = min(s for s, _ in calls) - started, max(e for _, e in calls) - started
+    over = {phase: seconds / concurrency for phase, seconds in idle.items()}
+    handoff = (f"; generation answered -> verdict asked: {sum(gaps) / concurrency:.2f} s of the idle, per candidate "
+               f"median {gaps[len(gaps) // 2]:.3f} s, 90% {gaps[int(len(gaps) * 0.9)]:.3f} s, "
+               f"most {gaps[-1]:.3f} s" if gaps else "")
+    return (f"timeline: start-up {first:.2f} s; calls {last - first:.2f} s = ideal {ideal:.2f} + ramp "
+            f"{over['ramp']:.2f} + steady {over['steady']:.2f} + drain {over['drain']:.2f}{handoff}; "
+            f"tail {wall - last:.2f} s\n  events (s from the start): {clock_line(clock, started)}")
+
+
 # --------------------------------------------------------------------------- fakes for a bench
 
 
+TASK_IN_TEXT = re.compile(rb"Edit (\d+)\. ")  # benchdata.make_tasks' instructions: each names its task
+
+
 def lean(fake):
-    """Keep each request's arrival but not its body (a real-size run would hold gigabytes of them here)."""
+    """Keep each request's arrival and the task it is for, but not its body (a real-size run would hold
+    gigabytes of them here)."""
+    fake.tasks = []  # (task number, arrival) of every request that names one
     if not hasattr(fake, "dispatch"):  # the chat fake: slow_judge drops what it read
         return fake
     original = fake.dispatch
 
     def dispatch(seen):
+        found = TASK_IN_TEXT.search(seen.body)
+        if found:
+            fake.tasks.append((int(found[1]), seen.at))
         try:
             return original(seen)
         finally:
@@ -182,6 +274,9 @@ def slow_judge(chat: FakeChat, latency: float) -> None:
 
     def reply(request):
         chat.arrivals.append(time.time())
+        found = TASK_IN_TEXT.search(request.raw)
+        if found:
+            chat.tasks.append((int(found[1]), chat.arrivals[-1]))
         answer = verdict_reply("PASS" if len(request.raw) % 2 else "FAIL", "bench verdict")
         answer.delay = latency
         # The answering model named here: FakeChat.handle reads the asked model from the body otherwise, which
@@ -254,6 +349,9 @@ def ark_case(args, workers: int, real: bool) -> Figures:
         ark.inject("slow", path="/images/generations", delay=args.latency, count=candidates)
         slow_judge(chat, args.latency)
         env = base_env(folder, HYPEEDIT_ARK_BASE_URL=ark.base, ARK_API_KEY=ark.key)
+        if args.timeline:
+            env.update(HYPEEDIT_BENCH_CLOCK=str(folder / "clock.txt"),
+                       PYTHONPATH=os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH")])))
         extra = ["-n", str(workers)] if workers else []
         wall, peak, done = run_pytest(folder, env, ["--model", "seedream-4.5", *common_args(args, chat),
                                                     "--rate-limit", f"ark=/{args.concurrency}", *extra])
@@ -261,8 +359,13 @@ def ark_case(args, workers: int, real: bool) -> Figures:
         judged = len(chat.requests)
         first = min(s.at for s in ark.seen("/images/generations")) - run_pytest.started_at
         after = run_pytest.started_at + wall - (max(chat.arrivals) + args.latency)
-    ideal = candidates * 2 * args.latency / args.concurrency
-    return Figures(wall, ideal, peak, last_line(done), calls, judged, first, after, run_pytest.cpu)
+        ideal = candidates * 2 * args.latency / args.concurrency
+        steps = [(s.at, s.at + args.latency) for s in ark.seen("/images/generations")]
+        steps += [(at, at + args.latency) for at in chat.arrivals]
+        gaps = handoffs(ark.tasks, chat.tasks, args.latency)
+        line = (timeline(steps, args.concurrency, ideal, run_pytest.started_at, wall, folder / "clock.txt", gaps)
+                if args.timeline else "")
+    return Figures(wall, ideal, peak, last_line(done), calls, judged, first, after, run_pytest.cpu, line)
 
 
 def routes_case(args) -> Figures:
@@ -303,13 +406,23 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=2.0)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--route-tasks", type=int, default=20, help="tasks of the routes case (2 repeats each)")
+    parser.add_argument("--workers", choices=["both", "0", "2"], default="both",
+                        help="the small and real cases in one process (0), with -n 2 (2) or both")
+    parser.add_argument("--runs", type=int, default=1, help="run each case this many times")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also say where the seconds went: start-up, the calls' idle slots by phase, the tail, "
+                             "and when each pytest process reached each phase (bench/benchclock.py)")
     args = parser.parse_args()
-    if args.case in ("all", "small"):
-        print(ark_case(args, 0, real=False).line("small, one process"), flush=True)
-        print(ark_case(args, 2, real=False).line("small, -n 2"), flush=True)
-    if args.case in ("all", "real"):
-        print(ark_case(args, 0, real=True).line("real-size references, one process"), flush=True)
-        print(ark_case(args, 2, real=True).line("real-size references, -n 2"), flush=True)
+    workers = [0, 2] if args.workers == "both" else [int(args.workers)]
+    for case, real in (("small", False), ("real", True)):
+        if args.case not in ("all", case):
+            continue
+        for count in workers:
+            for _ in range(args.runs):
+                name = "small" if not real else "real-size references"
+                where = "-n 2" if count else "one process"
+                print(ark_case(args, count, real=real).line(f"{name}, {where} (load {os.getloadavg()[0]:.1f})"),
+                      flush=True)
     if args.case in ("all", "routes"):
         print(routes_case(args).line("three routes, dashscope at 2 in flight"), flush=True)
 

@@ -18,13 +18,13 @@ import argparse
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 from pytest_hypeedit.engine import signals
-from pytest_hypeedit.providers import runtime
 
 CASES = (  # (reference size, candidate size): the public split's largest landscape target, and a square one
     ((5504, 3072), (2048, 1143)),
@@ -60,13 +60,13 @@ def measure(folder: Path, reference_size, candidate_size, fmt: str, options: dic
     target = reference_size
     cold, disk, warm = [], [], []
     for round_ in range(rounds):
-        runtime.configure(runtime.Runtime(cache_dir=folder / f"cache-{fmt}-{candidate_size[0]}-{round_}" / "prepared"))
+        measure_once = partial(signals.compute_signals, candidate, target, reference,
+                               folder / f"cache-{fmt}-{candidate_size[0]}-{round_}")  # the run's cache folder
         signals.REFERENCES = signals._ReferenceCache()  # a new process, nothing on disk: the reference decoded
-        cold.append(cpu(lambda: signals.compute_signals(candidate, target, reference)))
+        cold.append(cpu(measure_once))
         signals.REFERENCES = signals._ReferenceCache()  # a new process (an xdist worker, a rerun): read from disk
-        disk.append(cpu(lambda: signals.compute_signals(candidate, target, reference)))
-        warm.append(statistics.median(cpu(lambda: signals.compute_signals(candidate, target, reference))
-                                      for _ in range(5)))
+        disk.append(cpu(measure_once))
+        warm.append(statistics.median(cpu(measure_once) for _ in range(5)))
     with Image.open(candidate) as decoded:  # what the adapter's check has done already
         decoded.load()
         bought = statistics.median(

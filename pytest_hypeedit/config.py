@@ -21,6 +21,7 @@ from .tasks import Split, SplitSource, default_sources, load_split, parse_tasks_
 
 if TYPE_CHECKING:
     from .analysis.metrics import MetricSettings
+    from .report.results_model import RunSettings
 
 DEFAULT_JUDGE = "gemini-3-flash"
 #: Candidates in progress at once.  32 keeps one or two models' routes at their default limits (8 in flight
@@ -78,7 +79,7 @@ class RunConfig:
     def images_base_for(self, split: Split) -> str:
         return self.images_base or split.source.images_base or DEFAULT_IMAGES_BASE
 
-    def settings_json(self) -> dict[str, Any]:
+    def settings_json(self) -> RunSettings:
         return {
             "repeats": self.repeats,
             "retry_cap": self.retry_cap,

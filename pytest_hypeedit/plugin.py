@@ -151,7 +151,7 @@ def register_controller_plugins(config: pytest.Config, run: RunConfig) -> None:
 
 def register_pool_plugins(config: pytest.Config) -> None:
     """The pool in every process that runs items; on the controller, the live line and (under -n) the
-    stop file for the workers."""
+    stop file for the workers and the warm-up of the results' imports."""
     from .glue.pool_plugin import LiveLine, PoolPlugin, StopSignal, live_line_wanted, prepare_terminal
 
     # pytest-xdist's controller of -n N (its own test, xdist/plugin.py pytest_configure; "dist" is "load"
@@ -163,7 +163,10 @@ def register_pool_plugins(config: pytest.Config) -> None:
         config.pluginmanager.register(PoolPlugin(config), "hypeedit-pool")
     if is_controller(config):
         if distributing:
+            from .glue.warm_up import ResultsWarmUp
+
             config.pluginmanager.register(StopSignal(config), "hypeedit-stop")
+            config.pluginmanager.register(ResultsWarmUp(), "hypeedit-warm-up")  # the results' imports, ahead
         if live_line_wanted(config):
             prepare_terminal(config)
             config.pluginmanager.register(LiveLine(config), "hypeedit-live-line")

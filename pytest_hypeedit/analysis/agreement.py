@@ -27,7 +27,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from ..report.results_model import JudgeAgreement, RaterAgreement
 
 Z_95 = 1.959963984540054
 ALL_TYPES = "all"
@@ -164,7 +167,7 @@ def fleiss_kappa(units: Iterable[Sequence[bool]]) -> float | None:
 # --------------------------------------------------------------------------- summaries (JSON-ready)
 
 
-def judge_summary(table: Confusion) -> dict[str, Any]:
+def judge_summary(table: Confusion) -> JudgeAgreement:
     """The figures of one confusion table, as JSON values."""
     interval = kappa_interval(table)
     return {
@@ -179,7 +182,7 @@ def judge_summary(table: Confusion) -> dict[str, Any]:
     }
 
 
-def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> dict[str, dict[str, Any]]:
+def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> dict[str, JudgeAgreement]:
     """Summaries over all pairs ("all") and per task type; a multi-type candidate counts in each."""
     tables: dict[str, Confusion] = defaultdict(Confusion)
     tables[ALL_TYPES] = Confusion()
@@ -190,7 +193,7 @@ def compare_by_task_type(pairs: Iterable[tuple[bool, bool, Sequence[str]]]) -> d
     return {name: judge_summary(tables[name]) for name in ordered}
 
 
-def raters_summary(votes: Mapping[Any, Sequence[bool]], panel_size: int) -> dict[str, Any]:
+def raters_summary(votes: Mapping[Any, Sequence[bool]], panel_size: int) -> RaterAgreement:
     """Agreement between raters: alpha over all units, Fleiss over units every rater labelled."""
     full = [v for v in votes.values() if len(v) == panel_size]
     return {

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -95,6 +95,9 @@ from .calibration_model import (
 )
 from .metrics import DEFAULT_RETRY_CAP, MetricSettings
 from .stats import leave_one_out_index, resample_index
+
+if TYPE_CHECKING:
+    from ..report.results_model import CalibratedFigure, JudgeError
 
 #: The metrics reported three ways (judge, human sample, calibrated), in the order tables show them.
 CALIBRATED_KEYS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -254,9 +257,9 @@ class Calibration:
     """A row's calibrated and human-only figures: {metric: {"value", "low", "high", "level", "target"}} each
     (or {"value": None, ..., "reason"} for a metric its sample cannot calibrate), and the judge's error."""
 
-    calibrated: dict[str, dict[str, Any]]
-    human_sample: dict[str, dict[str, Any]]
-    judge_error: dict[str, Any]
+    calibrated: dict[str, CalibratedFigure]
+    human_sample: dict[str, CalibratedFigure]
+    judge_error: JudgeError
     pass_rate_method: str  # "prediction-powered" or "imputation" (a known error given, no label to correct with)
     problems: tuple[str, ...] = ()  # what a reader must know: withheld metrics, a small sample
     disagreements: int = 0  # labels where the judge and people disagree
@@ -311,7 +314,7 @@ def _few_disagreements(own: ErrorCounts, disagreements: int) -> str:
             "rest on it: label more of this model's candidates")
 
 
-def _caution(calibrated: dict[str, dict[str, Any]], labels: int) -> str | None:
+def _caution(calibrated: dict[str, CalibratedFigure], labels: int) -> str | None:
     """Mark the non-linear figures given on fewer than TRUSTED_LABELS labels (each entry's ``caution``): the
     problem line, or None when there is nothing to mark."""
     given = [key for key in CALIBRATED_KEYS if key != "pass_rate" and calibrated[key].get("value") is not None]
@@ -325,8 +328,8 @@ def _caution(calibrated: dict[str, dict[str, Any]], labels: int) -> str | None:
             "(the pass rate's interval does not need the judge's error)")
 
 
-def _widened(found: dict[str, Any], evidence: Sequence[TaskEvidence], columns: _Columns, level: float
-             ) -> dict[str, Any]:
+def _widened(found: CalibratedFigure, evidence: Sequence[TaskEvidence], columns: _Columns, level: float
+             ) -> CalibratedFigure:
     """The pass rate's entry with its interval widened to the error bound (calibration_intervals.py)."""
     judged = columns.judged[columns.pattern_of].astype(float)
     shares = np.array([t.judge_pass + t.confusion[0] + t.confusion[2] for t in evidence], dtype=float) / judged
@@ -335,11 +338,10 @@ def _widened(found: dict[str, Any], evidence: Sequence[TaskEvidence], columns: _
     labels = int(columns.confusion.sum())
     low, high = error_bound_interval(shares, int(judged.sum()), float(weights[1]) / total,
                                      float(weights[2]) / total, labels, level)
-    if found.get("low") is not None:
-        low, high = min(low, found["low"]), max(high, found["high"])
-    widened = dict(found)
-    widened.update(low=max(0.0, low), high=min(1.0, high), interval_method=BOUND_METHOD, widened=True)
-    return widened
+    known_low, known_high = found.get("low"), found.get("high")
+    if known_low is not None:  # an interval has both bounds (calibration_intervals.entry)
+        low, high = min(low, known_low), high if known_high is None else max(high, known_high)
+    return found | {"low": max(0.0, low), "high": min(1.0, high), "interval_method": BOUND_METHOD, "widened": True}
 
 
 def _too_few(own: ErrorCounts) -> str:
@@ -350,7 +352,7 @@ def _too_few(own: ErrorCounts) -> str:
 
 
 def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer_ppi: bool,
-             withhold: str | None = None) -> dict[str, dict[str, Any]]:
+             withhold: str | None = None) -> dict[str, CalibratedFigure]:
     """Each metric's entry.  ``withhold``: why the metrics needing the judge's error are not given (the pass
     rate, prediction-powered, needs none)."""
     tasks, labels = setup.columns.tasks, int(setup.columns.confusion.sum())
@@ -361,7 +363,7 @@ def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer
         rng = np.random.default_rng([seed, 0xCA11B])
         boot = _with_pass_rate(_replicates(setup, resample_index(tasks, n_resamples, seed), rng)[0], prefer_ppi)
         jack = _with_pass_rate(_replicates(setup, leave_one_out_index(tasks), None)[0], prefer_ppi)
-    figures = {}
+    figures: dict[str, CalibratedFigure] = {}
     for key in CALIBRATED_KEYS:
         if withhold and not (key == "pass_rate" and prefer_ppi):
             figures[key] = withheld(withhold)
@@ -373,7 +375,7 @@ def _figures(setup: _Setup, n_resamples: int, seed: int, level: float, *, prefer
 
 def _metric_entry(key: str, point: dict[str, np.ndarray], boot: dict[str, np.ndarray] | None,
                   jack: dict[str, np.ndarray] | None, level: float, labels: int, setup: _Setup, *, linear: bool
-                  ) -> dict[str, Any]:
+                  ) -> CalibratedFigure:
     cap, tasks = setup.settings.retry_cap, setup.columns.tasks
     scale = "success_per_attempt" if key == "effective_cost" else key  # cost: bounded scale, inverted after
     if boot is None or jack is None or not math.isfinite(float(point[key][0])):  # both come, or neither
@@ -384,8 +386,7 @@ def _metric_entry(key: str, point: dict[str, np.ndarray], boot: dict[str, np.nda
     if key != "effective_cost":
         return entry(point[key][0], clipped(interval, key, cap), level, method, key=key, retry_cap=cap)
     bounds, unbounded = cost_from_success_rate(interval, setup.cost + setup.settings.review_cost, cap)
-    return entry(point[key][0], bounds, level, method, key=key, retry_cap=cap,
-                 **({"high_unbounded": True} if unbounded else {}))
+    return entry(point[key][0], bounds, level, method, key=key, retry_cap=cap, high_unbounded=unbounded)
 
 
 def _with_pass_rate(values: dict[str, np.ndarray], prefer_ppi: bool) -> dict[str, np.ndarray]:
@@ -394,7 +395,7 @@ def _with_pass_rate(values: dict[str, np.ndarray], prefer_ppi: bool) -> dict[str
     return values
 
 
-def _undefined() -> dict[str, dict[str, Any]]:
+def _undefined() -> dict[str, CalibratedFigure]:
     return {key: {"value": None, "low": None, "high": None} for key in CALIBRATED_KEYS}
 
 

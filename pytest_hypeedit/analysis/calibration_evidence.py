@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .calibration_intervals import SMALL_SAMPLE
 from .calibration_model import SMOOTH
+
+if TYPE_CHECKING:
+    from ..report.results_model import CalibratedFigure, TaskEvidenceEntry
 
 #: Fewer human PASS (or FAIL) labels than this in a row's sample: no figure that needs the judge's error.
 MIN_PER_CLASS = 8
@@ -54,7 +57,7 @@ class TaskEvidence:
     def judged(self) -> int:
         return self.judge_pass + self.judge_fail + sum(self.confusion) + self.refused
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskEvidenceEntry:
         return {"task_id": self.task_id, "judge_pass": self.judge_pass, "judge_fail": self.judge_fail,
                 "confusion": list(self.confusion), "refused": self.refused, "first": self.first,
                 "ppi": self.ppi, "ht": self.ht, "weighted": list(self.weights)}
@@ -202,7 +205,7 @@ def labelling_rates_differ(labelled_pass: int, judged_pass: int, labelled_fail: 
     return p_value < alpha, p_value
 
 
-def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict[str, Any] | None:
+def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> CalibratedFigure | None:
     """The pass rate a full human review of *this run's* candidates would give: estimate and interval.
 
     The estimate is the prediction-powered one (the judge's pass rate plus the sample's weighted correction);
@@ -240,8 +243,8 @@ def this_run_pass_rate(units: Sequence[Unit], level: float = 0.95) -> dict[str, 
     return _widened_this_run(found, units, labelled, weight, level)
 
 
-def _widened_this_run(found: dict[str, Any], units: Sequence[Unit], labelled: Sequence[Unit],
-                      weight: Mapping[str, float], level: float) -> dict[str, Any]:
+def _widened_this_run(found: CalibratedFigure, units: Sequence[Unit], labelled: Sequence[Unit],
+                      weight: Mapping[str, float], level: float) -> CalibratedFigure:
     """With fewer than MIN_DISAGREEMENTS disagreements in a partial sample the interval above rests on (almost)
     no spread: with none it has no width at all.  Widened to the judge's pass rate of this run (known exactly)
     plus the error shares' Clopper-Pearson intervals from the labels (each at 1 - alpha/2), as the population
@@ -258,8 +261,9 @@ def _widened_this_run(found: dict[str, Any], units: Sequence[Unit], labelled: Se
     missed_low, missed_high = clopper_pearson(missed / n, n, 1.0 - alpha / 2)
     passed_low, passed_high = clopper_pearson(wrongly_passed / n, n, 1.0 - alpha / 2)
     low, high = judge + missed_low - passed_high, judge + missed_high - passed_low
-    if found.get("low") is not None:
-        low, high = min(low, found["low"]), max(high, found["high"])
+    known_low, known_high = found.get("low"), found.get("high")
+    if known_low is not None:  # an interval has both bounds (calibration_intervals.entry)
+        low, high = min(low, known_low), high if known_high is None else max(high, known_high)
     return found | {"low": max(0.0, low), "high": min(1.0, high), "widened": True,
                     "interval_method": "finite-population, widened to the judge error the labels cannot rule out "
                                        "(few disagreements)"}

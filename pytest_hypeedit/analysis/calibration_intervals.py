@@ -29,12 +29,15 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .stats import bca_interval
 from .task_intervals import clopper_pearson, proportion_interval, t_quantile
+
+if TYPE_CHECKING:
+    from ..report.results_model import CalibratedFigure
 
 #: Fewer human labels than this in a row: the intervals widen (see above) and the output warns.
 SMALL_SAMPLE = 30
@@ -113,7 +116,7 @@ def hull(first: tuple[float, float] | None, second: tuple[float, float] | None) 
 
 
 def entry(value: float, interval: tuple[float, float] | None, level: float, method: str | None, *, key: str,
-          retry_cap: int, **extra: Any) -> dict[str, Any]:
+          retry_cap: int, high_unbounded: bool = False) -> CalibratedFigure:
     """A metric's JSON entry: finite values or null, the level and target it is stated for.
 
     The value is kept in the metric's range too: the prediction-powered pass rate is unbiased but can fall
@@ -121,15 +124,16 @@ def entry(value: float, interval: tuple[float, float] | None, level: float, meth
     low_end, high_end = metric_range(key, retry_cap)
     value = min(max(float(value), low_end), high_end) if math.isfinite(float(value)) else float(value)
     low, high = interval if interval else (None, None)
-    found = {"value": value if math.isfinite(value) else None, "low": _finite(low), "high": _finite(high),
-             "level": level, "target": TARGET}
+    found: CalibratedFigure = {"value": value if math.isfinite(value) else None, "low": _finite(low),
+                               "high": _finite(high), "level": level, "target": TARGET}
     if method and interval:
         found["interval_method"] = method
-    found.update(extra)
+    if high_unbounded:
+        found["high_unbounded"] = True
     return found
 
 
-def withheld(reason: str) -> dict[str, Any]:
+def withheld(reason: str) -> CalibratedFigure:
     """A metric the sample cannot calibrate soundly: no figure, and why."""
     return {"value": None, "low": None, "high": None, "reason": reason}
 

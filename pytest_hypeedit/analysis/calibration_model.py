@@ -8,11 +8,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .metrics import expected_attempts_for, success_probability
+
+if TYPE_CHECKING:
+    from ..report.results_model import JudgeError
 
 #: Task pass rates the mixing distribution G may put weight on.
 #: Pseudo-counts on each side of se and sp: keeps them inside (0, 1) with few labels, without pulling them
@@ -74,7 +77,7 @@ def weighted_rates(counts: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray,
     return se, sp
 
 
-def judge_error_summary(evidence: Sequence[Any], own: Any, pooled: Any) -> dict[str, Any]:
+def judge_error_summary(evidence: Sequence[Any], own: Any, pooled: Any) -> JudgeError:
     """Sensitivity and specificity as measured (weighted by the design), with their label counts and Wilson
     intervals; None for one with no human label of its kind (the imputation still uses its smoothed value)."""
     if pooled is not None:

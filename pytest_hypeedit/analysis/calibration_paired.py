@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,11 +26,15 @@ from .calibration_model import ErrorSource
 from .metrics import MetricSettings
 from .stats import bca_interval, leave_one_out_index, resample_index
 
+if TYPE_CHECKING:
+    from ..report.results_model import CalibratedFigure, PairedDifference
+
 
 def paired_calibrated(current: Sequence[TaskEvidence], baseline: Sequence[TaskEvidence], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
                       pooled_current: ErrorCounts | None = None, pooled_baseline: ErrorCounts | None = None,
-                      n_resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
+                      n_resamples: int = 1000, seed: int = 0, level: float = 0.95
+                      ) -> dict[str, PairedDifference | CalibratedFigure]:
     """Calibrated current minus calibrated baseline per metric, on the tasks both have: each resample draws one
     set of tasks for both releases, and each re-estimates its own judge error from its own labels in it.  A
     metric needing the judge's error is withheld (a reason, no figure) when either side has too few labels."""
@@ -71,12 +75,12 @@ def error_counts_of(columns: _Columns) -> ErrorCounts:
     return ErrorCounts(*(int(x) for x in columns.confusion.sum(axis=0)))
 
 
-def _paired_entry(tables: Sequence[Sequence[Any]], key: str, level: float, tasks: int) -> dict[str, Any]:
+def _paired_entry(tables: Sequence[Sequence[Any]], key: str, level: float, tasks: int) -> PairedDifference:
     """``tables``: each side's (point, bootstrap, jackknife) from _paired_tables; the jackknife None under 2 tasks."""
     (now, now_boot, now_jack), (before, before_boot, before_jack) = tables
     current, baseline = float(now[key][0]), float(before[key][0])
-    entry = {"current": _finite(current), "baseline": _finite(baseline), "difference": None, "low": None,
-             "high": None, "tasks": tasks}
+    entry: PairedDifference = {"current": _finite(current), "baseline": _finite(baseline), "difference": None,
+                               "low": None, "high": None, "tasks": tasks}
     if not (math.isfinite(current) and math.isfinite(baseline)):
         return entry
     entry["difference"] = current - baseline

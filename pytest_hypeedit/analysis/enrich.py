@@ -34,9 +34,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeVar, cast
 
-from ..report.results_model import Results, ResultsRow, TaskTallyEntry
+from ..report.results_model import (
+    BaselineTask,
+    CalibratedFigure,
+    PairedDifference,
+    PairwiseEntry,
+    Results,
+    ResultsRow,
+    SensitivityEntry,
+    Serving,
+    StatisticsSettings,
+    TaskTallyEntry,
+)
 from .metrics import MetricSettings, TaskTally, sensitivity
 from .pairwise import PAIRWISE_METRICS, Entrant, paired_comparison, pairwise
 from .serving import THIS_RUN, Candidate, RouteRow, RunRow, serving
@@ -97,7 +108,7 @@ def row_price(row: Mapping[str, Any]) -> float:
 
 
 def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettings,
-                     metrics: Sequence[str] = PAIRWISE_METRICS) -> list[dict[str, Any]] | None:
+                     metrics: Sequence[str] = PAIRWISE_METRICS) -> list[PairwiseEntry] | None:
     """The pairwise comparisons of rows carrying ``task_tallies``; None when no split has two models."""
     splits: dict[str, list[Entrant]] = {}
     for row in rows:
@@ -111,7 +122,7 @@ def pairwise_of_rows(rows: Sequence[Mapping[str, Any]], settings: AnalysisSettin
 
 
 def serving_of_rows(rows: Sequence[Mapping[str, Any]], candidates: Mapping[str, Sequence[Candidate]],
-                    settings: AnalysisSettings, runs: Sequence[tuple[RunRow, RunRow]] = ()) -> dict[str, Any]:
+                    settings: AnalysisSettings, runs: Sequence[tuple[RunRow, RunRow]] = ()) -> Serving:
     """``serving`` (serving.py) of rows carrying ``task_tallies`` and ``release``, with each model's candidates,
     and ``runs``: the pairs of rows of one model from two runs (``run_pairs``)."""
     from ..registry import parse_model_name
@@ -208,9 +219,9 @@ def task_latencies(candidates: Sequence[Candidate], split: str) -> dict[str, flo
     return {task: sum(values) / len(values) for task, values in found.items()}
 
 
-def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> dict[str, Any]:
-    info: dict[str, Any] = {"bootstrap_resamples": settings.bootstrap, "bootstrap_seed": settings.seed,
-                            "level": settings.level, "interval": METHOD, "target": TARGET_TEXT}
+def _statistics_settings(settings: AnalysisSettings, baseline: Mapping[str, Any] | None) -> StatisticsSettings:
+    info: StatisticsSettings = {"bootstrap_resamples": settings.bootstrap, "bootstrap_seed": settings.seed,
+                                "level": settings.level, "interval": METHOD, "target": TARGET_TEXT}
     if baseline is not None:
         info["baseline"] = baseline.get("source") or "given"
     return info
@@ -229,7 +240,7 @@ def intervals_json(tallies: Sequence[TaskTally], cost: float, settings: Analysis
     return interval_entries(tallies, cost, settings)[0]
 
 
-def sensitivity_grid(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> list[dict[str, Any]]:
+def sensitivity_grid(tallies: Sequence[TaskTally], cost: float, settings: AnalysisSettings) -> list[SensitivityEntry]:
     """Effective cost across review times x retry caps, always including the run's own setting."""
     seconds = sorted(set(SENSITIVITY_REVIEW_SECONDS) | {float(settings.review_seconds)})
     caps = sorted(set(SENSITIVITY_RETRY_CAPS) | {settings.metrics.retry_cap})
@@ -283,18 +294,23 @@ DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount: no inter
                          "would claim certainty)")
 
 
-def marked_degenerate(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+#: The paired differences of a row's ``baseline``, or of its ``calibrated_baseline`` (where a metric may be refused).
+Compared = TypeVar("Compared", bound=Mapping[str, "PairedDifference | CalibratedFigure"])
+
+
+def marked_degenerate(comparison: Compared) -> Compared:
     """A zero-width interval of a paired difference is no interval: its bounds become null, with the reason."""
     for entry in comparison.values():
-        if entry.get("low") is not None and entry["low"] == entry["high"]:
-            entry.update(low=None, high=None, degenerate=DEGENERATE_DIFFERENCE)
+        if entry.get("low") is not None and entry["low"] == entry.get("high"):
+            # bounds: a difference (a refused metric has none)
+            cast("PairedDifference", entry).update({"low": None, "high": None, "degenerate": DEGENERATE_DIFFERENCE})
     return comparison
 
 
-def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[dict[str, Any]]:
+def task_deltas(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[BaselineTask]:
     """Each task judged in both runs: its passes now and before, and the change in its pass rate, worst first."""
     before = {t.task_id: t for t in baseline if t.judged}
-    deltas = [
+    deltas: list[BaselineTask] = [
         {"task_id": t.task_id, "passes": t.passes, "judged": t.judged, "baseline_passes": before[t.task_id].passes,
          "baseline_judged": before[t.task_id].judged,
          "difference": round(t.passes / t.judged - before[t.task_id].passes / before[t.task_id].judged, 6)}

@@ -28,8 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..finite import finite_number
-from .metrics import format_metric
+from ..finite import finite_number, format_metric
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .task_intervals import clopper_pearson
+
+if TYPE_CHECKING:
+    from ..report.results_model import ControlKind, ControlShare, JudgeControls, JudgeDrift, JudgeOnControls, KindDrift
 
 #: The negative control kinds, in the order they are made and printed (engine/controls.py makes them).
 NEGATIVE_KINDS = ("unchanged", "flat", "other_task", "mirrored")
@@ -74,13 +77,14 @@ class ControlVerdict:
         return self.verdict is not None and self.verdict != self.right
 
 
-def _share(wrong: int, judged: int) -> dict[str, Any]:
-    low, high = clopper_pearson(wrong / judged, judged, LEVEL) if judged else (None, None)
-    return {"judged": judged, "wrong": wrong, "rate": wrong / judged if judged else None,
-            "interval": [low, high] if judged else None}
+def _share(wrong: int, judged: int) -> ControlShare:
+    if not judged:
+        return {"judged": judged, "wrong": wrong, "rate": None, "interval": None}
+    low, high = clopper_pearson(wrong / judged, judged, LEVEL)
+    return {"judged": judged, "wrong": wrong, "rate": wrong / judged, "interval": [low, high]}
 
 
-def summarize(verdicts: Iterable[ControlVerdict]) -> dict[str, Any]:
+def summarize(verdicts: Iterable[ControlVerdict]) -> JudgeControls:
     """``judge_controls`` of one run: {"method", "judges": {judge: {"versions", "kinds", "false_pass",
     "false_fail"}}}."""
     by_judge: dict[str, list[ControlVerdict]] = {}
@@ -90,8 +94,8 @@ def summarize(verdicts: Iterable[ControlVerdict]) -> dict[str, Any]:
             "judges": {judge: _judge_entry(rows) for judge, rows in sorted(by_judge.items())}}
 
 
-def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
-    kinds: dict[str, Any] = {}
+def _judge_entry(rows: list[ControlVerdict]) -> JudgeOnControls:
+    kinds: dict[str, ControlKind] = {}
     for kind in KINDS:
         of_kind = [row for row in rows if row.kind == kind]
         if not of_kind:
@@ -116,7 +120,7 @@ def _judge_entry(rows: list[ControlVerdict]) -> dict[str, Any]:
             "first_error": f"{failed.split}/{failed.task_id} {failed.kind}: {failed.reasoning}" if failed else None}
 
 
-def _pooled(kinds: Mapping[str, Any], of: tuple[str, ...]) -> dict[str, Any] | None:
+def _pooled(kinds: Mapping[str, ControlKind], of: tuple[str, ...]) -> ControlShare | None:
     """The wrong verdicts over the kinds ``of`` (None when the run has none of them)."""
     present = [entry for kind, entry in kinds.items() if kind in of]
     if not present:
@@ -148,14 +152,14 @@ def _log_comb(n: int, k: int) -> float:
 
 
 def drift(current: Mapping[str, Any], baseline: Mapping[str, Any] | None,
-          alpha: float = DRIFT_ALPHA) -> dict[str, Any]:
+          alpha: float = DRIFT_ALPHA) -> dict[str, JudgeDrift]:
     """Per judge of ``current`` (a ``judge_controls``) that the baseline's controls saw too: per kind the two
     runs' counts and Fisher's p-value, whether it changed beyond chance, and whether a served version is new.
     {judge: {"drifted", "reasons", "kinds", "versions", "baseline_versions"}}; a judge the baseline lacks is
     {"drifted": False, "reasons": [], "compared": False}."""
     old_judges = (baseline or {}).get("judges") if isinstance(baseline, Mapping) else None
     old_judges = old_judges if isinstance(old_judges, Mapping) else {}
-    out: dict[str, Any] = {}
+    out: dict[str, JudgeDrift] = {}
     for judge, entry in (current.get("judges") or {}).items():
         old = old_judges.get(judge)
         out[judge] = _judge_drift(judge, entry, old, alpha) if isinstance(old, Mapping) else {
@@ -176,8 +180,8 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _judge_drift(judge: str, entry: Mapping[str, Any], old: Mapping[str, Any], alpha: float) -> dict[str, Any]:
-    kinds: dict[str, Any] = {}
+def _judge_drift(judge: str, entry: Mapping[str, Any], old: Mapping[str, Any], alpha: float) -> JudgeDrift:
+    kinds: dict[str, KindDrift] = {}
     found = old.get("kinds")
     old_kinds: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     for kind, now in (entry.get("kinds") or {}).items():

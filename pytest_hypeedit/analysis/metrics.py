@@ -27,12 +27,17 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import numpy as np
 import numpy.typing as npt
 
-from ..finite import finite_number
+# format_metric lives with finite_number (finite.py, no numpy: modules imported at start-up write metrics too); it is
+# imported from here as well
+from ..finite import format_metric as format_metric
+
+if TYPE_CHECKING:
+    from ..report.results_model import SensitivityEntry
 
 DEFAULT_RETRY_CAP = 4
 DEFAULT_REVIEW_SECONDS = 20.0
@@ -284,9 +289,9 @@ def metrics_by_task_type(tallies: Sequence[TaskTally], cost_per_candidate: float
 def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 review_seconds: Sequence[float] = (10, 20, 60, 120),
                 retry_caps: Sequence[int] = (1, 2, 4, 10),
-                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[dict[str, Any]]:
+                rate_per_hour: float = DEFAULT_REVIEW_RATE_PER_HOUR) -> list[SensitivityEntry]:
     """Effective cost across review times x retry caps: how much the headline rests on the cost model."""
-    rows = []
+    rows: list[SensitivityEntry] = []
     for seconds in review_seconds:
         for cap in retry_caps:
             settings = MetricSettings(retry_cap=cap, review_cost=review_cost(seconds, rate_per_hour))
@@ -300,15 +305,3 @@ def sensitivity(tallies: Sequence[TaskTally], cost_per_candidate: float, *,
                 "pass_at_cap": metrics.get("pass_at_cap", metrics["pass_at_4"]),
             })
     return rows
-
-
-def format_metric(value: Any, kind: str) -> str:
-    """A metric's value as the terminal, the Markdown and the gates' messages write it (``kind``: percent, dollars
-    or a plain number); "n/a" when it is not a finite number (not measured, or not computable)."""
-    if not finite_number(value):
-        return "n/a"
-    if kind == "percent":
-        return f"{value * 100:.1f}%"
-    if kind == "dollars":
-        return f"${value:.2f}"
-    return f"{value:.2f}"

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,9 @@ from .metrics import (
     task_columns,
 )
 from .stats import shared_task_ids
+
+if TYPE_CHECKING:
+    from ..report.results_model import PairedDifference, PairwiseEntry
 
 #: The metrics compared, in the order reports list them.
 PAIRWISE_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap")
@@ -336,7 +339,7 @@ def flips_for(tests: int, alpha: float = ALPHA) -> int:
 
 
 def pairwise(splits: Mapping[str, Sequence[Entrant]], settings: MetricSettings,
-             metrics: Sequence[str] = PAIRWISE_METRICS, *, seed: int = 0, alpha: float = ALPHA) -> list[dict[str, Any]]:
+             metrics: Sequence[str] = PAIRWISE_METRICS, *, seed: int = 0, alpha: float = ALPHA) -> list[PairwiseEntry]:
     """Every pair x metric of every split with 2+ models, Holm-adjusted per split (one family per split).
 
     Entries: ``split``, ``a``, ``b``, ``metric``, ``difference`` (a - b), ``interval`` (at ``level``),
@@ -390,9 +393,11 @@ DEGENERATE = ("every shared task differs by the same amount: the interval is tha
               "tasks, not a range that covers at its level")
 
 
-def _ordered(entry: dict[str, Any]) -> dict[str, Any]:
-    keys = ("split", "a", "b", "metric", "difference", "interval", "level", "p_adjusted", "significant", "tasks")
-    ordered = {key: entry[key] for key in keys}
+def _ordered(entry: dict[str, Any]) -> PairwiseEntry:
+    ordered: PairwiseEntry = {
+        "split": entry["split"], "a": entry["a"], "b": entry["b"], "metric": entry["metric"],
+        "difference": entry["difference"], "interval": entry["interval"], "level": entry["level"],
+        "p_adjusted": entry["p_adjusted"], "significant": entry["significant"], "tasks": entry["tasks"]}
     low, high = ordered["interval"]
     if low is not None and low == high:  # said, never left to read as certainty (docs/reference/results.md)
         ordered["degenerate"] = DEGENERATE
@@ -415,7 +420,8 @@ _OTHER_MEAN_COLUMNS = {"pass_at_4_unbiased": "unbiased_at_4", "pass_at_10_unbias
 
 def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
                       cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
-                      n_resamples: int = PERMUTATIONS, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
+                      n_resamples: int = PERMUTATIONS, seed: int = 0,
+                      level: float = 0.95) -> dict[str, PairedDifference]:
     """Current minus baseline for every metric, on the tasks both runs judged (``--baseline``).
 
     Per metric: ``current``, ``baseline`` (both on the shared tasks), ``difference``, its interval ``low``/``high``
@@ -434,7 +440,7 @@ def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally
     point_now, point_before = _point(now, cost_current, settings), _point(before, cost_baseline, settings)
     intervals = _baseline_intervals(_baseline_values(now, before, cost_current, cost_baseline, settings),
                                     n_resamples, seed, alpha)
-    found = {}
+    found: dict[str, PairedDifference] = {}
     for name in metric_names(settings):
         low, high = intervals.get(name, (None, None))
         value_now, value_before = point_now[name], point_before[name]

@@ -42,12 +42,15 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .metrics import MetricSettings
 from .pairwise import ALPHA, DEGENERATE, PAIRWISE_METRICS, Entrant, compare_pair, holm_exact, holm_family
+
+if TYPE_CHECKING:
+    from ..report.results_model import BoughtSpan, DriftEntry, DriftThird, RouteComparison, RunComparison, Serving
 
 #: The latency comparison's name among the route metrics (seconds per reply, per task mean).
 LATENCY = "latency_s"
@@ -153,7 +156,7 @@ class RunRow:
 
 def serving(rows: Sequence[RouteRow], candidates: Mapping[str, Sequence[Candidate]], settings: MetricSettings, *,
             runs: Sequence[tuple[RunRow, RunRow]] = (), seed: int = 0, alpha: float = ALPHA,
-            permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
+            permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> Serving:
     """``{"routes": [...], "drift": [...], "runs": [...], "bought": {...}, "limits": LIMITS}``
     (docs/reference/results.md ``serving``); ``runs``: (this run's row, the baseline's row) of each model."""
     return {"routes": route_comparisons(rows, settings, seed=seed, alpha=alpha),
@@ -163,7 +166,7 @@ def serving(rows: Sequence[RouteRow], candidates: Mapping[str, Sequence[Candidat
             "limits": dict(LIMITS)}
 
 
-def bought_span(candidates: Mapping[str, Sequence[Candidate]]) -> dict[str, str] | None:
+def bought_span(candidates: Mapping[str, Sequence[Candidate]]) -> BoughtSpan | None:
     """When the judged candidates were bought, first and last (UTC, ISO): what a later run's comparison with this
     one names it by ("the baseline run of 2026-11-20"); None when no candidate has its time."""
     times = [c.bought_at for found in candidates.values() for c in found
@@ -181,12 +184,12 @@ def _iso(seconds: float) -> str:
 
 
 def route_comparisons(rows: Sequence[RouteRow], settings: MetricSettings, *, seed: int = 0,
-                      alpha: float = ALPHA) -> list[dict[str, Any]]:
+                      alpha: float = ALPHA) -> list[RouteComparison]:
     """Every pair of rows of one model on different routes, per split: each headline metric and latency, a - b.
 
     Entries: ``split``, ``model`` (the model both are routes of), ``a``, ``b``, ``route_a``, ``route_b``,
     ``metric``, ``difference``, ``interval``, ``level``, ``p_adjusted``, ``significant``, ``tasks``."""
-    found: list[dict[str, Any]] = []
+    found: list[RouteComparison] = []
     by_split: dict[str, list[RouteRow]] = {}
     for row in rows:
         by_split.setdefault(row.split, []).append(row)
@@ -204,7 +207,7 @@ def route_comparisons(rows: Sequence[RouteRow], settings: MetricSettings, *, see
             entries += _latency_entry(a, b)
             family += [{**named, **entry} for entry in entries]
         holm_family(family, seed=seed, alpha=alpha)
-        found += [_marked(entry) for entry in family]
+        found += [_route_entry(entry) for entry in family]
     return found
 
 
@@ -218,18 +221,28 @@ def _latency_entry(a: RouteRow, b: RouteRow) -> list[dict[str, Any]]:
              "task_ids": tuple(shared)}]
 
 
-def _marked(entry: dict[str, Any]) -> dict[str, Any]:
-    low, high = entry["interval"]
-    if low is not None and low == high:
-        entry["degenerate"] = DEGENERATE
-    return entry
+def _route_entry(entry: dict[str, Any]) -> RouteComparison:
+    """A tested entry of a routes family (``holm_family``), its keys in the order they were filled."""
+    found: RouteComparison = {
+        "split": entry["split"], "model": entry["model"], "a": entry["a"], "b": entry["b"],
+        "route_a": entry["route_a"], "route_b": entry["route_b"], "metric": entry["metric"],
+        "difference": entry["difference"], "tasks": entry["tasks"], "interval": entry["interval"],
+        "level": entry["level"], "p_adjusted": entry["p_adjusted"], "significant": entry["significant"]}
+    if _degenerate(found["interval"]):
+        found["degenerate"] = DEGENERATE
+    return found
+
+
+def _degenerate(interval: Sequence[float | None]) -> bool:
+    low, high = interval
+    return low is not None and low == high
 
 
 # --- runs ----------------------------------------------------------------------------------
 
 
 def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSettings, *, seed: int = 0,
-                 alpha: float = ALPHA) -> list[dict[str, Any]]:
+                 alpha: float = ALPHA) -> list[RunComparison]:
     """Each (a, b) pair of rows of one model on one split from two runs (a the later: this run against its
     baseline): a's PASS rate minus b's over the tasks both judged, per task the difference of their shares of
     PASS (task difficulty, shared by both runs, cancels), tested as the routes are (``holm_family``: one family
@@ -242,7 +255,7 @@ def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSetting
     by_split: dict[str, list[tuple[RunRow, RunRow]]] = {}
     for a, b in pairs:
         by_split.setdefault(a.split, []).append((a, b))
-    found: list[dict[str, Any]] = []
+    found: list[RunComparison] = []
     for split, members in by_split.items():
         family, sides = [], []
         for a, b in members:
@@ -256,7 +269,7 @@ def between_runs(pairs: Sequence[tuple[RunRow, RunRow]], settings: MetricSetting
                                "judged_a": judged[0], "judged_b": judged[1]})
                 sides.append((a, b))
         holm_family(family, seed=seed, alpha=alpha)
-        found += [_run_entry(_marked(entry), a, b) for entry, (a, b) in zip(family, sides)]
+        found += [_run_entry(entry, a, b) for entry, (a, b) in zip(family, sides)]
     return found
 
 
@@ -265,8 +278,16 @@ def _judged_on(row: RunRow, task_ids: Sequence[str]) -> int:
     return sum(t.judged for t in row.entrant.tallies if t.task_id in wanted)
 
 
-def _run_entry(entry: dict[str, Any], a: RunRow, b: RunRow) -> dict[str, Any]:
-    """The test's entry with both runs' judges and releases, and its sentence when significant."""
+def _run_entry(tested: dict[str, Any], a: RunRow, b: RunRow) -> RunComparison:
+    """The test's entry (``holm_family``) with both runs' judges and releases, and its sentence when significant,
+    its keys in the order they were filled."""
+    entry: RunComparison = {
+        "split": tested["split"], "model": tested["model"], "run_a": tested["run_a"], "run_b": tested["run_b"],
+        "metric": tested["metric"], "difference": tested["difference"], "tasks": tested["tasks"],
+        "judged_a": tested["judged_a"], "judged_b": tested["judged_b"], "interval": tested["interval"],
+        "level": tested["level"], "p_adjusted": tested["p_adjusted"], "significant": tested["significant"]}
+    if _degenerate(entry["interval"]):
+        entry["degenerate"] = DEGENERATE
     entry["judges"] = {"a": {"judge": a.judge, "versions": list(a.judge_versions)},
                        "b": {"judge": b.judge, "versions": list(b.judge_versions)}}
     entry["judge_changed"] = _differ(a.judge, b.judge) or _differ(frozenset(a.judge_versions),
@@ -309,11 +330,11 @@ def _judge_words(side: Mapping[str, Any]) -> str:
 
 
 def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha: float = ALPHA,
-          permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[dict[str, Any]]:
+          permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[DriftEntry]:
     """Per model and per ``BY``: the thirds, the task-adjusted last-minus-first difference, its interval and
     p-value, Holm-adjusted over every tested entry of the run, and a sentence when significant."""
-    entries = [drift_entry(model, by, found, seed=seed, permutations=permutations, bootstrap=bootstrap)
-               for model, found in candidates.items() for by in BY]
+    entries = [entry for model, found in candidates.items()
+               for entry in model_drift(model, found, BY, seed=seed, permutations=permutations, bootstrap=bootstrap)]
     tested = [entry for entry in entries if entry.get("p_value") is not None]
     adjusted = holm_exact([Fraction(entry["p_value"]) for entry in tested])
     for entry, p in zip(tested, adjusted):
@@ -325,17 +346,53 @@ def drift(candidates: Mapping[str, Sequence[Candidate]], *, seed: int = 0, alpha
 
 
 def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: int = 0,
-                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> dict[str, Any]:
+                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> DriftEntry:
     """One model's drift with ``by`` (see the module docstring); "not enough data" when too few are usable."""
+    return model_drift(model, candidates, (by,), seed=seed, permutations=permutations, bootstrap=bootstrap)[0]
+
+
+def model_drift(model: str, candidates: Sequence[Candidate], by: Sequence[str], *, seed: int = 0,
+                permutations: int = PERMUTATIONS, bootstrap: int = BOOTSTRAP) -> list[DriftEntry]:
+    """One model's drift entry for each of ``by``.  The entries tested on the same candidates (every candidate
+    has both a purchase time and a latency: the usual case) share their permutations and resamples: each is drawn
+    once and every entry's statistic is taken on it, so each entry gets the p-value and interval it would get
+    alone, for the price of one (at the end of a run, where the drift was most of the time the session took)."""
+    prepared = [_drift_start(model, name, candidates) for name in by]
+    shared: list[tuple[np.ndarray, np.ndarray, list[tuple[DriftEntry, np.ndarray]]]] = []
+    for entry, arrays in prepared:
+        if arrays is None:
+            continue
+        strata, residual, third = arrays
+        same = next((group for group in shared
+                     if np.array_equal(group[0], strata) and np.array_equal(group[1], residual)), None)
+        if same is None:
+            shared.append((strata, residual, [(entry, third)]))
+        else:
+            same[2].append((entry, third))
+    for strata, residual, members in shared:
+        splits = [third for _, third in members]
+        intervals = _bootstrap_intervals(strata, splits, residual, bootstrap, seed)
+        p_values = stratified_ps(strata, splits, residual, permutations, seed)
+        for (entry, _), interval, p_value in zip(members, intervals, p_values):
+            entry["interval"] = list(interval)
+            entry["p_value"] = p_value
+            entry["permutations"] = permutations
+    return [entry for entry, _ in prepared]
+
+
+def _drift_start(model: str, by: str, candidates: Sequence[Candidate]
+                 ) -> tuple[DriftEntry, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+    """The entry up to its estimate, and what its test needs (task index, residual, third per candidate); no
+    test (None) with "not enough data" when too few are usable."""
     usable = _usable(candidates, by)
     tasks = len({c.task for c in usable})
-    entry: dict[str, Any] = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
-                             "limits": LIMITS[by]}
+    entry: DriftEntry = {"model": model, "by": by, "candidates": len(usable), "tasks": tasks,
+                         "limits": LIMITS[by]}
     if len(usable) < MIN_CANDIDATES or tasks < 2:
         entry["note"] = (f"not enough data: {len(usable)} usable candidates in {tasks} tasks (candidates with a "
                          f"recorded {'purchase time' if by == 'time' else 'latency'} in tasks with two or more; "
                          f"{MIN_CANDIDATES} in 2 tasks needed)")
-        return entry
+        return entry, None
     strata, passed, values = _arrays(usable, by)
     third = thirds(values)
     residual = passed - _task_means(strata, passed)[strata]
@@ -343,10 +400,7 @@ def drift_entry(model: str, by: str, candidates: Sequence[Candidate], *, seed: i
     entry["thirds"] = [_third_entry(name, passed[third == k], values[third == k])
                        for k, name in enumerate(THIRDS[by])]
     entry["difference"] = float(estimate) + 0.0
-    entry["interval"] = list(_bootstrap_interval(strata, third, residual, bootstrap, seed))
-    entry["p_value"] = stratified_p(strata, third, residual, permutations, seed)
-    entry["permutations"] = permutations
-    return entry
+    return entry, (strata, residual, third)
 
 
 def _usable(candidates: Sequence[Candidate], by: str) -> list[Candidate]:
@@ -400,24 +454,35 @@ def _weights(third: np.ndarray) -> np.ndarray:
 def stratified_p(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, permutations: int = PERMUTATIONS,
                  seed: int = 0) -> float:
     """Two-sided p of the statistic under random permutations within each task (``strata`` sorted, so a task is
-    one block): (1 + as extreme) / (1 + permutations).  The residuals are shuffled within each block against the
-    fixed thirds, which has the distribution of the thirds shuffled against fixed residuals (a uniform permutation's
-    inverse is uniform), the tasks with as many candidates together: one sort of small rows per chunk."""
-    weights = _weights(third)
-    observed = abs(float(residual @ weights))
+    one block): (1 + as extreme) / (1 + permutations)."""
+    return stratified_ps(strata, [third], residual, permutations, seed)[0]
+
+
+def stratified_ps(strata: np.ndarray, splits: Sequence[np.ndarray], residual: np.ndarray,
+                  permutations: int = PERMUTATIONS, seed: int = 0) -> list[float]:
+    """``stratified_p`` of each of ``splits`` (thirds of the same candidates by different values), on the same
+    permutations: each p-value is the one ``stratified_p`` gives it alone (the draws depend on the tasks only).
+    The residuals are shuffled within each block against the fixed thirds, which has the distribution of the
+    thirds shuffled against fixed residuals (a uniform permutation's inverse is uniform), the tasks with as many
+    candidates together: one sort of small rows per chunk."""
+    weights = [_weights(third) for third in splits]
+    observed = [abs(float(residual @ w)) for w in weights]
     tie = _TIE * max(1.0, float(np.abs(residual).max(initial=0.0)))
     rng = np.random.default_rng(seed)
     groups = _tasks_by_size(strata)
-    extreme = 0
+    extreme = [0] * len(splits)
     for start in range(0, permutations, _CHUNK):
         size = min(_CHUNK, permutations - start)
-        flipped = np.zeros(size)
+        flipped = np.zeros((len(splits), size))
         for index in groups:  # tasks x candidates of each, one row per task
             order = np.argsort(rng.random((size, *index.shape)), axis=2)
-            shuffled = np.take_along_axis(np.broadcast_to(residual[index], (size, *index.shape)), order, axis=2)
-            flipped += np.einsum("ptc,tc->p", shuffled, weights[index])
-        extreme += int(np.count_nonzero(np.abs(flipped) >= observed - tie))
-    return (1 + extreme) / (1 + permutations)
+            # each row's own residuals in its drawn order: positions into the rows laid end to end
+            shuffled = residual[index].ravel()[order + index.shape[1] * np.arange(index.shape[0])[:, None]]
+            for k, w in enumerate(weights):
+                flipped[k] += np.einsum("ptc,tc->p", shuffled, w[index])
+        for k, found in enumerate(observed):
+            extreme[k] += int(np.count_nonzero(np.abs(flipped[k]) >= found - tie))
+    return [(1 + count) / (1 + permutations) for count in extreme]
 
 
 def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
@@ -428,16 +493,22 @@ def _tasks_by_size(strata: np.ndarray) -> list[np.ndarray]:
     return [np.stack(rows) for rows in by_size.values()]
 
 
-def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndarray, resamples: int,
-                        seed: int) -> tuple[float | None, float | None]:
-    """95% percentile interval of the statistic over tasks drawn with replacement (a task's candidates together);
-    None bounds when too few resamples have both thirds (or none is asked for)."""
+def _bootstrap_intervals(strata: np.ndarray, splits: Sequence[np.ndarray], residual: np.ndarray, resamples: int,
+                         seed: int) -> list[tuple[float | None, float | None]]:
+    """Per split (thirds of the same candidates), the 95% percentile interval of the statistic over tasks drawn
+    with replacement (a task's candidates together), every split on the same draws; None bounds when too few
+    resamples have both thirds (or none is asked for)."""
     if resamples < 1:
-        return None, None
+        return [(None, None)] * len(splits)
     tasks = int(strata.max()) + 1
+    weights = np.random.default_rng(seed).multinomial(tasks, np.full(tasks, 1 / tasks), size=resamples)
+    return [_interval_on(weights, strata, third, residual, tasks, resamples) for third in splits]
+
+
+def _interval_on(weights: np.ndarray, strata: np.ndarray, third: np.ndarray, residual: np.ndarray, tasks: int,
+                 resamples: int) -> tuple[float | None, float | None]:
     sums = [np.bincount(strata, weights=residual * (third == k), minlength=tasks) for k in (2, 0)]
     counts = [np.bincount(strata, weights=(third == k).astype(float), minlength=tasks) for k in (2, 0)]
-    weights = np.random.default_rng(seed).multinomial(tasks, np.full(tasks, 1 / tasks), size=resamples)
     with np.errstate(divide="ignore", invalid="ignore"):
         found = (weights @ sums[0]) / (weights @ counts[0]) - (weights @ sums[1]) / (weights @ counts[1])
     found = found[np.isfinite(found)]
@@ -447,7 +518,7 @@ def _bootstrap_interval(strata: np.ndarray, third: np.ndarray, residual: np.ndar
     return float(low) + 0.0, float(high) + 0.0
 
 
-def _third_entry(name: str, passed: np.ndarray, values: np.ndarray) -> dict[str, Any]:
+def _third_entry(name: str, passed: np.ndarray, values: np.ndarray) -> DriftThird:
     return {"third": name, "candidates": int(passed.size), "pass_rate": float(passed.mean()),
             "from": float(values.min()), "to": float(values.max())}
 

@@ -46,6 +46,9 @@ class Means:
     #: --signals: also measure candidates read back from disk whose records lack them (a full decode of each;
     #: a replay of thousands of large images would spend minutes on it, so only when asked)
     signals_from_disk: bool = False
+    #: the run's cache folder (--cache-dir): the signals keep the references they reduce in its ``signals/``, for
+    #: every worker and later run (engine/signals.py); None: in memory only
+    cache_dir: Path | None = None
     stability: dict[Key, int] = field(default_factory=dict)  # key -> K re-judgements (--judge-stability, engine/stability.py)
     #: The run this process belongs to (glue/stash.py run_id: the same in the controller and every xdist worker):
     #: every ledger entry its calls write names it (``run``: what the run bought, call_ledger.spent_in_run)

@@ -17,9 +17,11 @@ them does not compute them again.  numpy and Pillow only.
 
 Cost: a candidate just bought is not decoded again: the adapter that checks it keeps a preview of at most
 SOURCE_SIDE pixels a side (``preview_of``), from which the signals are measured; a candidate read back from disk
-is decoded once, a few at a time (providers.images.IMAGE_WORK).  The reference is reduced once and kept, in
-memory and in the cache folder, since every repeat of every model shares it.  bench/bench_signals.py measures it at the
-tasks' real sizes.
+is decoded once, a few at a time (providers.images.IMAGE_WORK), in the same turn as it is compared: a candidate
+waiting for its turn holds no pixels, so a batch whose hundreds of lines land together holds a few previews, not
+one per line.  The reference is reduced once and kept, in memory and in the cache folder the caller names
+(``<cache>/signals/``), since every repeat of every model shares it.  bench/bench_signals.py measures it at
+the tasks' real sizes.
 """
 
 from __future__ import annotations
@@ -79,34 +81,42 @@ def preview_of(image: Image.Image) -> Preview:
     return Preview(upright_size(image.size, turn), upright(small, turn))
 
 
-def compute_signals(candidate: Path | Preview, target: tuple[int, int], reference: Path | None) -> dict[str, Any]:
+def compute_signals(candidate: Path | Preview, target: tuple[int, int], reference: Path | None,
+                    cache: Path | None = None) -> dict[str, Any]:
     """The signals of one candidate, from its file or its ``Preview`` (see the module docstring); pixel
-    comparisons None when they cannot be made."""
-    preview = candidate if isinstance(candidate, Preview) else _preview_from_file(candidate)
+    comparisons None when they cannot be made.  ``cache``: the folder whose ``signals/`` keeps reduced
+    references across processes (None: in memory only)."""
+    from ..providers.images import IMAGE_WORK
+
+    # reduced before the turn below: reducing takes a turn of its own, and IMAGE_WORK is not reentrant
+    small = REFERENCES.get(reference, cache) if reference is not None else None
+    # One turn, a few at a time: a candidate from disk is decoded, compared and dropped in it, so none waits
+    # holding its preview; and dozens of calls in flight must not each hold their arrays (and the GIL).
+    with IMAGE_WORK:
+        preview = candidate if isinstance(candidate, Preview) else _preview_from_file(candidate)
+        return _measured(preview, target, small)
+
+
+def _measured(preview: Preview, target: tuple[int, int], small: SmallReference | None) -> dict[str, Any]:
     width, height = preview.size
     signals: dict[str, Any] = {"width": width, "height": height, "size_match": (width, height) == tuple(target),
                                "aspect_match": aspect_matches((width, height), target),
                                "unchanged": False, "ssim": None, "delta_e": None}
-    if reference is None:
+    if small is None:
         return signals
-    from ..providers.images import IMAGE_WORK
-
-    small = REFERENCES.get(reference)
-    with IMAGE_WORK:  # a few at a time: dozens of calls in flight must not each hold their arrays (and the GIL)
-        ours = _at_common_size(preview, small.rgb.shape[1::-1])
-        signals["ssim"] = round(ssim_against(small.window, luminance(ours)), 4)
-        signals["delta_e"] = round(mean_distance(small.lab, lab(ours)), 3)
+    ours = _at_common_size(preview, small.rgb.shape[1::-1])
+    signals["ssim"] = round(ssim_against(small.window, luminance(ours)), 4)
+    signals["delta_e"] = round(mean_distance(small.lab, lab(ours)), 3)
     signals["unchanged"] = signals["ssim"] >= UNCHANGED_SSIM and signals["delta_e"] <= UNCHANGED_DELTA_E
     return signals
 
 
 def _preview_from_file(candidate: Path) -> Preview:
-    """A candidate read back from disk (reused, not just bought): decoded once more, a few at a time."""
+    """A candidate read back from disk (reused, or from an adapter that made no preview): decoded once more,
+    by a caller that holds an IMAGE_WORK turn."""
     from PIL import Image
 
-    from ..providers.images import IMAGE_WORK
-
-    with IMAGE_WORK, Image.open(candidate) as image:
+    with Image.open(candidate) as image:
         image.load()
         return preview_of(image)
 
@@ -150,7 +160,7 @@ class SmallReference:
 
 class _ReferenceCache:
     """Small copies of reference images, by path, size and modification time (a changed file is read again),
-    in memory and, when the run has a cache folder, on disk (``<cache>/signals/``): a 5504 x 3072 WebP takes
+    in memory and, when the caller names a cache folder, on disk (``<cache>/signals/``): a 5504 x 3072 WebP takes
     over half a second to decode, and each xdist worker would otherwise pay it once per task."""
 
     def __init__(self, capacity: int = 16):  # the pool works a task's repeats (and models) together
@@ -158,7 +168,7 @@ class _ReferenceCache:
         self._capacity, self._lock = capacity, threading.Lock()
         self._making: dict[RefKey, threading.Lock] = {}  # one lock per reference being reduced
 
-    def get(self, path: Path) -> SmallReference:
+    def get(self, path: Path, cache: Path | None = None) -> SmallReference:
         stat = Path(path).stat()
         key = (str(Path(path).resolve()), stat.st_size, stat.st_mtime_ns)
         small = self._cached(key)
@@ -171,8 +181,9 @@ class _ReferenceCache:
         with making:
             small = self._cached(key)
             if small is None:
-                stored = self._from_disk(key)
-                small = SmallReference.of(stored if stored is not None else self._reduce(path, key))
+                stored = _disk_path(key, cache)
+                rgb = self._from_disk(stored)
+                small = SmallReference.of(rgb if rgb is not None else self._reduce(path, stored))
                 with self._lock:
                     self._items[key] = small
                     while len(self._items) > self._capacity:
@@ -188,7 +199,7 @@ class _ReferenceCache:
                 return self._items[key]
         return None
 
-    def _reduce(self, path: Path, key: RefKey) -> np.ndarray:
+    def _reduce(self, path: Path, stored: Path | None) -> np.ndarray:
         from PIL import Image
 
         from ..providers.images import IMAGE_WORK
@@ -197,7 +208,6 @@ class _ReferenceCache:
             image.load()
             preview = preview_of(image)
         rgb = _at_common_size(preview, common_size(*preview.size))
-        stored = _disk_path(key)
         if stored is not None:
             try:
                 buffer = io.BytesIO()
@@ -208,8 +218,7 @@ class _ReferenceCache:
         return rgb
 
     @staticmethod
-    def _from_disk(key: RefKey) -> np.ndarray | None:
-        stored = _disk_path(key)
+    def _from_disk(stored: Path | None) -> np.ndarray | None:
         try:
             rgb = np.load(stored, allow_pickle=False) if stored is not None and stored.is_file() else None
         except (OSError, ValueError):
@@ -218,14 +227,12 @@ class _ReferenceCache:
         return rgb if ok else None
 
 
-def _disk_path(key: RefKey) -> Path | None:
-    from ..providers import runtime
-
-    cache = runtime.current().cache_dir
+def _disk_path(key: RefKey, cache: Path | None) -> Path | None:
+    """Where a reduced reference is kept in the cache folder ``cache`` (None: nowhere)."""
     if cache is None:
         return None
     digest = hashlib.sha256(f"{key}:{COMMON_SIDE}:preview-{SOURCE_SIDE}".encode()).hexdigest()[:32]
-    return Path(cache).parent / "signals" / f"{digest}.npy"
+    return Path(cache) / "signals" / f"{digest}.npy"
 
 
 REFERENCES = _ReferenceCache()
@@ -323,12 +330,13 @@ def mean_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(squares[..., 0] + squares[..., 1] + squares[..., 2]).mean())
 
 
-def candidate_signals(task: Task, candidate: Path | Preview, references: Callable[[Task], Sequence[Path]]
-                      ) -> dict[str, Any]:
+def candidate_signals(task: Task, candidate: Path | Preview, references: Callable[[Task], Sequence[Path]],
+                      cache: Path | None = None) -> dict[str, Any]:
     """The signals of a task's candidate, from its file or its preview (``references(task)`` gives the local
-    reference images); {} when the images cannot be read: a diagnostic never fails an item."""
+    reference images; ``cache``: as ``compute_signals``); {} when the images cannot be read: a diagnostic never
+    fails an item."""
     try:
         found = references(task)
-        return compute_signals(candidate, (task.width, task.height), found[0] if found else None)
+        return compute_signals(candidate, (task.width, task.height), found[0] if found else None, cache)
     except Exception:  # noqa: BLE001 (Pillow raises OSError, ValueError, SyntaxError, DecompressionBombError...)
         return {}

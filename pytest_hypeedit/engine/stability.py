@@ -31,6 +31,7 @@ from .record_spend import add_failed_judge_cost, add_verdict_cost, keep_verdicts
 from .records import FAIL, PASS, Record, now_iso, usd
 
 if TYPE_CHECKING:
+    from ..report.results_model import JudgeStability
     from .paidcall import PaidCalls
     from .planning import Plan
 
@@ -165,7 +166,7 @@ def _written(calls: PaidCalls, plan: Plan, step: Step) -> bool:
 # --------------------------------------------------------------------------- the results
 
 
-def stability_of(records: Iterable[Record]) -> dict[str, Any] | None:
+def stability_of(records: Iterable[Record]) -> JudgeStability | None:
     """A row's ``judge_stability``: candidates re-judged, K, flips and their rate (None when none was)."""
     candidates = rejudgements = flips = 0
     most, cost = 0, 0.0

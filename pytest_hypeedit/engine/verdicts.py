@@ -214,7 +214,7 @@ class Verdicts:
             return False
         from .signals import candidate_signals
 
-        record.signals = candidate_signals(task, candidate, self.means.references)
+        record.signals = candidate_signals(task, candidate, self.means.references, self.means.cache_dir)
         return bool(record.signals)
 
     def _needs_signals(self, record: Record) -> bool:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..analysis.enrich import AnalysisSettings
     from ..analysis.metrics import TaskTally
     from ..config import RunConfig
-    from ..report.results_model import Results
+    from ..report.results_model import Baseline, Results
 
 GATES_KEY = pytest.StashKey[list[str]]()
 JUNIT_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost",
@@ -144,11 +144,11 @@ class CiPlugin:
         from ..report.terminal_table import pairwise_lines
 
         write_folded(terminalreporter, lines + baseline_lines(results) + pairwise_lines(results))
-        from ..report.serving_view import serving_lines
+        from ..report.serving_view import serving_lines, serving_title
 
         serving = serving_lines(results)  # only when it applies: two routes of one model, or a significant drift
         if serving:
-            terminalreporter.write_sep("-", "serving: routes and drift (not a model's score; results: serving)")
+            terminalreporter.write_sep("-", serving_title(results))
             write_folded(terminalreporter, serving)
         if not verbose and (self.analysis.bootstrap or sensitivity_lines(results)):
             hint = "-v shows every interval and the effective cost by review time x retry cap (all in results.json)"
@@ -175,15 +175,14 @@ class CiPlugin:
         terminalreporter.write_line(f"{verdict} ({why})", bold=True, green=passed and status == 0, red=not passed)
 
 
-def _load_baseline(path: str | None) -> dict[str, Any] | None:
+def _load_baseline(path: str | None) -> Baseline | None:
     if not path:
         return None
     try:
         baseline = load_results(Path(path))
     except InputError as exc:
         raise InputError(f"--baseline {exc}") from None
-    baseline["source"] = str(path)
-    return baseline
+    return {**baseline, "source": str(path)}
 
 
 def _session_results(config: pytest.Config) -> Results | None:

@@ -10,7 +10,7 @@ session's (glue/session.py): no model's figure counts them.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,7 +24,7 @@ from .stash import RUNNER_KEY
 if TYPE_CHECKING:
     from ..engine.controls import PassedBy
     from ..labels import Panel
-    from ..report.results_model import Results
+    from ..report.results_model import JudgeControls, Results
 
 #: The name the plugin is registered under.
 PLUGIN_NAME = "hypeedit-judge-controls"
@@ -36,7 +36,7 @@ class ControlsPlugin:
         self.records: list[Record] = []
         self.judge_id: str | None = None
         self.problem: str | None = None  # why the controls were not judged
-        self.entry: dict[str, Any] | None = None
+        self.entry: JudgeControls | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if settings_of(self.config).collect_only:
@@ -60,7 +60,7 @@ class ControlsPlugin:
     def add_to(self, results: Results) -> None:
         results["judge_controls"] = self.results_entry()
 
-    def results_entry(self) -> dict[str, Any]:
+    def results_entry(self) -> JudgeControls:
         from ..analysis.judge_controls import drift, summarize
         from ..engine.controls import verdicts_of
 

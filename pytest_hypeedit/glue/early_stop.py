@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ..analysis.gates import Gate, GateResult
     from ..config import RunConfig
     from ..engine.records import Record
-    from ..report.results_model import Results, RowMetric
+    from ..report.results_model import BuyingOrder, GateDecision, Results, RowMetric, Sequential
     from .items import CandidateItem
 
 COMBINED = "combined"  # as report/leaderboard.py names the pooled row (not imported: numpy-free at collection)
@@ -261,16 +261,18 @@ class SequentialGates:
                 return stream
         return None
 
-    def results_entry(self, results: Mapping[str, Any]) -> dict[str, Any]:
+    def results_entry(self, results: Mapping[str, Any]) -> Sequential:
         """The results' ``sequential`` object (docs/reference/results.md)."""
         coverage = results.get("coverage") or {}
         planned = int(coverage.get("selected", len(self.order)))
-        gates = [{"gate": s.gate.text, "model": s.model, "split": s.split, "decided": s.test.decision is not None,
-                  "decision": s.test.decision, "after": s.test.decided_at if s.test.decision else s.test.position,
-                  "planned": len(s.keys)} for s in self.streams]
+        gates: list[GateDecision] = [
+            {"gate": s.gate.text, "model": s.model, "split": s.split, "decided": s.test.decision is not None,
+             "decision": s.test.decision, "after": s.test.decided_at if s.test.decision else s.test.position,
+             "planned": len(s.keys)} for s in self.streams]
         gates += [{"gate": gate.text, "model": gate.model, "split": gate.split, "decided": False, "decision": None,
                    "not_decidable": why} for gate, why in self.undecidable]
-        orders = [{"model": order.model, "file": str(order.path), "drawn": order.drawn} for order in self.orders]
+        orders: list[BuyingOrder] = [{"model": order.model, "file": str(order.path), "drawn": order.drawn}
+                                     for order in self.orders]
         return {"candidates_bought": candidates_bought(results), "candidates_planned": planned,
                 "alpha": self.alpha, "alpha_per_gate": self.gate_alpha, "method": METHOD,
                 "stopped": self.stopped is not None,

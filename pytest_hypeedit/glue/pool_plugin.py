@@ -57,6 +57,7 @@ from .stopping import (
     write_leave,
     write_stop,
 )
+from .warm_up import FOR_ANSWERS, FOR_RESULTS, warm_up
 from .xdist_internals import unsupported, worker_queue
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class PoolPlugin:
         self.config.stash[POOL_KEY] = self.pool
         self.stopper.install()  # until the process is done with its calls (pytest_unconfigure)
         self.pool.start()
+        # what the answers and (in this process's own session) the results need, imported while the calls wait
+        warm_up(FOR_ANSWERS if hasattr(self.config, "workerinput") else FOR_ANSWERS + FOR_RESULTS)
         try:
             yield
         finally:

@@ -122,6 +122,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         on_possibly_paid=run.possibly_paid,
         stability=stability_for(config, run),
         signals_from_disk=settings_of(config).signals,
+        cache_dir=run.cache_dir,
         run_id=run_id(config),  # what the run bought: each ledger entry its calls write names it
     ))
 
@@ -146,7 +147,6 @@ def configure_runtime(config: pytest.Config, run: RunConfig) -> None:
     config.stash[RUNTIME_KEY] = runtime.Runtime(state_dir=run_state_dir(config, run),
                                                 cache_dir=run.cache_dir / "prepared", limits=run.limits_for,
                                                 tier=run.tier)
-    runtime.configure(config.stash[RUNTIME_KEY])  # for engine/signals.py's reference cache (providers/runtime.py)
 
 
 def run_state_dir(config: pytest.Config, run: RunConfig) -> Path:

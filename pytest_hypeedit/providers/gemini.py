@@ -34,13 +34,14 @@ from .genai_client import (
     gemini_probe,
     import_genai,
 )
-from .images import ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
+from .images import IMAGE_WORK, ImageLimits, PixelsTooMany, PreparedImage, open_checked, prepare_references
 from .runtime import Runtime
 
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import GenerateContentConfig, Part
 
     from ..engine.limits import RouteLimiter
+    from ..engine.preview import Preview
     from ..registry import ModelSpec
     from ..transport.http import RetryPolicy
     from ..transport.keycheck import KeyProbe
@@ -99,10 +100,10 @@ class GeminiProvider(Provider):
     key_env = GEMINI_KEY_ENV
 
     @staticmethod
-    def take_image(response: Any, what: str) -> tuple[bytes, str]:
+    def take_image(response: Any, what: str, previews: list[Preview] | None = None) -> tuple[bytes, str]:
         """The reply's image, or a Refusal (module ``take_image``): the batch path (providers/gemini_batch.py)
         reads its lines through the provider it is given, as it does not import this module, which imports it."""
-        return take_image(response, what)
+        return take_image(response, what, previews)
 
     def __init__(self, spec: ModelSpec, *, runtime: Runtime | None = None,
                  policy: RetryPolicy | None = None, limiter: RouteLimiter | None = None,
@@ -160,13 +161,16 @@ class GeminiProvider(Provider):
                 self._gone = model_gone(self.spec, str(exc).removeprefix(f"{what}: "), status=404)
                 raise self._gone from None
             raise
-        image, ext = take_image(response, what)
-        return self.generation_of(request, response, image, ext)
+        previews: list[Preview] = []
+        image, ext = take_image(response, what, previews)
+        return self.generation_of(request, response, image, ext, previews[0] if previews else None)
 
-    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str) -> Generation:
+    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str,
+                      preview: Preview | None = None) -> Generation:
+        """``preview``: the image's copy for the pixel signals, made while ``decoded`` checked it."""
         return Generation(image=image, ext=ext, cost=self.price_of_image(), provider_model=self.spec.provider_model,
                           seed=request.seed, request_id=getattr(response, "response_id", None),
-                          extra=_extra(response, self._aspect_ratio(request), self.image_size))
+                          extra=_extra(response, self._aspect_ratio(request), self.image_size), preview=preview)
 
     # ------------------------------------------------------------------ the batch tier (gemini_batch.py)
     @property
@@ -285,8 +289,9 @@ def as_png(data: bytes, where: str) -> bytes:
 # --------------------------------------------------------------------------- the reply
 
 
-def take_image(response: Any, what: str) -> tuple[bytes, str]:
-    """The last non-thought image of the first candidate, as (bytes, ext); else a Refusal saying why."""
+def take_image(response: Any, what: str, previews: list[Preview] | None = None) -> tuple[bytes, str]:
+    """The last non-thought image of the first candidate, as (bytes, ext); else a Refusal saying why.
+    ``previews``: as ``decoded``."""
     request_id = getattr(response, "response_id", None)
     # Refusals cost 0: the image price is billed for an image returned; the input tokens of a
     # refused call (about $0.002) are not counted (whether Google bills them: UNCONFIRMED).
@@ -303,7 +308,7 @@ def take_image(response: Any, what: str) -> tuple[bytes, str]:
     image = part.inline_data if part is not None else None  # last_image_part returns a part with data, or None
     if image is None or not image.data:
         raise Refusal(f"{what}: answered without an image: {_text_excerpt(candidate)!r}", cost=0.0, request_id=request_id)
-    return decoded(image.data, image.mime_type, what, request_id)
+    return decoded(image.data, image.mime_type, what, request_id, previews)
 
 
 def last_image_part(candidate: Any) -> Part | None:
@@ -318,12 +323,20 @@ def _text_excerpt(candidate: Any) -> str:
     return redact(text[:200]) if text else "(no text either)"
 
 
-def decoded(data: bytes, mime: str | None, what: str, request_id: str | None) -> tuple[bytes, str]:
+def decoded(data: bytes, mime: str | None, what: str, request_id: str | None,
+            previews: list[Preview] | None = None) -> tuple[bytes, str]:
     """Check that the image decodes (a truncated file is a refusal, not a candidate; so is one of more pixels
-    than images.MAX_IMAGE_PIXELS, never decoded: see adapter.decoded_ext) and name its format."""
+    than images.MAX_IMAGE_PIXELS, never decoded: see adapter.decoded_ext) and name its format.  ``previews``: a
+    list that receives the image's preview for the pixel signals (engine/signals.py), made from this decode: the
+    candidate is not decoded again from its file to be measured."""
     try:
-        with open_checked(io.BytesIO(data), "the returned image") as image:
+        # a 2K image decoded is 12 MB: a few at a time, as every adapter decodes (adapter.decoded_ext)
+        with IMAGE_WORK, open_checked(io.BytesIO(data), "the returned image") as image:
             image.load()
+            if previews is not None:
+                from ..engine.signals import preview_of
+
+                previews.append(preview_of(image))
     except PixelsTooMany as exc:
         raise Refusal(f"{what}: {exc}", cost=0.0, request_id=request_id) from None
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError... for bad files

@@ -55,6 +55,7 @@ from .genai_client import API_VERSION, DEFAULT_BASE_URL, GEMINI_KEY_ENV, call, i
 if TYPE_CHECKING:  # pragma: no cover
     from google.genai.types import GenerateContentConfig
 
+    from ..engine.preview import Preview
     from .genai_client import GenaiSession
     from .images import PreparedImage
 
@@ -68,8 +69,9 @@ class GeminiBatchProvider(BatchProvider, Protocol):
     def session(self) -> GenaiSession: ...
     def prepared(self, request: GenerationRequest) -> tuple[PreparedImage, ...]: ...
     def request_config(self, request: GenerationRequest) -> GenerateContentConfig: ...
-    def take_image(self, response: Any, what: str) -> tuple[bytes, str]: ...
-    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str) -> Generation: ...
+    def take_image(self, response: Any, what: str, previews: list[Preview] | None = None) -> tuple[bytes, str]: ...
+    def generation_of(self, request: GenerationRequest, response: Any, image: bytes, ext: str,
+                      preview: Preview | None = None) -> Generation: ...
     def priced_model(self) -> bool: ...
 
 
@@ -418,12 +420,13 @@ def generation_of(provider: GeminiBatchProvider, request: GenerationRequest, out
     with LINE_WORK:  # a few lines in memory at a time, whatever the batch's size (batch_results.py)
         if isinstance(response, SpooledLine):
             response = _parsed(response.load().get("response"))
+        previews: list[Preview] = []  # the signals' copy, made by the check's decode: the file is not decoded again
         try:
-            image, ext = provider.take_image(response, what)
+            image, ext = provider.take_image(response, what, previews)
         except Refusal as exc:
             exc.tier = "batch"
             raise
-        generation = provider.generation_of(request, response, image, ext)
+        generation = provider.generation_of(request, response, image, ext, previews[0] if previews else None)
         # on disk before the next line is read: the candidate holds a path until it is saved (batch_results.land)
         generation.image = land(image, request.call.landing or provider.runtime.downloads_dir())
     generation.cost = provider.spec.price_at("batch") if not provider.priced_model() else \

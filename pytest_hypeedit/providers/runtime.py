@@ -9,9 +9,8 @@ the built-in judges (``JudgeOptions.runtime``) and the pool's route admissions.
 
 An adapter or judge made without one (a unit test, a tool that builds one outside a run) gets a runtime of its
 own, made with it (``Runtime()``: no route limits, the default retry policy, the standard tier, batch collectors
-of its own, prepared images in a temporary folder made on first use).  It never reads another run's: nothing
-reads a runtime from this module (tests/package/test_runtime_reads.py), except ``engine/signals.py``'s
-cache of reduced reference images through ``current()``, until that folder is passed in too.
+of its own, prepared images in a temporary folder made on first use).  It never reads another run's: this module
+keeps no runtime of the process to read (tests/package/test_runtime_reads.py).
 """
 
 from __future__ import annotations
@@ -62,19 +61,3 @@ class Runtime:
         if self.state_dir is not None:
             return self.state_dir / "downloads"
         return self.images_dir() / "downloads"
-
-
-_current = Runtime()
-
-
-def configure(runtime: Runtime) -> None:
-    """The run's runtime for ``current()``: set by the glue at configure (glue/startup.py configure_runtime)."""
-    global _current  # noqa: PLW0603 -- the process's one runtime, set at configure
-    _current = runtime
-
-
-def current() -> Runtime:
-    """The runtime last ``configure``-d in this process.  Read by engine/signals.py alone (where its reference
-    cache keeps reduced images, until that folder is passed in); every other module is given its runtime
-    (tests/package/test_runtime_reads.py)."""
-    return _current

@@ -17,6 +17,7 @@ from ..analysis import agreement
 from ..engine.records import FAIL, PASS, Record
 from ..errors import ConfigError
 from ..labels import Panel, read_panel
+from .results_model import Agreement, DisagreementNote, SignalCounts, SignalsByCell
 
 PREFIX = "labels:"
 MAX_WARNINGS = 20
@@ -43,7 +44,7 @@ class AgreementCheck:
         paths = parse_agreement_option(value)
         return cls(paths, read_panel(paths, known_models))
 
-    def results(self, records: Iterable[Record], judge: str) -> dict[str, Any]:
+    def results(self, records: Iterable[Record], judge: str) -> Agreement:
         """The JSON-ready agreement report over the candidates of this run."""
         records = list(records)
         in_run = {(r.task_id, r.model, r.repeat) for r in records}
@@ -85,7 +86,7 @@ def _pairs(records: list[Record], panel: Panel) -> tuple[list[tuple[bool, bool, 
 CELLS = {(True, True): "both_pass", (True, False): "false_pass", (False, True): "false_fail", (False, False): "both_fail"}
 
 
-def signals_by_cell(records: list[Record], panel: Panel) -> dict[str, Any]:
+def signals_by_cell(records: list[Record], panel: Panel) -> SignalsByCell:
     """How the pixel diagnostics (record.signals) fall in each cell of judge against panel, e.g. how many of
     the judge's PASS that people failed are unchanged copies of the reference."""
     cells: dict[str, list[dict[str, Any]]] = {name: [] for name in CELLS.values()}
@@ -93,13 +94,14 @@ def signals_by_cell(records: list[Record], panel: Panel) -> dict[str, Any]:
         verdict = panel.verdict(record.task_id, record.model, record.repeat)
         if record.outcome in (PASS, FAIL) and verdict is not None:
             cells[CELLS[(record.outcome == PASS, verdict.passed)]].append(record.signals or {})
-    summary: dict[str, Any] = {name: _signal_counts(found) for name, found in cells.items()}
-    summary["disagreements"] = len(cells["false_pass"]) + len(cells["false_fail"])
-    summary["judge_pass_unchanged"] = summary["false_pass"]["unchanged"]
-    return summary
+    false_pass = _signal_counts(cells["false_pass"])
+    return {"both_pass": _signal_counts(cells["both_pass"]), "false_pass": false_pass,
+            "false_fail": _signal_counts(cells["false_fail"]), "both_fail": _signal_counts(cells["both_fail"]),
+            "disagreements": len(cells["false_pass"]) + len(cells["false_fail"]),
+            "judge_pass_unchanged": false_pass["unchanged"]}
 
 
-def _signal_counts(found: list[dict[str, Any]]) -> dict[str, Any]:
+def _signal_counts(found: list[dict[str, Any]]) -> SignalCounts:
     measured = [s for s in found if s]
     ssim = [s["ssim"] for s in measured if isinstance(s.get("ssim"), (int, float))]
     delta_e = [s["delta_e"] for s in measured if isinstance(s.get("delta_e"), (int, float))]
@@ -111,10 +113,10 @@ def _signal_counts(found: list[dict[str, Any]]) -> dict[str, Any]:
             "delta_e_mean": sum(delta_e) / len(delta_e) if delta_e else None}
 
 
-def disagreement_notes(records: list[Record], panel: Panel, limit: int = MAX_WARNINGS) -> list[dict[str, Any]]:
+def disagreement_notes(records: list[Record], panel: Panel, limit: int = MAX_WARNINGS) -> list[DisagreementNote]:
     """The candidates where judge and panel disagree and a rater left a note: what people saw that the judge
     did not (or the reverse), for the terminal and the report."""
-    found = []
+    found: list[DisagreementNote] = []
     for record in sorted(records, key=lambda r: r.key):
         verdict = panel.verdict(record.task_id, record.model, record.repeat)
         if record.outcome not in (PASS, FAIL) or verdict is None or (record.outcome == PASS) == verdict.passed:

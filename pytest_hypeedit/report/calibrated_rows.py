@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping, Sequence
 
-from ..analysis.enrich import row_price
 from ..engine.records import FAIL, PASS, REFUSED, Record
 from ..errors import ConfigError
 from ..labels import Panel, PanelVerdict, read_panel
@@ -211,6 +210,7 @@ def _calibrate_row(row: ResultsRow, records: list[Record], sample: HumanSample, 
     from ..analysis.calibration import METHOD, calibrate, task_evidence
     from ..analysis.calibration_evidence import this_run_pass_rate
     from ..analysis.calibration_intervals import TARGET, TARGET_TEXT
+    from ..analysis.enrich import row_price  # numpy: imported once the records are in, as the other analyses
 
     found = row_sample(records, sample, pooled_keys=row["split"] == COMBINED)
     evidence = task_evidence(found.units)
@@ -228,7 +228,7 @@ def _calibrate_row(row: ResultsRow, records: list[Record], sample: HumanSample, 
     if result is None:
         return
     # how often the judge and people disagreed in the sample: below MIN_DISAGREEMENTS its error is barely measured
-    row["calibration"].update(disagreements=result.disagreements, few_disagreements=result.few_disagreements)
+    row["calibration"].update({"disagreements": result.disagreements, "few_disagreements": result.few_disagreements})
     row["calibrated"], row["human_sample"], row["judge_error"] = result.calibrated, result.human_sample, result.judge_error
     this_run = this_run_pass_rate(found.units, settings.level)
     if this_run is not None:
@@ -303,7 +303,7 @@ def calibrated_baseline(row: Mapping[str, Any], evidence: list[TaskEvidence], se
     """The paired comparison of calibrated figures with the baseline's row, when it was calibrated too."""
     from ..analysis.calibration import TaskEvidence
     from ..analysis.calibration_paired import paired_calibrated
-    from ..analysis.enrich import baseline_row, marked_degenerate
+    from ..analysis.enrich import baseline_row, marked_degenerate, row_price
 
     old = baseline_row(row, baseline)
     if old is None or not (old.get("calibration_evidence") or {}).get("tasks"):

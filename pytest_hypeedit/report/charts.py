@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Iterable, Mapping
 
-from ..analysis.metrics import format_metric
-from ..finite import finite_number
+from ..finite import finite_number, format_metric
 from .tables import (
     metric_labels,
     row_repeats,

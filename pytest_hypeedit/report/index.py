@@ -23,6 +23,7 @@ from .tables import by_pass_rate, columns, leaderboard_cells, model_name, paid_e
 
 if TYPE_CHECKING:
     from .published import Published
+    from .results_model import Results
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
@@ -33,7 +34,7 @@ tr.published { color: #666; font-style: italic; }
 """
 
 
-def report_links(runs: Sequence[tuple[Path, Mapping[str, Any]]], index: Path) -> dict[str, list[str]]:
+def report_links(runs: Sequence[tuple[Path, Results]], index: Path) -> dict[str, list[str]]:
     """Model -> the relative URLs of the HTML reports beside the results files that hold it."""
     links: dict[str, list[str]] = {}
     for results_path, results in runs:
@@ -49,7 +50,7 @@ def relative_url(page: Path, start: Path) -> str:
     return urllib.parse.quote(Path(os.path.relpath(page.resolve(), start.resolve())).as_posix())
 
 
-def index_html(merged: Mapping[str, Any], links: Mapping[str, list[str]], published: "Published | None" = None) -> str:
+def index_html(merged: Results, links: Mapping[str, list[str]], published: "Published | None" = None) -> str:
     """The same tables as the Markdown leaderboard (report/leaderboard_markdown.py), cell for cell: the same
     sections (a split's rows of each number of images per task apart, the paper's only beside its own number), the
     same model marks (release, judge/calibrated, incomplete, published) and the effective cost at list price."""
@@ -71,7 +72,7 @@ def index_html(merged: Mapping[str, Any], links: Mapping[str, list[str]], publis
     return "\n".join(parts) + "\n"
 
 
-def _summary(merged: Mapping[str, Any], published: "Published | None") -> str:
+def _summary(merged: Results, published: "Published | None") -> str:
     settings = merged.get("settings") or {}
     lines = [f"Runs merged: {len(merged.get('runs') or [])}."]
     if settings.get("judge"):
@@ -102,7 +103,7 @@ def _row(row: Mapping[str, Any], links: Mapping[str, list[str]]) -> str:
     return f"<tr{css}><td>{name}</td>{cells}</tr>"
 
 
-def write_index(path: Path, merged: Mapping[str, Any], runs: Sequence[tuple[Path, Mapping[str, Any]]],
+def write_index(path: Path, merged: Results, runs: Sequence[tuple[Path, Results]],
                 published: "Published | None" = None) -> None:
     path = Path(path)
     atomic_write_bytes(path, index_html(merged, report_links(runs, path), published).encode("utf-8"))

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..errors import HypeEditError, InputError
 from .leaderboard_markdown import results_markdown
 from .results_files import load_results, merge_results
+from .results_model import CombinedLeftOut, Results, ResultsRow
 from .tables import COMBINED, SCHEMA, cell as _cell, row_repeats
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def take_incomplete(runs: Sequence[tuple[str, dict[str, Any]]], allowed: bool) -> None:
+def take_incomplete(runs: Sequence[tuple[str, Results]], allowed: bool) -> None:
     """Refuse a results file of an incomplete run (its figures cover part of what was asked), unless ``allowed``:
     then mark each of its rows ``incomplete``, which the tables show."""
     for name, results in runs:
@@ -99,7 +100,7 @@ def take_incomplete(runs: Sequence[tuple[str, dict[str, Any]]], allowed: bool) -
                 row["incomplete"] = True
 
 
-def stamp_repeats(runs: Sequence[tuple[str, dict[str, Any]]]) -> None:
+def stamp_repeats(runs: Sequence[tuple[str, Results]]) -> None:
     """Give each row the images per task its run was measured on (a file written before rows carried ``repeats``
     says it in its settings), so that the merge keeps runs of 2 and 4 repeats apart: the settings of a merge are
     the first file's."""
@@ -110,11 +111,12 @@ def stamp_repeats(runs: Sequence[tuple[str, dict[str, Any]]]) -> None:
                 row["repeats"] = row_repeats({}, settings.get("repeats") if isinstance(settings, Mapping) else None)
 
 
-def drop_mixed_combined(merged: dict[str, Any]) -> None:
+def drop_mixed_combined(merged: Results) -> None:
     """A combined row pooled from split rows of different repeats is no figure of any number of images per task:
     it is left out, named in ``combined_left_out``.  A combined row pooled from rows of one number carries it."""
     rows = merged.get("rows") or []
-    kept, left_out = [], []
+    kept: list[ResultsRow] = []
+    left_out: list[CombinedLeftOut] = []
     for row in rows:
         if row.get("split") != COMBINED or row_repeats(row) is not None:
             kept.append(row)
@@ -124,7 +126,7 @@ def drop_mixed_combined(merged: dict[str, Any]) -> None:
             row["repeats"] = found.pop()
             kept.append(row)
         else:
-            left_out.append({"model": row.get("model"), "reason": "its splits were measured on different numbers of "
+            left_out.append({"model": row["model"], "reason": "its splits were measured on different numbers of "
                              f"images per task ({', '.join(str(k) for k in sorted(found, key=str))}): no pooled figure"})
     merged["rows"] = kept
     if left_out:
@@ -144,7 +146,7 @@ def incomplete_why(results: Mapping[str, Any]) -> str:
     return "; ".join(reasons)
 
 
-def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[tuple[Path, dict[str, Any]]],
+def _write_outputs(args: argparse.Namespace, merged: Results, runs: list[tuple[Path, Results]],
                    published: Published | None) -> None:
     markdown = results_markdown(merged, published)
     if args.json_out:
@@ -159,7 +161,7 @@ def _write_outputs(args: argparse.Namespace, merged: dict[str, Any], runs: list[
         sys.stdout.write(markdown)
 
 
-def _no_run() -> dict[str, Any]:
+def _no_run() -> Results:
     return {"schema": SCHEMA, "settings": {}, "runs": [], "rows": []}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ..analysis.metrics import format_metric
+from ..finite import format_metric
 from .tables import (
     COLUMNS,
     Section,
@@ -25,9 +25,10 @@ from .tables import (
 
 if TYPE_CHECKING:
     from .published import Published
+    from .results_model import Results
 
 
-def results_markdown(results: Mapping[str, Any], published: "Published | None" = None) -> str:
+def results_markdown(results: Results, published: "Published | None" = None) -> str:
     """The leaderboard of one results dict: a header, then one table per split and combined.
 
     With ``published`` (report/published.py), the paper's rows of each split are
@@ -101,7 +102,7 @@ def _published_notes(settings: Mapping[str, Any], published: "Published") -> lis
     return notes
 
 
-def _split_section(section: Section, results: Mapping[str, Any], published: "Published | None" = None,
+def _split_section(section: Section, results: Results, published: "Published | None" = None,
                    pairwise: bool = True) -> str:
     rows, theirs, repeats, split = by_pass_rate(section.rows), section.published, section.repeats, section.split
     generated = results.get("generated_at") or results.get("created")
@@ -116,7 +117,9 @@ def _split_section(section: Section, results: Mapping[str, Any], published: "Pub
     if rows and repeats_note(repeats):
         lines += ["", repeats_note(repeats) + "."]
     if any(r.get("intervals") for r in rows):
-        lines += ["", "95% intervals over tasks:", "", _table(rows, _interval_cells, repeats)]
+        missing = _missing_intervals(rows, repeats)
+        title = "95% intervals over tasks" + (" (n/a: no interval, why below)" if missing else "") + ":"
+        lines += ["", title, "", _table(rows, _interval_cells, repeats), *([""] + missing if missing else [])]
     lines += _calibrated_section(rows, repeats)
     lines += _pairwise_section(split, results) if pairwise else []
     notes = [_row_note(r) for r in rows if _row_note(r)]
@@ -155,6 +158,23 @@ def _interval_cells(row: Mapping[str, Any]) -> list[str]:
     return cells
 
 
+def _missing_intervals(rows: list[Mapping[str, Any]], repeats: int | None) -> list[str]:
+    """Why each n/a of the intervals table has no interval: the row's own note (``interval_notes``), the price
+    paid (a batch or Flex tier: the interval is at the price paid, the table at list price), else the file's silence."""
+    found = []
+    for row in rows:
+        notes = found_notes if isinstance(found_notes := row.get("interval_notes"), Mapping) else {}
+        for (key, title, _), cell in zip(columns(repeats), _interval_cells(row)):
+            if cell != "n/a":
+                continue
+            if key == "effective_cost" and _paid_elsewhere(row):
+                why = "the run paid another price than the list price (a batch or Flex tier); its interval is at the price paid"
+            else:
+                why = str(notes.get(key) or "the results file gives none")
+            found.append(f"- {_cell(model_name(row))}, {title}: {_cell(why)}")
+    return found
+
+
 def _calibrated_section(rows: list[Mapping[str, Any]], repeats: int | None = None) -> list[str]:
     """The figures corrected with a human sample (--calibrate), each with its interval, and what to know."""
     calibrated = [r for r in rows if isinstance(r.get("calibration"), Mapping)]
@@ -191,7 +211,7 @@ def _row_note(row: Mapping[str, Any]) -> str:
     return f"{_cell(row.get('model'))}: incomplete ({', '.join(problems)}); its figures cover judged candidates only."
 
 
-def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
+def _pairwise_section(split: str, results: Results) -> list[str]:
     """Under a split's tables: which models cannot be told apart on pass rate (analysis/pairwise.py), or why
     they were not compared."""
     lines = [f"- {_cell(skip.get('model'))}: {_cell(skip.get('reason'))}" for skip in results.get("pairwise_skipped")
@@ -206,7 +226,7 @@ def _pairwise_section(split: str, results: Mapping[str, Any]) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _serving_section(results: Mapping[str, Any]) -> str:
+def _serving_section(results: Results) -> str:
     """Is a model served the same (results ``serving``, analysis/serving.py): its routes' pass rates compared, and
     one model's pass rate between two runs on the same tasks; "" when the results have neither."""
     from .serving_view import comparison_text, route_pairs

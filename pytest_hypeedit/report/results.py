@@ -36,7 +36,15 @@ from ..engine.stability import stability_of
 from ..files import atomic_write_bytes
 from ..registry import ModelSpec
 from .leaderboard_markdown import results_markdown
-from .results_model import CoverageSummary, IncompleteReason, Results, ResultsRow, SignalsSummary
+from .results_model import (
+    CoverageSummary,
+    IncompleteReason,
+    Results,
+    ResultsRow,
+    RunSettings,
+    SignalsSummary,
+    SpentBreakdown,
+)
 from .tables import (
     COMBINED as COMBINED,  # re-exported: glue/ci.py imports it from here
     SCHEMA,
@@ -77,7 +85,7 @@ class Coverage:
 
 def build_results(
     records: Iterable[Record], *, models: Sequence[ModelSpec], split_names: Sequence[str], settings: MetricSettings,
-    settings_json: dict[str, Any], coverage: Coverage | None = None, run_id: str | None = None,
+    settings_json: RunSettings, coverage: Coverage | None = None, run_id: str | None = None,
 ) -> Results:
     """The results for a run: ``models`` are ModelSpecs (for prices), splits in run order; ``coverage``
     (from the glue) says what was asked for, so that a run cut short or a selection never passes for a full run;
@@ -249,7 +257,7 @@ def tallies_of(records: Iterable[Record], pooled_keys: bool = False) -> list[Tas
     return tally_tasks(judged)
 
 
-def _counts(records: list[Record], run_id: str | None) -> dict[str, Any]:
+def _counts(records: list[Record], run_id: str | None) -> ResultsRow:
     spent = sum(r.spent for r in records)
     # every paid call this run sent, as each record says (its ledger's entries naming the run)
     this_run = sum(spent_in_run(r, run_id) for r in records)
@@ -286,7 +294,7 @@ def _money(value: float) -> float:
     return round(value, 6) if math.isfinite(value) else 0.0
 
 
-def _possibly_paid(records: list[Record]) -> dict[str, Any]:
+def _possibly_paid(records: list[Record]) -> ResultsRow:
     """Candidates with a paid call abandoned without its reply (engine/journal.py), which may therefore have been
     paid twice, and those calls' worst-case price (the ledger's lost calls); of them, ``possibly_paid_open``: not
     bought again yet (the next run does), and ``possibly_paid_held``: left as errors for review (--possibly-paid
@@ -300,17 +308,18 @@ def _possibly_paid(records: list[Record]) -> dict[str, Any]:
             "possibly_paid_open": len(open_) - len(held), "possibly_paid_held": len(held)}
 
 
-def _spent_breakdown(records: list[Record]) -> dict[str, Any]:
+def _spent_breakdown(records: list[Record]) -> SpentBreakdown:
     """``spent`` in its parts: generation, judge, expired jobs bought again, possibly paid calls (USD), from the
     records' ledgers (engine/call_ledger.py)."""
     totals = {"generation": 0.0, "judge": 0.0, "resubmitted": 0.0, "possibly_paid": 0.0}
     for record in records:
         for part, value in call_ledger.breakdown(call_ledger.calls_of(record)).items():
             totals[part] += value
-    return {part: round(value, 6) for part, value in totals.items()}
+    return {"generation": round(totals["generation"], 6), "judge": round(totals["judge"], 6),
+            "resubmitted": round(totals["resubmitted"], 6), "possibly_paid": round(totals["possibly_paid"], 6)}
 
 
-def spend_by_tier(records: list[Record]) -> dict[str, Any]:
+def spend_by_tier(records: list[Record]) -> dict[str, dict[str, float]]:
     """The generation and judge parts of ``spent_breakdown`` by the tier that served each call (``unknown`` for a
     tier on disk that is no tier we know): USD.  A candidate's judge calls that failed after being paid, and its
     re-judgements, count at its verdict's tier (no reply says theirs)."""
@@ -322,7 +331,7 @@ def spend_by_tier(records: list[Record]) -> dict[str, Any]:
     return {part: {tier: _money(value) for tier, value in tiers.items()} for part, tiers in parts.items()}
 
 
-def spend_by_kind(records: list[Record]) -> dict[str, Any]:
+def spend_by_kind(records: list[Record]) -> dict[str, float]:
     """``spent`` by what each paid call was for (the ledger's kinds: generation, batch_line, verdict, rejudgement,
     judge_call), every state counted (paid, left behind, possibly paid): USD, kinds that cost nothing left out."""
     kinds: dict[str, float] = {}
@@ -352,7 +361,7 @@ def price_at(spec: ModelSpec, tier: str) -> float:
     return spec.price_at(tier) if tier in (STANDARD, BATCH) else spec.price
 
 
-def _rejudged_stale(records: list[Record]) -> dict[str, Any]:
+def _rejudged_stale(records: list[Record]) -> ResultsRow:
     """Verdicts this run gave in place of stored ones the judge declared stale (Judge.stale_reason), by reason:
     they were paid for again, so the user is told, never silently."""
     reasons: dict[str, int] = {}

@@ -10,33 +10,37 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from ..errors import ConfigError, InputError
 from ..finite import finite_number
 from ..untrusted import RESULTS_BYTES, UntrustedInput, load_json_file
+from .results_model import PairwiseEntry, PairwiseSkipped, Results, ResultsRow, RunSettings
 from .results_shape import NotResults, check_results_shape
 from .tables import COMBINED, SCHEMA
+
+if TYPE_CHECKING:
+    from ..analysis.serving import RunRow
 
 #: Metrics that are means over tasks, so a pooled split is their task-weighted mean.
 TASK_MEANS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "first_attempt_pass_rate")
 COUNTS = ("tasks", "candidates", "judged", "errors", "refusals", "spent")
 SETTINGS_THAT_CHANGE_NUMBERS = ("retry_cap", "review_cost")
 
-#: Runs as given: (the file's name, its results).
-Runs = Sequence[tuple[str, Mapping[str, Any]]]
+#: Runs as given: (the file's name, its results, checked by ``load_results``).
+Runs = Sequence[tuple[str, Results]]
 #: The split rows kept, by (model, split): (the row, the name of the run it came from).
-Chosen = dict[tuple[str, str], tuple[dict[str, Any], str]]
+Chosen = dict[tuple[str, str], tuple[ResultsRow, str]]
 
 
-def load_results(path: Path) -> dict[str, Any]:
+def load_results(path: Path) -> Results:
     """The results file at ``path``, read as records are (untrusted.py): its size checked before it is read
     (``RESULTS_BYTES``), its depth bounded, then every figure its readers take checked (report/results_shape.py);
     anything else is an InputError naming the file, never a traceback."""
     try:
         if os.stat(path).st_size > RESULTS_BYTES:  # before a byte is read: a 400 MB file costs no memory
             raise UntrustedInput(f"larger than {RESULTS_BYTES >> 20} MiB, the most a results file may hold")
-        data: dict[str, Any] = load_json_file(Path(path), RESULTS_BYTES)  # a dict once its shape is checked
+        data = load_json_file(Path(path), RESULTS_BYTES)
         check_results_shape(data, SCHEMA)
     except OSError as exc:
         raise InputError(f"{path}: cannot read results file ({exc.strerror or exc})") from None
@@ -46,10 +50,11 @@ def load_results(path: Path) -> dict[str, Any]:
     except NotResults as exc:
         raise InputError(f"{path}: not a results file: {exc}; expected the results JSON of a benchmark run, as "
                          "pytest-hypeedit wrote it") from None
-    return data
+    # checked: a results object whose figures its readers can take (a newer version's keys pass as they are)
+    return cast(Results, data)
 
 
-def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: bool = False) -> dict[str, Any]:
+def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: bool = False) -> Results:
     """Merge several runs' results into one results dict.
 
     ``prefer``: None (a duplicate model x split is an error), "first", "last",
@@ -62,7 +67,7 @@ def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: b
     chosen = _choose_split_rows(runs, prefer)
     rows = [row for row, _ in chosen.values()]
     rows += _combined_rows(chosen, runs, settings)
-    merged = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
+    merged: Results = {"schema": SCHEMA, "settings": settings, "runs": [name for name, _ in runs], "rows": rows}
     merged.update(merged_pairwise(rows, settings))
     merged.update(merged_serving(runs, rows, settings))
     stamps = [str(r["generated_at"]) for _, r in runs if r.get("generated_at")]
@@ -71,10 +76,11 @@ def merge_results(runs: Runs, prefer: str | None = None, allow_mixed_settings: b
     return merged
 
 
-def _merged_settings(runs: Runs, allow_mixed: bool) -> dict[str, Any]:
-    settings = dict(runs[0][1].get("settings") or {})
+def _merged_settings(runs: Runs, allow_mixed: bool) -> RunSettings:
+    first = runs[0][1].get("settings")
+    settings: RunSettings = first.copy() if first else {}
     for name, results in runs[1:]:
-        other = results.get("settings") or {}
+        other: RunSettings = results.get("settings") or {}
         for key in SETTINGS_THAT_CHANGE_NUMBERS:
             if other.get(key) != settings.get(key) and not allow_mixed:
                 raise ConfigError(
@@ -103,7 +109,7 @@ def _choose_split_rows(runs: Runs, prefer: str | None) -> Chosen:
             key = (str(row.get("model")), str(row.get("split")))
             if key in chosen and not _replaces(name, chosen[key][1], prefer, key):
                 continue
-            chosen[key] = (dict(row), name)
+            chosen[key] = (row.copy(), name)
     return chosen
 
 
@@ -118,9 +124,9 @@ def _replaces(new: str, old: str, prefer: str | None, key: tuple[str, str]) -> b
     return new == prefer
 
 
-def _combined_rows(chosen: Chosen, runs: Runs, settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _combined_rows(chosen: Chosen, runs: Runs, settings: Mapping[str, Any]) -> list[ResultsRow]:
     """A combined row per model with two or more splits: kept from its run if all splits came from it."""
-    by_model: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    by_model: dict[str, list[tuple[ResultsRow, str]]] = {}
     for (model, _split), entry in chosen.items():
         by_model.setdefault(model, []).append(entry)
     combined = []
@@ -133,16 +139,16 @@ def _combined_rows(chosen: Chosen, runs: Runs, settings: Mapping[str, Any]) -> l
     return combined
 
 
-def _original_combined(model: str, sources: set[str], runs: Runs) -> dict[str, Any] | None:
+def _original_combined(model: str, sources: set[str], runs: Runs) -> ResultsRow | None:
     for name, results in runs:
         if name in sources:
             for row in results.get("rows") or []:
                 if row.get("split") == COMBINED and row.get("model") == model:
-                    return dict(row)
+                    return row.copy()
     return None
 
 
-def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float | None) -> dict[str, Any]:
+def pooled_row(model: str, rows: Sequence[ResultsRow], review_cost: float | None) -> ResultsRow:
     """The combined row of one model from its split rows.
 
     Every metric but effective cost and hype gap is a mean over tasks, so the
@@ -166,7 +172,7 @@ def pooled_row(model: str, rows: Sequence[Mapping[str, Any]], review_cost: float
         pooled["task_tallies"] = [{**t, "task_id": f"{r.get('split')}/{t.get('task_id')}"}
                                   for r in rows for t in r["task_tallies"]]
     pooled["effective_cost"] = _effective_cost(pooled, review_cost)
-    return pooled
+    return cast(ResultsRow, pooled)  # keys by name from COUNTS and TASK_MEANS: the row's own
 
 
 def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float | None:
@@ -176,22 +182,25 @@ def _effective_cost(row: Mapping[str, Any], review_cost: float | None) -> float 
     return attempts * (price + review_cost) / pass_at_4
 
 
-def merged_pairwise(rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+def merged_pairwise(rows: Sequence[ResultsRow], settings: Mapping[str, Any]) -> Results:
     """``pairwise`` for merged rows carrying ``task_tallies``, and ``pairwise_skipped``: the rows of a split of
     several models that carry none (an older version's results), left out and said so."""
-    by_split: dict[str, list[Mapping[str, Any]]] = {}
+    by_split: dict[str, list[ResultsRow]] = {}
     for row in rows:
         by_split.setdefault(str(row.get("split")), []).append(row)
     several = [row for split_rows in by_split.values() if len(split_rows) > 1 for row in split_rows]
-    skipped = [{"split": r.get("split"), "model": r.get("model"),
-                "reason": "no per-task tallies (results written by an older version), so not in the pairwise "
-                          "comparison; rerun it to compare"} for r in several if not r.get("task_tallies")]
+    skipped: list[PairwiseSkipped] = [
+        {"split": r["split"], "model": r["model"],
+         "reason": "no per-task tallies (results written by an older version), so not in the pairwise comparison; "
+                   "rerun it to compare"} for r in several if not r.get("task_tallies")]
     compared = _pairwise_of(settings, [r for r in several if r.get("task_tallies")])
-    found: dict[str, Any] = {"pairwise": compared} if compared is not None else {}
-    return found | ({"pairwise_skipped": skipped} if skipped else {})
+    found: Results = {"pairwise": compared} if compared is not None else {}
+    if skipped:
+        found["pairwise_skipped"] = skipped
+    return found
 
 
-def _pairwise_of(settings: Mapping[str, Any], rows: list[Mapping[str, Any]]) -> list[dict[str, Any]] | None:
+def _pairwise_of(settings: Mapping[str, Any], rows: list[ResultsRow]) -> list[PairwiseEntry] | None:
     from ..analysis.enrich import AnalysisSettings, pairwise_of_rows
     from ..analysis.pairwise import PAIRWISE_METRICS
 
@@ -216,7 +225,7 @@ def _not_comparable(exc: Exception) -> InputError:
                       "check that each file is a results JSON written by pytest-hypeedit")
 
 
-def merged_serving(runs: Runs, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]) -> dict[str, Any]:
+def merged_serving(runs: Runs, rows: Sequence[ResultsRow], settings: Mapping[str, Any]) -> Results:
     """``serving`` of a merge (analysis/serving.py): the routes of one model among the merged rows, and every two
     files that measured one model on one split (the later file given minus the earlier, on the tasks both judged),
     whichever of them ``--prefer`` chose for the tables; ``{}`` when neither applies.  No drift within a run: a
@@ -231,15 +240,15 @@ def merged_serving(runs: Runs, rows: Sequence[Mapping[str, Any]], settings: Mapp
         found["routes"] = [e for e in found["routes"] if e.get("metric") != "effective_cost"]
     if not found["routes"] and not found["runs"]:
         return {}
-    return {"serving": {key: found[key] for key in ("routes", "runs", "limits")}}
+    return {"serving": {"routes": found["routes"], "runs": found["runs"], "limits": found["limits"]}}
 
 
-def run_pairs_of(runs: Runs) -> list[tuple[Any, Any]]:
+def run_pairs_of(runs: Runs) -> list[tuple[RunRow, RunRow]]:
     """(later, earlier) rows of one model on one split from two files, for every two files that hold it, in the
     order the files were given; rows without per-task tallies (an older version's) are left out."""
     from ..analysis.enrich import run_dates, run_row
 
-    by_row: dict[tuple[str, str], list[Any]] = {}
+    by_row: dict[tuple[str, str], list[RunRow]] = {}
     for name, results in runs:
         dates = run_dates(results)
         for row in results.get("rows") or []:

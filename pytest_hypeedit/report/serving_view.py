@@ -83,6 +83,16 @@ def serving_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def serving_title(results: Mapping[str, Any]) -> str:
+    """The terminal section's title, naming what it holds: ``serving: routes, drift and between runs (...)``,
+    or only the parts present (a run with --baseline and one route shows only ``between runs``)."""
+    drifts = [entry for entry in _entries(results, "drift") if entry.get("significant") and entry.get("sentence")]
+    parts = ((["routes"] if route_pairs(results) else []) + (["drift"] if drifts else [])
+             + (["between runs"] if _entries(results, "runs") else []))
+    named = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else "nothing"
+    return f"serving: {named} (not a model's score; results: serving)"
+
+
 def runs_text(entry: Mapping[str, Any]) -> str:
     """``served (mini, 12 tasks; 120 and 120 verdicts): this run - base/results.json: pass rate -30.0 points
     [-41.7, -18.3], significant``, and whether the judge differs."""

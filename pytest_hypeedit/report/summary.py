@@ -18,7 +18,7 @@ from html import escape
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
-from ..analysis.metrics import format_metric
+from ..finite import format_metric
 from .charts import chart_metrics, metric_charts_svg, rows_repeats
 from .model_groups import groups_html
 from .release_text import release_lines, same_release_lines

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..analysis.metrics import format_metric
-from ..finite import finite_number
+from ..finite import finite_number, format_metric
 
 if TYPE_CHECKING:
     from .published import Published

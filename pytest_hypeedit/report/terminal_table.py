@@ -9,9 +9,10 @@ folded at its spaces, never left for the terminal to wrap.  Pure: no I/O."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Mapping
+from typing import Literal, Mapping
 
-from ..analysis.metrics import format_metric
+from ..finite import format_metric
+from .results_model import Results, ResultsRow
 from .spend_tiers import spend_by_tier_text, tiered
 from .tables import COLUMNS, COMBINED, columns, repeats_note
 
@@ -20,18 +21,19 @@ WIDTH = 100
 #: The metric columns' titles in the terminal: upstream's (tables.COLUMNS, the Markdown and HTML tables'), with
 #: the two long ones abbreviated; the legend under the table spells them out.
 SHORT_TITLES = {"expected_attempts": "Attempts", "effective_cost": "$/success"}
-COUNT_COLUMNS = (("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
+COUNT_COLUMNS: tuple[tuple[str, Literal["judged", "refusals", "errors", "skipped"]], ...] = (
+    ("Judged", "judged"), ("Refused", "refusals"), ("Errors", "errors"), ("Skipped", "skipped"))
 #: The narrowest a shortened model or split name gets.
 MIN_NAME = 8
 
 
-def title(results: Mapping[str, Any]) -> str:
+def title(results: Results) -> str:
     """The table's title, naming the judge whose verdicts the figures count."""
     judge = (results.get("settings") or {}).get("judge")
     return f"HYPE-EDIT-1 results (judge: {judge})" if judge else "HYPE-EDIT-1 results"
 
 
-def summary_lines(results: Mapping[str, Any]) -> list[str]:
+def summary_lines(results: Results) -> list[str]:
     rows = _ordered(results["rows"])
     calibrated = any(row.get("calibrated") for row in rows)
     repeats = (results.get("settings") or {}).get("repeats")
@@ -44,7 +46,7 @@ def summary_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def metrics_table(rows: list[dict[str, Any]], calibrated: bool, repeats: int | None = None) -> list[str]:
+def metrics_table(rows: list[ResultsRow], calibrated: bool, repeats: int | None = None) -> list[str]:
     """The metrics, ``pass_at_10`` and ``hype_gap`` titled for what they measure at ``repeats`` (Pass@k)."""
     headers = ["Model", "Split"] + [SHORT_TITLES.get(key, title) for key, title, _ in columns(repeats)]
     body = [[row["model"], row["split"], *_metrics(row)] for row in rows]
@@ -54,19 +56,19 @@ def metrics_table(rows: list[dict[str, Any]], calibrated: bool, repeats: int | N
     return table(headers, body)
 
 
-def counts_table(rows: list[dict[str, Any]]) -> list[str]:
+def counts_table(rows: list[ResultsRow]) -> list[str]:
     headers = ["Model", "Split"] + [h for h, _ in COUNT_COLUMNS] + ["Spent"]
     return table(headers, [[row["model"], row["split"], *_counts(row)] for row in rows])
 
 
-def legend(results: Mapping[str, Any]) -> str:
+def legend(results: Results) -> str:
     cap = (results.get("settings") or {}).get("retry_cap")
     within = f" within {cap} tries" if cap else ""
     paid = " at the price paid (the tiers below)" if any(tiered(row) for row in results["rows"]) else ""
     return f"Attempts: expected attempts{within}; $/success: effective cost per success{paid}, review included"
 
 
-def tier_lines(rows: list[dict[str, Any]]) -> list[str]:
+def tier_lines(rows: list[ResultsRow]) -> list[str]:
     """Spend by tier, when some was not at standard: "spend by tier: generation standard $x, batch $y; judge flex
     $z", then each model's effective cost at list price (results.json: effective_cost_list) to compare runs; and
     how many tiers read from records on disk were not believed."""
@@ -126,7 +128,7 @@ def fold_cells(head: str, cells: list[str], width: int = WIDTH, indent: str = " 
     return lines + [current.rstrip()]
 
 
-def implausible_lines(rows: list[dict[str, Any]]) -> list[str]:
+def implausible_lines(rows: list[ResultsRow]) -> list[str]:
     """Amounts in records on disk that were not believed (negative, not finite, absurd) and counted as 0."""
     count = sum(row.get("implausible_amounts") or 0 for row in rows if row["split"] != COMBINED)
     if not count:
@@ -136,7 +138,7 @@ def implausible_lines(rows: list[dict[str, Any]]) -> list[str]:
              "its candidate's record names the amount")]
 
 
-def possibly_paid_lines(rows: list[dict[str, Any]]) -> list[str]:
+def possibly_paid_lines(rows: list[ResultsRow]) -> list[str]:
     """One line per model with candidates possibly paid twice: a paid call of theirs was abandoned without its
     reply (a kill, a second Ctrl-C, a lost connection), so the provider may have billed it."""
     lines = []
@@ -153,7 +155,7 @@ def possibly_paid_lines(rows: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def rejudged_lines(rows: list[dict[str, Any]]) -> list[str]:
+def rejudged_lines(rows: list[ResultsRow]) -> list[str]:
     """One line per reason why stored verdicts were judged again, e.g. given under another prompt."""
     reasons: dict[str, int] = {}
     for row in rows:
@@ -163,21 +165,21 @@ def rejudged_lines(rows: list[dict[str, Any]]) -> list[str]:
     return [f"{count} verdict{'s' if count != 1 else ''} judged again: {reason}" for reason, count in reasons.items()]
 
 
-def _ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _ordered(rows: list[ResultsRow]) -> list[ResultsRow]:
     # per split by pass rate, as upstream; combined rows last
     return sorted(rows, key=lambda r: (r["split"] == COMBINED, r["split"], -(r["pass_rate"] or 0), r["model"]))
 
 
-def _metrics(row: dict[str, Any]) -> list[str]:
+def _metrics(row: Mapping[str, object]) -> list[str]:
     return [format_metric(row.get(key), kind) for key, _, kind in COLUMNS]
 
 
-def _counts(row: dict[str, Any]) -> list[str]:
+def _counts(row: ResultsRow) -> list[str]:
     counts = [f"{row[key]}/{row['candidates']}" if key == "judged" else str(row[key]) for _, key in COUNT_COLUMNS]
     return [*counts, f"${row['spent']:.2f}"]
 
 
-def _calibrated_first(row: dict[str, Any]) -> list[list[str]]:
+def _calibrated_first(row: ResultsRow) -> list[list[str]]:
     """A calibrated row's corrected figures first, marked "calibrated", then the judge's own on a line of
     their own marked "judge"; a row without a human sample shows its judge figures, marked so."""
     judge = [row["model"], row["split"], "judge", *_metrics(row)]
@@ -193,12 +195,12 @@ def _join(cells: list[str], widths: list[int]) -> str:
     return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
 
 
-def totals_lines(rows: list[dict[str, Any]], results: Mapping[str, Any]) -> list[str]:
+def totals_lines(rows: list[ResultsRow], results: Results) -> list[str]:
     """The run's counts and spend (folded to the width), then its status on a line of its own."""
     return fold(_totals(rows)) + [_status(results)]
 
 
-def _totals(rows: list[dict[str, Any]]) -> str:
+def _totals(rows: list[ResultsRow]) -> str:
     own = [r for r in rows if r["split"] != COMBINED]
     spent = sum(r["spent"] for r in own)
     this_run = sum(r["spent_this_run"] for r in own)
@@ -213,7 +215,7 @@ def _totals(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def _status(results: Mapping[str, Any]) -> str:
+def _status(results: Results) -> str:
     if results["complete"]:
         return "run complete"
     if results.get("coverage"):  # the run's last line says why, with counts (glue/session.py)
@@ -221,13 +223,13 @@ def _status(results: Mapping[str, Any]) -> str:
     return "run INCOMPLETE (errors or skipped candidates; rerun to finish)"
 
 
-def _spent_parts(rows: list[dict[str, Any]]) -> str:
+def _spent_parts(rows: list[ResultsRow]) -> str:
     """What the spend was for, when a verdict, a resubmitted job or a possibly paid call cost something:
     "; generation $x, judge $y" (the parts that cost nothing left out)."""
     totals: dict[str, float] = {}
     for row in rows:
         for name, value in (row.get("spent_breakdown") or {}).items():
-            totals[name] = totals.get(name, 0.0) + value
+            totals[name] = totals.get(name, 0.0) + (value if isinstance(value, (int, float)) else 0.0)
     if not any(value for name, value in totals.items() if name != "generation"):
         return ""
     shown = {name: value for name, value in totals.items() if value or name == "generation"}
@@ -238,7 +240,7 @@ def _spent_parts(rows: list[dict[str, Any]]) -> str:
 MAX_PAIRS_SHOWN = 12
 
 
-def pairwise_lines(results: Mapping[str, Any], metric: str = "pass_rate") -> list[str]:
+def pairwise_lines(results: Results, metric: str = "pass_rate") -> list[str]:
     """Per split with two or more models, the pairs not shown different on ``metric`` (Holm-adjusted, 5%), or
     that every pair differs: a few folded lines (analysis/pairwise.py; every metric is in results.json)."""
     entries = [e for e in results.get("pairwise") or () if isinstance(e, dict) and e.get("metric") == metric]

@@ -22,6 +22,7 @@ from pytest_hypeedit.analysis.serving import (
     candidates_of,
     drift,
     drift_entry,
+    model_drift,
     route_comparisons,
     stratified_p,
     thirds,
@@ -245,3 +246,17 @@ def test_rows_of_several_splits_and_their_combined_row_get_their_own_latencies()
 def test_no_bootstrap_asked_is_no_interval_not_an_error():
     entry = drift_entry("m", "latency", drifting_candidates(10, 6, 0.0, 0), permutations=99, bootstrap=0)
     assert entry["interval"] == [None, None] and 0 < entry["p_value"] <= 1
+
+
+def test_a_models_time_and_latency_entries_share_their_draws_and_each_is_what_it_is_alone():
+    """Both entries of a model whose candidates all have a purchase time and a latency are tested on one set of
+    permutations and resamples (half the work at the end of a run): each keeps the p-value and interval it gets
+    alone.  With some latencies missing the candidates differ, and each entry draws its own."""
+    candidates = drifting_candidates(12, 6, 0.3, 4)
+    kept = [Candidate(c.split, c.task, c.passed, c.bought_at, c.latency_s if i % 5 else None)
+            for i, c in enumerate(candidates)]
+    for found in (candidates, kept):
+        together = model_drift("m", found, ("time", "latency"), permutations=999, bootstrap=200, seed=2)
+        alone = [drift_entry("m", by, found, permutations=999, bootstrap=200, seed=2) for by in ("time", "latency")]
+        assert together == alone
+        assert together[0]["p_value"] != together[1]["p_value"]  # two statistics, not one twice

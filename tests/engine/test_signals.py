@@ -4,6 +4,8 @@ summarised per row and set against judge-human disagreements."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,16 +126,15 @@ def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, mo
 
     from pytest_hypeedit.engine import signals
 
-    cache = signals._ReferenceCache()
-    monkeypatch.setattr(signals, "_disk_path", lambda key: None)
+    cache = signals._ReferenceCache()  # asked without a cache folder: nothing on disk
     reference = photo(tmp_path / "ref.png", (320, 240))
     reduced, original = [], cache._reduce
     start = threading.Barrier(8)
 
-    def slow_reduce(path, key):
+    def slow_reduce(path, stored):
         reduced.append(path)
         threading.Event().wait(0.2)  # long enough for every other thread to ask meanwhile
-        return original(path, key)
+        return original(path, stored)
 
     monkeypatch.setattr(cache, "_reduce", slow_reduce)
     got = []
@@ -148,6 +149,109 @@ def test_a_reference_wanted_by_many_threads_at_once_is_reduced_once(tmp_path, mo
     for thread in threads:
         thread.join()
     assert len(reduced) == 1 and len(got) == 8 and all(small is got[0] for small in got)
+
+
+def test_the_reduced_reference_is_kept_in_the_cache_folder_the_caller_names(tmp_path, monkeypatch):
+    """The signals keep a reduced reference in ``<cache>/signals/`` of the folder their caller passes (the run's
+    --cache-dir, engine/means.py), read back by a new process without decoding the reference again; they read no
+    module global for it: a process-wide runtime's cache folder is not where they write (planted: the folder read
+    from ``runtime.current().cache_dir`` again when the caller names none -> a file under the runtime's folder)."""
+    from pytest_hypeedit.engine import signals
+    from pytest_hypeedit.providers import runtime
+
+    reference = photo(tmp_path / "ref.png", (320, 240))
+    candidate = photo(tmp_path / "cand.png", (320, 240), shift=(8, 0, 0))
+    monkeypatch.setattr(runtime, "_current", runtime.Runtime(cache_dir=tmp_path / "global" / "prepared"), raising=False)
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    measured = compute_signals(candidate, (320, 240), reference)
+    assert not (tmp_path / "global").exists()  # no folder named: in memory only
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    assert compute_signals(candidate, (320, 240), reference, tmp_path / "cache") == measured
+    stored = list((tmp_path / "cache" / "signals").glob("*.npy"))
+    assert len(stored) == 1
+    fresh = signals._ReferenceCache()  # a new process (an xdist worker, a rerun)
+    monkeypatch.setattr(signals, "REFERENCES", fresh)
+    monkeypatch.setattr(fresh, "_reduce", lambda path, stored: pytest.fail("the reference was decoded again"))
+    assert compute_signals(candidate, (320, 240), reference, tmp_path / "cache") == measured
+
+
+class FairTurns:
+    """IMAGE_WORK's bound with its turns handed out in the order they were asked for, as a loaded machine's
+    scheduler may hand them out: a thread that lets go of its turn and asks again waits behind every thread that
+    asked before it (Python's semaphore lets it barge in first, which would hide a thread holding pixels while it
+    waits)."""
+
+    def __init__(self, bound: int) -> None:
+        import threading
+        from collections import deque
+
+        self._free, self._queue, self._turns = bound, deque(), threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._turns:
+            ticket = object()
+            self._queue.append(ticket)
+            self._turns.wait_for(lambda: self._free > 0 and self._queue[0] is ticket)
+            self._queue.popleft()
+            self._free -= 1
+            self._turns.notify_all()
+
+    def __exit__(self, *exc) -> None:
+        with self._turns:
+            self._free += 1
+            self._turns.notify_all()
+
+
+def test_candidates_read_from_disk_hold_their_previews_only_in_their_turn(tmp_path, monkeypatch):
+    """Hundreds of batch lines land together, and a candidate read back from its file is decoded for the
+    signals: its preview (512 px a side, 0.8 MB) exists only inside the candidate's IMAGE_WORK turn, decoded,
+    compared and dropped in it, so a thread waiting for its turn holds none and at most IMAGE_WORK's bound are
+    alive whatever the number of candidates.  Counted, not measured: each preview counts itself alive until it
+    is freed (planted: the preview decoded in a turn of its own before the candidate waits for its turn to be
+    compared, as it was -> 12 alive at once, one per candidate)."""
+    import threading
+    import weakref
+
+    from pytest_hypeedit.engine import signals
+    from pytest_hypeedit.providers import images
+
+    bound, threads = 2, 12
+    monkeypatch.setattr(images, "IMAGE_WORK", FairTurns(bound))
+    monkeypatch.setattr(signals, "REFERENCES", signals._ReferenceCache())
+    reference = photo(tmp_path / "ref.png", (320, 240))
+    candidates = [photo(tmp_path / f"{n:03d}.png", (640, 480), shift=(n, 0, 0)) for n in range(threads)]
+    lock, alive = threading.Lock(), {"now": 0, "most": 0}
+
+    def change(step):
+        with lock:
+            alive["now"] += step
+            alive["most"] = max(alive["most"], alive["now"])
+
+    make = signals.preview_of
+
+    def counted(image):
+        preview = make(image)
+        change(+1)
+        weakref.finalize(preview, change, -1)
+        threading.Event().wait(0.02)  # a decode takes a while: the other threads ask for their turns meanwhile
+        return preview
+
+    monkeypatch.setattr(signals, "preview_of", counted)
+    compute_signals(candidates[0], (320, 240), reference)  # the reference reduced (one preview, dropped)
+    start, got = threading.Barrier(threads), []
+
+    def one(candidate):
+        start.wait()
+        got.append(compute_signals(candidate, (320, 240), reference))
+
+    workers = [threading.Thread(target=one, args=(candidate,)) for candidate in candidates]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(got) == threads and all(found["ssim"] is not None for found in got)
+    assert alive["most"] <= bound, f"{alive['most']} previews alive at once, {bound} turns"
+    assert alive["now"] == 0
 
 
 @pytest.fixture
@@ -180,6 +284,8 @@ def test_signals_are_kept_once_summarised_per_row_and_set_against_disagreements(
     assert signals["disagreements"] == 4 and signals["judge_pass_unchanged"] == 4  # "judge PASS but unchanged"
     assert signals["false_pass"]["n"] == 4 and signals["both_fail"]["unchanged"] == 4
     result.stdout.fnmatch_lines(["signals among disagreements: judge PASS / panel FAIL 4 (4 unchanged, 4 wrong size)*"])
+    # each task's reference reduced once into the run's cache folder (--cache-dir), for every worker and later run
+    assert len(list((Path(os.environ["HYPEEDIT_CACHE_DIR"]) / "signals").glob("*.npy"))) == 4
 
     record["signals"]["ssim"] = 0.5  # stored once: a rerun reads them, it does not measure again
     record_path.write_text(json.dumps(record))

@@ -1,5 +1,5 @@
-"""The ``Runtime`` is passed in, not read from a module global (issue 35): no module of the package reads the
-runtime ``providers/runtime.py`` keeps (``current()``, ``_current``), but for the one reader left, named below.
+"""The ``Runtime`` is passed in, not read from a module global (issue 35): providers/runtime.py keeps no runtime of
+the process (the ``configure()``/``current()`` of earlier versions are gone), and no module reads one back.
 Read as text (ast): the module imported under any name, or ``current`` imported from it, is a read."""
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from package_graph import _absolute, _runtime_imports, modules
 RUNTIME_MODULE = "pytest_hypeedit.providers.runtime"
 #: The names of the module global and its reader.
 GLOBAL_NAMES = {"current", "_current"}
-#: Modules that may read it: the one that keeps it, and engine/signals.py, whose cache of reduced reference images
-#: takes its folder from it until that folder is passed in too.
-ALLOWED = {RUNTIME_MODULE, "pytest_hypeedit.engine.signals"}
+#: Modules that may name them: the runtime module itself (which defines neither now).
+ALLOWED = {RUNTIME_MODULE}
 
 
 def global_reads(module: str, tree: ast.Module, is_package: bool) -> list[int]:
@@ -45,6 +44,13 @@ def test_no_module_reads_the_runtime_from_the_module_global():
             found[module] = lines
     assert not found, ("modules that read the run's runtime from providers/runtime.py instead of being given it "
                        f"(take it as a parameter, as the glue passes it in): {found}")
+
+
+def test_the_runtime_module_keeps_no_runtime_of_the_process():
+    from pytest_hypeedit.providers import runtime
+
+    kept = [name for name, value in vars(runtime).items() if isinstance(value, runtime.Runtime)]
+    assert not kept and not hasattr(runtime, "current") and not hasattr(runtime, "configure"), kept
 
 
 def test_the_check_sees_each_way_of_reading_it():

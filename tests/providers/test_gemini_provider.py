@@ -86,6 +86,8 @@ def test_sends_instruction_images_size_ratio_and_seed(fake_gemini, provider, ref
     assert generation.request_id == "fake-resp-1"
     assert color_of(generation.image) == BLUE
     assert generation.extra["usage"]["candidates_token_count"] == 1120
+    # the pixel signals' copy, made by the decode that checked the image: the candidate is not decoded again
+    assert generation.preview is not None and generation.preview.size == Image.open(io.BytesIO(generation.image)).size
 
 
 def test_takes_the_last_image_that_is_not_a_thought(fake_gemini, provider, references):

@@ -14,9 +14,10 @@ from pytest_hypeedit.registry import load_registry
 
 @pytest.fixture
 def last_run(tmp_path, monkeypatch):
-    """A runtime an earlier run in this process configured: limits, a batch tier, its own folders."""
+    """A runtime an earlier run in this process made: limits, a batch tier, its own folders (set where the module
+    global was, which providers/runtime.py no longer has: a module reading it again would find this one)."""
     run = runtime.Runtime(state_dir=tmp_path / "state", cache_dir=tmp_path / "prepared", tier="batch")
-    monkeypatch.setattr(runtime, "_current", run)
+    monkeypatch.setattr(runtime, "_current", run, raising=False)
     return run
 
 

@@ -90,6 +90,19 @@ def test_a_runs_own_combined_row_is_kept_with_its_intervals():
     assert "30.0% – 40.0%" in results_markdown(merged)
 
 
+def test_an_interval_the_table_shows_as_n_a_says_why_under_it():
+    noted = make_row("seedream-4.5", "public", intervals={"pass_rate": [0.3, 0.4]},
+                     interval_notes={"effective_cost": "no candidate passed: no finite effective cost"})
+    batch = make_row("gemini-3-pro-preview", "public", intervals={"pass_rate": [0.7, 0.8], "effective_cost": [1, 2]},
+                     cost_per_candidate_paid=PRICE["gemini-3-pro-preview"] / 2)
+    page = results_markdown(merge_results([("a.json", results(noted)), ("b.json", results(batch))]))
+    assert "95% intervals over tasks (n/a: no interval, why below):" in page
+    assert "- seedream-4.5, Effective cost/success: no candidate passed: no finite effective cost" in page
+    assert "- seedream-4.5, Pass@4: the results file gives none" in page
+    assert "- gemini-3-pro-preview, Effective cost/success: the run paid another price than the list price" in page
+    assert "- gemini-3-pro-preview, Pass rate" not in page  # it has its interval
+
+
 def test_same_model_and_split_twice_is_not_accepted_unless_told_which_wins():
     old, new = make_row("seedream-4.5", "public"), make_row("seedream-4.5", "public", pass_rate=0.5)
     runs = [("old.json", results(old)), ("new.json", results(new))]

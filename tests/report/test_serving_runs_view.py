@@ -9,7 +9,7 @@ import json
 from pytest_hypeedit.report.leaderboard import main
 from pytest_hypeedit.report.leaderboard_markdown import results_markdown
 from pytest_hypeedit.report.results_files import merge_results
-from pytest_hypeedit.report.serving_view import serving_html, serving_lines
+from pytest_hypeedit.report.serving_view import serving_html, serving_lines, serving_title
 
 LIMITS = {"runs": "a change between two runs on the same tasks", "routes": "the routes served these tasks"}
 
@@ -38,6 +38,15 @@ def test_a_comparison_that_is_not_significant_prints_no_sentence_and_a_changed_j
     assert lines[0].endswith("pass rate -2.0 points [-10.0, +5.0], not significant; the judge differs between the runs")
     assert not any("passed" in line for line in lines)
     assert serving_lines({"serving": {"routes": [], "drift": [], "runs": [], "limits": LIMITS}}) == []
+
+
+def test_the_terminal_title_names_only_what_the_section_holds():
+    only_runs = {"serving": {"routes": [], "drift": [], "runs": [entry()], "limits": LIMITS}}
+    assert serving_title(only_runs) == "serving: between runs (not a model's score; results: serving)"
+    drift = {"by": "latency", "significant": True, "sentence": "served passed less when slow"}
+    both = {"serving": {"routes": [], "drift": [drift, dict(drift, by="time", significant=False)], "runs": [entry()],
+                        "limits": LIMITS}}
+    assert serving_title(both) == "serving: drift and between runs (not a model's score; results: serving)"
 
 
 def test_the_report_shows_the_runs_side_by_side_with_their_judges_escaped():
