@@ -27,6 +27,9 @@ comparison (the values minus d flipped).  So an interval excludes 0 exactly when
 and a pair shown as indistinguishable never has an interval that excludes 0.
 
 "Not significant" means not shown different at 5% after the correction, not shown equal.
+
+``paired_comparison``: one release against its baseline (``--baseline``, each row's ``baseline``), every metric,
+the same test inverted at 95% for that one comparison (no correction).
 Pure: numpy only, no I/O.
 """
 
