@@ -12,7 +12,8 @@ Keys added to each results row (the results contract allows new keys: docs/refer
     task_tallies  [{task_id, passes, judged, first_passed, task_types}]
                   so a later run can compare itself with this one (--baseline)
     baseline      {metric: {current, baseline, difference, low, high, tasks}}
-                  paired over the tasks both runs judged; baseline_model names the row used
+                  paired over the tasks both runs judged, low/high the sign-flip test's 95% interval
+                  (pairwise.py paired_comparison); baseline_model names the row used
     baseline_tasks [{task_id, passes, judged, baseline_passes, baseline_judged, difference}]
                   per shared task, the change in its pass rate, worst first (the report lists
                   the tasks that got worse)
@@ -48,9 +49,8 @@ from ..report.results_model import (
     TaskTallyEntry,
 )
 from .metrics import MetricSettings, TaskTally, sensitivity
-from .pairwise import PAIRWISE_METRICS, Entrant, pairwise
+from .pairwise import PAIRWISE_METRICS, Entrant, paired_comparison, pairwise
 from .serving import THIS_RUN, Candidate, RouteRow, RunRow, serving
-from .stats import paired_comparison
 from .task_intervals import METHOD, TARGET_TEXT, task_intervals
 
 SENSITIVITY_REVIEW_SECONDS = (10.0, 20.0, 60.0, 120.0)
@@ -278,9 +278,8 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
         return {"baseline_error": "the baseline results carry no per-task tallies (written by an older version); rerun it"}
     old_tallies = [tally_from_json(t) for t in old["task_tallies"]]
     try:
-        comparison = paired_comparison(tallies, old_tallies, cost, row_price(old),
-                                       settings.metrics, n_resamples=settings.bootstrap or 1000, seed=settings.seed,
-                                       level=settings.level)
+        comparison = paired_comparison(tallies, old_tallies, cost, row_price(old), settings.metrics,
+                                       seed=settings.seed, level=settings.level)
     except ValueError as exc:  # no shared task: say so in the row rather than fail the run
         return {"baseline_error": str(exc)}
     return {"baseline": marked_degenerate(comparison), "baseline_model": old.get("model"),
@@ -289,9 +288,10 @@ def baseline_entry(row: Mapping[str, Any], tallies: Sequence[TaskTally], cost: f
 
 
 #: Why a paired difference has no interval: every task moved by the same amount (both runs at 100% on every
-#: shared task, say), so every resample gives the same difference and the bootstrap a zero-width interval.
-DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount, so every resample gives the same difference: "
-                         "no interval over tasks (a zero-width one would claim certainty)")
+#: shared task, say), so the sign-flip test (``baseline``) and the bootstrap (``calibrated_baseline``) both give a
+#: zero-width interval.
+DEGENERATE_DIFFERENCE = ("every shared task changed by the same amount: no interval over tasks (a zero-width one "
+                         "would claim certainty)")
 
 
 #: The paired differences of a row's ``baseline``, or of its ``calibrated_baseline`` (where a metric may be refused).

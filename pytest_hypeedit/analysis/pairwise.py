@@ -27,6 +27,9 @@ comparison (the values minus d flipped).  So an interval excludes 0 exactly when
 and a pair shown as indistinguishable never has an interval that excludes 0.
 
 "Not significant" means not shown different at 5% after the correction, not shown equal.
+
+``paired_comparison``: one release against its baseline (``--baseline``, each row's ``baseline``), every metric,
+the same test inverted at 95% for that one comparison (no correction).
 Pure: numpy only, no I/O.
 """
 
@@ -43,11 +46,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .metrics import MetricSettings, TaskColumns, TaskTally, judged_tallies, task_columns
+from .metrics import (
+    MetricSettings,
+    TaskColumns,
+    TaskTally,
+    finite_or_none,
+    judged_tallies,
+    metric_names,
+    metric_table,
+    task_columns,
+)
 from .stats import shared_task_ids
 
 if TYPE_CHECKING:
-    from ..report.results_model import PairwiseEntry
+    from ..report.results_model import PairedDifference, PairwiseEntry
 
 #: The metrics compared, in the order reports list them.
 PAIRWISE_METRICS = ("pass_rate", "pass_at_4", "pass_at_10", "expected_attempts", "effective_cost", "hype_gap")
@@ -276,11 +288,21 @@ def _effective_cost_differences(a: TaskColumns, b: TaskColumns, price_a: float, 
 
 
 def _hype_gap_values(columns: TaskColumns) -> np.ndarray | None:
+    first = _first_attempt_values(columns)
+    if first is None:
+        return None  # no first candidate judged: no hype gap
+    result: np.ndarray = columns.any_pass - first
+    return result
+
+
+def _first_attempt_values(columns: TaskColumns) -> np.ndarray | None:
+    """Per task, the first-attempt pass rate F / K (first PASSes over first candidates judged) plus the task's
+    influence on it, (f_t - (F / K) k_t) / K: their mean is F / K exactly.  None when no first candidate was judged."""
     known = float(columns.first_known.mean())
     if known <= 0:
-        return None  # no first candidate judged: no hype gap
+        return None
     first = float(columns.first_pass.mean()) / known
-    result: np.ndarray = columns.any_pass - (first + (columns.first_pass - first * columns.first_known) / known)
+    result: np.ndarray = first + (columns.first_pass - first * columns.first_known) / known
     return result
 
 
@@ -389,3 +411,89 @@ def indistinguishable(entries: Sequence[Mapping[str, Any]], split: str, metric: 
     """The pairs of a split not shown different on ``metric``, in the order of ``entries``."""
     return [(e["a"], e["b"]) for e in entries
             if e.get("split") == split and e.get("metric") == metric and not e.get("significant")]
+
+
+# --- one release against its baseline -------------------------------------------------------------
+
+#: Per metric of ``metrics.compute_metrics`` outside the family that is a mean over tasks, the column it is the
+#: mean of (``pass_at_cap`` only with a retry cap other than 4).
+_OTHER_MEAN_COLUMNS = {"pass_at_4_unbiased": "unbiased_at_4", "pass_at_10_unbiased": "unbiased_at_10",
+                       "pass_at_cap": "success_at_cap"}
+
+
+def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
+                      cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
+                      n_resamples: int = PERMUTATIONS, seed: int = 0,
+                      level: float = 0.95) -> dict[str, PairedDifference]:
+    """Current minus baseline for every metric, on the tasks both runs judged (``--baseline``).
+
+    Per metric: ``current``, ``baseline`` (both on the shared tasks), ``difference``, its interval ``low``/``high``
+    and ``tasks``.  The interval is the sign-flip test's inversion at ``level`` on the per-task values of
+    ``task_differences`` (the d it does not reject, as in the family above, but for this one comparison, so not
+    corrected): at d = 0 the test is exact for two releases exchangeable within each task (two runs of one model:
+    the interval holds 0 in at least ``level`` of them, whatever the pass rate); for d other than 0 it assumes the
+    per-task values are symmetric about d.  An earlier version gave a paired BCa bootstrap, which held 0 in as
+    few as 67% of such runs near 0% and 100%.  Both bounds None: the metric is undefined on a side, or the test
+    cannot reject at ``level`` however far d goes (5 shared tasks or fewer at 95%).  Every shared task changed by
+    the same amount: the interval is that one value (analysis/enrich.py marks it degenerate).  ``n_resamples``
+    and ``seed``: the random sign flips (every sign vector when there are fewer), as in ``sign_flip``."""
+    alpha = _alpha_of(level, n_resamples)
+    shared = shared_task_ids(current, baseline)
+    now, before = (_columns(tallies, shared, settings) for tallies in (current, baseline))
+    point_now, point_before = _point(now, cost_current, settings), _point(before, cost_baseline, settings)
+    intervals = _baseline_intervals(_baseline_values(now, before, cost_current, cost_baseline, settings),
+                                    n_resamples, seed, alpha)
+    found: dict[str, PairedDifference] = {}
+    for name in metric_names(settings):
+        low, high = intervals.get(name, (None, None))
+        value_now, value_before = point_now[name], point_before[name]
+        difference = None if value_now is None or value_before is None else value_now - value_before
+        if difference is None:
+            low = high = None
+        found[name] = {"current": value_now, "baseline": value_before, "difference": difference, "low": low,
+                       "high": high, "tasks": len(shared)}
+    return found
+
+
+def _alpha_of(level: float, n_resamples: int) -> Fraction:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a whole number >= 1, got {n_resamples!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie strictly between 0 and 1 (0.95 for 95%), got {level!r}")
+    return 1 - Fraction(str(level))  # 0.95 as 19/20, not as its binary float
+
+
+def _point(columns: TaskColumns, cost: float, settings: MetricSettings) -> dict[str, float | None]:
+    everything = np.arange(columns.tasks)[np.newaxis, :]
+    return {name: finite_or_none(v[0]) for name, v in metric_table(columns, everything, cost, settings).items()}
+
+
+def _baseline_values(now: TaskColumns, before: TaskColumns, cost_now: float, cost_before: float,
+                     settings: MetricSettings) -> dict[str, np.ndarray | None]:
+    """``task_differences`` for every metric of ``compute_metrics``: the family's six, the other means, and the
+    first-attempt pass rate (a ratio, linearised as the hype gap's second term)."""
+    found = task_differences(now, before, cost_now, cost_before, settings)
+    found |= {metric: getattr(now, column) - getattr(before, column) for metric, column in _OTHER_MEAN_COLUMNS.items()}
+    firsts = [_first_attempt_values(columns) for columns in (now, before)]
+    found["first_attempt_pass_rate"] = None if firsts[0] is None or firsts[1] is None else firsts[0] - firsts[1]
+    return found
+
+
+def _baseline_intervals(values: Mapping[str, np.ndarray | None], n_resamples: int, seed: int,
+                        alpha: Fraction) -> dict[str, tuple[float | None, float | None]]:
+    """Per metric with a finite value on every task (an unbiased Pass@k of a task with fewer judged candidates is
+    NaN), the interval at 1 - alpha; every metric tested with the same sign vectors, as a family is."""
+    tested = {name: column for name, column in values.items() if column is not None and np.isfinite(column).all()}
+    if not tested:
+        return {}
+    tests = sign_flips(np.column_stack(list(tested.values())), n_resamples, seed, widest=float(alpha))
+    return {name: _bounds(column, test, alpha) for (name, column), test in zip(tested.items(), tests)}
+
+
+def _bounds(column: np.ndarray, test: SignFlip, alpha: Fraction) -> tuple[float | None, float | None]:
+    """The test's interval; exactly one value when every task's value is the same (up to rounding: 0.6 - 0.5 and
+    0.3 - 0.2 differ in the last bit), so that it reads as degenerate whatever the rounding."""
+    spread = float(np.ptp(column))
+    if column.size > 1 and spread <= _TIE * max(1.0, float(np.abs(column).max())):
+        return test.mean + 0.0, test.mean + 0.0  # + 0.0: no -0.0
+    return test.interval(alpha)

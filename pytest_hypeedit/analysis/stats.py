@@ -31,24 +31,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from statistics import NormalDist
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .metrics import (
     MetricSettings,
-    TaskColumns,
     TaskTally,
     compute_metrics,
-    finite_or_none,
     judged_tallies,
     metric_names,
     metric_table,
     task_columns,
 )
-
-if TYPE_CHECKING:
-    from ..report.results_model import PairedDifference
 
 _NORMAL = NormalDist()
 Interval = tuple[float, float]
@@ -156,30 +150,7 @@ def _check_bootstrap(n_resamples: int, level: float) -> None:
         raise ValueError(f"level must lie strictly between 0 and 1 (0.95 for 95%), got {level!r}")
 
 
-# --- paired comparison of two runs ------------------------------------------------------
-
-
-def paired_comparison(current: Sequence[TaskTally], baseline: Sequence[TaskTally], cost_current: float,
-                      cost_baseline: float, settings: MetricSettings = MetricSettings(), *,
-                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, PairedDifference]:
-    """Current minus baseline for every metric, on the tasks both runs judged.
-
-    Paired: each resample draws one set of task indices and uses it for both
-    runs, so task difficulty (shared by both) cancels out of the difference.
-    Per metric: ``current``, ``baseline`` (both on the shared tasks),
-    ``difference``, its BCa interval ``low``/``high``, and ``tasks``.
-    """
-    _check_bootstrap(n_resamples, level)
-    shared = shared_task_ids(current, baseline)
-    now = _columns_for(current, shared, settings)
-    before = _columns_for(baseline, shared, settings)
-    point_now = _table_row(now, cost_current, settings)
-    point_before = _table_row(before, cost_baseline, settings)
-    diffs = _paired_tables(now, before, cost_current, cost_baseline, settings, n_resamples, seed)
-    return {
-        name: _comparison(point_now[name], point_before[name], diffs, name, level, len(shared))
-        for name in metric_names(settings)
-    }
+# --- the tasks two runs share (their paired comparison: pairwise.py ``paired_comparison``) -------------
 
 
 def shared_task_ids(current: Sequence[TaskTally], baseline: Sequence[TaskTally]) -> list[str]:
@@ -193,46 +164,3 @@ def shared_task_ids(current: Sequence[TaskTally], baseline: Sequence[TaskTally])
             "a paired comparison needs the same split with the same task ids in both"
         )
     return shared
-
-
-def _columns_for(tallies: Sequence[TaskTally], task_ids: list[str], settings: MetricSettings) -> TaskColumns:
-    by_id = {t.task_id: t for t in judged_tallies(tallies)}
-    return task_columns([by_id[task_id] for task_id in task_ids], settings.retry_cap)
-
-
-def _table_row(columns: TaskColumns, cost: float, settings: MetricSettings) -> dict[str, float | None]:
-    everything = np.arange(columns.tasks)[np.newaxis, :]
-    return {name: finite_or_none(v[0]) for name, v in metric_table(columns, everything, cost, settings).items()}
-
-
-#: One metric's (bootstrap differences, jackknife differences).
-Paired = tuple[np.ndarray, np.ndarray]
-
-
-def _paired_tables(now: TaskColumns, before: TaskColumns, cost_now: float, cost_before: float,
-                   settings: MetricSettings, n_resamples: int, seed: int) -> dict[str, Paired] | None:
-    """Per metric (bootstrap differences, jackknife differences); None with fewer than 2 tasks."""
-    if now.tasks < 2:
-        return None
-    costs = (cost_now, cost_before, settings)
-    boot = _differences(now, before, resample_index(now.tasks, n_resamples, seed), *costs)
-    jack = _differences(now, before, leave_one_out_index(now.tasks), *costs)
-    return {name: (boot[name], jack[name]) for name in boot}
-
-
-def _differences(now: TaskColumns, before: TaskColumns, index: np.ndarray, cost_now: float,
-                 cost_before: float, settings: MetricSettings) -> dict[str, np.ndarray]:
-    """Current minus baseline per row of ``index``: the same tasks on both sides."""
-    a, b = metric_table(now, index, cost_now, settings), metric_table(before, index, cost_before, settings)
-    with np.errstate(invalid="ignore"):  # inf - inf (no success on either side): undefined, NaN
-        return {name: a[name] - b[name] for name in a}
-
-
-def _comparison(now: float | None, before: float | None, diffs: dict[str, Paired] | None, name: str, level: float,
-                tasks: int) -> PairedDifference:
-    difference = None if now is None or before is None else now - before
-    interval = None
-    if difference is not None and diffs is not None:
-        interval = bca_interval(difference, *diffs[name], level)
-    low, high = interval if interval else (None, None)
-    return {"current": now, "baseline": before, "difference": difference, "low": low, "high": high, "tasks": tasks}

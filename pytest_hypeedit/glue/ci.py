@@ -376,6 +376,8 @@ def baseline_lines(results: Mapping[str, Any]) -> list[str]:
                 ci = f" [{format_value(entry['low'], kind)}, {format_value(entry['high'], kind)}]"
             elif entry.get("degenerate"):
                 ci = " (no interval: every shared task changed by the same amount)"
+            else:  # null bounds: the test rules out no difference at 95% (5 shared tasks or fewer)
+                ci = f" (no 95% interval: {entry['tasks']} shared tasks are too few to rule out any difference)"
             lines.append(f"vs baseline {row.get('baseline_model')}: {row['model']} ({row['split']}) {key} "
                          f"{format_value(entry['current'], kind)} vs {format_value(entry['baseline'], kind)}, "
                          f"difference {format_value(entry['difference'], kind)}{ci} on {entry['tasks']} tasks")

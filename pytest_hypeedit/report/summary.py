@@ -362,6 +362,8 @@ def baseline_table(rows: list[Mapping[str, Any]]) -> str:
             interval = f"[{_diff(low, kind)}, {_diff(high, kind)}]" if low is not None and high is not None else "n/a"
             if entry.get("degenerate"):  # a zero-width interval is none (analysis/enrich.py)
                 interval = "n/a (every shared task changed by the same amount)"
+            elif interval == "n/a" and entry.get("difference") is not None:  # the test rules out no difference
+                interval = f"none ({_text(entry.get('tasks'))} shared tasks are too few to rule out any difference)"
             worse = _is_worse(key, entry.get("difference"), high if key in _LOWER_IS_BETTER else low)
             lines.append(
                 f'<tr class="{"hx-worse" if worse else ""}"><th scope="row">{_text(row.get("model"))}</th>'

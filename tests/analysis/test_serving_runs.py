@@ -14,9 +14,8 @@ from serving_sim import run_rows
 
 from pytest_hypeedit.analysis.enrich import AnalysisSettings, enrich_results, run_dates, run_pairs, tally_to_json
 from pytest_hypeedit.analysis.metrics import MetricSettings, TaskTally
-from pytest_hypeedit.analysis.pairwise import Entrant, holm, pairwise, sign_flip
+from pytest_hypeedit.analysis.pairwise import Entrant, holm, paired_comparison, pairwise, sign_flip
 from pytest_hypeedit.analysis.serving import THIS_RUN, RunRow, between_runs, serving
-from pytest_hypeedit.analysis.stats import paired_comparison
 
 SETTINGS = MetricSettings(retry_cap=4, review_cost=0.0)
 
@@ -45,9 +44,11 @@ def test_the_difference_is_paired_over_the_tasks_both_runs_judged_whatever_their
     assert entry["difference"] == pytest.approx(np.mean([1, 1, 1, 0, 2, 1]) / 10)
     assert (entry["tasks"], entry["judged_a"], entry["judged_b"]) == (6, 60, 60)
     assert (entry["model"], entry["run_a"], entry["run_b"], entry["metric"]) == ("m", THIS_RUN, "b.json", "pass_rate")
-    # the point estimate is the baseline comparison's (analysis/stats.py), which has no test
-    assert entry["difference"] == pytest.approx(paired_comparison(now, shuffled, 0.04, 0.04, SETTINGS)["pass_rate"]
-                                                ["difference"])
+    # the row's baseline comparison (pairwise.py paired_comparison) is the same test: with one model on the split
+    # (a family of one, tested at 95%) it gives the same difference and the same interval
+    compared = paired_comparison(now, shuffled, 0.04, 0.04, SETTINGS)["pass_rate"]
+    assert entry["difference"] == pytest.approx(compared["difference"])
+    assert entry["interval"] == pytest.approx([compared["low"], compared["high"]])
 
 
 def test_the_p_value_is_the_exact_sign_flip_test_of_the_per_task_differences():

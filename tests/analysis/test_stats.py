@@ -1,4 +1,5 @@
-"""Bootstrap intervals and paired comparisons: hand-checkable cases, then coverage on simulated runs."""
+"""Bootstrap intervals: hand-checkable cases, then coverage on simulated runs (the paired comparison of
+``--baseline``: test_paired_comparison.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from pytest_hypeedit.analysis.stats import (
     bca_interval,
     bootstrap_intervals,
     leave_one_out_index,
-    paired_comparison,
     resample_index,
 )
 
@@ -128,64 +128,6 @@ def test_interval_keys_follow_the_retry_cap():
 def test_bad_bootstrap_settings_are_not_accepted(kwargs, message):
     with pytest.raises(ValueError, match=message):
         bootstrap_intervals(spread_split(), 0.04, **kwargs)
-
-
-# --- paired comparison ---------------------------------------------------------------------------
-
-
-def test_identical_runs_differ_by_exactly_nothing():
-    comparison = paired_comparison(spread_split(), spread_split(), 0.04, 0.04)
-    assert comparison["pass_rate"]["difference"] == 0.0
-    assert (comparison["effective_cost"]["low"], comparison["effective_cost"]["high"]) == (0.0, 0.0)
-
-
-def test_one_more_pass_on_every_task_is_a_certain_gain():
-    # every task goes from 5/10 to 6/10: the paired difference is 0.1 in every resample -> (0.1, 0.1);
-    # an unpaired comparison of the (identical) spreads could not be this sure
-    before = [tally(f"t{i}", 5 if i % 2 else 2) for i in range(20)]
-    after = [tally(f"t{i}", 6 if i % 2 else 3) for i in range(20)]
-    row = paired_comparison(after, before, 0.04, 0.04)["pass_rate"]
-    assert row["difference"] == pytest.approx(0.1)
-    assert row["low"] == pytest.approx(0.1) and row["high"] == pytest.approx(0.1)
-    assert row["tasks"] == 20
-
-
-def test_comparison_uses_only_the_tasks_both_runs_judged():
-    # shared: a (current 10/10, baseline 0/10) and b (5/10 both); c and d are in one run only
-    current = [tally("a", 10), tally("b", 5), tally("c", 0)]
-    baseline = [tally("a", 0), tally("b", 5), tally("d", 10), tally("c", 0, 0, None)]
-    row = paired_comparison(current, baseline, 0.04, 0.04)["pass_rate"]
-    assert row["tasks"] == 2
-    assert row["current"] == pytest.approx(0.75) and row["baseline"] == pytest.approx(0.25)  # (1+.5)/2, (0+.5)/2
-    assert row["difference"] == pytest.approx(0.5)
-
-
-def test_comparison_prices_each_run_by_its_own_cost():
-    # the same verdicts (every task 10/10) at 0.10 vs 0.04 per candidate: E = 1, Pass@4 = 1,
-    # so effective cost = cost + 0.27778 and the difference is 0.06 exactly
-    tallies = [tally(f"t{i}", 10) for i in range(5)]
-    row = paired_comparison(tallies, tallies, 0.10, 0.04)["effective_cost"]
-    assert row["current"] == pytest.approx(0.10 + review_cost())
-    assert row["difference"] == pytest.approx(0.06)
-
-
-def test_a_clearly_better_model_has_an_interval_above_zero():
-    before = spread_split(40)
-    after = [tally(t.task_id, min(10, t.passes + 3)) for t in before]
-    comparison = paired_comparison(after, before, 0.04, 0.04)
-    assert comparison["pass_rate"]["low"] > 0
-    assert comparison["effective_cost"]["high"] < 0  # cheaper per success
-
-
-def test_comparison_without_shared_tasks_says_so():
-    with pytest.raises(ValueError, match=r"no task is judged in both runs \(current: 1 tasks, baseline: 1 tasks\)"):
-        paired_comparison([tally("a", 1)], [tally("b", 1)], 0.04, 0.04)
-
-
-def test_comparison_of_one_shared_task_has_values_but_no_interval():
-    row = paired_comparison([tally("a", 4)], [tally("a", 2)], 0.04, 0.04)["pass_rate"]
-    assert row["difference"] == pytest.approx(0.2)
-    assert row["low"] is None and row["high"] is None
 
 
 # --- coverage on simulated runs (the acceptance test) ----------------------------------------------

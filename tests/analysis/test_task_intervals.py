@@ -181,8 +181,8 @@ def test_a_metric_not_measured_after_a_sequential_stop_keeps_no_interval_note():
 
 
 def test_a_paired_difference_of_zero_width_is_marked_not_printed():
-    # both releases pass every repeat of every shared task: every resample's difference is 0, and the bootstrap's
-    # [0, 0] claimed certainty (a 98% and a 99% release look like this on 20 tasks).  Plant: without
+    # both releases pass every repeat of every shared task: every task's difference is 0, and the interval's [0, 0]
+    # would claim certainty (a 98% and a 99% release look like this on 20 tasks).  Plant: without
     # marked_degenerate in enrich.baseline_entry the bounds are 0.0 and 0.0.
     from pytest_hypeedit.glue.ci import baseline_lines
 
