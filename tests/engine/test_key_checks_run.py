@@ -30,10 +30,11 @@ def bench(pytester: pytest.Pytester, monkeypatch, tmp_path):
     return pytester
 
 
-def run(pytester, *extra, model: str = "gpt-image-1.5"):
-    return pytester.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats",
-                                         str(REPEATS), "--outputs", "out", "-p", "no:cacheprovider",
-                                         "--model", model, *extra, timeout=180)
+def run(pytester, *extra, model: str = "gpt-image-1.5", repeats: int = REPEATS):
+    """In-process (runpytest_inprocess): a subprocess added only its start-up, an import of the plugin and of
+    google-genai, to each run (the file took 3x as long)."""
+    return pytester.runpytest("--tasks", "mini.json", "--images-base", "images", "--repeats", str(repeats),
+                              "--outputs", "out", "-p", "no:cacheprovider", "--model", model, *extra)
 
 
 def test_a_wrong_judge_key_buys_nothing_and_says_so_once(bench, monkeypatch):
@@ -116,10 +117,7 @@ def test_googles_400_for_a_wrong_key_in_a_paid_call_stops_the_route(bench, monke
     with GeminiCheckDown(expected_key=RIGHT_GEMINI) as gemini:
         monkeypatch.setenv("HYPEEDIT_GEMINI_BASE_URL", gemini.url)
         monkeypatch.setenv("GEMINI_API_KEY", WRONG_GEMINI)
-        result = bench.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats",
-                                            str(repeats), "--outputs", "out", "-p", "no:cacheprovider",
-                                            "--model", "gemini-3-pro-preview", "--judge", "labels:r1.json",
-                                            timeout=180)
+        result = run(bench, "--judge", "labels:r1.json", model="gemini-3-pro-preview", repeats=repeats)
     result.assert_outcomes(errors=tasks * repeats)
     assert 1 <= len(gemini.requests) <= GEMINI_IN_FLIGHT < tasks * repeats
     text = " ".join(result.stdout.str().split())

@@ -237,8 +237,8 @@ def test_a_result_asked_for_again_is_the_same_record(bench, server, tmp_path, wo
     never a second purchase, a hang (a signal nobody sets) or an empty record."""
     server.delay = 0.05
     run = args("--model", "slow-a", "--judge", labels(bench.path / "r.json"), "--concurrency", "4", *workers)
-    if on_disk:
-        bench.runpytest_subprocess(*run, timeout=BOUND).assert_outcomes(passed=12, failed=12)
+    if on_disk:  # a plain run: in-process (the subprocess with a deadline is for the reruns, which could hang)
+        bench.runpytest(*run).assert_outcomes(passed=12, failed=12)
     bought = len(calls(tmp_path))
     result = bench.runpytest_subprocess(*run, "-p", "rerunfailures", "--reruns", "2", timeout=BOUND)
     outcomes = result.parseoutcomes()
@@ -516,7 +516,7 @@ class FakeRunner:
         return Plan(task, spec, repeat, record, None, needs_generation=fresh)
 
     def _step(self, kind, plan):
-        self.admission.wait(30)
+        self.admission.wait(HOLD_MAX)  # a bound, not a gap: a step let go early beside busy loops broke the counts
         key = (plan.task.task_id, plan.spec.name, plan.repeat)
         with self.lock:
             self.steps.append((kind, key))
@@ -812,7 +812,7 @@ class FinishRecorder(FakeRunner):
         self.hold.set()
 
     def finish(self, plan):
-        self.hold.wait(10)
+        self.hold.wait(HOLD_MAX)  # a bound, not a gap (10 s let a held finisher write beside busy loops)
         record = super().finish(plan)
         self.threads[(plan.task.task_id, plan.spec.name, plan.repeat)] = threading.current_thread().name
         return record
@@ -840,7 +840,9 @@ def test_records_with_nothing_to_pay_are_written_by_finisher_threads_each_once(t
     assert by_finishers, f"every record was written by {set(runner.threads.values())}"
 
 
-def _wait_for(condition, seconds=10.0):
+def _wait_for(condition, seconds=HOLD_MAX):
+    """Until ``condition`` holds (the test asserts it next); HOLD_MAX is a bound for a hang, never a gap: a 10 s
+    wait ran out beside six busy loops, and the state then asserted was read before it was reached."""
     deadline = time.monotonic() + seconds
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.01)

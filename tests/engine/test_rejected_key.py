@@ -46,9 +46,9 @@ def bench(pytester: pytest.Pytester, monkeypatch, tmp_path):
 
 
 def run(pytester, *extra):
-    return pytester.runpytest_subprocess("--tasks", "mini.json", "--images-base", "images", "--repeats",
-                                         str(REPEATS), "--outputs", "out", "-p", "no:cacheprovider", "-ra", *extra,
-                                         timeout=180)
+    """In-process (runpytest_inprocess): a subprocess added only its start-up to each run."""
+    return pytester.runpytest("--tasks", "mini.json", "--images-base", "images", "--repeats", str(REPEATS),
+                              "--outputs", "out", "-p", "no:cacheprovider", "-ra", *extra)
 
 
 def said_by_the_run(out: str) -> str:

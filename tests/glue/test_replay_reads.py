@@ -73,7 +73,9 @@ def replay(pytester: pytest.Pytester, monkeypatch, tmp_path):
     monkeypatch.setenv("COUNTS_FILE", str(tmp_path / "counts.json"))
     args = ["-p", "no:cacheprovider", "--model", "identity", "--tasks", "mini.json", "--images-base", "images",
             "--repeats", str(REPEATS), "--outputs", "out", "--judge", "labels:labels.json"]
-    pytester.runpytest_subprocess(*args).assert_outcomes(passed=TASKS, failed=TASKS)  # the first run writes
+    # the first run writes; in-process: the counting conftest, which patches the package's modules in the process
+    # that loads it, comes after it and runs in subprocesses
+    pytester.runpytest(*args).assert_outcomes(passed=TASKS, failed=TASKS)
     pytester.makeconftest(COUNTING_CONFTEST)
     return pytester, args, tmp_path / "counts.json"
 

@@ -204,7 +204,9 @@ def test_the_live_line_shows_batches_by_state_and_their_candidates():
 
 def test_a_collector_counts_its_batches_for_the_live_line_of_its_run():
     run, other = Collectors(), Collectors()
-    coll = collector(Backend(), collectors=run)
+    # one batch of both lines, sent when it is full (its second line arrived), never on the clock: with the 0.05 s
+    # linger, beside six busy loops the second line came later and made a second batch
+    coll = collector(Backend(max_requests=2), collectors=run, linger=60.0)
     collector(Backend(), collectors=other).done.append(7)  # another run's batch: not this run's
     buy_all(coll, ["a", "b"])
     assert coll.snapshot() == [("done", 2)]

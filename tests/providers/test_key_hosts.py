@@ -306,7 +306,8 @@ def test_a_malformed_journaled_job_is_an_error_naming_the_record(pytester, bfl, 
     doctored = record_paths(pytester.path)[0]
     doctor(doctored, job)
     requests_before = len(bfl.seen())
-    rerun = pytester.runpytest_subprocess(*args, timeout=120)  # a job trusted blindly could hang the run
+    # in-process: a job trusted blindly cannot hang the run, the models file's 0.3 s max_wait_s ends its polls
+    rerun = pytester.runpytest(*args)
     rerun.assert_outcomes(passed=1, errors=1)
     error = json.loads(doctored.read_text())["error"]
     assert str(doctored.relative_to(pytester.path)) in error and words in error and "nothing was sent" in error
