@@ -9,12 +9,16 @@ verdict, a re-judgement, a judge call that gave no verdict...), route, tier, run
 its ``state`` and its ``price`` in USD: as billed (the provider's figure, its usage priced at its tier), or its
 worst case (``worst``) when the bill cannot be known (a reply lost).  The states and the moves between them::
 
-    journaled -> sent | gathering | not_sent       written into the record before the call may leave
+    journaled -> sent | gathering | not_sent | lost | unbilled   written into the record before the call may leave
     gathering -> sent | not_sent                   a batch line in its collector: nothing sent yet
-    sent      -> answered | billed | lost | left_behind | expired_unbilled
+    sent      -> answered | billed | lost | left_behind | expired_unbilled | unbilled
     answered  -> billed | left_behind              answered (paid) and its result not usable, or kept
     billed    -> left_behind                       its image lost or its job left behind: bought again
-    lost, left_behind, expired_unbilled, not_sent  final
+    lost, left_behind, expired_unbilled, not_sent, unbilled  final
+
+A call's end where nothing was written between its sending and its end (a synchronous reply; a job journaled
+and billed at once) moves its entry through sent in one write (``end``).  ``unbilled``: it ended without a bill
+of its own (an error reply; or its answer found on disk, counted by that answer's entry), at $0.
 
 ``move`` does not accept any other move (LifecycleError, a bug of the plugin).  The invariant (``check``): an entry's
 price counts in ``spent`` exactly when its state is one of COUNTED (answered, billed, left behind: paid; lost:
@@ -22,8 +26,9 @@ possibly paid, at its worst case), and a worst-case price is only ever an open o
 
 The crash-safety rules of the money path (engine/lifecycle.py) are rules about these entries:
 
-- **An entry before the call.**  A paid call's entry is written into the record (journaled) before the call may
-  leave, and its outcome (billed, answered, lost...) is written after.  An entry journaled by a run that ended
+- **An entry before the call.**  A paid call's entry is written into the record (journaled, ``journaled``: its id
+  ``call.<request id>``) before the call may leave, and its outcome (billed, unbilled, lost...) is written after,
+  in that same entry (``end``): one entry per call, never a second for its outcome.  An entry journaled by a run that ended
   before its outcome was written may have been sent: it counts as lost (possibly paid, at its worst case), and is
   never sent again blindly.
 - **Gathering is not sent.**  A batch line is journaled as gathering: it leaves only with its batch, after it is
@@ -42,13 +47,14 @@ and updated in place while that purchase goes on (``own``: the record's ``cost``
 every verdict and re-judgement, the judge calls paid without a verdict; a purchase that left no image (a lost
 image, an expired job, a job left behind, an image a full disk could not keep) moves its generation's entry to
 left behind, or appends one; each written by the step that ends or abandons it, engine/record_spend.py; a call
-abandoned without its reply (its journaled ``pending`` entry, engine/journal.py ``abandon``) appended as lost, at
-its worst case (``lost``), marked ``rebought`` when a later call buys again what it was for (``bought_again``,
-the ``--possibly-paid`` review); two processes' ledgers merged entry by entry, ``merged``); ``calls_of``'s
+abandoned without its reply (its journaled entry, engine/journal.py ``abandon``) moved to lost in place, at
+its worst case, marked ``rebought`` when a later call buys again what it was for (``bought_again``,
+the ``--possibly-paid`` review); a job an async route submitted, the ``job`` of its generation's entry
+(``job_of``); two processes' ledgers merged entry by entry, ``merged``); ``calls_of``'s
 reading of the record's other money fields (``judge_cost`` with ``extra["stability"]["cost"]`` for a record whose
-verdicts are not entries yet, ``unwritten_verdicts``), as every version of the plugin wrote them; the record's
-``pending`` (the call journaled and not ended, not in ``calls_of``: counted by the run that sent it only,
-``open_price``, until it ends or is abandoned); a record of an earlier version's ``cost`` and ``tier`` (its
+verdicts are not entries yet, ``unwritten_verdicts``), as every version of the plugin wrote them; the call
+journaled and not ended (``open_call``: not in ``spent``, counted by the run that sent it only, ``open_price``,
+until it ends or is abandoned); a record of an earlier version's ``pending`` and ``job`` (records.py), ``cost`` and ``tier`` (its
 generation), ``judge_failed_cost``, ``resubmitted_cost`` (itemized by ``extra["left_behind_jobs"]`` and
 ``extra["lost_candidates"]``, ``earlier_left_behind``), ``judge_verdicts_cost`` and ``possibly_paid``
 (``earlier_lost``) are converted once on read into ``calls`` entries (records.py).  So a record of any version
@@ -103,15 +109,20 @@ JUDGE_KINDS = frozenset({VERDICT, REJUDGEMENT, JUDGE_CALL})
 #: The states of an entry (module docstring).
 JOURNALED, GATHERING, SENT, ANSWERED, BILLED = "journaled", "gathering", "sent", "answered", "billed"
 LOST, LEFT_BEHIND, EXPIRED_UNBILLED, NOT_SENT = "lost", "left_behind", "expired_unbilled", "not_sent"
-STATES = (JOURNALED, GATHERING, SENT, ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED, NOT_SENT)
+#: (WIP) ended without a bill of its own: an error reply, or a call whose answer another entry holds (on disk).
+UNBILLED = "unbilled"
+STATES = (JOURNALED, GATHERING, SENT, ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED, NOT_SENT, UNBILLED)
+#: The states of a call not ended: journaled (it may have left), gathering (a batch line: it has not).
+OPEN = frozenset({JOURNALED, GATHERING, SENT})
 #: The protocol: state -> the states it may move to.
 MOVES: dict[str, frozenset[str]] = {
-    JOURNALED: frozenset({SENT, GATHERING, NOT_SENT, LOST}),  # lost: its run ended after journaling it
+    JOURNALED: frozenset({SENT, GATHERING, NOT_SENT, LOST, UNBILLED}),  # lost: its run ended after journaling it
     GATHERING: frozenset({SENT, NOT_SENT}),
-    SENT: frozenset({ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED}),
+    SENT: frozenset({ANSWERED, BILLED, LOST, LEFT_BEHIND, EXPIRED_UNBILLED, UNBILLED}),
     ANSWERED: frozenset({BILLED, LEFT_BEHIND}),
     BILLED: frozenset({LEFT_BEHIND}),
     LOST: frozenset(), LEFT_BEHIND: frozenset(), EXPIRED_UNBILLED: frozenset(), NOT_SENT: frozenset(),
+    UNBILLED: frozenset(),
 }
 #: The states whose price is in ``spent``: paid (answered, billed, left behind) or possibly paid (lost).
 PAID_STATES = frozenset({ANSWERED, BILLED, LEFT_BEHIND})
@@ -170,7 +181,7 @@ def new_entry(kind: str, state: str, price: float, *, tier: str = STANDARD, rout
 
 
 #: The text fields of a ``calls`` entry, and its others: how a record's entry is checked on read (``problem``).
-_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run", "why", "found_at")
+_ENTRY_TEXTS = ("entry", "kind", "state", "tier", "route", "id", "sent_at", "run", "why", "found_at", "judge")
 
 
 def problem(entry: Any) -> str | None:
@@ -233,6 +244,15 @@ def move(state: str, to: str, what: str) -> str:
                              f"{', '.join(sorted(MOVES.get(state, ()))) or 'nothing: final'}); a bug of the plugin's "
                              "money path, please report it")
     return to
+
+
+def end(state: str, to: str, what: str) -> str:
+    """``move``, for the end of a call: its entry goes from journaled (or gathering: a batch line, sent with its
+    batch) to its end through sent, where nothing was written between its sending and its end (a synchronous
+    call's reply; a job's journaling, billed at once)."""
+    if state in (JOURNALED, GATHERING) and to not in MOVES[state]:
+        state = move(state, SENT, what)
+    return move(state, to, what)
 
 
 def check(call: Call) -> None:
@@ -359,11 +379,53 @@ def lost(entry: dict[str, Any], entry_id: str) -> dict[str, Any]:
     return call
 
 
-def lost_id(pending: dict[str, Any]) -> str:
-    """The id of the lost entry a pending call becomes: fixed by the call's own id (``lost.<id>``) where it has one,
-    so two processes that abandoned the same call hold it once, merged; else one of its own."""
-    call_id = pending.get("id")
-    return f"lost.{call_id}" if isinstance(call_id, str) and call_id else f"lost.{uuid.uuid4().hex[:16]}"
+def call_entry_id(call_id: Any) -> str:
+    """The id of a journaled call's entry: fixed by the call's own id (``call.<id>``) where it has one, so two
+    processes that moved the same call (abandoned it, say) hold it once, merged; else one of its own."""
+    return f"call.{call_id}" if isinstance(call_id, str) and call_id else f"call.{uuid.uuid4().hex[:16]}"
+
+
+def journaled(call: str, *, route: str, price: float, call_id: str | None, run: str | None,
+              state: str | None = None, **fields: Any) -> dict[str, Any]:
+    """The entry of a paid call about to be sent (``call``: GENERATE, JUDGE or REJUDGE in the journal's words),
+    journaled (or gathering: a batch line), at its worst-case price: what it is for, how the provider may know it,
+    and the most it can cost."""
+    kind = _LOST_KINDS.get(call, GENERATION)
+    if state == GATHERING:
+        kind = BATCH_LINE
+    entry: dict[str, Any] = {
+        "entry": call_entry_id(call_id), "kind": kind, "state": state or JOURNALED, "price": round(float(price), 6),
+        "tier": BATCH if state == GATHERING else STANDARD, "worst": True, "route": route,
+        "sent_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if call_id:
+        entry["id"] = call_id
+    if run:
+        entry["run"] = run
+    entry.update({name: value for name, value in fields.items() if value is not None})
+    return entry
+
+
+def open_index(record: RecordView) -> int | None:
+    """Where the record's open call (journaled, gathering or sent: not ended) is in its ledger, the latest; None
+    without one."""
+    entries = record.calls if isinstance(record.calls, list) else []
+    found = [index for index, entry in enumerate(entries[:MAX_CALLS])
+             if isinstance(entry, dict) and entry.get("state") in OPEN]
+    return found[-1] if found else None
+
+
+def open_call(record: RecordView) -> dict[str, Any] | None:
+    """The record's open call's entry (``open_index``), None without one."""
+    index = open_index(record)
+    return None if index is None else dict(record.calls[index])
+
+
+def replaced(record: RecordView, index: int, **fields: Any) -> list[dict[str, Any]]:
+    """The record's ledger with its entry at ``index`` a new copy holding ``fields`` (an entry read may be shared);
+    a field given None is left out."""
+    entry = {**record.calls[index], **fields}
+    entry = {name: value for name, value in entry.items() if value is not None}
+    return [*record.calls[:index], entry, *record.calls[index + 1:]]
 
 
 def earlier_lost(entries: Any, entry_id: str) -> list[dict[str, Any]]:
@@ -397,7 +459,8 @@ def _text(value: Any) -> str | None:
 def judged(record: RecordView) -> bool:
     """Whether the record's ledger holds its verdicts as entries (a verdict or a re-judgement written as one, or
     converted from an earlier version's ``judge_verdicts_cost``); a judge call lost without its reply gave none."""
-    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) and entry.get("state") != LOST for entry in _entries(record))
+    return any(entry.get("kind") in (VERDICT, REJUDGEMENT) and entry.get("state") in PAID_STATES
+               for entry in _entries(record))
 
 
 def unwritten_verdicts(record: RecordView) -> tuple[float, float]:
@@ -499,9 +562,29 @@ def spent_in_run(record: RecordView, run_id: str | None) -> float:
     return sum(call.price for call in calls_of(record) if call.state in COUNTED and call.run == run_id)
 
 
+def job_index(record: RecordView) -> int | None:
+    """Where the journaled job of the candidate's purchase is in its ledger: the latest generation entry holding one
+    (``job``: billed, or left behind with its image lost and the job counted there), None without one."""
+    entries = record.calls if isinstance(record.calls, list) else []
+    found = [index for index, entry in enumerate(entries[:MAX_CALLS]) if isinstance(entry, dict)
+             and entry.get("kind") in GENERATION_KINDS and entry.get("job") is not None]
+    return found[-1] if found else None
+
+
+def job_of(record: RecordView) -> dict[str, Any] | None:
+    """The journaled job of the candidate's purchase (``job_index``), a copy; None without one.  A record on disk
+    is untrusted: a job that is not an object is kept (it may stand for a paid job), as an object without an id
+    that the adapter does not accept, with a message naming the record."""
+    index = job_index(record)
+    if index is None:
+        return None
+    job = record.calls[index]["job"]
+    return dict(job) if isinstance(job, dict) else {"malformed": job}
+
+
 def open_price(pending: Any) -> float:
-    """What a journaled entry not yet ended (the record's ``pending``) may have cost: its worst-case price once its
-    call may have left; 0 for a batch line still gathering, and for an entry that is not one."""
-    if not isinstance(pending, dict) or pending.get("state") == GATHERING:
+    """What a journaled entry not yet ended (the record's open call) may have cost: its worst-case price once its
+    call may have left; 0 for a batch line still gathering, for an entry ended, and for one that is not one."""
+    if not isinstance(pending, dict) or pending.get("state") not in (JOURNALED, SENT):
         return 0.0
     return usd(pending.get("price"))

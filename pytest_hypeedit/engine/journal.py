@@ -1,38 +1,40 @@
 """The journal of paid calls: a paid call is sent once, and one that may have been paid is never hidden.
 
-Two things are journaled in a candidate's record, each written (atomically)
-*before* the moment that could lose it:
+Two things are journaled in a candidate's record, both as its call ledger's entries (``calls``,
+engine/call_ledger.py), each written (atomically) *before* the moment that could lose it:
 
-- ``pending``: every paid request (a job submission, a synchronous generation,
-  a paid judge call) is written into the record before it is sent, with the
-  id it carries where the provider takes one (``call_id``) and its worst-case
-  price.  The record's next write (the job, the image, the refusal, the
-  error) clears it.  A run that finds a pending entry it did not write knows
-  the call may have reached the provider and been paid: if the candidate or
-  verdict it was for is on disk, the reply arrived after all; else the entry
-  moves into the record's call ledger as lost (``abandon``: possibly paid, at
-  its worst-case price, engine/call_ledger.py), the results count it, and the
-  candidate is bought again (``--possibly-paid rebuy``) or held as an error
-  for review (``--possibly-paid review``).
-- ``job``: some routes answer with a *job* (an id and a URL to poll) and the
+- the call: every paid request (a job submission, a synchronous generation,
+  a paid judge call) is an entry written into the record before it is sent
+  (state journaled, a batch line gathering), with the id it carries where the
+  provider takes one (``call_id``; its entry ``call.<id>``) and its worst-case
+  price.  The write of its outcome moves that entry in place: billed (the job,
+  the image, the refusal, the verdict), unbilled (an error reply), lost.  A
+  run that finds an open entry it did not write knows the call may have
+  reached the provider and been paid: if the candidate or verdict it was for
+  is on disk, the reply arrived after all (unbilled: the answer's entry counts
+  it); else it moves to lost (``abandon``: possibly paid, at its worst-case
+  price), the results count it, and the candidate is bought again
+  (``--possibly-paid rebuy``) or held as an error for review
+  (``--possibly-paid review``).
+- the job: some routes answer with a *job* (an id and a URL to poll) and the
   image only later: bfl, fal, replicate, runware in async mode.  An adapter
   reports every job it submits to ``request.call.journal`` *before its first
   poll* (runware, whose task id is its own, before sending it); the runner
-  writes it into the record at once, in place of the pending entry.  A later
-  attempt finds the job in ``journal.job`` and resumes polling it instead of
-  submitting.  A job whose result the provider no longer keeps raises
-  ``JobExpired``: the runner records that, and submits once more (counted as
-  ``resubmitted``).
+  writes it into the record at once, as the ``job`` of the call's entry, which
+  it bills (record_spend.set_job).  A later attempt finds the job in
+  ``journal.job`` and resumes polling it instead of submitting.  A job whose
+  result the provider no longer keeps raises ``JobExpired``: the runner
+  records that, and submits once more (counted as ``resubmitted``).
 
     runner                                     adapter
     ------                                     -------
-    record.pending = sending(...), written     job = request.call.journal.job
+    entry journaled (sending), written         job = request.call.journal.job
     provider.generate(request)                 if job is None:
                                                    job = submit(..., headers={id: request.call.journal.call_id})
-    record.job = job, pending cleared, written <-  request.call.journal.submitted(id=..., polling_url=...)
+    entry billed, holding the job, written <-  request.call.journal.submitted(id=..., polling_url=...)
                                                poll(job["polling_url"]) ... image
-    image + record written, pending cleared    result gone?  raise JobExpired(...)
-    a reply lost (``reply_lost``)?  -> abandon(): possibly paid, never sent again blindly
+    image + record written, entry billed       result gone?  raise JobExpired(...)
+    a reply lost (``reply_lost``)?  -> abandon(): lost, possibly paid, never sent again blindly
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any, Callable
 from . import call_ledger
 from .records import Record, now_iso
 
-#: What a pending entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
+#: What an open entry was for: the candidate, its verdict, or a re-judgement of it (--judge-stability, whose
 #: lost reply is possibly paid but buys nothing again: the next run just asks for the re-judgements missing).
 GENERATE, JUDGE, REJUDGE = "generate", "judge", "rejudge"
 #: ``--possibly-paid``: buy a possibly paid candidate again (saying so), or hold it as an error for review.
@@ -53,13 +55,13 @@ REBUY, REVIEW = "rebuy", "review"
 POSSIBLY_PAID_CHOICES = (REBUY, REVIEW)
 #: The record's ``extra`` key of a candidate held for review: what was held (GENERATE or JUDGE).
 HELD = "held_for_review"
-#: The ``state`` of a pending entry whose call has not left yet (engine/call_ledger.py): a batch line gathering in
+#: The ``state`` of an open entry whose call has not left yet (engine/call_ledger.py): a batch line gathering in
 #: its collector (``--tier batch``, providers/batching.py).  Nothing of it reaches the provider before the line is
-#: journaled with its batch's input (the job, whose write clears this entry), and the batch is created only after
+#: journaled with its batch's input (the job, whose write bills this entry), and the batch is created only after
 #: every line of it was: a gathering entry found on disk, or left by a call that ended, was never sent, so never
-#: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` does not accept it).
+#: paid (``call_ledger.open_price`` prices it at 0; ``abandon`` does not accept it; it ends not_sent).
 GATHERING = call_ledger.GATHERING
-#: Why a pending entry found on disk was abandoned.
+#: Why an open entry found on disk was abandoned.
 RUN_ENDED = "its run ended before the reply arrived (a kill, a second Ctrl-C or SIGTERM, a crash)"
 
 
@@ -133,29 +135,45 @@ def new_call_id() -> str:
     return time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "".join(random.choices(alphabet, k=20))
 
 
-def sending(call: str, *, route: str, price: float, call_id: str | None, **fields: Any) -> dict[str, Any]:
-    """The pending entry of a paid request about to be sent: what it is for, how the provider may know it,
-    and the most it can cost."""
-    return {"call": call, "route": route, "id": call_id, "sent_at": now_iso(), "price": round(float(price), 6),
-            **{k: v for k, v in fields.items() if v is not None}}
+def sending(call: str, *, route: str, price: float, call_id: str | None, run: str | None = None,
+            **fields: Any) -> dict[str, Any]:
+    """The ledger entry of a paid request about to be sent (call_ledger.journaled): what it is for, how the
+    provider may know it, and the most it can cost."""
+    return call_ledger.journaled(call, route=route, price=price, call_id=call_id, run=run, **fields)
 
 
 def gathering(pending: Any) -> bool:
-    """Whether a pending entry is a batch line still gathering (GATHERING): nothing sent, nothing paid."""
+    """Whether an open entry is a batch line still gathering (GATHERING): nothing sent, nothing paid."""
     return isinstance(pending, dict) and pending.get("state") == GATHERING
 
 
 def abandon(record: Record, why: str) -> dict[str, Any]:
-    """Move the record's pending call into its call ledger as lost (``calls``): its reply never came, so it may
-    have been paid (at its worst-case price).  Returns the entry."""
-    pending = record.pending if isinstance(record.pending, dict) else {}
+    """Move the record's open call to lost in its call ledger, in place: its reply never came, so it may have been
+    paid (at its worst-case price).  Returns the entry."""
+    index = call_ledger.open_index(record)
+    pending = record.calls[index] if index is not None else {}
     # a journaled call may have left: lost, possibly paid; one still gathering never did (the ledger does not accept it)
-    call_ledger.move(GATHERING if gathering(pending) else call_ledger.JOURNALED, call_ledger.LOST,
-                f"{record.model} {record.task_id} r{record.repeat:03d}")
-    entry = call_ledger.lost({**pending, "why": why, "found_at": now_iso()}, call_ledger.lost_id(pending))
-    record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
-    record.pending = None
-    return entry
+    state = call_ledger.move(GATHERING if gathering(pending) else call_ledger.JOURNALED, call_ledger.LOST,
+                             f"{record.model} {record.task_id} r{record.repeat:03d}")
+    if index is None:
+        return {}
+    record.calls = call_ledger.replaced(record, index, state=state, why=why, found_at=now_iso())
+    return dict(record.calls[index])
+
+
+def end_open(record: Record, to: str, **fields: Any) -> dict[str, Any] | None:
+    """Move the record's open call (if any) to ``to`` in place (call_ledger.end), its worst case dropped unless
+    ``to`` is lost; the entry, None without one."""
+    index = call_ledger.open_index(record)
+    if index is None:
+        return None
+    entry = record.calls[index]
+    state = call_ledger.end(str(entry.get("state")), to, f"{record.model} {record.task_id} r{record.repeat:03d}")
+    worst = True if state == call_ledger.LOST else None
+    price = fields.pop("price", 0.0 if state in (call_ledger.UNBILLED, call_ledger.NOT_SENT) else None)
+    record.calls = call_ledger.replaced(record, index, state=state, worst=worst, **fields,
+                                        **({} if price is None else {"price": round(float(price), 6)}))
+    return dict(record.calls[index])
 
 
 def unresolved(record: Record, call: str) -> list[dict[str, Any]]:
@@ -174,11 +192,11 @@ def mark_rebought(record: Record, call: str) -> int:
 
 
 def pending_call(record: Record) -> str | None:
-    """What the record's pending entry was for (GENERATE, JUDGE or REJUDGE), None without one."""
-    pending = record.pending
-    if not isinstance(pending, dict) or not pending:
+    """What the record's open call was for (GENERATE, JUDGE or REJUDGE), None without one."""
+    pending = call_ledger.open_call(record)
+    if pending is None:
         return None
-    return pending.get("call") if pending.get("call") in (JUDGE, REJUDGE) else GENERATE
+    return call_ledger.call_of(pending)
 
 
 def held_message(record: Record, call: str) -> str:

@@ -25,14 +25,16 @@ A step that writes the record (``Lifecycle.write``) moves on only when its write
 Why the order is safe against a kill at any moment (a process may die between any two lines; the next run
 reads only the disk):
 
-- **Journal before sending.**  A paid request is written into the record as ``pending`` (write_journaled)
-  before it leaves (``send`` is only taken from JOURNALED).  Killed before the write: nothing was sent, nothing
-  paid.  Killed after the write, before or during the call: the next run finds a pending entry it did not
-  write and counts the call as possibly paid (engine/journal.py), so it is never sent again blindly.  The
+- **Journal before sending.**  A paid request is written into the record as an entry of its call ledger,
+  journaled (write_journaled), before it leaves (``send`` is only taken from JOURNALED); the write of its
+  outcome moves that entry in place (engine/call_ledger.py: an entry before the call, its outcome after).
+  Killed before the write: nothing was sent, nothing paid.  Killed after the write, before or during the
+  call: the next run finds an open entry it did not write and moves it to lost, possibly paid
+  (engine/journal.py), so it is never sent again blindly.  The
   only sends without a journal entry are a free route's (nothing to lose) and the poll of a job an earlier
   attempt journaled (nothing new is bought).
-- **A submitted job is written before its first poll** (write_job, while SENT): killed while polling, the
-  next run resumes the job instead of submitting (paying) again.
+- **A submitted job is written before its first poll** (write_job, while SENT: the ``job`` of the call's
+  entry, billed): killed while polling, the next run resumes the job instead of submitting (paying) again.
 - **Forget a lost image before buying again.**  A record that names an image gone from the disk stops naming
   it (write_forgotten, its cost a left-behind entry of ``calls``) before the new purchase is journaled.  Killed
   between writing the new image and its record, the next run finds an image no record names and adopts it
@@ -80,15 +82,15 @@ class Stage(Enum):
 
     PLANNED = "planned"  # read from the disk: nothing sent or written by this process yet
     FORGOTTEN = "forgotten"  # a lost image's record stopped naming it (written): it is bought again
-    JOURNALED = "journaled"  # the generation's request written as pending: it may now leave
+    JOURNALED = "journaled"  # the generation's request written as its journaled entry: it may now leave
     SENT = "sent"  # the generation's call left (a job it submits is written meanwhile)
     EXPIRED = "expired"  # its job expired at the provider (written): submitted once more
     PAID = "paid"  # the provider answered with an image, still only in memory
     SAVED = "saved"  # the image and its record are on disk (bought now, or found there)
-    JUDGE_JOURNALED = "judge-journaled"  # the paid judge's request written as pending
+    JUDGE_JOURNALED = "judge-journaled"  # the paid judge's request written as its journaled entry
     JUDGING = "judging"  # the judge was asked
     JUDGED = "judged"  # a verdict of these bytes (answered now, or reused from the disk)
-    REJUDGE_JOURNALED = "rejudge-journaled"  # a re-judgement's request written as pending (--judge-stability)
+    REJUDGE_JOURNALED = "rejudge-journaled"  # a re-judgement's request journaled (--judge-stability)
     REJUDGING = "rejudging"  # the judge was asked again about a judged candidate
     HELD = "held"  # a possibly paid call held for review (--possibly-paid review), written
     REFUSED = "refused"  # the model answered without an image, written
@@ -148,7 +150,7 @@ class Step(Enum):
 STEPS: dict[Step, tuple[frozenset[Stage], Stage | None]] = {
     Step.ADOPT: (frozenset({S.PLANNED, S.SAVED}), S.SAVED),
     Step.BLOCK: (frozenset({S.PLANNED, S.SAVED, S.BLOCKED}), S.BLOCKED),
-    Step.WRITE_ABANDONED: (frozenset({S.PLANNED, S.SAVED}), None),  # a dead run's pending call: possibly paid
+    Step.WRITE_ABANDONED: (frozenset({S.PLANNED, S.SAVED}), None),  # a dead run's open call: possibly paid
     Step.WRITE_HELD: (frozenset({S.PLANNED, S.SAVED}), S.HELD),
     Step.WRITE_FORGOTTEN: (frozenset({S.PLANNED}), S.FORGOTTEN),
     Step.SKIP: (_BEFORE_SEND | {S.SAVED}, S.SKIPPED),

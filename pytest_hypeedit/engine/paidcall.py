@@ -1,10 +1,10 @@
 """The seam every paid call goes through: journaled before it leaves, ended once, possibly paid when its reply is
 lost; and the room the purchases of one process hold on the outputs' disk.
 
-    journal_call   the request written into the record as ``pending`` (a named step: write_journaled)
+    journal_call   the request written into the record's call ledger, journaled (a named step: write_journaled)
     call           the call itself; an exception not ours becomes a call error, a full disk ``DiskFull``
-    end_call       the call is over: a lost reply moves ``pending`` into the call ledger, lost (engine/journal.py)
-    settle_abandoned  a pending call of a run that ended before its reply: possibly paid, written at once
+    end_call       the call is over: a lost reply moves its entry to lost (engine/journal.py), an error to unbilled
+    settle_abandoned  an open call of a run that ended before its reply: possibly paid, written at once
     write          the record written as a named step of the candidate's lifecycle: the only way the money
                    path writes one
 
@@ -33,6 +33,7 @@ from .journal import (
     REJUDGE,
     RUN_ENDED,
     abandon,
+    end_open,
     gathering,
     mark_rebought,
     pending_call,
@@ -75,21 +76,22 @@ class PaidCalls:
     # ------------------------------------------------------------------ pending, possibly paid
 
     def resolve_pending(self, record: Record, candidate: Path | None) -> None:
-        """A pending call whose answer is on disk after all (the image, the verdict) was not lost, and a batch line
-        that was still gathering was never sent: forget it."""
-        call = pending_call(record)
-        if call == GENERATE and (candidate is not None or gathering(record.pending)):
-            record.pending = None
+        """An open call whose answer is on disk after all (the image, the verdict) was not lost: it ended, its bill
+        the answer's own entry; a batch line that was still gathering was never sent."""
+        call, pending = pending_call(record), call_ledger.open_call(record) or {}
+        if call == GENERATE and gathering(pending):
+            end_open(record, call_ledger.NOT_SENT)
+        elif call == GENERATE and candidate is not None:
+            end_open(record, call_ledger.UNBILLED, why="answered: its image is on disk")
         elif call == JUDGE:
-            pending = record.pending or {}  # a JUDGE call is a pending entry
             verdict = record.judgements.get(str(pending.get("judge")))
             # given after the call was sent (timestamps are to the second: a verdict of that same second may be the
             # one a --rejudge call was sent to replace, so it is no answer to it)
             if isinstance(verdict, dict) and str(verdict.get("judged_at") or "") > str(pending.get("sent_at")):
-                record.pending = None
+                end_open(record, call_ledger.UNBILLED, why="answered: its verdict is on disk")
 
     def settle_abandoned(self, record: Record, candidate: Path | None, life: Lifecycle) -> None:
-        """(Under the candidate's claim, so no live call of any process is behind it.)  A pending call found on
+        """(Under the candidate's claim, so no live call of any process is behind it.)  An open call found on
         disk was sent by a run that ended before its reply: it may have been paid.  Written at once."""
         self.resolve_pending(record, candidate)
         if pending_call(record) is not None:
@@ -98,31 +100,39 @@ class PaidCalls:
 
     def journal_call(self, record: Record, call: str, *, route: str, price: float, call_id: str | None,
                      life: Lifecycle, **fields: Any) -> None:
-        """Write the paid request into the record before it is sent (its reply may never come back)."""
-        record.pending = sending(call, route=route, price=price, call_id=call_id, run=self.means.run_id, **fields)
+        """Write the paid request into the record's call ledger (journaled) before it is sent (its reply may never
+        come back)."""
+        entry = sending(call, route=route, price=price, call_id=call_id, run=self.means.run_id, **fields)
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
         mark_rebought(record, call)
         record.extra.pop(HELD, None)
         step = _JOURNALED[call]
         try:
             self.write(life, step, record)
-        except OSError as exc:  # not journaled, so not sent: nothing was paid
+        except OSError as exc:  # not journaled, so not sent: nothing was paid (the entry was never on disk)
             if not room.no_room(exc):
                 raise
-            record.pending = None
+            record.calls = [kept for kept in record.calls if kept is not entry]
             raise DiskFull(f"not sent: {self.stop_for_disk(exc)}") from exc
         with self._live_lock:
             self._live[record.key] = record
 
     def end_call(self, record: Record, exc: BaseException | None = None) -> dict[str, Any] | None:
         """The paid step is over: a call whose reply was lost (``reply_lost``) becomes possibly paid (the
-        entry is returned); any other end means the provider answered (the record's next write clears it)."""
+        entry is returned); a call answered with an error ended unbilled (a judge's asks answered before it failed
+        are their own entry, record_spend.add_failed_judge_cost); an answer leaves the entry to the step's write
+        that keeps it (record_spend: the generation's or the verdict's entry, billed)."""
         with self._live_lock:
             self._live.pop(record.key, None)
-        if record.pending is None:
+        pending = call_ledger.open_call(record)
+        if pending is None:
             return None
-        if exc is not None and getattr(exc, "reply_lost", False) and not gathering(record.pending):
+        if exc is not None and getattr(exc, "reply_lost", False) and not gathering(pending):
             return abandon(record, redact(str(exc))[:500])
-        record.pending = None
+        if gathering(pending):  # a batch line its batch never took: it never left
+            end_open(record, call_ledger.NOT_SENT)
+        elif exc is not None:
+            end_open(record, call_ledger.UNBILLED)
         return None
 
     def call(self, fn: Callable[[], T], record: Record, who: str, error: type[CallError]) -> T:
@@ -136,11 +146,11 @@ class PaidCalls:
             raise
         except OSError as exc:
             if not room.no_room(exc):
-                raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+                raise error(_unexpected(who, exc), retryable=True, reply_lost=call_ledger.open_call(record) is not None) from exc
             # the result (a download) found no room where it lands: paid, and lost if the reply was
-            raise DiskFull(self.stop_for_disk(exc), reply_lost=record.pending is not None) from exc
+            raise DiskFull(self.stop_for_disk(exc), reply_lost=call_ledger.open_call(record) is not None) from exc
         except Exception as exc:
-            raise error(_unexpected(who, exc), retryable=True, reply_lost=record.pending is not None) from exc
+            raise error(_unexpected(who, exc), retryable=True, reply_lost=call_ledger.open_call(record) is not None) from exc
 
     def lost_note(self, lost: dict[str, Any] | None) -> str:
         if lost is None:
@@ -155,8 +165,9 @@ class PaidCalls:
         for their reply, the most those could cost) - what leaving now would cost."""
         with self._live_lock:
             records = list(self._live.values())
-        pending = [r.pending for r in records if isinstance(r.pending, dict) and not gathering(r.pending)]
-        jobs = sum(1 for r in records if r.pending is None and r.job)
+        opened = [call_ledger.open_call(r) for r in records]
+        pending = [p for p in opened if p is not None and not gathering(p)]
+        jobs = sum(1 for r, p in zip(records, opened) if p is None and r.job)
         return jobs, len(pending), sum(call_ledger.open_price(p) for p in pending)
 
     # ------------------------------------------------------------------ the outputs' disk

@@ -25,7 +25,7 @@ from ..transport.slots import CallSlots
 from . import call_ledger, provenance
 from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
 from .lifecycle import CallReservation, Lifecycle, Step
-from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation
+from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation, update_job
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
 
@@ -206,8 +206,7 @@ class Planning:
         keep_verdicts_cost(record)
         leave_generation_behind(record, record.cost, tier=record.tier, route=record.route, id=record.request_id)
         record.candidate, record.judge_cost = None, 0.0
-        if isinstance(record.job, dict):
-            record.job[COUNTED_IN] = RESUBMITTED_COST
+        update_job(record, **{COUNTED_IN: RESUBMITTED_COST})
         self.calls.write(plan.life, Step.WRITE_FORGOTTEN, record)
         plan.lost = None
 
@@ -242,10 +241,11 @@ class Planning:
             # the record holds a job whose image was lost: it is that job's result fetched again, whose cost
             # its left-behind ledger entry holds already (a new purchase would have replaced the job: purchase.py).
             record.candidate, record.route = candidate.name, spec.route
-            batch = isinstance(record.job, dict) and record.job.get("kind") == BATCH  # a batch line's image: its price
+            job = record.job or {}
+            batch = job.get("kind") == BATCH  # a batch line's image: its price
             price = spec.price_at(BATCH) if batch else spec.price
             # bought by the run that was killed, not by this one: no run
-            set_generation(record, 0.0 if counted(record.job) else price, tier=BATCH if batch else record.tier,
+            set_generation(record, 0.0 if counted(job) else price, tier=BATCH if batch else record.tier,
                            route=spec.route)
             record.provider_model, record.judgements = spec.provider_model, {}
             record.signals = {}  # they were the old candidate's
@@ -271,9 +271,9 @@ class Planning:
         on_disk = self.means.store.read_record(*record.key)
         if on_disk is None:
             return True
-        record.pending = on_disk.pending
         # the call ledger is append-only, whichever process paid: every entry of both, once (a lost call another
-        # process bought again since stays rebought, call_ledger.later)
+        # process bought again since stays rebought, call_ledger.later; a call another process ended or abandoned
+        # since is at its end, further along its moves)
         record.calls = call_ledger.merged(on_disk.calls, record.calls)
         if on_disk.candidate is not None and _purchase(on_disk) != _purchase(record):
             return False

@@ -27,7 +27,7 @@ from .call_context import GenerationContext
 from .journal import COUNTED_IN, GATHERING, GENERATE, RESUBMITTED_COST, Journal, counted, new_call_id
 from .lifecycle import CallReservation, Lifecycle, Step
 from .planning import Plan, skip
-from .record_spend import leave_generation_behind, set_generation
+from .record_spend import leave_generation_behind, set_generation, set_job, update_job
 from .records import BATCH, ERROR, REFUSED, SKIPPED, Record, now_iso, usd
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class Purchase:
                 expired = f"{spec.name} {'batch line' if ended == 'not run' else 'job'} {job.get('id')} {ended}: " \
                     f"{redact(str(exc))}"
                 record.resubmitted += 1
-                record.job = None
+                set_job(record, None)
                 if attempt == 2:
                     self._failed(plan, JobExpired(f"{expired}; submitted again, {ended} again"))
                     return None
@@ -165,7 +165,7 @@ class Purchase:
         record = plan.record
         cost = self._new_cost(record, resumed, generation.cost)
         if resumed and record.job:
-            record.job["resumed"] = True  # paid for by an earlier attempt, not by this run
+            update_job(record, resumed=True)  # paid for by an earlier attempt, not by this run
         record.references_sha256 = self.planning.reference_hashes(plan.task)  # what the verdict will be of, with the image
         try:
             path = self._save_generation(plan, generation, latency, cost, None if resumed else self.means.run_id)
@@ -212,12 +212,13 @@ class Purchase:
         record, spec = plan.record, plan.spec
 
         def save(job: dict[str, Any] | None) -> None:
-            record.job = job
+            # kept in the purchase's entry, which the job moves to billed: what the submit's reply said, resumable,
+            # not lost
+            set_job(record, job)
             # a job this call submitted is this run's purchase, counted from now (a resumed one stays its run's)
             self._job_generation(record, self._job_cost(record, worst), self.means.run_id if job else None)
             if job is not None:
                 record.route, record.provider_model = spec.route, spec.provider_model
-                record.pending = None  # the job is what the submit's reply said: resumable, not lost
             self.calls.write(plan.life, Step.WRITE_JOB, record)
 
         # A job journaled on another route (the model was pointed elsewhere with --models-file since) cannot be
@@ -243,14 +244,14 @@ class Purchase:
         moved = usd(record.cost) or self._job_cost(record, lambda: spec.price)  # a record is untrusted
         leave_generation_behind(record, moved, tier=BATCH if job.get("kind") == BATCH else record.tier,
                                 route=job.get("route"), id=job.get("id"))  # an earlier run's purchase
-        record.job = None
+        set_job(record, None)
 
     @staticmethod
     def _job_generation(record: Record, cost: float, run: str | None = None) -> float:
         """The journaled job's price (``cost``: 0 once it is forgotten, the provider says it failed unbilled) as
         the candidate's own generation entry, at the job's tier (a ``batch`` job is a batch line); what it counts.
         Only an entry there is set to $0: a job forgotten before it counted adds no entry."""
-        job = record.job if isinstance(record.job, dict) else {}
+        job = record.job or {}
         tier = BATCH if job.get("kind") == BATCH else record.tier
         return set_generation(record, cost, tier=tier, route=job.get("route"), id=job.get("id"), run=run,
                               always=False)
@@ -275,9 +276,10 @@ class Purchase:
         """What a submitted job cost: the provider's figure journaled at submission, else ``unknown()`` (the
         call's worst case: what it may have cost); 0 when no job was submitted, or when the job's cost is counted
         already (its image was lost: a left-behind entry of the record's call ledger)."""
-        if not record.job or counted(record.job):
+        job = record.job
+        if not job or counted(job):
             return 0.0
-        cost = record.job.get("cost")
+        cost = job.get("cost")
         return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else unknown()
 
     def generation_request(self, task: Task, spec: ModelSpec, repeat: int, journal: Journal | None = None,
@@ -326,8 +328,7 @@ class Purchase:
                 raise
             # a journaled job counted there: its result fetched again adds nothing more
             leave_generation_behind(record, cost, tier=gen.tier, route=spec.route, id=gen.request_id, run=run)
-            if isinstance(record.job, dict):
-                record.job[COUNTED_IN] = RESUBMITTED_COST
+            update_job(record, **{COUNTED_IN: RESUBMITTED_COST})
             if isinstance(gen.image, Path):
                 gen.image.unlink(missing_ok=True)
             raise DiskFull(self.calls.stop_for_disk(exc)) from exc
@@ -337,10 +338,9 @@ class Purchase:
         record.latency_s, record.generated_at, record.outcome, record.error = round(latency, 3), now_iso(), None, None
         record.reused_candidate = False
         record.extra.update(gen.extra)
-        if record.job:
-            record.job["finished_at"] = now_iso()
+        update_job(record, finished_at=now_iso())
         record.verdict = record.reasoning = record.judge = None
-        record.judgements, record.pending, record.signals = {}, None, {}
+        record.judgements, record.signals = {}, {}
         # hashed from the bytes in memory (a downloaded file: from disk, once), with the file's signature
         if isinstance(gen.image, Path):
             record.candidate_sha256, record.candidate_stat = sha256_with_signature(path, self.means.store.root)
@@ -359,7 +359,7 @@ class Purchase:
         record, spec = plan.record, plan.spec
         record.outcome, record.refusal, record.route = REFUSED, redact(exc.reason), spec.route
         record.request_id, record.generated_at = exc.request_id, now_iso()
-        record.provider_model, record.error, record.pending = spec.provider_model, None, None
+        record.provider_model, record.error = spec.provider_model, None
         # a refused batch line was billed at the batch tier, not the standard one
         set_generation(record, cost, tier=record.tier if exc.tier is None else exc.tier, route=spec.route,
                        id=exc.request_id, run=run)

@@ -47,11 +47,38 @@ def add_left_behind(record: Record, amount: Any, *, tier: Any, route: Any = None
 
 def _own_index(record: Record) -> int | None:
     """Where the entry of the candidate's own generation is in its call ledger (call_ledger.own: billed, the
-    latest), None without one."""
+    latest; or the purchase's call still open, journaled or gathering), None without one."""
     entries = record.calls if isinstance(record.calls, list) else []
     own = [index for index, entry in enumerate(entries) if isinstance(entry, dict)
-           and entry.get("kind") in call_ledger.GENERATION_KINDS and entry.get("state") == call_ledger.BILLED]
+           and entry.get("kind") in call_ledger.GENERATION_KINDS
+           and entry.get("state") in call_ledger.OPEN | {call_ledger.BILLED}]
     return own[-1] if own else None
+
+
+def set_job(record: Record, job: dict[str, Any] | None) -> None:
+    """The job journaled for the candidate's purchase (``job``, the adapter's ``Journal.submitted``) kept in its
+    generation's entry (the open call, or its billed entry: a job resumed); None: the job is forgotten (it failed,
+    expired or was left behind), its entry stays."""
+    holder = call_ledger.job_index(record)
+    if job is None:
+        if holder is not None:
+            record.calls = call_ledger.replaced(record, holder, job=None)
+        return
+    index = _own_index(record)
+    if index is None:
+        record.calls = [*(record.calls if isinstance(record.calls, list) else []),
+                        call_ledger.new_entry(call_ledger.GENERATION, call_ledger.BILLED, 0.0)]
+        index = len(record.calls) - 1
+    if holder is not None and holder != index:
+        record.calls = call_ledger.replaced(record, holder, job=None)
+    record.calls = call_ledger.replaced(record, index, job=dict(job))
+
+
+def update_job(record: Record, **fields: Any) -> None:
+    """Fields added to the journaled job (``resumed``, ``finished_at``, the COUNTED_IN marker), in its entry."""
+    holder = call_ledger.job_index(record)
+    if holder is not None:
+        record.calls = call_ledger.replaced(record, holder, job={**(record.job or {}), **fields})
 
 
 def set_generation(record: Record, amount: Any, *, tier: Any, route: Any = None, id: Any = None,
@@ -74,6 +101,10 @@ def set_generation(record: Record, amount: Any, *, tier: Any, route: Any = None,
         index = len(record.calls) - 1
     entry = {**record.calls[index], "price": round(paid, 6), "tier": tier,
              "kind": call_ledger.BATCH_LINE if tier == call_ledger.BATCH else call_ledger.GENERATION}
+    if entry.get("state") in call_ledger.OPEN:  # the purchase's call ended: billed, its bill known
+        entry["state"] = call_ledger.end(str(entry["state"]), call_ledger.BILLED,
+                                         f"{record.model} {record.task_id} r{record.repeat:03d}")
+        entry.pop("worst", None)
     for name, value in (("route", route), ("id", id), ("run", run)):
         if isinstance(value, str):
             entry[name] = value
@@ -127,7 +158,13 @@ def add_verdict_cost(record: Record, amount: Any, run: str | None = None, *, kin
     from the record was counted when it was given."""
     keep_verdicts_cost(record)
     paid = usd(amount)
-    if paid:
+    index = call_ledger.open_index(record)
+    if index is not None and record.calls[index].get("kind") == kind:  # the judge call journaled: billed
+        state = call_ledger.end(str(record.calls[index].get("state")), call_ledger.BILLED,
+                                f"{record.model} {record.task_id} r{record.repeat:03d}")
+        record.calls = call_ledger.replaced(record, index, state=state, worst=None, price=round(paid, 6),
+                                            tier=call_ledger.known_tier(tier or record.judge_tier), run=run)
+    elif paid:
         entry = call_ledger.new_entry(kind, call_ledger.BILLED, paid, tier=call_ledger.known_tier(tier or record.judge_tier), run=run)
         record.calls = [*(record.calls if isinstance(record.calls, list) else []), entry]
     return paid

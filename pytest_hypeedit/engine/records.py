@@ -89,14 +89,7 @@ class Record:
     latency_s: float | None = None
     generated_at: str | None = None
     refusal: str | None = None  # the provider's reason, when refused
-    # a job submitted to an async route (id, polling URL, cost...), journaled before its first poll
-    # so that no later attempt submits it again (engine/journal.py)
-    job: dict[str, Any] | None = None
     resubmitted: int = 0  # jobs submitted again because their result had expired at the provider
-    # the paid call (a generation or a judge call) sent and still waiting for its reply, written before the
-    # request leaves: {"call": "generate"|"judge", "route", "id", "sent_at", "price", ...} (engine/journal.py);
-    # a run that finds one it did not send knows the call may have been paid: it becomes a lost entry of ``calls``
-    pending: dict[str, Any] | None = None
     # judging
     verdict: str | None = None  # "PASS" or "FAIL"
     reasoning: str | None = None
@@ -149,9 +142,11 @@ class Record:
     # judge's verdict, a verdict of bytes that changed or of an image that was lost) and --judge-stability's
     # re-judgements (``judge_verdicts_cost`` in records of earlier versions; a record older still counts its
     # ``judge_cost`` and ``extra["stability"]["cost"]`` until a verdict is written, call_ledger.unwritten_verdicts);
-    # and every paid call abandoned without its reply, lost (possibly paid, at its worst case): the pending entry
-    # with "why", "found_at" and "rebought" (a later call bought again what it was for; ``possibly_paid`` in records
-    # of earlier versions).  Never reset: a later verdict or purchase does not erase what they cost
+    # and every paid call, journaled before it is sent (``open_call`` until it ends; ``pending`` in records of
+    # earlier versions), ended in place: billed, unbilled, or abandoned without its reply, lost (possibly paid, at
+    # its worst case) with "why", "found_at" and "rebought" (a later call bought again what it was for;
+    # ``possibly_paid`` in records of earlier versions); a job submitted is its entry's "job" (``job``; ``job`` in
+    # records of earlier versions).  Never reset: a later verdict or purchase does not erase what they cost
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -190,6 +185,20 @@ class Record:
         return call_ledger.breakdown(call_ledger.calls_of(self))
 
     @property
+    def job(self) -> dict[str, Any] | None:
+        """The job submitted to an async route for the candidate's purchase (id, polling URL, cost...), journaled
+        before its first poll so that no later attempt submits it again: its generation entry's ``job``
+        (call_ledger.job_of, a copy; written by record_spend.set_job), None without one."""
+        return call_ledger.job_of(self)
+
+    @property
+    def open_call(self) -> dict[str, Any] | None:
+        """The paid call sent (or gathering) and not ended: its entry of the call ledger, journaled before the
+        request leaves (engine/journal.py), None without one; a run that finds one it did not send knows the
+        call may have been paid: it moves to lost."""
+        return call_ledger.open_call(self)
+
+    @property
     def possibly_paid_calls(self) -> list[dict[str, Any]]:
         """The paid calls abandoned without their reply: the lost entries of its ledger, oldest first, bounded."""
         return call_ledger.lost_entries(self)
@@ -212,10 +221,6 @@ class Record:
             raise MalformedRecord(f"not a JSON object but {type(data).__name__}")
         fields = {k: v for k, v in data.items() if k in _FIELD_NAMES}
         _convert_earlier(data, fields)
-        if fields.get("job") is not None and not isinstance(fields["job"], dict):
-            # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a
-            # paid job), as an object without an id that the adapter does not accept, with a message naming the record.
-            fields["job"] = {"malformed": fields["job"]}
         check_fields(fields)
         return cls(**clean_fields(fields))
 
@@ -240,6 +245,7 @@ EARLIER_LEFT_BEHIND = "resubmitted_cost"
 EARLIER_VERDICTS = "judge_verdicts_cost"
 EARLIER_GENERATION = "generation-v1"
 EARLIER_LOST = "possibly_paid"
+EARLIER_PENDING = "pending-v1"
 
 
 def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -277,8 +283,52 @@ def _convert_earlier(data: dict[str, Any], fields: dict[str, Any]) -> None:
     abandoned = _earlier_possibly_paid(data)
     if abandoned and EARLIER_LOST not in ids:
         added += call_ledger.earlier_lost(abandoned, EARLIER_LOST)
-    if added:
-        fields["calls"] = [*calls, *added]
+    pending = data.get("pending")
+    if pending is not None and not isinstance(pending, dict):
+        raise MalformedRecord(f"'pending' must be an object, not {_json_type(pending)}")
+    if pending and _pending_id(pending) not in {entry.get("entry") for entry in calls if isinstance(entry, dict)}:
+        added.append(_earlier_pending(pending))
+    converted = [*calls, *added]
+    job = data.get("job")
+    if job is not None and not any(isinstance(entry, dict) and "job" in entry for entry in converted):
+        # A record on disk is untrusted: a journaled job that is not an object is kept (it may stand for a paid
+        # job), as an object without an id that the adapter does not accept, with a message naming the record.
+        converted = _with_earlier_job(converted, job if isinstance(job, dict) else {"malformed": job})
+    if added or converted != calls:
+        fields["calls"] = converted
+
+
+def _pending_id(pending: dict[str, Any]) -> str:
+    """The id of the open entry a record of an earlier version's ``pending`` becomes: the one a call journaled now
+    gets (``call.<request id>``), fixed by the call's own id, so a record converted twice (read back, merged with
+    another process's) holds it once, and a call an earlier writer journaled since is one more; EARLIER_PENDING
+    for a call without an id."""
+    call_id = pending.get("id")
+    return call_ledger.call_entry_id(call_id) if isinstance(call_id, str) and call_id else EARLIER_PENDING
+
+
+def _earlier_pending(pending: dict[str, Any]) -> dict[str, Any]:
+    """A record of an earlier version's ``pending`` (the call journaled and not ended) as its open entry
+    (``_pending_id``): journaled, or gathering (a batch line), at its worst-case price."""
+    state = call_ledger.GATHERING if pending.get("state") == call_ledger.GATHERING else call_ledger.JOURNALED
+    entry = call_ledger.lost(pending, _pending_id(pending))  # its fields read alike: the wrong types left out
+    entry.update(state=state, kind=call_ledger.BATCH_LINE if state == call_ledger.GATHERING else entry["kind"])
+    if isinstance(pending.get("judge"), str):
+        entry["judge"] = pending["judge"]
+    return entry
+
+
+def _with_earlier_job(calls: list[Any], job: dict[str, Any]) -> list[Any]:
+    """A record of an earlier version's ``job`` kept in the entry of the generation it was for: the latest
+    generation entry (billed; left behind when its image was lost and the job counted there), else a new one
+    (``"entry": "job-v1"``, billed at $0: its price is counted where the record counted it)."""
+    for index in range(len(calls) - 1, -1, -1):
+        entry = calls[index]
+        if isinstance(entry, dict) and entry.get("kind") in call_ledger.GENERATION_KINDS and entry.get("state") in (
+                call_ledger.BILLED, call_ledger.LEFT_BEHIND):
+            return [*calls[:index], {**entry, "job": job}, *calls[index + 1:]]
+    return [*calls, {"entry": "job-v1", "kind": call_ledger.GENERATION, "state": call_ledger.BILLED, "price": 0.0,
+                     "tier": call_ledger.STANDARD, "job": job}]
 
 
 def _earlier_possibly_paid(data: dict[str, Any]) -> list[Any]:
@@ -340,7 +390,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "outcome": _TEXT, "candidate": _TEXT, "route": _TEXT, "provider_model": _TEXT, "release": (dict,),
     "seed": _SCALARS,
     "request_id": _TEXT, "latency_s": _NUMBER, "generated_at": _TEXT, "refusal": _TEXT,
-    "job": (dict,), "resubmitted": _INT, "pending": (dict,),
+    "resubmitted": _INT,
     "verdict": _TEXT, "reasoning": _TEXT, "judge": _TEXT, "votes": (list,),
     "judge_cost": _NUMBER, "judged_at": _TEXT, "calls": (list,),
     "judgements": (dict,),

@@ -71,7 +71,7 @@ class Verdicts:
         record, judge = plan.record, self.means.judge
         stale = record.judgements.get(judge.id) if isinstance(record.judgements, dict) else None
         if (judge.routes or judge.needs_images or (judge.reuse_verdicts and not self.means.rejudge) or plan.candidate is None
-                or plan.bound or record.pending or record.error or not isinstance(stale, dict)
+                or plan.bound or record.open_call or record.error or not isinstance(stale, dict)
                 or self._needs_signals(record)):
             return None
         request = JudgeRequest(plan.task, plan.spec.name, plan.repeat, plan.candidate, (),

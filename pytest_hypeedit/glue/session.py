@@ -332,7 +332,7 @@ def paid_since(record: Record, since: str, run: str) -> tuple[float, float, floa
     from ..engine import call_ledger
 
     this_run = call_ledger.spent_in_run(record, run)
-    pending = record.pending if isinstance(record.pending, dict) else {}
+    pending = record.open_call or {}
     sent = pending.get("sent_at")
     open_price = call_ledger.open_price(pending) if isinstance(sent, str) and sent >= since else 0.0
     if not this_run and not open_price:

@@ -107,8 +107,8 @@ def resumed_job(provider: "HttpProvider", request: GenerationRequest, *,
     return job
 
 
-_DELETE_HINT = ("If the record was edited, or restored from a cache you do not trust, delete its \"job\" entry: "
-                "the next run then submits, and pays for, a new job")
+_DELETE_HINT = ("If the record was edited, or restored from a cache you do not trust, delete the \"job\" of its "
+                "entry in \"calls\" (the entry and its price stay): the next run then submits, and pays for, a new job")
 
 
 class JobPoller:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ledger_view import job
 from tiny_batch import GATHER_LINGER_S, gemini_batch_route, records, results_row, set_options, tiny_batch_bench
 
 from pytest_hypeedit.transport.bounds import MiB, inline_cap
@@ -112,7 +113,7 @@ def test_an_unreadable_create_reply_then_a_rerun_bills_one_batch(hostile, pytest
     fake.create_reply = b"<html>upstream said ok</html>"
     run(2).assert_outcomes(errors=TASKS * 2)
     assert fake.creations == 1
-    assert all(r["job"]["display_name"] and not r["job"].get("batch_id") for r in records(pytester.path))
+    assert all(job(r)["display_name"] and not job(r).get("batch_id") for r in records(pytester.path))
     fake.create_reply = None
     run(2).assert_outcomes(passed=TASKS * 2)
     assert fake.creations == 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from ledger_view import job
 from providers_fakes.openai_batch import FakeOpenAIBatch
 from tiny_batch import GATHER_LINGER_S, openai_batch_route, records, results_row, set_options, tiny_batch_bench
 
@@ -107,7 +108,7 @@ def test_an_unreadable_create_reply_then_a_rerun_bills_one_batch(hostile, pytest
     fake.create_reply = b"<html>upstream said ok</html>"
     run(2).assert_outcomes(errors=TASKS * 2)
     assert fake.creations == 1
-    assert all(r["job"]["input_file_id"] and not r["job"].get("batch_id") for r in records(pytester.path))
+    assert all(job(r)["input_file_id"] and not job(r).get("batch_id") for r in records(pytester.path))
     fake.create_reply = None
     run(2).assert_outcomes(passed=TASKS * 2)
     assert fake.creations == 1 and len(fake.uploads("batch")) == 1

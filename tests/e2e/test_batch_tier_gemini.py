@@ -9,6 +9,7 @@ from __future__ import annotations
 import signal
 
 import pytest
+from ledger_view import job
 from tiny_batch import (
     GATHER_LINGER_S,
     gemini_batch_route,
@@ -53,7 +54,7 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it(batch_run, pytester
     set_options(pytester.path, MODEL, batch_max_wait_s=5.0)
     run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)
     created, uploaded = fake.creations, fake.uploads()
-    assert all(r["job"]["batch_id"] for r in records(pytester.path))
+    assert all(job(r)["batch_id"] for r in records(pytester.path))
     fake.hold = False
     set_options(pytester.path, MODEL, batch_max_wait_s=60.0)
     result = run("--tier", "batch")
@@ -92,7 +93,7 @@ def test_requests_past_the_inline_limit_go_in_one_uploaded_input_file(batch_run,
     assert len(created) == fake.creations >= 1
     assert fake.uploads("jsonl") == fake.creations and fake.uploads() == REFERENCES + fake.creations
     assert results_row(pytester.path)["spent"] == pytest.approx(fake.billed, abs=1e-6)
-    jobs = [r["job"] for r in records(pytester.path)]
+    jobs = [job(r) for r in records(pytester.path)]
     assert all(job["input_file_id"].startswith("files/") and job["batch_id"] for job in jobs)
 
 

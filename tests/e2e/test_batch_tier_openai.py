@@ -10,6 +10,7 @@ import json
 import signal
 
 import pytest
+from ledger_view import job
 from tiny_batch import (
     GATHER_LINGER_S,
     openai_batch_route,
@@ -65,7 +66,7 @@ def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing
     first.assert_outcomes(errors=TASKS * REPEATS)  # each still waits for its batch: an error, journaled
     created, inputs = fake.creations, len(fake.uploads("batch"))
     assert created >= 1
-    journaled = [r["job"] for r in records(pytester.path)]
+    journaled = [job(r) for r in records(pytester.path)]
     assert len(journaled) == TASKS * REPEATS
     assert all(job["batch_id"] and job["input_file_id"] for job in journaled)
     fake.hold = False
@@ -89,12 +90,12 @@ def test_lines_left_pending_by_a_batch_run_are_not_taken_for_a_standard_purchase
     standard.assert_outcomes(passed=TASKS * REPEATS)
     assert sum(s.path == "/v1/images/edits" for s in fake.requests) == TASKS * REPEATS
     row = results_row(pytester.path)
-    assert not any((r["job"] or {}).get("resumed") for r in records(pytester.path))
+    assert not any((job(r) or {}).get("resumed") for r in records(pytester.path))
     ledger = max((tmp_path / "cache").rglob("budget.json"), key=lambda path: path.stat().st_mtime)  # this run's
     assert json.loads(ledger.read_text())["spent"] / 1e6 == pytest.approx(row["spent_this_run"])  # each in --budget
     # the lines left pending were submitted in a batch, which may still bill them: what the batch run counted of
     # them stays in spent (as earlier purchases that left no image), beside what this run bought (its own entry)
-    assert all(r["job"] is None and [(c["kind"], c["state"], c["tier"]) for c in r["calls"]] == [
+    assert all(job(r) is None and [(c["kind"], c["state"], c["tier"]) for c in r["calls"]] == [
         ("batch_line", "left_behind", "batch"), ("generation", "billed", "standard")]
         for r in records(pytester.path))
     assert row["spent_this_run"] > 0 and row["spent_breakdown"]["resubmitted"] > 0
@@ -171,7 +172,7 @@ def test_a_run_killed_after_its_batch_was_created_submits_nothing_again(batch_ru
 
 def names_its_batch(found: list[dict]) -> bool:
     """Every candidate's record names its batch (the batch was created and the create reply read)."""
-    return len(found) == TASKS * REPEATS and all((r.get("job") or {}).get("batch_id") for r in found)
+    return len(found) == TASKS * REPEATS and all((job(r) or {}).get("batch_id") for r in found)
 
 
 def test_under_xdist_each_reference_is_still_uploaded_once_per_run(batch_run, pytester):

@@ -59,16 +59,17 @@ def test_a_gathering_entry_is_not_accepted_as_possibly_paid():
     """journal.abandon moves the pending entry to lost through the ledger: a batch line that was never sent cannot
     be made possibly paid (planted: the move removed from abandon, the gathering line became a $0.19 possibly paid
     call: caught)."""
-    record = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="x",
-                                                 state=paid.GATHERING))
+    line = paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="x", state=paid.GATHERING)
+    record = Record(**BASE, calls=[line])
     with pytest.raises(LifecycleError, match="cannot move from gathering to lost"):
         paid.abandon(record, "its run ended")
-    assert record.calls == [] and record.spent == 0
-    sync = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="y"))
+    assert record.calls == [line] and record.spent == 0 and record.open_call == line
+    sync = Record(**BASE, calls=[paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="y")])
     paid.abandon(sync, "its run ended")
     assert sync.spent == pytest.approx(0.19)  # a journaled call may have left: possibly paid
     assert ledger.open_price({"price": 0.19, "state": paid.GATHERING}) == 0
-    assert ledger.open_price({"price": 0.19}) == pytest.approx(0.19)
+    assert ledger.open_price({"price": 0.19, "state": "journaled"}) == pytest.approx(0.19)
+    assert ledger.open_price({"price": 0.19, "state": "unbilled"}) == ledger.open_price({"price": 0.19}) == 0
     assert ledger.open_price({"price": "lots"}) == ledger.open_price([0.19]) == 0
 
 
@@ -118,7 +119,8 @@ def test_a_record_of_the_earlier_version_counts_everything_it_recorded_as_paid_o
     # version has their ids
     assert ledger.spent_in_run(record, "run-a") == ledger.spent_in_run(record, "run-b") == 0
     # the pending judge call is the open call of the run that sent it, not in spent until found abandoned
-    assert ledger.open_price(record.pending) == pytest.approx(0.004)
+    assert record.open_call["entry"] == "call.c2" and record.open_call["state"] == "journaled"
+    assert ledger.open_price(record.open_call) == pytest.approx(0.004)
     paid.abandon(record, paid.RUN_ENDED)
     assert record.spent == pytest.approx(recorded + 0.004)
     assert implausible_amounts(record) == 0
@@ -402,7 +404,7 @@ def test_what_a_run_bought_is_its_entries_whoever_merges_and_a_lost_call_is_the_
     theirs = Record.from_json(ours.to_json())
     set_generation(theirs, 0.095, tier="batch")  # run-b resumed it: its image, the same purchase, still run-a's
     add_verdict_cost(theirs, 0.004, "run-b")
-    theirs.pending = paid.sending(paid.JUDGE, route="gemini-judge", price=0.19, call_id="c1", run="run-b")
+    theirs.calls = [*theirs.calls, paid.sending(paid.JUDGE, route="gemini-judge", price=0.19, call_id="c1", run="run-b")]
     paid.abandon(theirs, "read timeout")  # its reply lost: possibly paid, by run-b
     both = Record(**BASE, calls=ledger.merged(theirs.calls, ours.calls))
     for record in (both, Record.from_json(both.to_json())):
@@ -416,12 +418,12 @@ def test_what_a_run_bought_is_its_entries_whoever_merges_and_a_lost_call_is_the_
 
 def test_a_call_abandoned_is_a_lost_entry_of_the_ledger_at_its_worst_case():
     record = Record(**BASE)
-    record.pending = paid.sending(paid.JUDGE, route="gemini-judge", price=0.04, call_id="c9", run="run-a",
-                                  judge="gemini-3-flash")
+    record.calls = [paid.sending(paid.JUDGE, route="gemini-judge", price=0.04, call_id="c9", run="run-a",
+                                 judge="gemini-3-flash")]
     entry = paid.abandon(record, "read timeout")
-    assert record.pending is None and record.calls == [entry]
+    assert record.open_call is None and record.calls == [entry]
     assert {key: entry[key] for key in ("entry", "kind", "state", "price", "worst", "route", "id", "run", "why")} == {
-        "entry": "lost.c9", "kind": "verdict", "state": "lost", "price": 0.04, "worst": True,
+        "entry": "call.c9", "kind": "verdict", "state": "lost", "price": 0.04, "worst": True,
         "route": "gemini-judge", "id": "c9", "run": "run-a", "why": "read timeout"}
     assert record.spent_breakdown["possibly_paid"] == pytest.approx(0.04)
     assert ledger.spent_in_run(record, "run-a") == pytest.approx(0.04)
@@ -442,7 +444,7 @@ def test_a_lost_call_bought_again_stays_rebought_whoever_merges():
     """The merge's tie-break: of two copies of one lost entry, the one that says it was bought again is the later
     (planted: ``later`` keeping ours at equal states: run-b's stale copy merged last made the lost call open again,
     bought_again 0 and the results' possibly_paid_open 1: caught)."""
-    killed = Record(**BASE, pending=paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1", run="run-a"))
+    killed = Record(**BASE, calls=[paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1", run="run-a")])
     paid.abandon(killed, paid.RUN_ENDED)
     stale = Record.from_json(killed.to_json())  # another process read it before it was bought again
     bought = Record.from_json(killed.to_json())
@@ -458,7 +460,7 @@ def test_a_lost_call_bought_again_stays_rebought_whoever_merges():
     # two processes that abandoned the same journaled call (its id fixed by the call's): one lost entry
     one, two = Record.from_json(killed.to_json()), Record.from_json(killed.to_json())
     for record in (one, two):
-        record.calls, record.pending = [], paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1")
+        record.calls = [paid.sending(paid.GENERATE, route="openai", price=0.19, call_id="c1")]
         paid.abandon(record, paid.RUN_ENDED)
     assert Record(**BASE, calls=ledger.merged(one.calls, two.calls)).spent == pytest.approx(0.19)
 
@@ -494,3 +496,89 @@ def test_an_earlier_possibly_paid_is_converted_once_whoever_reads_writes_or_merg
     assert odd.spent == 0 and implausible_amounts(odd) == 2 and ledger.bought_again(ledger.calls_of(odd)) == 0
     assert [(c["kind"], c["tier"], "id" in c) for c in odd.calls] == [("generation", "unknown", False),
                                                                       ("generation", "standard", False)]
+
+
+# --------------------------------------------------------------------------- the open call and the job
+
+
+EARLIER_OPEN = {  # a record as the version before this one wrote it: its job, and a judge call in flight
+    **BASE, "candidate": "001.png", "route": "bfl",
+    "calls": [{"entry": "g1", "kind": "generation", "state": "billed", "price": 0.07, "tier": "standard",
+               "route": "bfl", "id": "job-1", "run": "run-a"}],
+    "job": {"id": "job-1", "polling_url": "https://api.bfl.ai/v1/get_result?id=job-1", "route": "bfl",
+            "cost": 0.07, "submitted_at": "2026-11-21T08:00:00+00:00", "finished_at": "2026-11-21T08:01:00+00:00"},
+    "pending": {"call": "judge", "route": "gemini-judge", "id": "c2", "sent_at": "2026-11-21T09:00:00+00:00",
+                "price": 0.004, "run": "run-a", "judge": "gemini-3-flash"},
+}
+
+
+def test_an_earlier_pending_and_job_are_converted_once_whoever_reads_writes_or_merges_them():
+    """A record of the version before this one: its ``job`` goes into its generation's entry, its ``pending`` becomes
+    the open entry "call.c2" (not in spent: the run that sent it ended, the next one abandons it), once however
+    often it is read, written or merged.  Planted: the conversion skipped (the job forgotten, the candidate bought
+    again: caught); the open entry's id random (two processes abandoning the one call counted it twice: caught)."""
+    record = Record.from_dict(EARLIER_OPEN)
+    written = json.loads(record.to_json())
+    assert "pending" not in written and "job" not in written  # the fields are gone: the ledger holds them
+    assert record.job == EARLIER_OPEN["job"] and written["calls"][0]["job"] == EARLIER_OPEN["job"]
+    opened = record.open_call
+    assert opened is not None and {key: opened.get(key) for key in ("entry", "kind", "state", "price", "worst",
+                                                                     "id", "run", "judge")} == {
+        "entry": "call.c2", "kind": "verdict", "state": "journaled", "price": 0.004, "worst": True, "id": "c2",
+        "run": "run-a", "judge": "gemini-3-flash"}
+    assert record.spent == pytest.approx(0.07) and paid.pending_call(record) == paid.JUDGE
+    back = Record.from_json(record.to_json())
+    assert back.calls == record.calls and back.job == record.job  # read, written, read again: converted once
+    again = Record.from_dict({**json.loads(record.to_json()), "pending": EARLIER_OPEN["pending"]})
+    assert again.calls == record.calls  # its entry is there already: an earlier writer beside this one
+    other = Record.from_dict(EARLIER_OPEN)  # a second process converted it too
+    both = Record(**BASE, calls=ledger.merged(back.calls, other.calls))
+    assert both.calls == record.calls and both.spent == pytest.approx(0.07)
+    for one in (back, other):  # each found the judge call abandoned: possibly paid, once
+        paid.abandon(one, paid.RUN_ENDED)
+    both = Record.from_json(Record(**BASE, calls=ledger.merged(back.calls, other.calls)).to_json())
+    assert both.open_call is None and both.spent == pytest.approx(0.074)
+    assert [entry["entry"] for entry in both.possibly_paid_calls] == ["call.c2"]
+    # the disk's copy abandoned, ours still open: the further state wins, whoever merges
+    stale = Record.from_dict(EARLIER_OPEN)
+    for disk, ours in ((back, stale), (stale, back)):
+        merged = Record(**BASE, calls=ledger.merged(disk.calls, ours.calls))
+        assert merged.open_call is None and merged.spent == pytest.approx(0.074)
+
+
+def test_an_earlier_gathering_line_costs_nothing_and_is_never_possibly_paid():
+    """A batch line still gathering in a record of the version before this one: an open entry that costs nothing,
+    never moved to lost (planted: abandon without the ledger's move: the line became a $0.095 possibly paid call:
+    caught)."""
+    gathering = Record.from_dict({**BASE, "pending": {"call": "generate", "route": "openai", "id": "g1",
+                                                      "price": 0.095, "state": "gathering", "run": "run-a"}})
+    line = gathering.open_call
+    assert line is not None and (line["entry"], line["kind"], line["state"]) == ("call.g1", "batch_line",
+                                                                                 "gathering")
+    assert gathering.spent == 0 and ledger.open_price(line) == 0 and ledger.spent_in_run(gathering, "run-a") == 0
+    with pytest.raises(LifecycleError, match="cannot move from gathering to lost"):
+        paid.abandon(gathering, paid.RUN_ENDED)
+    assert paid.end_open(gathering, ledger.NOT_SENT)["state"] == "not_sent"
+    assert gathering.open_call is None and gathering.spent == 0 and not gathering.possibly_paid_calls
+
+
+def test_a_call_ends_in_its_own_entry():
+    """The open entry is the call's one entry: an error reply ends it unbilled at $0, the answer bills it in place
+    (its worst case dropped), and a job journaled is kept in it (planted: set_generation appending a second entry:
+    the purchase counted at its worst case and its bill: caught)."""
+    from pytest_hypeedit.engine.record_spend import add_verdict_cost, set_generation, set_job
+
+    record = Record(**BASE, calls=[paid.sending(paid.GENERATE, route="bfl", price=0.08, call_id="c1", run="run-a")])
+    set_job(record, {"id": "job-1", "route": "bfl", "cost": 0.07})
+    set_generation(record, 0.07, tier="standard", route="bfl", id="job-1", always=False)
+    assert [(c["entry"], c["state"], c["price"], "worst" in c) for c in record.calls] == [
+        ("call.c1", "billed", 0.07, False)]
+    assert record.job == {"id": "job-1", "route": "bfl", "cost": 0.07} and record.spent == pytest.approx(0.07)
+    record.calls = [*record.calls, paid.sending(paid.JUDGE, route="gemini-judge", price=0.04, call_id="c2")]
+    failed = paid.end_open(record, ledger.UNBILLED)
+    assert failed is not None and (failed["state"], failed["price"]) == ("unbilled", 0.0)
+    record.calls = [*record.calls, paid.sending(paid.JUDGE, route="gemini-judge", price=0.04, call_id="c3")]
+    add_verdict_cost(record, 0.003, "run-a", tier="flex")
+    assert [(c["entry"], c["kind"], c["state"], c["price"]) for c in record.calls[1:]] == [
+        ("call.c2", "verdict", "unbilled", 0.0), ("call.c3", "verdict", "billed", 0.003)]
+    assert record.open_call is None and record.spent == pytest.approx(0.073)

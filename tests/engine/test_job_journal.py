@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
+from ledger_view import job
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import Chaos
 from providers_fakes.fal import FakeFal
@@ -71,7 +72,7 @@ def test_a_job_whose_polls_failed_is_resumed_by_the_next_run(pytester, fakes):
     bfl.inject("malformed", path="get_result", count=10_000)
     first = pytester.runpytest(*args)
     first.assert_outcomes(errors=2)
-    assert all(r["outcome"] == "error" and r["job"]["id"].startswith("bfl-task-") for r in records(pytester.path))
+    assert all(r["outcome"] == "error" and job(r)["id"].startswith("bfl-task-") for r in records(pytester.path))
     assert "stays journaled" in records(pytester.path)[0]["error"]
     assert rows(pytester.path)["flux-2-max"]["spent"] == pytest.approx(0.2)  # paid, though no image yet
 
@@ -80,7 +81,7 @@ def test_a_job_whose_polls_failed_is_resumed_by_the_next_run(pytester, fakes):
     second = pytester.runpytest(*args)
     second.assert_outcomes(passed=1, failed=1)
     assert list(bfl.ledger.submitted.values()) == [1, 1]  # resumed, not submitted again
-    assert all(r["job"]["resumed"] for r in records(pytester.path))
+    assert all(job(r)["resumed"] for r in records(pytester.path))
     row = rows(pytester.path)["flux-2-max"]
     assert row["spent"] == pytest.approx(0.2) and row["spent_this_run"] == 0  # paid by the first run
 
@@ -101,7 +102,7 @@ def test_an_expired_job_is_submitted_again_and_counted(pytester, fakes):
     assert list(bfl.ledger.submitted.values()) == [2, 2] and not bfl.ledger.paid_twice()
     for record in records(pytester.path):
         assert record["resubmitted"] == 1 and "Task not found" in record["extra"]["expired_jobs"][0]
-        assert not record["job"].get("resumed")  # the second job was paid for in this run
+        assert not job(record).get("resumed")  # the second job was paid for in this run
         assert Record.from_dict(record).cost == 0.10  # each job at its own cost: the expired one's, an entry of the call ledger
         assert [(c["kind"], c["state"], c["price"]) for c in record["calls"]] == [("generation", "left_behind", 0.10),
                                                                                  ("generation", "billed", 0.10)]
@@ -174,7 +175,7 @@ def test_a_job_journaled_on_another_route_stays_with_its_release(pytester, fakes
     by_route: dict[str, list[dict]] = {}
     for record in records(pytester.path):
         by_route.setdefault(record["release"]["route"], []).append(record)
-    assert all(r["job"]["route"] == "fal" and not r["extra"].get("left_behind_jobs") for r in by_route["fal"])
+    assert all(job(r)["route"] == "fal" and not r["extra"].get("left_behind_jobs") for r in by_route["fal"])
     assert {r["repeat"]: r for r in by_route["bfl"]} == before  # the first release's records, untouched
     row = rows(pytester.path)["flux-2-max"]
     assert row["release"]["route"] == "fal"
@@ -198,7 +199,7 @@ def polling_now(folder: Path) -> list[dict]:
             record = json.loads(path.read_text())
         except ValueError:
             continue
-        if record.get("job") and not record.get("candidate"):
+        if job(record) and not record.get("candidate"):
             found.append(record)
     return found
 
@@ -238,8 +239,8 @@ def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twic
     done = {(r["task_id"], r["repeat"]): r for r in records(folder)}
     assert len(done) == 4 and all(r["outcome"] in ("pass", "fail") for r in done.values())
     for record in journaled:  # the jobs the kill interrupted were resumed, not bought again
-        job = done[(record["task_id"], record["repeat"])]["job"]
-        assert job["id"] == record["job"]["id"] and job["resumed"] is True
+        finished = job(done[(record["task_id"], record["repeat"])])
+        assert finished["id"] == job(record)["id"] and finished["resumed"] is True
 
 
 BFL_FAULTS = [

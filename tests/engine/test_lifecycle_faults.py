@@ -100,8 +100,10 @@ class World:
         return json.loads(path.read_text()) if path.exists() else {}
 
     def journaled(self, what: str, record: dict[str, Any], call_id: str | None) -> None:
-        pending = record.get("pending") or {}
-        if call_id is None or pending.get("id") != call_id:
+        from pytest_hypeedit.engine.records import Record
+
+        pending = (Record.from_dict(record).open_call if record else None) or {}  # its call ledger's open entry
+        if call_id is None or pending.get("id") != call_id or pending.get("state") != "journaled":
             self.broken.append(f"{what} sent without its journal entry on disk (pending {pending})")
 
 
@@ -314,7 +316,7 @@ def on_disk(root: Path) -> tuple[float, float, int]:
     from pytest_hypeedit.engine.records import Record
 
     records = [Record.from_json(path.read_text()) for path in root.rglob("[0-9][0-9][0-9].json")]
-    pending = [r.pending for r in records if r.pending]
+    pending = [r.open_call for r in records if r.open_call]
     return sum(r.spent for r in records), sum(float(p.get("price") or 0) for p in pending), len(pending)
 
 

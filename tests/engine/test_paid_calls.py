@@ -19,6 +19,7 @@ from genai_fakes import FakeChat
 from genai_fakes.chat import verdict_reply
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import image_reply, slow
+from ledger_view import open_call
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.contract import make_request
@@ -268,7 +269,7 @@ class Witness:
 
     def __call__(self, _request=None) -> None:
         records = [json.loads(p.read_text()) for p in self.outputs.rglob("[0-9][0-9][0-9].json")]
-        self.seen.append([r.get("pending") for r in records])
+        self.seen.append([open_call(r) for r in records])
 
 
 class WitnessArk(FakeArk):
@@ -314,12 +315,15 @@ def record_on_disk(tmp_path: Path, repeat: int = 1) -> dict:
 
 def test_the_generation_is_in_the_record_before_the_request_reaches_the_provider(ark, tmp_path):
     record = run_once(make_runner(tmp_path), tmp_path)
-    assert record.outcome == "pass" and record.pending is None
+    assert record.outcome == "pass" and record.open_call is None
     (pending,), = ark.witness.seen  # one request, one record on disk when it arrived
     sent = ark.seen("/images/generations")[0]
-    assert pending["call"] == "generate" and pending["id"] == sent.headers["x-client-request-id"]
-    assert pending["price"] == 0.04 and pending["route"] == "ark"
-    assert record_on_disk(tmp_path)["pending"] is None  # the reply's write cleared it
+    assert (pending["kind"], pending["state"]) == ("generation", "journaled")
+    assert pending["id"] == sent.headers["x-client-request-id"] and pending["entry"] == f"call.{pending['id']}"
+    assert pending["price"] == 0.04 and pending["worst"] and pending["route"] == "ark"
+    on_disk = record_on_disk(tmp_path)  # the reply's write ended it: billed, in place
+    assert open_call(on_disk) is None and [(c["entry"], c["state"], c["price"]) for c in on_disk["calls"]] == [
+        (pending["entry"], "billed", 0.04)] and "worst" not in on_disk["calls"][0]
 
 
 def test_a_lost_reply_is_counted_as_possibly_paid_and_bought_again_saying_so(ark, tmp_path):
@@ -379,7 +383,7 @@ def test_an_adapter_that_fails_unexpectedly_after_sending_is_an_error_and_possib
     assert broken.outcome == "error" and "failed unexpectedly (KeyError" in broken.error
     assert "bug" in broken.error and "counted as possibly paid (up to $0.04" in broken.error
     on_disk = record_on_disk(tmp_path)
-    assert on_disk["pending"] is None and "possibly_paid" not in on_disk
+    assert open_call(on_disk) is None and "possibly_paid" not in on_disk
     assert [call["state"] for call in on_disk["calls"]] == ["lost"]  # a lost entry of its call ledger
     assert len(ark.seen("/images/generations")) == 1
 
@@ -399,7 +403,7 @@ def test_review_holds_a_possibly_paid_candidate_without_paying(ark, tmp_path):
 def test_a_pending_call_left_by_a_killed_run_is_possibly_paid_unless_its_image_arrived(ark, tmp_path):
     for repeat in (1, 2):
         run_once(make_runner(tmp_path), tmp_path, repeat)
-    for repeat in (1, 2):  # as a kill leaves them: the call journaled, the reply never written
+    for repeat in (1, 2):  # as a kill left them in a record of the earlier version: the call journaled, no reply
         path = next((tmp_path / "out").rglob(f"{repeat:03d}.json"))
         data = json.loads(path.read_text())
         data["pending"] = {"call": "generate", "route": "ark", "id": f"lost-{repeat}", "price": 0.04,
@@ -410,9 +414,9 @@ def test_a_pending_call_left_by_a_killed_run_is_possibly_paid_unless_its_image_a
         path.write_text(json.dumps(data))
     kept = run_once(make_runner(tmp_path), tmp_path, 1)
     bought = run_once(make_runner(tmp_path), tmp_path, 2)
-    assert not kept.possibly_paid_calls and kept.pending is None  # the image is on disk: its reply came
+    assert not kept.possibly_paid_calls and kept.open_call is None  # the image is on disk: its reply came
     assert [e["id"] for e in bought.possibly_paid_calls] == ["lost-2"] and bought.outcome == "pass"
-    assert len(ark.seen("/images/generations")) == 3 and record_on_disk(tmp_path, 2)["pending"] is None
+    assert len(ark.seen("/images/generations")) == 3 and open_call(record_on_disk(tmp_path, 2)) is None
 
 
 def test_the_judge_call_is_in_the_record_before_it_is_sent_and_a_lost_reply_is_possibly_paid(ark, tmp_path):
@@ -430,7 +434,7 @@ def test_the_judge_call_is_in_the_record_before_it_is_sent_and_a_lost_reply_is_p
         judged = run_once(make_runner(tmp_path, OpenAICompatJudge("m", options, prompt="rubric")), tmp_path)
     assert judged.outcome == "pass" and len(chat.requests) == 2 and len(ark.seen("/images/generations")) == 1
     (pending,), = witness.seen
-    assert pending["call"] == "judge" and pending["id"] == chat.requests[1].headers["x-client-request-id"]
+    assert pending["kind"] == "verdict" and pending["id"] == chat.requests[1].headers["x-client-request-id"]
     assert results_row([judged])["possibly_paid"] == 1
 
 

@@ -27,13 +27,14 @@ def full_record() -> Record:
     return Record(split="public", model="seedream-4.5", task_id="t-1", repeat=7, task_types=["remove", "change"],
                   outcome=FAIL, candidate="007.png", route="ark", provider_model="seedream-4-5-251128", seed=42,
                   request_id="req-1", latency_s=1.5, generated_at="2026-01-01T00:00:00+00:00",
-                  job={"id": "j1", "polling_url": None}, resubmitted=1, verdict="FAIL", reasoning="the car is there",
+                  resubmitted=1, verdict="FAIL", reasoning="the car is there",
                   judge="gemini-3-flash", votes=[{"judge": "a", "verdict": "FAIL"}], judge_cost=0.002,
                   judged_at="2026-01-01T00:00:01+00:00",
                   judgements={"gemini-3-flash": {"verdict": "FAIL", "judge": "gemini-3-flash", "reasoning": "the car is there",
                                                    "votes": [], "judged_at": "2026-01-01T00:00:01+00:00"}},
                   reused_candidate=True, extra={"size": "2K"},
-                  calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04, "tier": "standard"}])
+                  calls=[{"entry": "g", "kind": "generation", "state": "billed", "price": 0.04, "tier": "standard",
+                          "job": {"id": "j1", "polling_url": None}}])
 
 
 def test_a_record_rides_on_user_properties_as_json_and_comes_back_equal():

@@ -29,6 +29,7 @@ from typing import Callable
 import pytest
 from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
+from ledger_view import open_call
 from providers_fakes.ark import FakeArk
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.chaos import JobLedger
@@ -266,7 +267,7 @@ def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_p
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "hypeedit: stopping: no new call starts" in out
     assert billed(fakes) < len(MODELS) * TASKS * REPEATS  # it stopped
-    left = [(r["model"], r["task_id"], r["repeat"], r["pending"]) for r in records(folder) if r.get("pending")]
+    left = [(r["model"], r["task_id"], r["repeat"], open_call(r)) for r in records(folder) if open_call(r)]
     assert not left, f"calls left without their reply: {left}\n{out[-3000:]}"
 
     for fake in fakes.values():
@@ -301,7 +302,7 @@ def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_p
     out = after_leaving(process)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "hypeedit: left " in out and "sent whose replies were lost" in out
-    assert any(r.get("pending") for r in records(folder)), "no call was left in flight: nothing was tested"
+    assert any(open_call(r) for r in records(folder)), "no call was left in flight: nothing was tested"
 
     answer.set()
     for fake in fakes.values():
@@ -318,7 +319,7 @@ def test_sigkill_mid_call_then_rerun_counts_every_double_charge(tmp_path, fakes)
     wait_until(process, lambda: billed(fakes) >= 6)
     signal_group(process, signal.SIGKILL)
     process.communicate(timeout=60)
-    assert any(r.get("pending") for r in records(folder))
+    assert any(open_call(r) for r in records(folder))
     out = rerun_to_completion(folder, args)
     assert_complete(folder)
     assert assert_every_double_charge_is_counted(folder, fakes) >= 1
@@ -341,8 +342,8 @@ def test_pytest_timeouts_thread_method_loses_no_paid_call(tmp_path, fakes):
     out = after_leaving(process)
     assert "Timeout" in out and process.returncode != 0, out[-3000:]
     first = billed(fakes)
-    pending = [r for r in records(folder) if r.get("pending")]
-    kept = [r for r in records(folder) if not r.get("pending") and r.get("outcome") not in (None, "error")]
+    pending = [r for r in records(folder) if open_call(r)]
+    kept = [r for r in records(folder) if not open_call(r) and r.get("outcome") not in (None, "error")]
     assert first >= 6 and pending, f"{first} billed, {len(pending)} pending: nothing was left in flight"
     assert first <= len(pending) + len(kept), "a billed call is neither saved nor journaled as pending on disk"
 
@@ -375,7 +376,7 @@ def test_pytest_timeouts_signal_method_with_x_gives_the_calls_their_grace(tmp_pa
                           capture_output=True, text=True, timeout=120)
     assert "Timeout" in done.stdout and done.returncode != 0, done.stdout[-3000:]
     assert billed(fakes) < len(MODELS) * TASKS * REPEATS  # it stopped buying
-    left = [(r["model"], r["task_id"], r["repeat"]) for r in records(folder) if r.get("pending")]
+    left = [(r["model"], r["task_id"], r["repeat"]) for r in records(folder) if open_call(r)]
     assert not left, f"calls left without their reply: {left}\n{done.stdout[-3000:]}"
 
     for fake in fakes.values():

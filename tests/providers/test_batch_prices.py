@@ -14,6 +14,7 @@ from providers_fakes.contract import FAST, make_request
 from pytest_hypeedit.engine.call_context import GenerationContext
 from pytest_hypeedit.engine.journal import Journal
 from pytest_hypeedit.engine.planning import Planning
+from pytest_hypeedit.engine.record_spend import set_job
 from pytest_hypeedit.engine.records import Record
 from pytest_hypeedit.errors import Refusal
 from pytest_hypeedit.providers import openai_batch
@@ -27,7 +28,8 @@ SPEC = load_registry().get("gpt-image-2")
 
 def test_an_image_of_a_batch_line_adopted_after_a_full_disk_is_at_the_batch_price(tmp_path):
     """Planted: the adoption prices every unnamed image at the standard price and tier ($0.19 for a $0.095 line)."""
-    record = Record("public", SPEC.name, "task-0001", 1, job={"id": "k", "kind": "batch", "batch_id": "batch_1"})
+    record = Record("public", SPEC.name, "task-0001", 1)
+    set_job(record, {"id": "k", "kind": "batch", "batch_id": "batch_1"})
     Planning._adopt_candidate(record, SPEC, Path(tmp_path / "001.png"))
     assert (record.cost, record.tier) == (SPEC.price_at("batch"), "batch") and record.cost < SPEC.price
     standard = Record("public", SPEC.name, "task-0001", 1)

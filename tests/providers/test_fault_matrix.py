@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
+from ledger_view import job
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.base import gzip_bomb, huge_png
 from providers_fakes.bfl import FakeBfl
@@ -138,7 +139,7 @@ def test_bombs_endless_bodies_a_trickle_and_a_huge_image_in_one_run(tmp_path):
         gaps = [later - earlier for earlier, later in zip(polls, polls[1:])]
         assert any(DEADLINE_S / 2 <= gap < 4 * DEADLINE_S for gap in gaps), gaps
         assert sum(bfl.ledger.submitted.values()) == len(FAULTS) + 1  # one paid job per candidate
-        assert all(r["job"] for r in found.values() if r["outcome"] == "error")  # kept for the next run
+        assert all(job(r) for r in found.values() if r["outcome"] == "error")  # kept for the next run
         assert bfl.key not in output
         downloads = list((tmp_path / "cache").rglob(".download-*")) + list(folder.rglob(".download-*"))
         assert downloads == []  # no half file left behind

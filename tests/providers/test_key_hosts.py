@@ -15,6 +15,7 @@ from benchdata import make_tasks, write_run_folder
 from fake_models import fast_retries_conftest
 from genai_fakes.fixtures import FAKE_GEMINI_KEY, fake_gemini  # noqa: F401 - fixture
 from genai_fakes.gemini import Reply as GeminiReply, png_bytes
+from ledger_view import job
 from providers_fakes import FakeServer, Reply, make_image
 from providers_fakes.bfl import FakeBfl
 from providers_fakes.contract import FAST, make_request
@@ -270,7 +271,8 @@ def record_paths(folder: Path) -> list[Path]:
 def doctor(path: Path, fields: dict) -> None:
     """Edit the journaled job of the record at ``path``: its fields, or (``{"whole": value}``) all of it."""
     record = json.loads(path.read_text())
-    record["job"] = fields["whole"] if "whole" in fields else {**record["job"], **fields}
+    entry = next(entry for entry in reversed(record["calls"]) if "job" in entry)  # the purchase's entry holds it
+    entry["job"] = fields["whole"] if "whole" in fields else {**entry["job"], **fields}
     path.write_text(json.dumps(record))
 
 
@@ -287,8 +289,8 @@ def test_a_doctored_record_cannot_send_the_key_to_another_host(pytester, bfl, st
     assert list(bfl.ledger.submitted.values()) == [1, 1]  # nothing paid twice, nothing submitted anew
     error = json.loads(doctored.read_text())["error"]
     assert str(doctored.relative_to(pytester.path)) in error and f"points at {stranger.url}" in error
-    assert 'delete its "job" entry' in error
-    assert json.loads(doctored.read_text())["job"]["polling_url"].startswith(stranger.url)  # kept for review
+    assert 'delete the "job" of its entry in "calls"' in error
+    assert job(json.loads(doctored.read_text()))["polling_url"].startswith(stranger.url)  # kept for review
     assert len(bfl.seen("get_result")) > polls_before  # the honest one was polled
     assert bfl.key not in rerun.stdout.str()
 

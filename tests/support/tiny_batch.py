@@ -16,6 +16,7 @@ import pytest
 import yaml
 from benchdata import write_labels
 from genai_fakes.gemini_batch import FakeGeminiBatch
+from ledger_view import open_call
 from providers_fakes.openai_batch import FakeOpenAIBatch
 
 from pytest_hypeedit.registry import load_registry
@@ -117,7 +118,8 @@ def _records_are(folder: Path, ready: Callable[[list[dict]], bool]) -> bool:
 
 def stop_while_gathering(folder: Path, model: str, repeats: int, candidates: int, signum: int) -> str:
     """A batch run whose lines linger for two minutes, sent ``signum`` once each of its ``candidates`` records
-    journals its line as pending (gathering: nothing sent to the provider yet); what it printed."""
+    journals its line (its open entry, gathering: nothing sent to the provider yet); what it printed."""
     set_options(folder, model, batch_linger_s=120.0)  # the lines gather until the signal
     return signal_when(folder, model, repeats, lambda found: len(found) == candidates and all(
-        r.get("pending") for r in found), "every candidate's line is journaled, gathering, before the signal", signum)
+        (open_call(r) or {}).get("state") == "gathering" for r in found),
+        "every candidate's line is journaled, gathering, before the signal", signum)
