@@ -12,6 +12,7 @@ import pytest
 from benchdata import make_tasks, write_labels, write_split
 from PIL import Image
 
+from pytest_hypeedit.engine import signals
 from pytest_hypeedit.engine.signals import Window, compute_signals, lab, mean_delta_e, mean_distance, ssim, ssim_against
 
 
@@ -46,20 +47,42 @@ def whole_ssim(a, b):
     return float((((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a**2 + mu_b**2 + c1) * (var_a + var_b + c2))).mean())
 
 
+def whole_lab(rgb):
+    """sRGB -> CIE Lab as the signals were first computed: both segments of f everywhere, chosen by np.where."""
+    linear = signals._LINEAR[rgb[..., :3]]
+    xyz = linear @ (signals._SRGB_TO_XYZ.T / signals._D65).astype(np.float32)
+    delta = 6 / 29
+    f = np.where(xyz > delta**3, np.cbrt(xyz), xyz / (3 * delta**2) + 4 / 29)
+    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])], axis=-1)
+
+
 def test_the_references_side_computed_once_gives_the_very_bits_of_the_whole_formula():
-    """The reference's window means and variances are kept with it (every candidate of its task is compared with
-    them), and a Delta E adds its three squares without a reduction: a faster path, not other figures.  SSIM and
-    the mean Delta E are the same floats, to the last bit, as the whole formula gives, so the signals stored in
-    records do not move (planted: the reference's variances without the sample correction, the Delta E without its
-    square root: both caught; the squares added right to left change single pixels by an ulp, not the mean)."""
+    """The reference's window means, variances and squared means are kept with it (every candidate of its task is
+    compared with them), the candidate's three box filters run as one stack in place, Lab takes the cube root
+    everywhere and the linear segment only where it applies, and a Delta E adds its three squares without a
+    reduction: a faster path, not other figures.  SSIM, Lab and the mean Delta E are the same floats, to the last
+    bit, as the whole formulas give, so the signals stored in records do not move (planted: the reference's
+    variances without the sample correction, the Delta E without its square root, the candidate's box sums taken
+    over the stack's wrong axis, 2 * cov left out of the numerator, the dark pixels' linear segment dropped or
+    taken where xyz > delta^3: all caught; the squares added right to left change single pixels by an ulp, not
+    the mean).  Images: noise, flat, dark (the linear segment), a gradient, at sizes from one window up."""
     rng = np.random.default_rng(5)
-    for height, width in ((7, 7), (48, 64), (171, 256), (256, 90)):
+    for height, width in ((7, 7), (8, 9), (48, 64), (171, 256), (256, 90), (143, 256)):
         a = rng.random((height, width)) * 255
         b = np.clip(a + rng.normal(0, 25, a.shape), 0, 255)
         assert ssim_against(Window.of(a), b) == whole_ssim(a, b)
-        x = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
-        y = np.clip(x + rng.integers(-30, 30, x.shape), 0, 255).astype(np.uint8)
-        assert mean_distance(lab(x), lab(y)) == float(np.sqrt(((lab(x) - lab(y)) ** 2).sum(axis=-1)).mean())
+        noise = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        flat = np.full((height, width, 3), rng.integers(0, 256, 3), dtype=np.uint8)
+        dark = rng.integers(0, 24, (height, width, 3), dtype=np.uint8)
+        ramp = np.clip(np.arange(width)[None, :, None] * 255 // width + rng.integers(-9, 9, (height, width, 3)), 0, 255)
+        for x in (noise, flat, dark, ramp.astype(np.uint8)):
+            y = np.clip(x + rng.integers(-30, 30, x.shape), 0, 255).astype(np.uint8)
+            assert np.array_equal(lab(x), whole_lab(x)) and np.array_equal(lab(y), whole_lab(y))
+            assert mean_distance(lab(x), lab(y)) == float(np.sqrt(((whole_lab(x) - whole_lab(y)) ** 2).sum(axis=-1)).mean())
+            small = signals.SmallReference.of(x)  # the reference's side as the cache keeps it (float32 luma)
+            luma_x, luma_y = small.window.pixels.astype(np.float64), signals.luminance(y)
+            assert ssim_against(small.window, luma_y) == whole_ssim(luma_x, luma_y)
+            assert ssim_against(small.window, luma_y) == ssim_against(small.window, luma_y)  # kept state unharmed
 
 
 def test_lab_and_delta_e_against_the_cie_values():
