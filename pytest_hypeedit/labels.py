@@ -4,10 +4,11 @@
      "models": {"M01": "<model name>", ...},
      "judgements": {"<task_id>": {"M01": {"001.webp": {"verdict": "PASS" | "FAIL", "note": "...", ...}}}}}
 
-One file is one rater.  A verdict entry may carry the rater's ``note`` (a string), an extra field the
-upstream tool ignores, so a file with notes is still its schema.  Candidates are matched by task, model and repeat
-number whatever the file extension.  A panel of several raters is combined by
-majority; a tie counts as FAIL and is reported as a tie.
+A model name may be ``<model>@<release id>``: the release of ``<model>`` bought aside in that folder of the
+outputs (engine/release.py), which the review app shows as a model of its own.  One file is one rater.  A verdict
+entry may carry the rater's ``note`` (a string), an extra field the upstream tool ignores, so a file with notes is
+still its schema.  Candidates are matched by task, model and repeat number whatever the file extension.  A panel
+of several raters is combined by majority; a tie counts as FAIL and is reported as a tie.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Iterable, Mapping, TypedDict
 from .engine.records import now_iso
 from .errors import LabelsError
 from .files import atomic_write_bytes
-from .tasks import shipped_labels
+from .tasks import folder_parts, shipped_labels
 from .text import clean_text
 from .untrusted import LABELS_BYTES, UntrustedInput, load_json_file
 
@@ -169,12 +170,19 @@ def _aliases(data: Mapping[str, Any], path: Path, known: set[str] | None) -> dic
     if not isinstance(models, dict) or not all(isinstance(v, str) for v in models.values()):
         raise LabelsError(f"{path}: 'models' must map alias (e.g. M01) -> model name")
     for alias, name in models.items():
-        if known is not None and name not in known:
+        if known is not None and _model_of(name) not in known:
             raise LabelsError(
                 f"{path}: models[{alias!r}] = {name!r} is not a known model ({', '.join(sorted(known))}); "
                 "fix the name in the file, or add the model with --models-file"
             )
     return dict(models)
+
+
+def _model_of(name: str) -> str:
+    """The model a labels file's model name is of: itself, or ``<model>`` of a release bought aside
+    (``<model>@<release id>``, the folder hypeedit-review found it in)."""
+    parts = folder_parts(name)
+    return parts[0] if parts is not None and parts[1] is not None else name
 
 
 def _file_verdicts(by_file: object, task_id: str, model: str, where: str) -> tuple[dict[LabelKey, bool], dict[LabelKey, str]]:

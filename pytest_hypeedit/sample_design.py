@@ -36,7 +36,7 @@ from .engine.records import now_iso
 from .errors import InputError
 from .files import atomic_write_bytes
 from .labels import DESIGN_FILE
-from .tasks import is_plain_name
+from .tasks import folder_parts, is_plain_name
 from .untrusted import DESIGN_BYTES, UntrustedInput, load_json_file
 
 DESIGN_SCHEMA = "hypeedit-sample-design/1"
@@ -187,7 +187,8 @@ def _stratum(entry: object, path: Path, i: int) -> Stratum:
     where = f"strata[{i}]"
     if not isinstance(entry, dict):
         raise InputError(f"{path}: {where} must be an object with model, split, population and sample")
-    stratum = Stratum(_name(entry.get("model"), path, f"{where}.model"), _name(entry.get("split"), path, f"{where}.split"),
+    stratum = Stratum(_name(entry.get("model"), path, f"{where}.model", release=True),
+                      _name(entry.get("split"), path, f"{where}.split"),
                       _positions(entry.get("population"), path, f"{where}.population"),
                       _positions(entry.get("sample"), path, f"{where}.sample"), _verdict(entry.get("verdict"), path, where))
     if not set(stratum.sample) <= set(stratum.population):
@@ -216,10 +217,12 @@ def _positions(value: object, path: Path, where: str) -> tuple[Position, ...]:
     return tuple(found)
 
 
-def _name(value: object, path: Path, where: str) -> str:
-    if not isinstance(value, str) or not is_plain_name(value):
-        raise InputError(f"{path}: {where} must be a plain name, got {value!r}")
-    return value
+def _name(value: object, path: Path, where: str, release: bool = False) -> str:
+    """A plain name; with ``release``, also a release bought aside (``<model>@<release id>``, its folder)."""
+    if isinstance(value, str) and (is_plain_name(value) or (release and folder_parts(value) is not None)):
+        return value
+    wanted = "a plain name or <model>@<release id> (12 hex digits)" if release else "a plain name"
+    raise InputError(f"{path}: {where} must be {wanted}, got {value!r}")
 
 
 def _int(value: object, path: Path, where: str) -> int:

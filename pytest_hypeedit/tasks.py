@@ -85,6 +85,21 @@ def is_plain_name(name: Any) -> TypeGuard[str]:
     return isinstance(name, str) and bool(_PLAIN_NAME.fullmatch(name)) and ".." not in name
 
 
+#: A release id as engine/release.py writes it into the name of a release's folder: 12 hex digits.
+_RELEASE_ID = re.compile(r"[0-9a-f]{12}")
+
+
+def folder_parts(name: Any) -> tuple[str, str | None] | None:
+    """A release folder's name as read from disk or a labels file (untrusted): ``<model>`` -> (model, None),
+    ``<model>@<release id>`` (engine/release.py ``aside_folder``) -> (model, id); None for any other name."""
+    if not isinstance(name, str):
+        return None
+    model, separator, release_id = name.rpartition("@")
+    if not separator:
+        return (name, None) if is_plain_name(name) else None
+    return (model, release_id) if is_plain_name(model) and _RELEASE_ID.fullmatch(release_id) else None
+
+
 # --------------------------------------------------------------------------- validation
 
 

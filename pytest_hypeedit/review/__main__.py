@@ -27,7 +27,9 @@ DEFAULT_PORT = 8765
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="hypeedit-review", description=__doc__.splitlines()[0])
-    parser.add_argument("--outputs", required=True, type=Path, help="the plugin's outputs folder (<outputs>/<split>/<model>/<task>/NNN.ext)")
+    parser.add_argument("--outputs", required=True, type=Path,
+                        help="the plugin's outputs folder (<outputs>/<split>/<model>/<task>/NNN.ext; "
+                             "a release bought aside, <model>@<release id>/, is a model of its own)")
     parser.add_argument("--rater", required=True, help="your name: the labels file is <rater>.json")
     parser.add_argument("--tasks", help="[NAME=]PATH|URL of the task file, or a split manifest (default: the public split)")
     parser.add_argument("--images-base", help="folder or URL holding <task_id>/<image> (default: the split's own)")

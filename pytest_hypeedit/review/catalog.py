@@ -6,6 +6,10 @@ ids.  Aliases are stable for a given (outputs, seed) and are kept from an
 existing labels file, so a rater's file never changes meaning on a restart.
 The order is shuffled with the seed and the rater's name, so panel members do
 not all see the same sequence (order effects average out over the panel).
+Each release of a model is its own entry: the release bought aside in
+``<model>@<release id>`` (engine/release.py) gets an alias of its own, which the
+labels file maps to that folder's name, so a run's ``--calibrate`` reads the
+verdicts on the release it measured (glue/human_labels.py).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from ..engine.store import Store
-from ..tasks import Task, is_plain_name
+from ..tasks import Task, folder_parts
 
 CANDIDATE_FILE = re.compile(r"^(\d{3,4})\.(webp|png|jpg|jpeg)$", re.IGNORECASE)
 
@@ -55,21 +59,44 @@ def opaque_id(*parts: object) -> str:
 
 
 def scan_outputs(split_dir: Path, task_ids: set[str]) -> tuple[dict[str, list[tuple[str, int, Path]]], list[str]]:
-    """model -> [(task_id, repeat, path)] under ``<outputs>/<split>``, and warnings on what was skipped.  The
+    """model -> [(task_id, repeat, path)] under ``<outputs>/<split>``, and warnings on what was skipped.  A
+    model here is a release's folder: ``<model>``, or ``<model>@<release id>`` for a release bought aside, a
+    model of its own to the rater and in the labels file's ``models`` map.  The
     candidate of a repeat is the one the run judged (engine/store.py ``Store.find``: the file its record names,
     never a stray beside it), so a rater's verdict lands on the file the run counted; a symbolic link (file or
     folder) is skipped, never followed."""
     found: dict[str, list[tuple[str, int, Path]]] = {}
     warnings: list[str] = []
-    store, split = Store(split_dir.parent), split_dir.name
-    for model_dir in sorted(p for p in split_dir.iterdir() if p.is_dir() and is_plain_name(p.name)):
+    split = split_dir.name
+    for model_dir in _model_folders(split_dir, warnings):
+        store, model = store_of(split_dir.parent, split, model_dir.name)
         for task_dir in sorted(p for p in model_dir.iterdir() if p.is_dir()):
             if task_dir.name not in task_ids:
                 warnings.append(f"{task_dir}: not a task of the split; skipped")
                 continue
-            found.setdefault(model_dir.name, []).extend(
-                _task_candidates(store, split, model_dir.name, task_dir, warnings))
+            found.setdefault(model_dir.name, []).extend(_task_candidates(store, split, model, task_dir, warnings))
     return found, warnings
+
+
+def store_of(outputs: Path, split: str, folder: str) -> tuple[Store, str]:
+    """The store that reads a release's folder (``<model>`` or ``<model>@<id>``, a name ``_model_folders``
+    accepted) as the run that wrote it did, and the model its records name: the model, never the folder."""
+    parts = folder_parts(folder)
+    model = parts[0] if parts is not None else folder
+    return Store(outputs, folders={(split, model): folder}), model
+
+
+def _model_folders(split_dir: Path, warnings: list[str]) -> list[Path]:
+    """The folders of ``split_dir`` that hold a release's candidates: ``<model>`` (the release that wrote there
+    first) and ``<model>@<release id>`` (every other release, engine/release.py), each its own entry; a folder
+    named otherwise (a name from disk is untrusted) is skipped with a warning, a hidden one without a word."""
+    chosen = []
+    for path in sorted(p for p in split_dir.iterdir() if p.is_dir()):
+        if folder_parts(path.name) is not None:
+            chosen.append(path)
+        elif not path.name.startswith("."):
+            warnings.append(f"{path}: not a model folder (<model> or <model>@<release id>); skipped")
+    return chosen
 
 
 def _task_candidates(store: Store, split: str, model: str, task_dir: Path,

@@ -12,18 +12,18 @@ import dataclasses
 from pathlib import Path
 
 from ..engine.records import FAIL, PASS
-from ..engine.store import Store
 from ..errors import InputError
 from ..sample_design import Design, design_path, draw, parse_size, read_design, write_design
-from .catalog import Catalog
+from .catalog import Catalog, store_of
 
 
 def judged_populations(catalog: Catalog, outputs: Path) -> dict[str, list[tuple[str, int]]]:
-    """model -> the (task, repeat) of its candidates that hold a PASS or FAIL verdict."""
-    store = Store(outputs)
+    """model (a release's folder) -> the (task, repeat) of its candidates that hold a PASS or FAIL verdict."""
     found: dict[str, list[tuple[str, int]]] = {}
+    stores = {folder: store_of(outputs, catalog.split, folder) for folder in {c.model for c in catalog.candidates}}
     for candidate in catalog.candidates:
-        record = store.read_record(catalog.split, candidate.model, candidate.task_id, candidate.repeat)
+        store, model = stores[candidate.model]  # a release's folder (<model>@<id>) holds its model's records
+        record = store.read_record(catalog.split, model, candidate.task_id, candidate.repeat)
         if record is not None and record.outcome in (PASS, FAIL) and record.candidate == candidate.file_name:
             found.setdefault(candidate.model, []).append((candidate.task_id, candidate.repeat))
     return found
