@@ -107,20 +107,22 @@ def passed_by_people(config: pytest.Config, run: RunConfig) -> PassedBy | None:
     """The positive controls' source, when the run has human labels (``--agreement``, ``--calibrate``): per task,
     the first candidate (by model and repeat) the panel's majority passed whose image is in the outputs."""
     from ..engine.store import Store
+    from .human_labels import label_folder
 
     plugin = config.pluginmanager.get_plugin("hypeedit-calibration")
     panel = plugin.panel() if plugin is not None else labels_of_the_options(config, run)
     if panel is None:
         return None
     passed_keys = sorted(key for key in panel.keys() if (verdict := panel.verdict(*key)) and verdict.passed)
-    store = Store(run.outputs)
+    store = Store(run.outputs)  # given each label's folder (label_folder): the run's release's or another's
 
     def passed(task: Task) -> Path | None:
-        for task_id, model, repeat in passed_keys:
-            if task_id != task.task_id:
+        for task_id, name, repeat in passed_keys:
+            folder = label_folder(name, task.split, run) if task_id == task.task_id else None
+            if folder is None:
                 continue
-            record = store.read_record(task.split, model, task_id, repeat)
-            found = store.find(task.split, model, task_id, repeat, named=record.candidate if record else None)
+            record = store.read_record(task.split, folder, task_id, repeat)
+            found = store.find(task.split, folder, task_id, repeat, named=record.candidate if record else None)
             if found.candidate is not None:
                 return found.candidate
         return None

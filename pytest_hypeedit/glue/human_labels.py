@@ -4,30 +4,42 @@ Registered on the controller only (plugin.py).  ``record.human`` is filled from 
 else of ``--agreement``, else of a labels judge, as each record arrives (before the report's own hook reads it);
 ``--calibrate`` adds the calibrated figures to every results row (report/calibrated_rows.py) and prints them; the
 judge's stability (``--judge-stability``, engine/stability.py) is printed here too.  ``read_labels_option`` reads
-the labels of ``--calibrate`` or ``--agreement`` for their plugins and for ``--estimate`` (glue/control_run.py).
+the labels of ``--calibrate`` or ``--agreement`` for their plugins and for ``--estimate`` (glue/control_run.py),
+keyed for the release each model of the run measures (``for_this_run``): another release's labels never count.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pytest
 
+from ..engine.release import release_of
 from ..errors import HypeEditError
 from ..options import settings_of
 from ..report.calibrated_rows import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
+from ..tasks import folder_parts, is_plain_name
 from .terminal_layout import write_folded
 
 if TYPE_CHECKING:
     from ..config import RunConfig
     from ..engine.records import Record
-    from ..labels import Panel
+    from ..labels import LabelKey, Panel
     from ..report.results_model import Results
+    from ..sample_design import Design
 
 PLUGIN_NAME = "hypeedit-calibration"
 
-Read = TypeVar("Read")
+
+class Labelled(Protocol):
+    """What a labels option reads (``HumanSample``, ``AgreementCheck``): a panel."""
+
+    panel: Panel
+
+
+Read = TypeVar("Read", bound="Labelled | None")
 
 
 class HumanLabelsPlugin:
@@ -103,8 +115,81 @@ def register_calibration(config: pytest.Config, run: RunConfig) -> HumanLabelsPl
 
 def read_labels_option(read: Callable[[str | None, Iterable[str]], Read], value: str | None, run: RunConfig) -> Read:
     """What ``read`` (``HumanSample.from_option``, ``AgreementCheck.from_option``) makes of a labels option's
-    ``value`` for the run's models: a bad labels or design file is a usage error, before anything is paid for."""
+    ``value`` for the run's models, keyed for the releases the run measures (``for_this_run``): a bad labels or
+    design file is a usage error, before anything is paid for."""
     try:
-        return read(value, tuple(run.registry.models))
+        found = read(value, tuple(run.registry.models))
     except HypeEditError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if found is not None:
+        found.panel = for_this_run(found.panel, run)
+        if isinstance(found, HumanSample):  # its design's strata named as its labels are, so each finds its own
+            found.designs = [design_for_this_run(design, run) for design in found.designs]
+    return found
+
+
+# --------------------------------------------------------------------------- whose labels: the run's release's
+
+
+def for_this_run(panel: Panel, run: RunConfig) -> Panel:
+    """The panel with each label keyed by the model whose record it must meet: the labels of the release this
+    run measures under the model's name, every other release's under a name no record carries.
+
+    A labels file names a release by the folder hypeedit-review found it in (review/catalog.py): ``<model>``,
+    the release that wrote there first, or ``<model>@<release id>``, a release bought aside (engine/release.py);
+    a record names only the model.  So ``<model>@<id>`` is this run's when the id is its release's, and
+    ``<model>`` is this run's when the run's candidates of that task's split are in the model folder; the
+    model folder's labels are renamed ``<split>/<model>`` (no model's name: a ``/`` is in no folder name) when
+    the run measures another release, whose verdicts must not be mixed with this one's."""
+    rename = _Renaming(run)
+    return dataclasses.replace(panel, raters=[dataclasses.replace(
+        rater, verdicts={rename.key(key): verdict for key, verdict in rater.verdicts.items()},
+        notes={rename.key(key): note for key, note in rater.notes.items()},
+        models=tuple(sorted({rename.name(name, None) for name in rater.models}))) for rater in panel.raters])
+
+
+class _Renaming:
+    """A label's model name as the run's records carry it (see ``for_this_run``)."""
+
+    def __init__(self, run: RunConfig):
+        self.release_ids = {spec.name: release_of(spec).id for spec in run.models}
+        self.split_of = {task.task_id: split.name for split in run.splits for task in split.tasks}
+        self.folders = run.folders
+
+    def key(self, key: LabelKey) -> LabelKey:
+        task_id, name, repeat = key
+        return task_id, self.name(name, self.split_of.get(task_id)), repeat
+
+    def name(self, name: str, split: str | None) -> str:
+        parts = folder_parts(name)
+        if parts is None or parts[0] not in self.release_ids:
+            return name  # no model of this run: no record meets it whatever its name
+        model, release_id = parts
+        if release_id is not None:
+            return model if release_id == self.release_ids[model] else name
+        if split is None or self.folders.get((split, model), model) == model:
+            return name  # the model folder holds this run's release (or the label is of no task of the run)
+        return f"{split}/{model}"
+
+
+def design_for_this_run(design: Design, run: RunConfig) -> Design:
+    """A sampling design's strata named as ``for_this_run`` names the labels: the stratum of the release this run
+    measures under the model's name, so the row finds the design its labels were drawn with, and no other
+    release's stratum (drawn from other candidates) weighs them."""
+    rename = _Renaming(run)
+    return dataclasses.replace(design, strata=tuple(
+        dataclasses.replace(stratum, model=rename.name(stratum.model, stratum.split)) for stratum in design.strata))
+
+
+def label_folder(name: str, split: str, run: RunConfig) -> str | None:
+    """The folder under ``<outputs>/<split>`` holding the candidate of a label keyed by ``for_this_run``: the
+    run's release's folder for a model of the run, the model folder for a label renamed ``<split>/<model>``,
+    ``<model>@<id>`` for another release bought aside; None when it names no folder of ``split``.  A candidate
+    people passed is a positive control whatever release made it (glue/control_run.py), so each is looked up
+    where it is, and never by a name with a ``/`` in it."""
+    if name in {spec.name for spec in run.models}:
+        return run.folders.get((split, name), name)
+    head, separator, model = name.partition("/")
+    if separator:
+        return model if head == split and is_plain_name(model) else None
+    return name if folder_parts(name) is not None else None

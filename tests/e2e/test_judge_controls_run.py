@@ -230,3 +230,25 @@ def test_with_human_labels_the_candidates_people_passed_are_positive_controls(be
     page = (bench.path / "rep" / "report.html").read_text()
     assert "<b>mini/task-03</b>: a candidate people passed, judged FAIL: a candidate people passed" in page
     assert "3 false FAIL of 8" in page and "2 false PASS of 8" in page
+
+
+def test_a_candidate_people_passed_is_a_positive_control_whichever_release_made_it(bench):
+    """The run of a release bought aside looks each human PASS up in the folder of the release it is of: the
+    model folder for the first release's (its labels are renamed for this run, glue/human_labels.py
+    ``for_this_run``), the aside folder for this release's; no task loses its positive control."""
+    run(bench)
+    run(bench, "--release", "b")  # the second release, bought aside in mini/paid@<id>
+    split_dir = bench.path / "out" / "mini"
+    aside = next(p.name for p in split_dir.iterdir() if p.name.startswith("paid@"))
+    first = {(f"task-{i:02d}", "paid", 1): True for i in range(TASKS // 2)}
+    second = {(f"task-{i:02d}", aside, 2): True for i in range(TASKS // 2, TASKS)}
+    write_labels(bench.path / "labels.json", first | second)
+    for i in range(TASKS // 2, TASKS):  # the second release's PASSes are found in its folder only
+        (split_dir / "paid" / f"task-{i:02d}" / "002.png").unlink()
+    run(bench, "--release", "b", "--judge-controls", "--agreement", "labels:labels.json")
+    positive = results(bench)["judge_controls"]["judges"]["controljudge"]["kinds"]["human_pass"]
+    assert positive["judged"] == TASKS
+    for task, source in (("task-00", split_dir / "paid" / "task-00" / "001.png"),
+                         ("task-04", split_dir / aside / "task-04" / "002.png")):
+        control = bench.path / "out" / "_judge_controls" / "mini" / "human_pass" / task / "000.png"
+        assert control.read_bytes() == source.read_bytes(), task
