@@ -25,10 +25,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..finite import finite_number, format_metric
+
+if TYPE_CHECKING:
+    from ..report.results_model import ControlShare, JudgeControls, Results, ResultsRow
 
 #: Gate-able metrics and how their values print.
 METRIC_KINDS = {
@@ -298,8 +301,8 @@ def _closest(name: str, known: Sequence[str]) -> str | None:
 
 def evaluate(
     gates: Sequence[Gate],
-    results: Mapping[str, Any],
-    baseline_rows: Sequence[Mapping[str, Any]] | None = None,
+    results: Results,
+    baseline_rows: Sequence[ResultsRow] | None = None,
     allow_incomplete: bool = False,
     incomplete_reasons: Sequence[str] = (),
 ) -> list[GateResult]:
@@ -327,7 +330,7 @@ def all_pass(results: Sequence[GateResult]) -> bool:
     return all(result.passed for result in results)
 
 
-def _target_rows(gate: Gate, rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def _target_rows(gate: Gate, rows: list[ResultsRow]) -> list[ResultsRow]:
     chosen = [r for r in rows if gate.model in (None, r.get("model"))]
     if gate.split:
         return [r for r in chosen if r.get("split") == gate.split]
@@ -335,13 +338,13 @@ def _target_rows(gate: Gate, rows: list[Mapping[str, Any]]) -> list[Mapping[str,
     return combined or chosen
 
 
-def _missing(gate: Gate, rows: list[Mapping[str, Any]]) -> GateResult:
+def _missing(gate: Gate, rows: list[ResultsRow]) -> GateResult:
     available = sorted({f"{r.get('model')}@{r.get('split')}" for r in rows}) or ["none: no candidate was judged"]
     note = f"no results row matches (rows in this run: {', '.join(available)})"
     return GateResult(gate, gate.model, gate.split, None, None, False, note)
 
 
-def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None,
+def _check(gate: Gate, row: ResultsRow, baseline_rows: Sequence[ResultsRow] | None,
            allow_incomplete: bool, incomplete_reasons: Iterable[str]) -> GateResult:
     value = _value(row, gate.metric, gate.bound, gate.calibrated)
     threshold, note = _threshold(gate, row, baseline_rows)
@@ -358,14 +361,14 @@ def _check(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[s
     return GateResult(gate, row.get("model"), row.get("split"), value, threshold, bool(passed), note)
 
 
-def _why_not_given(row: Mapping[str, Any], gate: Gate) -> str:
+def _why_not_given(row: ResultsRow, gate: Gate) -> str:
     """Why a calibrated figure is not given (too few human labels of the model's own), when it says."""
     entry = (row.get("calibrated") or {}).get(gate.metric) if gate.calibrated else None
     reason = entry.get("reason") if isinstance(entry, Mapping) else None
     return f" ({reason})" if isinstance(reason, str) and reason else ""
 
 
-def _value(row: Mapping[str, Any], metric: str, bound: str | None, calibrated: bool = False) -> float | None:
+def _value(row: ResultsRow, metric: str, bound: str | None, calibrated: bool = False) -> float | None:
     if calibrated:
         entry = (row.get("calibrated") or {}).get(metric) or {}
         value = entry.get(bound or "value") if isinstance(entry, Mapping) else None
@@ -377,7 +380,7 @@ def _value(row: Mapping[str, Any], metric: str, bound: str | None, calibrated: b
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _threshold(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None
+def _threshold(gate: Gate, row: ResultsRow, baseline_rows: Sequence[ResultsRow] | None
                ) -> tuple[float | None, str]:
     if not gate.relative_to_baseline:
         return gate.threshold, ""
@@ -387,19 +390,21 @@ def _threshold(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mappi
     return old + gate.threshold, note
 
 
-def _baseline_value(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[Mapping[str, Any]] | None
+def _baseline_value(gate: Gate, row: ResultsRow, baseline_rows: Sequence[ResultsRow] | None
                     ) -> tuple[float | None, str]:
     """The baseline's value of the metric: the paired one (same tasks) when the row carries it."""
     kind = METRIC_KINDS[gate.metric]
     comparison = row.get("calibrated_baseline") if gate.calibrated else row.get("baseline")
     paired = (comparison or {}).get(gate.metric) if gate.bound is None else None
-    if isinstance(paired, Mapping) and finite_number(paired.get("baseline")):
+    # a calibrated comparison not made (a CalibratedFigure: its reason) has no baseline figure: the rows are read
+    if isinstance(paired, Mapping) and finite_number(baseline := paired.get("baseline")):
         # Compare like with like: the current value on the shared tasks, not on all tasks.
         tasks = paired.get("tasks")
-        note = f"baseline {format_value(paired['baseline'], kind)} on {tasks} shared tasks"
-        if finite_number(paired.get("current")) and paired["current"] != _value(row, gate.metric, None, gate.calibrated):
-            note += f" (current on those tasks {format_value(paired['current'], kind)})"
-        return float(paired["baseline"]), note
+        note = f"baseline {format_value(baseline, kind)} on {tasks} shared tasks"
+        current = paired.get("current")
+        if finite_number(current) and current != _value(row, gate.metric, None, gate.calibrated):
+            note += f" (current on those tasks {format_value(current, kind)})"
+        return float(baseline), note
     for old in baseline_rows or ():
         if old.get("model") == row.get("model") and old.get("split") == row.get("split"):
             value = _value(old, gate.metric, gate.bound, gate.calibrated)
@@ -407,12 +412,12 @@ def _baseline_value(gate: Gate, row: Mapping[str, Any], baseline_rows: Sequence[
     return None, f"no baseline row for {row.get('model')} ({row.get('split')}); pass --baseline with a results JSON of that model"
 
 
-def incompleteness(row: Mapping[str, Any]) -> list[str]:
+def incompleteness(row: ResultsRow) -> list[str]:
     """What makes a results row unfinished: errors, skipped items, candidates without a verdict."""
     problems = []
     for key, what in (("errors", "errors"), ("skipped", "skipped (budget)"), ("budget_skips", "skipped (budget)")):
-        if finite_number(row.get(key)) and row[key] > 0:
-            problems.append(f"{int(row[key])} {what}")
+        if finite_number(count := row.get(key)) and count > 0:
+            problems.append(f"{int(count)} {what}")
     judged, candidates = row.get("judged"), row.get("candidates")
     if finite_number(judged) and finite_number(candidates) and judged < candidates and not problems:
         problems.append(f"{int(candidates - judged)} of {int(candidates)} candidates without a verdict")
@@ -423,12 +428,11 @@ def _join(first: str, second: str) -> str:
     return f"{first}; {second}" if first else second
 
 
-def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[GateResult]:
+def _judge_checks(gate: Gate, controls: JudgeControls | None, allow_incomplete: bool) -> list[GateResult]:
     """One result per judge of the run's controls: its false-PASS share on the negative controls or false-FAIL
     share on the positive ones (or a bound of its exact interval), or whether it drifted since the baseline (1) or
     not (0)."""
-    judges = controls.get("judges") if isinstance(controls, Mapping) else None
-    if not isinstance(judges, Mapping) or not judges:
+    if not isinstance(controls, Mapping) or not isinstance(judges := controls.get("judges"), Mapping) or not judges:
         problem = controls.get("problem") if isinstance(controls, Mapping) else None
         return [GateResult(gate, None, None, None, None, False,
                            f"no judge controls were judged{f' ({problem})' if problem else ''}")]
@@ -438,8 +442,9 @@ def _judge_checks(gate: Gate, controls: Any, allow_incomplete: bool) -> list[Gat
         value, note = None, ""
         if gate.metric != "judge_drift":
             passing = gate.metric == "judge_false_pass"
-            pooled = entry.get("false_pass" if passing else "false_fail") or {}
-            value = pooled.get("rate") if gate.bound is None else (pooled.get("interval") or [None, None])[
+            pooled: ControlShare | dict[str, None] = (entry.get("false_pass") if passing
+                                                      else entry.get("false_fail")) or {}
+            value = pooled.get("rate") if gate.bound is None else (pooled.get("interval") or (None, None))[
                 BOUNDS[gate.bound]]
             note = (f"{pooled.get('wrong')} false {'PASS' if passing else 'FAIL'} of {pooled.get('judged')} "
                     f"{'negative' if passing else 'positive'} controls" if pooled else

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     import pluggy
 
     from ..report.results import Key
+    from ..report.results_model import Results
 
 SELF_CONTAINED_WARN_BYTES = 20 * 1024 * 1024
 #: The report folder's size goal when --html-max-mb is not given: what a CI artifact carries per run.  55 MB for a
@@ -81,7 +82,7 @@ class ReportSource:
     references: Callable[[Record], list[Path]]
     candidate: Callable[[Record], Path | None]
     instruction: Callable[[Record], str]
-    results: Callable[[], Mapping[str, Any] | None] = lambda: None
+    results: Callable[[], Results | None] = lambda: None
     records: Callable[[], Iterable[Record]] = lambda: ()
     gate_lines: Callable[[], list[str]] = list
     #: the outputs folder: a candidate is read only as a regular file inside it (files.open_regular), never

@@ -114,13 +114,14 @@ def _summary(merged: Results, published: "Published | None") -> str:
     return "<p>" + " ".join(lines) + " Sorted by pass rate. Each model links to its own report.</p>"
 
 
-def _table(rows: Sequence[Mapping[str, Any]], links: Mapping[str, list[str]], repeats: int | None = None) -> str:
+def _table(rows: Sequence[Mapping[str, object]], links: Mapping[str, list[str]], repeats: int | None = None) -> str:
+    # a run's rows and the paper's (report/published.py: results-shaped, not the results model)
     head = "".join(f"<th>{escape(title)}</th>" for _, title, _ in columns(repeats))
     body = [_row(row, links) for row in rows]
     return f"<table><thead><tr><th>Model</th>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>"
 
 
-def _row(row: Mapping[str, Any], links: Mapping[str, list[str]]) -> str:
+def _row(row: Mapping[str, object], links: Mapping[str, list[str]]) -> str:
     name, css = escape(model_name(row)), ' class="published"' if row.get("published") else ""
     pages = [] if row.get("published") else links.get(str(row.get("model"))) or []
     reports = " ".join(f'<a href="{escape(url)}">{"report" if len(pages) == 1 else escape(url)}</a>' for url in pages)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from ..finite import format_metric
 from .tables import (
     COLUMNS,
+    Row,
     Section,
     by_pass_rate,
     cell as _cell,
@@ -25,7 +26,7 @@ from .tables import (
 
 if TYPE_CHECKING:
     from .published import Published
-    from .results_model import Results
+    from .results_model import Results, ResultsRow, RunComparison, RunSettings
 
 
 def results_markdown(results: Results, published: "Published | None" = None) -> str:
@@ -53,7 +54,9 @@ def results_markdown(results: Results, published: "Published | None" = None) -> 
     return "\n".join(parts)
 
 
-def _header(settings: Mapping[str, Any], published: "Published | None" = None, tiered: bool = False) -> str:
+def _header(settings: RunSettings | Mapping[str, Any], published: "Published | None" = None,
+            tiered: bool = False) -> str:
+    # the run's settings, or with no row the paper's (report/published.py: not the results model)
     cap = settings.get("retry_cap", 4)
     review = settings.get("review_cost")
     review_text = f"${review:.4f}" if isinstance(review, (int, float)) else "as set for each run"
@@ -84,7 +87,7 @@ def _header(settings: Mapping[str, Any], published: "Published | None" = None, t
     return "\n".join(lines) + "\n"
 
 
-def _published_notes(settings: Mapping[str, Any], published: "Published") -> list[str]:
+def _published_notes(settings: RunSettings | Mapping[str, Any], published: "Published") -> list[str]:
     theirs = published.settings
     notes = [
         f"- Rows marked (published) are the paper's figures as published in {published.citation()}: "
@@ -129,6 +132,7 @@ def _split_section(section: Section, results: Results, published: "Published | N
 
 
 def _scope_line(rows: Sequence[Mapping[str, Any]], repeats: int | None) -> str:
+    # the run's rows, or the paper's (report/published.py: results-shaped, not the results model)
     tasks = max((int(r.get("tasks") or 0) for r in rows), default=0)
     if not repeats and tasks:
         repeats = round(max(int(r.get("candidates") or 0) for r in rows) / tasks)
@@ -136,20 +140,20 @@ def _scope_line(rows: Sequence[Mapping[str, Any]], repeats: int | None) -> str:
     return f"{tasks} tasks, {repeats or '?'} images per task, {total} total images."
 
 
-def _table(rows: list[Mapping[str, Any]], cells: Callable[[Mapping[str, Any]], list[str]], repeats: int | None = None) -> str:
+def _table(rows: Sequence[Row], cells: Callable[[Row], list[str]], repeats: int | None = None) -> str:
     header = "| Model | " + " | ".join(title for _, title, _ in columns(repeats)) + " |"
     rule = "| --- " * (len(COLUMNS) + 1) + "|"
     body = [f"| {_cell(model_name(r))} | " + " | ".join(cells(r)) + " |" for r in rows]
     return "\n".join([header, rule, *body])
 
 
-def _beside_published(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+def _beside_published(rows: list[ResultsRow]) -> Sequence[Mapping[str, Any]]:
     from .published import beside_published
 
     return beside_published(rows)
 
 
-def _interval_cells(row: Mapping[str, Any]) -> list[str]:
+def _interval_cells(row: ResultsRow) -> list[str]:
     intervals = row.get("intervals") or {}
     cells = []
     for key, _, kind in COLUMNS:
@@ -158,7 +162,7 @@ def _interval_cells(row: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def _missing_intervals(rows: list[Mapping[str, Any]], repeats: int | None) -> list[str]:
+def _missing_intervals(rows: list[ResultsRow], repeats: int | None) -> list[str]:
     """Why each n/a of the intervals table has no interval: the row's own note (``interval_notes``), the price
     paid (a batch or Flex tier: the interval is at the price paid, the table at list price), else the file's silence."""
     found = []
@@ -175,7 +179,7 @@ def _missing_intervals(rows: list[Mapping[str, Any]], repeats: int | None) -> li
     return found
 
 
-def _calibrated_section(rows: list[Mapping[str, Any]], repeats: int | None = None) -> list[str]:
+def _calibrated_section(rows: list[ResultsRow], repeats: int | None = None) -> list[str]:
     """The figures corrected with a human sample (--calibrate), each with its interval, and what to know."""
     calibrated = [r for r in rows if isinstance(r.get("calibration"), Mapping)]
     if not calibrated:
@@ -190,7 +194,7 @@ def _calibrated_section(rows: list[Mapping[str, Any]], repeats: int | None = Non
     return lines
 
 
-def _calibrated_cells(row: Mapping[str, Any]) -> list[str]:
+def _calibrated_cells(row: ResultsRow) -> list[str]:
     figures = found if isinstance(found := row.get("calibrated"), Mapping) else {}
     cells = []
     for key, _, kind in COLUMNS:
@@ -204,7 +208,7 @@ def _calibrated_cells(row: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def _row_note(row: Mapping[str, Any]) -> str:
+def _row_note(row: ResultsRow) -> str:
     problems = [f"{int(row[k])} {k}" for k in ("errors", "skipped") if isinstance(row.get(k), (int, float)) and row[k] > 0]
     if not problems:
         return ""
@@ -250,7 +254,7 @@ def serving_section(results: Results) -> str:
                       *routes, *runs, "", *notes]) + "\n"
 
 
-def _runs_line(entry: Mapping[str, Any]) -> str:
+def _runs_line(entry: RunComparison) -> str:
     from .serving_view import comparison_text
 
     sentence = f" {_cell(entry['sentence'])}." if entry.get("significant") and entry.get("sentence") else ""

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from html import escape
 from string import ascii_lowercase
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from .tables import columns, row_repeats
+
+if TYPE_CHECKING:
+    from .results_model import PairwiseEntry, ResultsRow
 
 #: Metrics where less is better: their groups are ordered from the lowest value.
 LOWER_IS_BETTER = ("expected_attempts", "effective_cost", "hype_gap")
@@ -54,7 +57,7 @@ def _maximal_cliques(nodes: list[str], alike: Callable[[str, str], bool]) -> lis
     return found
 
 
-def groups_by_metric(split: str, rows: Iterable[Mapping[str, Any]], pairwise: Iterable[Any]
+def groups_by_metric(split: str, rows: Iterable[ResultsRow], pairwise: Iterable[PairwiseEntry] | None
                      ) -> list[tuple[str, str, dict[str, str]]]:
     """(metric key, its label, letters per model) for each headline metric compared on ``split``."""
     entries = [e for e in pairwise or () if isinstance(e, Mapping) and e.get("split") == split]
@@ -73,13 +76,13 @@ def groups_by_metric(split: str, rows: Iterable[Mapping[str, Any]], pairwise: It
     return found
 
 
-def _sort_value(value: Any, key: str) -> float:
+def _sort_value(value: object, key: str) -> float:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return float("inf")
     return float(value) if key in LOWER_IS_BETTER else -float(value)
 
 
-def groups_html(split: str, rows: Sequence[Mapping[str, Any]], pairwise: Iterable[Any]) -> str:
+def groups_html(split: str, rows: Sequence[ResultsRow], pairwise: Iterable[PairwiseEntry] | None) -> str:
     """A table: per metric, each model's letters; "" when the split has no pairwise comparison."""
     groups = groups_by_metric(split, rows, pairwise)
     if not groups:

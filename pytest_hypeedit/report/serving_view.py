@@ -7,7 +7,10 @@ run).  Pure: results in, text out; every string from a run is escaped.
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .results_model import DriftEntry, Results, RouteComparison, RunComparison, RunJudge, Serving
 
 #: The route metrics a terminal line names, with how each is written.
 SHOWN = (("pass_rate", "pass rate", "points"), ("latency_s", "latency", "seconds"))
@@ -15,46 +18,57 @@ SHOWN = (("pass_rate", "pass rate", "points"), ("latency_s", "latency", "seconds
 BY_TEXT = {"time": "Purchase time in the run", "latency": "Provider latency (a proxy for load)"}
 
 
-def _entries(results: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+def _serving(results: Results) -> Serving:
+    # a results file from disk is read through the model, but its ``serving`` may be anything
     serving = results.get("serving")
-    found = serving.get(key) if isinstance(serving, Mapping) else None
-    return [entry for entry in found or () if isinstance(entry, Mapping)]
+    return serving if isinstance(serving, Mapping) else {}
 
 
-def _limits(results: Mapping[str, Any]) -> Mapping[str, Any]:
-    serving = results.get("serving")
-    limits = serving.get("limits") if isinstance(serving, Mapping) else None
+def _routes(results: Results) -> list[RouteComparison]:
+    return [entry for entry in _serving(results).get("routes") or () if isinstance(entry, Mapping)]
+
+
+def _drift(results: Results) -> list[DriftEntry]:
+    return [entry for entry in _serving(results).get("drift") or () if isinstance(entry, Mapping)]
+
+
+def _runs(results: Results) -> list[RunComparison]:
+    return [entry for entry in _serving(results).get("runs") or () if isinstance(entry, Mapping)]
+
+
+def _limits(results: Results) -> Mapping[str, str]:
+    limits = _serving(results).get("limits")
     return limits if isinstance(limits, Mapping) else {}
 
 
-def _difference(value: Any, unit: str) -> str:
+def _difference(value: object, unit: str) -> str:
     if not isinstance(value, (int, float)):
         return "n/a"
     return f"{value * 100:+.1f} points" if unit == "points" else f"{value:+.2f} s"
 
 
-def _bound(value: Any, unit: str) -> str:
+def _bound(value: object, unit: str) -> str:
     if not isinstance(value, (int, float)):
         return "unbounded"
     return f"{value * 100:+.1f}" if unit == "points" else f"{value:+.2f}"
 
 
-def comparison_text(entry: Mapping[str, Any], unit: str) -> str:
+def comparison_text(entry: RouteComparison | RunComparison, unit: str) -> str:
     """``-6.1 points [-11.0, -1.2], significant``."""
     low, high = (list(entry.get("interval") or ()) + [None, None])[:2]
     verdict = "significant" if entry.get("significant") else "not significant"
     return f"{_difference(entry.get('difference'), unit)} [{_bound(low, unit)}, {_bound(high, unit)}], {verdict}"
 
 
-def route_pairs(results: Mapping[str, Any]) -> dict[tuple[str, str, str], list[Mapping[str, Any]]]:
+def route_pairs(results: Results) -> dict[tuple[str, str, str], list[RouteComparison]]:
     """The route comparisons grouped by (split, a, b), in the results' order."""
-    pairs: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-    for entry in _entries(results, "routes"):
+    pairs: dict[tuple[str, str, str], list[RouteComparison]] = {}
+    for entry in _routes(results):
         pairs.setdefault((str(entry.get("split")), str(entry.get("a")), str(entry.get("b"))), []).append(entry)
     return pairs
 
 
-def serving_lines(results: Mapping[str, Any]) -> list[str]:
+def serving_lines(results: Results) -> list[str]:
     """Per pair of routes of one model, its pass rate and latency difference (and the other metrics that differ);
     each significant drift's sentence; what they cannot show.  [] when nothing applies."""
     lines = []
@@ -68,9 +82,9 @@ def serving_lines(results: Mapping[str, Any]) -> list[str]:
         also = f"; also differ: {', '.join(others)}" if others else ""
         lines.append(f"{first.get('model')} via {first.get('route_a')} vs via {first.get('route_b')} ({a} - {b}, "
                      f"{split}, {first.get('tasks')} tasks): {'; '.join(shown)}{also}")
-    drifts = [entry for entry in _entries(results, "drift") if entry.get("significant") and entry.get("sentence")]
+    drifts = [entry for entry in _drift(results) if entry.get("significant") and entry.get("sentence")]
     lines += [str(entry["sentence"]) for entry in drifts]
-    runs = _entries(results, "runs")
+    runs = _runs(results)
     lines += [line for entry in runs for line in runs_lines(entry)]
     if not lines:
         return []
@@ -83,17 +97,17 @@ def serving_lines(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def serving_title(results: Mapping[str, Any]) -> str:
+def serving_title(results: Results) -> str:
     """The terminal section's title, naming what it holds: ``serving: routes, drift and between runs (...)``,
     or only the parts present (a run with --baseline and one route shows only ``between runs``)."""
-    drifts = [entry for entry in _entries(results, "drift") if entry.get("significant") and entry.get("sentence")]
+    drifts = [entry for entry in _drift(results) if entry.get("significant") and entry.get("sentence")]
     parts = ((["routes"] if route_pairs(results) else []) + (["drift"] if drifts else [])
-             + (["between runs"] if _entries(results, "runs") else []))
+             + (["between runs"] if _runs(results) else []))
     named = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1] if parts else "nothing"
     return f"serving: {named} (not a model's score; results: serving)"
 
 
-def runs_text(entry: Mapping[str, Any]) -> str:
+def runs_text(entry: RunComparison) -> str:
     """``served (mini, 12 tasks; 120 and 120 verdicts): this run - base/results.json: pass rate -30.0 points
     [-41.7, -18.3], significant``, and whether the judge differs."""
     judge = "; the judge differs between the runs" if entry.get("judge_changed") else ""
@@ -102,7 +116,7 @@ def runs_text(entry: Mapping[str, Any]) -> str:
             f"{comparison_text(entry, 'points')}{judge}")
 
 
-def runs_lines(entry: Mapping[str, Any]) -> list[str]:
+def runs_lines(entry: RunComparison) -> list[str]:
     """A comparison between runs, and its sentence when significant."""
     sentence = [f"  {entry['sentence']}"] if entry.get("significant") and entry.get("sentence") else []
     return [runs_text(entry), *sentence]
@@ -111,19 +125,19 @@ def runs_lines(entry: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- HTML
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return escape("" if value is None else str(value))
 
 
-def _percent(value: Any) -> str:
+def _percent(value: object) -> str:
     return f"{value * 100:.1f}%" if isinstance(value, (int, float)) else "n/a"
 
 
-def serving_html(results: Mapping[str, Any]) -> str:
+def serving_html(results: Results) -> str:
     """The route comparisons and each model's PASS rate by third; "" when the results have no ``serving``."""
-    drift = _entries(results, "drift")
+    drift = _drift(results)
     pairs = route_pairs(results)
-    runs = _entries(results, "runs")
+    runs = _runs(results)
     if not drift and not pairs and not runs:
         return ""
     limits = _limits(results)
@@ -144,7 +158,7 @@ def serving_html(results: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
-def _routes_table(pairs: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any]]]) -> str:
+def _routes_table(pairs: Mapping[tuple[str, str, str], Sequence[RouteComparison]]) -> str:
     rows = []
     for (split, a, b), entries in pairs.items():
         by_metric = {entry.get("metric"): entry for entry in entries}
@@ -156,7 +170,7 @@ def _routes_table(pairs: Mapping[tuple[str, str, str], Sequence[Mapping[str, Any
             f"<th>Latency</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
-def _runs_table(entries: Sequence[Mapping[str, Any]]) -> str:
+def _runs_table(entries: Sequence[RunComparison]) -> str:
     rows = []
     for entry in entries:
         judges = found if isinstance(found := entry.get("judges"), Mapping) else {}
@@ -173,7 +187,7 @@ def _runs_table(entries: Sequence[Mapping[str, Any]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def _judge_cell(side: Any) -> str:
+def _judge_cell(side: RunJudge | None) -> str:
     if not isinstance(side, Mapping):
         return "not recorded"
     versions = [str(v) for v in side.get("versions") or () if isinstance(v, str)]
@@ -181,7 +195,7 @@ def _judge_cell(side: Any) -> str:
     return f"{name} ({', '.join(versions)})" if versions else str(name)
 
 
-def _drift_table(model: str, entries: Sequence[Mapping[str, Any]]) -> str:
+def _drift_table(model: str, entries: Sequence[DriftEntry]) -> str:
     rows = []
     for entry in entries:
         name = BY_TEXT.get(str(entry.get("by")), str(entry.get("by")))
@@ -200,5 +214,5 @@ def _drift_table(model: str, entries: Sequence[Mapping[str, Any]]) -> str:
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
-def _p(value: Any) -> str:
+def _p(value: object) -> str:
     return f"{value:.2g}" if isinstance(value, (int, float)) else "n/a"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from html import escape
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from urllib.parse import quote
 
 from ..finite import format_metric
@@ -29,15 +29,28 @@ from .tables import (
     split_order,
 )
 
+if TYPE_CHECKING:
+    from .results_model import (
+        BaselineTask,
+        CalibratedFigure,
+        Figure,
+        PairwiseEntry,
+        Results,
+        ResultsRow,
+        RunSettings,
+        SignalsSummary,
+        SplitFile,
+    )
+
 #: How many tasks that got worse are listed per model before the rest fold away.
 WORSE_SHOWN = 10
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return escape("" if value is None else str(value))
 
 
-def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], span: "RunSpan | None" = None,
+def summary_html(results: Results | None, gate_lines: Sequence[str], span: "RunSpan | None" = None,
                  notes: Sequence[str] = ()) -> str:
     """The summary block; "" parts are left out.  ``span``: when the records shown were made (``run_span``);
     ``notes``: lines the report has to say once (a baseline whose images were not found)."""
@@ -60,7 +73,7 @@ def summary_html(results: Mapping[str, Any] | None, gate_lines: Sequence[str], s
     return "".join(parts)
 
 
-def split_html(split: str, rows: list[Mapping[str, Any]], pairwise: Any = ()) -> str:
+def split_html(split: str, rows: list[ResultsRow], pairwise: Iterable[PairwiseEntry] | None = ()) -> str:
     ordered = sorted(rows, key=lambda r: -_number(r.get("pass_rate")))
     return "".join([
         f'<h3>Split: {_text(split)}</h3>',
@@ -76,7 +89,7 @@ def split_html(split: str, rows: list[Mapping[str, Any]], pairwise: Any = ()) ->
     ])
 
 
-def _number(value: Any) -> float:
+def _number(value: Figure) -> float:
     return float(value) if isinstance(value, (int, float)) else -1.0
 
 
@@ -111,7 +124,7 @@ class RunSpan:
         return (self.last - self.first).total_seconds()
 
 
-def run_span(stamps: Iterable[Any]) -> RunSpan | None:
+def run_span(stamps: Iterable[object]) -> RunSpan | None:
     """The span of the records' timestamps (``generated_at``, ``judged_at``; untrusted text: what does not
     parse as an ISO time with a zone is left out); None when none does."""
     times = []
@@ -131,7 +144,7 @@ def duration_text(seconds: float) -> str:
     return f"{hours} h {rest // 60:02d} min {rest % 60:02d} s" if hours else f"{rest // 60} min {rest % 60:02d} s"
 
 
-def run_facts_html(settings: Any, span: RunSpan | None, rows: Sequence[Mapping[str, Any]] = ()) -> str:
+def run_facts_html(settings: RunSettings | None, span: RunSpan | None, rows: Sequence[ResultsRow] = ()) -> str:
     """What ran: the judge, repeats, task files, the retry cap, the review time and rate, the price tiers used, and
     how long the records shown took to make."""
     settings = settings if isinstance(settings, Mapping) else {}
@@ -145,14 +158,14 @@ def run_facts_html(settings: Any, span: RunSpan | None, rows: Sequence[Mapping[s
     return f'<div class="hx-run"><h3>What ran</h3><dl class="hx-run-facts">{items}</dl></div>'
 
 
-def _task_files(splits: Any) -> str:
+def _task_files(splits: dict[str, SplitFile] | None) -> str:
     if not isinstance(splits, Mapping):
         return ""
     return "; ".join(f"{name}: {info.get('location')}" if isinstance(info, Mapping) and info.get("location")
                      else str(name) for name, info in splits.items())
 
 
-def _review_text(settings: Mapping[str, Any]) -> str:
+def _review_text(settings: RunSettings) -> str:
     seconds, rate = settings.get("review_seconds"), settings.get("review_rate")
     if not isinstance(seconds, (int, float)) or not isinstance(rate, (int, float)):
         return ""
@@ -185,7 +198,7 @@ def gates_html(lines: Sequence[str]) -> str:
     return f'<div class="hx-gates"><h3>Gates</h3>{head}<ul>{items}</ul></div>'
 
 
-def possibly_paid_html(rows: list[Mapping[str, Any]]) -> str:
+def possibly_paid_html(rows: list[ResultsRow]) -> str:
     """Candidates whose paid call was abandoned without its reply: money that may be gone."""
     flagged = [r for r in rows if isinstance(r.get("possibly_paid"), int) and r["possibly_paid"] > 0
                and r.get("split") != "combined"]
@@ -201,7 +214,7 @@ def possibly_paid_html(rows: list[Mapping[str, Any]]) -> str:
 # --------------------------------------------------------------------------- metrics
 
 
-def metrics_table(rows: list[Mapping[str, Any]]) -> str:
+def metrics_table(rows: list[ResultsRow]) -> str:
     """Per model: each metric with its interval; the calibrated figure first and marked when there is one."""
     calibrated = any(isinstance(r.get("calibrated"), Mapping) for r in rows)
     head = "".join(f"<th>{_text(name)}</th>" for _, name, _ in chart_metrics(rows_repeats(rows)))
@@ -218,7 +231,7 @@ def metrics_table(rows: list[Mapping[str, Any]]) -> str:
     return _scroll(table) + (f'<p class="hx-note">{" ".join(notes)}</p>' if notes else "")
 
 
-def _metrics_row(row: Mapping[str, Any]) -> str:
+def _metrics_row(row: ResultsRow) -> str:
     cal = row.get("calibrated") if isinstance(row.get("calibrated"), Mapping) else None
     cells = "".join(f"<td>{_metric_cell(row, cal, key, kind)}</td>" for key, _, kind in chart_metrics())
     return (f"<tr><th scope=\"row\">{_text(row.get('model'))}</th>{cells}"
@@ -226,7 +239,7 @@ def _metrics_row(row: Mapping[str, Any]) -> str:
             f"<td>{_text(row.get('errors'))}</td><td>{_text(format_metric(row.get('spent'), 'dollars'))}</td></tr>")
 
 
-def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str, kind: str) -> str:
+def _metric_cell(row: ResultsRow, cal: Mapping[str, CalibratedFigure] | None, key: str, kind: str) -> str:
     judge = _value_with_interval(row.get(key), (row.get("intervals") or {}).get(key), kind,
                                  (row.get("interval_notes") or {}).get(key))
     entry = cal.get(key) if cal else None
@@ -238,7 +251,7 @@ def _metric_cell(row: Mapping[str, Any], cal: Mapping[str, Any] | None, key: str
             f'<span class="hx-raw">judge: {judge}</span>')
 
 
-def _value_with_interval(value: Any, bounds: Any, kind: str, note: Any = None) -> str:
+def _value_with_interval(value: object, bounds: object, kind: str, note: object = None) -> str:
     """A figure and its interval; a figure without one says why (results.json ``interval_notes``)."""
     text = _text(format_metric(value, kind))
     if isinstance(bounds, (list, tuple)) and len(bounds) == 2 and None not in bounds:
@@ -249,7 +262,7 @@ def _value_with_interval(value: Any, bounds: Any, kind: str, note: Any = None) -
     return text
 
 
-def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
+def _calibration_note(rows: list[ResultsRow]) -> str:
     info = next((r.get("calibration") for r in rows if isinstance(r.get("calibration"), Mapping)), None) or {}
     text = "cal: corrected for the judge's errors measured on a human sample"
     if info.get("n_human") is not None:
@@ -265,8 +278,9 @@ def _calibration_note(rows: list[Mapping[str, Any]]) -> str:
     return text + "".join(f"<br>! {p}" for p in problems)
 
 
-def _chart_rows(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
-    """The rows the charts draw: the calibrated figures when every row has them, else the judge's."""
+def _chart_rows(rows: list[ResultsRow]) -> Sequence[Mapping[str, object]]:
+    """The rows the charts draw: the calibrated figures when every row has them, else the judge's (row-shaped:
+    the model, each metric's value and its interval)."""
     if not rows or not all(isinstance(r.get("calibrated"), Mapping) for r in rows):
         return rows
     charted = []
@@ -279,7 +293,7 @@ def _chart_rows(rows: list[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
     return charted
 
 
-def _chart_title(split: str, rows: list[Mapping[str, Any]]) -> str:
+def _chart_title(split: str, rows: list[ResultsRow]) -> str:
     calibrated = rows and all(isinstance(r.get("calibrated"), Mapping) for r in rows)
     return f"{split}: metrics by model" + (" (calibrated)" if calibrated else "")
 
@@ -287,12 +301,12 @@ def _chart_title(split: str, rows: list[Mapping[str, Any]]) -> str:
 # --------------------------------------------------------------------------- the judge and the pixels
 
 
-def judge_table(rows: list[Mapping[str, Any]]) -> str:
+def judge_table(rows: list[ResultsRow]) -> str:
     """The judge against the humans (``judge_error``) and against itself (``judge_stability``)."""
     lines = []
     for row in rows:
-        error = found if isinstance(found := row.get("judge_error"), Mapping) else {}
-        stable = given if isinstance(given := row.get("judge_stability"), Mapping) else {}
+        error: Mapping[str, object] = found if isinstance(found := row.get("judge_error"), Mapping) else {}
+        stable: Mapping[str, object] = given if isinstance(given := row.get("judge_stability"), Mapping) else {}
         if not error and not stable:
             continue
         flips = (f"{_text(stable.get('flips'))} of {_text(stable.get('candidates'))} "
@@ -309,7 +323,7 @@ def judge_table(rows: list[Mapping[str, Any]]) -> str:
     return f"<h4>The judge</h4>{_table(head, lines)}"
 
 
-def signals_table(rows: list[Mapping[str, Any]]) -> str:
+def signals_table(rows: list[ResultsRow]) -> str:
     """Pixel diagnostics per model (``signals_summary``): never verdicts, clues to what failed."""
     lines = []
     for row in rows:
@@ -327,14 +341,14 @@ def signals_table(rows: list[Mapping[str, Any]]) -> str:
     return f"<h4>Pixel signals</h4>{_table(head, lines)}{_unmeasured_note(rows)}"
 
 
-def _measured(signals: Mapping[str, Any], row: Mapping[str, Any]) -> str:
+def _measured(signals: SignalsSummary, row: ResultsRow) -> str:
     measured, unmeasured = signals.get("measured"), signals.get("unmeasured")
     if not isinstance(measured, int) or not isinstance(unmeasured, int):
         return ""
     return _text(f"{measured} of {measured + unmeasured}")
 
 
-def _unmeasured_note(rows: list[Mapping[str, Any]]) -> str:
+def _unmeasured_note(rows: list[ResultsRow]) -> str:
     """The counts above are of the candidates measured; the others were not computed, never guessed."""
     missing = sum(sig["unmeasured"] for row in rows if isinstance(sig := row.get("signals_summary"), Mapping)
                   and isinstance(sig.get("unmeasured"), int) and sig["unmeasured"] > 0)
@@ -344,14 +358,14 @@ def _unmeasured_note(rows: list[Mapping[str, Any]]) -> str:
             "lack them (the counts and means above leave them out): run with --signals to measure them.</p>")
 
 
-def _float(value: Any, digits: int) -> str:
+def _float(value: Figure, digits: int) -> str:
     return f"{value:.{digits}f}" if isinstance(value, (int, float)) else "n/a"
 
 
 # --------------------------------------------------------------------------- against the baseline
 
 
-def baseline_table(rows: list[Mapping[str, Any]]) -> str:
+def baseline_table(rows: list[ResultsRow]) -> str:
     lines = []
     for row in rows:
         for key, name, kind in chart_metrics(row_repeats(row)):
@@ -386,14 +400,14 @@ def baseline_table(rows: list[Mapping[str, Any]]) -> str:
 _LOWER_IS_BETTER = ("expected_attempts", "effective_cost", "hype_gap")
 
 
-def _is_worse(key: str, difference: Any, bound: Any) -> bool:
+def _is_worse(key: str, difference: Figure, bound: Figure) -> bool:
     """Worse, and the whole interval on the worse side of zero."""
     if not isinstance(difference, (int, float)) or not isinstance(bound, (int, float)):
         return False
     return bound > 0 if key in _LOWER_IS_BETTER else bound < 0
 
 
-def _diff(value: Any, kind: str) -> str:
+def _diff(value: Figure, kind: str) -> str:
     if not isinstance(value, (int, float)):
         return "n/a"
     if kind == "percent":
@@ -401,7 +415,7 @@ def _diff(value: Any, kind: str) -> str:
     return f"{'+' if value >= 0 else '-'}${abs(value):.2f}" if kind == "dollars" else f"{value:+.2f}"
 
 
-def worse_tasks_html(split: str, rows: list[Mapping[str, Any]]) -> str:
+def worse_tasks_html(split: str, rows: list[ResultsRow]) -> str:
     """Per model, the tasks whose pass rate fell against the baseline (``baseline_tasks``), worst first,
     each a link to its row in the failure browser."""
     blocks = []
@@ -415,7 +429,7 @@ def worse_tasks_html(split: str, rows: list[Mapping[str, Any]]) -> str:
     return f'<div class="hx-worse-tasks"><h4>Tasks that got worse</h4>{"".join(blocks)}</div>'
 
 
-def _worse_block(split: str, row: Mapping[str, Any], worse: list[Mapping[str, Any]]) -> str:
+def _worse_block(split: str, row: ResultsRow, worse: list[BaselineTask]) -> str:
     model = str(row.get("model"))
     items = [_worse_item(split, model, t) for t in worse]
     shown = "".join(items[:WORSE_SHOWN])
@@ -425,7 +439,7 @@ def _worse_block(split: str, row: Mapping[str, Any], worse: list[Mapping[str, An
             f"pass less often than in the baseline ({_text(row.get('baseline_model'))})</p><ul>{shown}</ul>{rest}")
 
 
-def _worse_item(split: str, model: str, task: Mapping[str, Any]) -> str:
+def _worse_item(split: str, model: str, task: BaselineTask) -> str:
     task_id = str(task.get("task_id"))
     key = task_id if split == "combined" else f"{split}/{task_id}"  # a combined row's ids carry their split
     href = "#task=" + quote(key, safe="/") + "&model=" + quote(model, safe="")
@@ -437,7 +451,7 @@ def _worse_item(split: str, model: str, task: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- folded tables
 
 
-def task_type_table(rows: list[Mapping[str, Any]]) -> str:
+def task_type_table(rows: list[ResultsRow]) -> str:
     lines = []
     for row in rows:
         for task_type, metrics in sorted((row.get("by_task_type") or {}).items()):
@@ -451,7 +465,7 @@ def task_type_table(rows: list[Mapping[str, Any]]) -> str:
                    f"<tbody>{''.join(lines)}</tbody></table>")
 
 
-def sensitivity_table(rows: list[Mapping[str, Any]]) -> str:
+def sensitivity_table(rows: list[ResultsRow]) -> str:
     """Effective cost per model across review times (rows) and retry caps (columns)."""
     blocks = []
     for row in rows:

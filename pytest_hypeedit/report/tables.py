@@ -8,12 +8,17 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypeVar
 
 from ..finite import finite_number, format_metric
 
 if TYPE_CHECKING:
     from .published import Published
+    from .results_model import ResultsRow
+
+#: A leaderboard row: a results row, or a row of the paper's published figures (report/published.py: results-shaped,
+#: marked ``published``; not the results model), read by the functions every table shares.
+Row = TypeVar("Row", bound=Mapping[str, object])
 
 SCHEMA = "hypeedit-results/1"
 COMBINED = "combined"
@@ -56,7 +61,7 @@ def repeats_note(repeats: int | None) -> str:
             f"the paper's Pass@10 and hype gap (10 images per task) and do not compare with them")
 
 
-def row_repeats(row: Mapping[str, Any], fallback: Any = None) -> int | None:
+def row_repeats(row: Mapping[str, object], fallback: object = None) -> int | None:
     """The images per task a row was measured on: its own ``repeats`` (written since rows carry it), else
     ``fallback`` (its file's settings)."""
     for value in (row.get("repeats"), fallback):
@@ -72,8 +77,8 @@ class Section:
 
     split: str
     repeats: int | None
-    rows: list[Mapping[str, Any]]
-    published: list[Mapping[str, Any]]
+    rows: list[ResultsRow]
+    published: list[Mapping[str, Any]]  # report/published.py's rows
     several: bool  # the split has more than one table: its title names the images per task
 
     @property
@@ -86,8 +91,8 @@ class Section:
         return f"{name}, published ({self.repeats} images per task)"
 
 
-def sections(rows: Sequence[Mapping[str, Any]], published: "Published | None" = None,
-             repeats: Any = None) -> list[Section]:
+def sections(rows: Sequence[ResultsRow], published: "Published | None" = None,
+             repeats: int | None = None) -> list[Section]:
     """The leaderboard's tables in order: per split (section_order), one per number of images per task among its
     rows (``row_repeats``, ``repeats`` for a row that does not say), the paper's rows beside the run's rows of the
     paper's repeats, else in a table of their own.  Rows of 2 and 4 repeats are never one table: their Pass@k are
@@ -95,7 +100,7 @@ def sections(rows: Sequence[Mapping[str, Any]], published: "Published | None" = 
     found = []
     paper = published.settings.get("repeats") if published else None
     for split in section_order(rows, published):
-        groups: dict[int | None, list[Mapping[str, Any]]] = {}
+        groups: dict[int | None, list[ResultsRow]] = {}
         for row in rows:
             if row.get("split") == split:
                 groups.setdefault(row_repeats(row, repeats), []).append(row)
@@ -107,7 +112,7 @@ def sections(rows: Sequence[Mapping[str, Any]], published: "Published | None" = 
     return found
 
 
-def model_name(row: Mapping[str, Any]) -> str:
+def model_name(row: Mapping[str, object]) -> str:
     """A leaderboard row's model as every leaderboard table prints it (Markdown and HTML alike, unescaped): the name,
     the release it measured when the row says (provider model id and label), whose figures (judge, calibrated)
     and (incomplete); a published row is marked (published)."""
@@ -115,7 +120,7 @@ def model_name(row: Mapping[str, Any]) -> str:
     if row.get("published"):
         return f"{name} (published)"
     given = row.get("release")
-    release: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+    release: Mapping[str, object] = given if isinstance(given, Mapping) else {}
     provider, label = release.get("provider_model"), release.get("label")
     # the provider's model id when it says more than the name, and the team's label
     named = [str(part) for part in (provider if provider and str(provider) != name else None, label) if part]
@@ -126,21 +131,21 @@ def model_name(row: Mapping[str, Any]) -> str:
     return name + (" (incomplete)" if row.get("incomplete") or row.get("complete") is False else "")
 
 
-def leaderboard_cells(row: Mapping[str, Any]) -> list[str]:
+def leaderboard_cells(row: Mapping[str, object]) -> list[str]:
     """A leaderboard row's metrics as every leaderboard table prints them: effective cost at list price
     (``effective_cost_list``), so that runs bought at other tiers compare."""
     at_list = {**row, "effective_cost": row["effective_cost_list"]} if "effective_cost_list" in row else row
     return [format_metric(at_list.get(key), kind) for key, _, kind in COLUMNS]
 
 
-def paid_elsewhere(row: Mapping[str, Any]) -> bool:
+def paid_elsewhere(row: Mapping[str, object]) -> bool:
     """Whether the row's run paid another price than the list price (a batch or Flex tier): the tables show its
     effective cost at list price, and its interval (at the price paid) is left out."""
     paid = row.get("cost_per_candidate_paid")
     return paid is not None and paid != row.get("cost_per_candidate")
 
 
-def section_order(rows: Sequence[Mapping[str, Any]], published: "Published | None") -> list[str]:
+def section_order(rows: Sequence[ResultsRow], published: "Published | None") -> list[str]:
     """The run's splits in first-seen order, then the paper's that the run lacks, ``combined`` last."""
     ours = split_order(rows)
     theirs = [s for s in (published.splits if published else []) if s not in ours]
@@ -148,20 +153,20 @@ def section_order(rows: Sequence[Mapping[str, Any]], published: "Published | Non
     return [s for s in names if s != COMBINED] + ([COMBINED] if COMBINED in names else [])
 
 
-def split_order(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+def split_order(rows: Sequence[ResultsRow]) -> list[str]:
     """Splits in first-seen order, ``combined`` last."""
     splits = list(dict.fromkeys(str(r.get("split")) for r in rows))
     return [s for s in splits if s != COMBINED] + ([COMBINED] if COMBINED in splits else [])
 
 
-def by_pass_rate(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def by_pass_rate(rows: Sequence[Row]) -> list[Row]:
     return sorted(rows, key=lambda r: (-_sort_key(r.get("pass_rate")), bool(r.get("published")), str(r.get("model"))))
 
 
-def _sort_key(value: Any) -> float:
+def _sort_key(value: object) -> float:
     return float(value) if finite_number(value) else -1.0
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     # A model or judge name must not break the table: escape the pipe, drop newlines.
     return " ".join(str(value).split()).replace("|", "\\|")

@@ -33,6 +33,13 @@ def test_nothing_is_printed_when_no_model_has_two_routes_and_nothing_drifts():
     assert serving_lines({}) == []
 
 
+def test_a_serving_that_is_not_an_object_shows_nothing():
+    # a results file from disk is read through the results model, but a foreign or hand-edited one may hold anything
+    for serving in (["routes"], "routes", 3, None):
+        assert serving_lines({"serving": serving}) == []
+        assert serving_html({"serving": serving}) == ""
+
+
 def test_a_route_pair_is_one_line_with_pass_rate_and_latency_and_what_else_differs():
     lines = serving_lines(results(routes=[route("pass_rate", -0.061, [-0.11, -0.012], True),
                                           route("pass_at_4", -0.02, [-0.05, 0.01], False),
