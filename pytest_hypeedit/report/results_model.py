@@ -339,7 +339,7 @@ class ResultsRow(TypedDict, total=False):
     judge_error: JudgeError
     calibration: RowCalibration
     calibration_evidence: CalibrationEvidence
-    calibrated_baseline: dict[str, PairedDifference | CalibratedFigure]  # CalibratedFigure: refused, its reason
+    calibrated_baseline: dict[str, PairedDifference | CalibratedFigure]  # CalibratedFigure: not made, and why
     calibrated_baseline_note: str
     calibrated_baseline_error: str
     incomplete: bool  # a leaderboard merge's row of an incomplete run (--allow-incomplete)
