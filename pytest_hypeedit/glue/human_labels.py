@@ -5,7 +5,8 @@ else of ``--agreement``, else of a labels judge, as each record arrives (before 
 ``--calibrate`` adds the calibrated figures to every results row (report/calibrated_rows.py) and prints them; the
 judge's stability (``--judge-stability``, engine/stability.py) is printed here too.  ``read_labels_option`` reads
 the labels of ``--calibrate`` or ``--agreement`` for their plugins and for ``--estimate`` (glue/control_run.py),
-keyed for the release each model of the run measures (``for_this_run``): another release's labels never count.
+keyed for the release each model of the run measures (``for_this_run``): another release's labels never count;
+``judge_for_this_run`` keys a labels judge's panel the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from ..engine.release import release_of
 from ..errors import HypeEditError
+from ..judges.labels_judge import LabelsJudge
 from ..options import settings_of
 from ..report.calibrated_rows import HumanSample, Settings, add_calibration, human_of, stability_lines, terminal_lines
 from ..tasks import folder_parts, is_plain_name
@@ -26,6 +28,7 @@ from .terminal_layout import write_folded
 if TYPE_CHECKING:
     from ..config import RunConfig
     from ..engine.records import Record
+    from ..judges import Judge
     from ..labels import LabelKey, Panel
     from ..report.results_model import Results
     from ..sample_design import Design
@@ -170,6 +173,18 @@ class _Renaming:
         if split is None or self.folders.get((split, model), model) == model:
             return name  # the model folder holds this run's release (or the label is of no task of the run)
         return f"{split}/{model}"
+
+
+def judge_for_this_run(judge: Judge, run: RunConfig) -> Judge:
+    """``judge`` with each labels juror (``--judge labels:...``, alone or in a majority) looking its verdicts up in
+    its panel keyed by ``for_this_run``: a verdict belongs to the bytes people looked at, so a candidate of a
+    release nobody labelled is not labelled (the labels judge's error), never judged with the verdict people gave
+    another release's image of the same task and repeat.  ``record.human`` reads this panel when no labels option
+    is given.  Keyed from the panel as read, so every process that makes the judge keys it alike."""
+    for juror in getattr(judge, "jurors", [judge]):
+        if isinstance(juror, LabelsJudge):
+            juror.panel = for_this_run(juror.as_read, run)
+    return judge
 
 
 def design_for_this_run(design: Design, run: RunConfig) -> Design:

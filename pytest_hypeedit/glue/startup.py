@@ -115,7 +115,7 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
     return Runner(Means(
         store=Store(run.outputs, folders=run.folders),
         make_provider=lambda spec: make_provider(config, spec),
-        make_judge=lambda: judge if judge is not None else make_judge(config, run),
+        make_judge=lambda: judge_of_the_run(config, run, judge),
         references=references,
         rejudge=run.rejudge,
         budget=Budget(state_dir / "budget", run.budget) if run.budget is not None else None,
@@ -125,6 +125,14 @@ def build_runner(config: pytest.Config, run: RunConfig, judge: Judge | None = No
         cache_dir=run.cache_dir,
         run_id=run_id(config),  # what the run bought: each ledger entry its calls write names it
     ))
+
+
+def judge_of_the_run(config: pytest.Config, run: RunConfig, judge: Judge | None) -> Judge:
+    """The judge each process (the controller, every xdist worker) judges with: ``judge`` (made at start-up on the
+    controller) or one made now, its labels keyed for the releases ``run`` measures (its folders placed)."""
+    from .human_labels import judge_for_this_run  # the labels' module, imported only when a judge is asked for
+
+    return judge_for_this_run(judge if judge is not None else make_judge(config, run), run)
 
 
 def stability_for(config: pytest.Config, run: RunConfig) -> dict[Key, int]:

@@ -5,7 +5,10 @@ combined by majority, a tie counts as FAIL and is said so in the reasoning.
 Each vote keeps its rater's note (``votes[].note``), and the reasoning quotes
 the notes, so the FAIL line in the terminal says what the rater saw.
 A candidate that nobody labelled is an error naming the task, model and
-repeat, never a FAIL: the panel has not judged it yet.
+repeat, never a FAIL: the panel has not judged it yet.  In a run the panel is
+keyed for the release each model's candidates are of (glue/human_labels.py
+``judge_for_this_run``), so a candidate of a release nobody labelled is not
+labelled, whatever verdicts people gave another release of the model.
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ class LabelsJudge(Judge):
 
     def __init__(self, paths: Iterable[Path], known_models: Iterable[str] | None = None):
         self.paths = [Path(p) for p in paths]
-        self.panel: Panel = read_panel(self.paths, known_models)
+        #: The panel as its files name the models: a release bought aside as ``<model>@<release id>``.
+        self.as_read: Panel = read_panel(self.paths, known_models)
+        #: The panel verdicts are looked up in: a record names only the model, so the glue keys ``as_read`` for
+        #: the releases the run measures (glue/human_labels.py ``judge_for_this_run``); as read outside a run.
+        self.panel: Panel = self.as_read
 
     @property
     def id(self) -> str:
