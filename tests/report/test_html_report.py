@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -39,8 +40,29 @@ def page_data(report: Path) -> dict:
     return json.loads(blob.group(1))
 
 
-def test_a_thumbnail_of_every_candidate_and_a_view_of_every_failure_inside_the_report_folder(bench):
-    result = html_run(bench, "-n", "2")
+@pytest.fixture(scope="module")
+def n2_runs() -> dict:
+    """The module's one html_run under -n 2 (the two tests below assert on the same run): its result and a copy
+    of its folder, once the first test that asks has made it."""
+    return {}
+
+
+@pytest.fixture
+def n2_run(bench, n2_runs, tmp_path_factory):
+    """``bench`` holding html_run(bench, "-n", "2")'s folder (the bench, its outputs and its report), and its result:
+    made by the first test that asks, copied into the folder of each later one (a run takes seconds, a copy none)."""
+    if not n2_runs:
+        result = html_run(bench, "-n", "2")
+        kept = tmp_path_factory.mktemp("n2-run") / "run"
+        shutil.copytree(bench.path, kept, symlinks=True)
+        n2_runs.update(result=result, folder=kept)
+    else:
+        shutil.copytree(n2_runs["folder"], bench.path, symlinks=True, dirs_exist_ok=True)
+    return bench, n2_runs["result"]
+
+
+def test_a_thumbnail_of_every_candidate_and_a_view_of_every_failure_inside_the_report_folder(n2_run):
+    bench, result = n2_run
     result.assert_outcomes(passed=4, failed=8)
     assets = bench.path / "rep" / "hypeedit-assets"
     thumbs = sorted(p.relative_to(assets).as_posix() for p in assets.glob("mini/identity/*/*.thumb.webp"))
@@ -230,11 +252,12 @@ def test_self_contained_report_inlines_thumbnails_and_warns_when_large(bench, mo
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium at /usr/bin/chromium (Debian package 'chromium'; .ci/run installs it)")
-def test_pytest_html_table_is_folded_with_a_note_when_nothing_errored_and_lists_failed_rows_on_request(bench):
+def test_pytest_html_table_is_folded_with_a_note_when_nothing_errored_and_lists_failed_rows_on_request(n2_run):
     """With no errored or skipped item pytest-html's table would open on "No results found": it is folded
     under a note whose button lists the failed items, each linked to its candidate in the browser."""
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (test extra) drives Chromium")
-    html_run(bench, "-n", "2").assert_outcomes(passed=4, failed=8)
+    bench, result = n2_run
+    result.assert_outcomes(passed=4, failed=8)
     url = (bench.path / "rep" / "report.html").as_uri()
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
