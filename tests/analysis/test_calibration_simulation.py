@@ -63,8 +63,10 @@ def test_a_verdict_stratified_sample_weighted_by_its_design_covers_and_is_unbias
 @pytest.mark.parametrize("labelled", [10, 20, 30])
 def test_tiny_samples_cover_the_pass_rate_and_keep_their_bounds_in_range(labelled):
     # Target: the population pass rate.  The bootstrap covered 79/84/86.5% with 10/20/30 labels; the cluster t
-    # interval is what holds.  The other metrics are refused with so few labels of each kind, or widened.
-    result = run_case(MODELS[0], RUNS_OFF, 20, seed=labelled, labelled=labelled, keys=("pass_rate", "pass_at_4"))
+    # interval is what holds.  The other metrics are refused with so few labels of each kind, or widened.  The
+    # pass rate's cluster t interval needs no resample (the same figures with 2 replicates as with 20): the
+    # bootstrap here only fed the other metrics, which this case does not read.
+    result = run_case(MODELS[0], RUNS_OFF, 2, seed=labelled, labelled=labelled, keys=("pass_rate",))
     report = _report(f"{labelled} labels", result, ("pass_rate",))
     print(report)
     rows = np.array(result.found["pass_rate"], dtype=float)

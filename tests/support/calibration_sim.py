@@ -10,6 +10,7 @@ tasks like these, with people's verdicts (as tests/analysis/test_stats.py define
 
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,6 +63,13 @@ MODELS = (
 
 def population_truth(model: SimModel, draws: int = 400_000) -> dict[str, float]:
     """Pass rate, Pass@4 and effective cost over the population of tasks, measured with 10 repeats."""
+    return dict(_population_truth(model, draws))
+
+
+@functools.cache
+def _population_truth(model: SimModel, draws: int) -> dict[str, float]:
+    # computed once per model and process (a fixed seed: the same figures every time; ~0.3 s of CPU each, and a
+    # test module asks for the same model's several times)
     rates = np.random.default_rng(12345).beta(*model.beta(), draws)
     success = attempts = np.zeros(draws)
     for k in range(REPEATS + 1):
@@ -74,11 +82,22 @@ def population_truth(model: SimModel, draws: int = 400_000) -> dict[str, float]:
 
 def simulated_run(model: SimModel, labelled: int, rng: np.random.Generator):
     """(evidence for calibration, judge-only metrics, all-human metrics) of one run of one model."""
+    evidence, judge, truth = _drawn_run(model, labelled, rng)
+    return evidence, metrics(judge), metrics(truth)
+
+
+def simulated_evidence(model: SimModel, labelled: int, rng: np.random.Generator):
+    """The evidence of ``simulated_run`` alone, from the same draws (the same ``rng`` gives the same evidence and
+    leaves it in the same state), without the two metric tables the callers of this one do not read."""
+    return _drawn_run(model, labelled, rng)[0]
+
+
+def _drawn_run(model: SimModel, labelled: int, rng: np.random.Generator):
     rates = rng.beta(*model.beta(), TASKS)
     truth = rng.random((TASKS, REPEATS)) < rates[:, None]
     noise = rng.random((TASKS, REPEATS))
     judge = np.where(truth, noise < model.sensitivity, noise > model.specificity)
-    return task_evidence(human_sample(rng, truth, judge, labelled)), metrics(judge), metrics(truth)
+    return task_evidence(human_sample(rng, truth, judge, labelled)), judge, truth
 
 
 def human_sample(rng: np.random.Generator, truth: np.ndarray, judge: np.ndarray, labelled: int) -> list[Unit]:
@@ -206,10 +225,12 @@ NEAR_ZERO = SimModel("near-zero", 0.02, 0.12, sensitivity=0.80, specificity=0.92
 NEAR_ONE = SimModel("near-one", 0.98, 0.999, sensitivity=0.90, specificity=0.80)
 
 
-def verdict_stratified_run(model: SimModel, labelled: int, fail_ratio: float, rng: np.random.Generator):
+def verdict_stratified_run(model: SimModel, labelled: int, fail_ratio: float, rng: np.random.Generator, *,
+                           with_metrics: bool = True):
     """One run whose human sample draws the judge's FAILs ``fail_ratio`` times as often as its PASSes, each
     stratum a simple random sample of fixed size with its true inclusion probability (what a design file with
-    verdict strata records).  (evidence, judge metrics, all-human metrics)."""
+    verdict strata records).  (evidence, judge metrics, all-human metrics); the metrics None without
+    ``with_metrics`` (the draws are the same)."""
     rates = rng.beta(*model.beta(), TASKS)
     truth = rng.random((TASKS, REPEATS)) < rates[:, None]
     noise = rng.random((TASKS, REPEATS))
@@ -227,6 +248,8 @@ def verdict_stratified_run(model: SimModel, labelled: int, fail_ratio: float, rn
     flat_truth = truth.ravel()
     units = [Unit(f"t{i // REPEATS:02d}", i % REPEATS + 1, bool(judge[i]), bool(flat_truth[i]) if chosen[i] else None,
                   float(inclusion[i]) if chosen[i] else None) for i in range(TASKS * REPEATS)]
+    if not with_metrics:
+        return task_evidence(units), None, None
     return task_evidence(units), metrics(judge.reshape(TASKS, REPEATS)), metrics(truth)
 
 
@@ -262,9 +285,9 @@ def run_case(model: SimModel, runs: int, resamples: int, seed: int, *, labelled:
     refused = {key: 0 for key in keys}
     for run in range(runs):
         if fail_ratio is None:
-            evidence, _, _ = simulated_run(model, labelled, rng)
+            evidence = simulated_evidence(model, labelled, rng)
         else:
-            evidence, _, _ = verdict_stratified_run(model, labelled, fail_ratio, rng)
+            evidence, _, _ = verdict_stratified_run(model, labelled, fail_ratio, rng, with_metrics=False)
         with calibrated_only():
             result = calibrate(evidence, COST, n_resamples=resamples, seed=run)
         for key in keys:

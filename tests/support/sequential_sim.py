@@ -98,11 +98,18 @@ def wrong_in_any_gate(rng, task_sets, runs: int, alpha: float = 0.05, split: boo
     """Several gates in one run, each on one row (a model's fixed task set) with the full run on its threshold:
     the share of runs with at least one wrong early decision, alpha split over the gates (the plugin) or not."""
     each = per_gate_alpha(alpha, len(task_sets)) if split else alpha
-    wrong = np.zeros(runs, dtype=bool)
+    return wrong_in_any_gate_at(rng, task_sets, runs, (each,), repeats)[0]
+
+
+def wrong_in_any_gate_at(rng, task_sets, runs: int, alphas, repeats: int = 10) -> list[float]:
+    """``wrong_in_any_gate`` at each of ``alphas`` (each gate's), on the SAME runs: one draw of the candidates and
+    orders judged at every level (what separate calls given equally seeded generators compute, for one draw)."""
+    wrong = np.zeros((len(alphas), runs), dtype=bool)
     for rates in task_sets:
         values, full = fixed_set_runs(rng, rates, runs, repeats)
-        wrong |= wrong_on_threshold(values, full, ">=", each)
-    return float(np.mean(wrong))
+        for row, each in enumerate(alphas):
+            wrong[row] |= wrong_on_threshold(values, full, ">=", each)
+    return [float(share) for share in wrong.mean(axis=1)]
 
 
 def decisive_case(rng, runs: int, rate: float = 0.3, threshold: float = 0.78, alpha: float = 0.05):
