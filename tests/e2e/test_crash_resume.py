@@ -41,10 +41,17 @@ def finished(folder: Path) -> dict[Path, tuple[int, int]]:
     return done
 
 
-def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path):
-    env = {**os.environ, "HYPEEDIT_CACHE_DIR": str(tmp_path / "cache")}
+def run_here(pytester, monkeypatch, folder: Path, command: list[str]) -> None:
+    """A run sent no signal, in this process (a process of its own cost ~2 s of CPU: start-up, imports)."""
+    monkeypatch.chdir(folder)  # the run's folder: its conftest.py and the relative paths of ``command``
+    pytester.runpytest_inprocess(*command[3:])  # [python, -m, pytest] left out
+
+
+def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path, pytester, monkeypatch):
+    monkeypatch.setenv("HYPEEDIT_CACHE_DIR", str(tmp_path / "cache"))
+    env = {**os.environ}
     whole = tmp_path / "whole"
-    subprocess.run(prepare(whole), cwd=whole, env=env, capture_output=True, timeout=120)
+    run_here(pytester, monkeypatch, whole, prepare(whole))
 
     killed = tmp_path / "killed"
     command = prepare(killed)
@@ -61,7 +68,7 @@ def test_sigkill_halfway_then_rerun_matches_an_uninterrupted_run(tmp_path):
     for image in (killed / "out").rglob("[0-9][0-9][0-9].png"):  # atomic writes: no half file under a real name
         Image.open(image).load()
 
-    subprocess.run(command, cwd=killed, env=env, capture_output=True, timeout=120)
+    run_here(pytester, monkeypatch, killed, command)
     after = finished(killed)
     assert len(after) == 60
     assert all(after[path][:2] == before[path][:2] for path in before)  # no finished candidate regenerated

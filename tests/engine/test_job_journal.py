@@ -218,9 +218,9 @@ def kill_when(process: subprocess.Popen, ready, timeout: float = 60) -> None:
     process.wait()
 
 
-def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twice(tmp_path, fakes):
+def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twice(pytester, fakes):
     bfl, _ = fakes
-    folder = tmp_path / "run"
+    folder = pytester.path  # the rerun runs in this process (pytester's folder): it is sent no signal
     args = prepare(folder, tasks=2, repeats=2, max_wait=60) + ["--model", "flux-2-max"]
     env = {**os.environ}
     bfl.pending_polls = 10 ** 6  # every job stays Pending: the run is killed while polling
@@ -232,9 +232,8 @@ def test_a_run_killed_while_polling_is_finished_by_the_rerun_without_paying_twic
     assert len(journaled) >= 2 and sum(bfl.ledger.submitted.values()) == len(journaled)
 
     bfl.pending_polls = 1
-    rerun = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, env=env, capture_output=True,
-                           text=True, timeout=120)
-    assert rerun.returncode in (0, 1), rerun.stdout[-2000:]  # 1: the labels fail half the candidates
+    rerun = pytester.runpytest_inprocess("-q", *args)
+    assert rerun.ret in (0, 1), rerun.stdout.str()[-2000:]  # 1: the labels fail half the candidates
     assert sorted(bfl.ledger.submitted.values()) == [1] * 4  # every candidate's job submitted exactly once
     done = {(r["task_id"], r["repeat"]): r for r in records(folder)}
     assert len(done) == 4 and all(r["outcome"] in ("pass", "fail") for r in done.values())
@@ -270,9 +269,9 @@ FAL_FAULTS = [
 ]
 
 
-def test_soak_faults_a_kill_and_reruns_pay_for_no_job_twice(tmp_path, fakes):
+def test_soak_faults_a_kill_and_reruns_pay_for_no_job_twice(pytester, fakes):
     bfl, fal = fakes
-    folder = tmp_path / "soak"
+    folder = pytester.path  # the reruns run in this process (pytester's folder): they are sent no signal
     # One candidate at a time (see below), in every run: the faults then come in the order the plan lists them.
     args = prepare(folder, tasks=2, repeats=4, max_wait=5) + ["--model", MODELS[0], "--model", MODELS[1],
                                                               "--concurrency", "1"]
@@ -290,10 +289,8 @@ def test_soak_faults_a_kill_and_reruns_pay_for_no_job_twice(tmp_path, fakes):
         if run == 1:  # faults in the killed run and the first rerun; then the reruns must converge
             bfl.chaos.stop()
             fal.chaos.stop()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, env=env,
-                              capture_output=True, text=True, timeout=120)
-        outputs.append(done.stdout)
-        if "run complete" in done.stdout:
+        outputs.append(pytester.runpytest_inprocess("-q", *args).stdout.str())
+        if "run complete" in outputs[-1]:
             break
     assert "run complete" in outputs[-1], outputs[-1][-3000:]
 

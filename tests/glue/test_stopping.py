@@ -73,11 +73,12 @@ class Slow:
     held: Callable[[], bool] | None = None
 
     def wait(self) -> None:
-        if self.held is None:
+        held = self.held  # read once: a test lets go (held = None) while calls still wait here
+        if held is None:
             time.sleep(30 if self.blackhole else self.latency)
             return
         deadline = time.monotonic() + BOUND  # a test that failed before letting go must not hold for ever
-        while not self.held() and time.monotonic() < deadline:
+        while not held() and time.monotonic() < deadline:
             time.sleep(0.01)
 
 
@@ -176,13 +177,14 @@ def stopped(tmp_path: Path) -> bool:
     return any((tmp_path / "cache").rglob(STOP_FILE))
 
 
-def rerun_to_completion(folder: Path, args: list[str], runs: int = 3) -> str:
+def rerun_to_completion(pytester: pytest.Pytester, args: list[str], runs: int = 3) -> str:
+    """Rerun the run in pytester's folder until it completes.  In this process: no signal is sent to a rerun,
+    and a process of its own cost ~2 s of CPU a run (start-up, imports, collection)."""
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=folder, env={**os.environ},
-                              capture_output=True, text=True, timeout=180)
-        if "run complete" in done.stdout:
-            return done.stdout
-    raise AssertionError(done.stdout[-3000:])
+        out = pytester.runpytest_inprocess(*args).stdout.str()
+        if "run complete" in out:
+            return out
+    raise AssertionError(out[-3000:])
 
 
 def records(folder: Path) -> list[dict]:
@@ -257,13 +259,16 @@ def signal_main(process: subprocess.Popen, signum: int) -> None:
 @pytest.mark.parametrize("workers, send", [([], signal_main), (["-n", "2"], signal_main),
                                            (["-n", "2"], signal_group)],
                          ids=["serial", "xdist-controller", "xdist-group"])
-def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_path, fakes, workers, send):
-    folder = tmp_path / "run"
+def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(pytester, fakes, workers, send):
+    folder = pytester.path  # the reruns run in this process (pytester's folder); the signalled run in its own
     args = prepare(folder)
     process = launch(folder, [*args, *workers])
     wait_until(process, lambda: billed(fakes) >= 6)  # the first calls are billed, their replies not yet sent
     send(process, signal.SIGTERM)
-    out = after_leaving(process)  # the calls' own 1.2 s, the grace's bound on them, the workers' shutdown: a hang fails
+    # The calls' own 1.2 s, a wait the run must sit out: answered the moment the stop is taken, they would finish
+    # while a run without the grace is still leaving, and it would pass.  The grace's bound, the workers' shutdown:
+    # a hang fails.
+    out = after_leaving(process)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "hypeedit: stopping: no new call starts" in out
     assert billed(fakes) < len(MODELS) * TASKS * REPEATS  # it stopped
@@ -272,7 +277,7 @@ def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_p
 
     for fake in fakes.values():
         fake.latency = 0.2  # the reruns only complete the run
-    rerun_to_completion(folder, args)
+    rerun_to_completion(pytester, args)
     assert_complete(folder)
     for model in MODELS:
         assert not billed_twice(fakes, model), f"{model} paid twice after a SIGTERM"
@@ -285,13 +290,13 @@ def test_sigterm_lets_the_calls_in_flight_finish_and_nothing_is_paid_twice(tmp_p
 @pytest.mark.parametrize("workers, second", [([], signal.SIGINT), (["-n", "2"], signal.SIGINT),
                                              (["-n", "2"], signal.SIGTERM)],
                          ids=["serial-ctrl-c-twice", "xdist-ctrl-c-twice", "xdist-ctrl-c-then-sigterm"])
-def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_path, fakes, workers, second,
-                                                                          monkeypatch):
+def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_path, pytester, fakes, workers,
+                                                                          second, monkeypatch):
     monkeypatch.setenv("HYPEEDIT_STOP_GRACE_S", "3600")  # only the second signal can end the wait: after_leaving() fails
     answer = threading.Event()
     for fake in fakes.values():
         fake.held = answer.is_set  # answered only once the run has left: the second signal left them in flight
-    folder = tmp_path / "run"
+    folder = pytester.path  # the reruns run in this process (pytester's folder); the signalled run in its own
     args = prepare(folder)
     process = launch(folder, [*args, *workers])
     wait_until(process, lambda: billed(fakes) >= 6)
@@ -307,20 +312,26 @@ def test_a_second_signal_leaves_at_once_and_every_double_charge_is_counted(tmp_p
     answer.set()
     for fake in fakes.values():
         fake.held, fake.latency = None, 0.2
-    rerun_to_completion(folder, args)
+    rerun_to_completion(pytester, args)
     assert_complete(folder)
     assert assert_every_double_charge_is_counted(folder, fakes) >= 1, "the fakes saw no double charge"
 
 
-def test_sigkill_mid_call_then_rerun_counts_every_double_charge(tmp_path, fakes):
-    folder = tmp_path / "run"
+def test_sigkill_mid_call_then_rerun_counts_every_double_charge(pytester, fakes):
+    answer = threading.Event()
+    for fake in fakes.values():
+        fake.held = answer.is_set  # answered only after the kill: the calls billed are in flight when it lands
+    folder = pytester.path  # the rerun runs in this process (pytester's folder); the killed run in its own
     args = prepare(folder)
     process = launch(folder, args)
     wait_until(process, lambda: billed(fakes) >= 6)
     signal_group(process, signal.SIGKILL)
     process.communicate(timeout=60)
     assert any(open_call(r) for r in records(folder))
-    out = rerun_to_completion(folder, args)
+    answer.set()
+    for fake in fakes.values():
+        fake.held, fake.latency = None, 0.2  # the rerun only completes the run
+    out = rerun_to_completion(pytester, args)
     assert_complete(folder)
     assert assert_every_double_charge_is_counted(folder, fakes) >= 1
     assert "possibly paid: " in out and "whose paid call was abandoned without its reply" in out
@@ -329,14 +340,14 @@ def test_sigkill_mid_call_then_rerun_counts_every_double_charge(tmp_path, fakes)
 # --------------------------------------------------------------------------- pytest-timeout
 
 
-def test_pytest_timeouts_thread_method_loses_no_paid_call(tmp_path, fakes):
+def test_pytest_timeouts_thread_method_loses_no_paid_call(pytester, fakes):
     """pytest-timeout's thread method dumps the stacks and calls os._exit: whatever was only in memory is gone.
     Every paid call is journaled on disk before it is sent, so the next run knows each one left without its
     reply: with --possibly-paid review it buys none of them again and counts them; it buys only the rest."""
     answer = threading.Event()
     for fake in fakes.values():
         fake.held = answer.is_set  # the first item's setup waits until the timeout kills the run with calls in flight
-    folder = tmp_path / "run"
+    folder = pytester.path  # the later runs run in this process (pytester's folder); the timed-out run in its own
     args = prepare(folder)
     process = launch(folder, [*args, "-p", "timeout", "--timeout", "4", "--timeout-method", "thread"])
     out = after_leaving(process)
@@ -350,8 +361,7 @@ def test_pytest_timeouts_thread_method_loses_no_paid_call(tmp_path, fakes):
     answer.set()
     for fake in fakes.values():
         fake.held, fake.latency = None, 0.2
-    review = subprocess.run([sys.executable, "-m", "pytest", *args, "--possibly-paid", "review"], cwd=folder,
-                            env={**os.environ}, capture_output=True, text=True, timeout=180).stdout
+    review = pytester.runpytest_inprocess(*args, "--possibly-paid", "review").stdout.str()
     total = len(MODELS) * TASKS * REPEATS
     assert billed(fakes) - first == total - len(pending) - len(kept), review[-3000:]
     for model in MODELS:
@@ -359,17 +369,17 @@ def test_pytest_timeouts_thread_method_loses_no_paid_call(tmp_path, fakes):
         assert rows(folder)[model]["possibly_paid"] == sum(r["model"] == model for r in pending), review[-3000:]
     assert "held for review" in review
 
-    rerun_to_completion(folder, args)  # rebuy: what was held is bought again, and counted
+    rerun_to_completion(pytester, args)  # rebuy: what was held is bought again, and counted
     assert_complete(folder)
     assert_every_double_charge_is_counted(folder, fakes)
 
 
-def test_pytest_timeouts_signal_method_with_x_gives_the_calls_their_grace(tmp_path, fakes):
+def test_pytest_timeouts_signal_method_with_x_gives_the_calls_their_grace(pytester, fakes):
     """The signal method fails the item that waited too long; -x then stops the run: no new call starts, the
     calls in flight finish within the grace and are saved, and the rerun buys only the rest."""
     for fake in fakes.values():
         fake.latency = 5.0  # longer than the timeout, well within the grace
-    folder = tmp_path / "run"
+    folder = pytester.path  # the rerun runs in this process (pytester's folder); the timed-out run in its own
     args = prepare(folder)
     done = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "timeout", "--timeout", "2",
                            "--timeout-method", "signal", "-x"], cwd=folder, env={**os.environ},
@@ -381,7 +391,7 @@ def test_pytest_timeouts_signal_method_with_x_gives_the_calls_their_grace(tmp_pa
 
     for fake in fakes.values():
         fake.latency = 0.2
-    rerun_to_completion(folder, args)
+    rerun_to_completion(pytester, args)
     assert_complete(folder)
     for model in MODELS:
         assert not billed_twice(fakes, model), f"{model} paid twice after a timeout and -x"
