@@ -30,6 +30,11 @@ QUICK = {"batch_linger_s": 0.3, "batch_poll_s": 0.02, "batch_poll_max_s": 0.05}
 #: between two lines of one batch over these tests' runs on two cores under a load of 6 to 8 was 0.45 s (42
 #: batches): one second keeps twice that, and each run that gathers waits one second less than with the 2 s it was.
 GATHER_LINGER_S = 1.0
+#: ``batch_max_wait_s`` of a run whose batch the fake holds: each line waits that long from its arrival, then the run
+#: ends with the batch pending.  The batch must be made first (the lines journal its id): its first line came at
+#: most 1.2 s before it was submitted in these tests' runs under a load of 6 to 8 on two cores (QUICK's linger
+#: included); 3 s keeps more than twice that, and waits 2 s less than the 5 s it was.
+PENDING_WAIT_S = 3.0
 
 
 @contextmanager
