@@ -121,7 +121,9 @@ def test_the_adoption_finds_the_batch_past_a_hundred_pages(hostile, pytester):
     fake.create_reply = b"{\"id\": 7}"
     run(1).assert_outcomes(errors=TASKS)
     fake.create_reply = None
-    fake.add_batches(150)  # newer than ours, listed first
+    # newer than ours, listed first, one a page: ours is on page 103, two past a listing cut at 100 pages (each
+    # page is a request of the run's: 150 of them took 50 more requests than the claim needs)
+    fake.add_batches(102)
     fake.page_size = 1
     run(1).assert_outcomes(passed=TASKS)
     assert len(fake.made) == 1 and fake.list_pages > 100
