@@ -41,11 +41,12 @@ def output_files(fake: FakeOpenAIBatch) -> list[bytes]:
 
 
 def test_a_batch_bigger_than_one_image_reply_is_delivered_whole(hostile, pytester):
-    """Planted: the output file read as one reply (the image cap) -> 40 billed, 0 delivered."""
+    """Planted: the output file read as one reply (the image cap) -> 25 billed, 0 delivered."""
     fake, run = hostile
     fake.image_bytes = 350_000  # each line about 470 KB of base64
-    result = run(8, max_image_mb=0.5)  # one line's cap: 0.5 MB x 4/3 + 8 MB; the file is past it
-    result.assert_outcomes(passed=TASKS * 8)
+    # one line's cap: 0.5 MB x 4/3 + 8 MB = 9.1 MB; 25 lines make a file of 11.7 MB, past it by a quarter
+    result = run(5, max_image_mb=0.5)
+    result.assert_outcomes(passed=TASKS * 5)
     assert fake.creations == 1, [b["request_counts"] for b in fake.batches.values()]
     (data,) = output_files(fake)
     assert len(data) > inline_cap(int(0.5 * MiB))
