@@ -41,11 +41,12 @@ def output_files(fake: FakeOpenAIBatch) -> list[bytes]:
 
 
 def test_a_batch_bigger_than_one_image_reply_is_delivered_whole(hostile, pytester):
-    """Planted: the output file read as one reply (the image cap) -> 40 billed, 0 delivered."""
+    """Planted: the output file read as one reply (the image cap) -> 25 billed, 0 delivered."""
     fake, run = hostile
     fake.image_bytes = 350_000  # each line about 470 KB of base64
-    result = run(8, max_image_mb=0.5)  # one line's cap: 0.5 MB x 4/3 + 8 MB; the file is past it
-    result.assert_outcomes(passed=TASKS * 8)
+    # one line's cap: 0.5 MB x 4/3 + 8 MB = 9.1 MB; 25 lines make a file of 11.7 MB, past it by a quarter
+    result = run(5, max_image_mb=0.5)
+    result.assert_outcomes(passed=TASKS * 5)
     assert fake.creations == 1, [b["request_counts"] for b in fake.batches.values()]
     (data,) = output_files(fake)
     assert len(data) > inline_cap(int(0.5 * MiB))
@@ -121,7 +122,9 @@ def test_the_adoption_finds_the_batch_past_a_hundred_pages(hostile, pytester):
     fake.create_reply = b"{\"id\": 7}"
     run(1).assert_outcomes(errors=TASKS)
     fake.create_reply = None
-    fake.add_batches(150)  # newer than ours, listed first
+    # newer than ours, listed first, one a page: ours is on page 103, two past a listing cut at 100 pages (each
+    # page is a request of the run's: 150 of them took 50 more requests than the claim needs)
+    fake.add_batches(102)
     fake.page_size = 1
     run(1).assert_outcomes(passed=TASKS)
     assert len(fake.made) == 1 and fake.list_pages > 100

@@ -12,6 +12,7 @@ import pytest
 from ledger_view import job
 from tiny_batch import (
     GATHER_LINGER_S,
+    PENDING_WAIT_S,
     gemini_batch_route,
     records,
     results_row,
@@ -51,7 +52,7 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
 def test_a_run_stopped_while_its_batch_is_pending_resumes_it(batch_run, pytester):
     fake, run = batch_run
     fake.hold = True
-    set_options(pytester.path, MODEL, batch_max_wait_s=5.0)
+    set_options(pytester.path, MODEL, batch_max_wait_s=PENDING_WAIT_S)
     run("--tier", "batch").assert_outcomes(errors=TASKS * REPEATS)
     created, uploaded = fake.creations, fake.uploads()
     assert all(job(r)["batch_id"] for r in records(pytester.path))

@@ -13,6 +13,7 @@ import pytest
 from ledger_view import job
 from tiny_batch import (
     GATHER_LINGER_S,
+    PENDING_WAIT_S,
     openai_batch_route,
     records,
     results_row,
@@ -61,7 +62,7 @@ def test_a_batch_run_delivers_every_candidate_at_the_batch_price(batch_run, pyte
 def test_a_run_stopped_while_its_batch_is_pending_resumes_it_and_submits_nothing_again(batch_run, pytester):
     fake, run = batch_run
     fake.hold = True
-    set_options(pytester.path, MODEL, batch_max_wait_s=5.0)
+    set_options(pytester.path, MODEL, batch_max_wait_s=PENDING_WAIT_S)
     first = run("--tier", "batch")
     first.assert_outcomes(errors=TASKS * REPEATS)  # each still waits for its batch: an error, journaled
     created, inputs = fake.creations, len(fake.uploads("batch"))

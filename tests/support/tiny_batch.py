@@ -19,14 +19,22 @@ from genai_fakes.gemini_batch import FakeGeminiBatch
 from ledger_view import open_call
 from providers_fakes.openai_batch import FakeOpenAIBatch
 
+from pytest_hypeedit.glue.stopping import GRACE_ENV
 from pytest_hypeedit.registry import load_registry
 
 TINY = Path(__file__).resolve().parents[2] / "examples" / "tiny-split"
 #: Lingers and polls short enough for a test.
 QUICK = {"batch_linger_s": 0.3, "batch_poll_s": 0.02, "batch_poll_max_s": 0.05}
 #: A linger for a test that asserts the run's lines share one batch: on a loaded machine two lines of the same
-#: run arrived more than QUICK's 0.3 s apart (CI, once), and the collector rightly made two batches.
-GATHER_LINGER_S = 2.0
+#: run arrived more than QUICK's 0.3 s apart (CI, once), and the collector rightly made two batches.  The widest gap
+#: between two lines of one batch over these tests' runs on two cores under a load of 6 to 8 was 0.45 s (42
+#: batches): one second keeps twice that, and each run that gathers waits one second less than with the 2 s it was.
+GATHER_LINGER_S = 1.0
+#: ``batch_max_wait_s`` of a run whose batch the fake holds: each line waits that long from its arrival, then the run
+#: ends with the batch pending.  The batch must be made first (the lines journal its id): its first line came at
+#: most 1.2 s before it was submitted in these tests' runs under a load of 6 to 8 on two cores (QUICK's linger
+#: included); 3 s keeps more than twice that, and waits 2 s less than the 5 s it was.
+PENDING_WAIT_S = 3.0
 
 
 @contextmanager
@@ -92,13 +100,13 @@ def records(folder: Path) -> list[dict]:
 
 
 def signal_when(folder: Path, model: str, repeats: int, ready: Callable[[list[dict]], bool], why: str,
-                signum: int) -> str:
-    """Start a batch run of the tiny split on ``model`` in ``folder`` as its own process group, wait until its
-    records are ``ready`` (``why`` says what that means, for the failure), send ``signum`` to the group and
-    return what the run printed."""
+                signum: int, env: dict[str, str] | None = None) -> str:
+    """Start a batch run of the tiny split on ``model`` in ``folder`` as its own process group (``env`` added to
+    its environment), wait until its records are ``ready`` (``why`` says what that means, for the failure), send
+    ``signum`` to the group and return what the run printed."""
     args = [*tiny_args(model, repeats), "--tier", "batch", "-p", "no:cacheprovider"]
     process = subprocess.Popen([sys.executable, "-m", "pytest", "-q", *args], cwd=folder,
-                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                               env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not _records_are(folder, ready):
@@ -116,10 +124,16 @@ def _records_are(folder: Path, ready: Callable[[list[dict]], bool]) -> bool:
         return False  # a record being replaced right now
 
 
+#: The grace a stopped run gives its calls in flight ($HYPEEDIT_STOP_GRACE_S) in ``stop_while_gathering``: its lines
+#: linger for two minutes, so none ends within any grace and a shorter one changes nothing the tests see; the
+#: default 10 s was 10 s of each SIGTERM test spent waiting.
+STOP_GRACE_S = "1"
+
+
 def stop_while_gathering(folder: Path, model: str, repeats: int, candidates: int, signum: int) -> str:
     """A batch run whose lines linger for two minutes, sent ``signum`` once each of its ``candidates`` records
     journals its line (its open entry, gathering: nothing sent to the provider yet); what it printed."""
     set_options(folder, model, batch_linger_s=120.0)  # the lines gather until the signal
     return signal_when(folder, model, repeats, lambda found: len(found) == candidates and all(
         (open_call(r) or {}).get("state") == "gathering" for r in found),
-        "every candidate's line is journaled, gathering, before the signal", signum)
+        "every candidate's line is journaled, gathering, before the signal", signum, env={GRACE_ENV: STOP_GRACE_S})
