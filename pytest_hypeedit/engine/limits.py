@@ -28,6 +28,7 @@ our start stamps, and a process can be descheduled between the two.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -149,7 +150,8 @@ class SlotSet:
         self.owner = self if owner is None else owner  # whose slots they are (a route's limiter, or the pool)
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self._files = [folder / f"{safe_name(name)}.slot{i}.lock" for i in range(size)]
+        # each slot's lock file is named when it is tried, never listed: the batch tier's routes have 100,000 slots
+        self._folder, self._stem = folder, safe_name(name)
         self._taken: set[int] = set()
         self._given_back: list[int] = []  # most recent last
         self._lock = threading.Lock()
@@ -167,10 +169,10 @@ class SlotSet:
             taken = set(self._taken)
         # Then the rest, from a random start: processes spread over the files instead of all fighting for slot 0.
         start = random.randrange(self.size)
-        candidates += [i for i in ((start + k) % self.size for k in range(self.size))
-                       if i not in taken and i not in candidates]
-        for index in candidates:
-            release = try_exclusive(self._files[index])
+        hinted = set(candidates)  # then the rest walked lazily: a free slot is usually found within a few tries
+        rest = (i for i in ((start + k) % self.size for k in range(self.size)) if i not in taken and i not in hinted)
+        for index in itertools.chain(candidates, rest):
+            release = try_exclusive(self._folder / f"{self._stem}.slot{index}.lock")
             if release is not None:
                 return self._taking(index, release)
         return None
