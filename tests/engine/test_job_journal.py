@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from benchdata import make_tasks, write_run_folder
+from benchdata import make_tasks, write_labels, write_run_folder
 from fake_models import fast_retries_conftest
 from ledger_view import job
 from providers_fakes.bfl import FakeBfl
@@ -169,6 +170,12 @@ def test_a_job_journaled_on_another_route_stays_with_its_release(pytester, fakes
     (pytester.path / "moved.yaml").write_text(
         "models:\n  flux-2-max: {route: fal, provider_model: fal-ai/qwen-image-edit-2511,"
         " options: {poll_s: 0.01, max_wait_s: 5}}\n")
+    # the labels judge judges a release with its own labels only: label the new release's folder, named by --estimate
+    estimate = pytester.runpytest(*args, "--models-file", "moved.yaml", "--estimate")
+    aside = re.search(r"candidates in mini/(flux-2-max@[0-9a-f]{12})", estimate.stdout.str())
+    assert aside is not None, estimate.stdout.str()
+    write_labels(pytester.path / "r1.json", {(t, m, r): r % 2 == 1 for t in ("task-00",)
+                                             for m in (*MODELS, aside.group(1)) for r in (1, 2)})
     moved = pytester.runpytest(*args, "--models-file", "moved.yaml")
     moved.assert_outcomes(passed=1, failed=1)  # fal's adapter never polls a BFL task
     assert sum(fal.ledger.submitted.values()) == 2
