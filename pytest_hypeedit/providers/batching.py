@@ -202,8 +202,7 @@ class Collector:
         an input file; at most one file's worth (requests and bytes)."""
         if not self._queue:
             return []
-        full = len(self._queue) >= self.backend.max_requests or \
-            sum(line.size for _, line in self._queue) >= self.backend.max_bytes
+        full = self._full()
         now = self.clock()
         # quiet for ``linger`` since the last line came (more are still arriving otherwise), or the first has
         # waited ten lingers: a steady trickle still makes batches
@@ -219,6 +218,11 @@ class Collector:
             group.append(self._queue.pop(0)[1])
             size += line.size
         return group
+
+    def _full(self) -> bool:
+        """(Under the lock.)  The queue fills an input file (requests or bytes): it goes now, lingering or not."""
+        return len(self._queue) >= self.backend.max_requests or \
+            sum(line.size for _, line in self._queue) >= self.backend.max_bytes
 
     def _submit(self, group: list[Line]) -> None:
         try:
@@ -289,6 +293,10 @@ class Collector:
     def _sleep(self) -> float:
         """(Under the lock.)  Until the next thing to do: a line's linger ends, or a batch's poll is due."""
         now, times = self.clock(), []
+        if self._stopped or self._full():
+            # a line that filled the queue, or a stop, between this thread's look at the queue and this wait
+            # notified nobody: without this the full batch waited out the linger (a minute at linger 60)
+            return 0.01
         if self._queue:
             times.append(min(self._queue[-1][0] + self.linger, self._queue[0][0] + 10 * self.linger) - now)
         times += [w.next_poll - now for w in self._watched.values()]

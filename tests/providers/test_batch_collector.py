@@ -296,3 +296,16 @@ def test_an_adapter_the_plugin_makes_is_given_the_run_runtime_and_its_collector_
     finally:
         provider.close()
     assert run.batches.tally() == {}  # closing the adapter stops its collector
+
+
+def test_a_full_queue_is_not_slept_on_whatever_its_linger():
+    """The collector's thread looks at the queue, lets go of the lock, then waits: a line that fills the queue in
+    between notifies nobody, so the wait itself must see a full queue (planted: _sleep without the check -> it
+    slept out the 60 s linger; beside busy loops the live-line test above saw its batch unsent)."""
+    coll = collector(Backend(max_requests=2), linger=60.0)
+    with coll._lock:
+        coll._queue = [(coll.clock(), Line(key, b"x", 10, Journal())) for key in ("a", "b")]
+        assert coll._sleep() <= 0.01
+        coll._queue = coll._queue[:1]
+        assert coll._sleep() > 50  # one line of two: it lingers
+        coll._queue = []
