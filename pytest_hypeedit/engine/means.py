@@ -21,6 +21,7 @@ from ..providers.base import Provider
 from ..registry import ModelSpec
 from ..tasks import Task
 from .journal import REBUY
+from .measurer import Measurer
 from .rejected_keys import RejectedKeys
 from .store import Store
 
@@ -57,6 +58,8 @@ class Means:
     rejected_keys: RejectedKeys = field(default_factory=RejectedKeys)
     #: free bytes on the disk of a folder (engine/room.py; a test gives a nearly full disk)
     free_bytes: Callable[[Path], int] | None = None
+    #: the signals of candidates just bought, measured while their verdicts are asked (engine/measurer.py)
+    measurer: Measurer = field(default_factory=Measurer)
     _providers: dict[str, Provider] = field(default_factory=dict)
     _judge: Judge | None = None
     #: One provider per model and one judge per process: the pool's threads ask for them at once, and a second
@@ -88,6 +91,7 @@ class Means:
         return self._judge
 
     def close(self) -> None:
+        self.measurer.close()
         for provider in self._providers.values():
             provider.close()
         if self._judge is not None:

@@ -25,6 +25,7 @@ from ..transport.slots import CallSlots
 from . import call_ledger, provenance
 from .journal import COUNTED_IN, GENERATE, HELD, JUDGE, RESUBMITTED_COST, REVIEW, counted, held_message, unresolved
 from .lifecycle import CallReservation, Lifecycle, Step
+from .measurer import Measuring
 from .record_spend import keep_verdicts_cost, leave_generation_behind, set_generation, update_job
 from .records import BATCH, DISCARDED, ERROR, REFUSED, SKIPPED, Record
 from .release import belongs, record_release_id, release_of
@@ -75,6 +76,8 @@ class Plan:
     #: The in-flight slots the pool holds for the step running now (engine/limits.py), carried into its
     #: GenerationRequest or JudgeRequest; empty outside a pool (each request takes its own).
     slots: CallSlots = ()
+    #: its signals being measured since its purchase, taken with its verdict (engine/measurer.py)
+    measuring: Measuring | None = None
     life: Lifecycle = field(init=False)  # where its money path stands (engine/lifecycle.py)
 
     def __post_init__(self) -> None:

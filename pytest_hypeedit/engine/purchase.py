@@ -172,8 +172,8 @@ class Purchase:
         except DiskFull as exc:
             self._failed(plan, exc)
             return None
-        if generation.preview is not None:  # measured now, from the copy the adapter made: no second decode
-            self.verdicts.measure_signals(plan.task, generation.preview, record)
+        if generation.preview is not None:  # from the copy the adapter made: no second decode
+            self.verdicts.measure_beside(plan, generation.preview)
         return path
 
     @staticmethod

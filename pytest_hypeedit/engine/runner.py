@@ -140,6 +140,7 @@ class Runner:
             self.calls.settle_abandoned(plan.record, plan.candidate, plan.life)
             if self.planning.reusable_verdict(plan.record) is None and self.planning.held(plan.record, JUDGE):
                 self.planning.reserved(plan, JUDGE)
+                self.verdicts.measure_signals(plan)  # those measured since its purchase, written with it
                 self.calls.write(plan.life, Step.WRITE_HELD, plan.record)
             else:
                 self.verdicts.judge_candidate(plan, reserved)

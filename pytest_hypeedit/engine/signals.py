@@ -16,7 +16,8 @@ them does not compute them again.  numpy and Pillow only.
                     (a Delta E of 2.3 is about one just noticeable difference: Sharma 2003)
 
 Cost: a candidate just bought is not decoded again: the adapter that checks it keeps a preview of at most
-SOURCE_SIDE pixels a side (``preview_of``), from which the signals are measured; a candidate read back from disk
+SOURCE_SIDE pixels a side (``preview_of``), from which the signals are measured (on a thread of their own while
+its judge is asked: engine/measurer.py); a candidate read back from disk
 is decoded once, a few at a time (providers.images.IMAGE_WORK), in the same turn as it is compared: a candidate
 waiting for its turn holds no pixels, so a batch whose hundreds of lines land together holds a few previews, not
 one per line.  The reference is reduced once and kept, in memory and in the cache folder the caller names

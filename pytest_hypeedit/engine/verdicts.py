@@ -10,7 +10,6 @@ that is SAVED, and a paid judge only once its request is journaled.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExceeded, CallError, HypeEditError, JudgeError
@@ -23,6 +22,7 @@ from . import provenance, room
 from .call_context import JudgeContext
 from .journal import JUDGE, new_call_id
 from .lifecycle import CallReservation, Lifecycle, Step
+from .measurer import Measuring
 from .planning import Plan, skip
 from .record_spend import add_failed_judge_cost, add_verdict_cost
 from .records import ERROR, FAIL, PASS, Record, now_iso, verdict_tier
@@ -89,8 +89,12 @@ class Verdicts:
         ``answer``: what the free judge said already (``free_verdict_if_unchanged``), not asked again."""
         record, life, judge = plan.record, plan.life, self.means.judge
         assert plan.candidate is not None  # only a candidate on disk is judged
-        new_signals = self.measure_signals(plan.task, plan.candidate, record) or save
         stored = self.planning.reusable_verdict(record)
+        stopped = self.means.rejected_keys.stopped(*judge.routes) if judge.routes and not stored else None
+        # a paid call ahead: the signals measured since the purchase (measure_beside) are taken once it has
+        # answered, so its request does not wait for them
+        paid_call = bool(judge.routes) and not stored and not stopped and answer is None
+        new_signals = save if paid_call else (self.measure_signals(plan) or save)
         if stored:
             life.move(Step.REUSE)
             before = (record.outcome, record.error)
@@ -100,7 +104,6 @@ class Verdicts:
             if new_signals or before != (record.outcome, record.error):
                 self._write_judged(life, Step.WRITE_JUDGED, record)
             return
-        stopped = self.means.rejected_keys.stopped(*judge.routes) if judge.routes else None
         if stopped:  # the judge's key was rejected: nothing sent (engine/rejected_keys.py)
             life.move(Step.STOP)
             record.outcome, record.error = ERROR, f"judge {judge.id}: {stopped}"
@@ -116,6 +119,7 @@ class Verdicts:
             life.move(Step.ASK if judge.routes else Step.ASK_FREE, reservation)
             verdict = self.calls.call(lambda: answer if answer is not None else judge.judge(request), record, f"judge {judge.id}", JudgeError)
         except BudgetExceeded as exc:
+            self.measure_signals(plan)
             skip(life, record, str(exc))  # the paid candidate stays on disk: a larger budget judges it
             return
         except (CallError, HypeEditError) as exc:
@@ -125,13 +129,14 @@ class Verdicts:
         if reservation is not None:
             reservation.settle(verdict.cost)
         life.move(Step.VERDICT)
-        self._keep_verdict(plan, verdict, new_signals)
+        self._keep_verdict(plan, verdict, self.measure_signals(plan) or new_signals)
 
     def _judge_failed(self, plan: Plan, judge: Judge, reservation: CallReservation | None, exc: HypeEditError) -> None:
         """The judge's call failed (or never left): what it may have cost is settled, the record says why and keeps
         what it was paid (an entry of its call ledger, written with the error, so ``spent`` counts it)."""
         record = plan.record
         lost = self.calls.end_call(record, exc)
+        self.measure_signals(plan)  # written with the error
         # asks that were answered were paid; a call whose reply was lost may have been paid at its worst case
         # (that part is a lost entry of the record's call ledger)
         answered = add_failed_judge_cost(record, getattr(exc, "cost", None), self.means.run_id)
@@ -207,14 +212,40 @@ class Verdicts:
             return 0.0
         return self.means.judge.worst_case_cost(self._verdict_request(task, spec, repeat))
 
-    def measure_signals(self, task: Task, candidate: Path | Preview, record: Record) -> bool:
-        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate from its file or
-        the preview its adapter made; True when new."""
+    def measure_beside(self, plan: Plan, preview: Preview) -> None:
+        """Start measuring the signals of a candidate just bought, from the preview its adapter made, on the
+        measurer's thread while its verdict is asked (engine/measurer.py); ``measure_signals`` takes them.
+        Measured here at once when the measurer has its backlog of previews waiting already."""
+        record, task = plan.record, plan.task
         if not self._needs_signals(record):
-            return False
+            return
         from .signals import candidate_signals
 
-        record.signals = candidate_signals(task, candidate, self.means.references, self.means.cache_dir)
+        def measure() -> dict[str, Any]:
+            return candidate_signals(task, preview, self.means.references, self.means.cache_dir)
+
+        pending = self.means.measurer.submit(measure)
+        if pending is None:
+            record.signals = measure()
+        else:
+            plan.measuring = Measuring(record.candidate_sha256, pending)
+
+    def measure_signals(self, plan: Plan) -> bool:
+        """Pixel diagnostics beside the verdict (engine/signals.py), computed once per candidate: those measured
+        since its purchase (``measure_beside``) when they are of the bytes its record names now, else from its
+        file; True when new."""
+        measuring, plan.measuring = plan.measuring, None
+        record = plan.record
+        if not self._needs_signals(record):
+            return False
+        measured = measuring.result() if measuring is not None and measuring.of == record.candidate_sha256 else None
+        if measured is None:
+            if plan.candidate is None:
+                return False
+            from .signals import candidate_signals
+
+            measured = candidate_signals(plan.task, plan.candidate, self.means.references, self.means.cache_dir)
+        record.signals = measured
         return bool(record.signals)
 
     def _needs_signals(self, record: Record) -> bool:
