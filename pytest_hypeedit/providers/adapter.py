@@ -107,7 +107,7 @@ class HttpProvider(Provider):
 
         deadline = self.spec.options.get("deadline_s")
         return make_http_client(self.route, secrets=(self.key,), timeout=timeout, policy=self.runtime.policy,
-                                limiter=self.runtime.limiter_for(self.spec),
+                                limiter=self.runtime.limiter_for(self.spec), transport=self.runtime.transport,
                                 deadline_s=None if deadline is None else float(deadline),
                                 reply_cap=inline_cap(self.image_cap) if self.inline_images else JSON_CAP,
                                 download_cap=self.image_cap, key_hosts=self.key_hosts)

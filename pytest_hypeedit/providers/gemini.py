@@ -133,7 +133,8 @@ class GeminiProvider(Provider):
                                              limiter=self._limiter or self.runtime.limiter_for(self.spec),
                                              # the image comes inline, as base64
                                              reply_cap=inline_cap(image_cap_of(self.spec.options)),
-                                             deadline_s=None if deadline is None else float(deadline))
+                                             deadline_s=None if deadline is None else float(deadline),
+                                             transport=self.runtime.transport)
             return self._session
 
     def key_probe(self) -> KeyProbe:

@@ -108,13 +108,15 @@ class GenaiSession:
     """A google-genai client over the project's HTTP policy; ``close()`` releases both."""
 
     def __init__(self, *, route: str = ROUTE, timeout_s: float = 120.0, policy: RetryPolicy | None = None,
-                 limiter: RouteLimiter | None = None, reply_cap: int = JSON_CAP, deadline_s: float | None = None):
+                 limiter: RouteLimiter | None = None, reply_cap: int = JSON_CAP, deadline_s: float | None = None,
+                 transport: httpx.BaseTransport | None = None):
         genai, types, _ = import_genai()
         key = key_for(ROUTE, GEMINI_KEY_ENV)
         base = base_url("gemini", DEFAULT_BASE_URL)
         # google-genai builds every URL from the base: the key goes to its origin only.
         self.http = make_http_client(route, secrets=(key,), timeout=timeout_s, policy=policy, limiter=limiter,
-                                     reply_cap=reply_cap, deadline_s=deadline_s, key_hosts=key_hosts(route, base))
+                                     reply_cap=reply_cap, deadline_s=deadline_s, key_hosts=key_hosts(route, base),
+                                     transport=transport)
         self._calls: dict[str, CallSlots] = {}  # token -> the slots of a call in progress (``for_call``)
         self._calls_lock = threading.Lock()
         hooks = [*self.http.event_hooks["request"], mark_paid, self._mark_call]

@@ -18,12 +18,15 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..engine.limits import RouteLimiter
 from ..registry import ModelSpec, RouteLimits
 from ..transport.http import RetryPolicy
 from .batching import Collectors
+
+if TYPE_CHECKING:
+    import httpx
 
 
 def _default_limits(spec: ModelSpec) -> RouteLimits:
@@ -38,6 +41,10 @@ class Runtime:
     policy: RetryPolicy | None = None
     tier: str = "standard"  # --tier: a model whose route has a batch tier buys through it (providers/batching.py)
     batches: Collectors = field(default_factory=Collectors)  # the run's batch collectors in this process
+    #: What every HTTP client the adapters make sends through instead of the network (None: the network).  A
+    #: test gives an ``httpx.MockTransport`` where a socket adds nothing; the retries, caps and key guard still
+    #: apply, as they wrap it (transport/http.py ``PolicyTransport``).
+    transport: httpx.BaseTransport | None = None
     _limiters: dict[tuple[str, float | None, int | None], RouteLimiter | None] = field(default_factory=dict)
 
     def limiter_for(self, spec: ModelSpec) -> RouteLimiter | None:

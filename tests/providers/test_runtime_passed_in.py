@@ -71,3 +71,33 @@ def test_the_judge_a_run_makes_at_start_up_is_given_the_runs_runtime(pytester, t
     assert result.ret == 0, result.stdout.str()
     [(judge, run)] = seen
     assert isinstance(judge, GeminiJudge) and judge.runtime is run and run.state_dir is not None
+
+
+@pytest.mark.parametrize("model, variables", [("seedream-4.5", ("ARK_API_KEY", "HYPEEDIT_ARK_BASE_URL")),
+                                              ("gemini-3-pro-preview", ("GEMINI_API_KEY", "HYPEEDIT_GEMINI_BASE_URL"))])
+def test_every_request_of_an_adapter_goes_through_the_transport_its_runtime_names(model, variables, tmp_path,
+                                                                                    monkeypatch):
+    """``Runtime.transport`` is the seam the adapter tests send through (httpx.MockTransport, no socket).
+    Planted: the transport not passed to ``make_http_client`` (adapter.py) or to ``GenaiSession`` (gemini.py):
+    the request goes to the base URL's closed port instead, and the transport sees nothing."""
+    import httpx
+    from providers_fakes.contract import FAST, make_request
+
+    key_variable, base_variable = variables
+    monkeypatch.setenv(key_variable, "fake-key-0123456789")
+    monkeypatch.setenv(base_variable, "http://127.0.0.1:9")  # the discard port: nothing answers there
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(400, json={"error": {"code": "InvalidParameter", "message": "seen by the transport"}})
+
+    spec = load_registry().get(model)
+    provider = builtin_provider(spec, runtime=runtime.Runtime(cache_dir=tmp_path / "cache", policy=FAST,
+                                                             transport=httpx.MockTransport(answer)))
+    try:
+        with pytest.raises(Exception, match="seen by the transport"):
+            provider.generate(make_request(tmp_path, spec))
+    finally:
+        provider.close()
+    assert seen and all(url.startswith("http://127.0.0.1:9/") for url in seen)

@@ -38,6 +38,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
 
+import httpx
 from loopback import Arrived, LoopbackService, send
 from PIL import Image
 
@@ -214,6 +215,26 @@ class FakeServer(LoopbackService):
         with self._lock:
             requests = list(self.requests)
         return [request for request in requests if re.search(path, self.fault_path(request))]
+
+    def transport(self) -> httpx.MockTransport:
+        """The same fake with no socket: an ``httpx.MockTransport`` for a client to send through (the adapters'
+        ``Runtime.transport``), for the tests where the wire adds nothing.  The replies, faults and request log
+        are the loopback server's; what only a socket can show (a read timeout, a reply trickled, written
+        without end or as a gzip bomb) is refused here, so such a test runs on the wire."""
+        return httpx.MockTransport(self._answer)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        path, _, query = request.url.raw_path.decode("ascii").partition("?")
+        seen = Seen(request.method, path, query, {k.lower(): v for k, v in request.headers.items()}, request.read(),
+                    time.time())
+        self.record(seen)
+        reply = self.dispatch(seen)
+        if reply is None:  # a dropped connection, as httpx reports it from a socket
+            raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+        if reply.chunks is not None or reply.trickle or "content-encoding" in {k.lower() for k in reply.headers}:
+            raise AssertionError(f"{seen.method} {seen.path}: this reply needs a socket; mark the test wire")
+        return httpx.Response(reply.status, headers={"content-type": "application/json", **reply.headers},
+                              content=reply.encoded())
 
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
         seen = Seen(arrived.method, arrived.path, arrived.query, arrived.headers, arrived.body, arrived.at)

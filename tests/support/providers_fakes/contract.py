@@ -5,6 +5,12 @@ names its fake, adapter and model; the tests below then drive the real
 adapter (real httpx client, real retry policy with tiny backoffs) through
 ``HYPEEDIT_<PROVIDER>_BASE_URL`` with a fake key, and check that the key never
 appears in any error.
+
+The client sends through the fake's ``httpx.MockTransport`` (``FakeServer.transport``: the same replies and
+faults, no socket), the transport seam httpx gives; the retries, caps, key guard and streamed bodies are the
+real ones, as they wrap it.  A test marked ``wire`` runs over the loopback socket instead: what only a socket
+shows (a read timeout; a paid submission whose connection is dropped before its reply, as the HTTP stack
+below httpx sees it), and ``test_success_on_the_wire``, each adapter's end-to-end call over a real connection.
 """
 
 from __future__ import annotations
@@ -81,12 +87,13 @@ class AdapterContract:
                          price=self.price, options=MappingProxyType(merged))
 
     @pytest.fixture
-    def make_provider(self, tmp_path):
+    def make_provider(self, tmp_path, fake, request):
         made = []
+        transport = None if request.node.get_closest_marker("wire") else fake.transport()
 
         def make(**options):
-            provider = self.provider_class(self.spec(**options),
-                                           runtime=Runtime(cache_dir=tmp_path / "cache", policy=FAST))
+            provider = self.provider_class(self.spec(**options), runtime=Runtime(cache_dir=tmp_path / "cache",
+                                                                                 policy=FAST, transport=transport))
             made.append(provider)
             return provider
         yield make
@@ -111,6 +118,11 @@ class AdapterContract:
         assert generation.cost > 0
         assert generation.request_id
         self.check_success_request(fake, generation)
+
+    @pytest.mark.wire
+    def test_success_on_the_wire(self, fake, provider, tmp_path):
+        """The same call over a loopback connection: the request's bytes as a socket carries them."""
+        self.test_success_returns_a_decodable_image_with_its_metadata(fake, provider, tmp_path)
 
     def check_success_request(self, fake, generation) -> None:
         """Provider-specific checks of what was sent; subclasses extend."""
@@ -152,6 +164,7 @@ class AdapterContract:
         with pytest.raises(Refusal, match="cannot be decoded"):
             self.run(provider, tmp_path)
 
+    @pytest.mark.wire
     def test_slow_reply_past_the_timeout_is_a_provider_error(self, fake, make_provider, tmp_path):
         provider = make_provider(timeout_s=0.15)
         fake.inject("slow", delay=0.4, count=99, path=self.main_path)
@@ -203,6 +216,7 @@ class JobContract:
     poll_path: ClassVar[str]  # regex of the poll requests (as the fake's fault_path sees them)
     submit_path: ClassVar[str]  # regex of the request that submits the job
 
+    @pytest.mark.wire
     def test_a_submission_whose_reply_is_lost_is_not_sent_again(self, fake, provider, tmp_path):
         fake.inject("drop", path=self.submit_path)  # the provider may have taken (and billed) it
         request, saved = self.journaled_request(tmp_path, provider.spec)
