@@ -75,9 +75,14 @@ class Measurer:
 
     def close(self) -> None:
         """Nothing more is measured here: what waits is cancelled (its candidates are measured from their files
-        if they are judged after all); the one being measured finishes on its own."""
+        if they are judged after all), and the one being measured (milliseconds) is waited for, so no thread
+        of the run is left running after it.  One that was, importing a module as a run in the same process
+        ended, found ``sys.modules`` emptied for a moment (pytester puts it back that way) and imported the
+        io module's C part afresh: every later ``BytesIO`` raised an ``UnsupportedOperation`` that
+        ``io.UnsupportedOperation`` no longer caught, and Pillow could not save into memory for the rest of
+        that process."""
         with self._lock:
             self._closed = True
             executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
+            executor.shutdown(wait=True, cancel_futures=True)

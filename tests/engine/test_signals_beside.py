@@ -153,15 +153,31 @@ def test_past_its_backlog_a_candidate_is_measured_in_its_own_thread():
         measurer.close()
 
 
-def test_a_measurer_shut_down_leaves_its_waiting_candidates_to_their_files():
+def test_a_measurer_shut_down_leaves_its_waiting_candidates_to_their_files_and_no_thread_running():
+    """``close`` returns only once the measurement under way has ended: a thread of a run left running after it
+    can import while pytester empties ``sys.modules`` between two runs in one process (measurer.py ``close``).
+    Planted: ``shutdown(wait=False)`` -> close returns while the measurement still runs."""
     measurer = Measurer()
-    release = threading.Event()
-    running = measurer.submit(lambda: {"n": release.wait(WAIT)})
+    started, release = threading.Event(), threading.Event()
+
+    def measuring() -> dict[str, Any]:
+        started.set()
+        return {"n": release.wait(WAIT)}
+
+    running = measurer.submit(measuring)
     waiting = measurer.submit(lambda: {"n": 2})
-    assert running is not None and waiting is not None
-    measurer.close()
-    release.set()
-    assert Measuring("x", waiting).result() is None  # cancelled: measure_signals measures the file instead
+    assert running is not None and waiting is not None and started.wait(WAIT)
+    closer = threading.Thread(target=measurer.close)
+    closer.start()
+    try:
+        assert Measuring("x", waiting).result() is None  # cancelled: measure_signals measures the file instead
+        closer.join(0.2)
+        assert closer.is_alive() and not running.done()  # still waiting for the measurement under way
+    finally:
+        release.set()
+        closer.join(WAIT)
+    assert not closer.is_alive() and running.result() == {"n": True}
+    assert not any(thread.name.startswith("hypeedit-signals") for thread in threading.enumerate())
     assert measurer.submit(lambda: {"n": 3}) is None
 
 
