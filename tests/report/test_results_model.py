@@ -235,7 +235,9 @@ def test_what_a_run_writes_is_the_model(pytester, monkeypatch, tmp_path):
 
 def test_what_a_run_of_two_splits_calibrated_and_decided_early_writes_is_the_model(pytester, monkeypatch, tmp_path):
     """Two splits (their combined rows), --calibrate with a human panel, --judge-stability, and --sequential with
-    a gate it decides early (the run stops: coverage's reasons, not_measured, sequential): the model, key for key."""
+    a gate it decides early (the run stops: coverage's reasons, not_measured, sequential): the model, key for key.
+    Every candidate is in the stability sample: the buying order is random, and a sample of a few may all be
+    among those a gate decided early leaves unbought (then no row has ``judge_stability``)."""
     pytester.makeconftest(models_conftest(image="png") + judges_conftest("ControlJudge", unchanged_every=4))
     for name in ("mini", "more"):
         write_split(pytester.path, name, make_tasks(6, prefix=name), pytester.path / "images")
@@ -245,7 +247,7 @@ def test_what_a_run_of_two_splits_calibrated_and_decided_early_writes_is_the_mod
     write_labels(pytester.path / "panel.json", labels)
     pytester.runpytest("-p", "no:randomly", "--model", "paid", "--tasks", "mini.json", "--tasks", "more.json",
                        "--images-base", "images", "--repeats", "3", "--judge", "controljudge", "--bootstrap", "50",
-                       "--calibrate", "labels:panel.json", "--judge-stability", "4", "--sequential",
+                       "--calibrate", "labels:panel.json", "--judge-stability", "36", "--sequential",
                        "--gate", "pass_rate>=0.01", "--outputs", "out")
     written = json.loads((pytester.path / "out" / "results.json").read_text())
     assert {"sequential", "coverage"} <= set(written)
