@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable, Iterable
 
+import httpx
 from loopback import Arrived, LoopbackService, send
 
 
@@ -85,22 +86,45 @@ class LoopbackServer(LoopbackService):
 
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
         path = f"{arrived.path}?{arrived.query}" if arrived.query else arrived.path
-        seen = SeenRequest(arrived.method, path, arrived.headers, arrived.body, at=arrived.at)
+        reply = self._reply_to(SeenRequest(arrived.method, path, arrived.headers, arrived.body, at=arrived.at))
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.chunks is not None:
+            _send_chunks(handler, reply.status, reply.chunks, _headers(reply))
+            return
+        send(handler, reply.status, reply.encoded(), _headers(reply))
+
+    def transport(self) -> httpx.MockTransport:
+        """The same fake with no socket: an ``httpx.MockTransport`` for a client to send through (an adapter's
+        ``Runtime.transport``), for the tests where the wire adds nothing: the same script and request log.  A
+        reply only a socket can give (late, or written piece by piece) is refused, so such a test runs on the
+        wire."""
+        return httpx.MockTransport(self._answer)
+
+    def _answer(self, request: httpx.Request) -> httpx.Response:
+        seen = SeenRequest(request.method, request.url.raw_path.decode("ascii"),
+                           {name.lower(): value for name, value in request.headers.items()}, request.read(),
+                           at=time.time())
+        reply = self._reply_to(seen)
+        if reply.delay or reply.chunks is not None:
+            raise AssertionError(f"{seen.method} {seen.path}: this reply needs a socket; run the test on the wire")
+        return httpx.Response(reply.status, headers=_headers(reply), content=reply.encoded())
+
+    def _reply_to(self, seen: SeenRequest) -> Reply:
+        """The request parsed and logged, and the reply the fake gives it."""
         try:
-            seen.json = json.loads(arrived.body) if arrived.body else None
+            seen.json = json.loads(seen.raw) if seen.raw else None
         except ValueError:
             seen.error = "request body is not JSON"
         (self.key_checks if self.is_key_check(seen) else self.requests).append(seen)
-        reply = self.handle(seen)
-        if reply.delay:
-            time.sleep(reply.delay)
-        # a reply may name its own content type (the batch fakes' file downloads: gemini_batch.py)
-        default = [] if "content-type" in {name.lower() for name in reply.headers} else [
-            ("Content-Type", "application/json; charset=UTF-8")]
-        if reply.chunks is not None:
-            _send_chunks(handler, reply.status, reply.chunks, [*default, *reply.headers.items()])
-            return
-        send(handler, reply.status, reply.encoded(), [*default, *reply.headers.items()])
+        return self.handle(seen)
+
+
+def _headers(reply: Reply) -> list[tuple[str, str]]:
+    # a reply may name its own content type (the batch fakes' file downloads: gemini_batch.py)
+    default = [] if "content-type" in {name.lower() for name in reply.headers} else [
+        ("Content-Type", "application/json; charset=UTF-8")]
+    return [*default, *reply.headers.items()]
 
 
 def _send_chunks(handler: BaseHTTPRequestHandler, status: int, chunks: Iterable[bytes],
