@@ -10,6 +10,7 @@ that is SAVED, and a paid judge only once its request is journaled.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BudgetExceeded, CallError, HypeEditError, JudgeError
@@ -219,10 +220,9 @@ class Verdicts:
         record, task = plan.record, plan.task
         if not self._needs_signals(record):
             return
-        from .signals import candidate_signals
 
         def measure() -> dict[str, Any]:
-            return candidate_signals(task, preview, self.means.references, self.means.cache_dir)
+            return self._signals_of(task, preview)
 
         pending = self.means.measurer.submit(measure)
         if pending is None:
@@ -242,11 +242,15 @@ class Verdicts:
         if measured is None:
             if plan.candidate is None:
                 return False
-            from .signals import candidate_signals
-
-            measured = candidate_signals(plan.task, plan.candidate, self.means.references, self.means.cache_dir)
+            measured = self._signals_of(plan.task, plan.candidate)
         record.signals = measured
         return bool(record.signals)
+
+    def _signals_of(self, task: Task, candidate: Path | Preview) -> dict[str, Any]:
+        """engine/signals.py ``candidate_signals`` with this run's references and cache folder."""
+        from .signals import candidate_signals
+
+        return candidate_signals(task, candidate, self.means.references, self.means.cache_dir)
 
     def _needs_signals(self, record: Record) -> bool:
         if not self.means.signals or record.signals:
