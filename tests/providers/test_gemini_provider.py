@@ -58,11 +58,16 @@ def make_request(references, *, task_id="task-1", width=1600, height=900, repeat
     return GenerationRequest(task, repeat, seed, tuple(references), spec)
 
 
+def no_socket(fake_gemini) -> Runtime:
+    """The runtime of an adapter that sends through the fake's httpx.MockTransport: the same script, no socket."""
+    return Runtime(transport=fake_gemini.transport())
+
+
 @pytest.fixture
 def provider(fake_gemini):
     """The adapter, sending through the fake's httpx.MockTransport: the same script, no socket.  A test that
     needs the wire (a timeout; the call end to end over a connection) makes its own adapter."""
-    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     yield adapter
     adapter.close()
 
@@ -217,7 +222,7 @@ def test_google_api_key_wins_over_gemini_api_key(fake_gemini, references, monkey
     monkeypatch.setenv("GOOGLE_API_KEY", FAKE_GEMINI_KEY)
     monkeypatch.setenv("GEMINI_API_KEY", "another-key-that-the-fake-rejects")
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(SPEC, policy=FAST, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(SPEC, policy=FAST, runtime=no_socket(fake_gemini))
     assert adapter.generate(make_request(references)).ext == "png"
     adapter.close()
 
@@ -271,7 +276,7 @@ def test_options_choose_size_and_ratios(fake_gemini, references):
     spec = ModelSpec("g", "gemini", "gemini-3-pro-image", 0.24,
                      MappingProxyType({"image_size": "4k", "aspect_ratios": ["1:1", "16:9"]}))
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(spec, policy=FAST, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(spec, policy=FAST, runtime=no_socket(fake_gemini))
     adapter.generate(make_request(references, width=1000, height=1250, spec=spec))
     adapter.close()
     assert fake_gemini.requests[0].parsed["config"]["image_config"] == {"aspect_ratio": "1:1", "image_size": "4K"}
@@ -311,7 +316,7 @@ FLASH = ModelSpec("gemini-3.1-flash-image", "gemini", "gemini-3.1-flash-image", 
 
 def test_a_retired_id_is_final_names_date_and_successor_and_is_not_asked_again(fake_gemini, references):
     fake_gemini.default = image_reply()  # the id answers 404 whatever is scripted, as Google does
-    adapter = GeminiProvider(PREVIEW, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(PREVIEW, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     with pytest.raises(ModelGone) as caught:
         adapter.generate(make_request(references, spec=PREVIEW))
     message = str(caught.value)
@@ -328,7 +333,7 @@ def test_the_paper_model_runs_on_the_ga_id(fake_gemini, references):
 
     spec = load_registry().get("gemini-3-pro-preview")
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     generation = adapter.generate(make_request(references, spec=spec))
     adapter.close()
     assert fake_gemini.requests[0].path == "/v1beta/models/gemini-3-pro-image:generateContent"
@@ -339,7 +344,7 @@ def test_the_paper_model_runs_on_the_ga_id(fake_gemini, references):
                                                   (4800, 3584, "4:3")])
 def test_flash_image_takes_its_wider_aspect_ratios(fake_gemini, references, width, height, ratio):
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(FLASH, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(FLASH, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     adapter.generate(make_request(references, width=width, height=height, spec=FLASH))
     adapter.close()
     assert fake_gemini.requests[0].parsed["config"]["image_config"] == {"aspect_ratio": ratio, "image_size": "2K"}
@@ -347,7 +352,7 @@ def test_flash_image_takes_its_wider_aspect_ratios(fake_gemini, references, widt
 
 def test_the_pro_model_keeps_its_own_ratios(fake_gemini, references):
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(SPEC, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     adapter.generate(make_request(references, width=4000, height=1000))
     adapter.close()
     assert fake_gemini.requests[0].parsed["config"]["image_config"]["aspect_ratio"] == "21:9"
@@ -361,7 +366,7 @@ def test_the_cost_and_worst_case_follow_the_size_and_the_references(fake_gemini,
                                                                      worst):
     spec = ModelSpec(spec.name, "gemini", spec.provider_model, spec.price, MappingProxyType({"image_size": size}))
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(spec, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     request = make_request(references, spec=spec)
     assert adapter.worst_case_cost(request) == pytest.approx(worst)
     assert adapter.generate(request).cost == pytest.approx(cost)
@@ -396,7 +401,7 @@ def test_the_fake_does_not_accept_a_size_the_model_does_not_take(fake_gemini, sp
 @pytest.mark.parametrize("width, height, ratio", [(4000, 1000, "4:1"), (1000, 8000, "1:8"), (900, 2100, "9:16")])
 def test_nano_banana_21_takes_its_14_aspect_ratios(fake_gemini, references, width, height, ratio):
     fake_gemini.queue(image_reply())
-    adapter = GeminiProvider(BANANA, policy=FAST, timeout_s=5, runtime=Runtime(transport=fake_gemini.transport()))
+    adapter = GeminiProvider(BANANA, policy=FAST, timeout_s=5, runtime=no_socket(fake_gemini))
     generation = adapter.generate(make_request(references, width=width, height=height, spec=BANANA))
     adapter.close()
     assert fake_gemini.requests[0].path == "/v1beta/models/gemini-nano-banana-2.1:generateContent"

@@ -62,6 +62,10 @@ class Reply:
             return self.body.encode()
         return bytes(self.body)
 
+    def head(self) -> dict[str, str]:
+        """The headers it is sent with, on the wire or through the mock transport: JSON, unless they say."""
+        return {"content-type": "application/json", **self.headers}
+
 
 @dataclass
 class Seen:
@@ -227,19 +231,16 @@ class FakeServer(LoopbackService):
         path, _, query = request.url.raw_path.decode("ascii").partition("?")
         seen = Seen(request.method, path, query, {k.lower(): v for k, v in request.headers.items()}, request.read(),
                     time.time())
-        self.record(seen)
-        reply = self.dispatch(seen)
+        reply = self._reply_to(seen)
         if reply is None:  # a dropped connection, as httpx reports it from a socket
             raise httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
         if reply.chunks is not None or reply.trickle or "content-encoding" in {k.lower() for k in reply.headers}:
             raise AssertionError(f"{seen.method} {seen.path}: this reply needs a socket; mark the test wire")
-        return httpx.Response(reply.status, headers={"content-type": "application/json", **reply.headers},
-                              content=reply.encoded())
+        return httpx.Response(reply.status, headers=reply.head(), content=reply.encoded())
 
     def respond(self, handler: BaseHTTPRequestHandler, arrived: Arrived) -> None:
-        seen = Seen(arrived.method, arrived.path, arrived.query, arrived.headers, arrived.body, arrived.at)
-        self.record(seen)
-        reply = self.dispatch(seen)
+        reply = self._reply_to(Seen(arrived.method, arrived.path, arrived.query, arrived.headers, arrived.body,
+                                    arrived.at))
         if reply is None:  # a dropped connection
             handler.close_connection = True
             handler.connection.shutdown(2)
@@ -247,7 +248,12 @@ class FakeServer(LoopbackService):
         if reply.chunks is not None or reply.trickle:
             _write_wire(handler, reply)
             return
-        send(handler, reply.status, reply.encoded(), {"content-type": "application/json", **reply.headers}.items())
+        send(handler, reply.status, reply.encoded(), reply.head().items())
+
+    def _reply_to(self, seen: Seen) -> Reply | None:
+        """The request logged, and the reply the fake gives it (None: the connection dropped)."""
+        self.record(seen)
+        return self.dispatch(seen)
 
 
 @functools.lru_cache(maxsize=2)
@@ -285,7 +291,7 @@ WIRE_FAULTS = {"endless": _endless, "bomb": _bomb, "redirect": _redirect}
 
 def _head(reply: Reply, length: int | None) -> bytes:
     phrase = HTTPStatus(reply.status).phrase if reply.status in HTTPStatus._value2member_map_ else "Unknown"
-    headers = {"content-type": "application/json", **reply.headers}
+    headers = reply.head()
     headers.update({"content-length": str(length)} if length is not None else {"connection": "close"})
     lines = [f"HTTP/1.1 {reply.status} {phrase}", *(f"{k}: {v}" for k, v in headers.items()), "", ""]
     return "\r\n".join(lines).encode("latin-1")
